@@ -1,0 +1,12 @@
+"""`placer prepare` (not built yet)."""
+
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["register"]
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser("prepare", help="not available yet")
+    parser.set_defaults(func=lambda args: 2)

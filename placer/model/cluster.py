@@ -1,0 +1,52 @@
+"""The cluster as the planner sees it: nodes with free capacity, and who holds which node.
+
+Loaders (`placer.model.snapshot`) build a `ClusterSnapshot` from kubectl JSON, the compact description
+or a live cluster; the controller builds one from its watch cache. Free capacity is already net of the
+requests of non-terminal pods bound to each node, so solvers never look at pods.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from placer.model.resources import ResourceMap
+from placer.model.scheduling import Taint
+
+__all__ = ["ClusterSnapshot", "Node"]
+
+
+class Node(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    name: str
+    labels: dict[str, str] = Field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    allocatable: ResourceMap = Field(default_factory=dict)
+    free: ResourceMap = Field(default_factory=dict)
+    """allocatable minus requests of non-terminal pods bound here (incl. one `pods` slot each)."""
+    ready: bool = True
+    unschedulable: bool = False
+    used_host_ports: tuple[tuple[int, str], ...] = ()
+    jobsets: tuple[str, ...] = ()
+    """`namespace/name` of JobSets with non-terminal pods on this node (sorted)."""
+
+    @property
+    def usable(self) -> bool:
+        return self.ready and not self.unschedulable
+
+
+class ClusterSnapshot(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    nodes: tuple[Node, ...]
+    priority_classes: dict[str, int] = Field(default_factory=dict)
+    levels: tuple[str, ...] = ()
+    """Topology levels (node label keys) coarse to fine, when the source states them."""
+    source: str = ""
+
+    def node(self, name: str) -> Node:
+        for n in self.nodes:
+            if n.name == name:
+                return n
+        raise KeyError(name)
+
+    def by_name(self) -> dict[str, Node]:
+        return {n.name: n for n in self.nodes}

@@ -1,0 +1,55 @@
+"""The one error tree of placer, so callers catch what they mean and the CLI can print one line.
+
+    PlacerError                  root: everything placer raises on purpose
+    +-- InputError (ValueError)  a manifest, snapshot or option is wrong; names file, object, field
+    +-- ClusterError             the Kubernetes API failed or refused (converted at the adapter)
+
+An unschedulable JobSet is never an error: it is a plan outcome with a reason.
+"""
+
+from __future__ import annotations
+
+__all__ = ["ClusterError", "InputError", "PlacerError"]
+
+
+class PlacerError(Exception):
+    """Root of every error placer raises deliberately; carries a stable machine-readable code."""
+
+    code: str = "placer"
+
+
+class InputError(PlacerError, ValueError):
+    """Bad input. The message names where it is, so a user can fix it without a traceback."""
+
+    code = "input"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        source: str = "",
+        obj: str = "",
+        field: str = "",
+        code: str = "input",
+    ) -> None:
+        self.source = source
+        self.obj = obj
+        self.field = field
+        self.code = code
+        self.message = message
+        super().__init__(self.describe())
+
+    def describe(self) -> str:
+        where = [part for part in (self.source, self.obj, self.field) if part]
+        return f"{': '.join(where)}: {self.message}" if where else self.message
+
+
+class ClusterError(PlacerError):
+    """The cluster could not be read or written; temporary ones are retried by the controller."""
+
+    code = "cluster"
+
+    def __init__(self, message: str, *, status: int | None = None, temporary: bool = False) -> None:
+        self.status = status
+        self.temporary = temporary
+        super().__init__(message)

@@ -1,0 +1,136 @@
+"""Resource quantities and pod requests by the Kubernetes rules.
+
+Quantities are parsed once, with `kubernetes.utils.parse_quantity`, into `Decimal`, so that `500m` and
+`0.5` compare equal and nothing downstream parses strings. The pod-request rule lives here because the
+planner, the checker and the snapshot loader must all agree on what a pod asks for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from decimal import Decimal
+from typing import Any
+
+from kubernetes.utils import parse_quantity
+
+from placer.model.errors import InputError
+
+__all__ = [
+    "PODS",
+    "ResourceMap",
+    "add_resources",
+    "is_accelerator",
+    "is_extended_resource",
+    "parse_resource_map",
+    "pod_request",
+    "pods_that_fit",
+    "subtract_resources",
+]
+
+PODS = "pods"
+"""The allocatable slot count every pod uses one of."""
+
+ResourceMap = dict[str, Decimal]
+
+_ACCELERATOR_HINTS = ("gpu", "tpu", "neuron", "accelerator", "habana", "gaudi")
+
+
+def parse_resource_map(raw: Mapping[str, Any] | None, *, source: str = "", obj: str = "",
+                       field: str = "") -> ResourceMap:
+    """Parse `{name: quantity}`; a bad quantity is an InputError naming the field."""
+    result: ResourceMap = {}
+    for name, value in (raw or {}).items():
+        try:
+            result[str(name)] = Decimal(parse_quantity(value))
+        except (ValueError, TypeError, ArithmeticError) as e:
+            raise InputError(f"invalid quantity {value!r}", source=source, obj=obj,
+                             field=f"{field}.{name}" if field else str(name),
+                             code="quantity") from e
+    return result
+
+
+def add_resources(*maps: Mapping[str, Decimal]) -> ResourceMap:
+    total: ResourceMap = {}
+    for m in maps:
+        for name, value in m.items():
+            total[name] = total.get(name, Decimal(0)) + value
+    return total
+
+
+def subtract_resources(base: Mapping[str, Decimal], used: Mapping[str, Decimal]) -> ResourceMap:
+    result = dict(base)
+    for name, value in used.items():
+        result[name] = result.get(name, Decimal(0)) - value
+    return result
+
+
+def _max_resources(a: Mapping[str, Decimal], b: Mapping[str, Decimal]) -> ResourceMap:
+    return {name: max(a.get(name, Decimal(0)), b.get(name, Decimal(0))) for name in {*a, *b}}
+
+
+def _container_request(container: Mapping[str, Any], *, source: str, obj: str,
+                       field: str) -> ResourceMap:
+    """Requests default to limits, per resource, when only the limit is set."""
+    resources = container.get("resources") or {}
+    limits = parse_resource_map(resources.get("limits"), source=source, obj=obj,
+                                field=f"{field}.resources.limits")
+    requests = parse_resource_map(resources.get("requests"), source=source, obj=obj,
+                                  field=f"{field}.resources.requests")
+    return {**limits, **requests}
+
+
+def pod_request(pod_spec: Mapping[str, Any], *, source: str = "", obj: str = "",
+                field: str = "spec") -> ResourceMap:
+    """Effective pod request: max(app + sidecars, largest plain init container) + overhead.
+
+    Sidecars (init containers with restartPolicy Always) run beside the app containers, so they add;
+    a plain init container runs alone before them, with the sidecars started before it, so it counts
+    together with those sidecars. Zero entries are dropped so that shapes compare by what matters.
+    """
+    app = add_resources(*(
+        _container_request(c, source=source, obj=obj, field=f"{field}.containers[{i}]")
+        for i, c in enumerate(pod_spec.get("containers") or [])))
+    sidecars_so_far: ResourceMap = {}
+    init_peak: ResourceMap = {}
+    for i, c in enumerate(pod_spec.get("initContainers") or []):
+        req = _container_request(c, source=source, obj=obj, field=f"{field}.initContainers[{i}]")
+        if c.get("restartPolicy") == "Always":
+            sidecars_so_far = add_resources(sidecars_so_far, req)
+            init_peak = _max_resources(init_peak, sidecars_so_far)
+        else:
+            init_peak = _max_resources(init_peak, add_resources(sidecars_so_far, req))
+    running = add_resources(app, sidecars_so_far)
+    overhead = parse_resource_map(pod_spec.get("overhead"), source=source, obj=obj,
+                                  field=f"{field}.overhead")
+    total = add_resources(_max_resources(running, init_peak), overhead)
+    return {name: value for name, value in sorted(total.items()) if value != 0}
+
+
+def is_extended_resource(name: str) -> bool:
+    """Kubernetes' rule: a domain-prefixed name outside kubernetes.io (e.g. `nvidia.com/gpu`)."""
+    if "/" not in name or name.startswith("requests."):
+        return False
+    domain = name.split("/", 1)[0]
+    return not (domain == "kubernetes.io" or domain.endswith(".kubernetes.io"))
+
+
+def is_accelerator(name: str) -> bool:
+    """Accelerators are the extended resources that placement is about (chips, GPUs)."""
+    return is_extended_resource(name) and any(h in name.lower() for h in _ACCELERATOR_HINTS)
+
+
+def pods_that_fit(free: Mapping[str, Decimal], request: Mapping[str, Decimal],
+                  extra_resources: Iterable[str] = ()) -> int:
+    """floor(min over requested resources of free/request), counting the node's `pods` slots.
+
+    A resource the node does not have at all fits zero pods. A pod with no requests is limited only
+    by the pod slots; with no `pods` entry either, the node is treated as unbounded (1000 pods).
+    """
+    best = int(free[PODS]) if PODS in free else 1000
+    for name in (*request.keys(), *extra_resources):
+        need = request.get(name, Decimal(0))
+        if need <= 0:
+            continue
+        have = free.get(name, Decimal(0))
+        best = min(best, int(have // need) if have > 0 else 0)
+    return max(best, 0)

@@ -1,0 +1,112 @@
+"""Scheduling vocabulary of a pod template and a node: taints, tolerations, selectors, affinity.
+
+These small frozen models are shared by the JobSet parser, the snapshot loader and the solvers. The
+matching rules (`tolerates`, `matches_term`) follow the kube-scheduler's TaintToleration and
+NodeAffinity filters; the independent plan checker deliberately re-implements them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+__all__ = [
+    "NodeSelectorRequirement",
+    "NodeSelectorTerm",
+    "Taint",
+    "Toleration",
+    "matches_requirement",
+    "matches_term",
+    "tolerates",
+]
+
+Operator = Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
+
+
+class Taint(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    key: str
+    value: str = ""
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+    @property
+    def blocks_scheduling(self) -> bool:
+        return self.effect in ("NoSchedule", "NoExecute")
+
+    def __str__(self) -> str:
+        return f"{self.key}={self.value}:{self.effect}" if self.value else f"{self.key}:{self.effect}"
+
+
+class Toleration(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    key: str = ""
+    operator: Literal["Exists", "Equal"] = "Equal"
+    value: str = ""
+    effect: str = ""
+
+
+class NodeSelectorRequirement(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    key: str
+    operator: Operator
+    values: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        if self.operator in ("Exists", "DoesNotExist"):
+            return f"{self.key} {self.operator}"
+        return f"{self.key} {self.operator} [{','.join(self.values)}]"
+
+
+class NodeSelectorTerm(BaseModel):
+    """Requirements ANDed; a pod's terms are ORed. `field_name` holds matchFields on metadata.name."""
+
+    model_config = ConfigDict(frozen=True)
+    match_expressions: tuple[NodeSelectorRequirement, ...] = ()
+    match_node_names: tuple[NodeSelectorRequirement, ...] = ()
+
+    def __str__(self) -> str:
+        return ", ".join(str(r) for r in (*self.match_expressions, *self.match_node_names))
+
+
+def tolerates(tolerations: tuple[Toleration, ...], taint: Taint) -> bool:
+    for t in tolerations:
+        if t.effect and t.effect != taint.effect:
+            continue
+        if t.operator == "Exists":
+            if not t.key or t.key == taint.key:
+                return True
+        elif t.key == taint.key and t.value == taint.value:
+            return True
+    return False
+
+
+def matches_requirement(labels: Mapping[str, str], req: NodeSelectorRequirement) -> bool:
+    present = req.key in labels
+    value = labels.get(req.key, "")
+    match req.operator:
+        case "In":
+            return present and value in req.values
+        case "NotIn":
+            return not present or value not in req.values
+        case "Exists":
+            return present
+        case "DoesNotExist":
+            return not present
+        case "Gt" | "Lt":
+            try:
+                have, want = int(value), int(req.values[0])
+            except (ValueError, IndexError):
+                return False
+            return present and (have > want if req.operator == "Gt" else have < want)
+    return False
+
+
+def matches_term(labels: Mapping[str, str], node_name: str, term: NodeSelectorTerm) -> bool:
+    """An empty term matches nothing, as in Kubernetes."""
+    if not term.match_expressions and not term.match_node_names:
+        return False
+    name_labels = {"metadata.name": node_name}
+    return all(matches_requirement(labels, r) for r in term.match_expressions) and all(
+        matches_requirement(name_labels, r) for r in term.match_node_names)

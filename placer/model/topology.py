@@ -1,0 +1,115 @@
+"""The topology tree: levels of node labels, coarse to fine, and the domains they cut the cluster into.
+
+Built once per snapshot as a read-only networkx tree (root -> level values -> nodes), kept apart from
+the mutable counts a solver works on. A domain's identity is the tuple of (key, value) along its path,
+because label values need not be unique per level (Kueue TAS makes the same choice): two subblocks
+called `sb-1` in different blocks are different domains.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+import networkx as nx
+from pydantic import BaseModel, ConfigDict
+
+from placer.model.cluster import ClusterSnapshot, Node
+
+__all__ = ["HOSTNAME", "Domain", "Topology", "default_levels"]
+
+HOSTNAME = "kubernetes.io/hostname"
+ROOT = ("",)
+
+DomainPath = tuple[tuple[str, str], ...]
+
+
+class Domain(BaseModel):
+    """All nodes sharing one value of `key` (and of the levels above it, when those are levels)."""
+
+    model_config = ConfigDict(frozen=True)
+    key: str
+    value: str
+    path: DomainPath
+    nodes: tuple[str, ...]
+
+    @property
+    def id(self) -> str:
+        return "/".join(f"{v}" for _, v in self.path)
+
+    def parent_path(self, level: str) -> DomainPath | None:
+        """The path of the enclosing domain at `level`, or None if `level` is not above this one."""
+        for i, (k, _) in enumerate(self.path[:-1]):
+            if k == level:
+                return self.path[: i + 1]
+        return None
+
+
+def default_levels(snapshot: ClusterSnapshot, keys: Iterable[str]) -> tuple[str, ...]:
+    """The snapshot's own levels if it states them, else the given keys, then the hostname."""
+    if snapshot.levels:
+        return snapshot.levels
+    ordered: list[str] = []
+    for k in keys:
+        if k and k not in ordered and k != HOSTNAME:
+            ordered.append(k)
+    return (*ordered, HOSTNAME)
+
+
+class Topology:
+    """Read-only tree over a snapshot; `domains(key)` is what exclusive placement chooses among."""
+
+    def __init__(self, snapshot: ClusterSnapshot, levels: Sequence[str]) -> None:
+        self.snapshot = snapshot
+        self.levels: tuple[str, ...] = tuple(levels)
+        self.graph: nx.DiGraph = nx.DiGraph()
+        self._domains_by_key: dict[str, list[Domain]] = {}
+        self.graph.add_node(ROOT, level=None)
+        for node in sorted(snapshot.nodes, key=lambda n: n.name):
+            parent: tuple[object, ...] = ROOT
+            for level in self.levels:
+                if level == HOSTNAME:
+                    break
+                value = node.labels.get(level)
+                if value is None:
+                    break
+                child = (*parent, (level, value)) if parent != ROOT else ((level, value),)
+                self.graph.add_edge(parent, child)
+                self.graph.nodes[child]["level"] = level
+                parent = child
+            self.graph.add_edge(parent, ("node", node.name))
+
+    def _path_of(self, node: Node, key: str) -> DomainPath | None:
+        """The domain path of `node` for `key`: levels above `key` included if `key` is a level."""
+        if key not in node.labels:
+            return None
+        if key not in self.levels:
+            return ((key, node.labels[key]),)
+        path: list[tuple[str, str]] = []
+        for level in self.levels:
+            if level not in node.labels:
+                return ((key, node.labels[key]),)
+            path.append((level, node.labels[level]))
+            if level == key:
+                return tuple(path)
+        return None
+
+    def domains(self, key: str) -> list[Domain]:
+        """Domains of `key`, sorted by path; nodes without the label belong to none."""
+        if key not in self._domains_by_key:
+            self._domains_by_key[key] = self._build(key)
+        return list(self._domains_by_key[key])
+
+    def _build(self, key: str) -> list[Domain]:
+        members: dict[DomainPath, list[str]] = {}
+        for node in self.snapshot.nodes:
+            path = self._path_of(node, key)
+            if path is not None:
+                members.setdefault(path, []).append(node.name)
+        return [Domain(key=key, value=p[-1][1], path=p, nodes=tuple(sorted(ns)))
+                for p, ns in sorted(members.items())]
+
+    def domain_of(self, node: Node, key: str) -> DomainPath | None:
+        return self._path_of(node, key)
+
+    def enclosing(self, node: Node, level: str) -> DomainPath | None:
+        """The domain path at `level` containing `node` (used for locality)."""
+        return self._path_of(node, level)

@@ -1,0 +1,114 @@
+"""What a JobSet asks of the cluster, once parsed: replicated jobs, their pods' needs, priority.
+
+This is the solver's view of a JobSet. The parser (`placer.model.jobset`) builds it from a manifest;
+everything downstream reads these frozen models and never the raw YAML, except the writers, which keep
+`manifest` to emit patches without losing unknown fields.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from placer.model.resources import ResourceMap, is_accelerator
+from placer.model.scheduling import NodeSelectorTerm, Toleration
+
+__all__ = [
+    "EXCLUSIVE_TOPOLOGY",
+    "JOBSET_NAME_LABEL",
+    "KUEUE_PREFERRED_TOPOLOGY",
+    "KUEUE_REQUIRED_TOPOLOGY",
+    "NODE_SELECTOR_STRATEGY",
+    "JobSetRequest",
+    "PodShape",
+    "ReplicatedJobRequest",
+    "child_job_name",
+]
+
+EXCLUSIVE_TOPOLOGY = "alpha.jobset.sigs.k8s.io/exclusive-topology"
+NODE_SELECTOR_STRATEGY = "alpha.jobset.sigs.k8s.io/node-selector"
+KUEUE_REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
+KUEUE_PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"
+JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+
+
+def child_job_name(jobset: str, replicated_job: str, index: int) -> str:
+    """JobSet's own naming of child Jobs; stable across restarts."""
+    return f"{jobset}-{replicated_job}-{index}"
+
+
+class PodShape(BaseModel):
+    """Everything that decides where one pod of a child Job may run and how much room it takes."""
+
+    model_config = ConfigDict(frozen=True)
+    requests: ResourceMap = Field(default_factory=dict)
+    node_selector: dict[str, str] = Field(default_factory=dict)
+    affinity_terms: tuple[NodeSelectorTerm, ...] = ()
+    """Required node affinity terms, ORed; empty means no requirement."""
+    tolerations: tuple[Toleration, ...] = ()
+    host_ports: tuple[tuple[int, str], ...] = ()
+    """(port, protocol) pairs the pod binds on the host; two such pods never share a node."""
+
+    @property
+    def accelerators(self) -> dict[str, Decimal]:
+        return {k: v for k, v in self.requests.items() if is_accelerator(k)}
+
+    def signature(self) -> str:
+        """A stable text key: equal signatures mean interchangeable pods."""
+        return self.model_dump_json()
+
+
+class ReplicatedJobRequest(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    name: str
+    group_name: str = "default"
+    replicas: int
+    pods_per_job: int
+    """Pods running at once per child Job: min(parallelism, completions)."""
+    pod: PodShape
+    exclusive_key: str | None = None
+    required_topology: str | None = None
+    """Kueue podset-required-topology: every pod of this replicated job inside one domain of it."""
+    preferred_topology: str | None = None
+
+    @property
+    def accelerator_units_per_job(self) -> int:
+        """Accelerator units one child Job holds; a job needing none counts its pods."""
+        per_pod = sum(self.pod.accelerators.values(), Decimal(0))
+        return int(per_pod * self.pods_per_job) if per_pod > 0 else self.pods_per_job
+
+
+class JobSetRequest(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    namespace: str = "default"
+    name: str
+    uid: str = ""
+    priority: int = 0
+    creation_timestamp: datetime | None = None
+    order: int = 0
+    """Position on the command line or in the watch; the last tie-breaker of queue order."""
+    replicated_jobs: tuple[ReplicatedJobRequest, ...]
+    node_selector_strategy: bool = False
+    source: str = ""
+    manifest: dict[str, Any] = Field(default_factory=dict, repr=False)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def accelerator_units(self) -> int:
+        return sum(r.replicas * r.accelerator_units_per_job for r in self.replicated_jobs)
+
+    def child_jobs(self) -> list[tuple[ReplicatedJobRequest, int, str]]:
+        """(replicated job, job index, child Job name) in JobSet's creation order."""
+        return [(r, i, child_job_name(self.name, r.name, i))
+                for r in self.replicated_jobs for i in range(r.replicas)]
+
+    def queue_key(self) -> tuple[int, float, int, str]:
+        """Queue order: priority descending, then creation time, then order given, then name."""
+        ts = self.creation_timestamp.timestamp() if self.creation_timestamp else 0.0
+        return (-self.priority, ts, self.order, self.key)

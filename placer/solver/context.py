@@ -1,0 +1,174 @@
+"""Facts every solver needs, computed once per solve: queue order, domains, who fits where.
+
+Greedy baselines, CP-SAT and the explanations all read this, so they agree on what "fits" means; the
+independent plan checker does not (it re-derives everything from the snapshot). Phase "snapshot" of
+the planner.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from functools import cached_property
+
+from placer.model.cluster import ClusterSnapshot, Node
+from placer.model.options import SolveOptions
+from placer.model.resources import is_accelerator, is_extended_resource, pods_that_fit
+from placer.model.scheduling import Toleration, matches_term, tolerates
+from placer.model.topology import Domain, Topology, default_levels
+from placer.model.workload import JobSetRequest, PodShape, ReplicatedJobRequest
+
+__all__ = ["JobClass", "PlacementContext", "node_exclusion", "node_pod_capacity"]
+
+
+@dataclass(frozen=True)
+class JobClass:
+    """The interchangeable child Jobs of one replicatedJob of one JobSet."""
+
+    index: int
+    jobset: JobSetRequest
+    rjob: ReplicatedJobRequest
+
+    @property
+    def name(self) -> str:
+        return f"{self.jobset.key}/{self.rjob.name}"
+
+    @property
+    def exclusive_key(self) -> str | None:
+        return self.rjob.exclusive_key
+
+
+def node_exclusion(node: Node, pod: PodShape, *, extended_resource_toleration: bool) -> str | None:
+    """Why `node` can never take a pod of `pod`'s shape, or None. Reason strings feed explanations."""
+    if not node.ready:
+        return "NotReady"
+    if node.unschedulable:
+        return "cordoned"
+    for key, value in sorted(pod.node_selector.items()):
+        if node.labels.get(key) != value:
+            return f"nodeSelector {key}={value}"
+    if pod.affinity_terms and not any(matches_term(node.labels, node.name, t)
+                                      for t in pod.affinity_terms):
+        return "node affinity " + " | ".join(str(t) for t in pod.affinity_terms)
+    tolerations = pod.tolerations
+    if extended_resource_toleration:
+        extra = tuple(_ert_toleration(r) for r in pod.requests if is_extended_resource(r))
+        tolerations = (*tolerations, *extra)
+    for taint in node.taints:
+        if taint.blocks_scheduling and not tolerates(tolerations, taint):
+            return f"taint {taint}"
+    return None
+
+
+def _ert_toleration(resource: str) -> Toleration:
+    """What the ExtendedResourceToleration admission plugin adds for each extended resource."""
+    return Toleration(key=resource, operator="Exists")
+
+
+def node_pod_capacity(node: Node, pod: PodShape) -> int:
+    """Pods of this shape that fit on the node's free capacity, host ports included."""
+    fit = pods_that_fit(node.free, pod.requests)
+    if pod.host_ports:
+        used = set(node.used_host_ports)
+        if any(p in used for p in pod.host_ports):
+            return 0
+        fit = min(fit, 1)
+    return fit
+
+
+@dataclass
+class PlacementContext:
+    snapshot: ClusterSnapshot
+    jobsets_given: Sequence[JobSetRequest]
+    options: SolveOptions
+    _capacity: dict[tuple[int, str], int] = field(default_factory=dict, repr=False)
+
+    @cached_property
+    def jobsets(self) -> list[JobSetRequest]:
+        """Queue order: priority descending, creation time, order given, name."""
+        return sorted(self.jobsets_given, key=lambda j: j.queue_key())
+
+    @cached_property
+    def job_classes(self) -> list[JobClass]:
+        classes: list[JobClass] = []
+        for js in self.jobsets:
+            for rj in js.replicated_jobs:
+                if rj.replicas > 0:
+                    classes.append(JobClass(len(classes), js, rj))
+        return classes
+
+    def classes_of(self, jobset: JobSetRequest) -> list[JobClass]:
+        return [c for c in self.job_classes if c.jobset.key == jobset.key]
+
+    @cached_property
+    def exclusive_keys(self) -> list[str]:
+        return sorted({c.exclusive_key for c in self.job_classes if c.exclusive_key})
+
+    @cached_property
+    def topology(self) -> Topology:
+        keys: list[str] = []
+        for c in self.job_classes:
+            for k in (c.rjob.required_topology, c.rjob.preferred_topology, c.exclusive_key):
+                if k:
+                    keys.append(k)
+        levels = self.options.levels or default_levels(self.snapshot, keys)
+        return Topology(self.snapshot, levels)
+
+    @cached_property
+    def nodes(self) -> dict[str, Node]:
+        return self.snapshot.by_name()
+
+    def domains(self, key: str) -> list[Domain]:
+        return self.topology.domains(key)
+
+    @cached_property
+    def exclusive_domains(self) -> list[Domain]:
+        """Every domain of every exclusive key in the queue, sorted by (key, path)."""
+        return [d for k in self.exclusive_keys for d in self.domains(k)]
+
+    @cached_property
+    def held_by(self) -> dict[tuple[str, tuple[tuple[str, str], ...]], tuple[str, ...]]:
+        """(key, path) -> JobSets with running pods there; such a domain is closed to other JobSets."""
+        held: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[str, ...]] = {}
+        for d in self.exclusive_domains:
+            owners = sorted({j for n in d.nodes for j in self.nodes[n].jobsets})
+            if owners:
+                held[(d.key, d.path)] = tuple(owners)
+        return held
+
+    def domain_held_by(self, domain: Domain) -> tuple[str, ...]:
+        return self.held_by.get((domain.key, domain.path), ())
+
+    def domain_open_to(self, domain: Domain, jobset: JobSetRequest) -> bool:
+        return all(owner == jobset.key for owner in self.domain_held_by(domain))
+
+    def node_capacity(self, jc: JobClass, node: Node) -> int:
+        if node_exclusion(node, jc.rjob.pod,
+                          extended_resource_toleration=self.options.extended_resource_toleration):
+            return 0
+        return node_pod_capacity(node, jc.rjob.pod)
+
+    def domain_capacity(self, jc: JobClass, domain: Domain) -> int:
+        """Pods of `jc`'s shape that fit on the domain's nodes, when the domain is its alone."""
+        key = (jc.index, f"{domain.key}\0{domain.id}")
+        if key not in self._capacity:
+            self._capacity[key] = sum(self.node_capacity(jc, self.nodes[n]) for n in domain.nodes)
+        return self._capacity[key]
+
+    def fits(self, jc: JobClass, domain: Domain) -> bool:
+        """Can one child Job of `jc` take `domain` to itself, ignoring the rest of the plan?"""
+        return (domain.key == jc.exclusive_key and self.domain_open_to(domain, jc.jobset)
+                and self.domain_capacity(jc, domain) >= jc.rjob.pods_per_job)
+
+    def free_accelerators(self, domain: Domain) -> int:
+        """Free accelerator units on the domain's usable nodes: what stranding is measured in."""
+        total = Decimal(0)
+        for n in domain.nodes:
+            node = self.nodes[n]
+            if node.usable:
+                total += sum((v for k, v in node.free.items() if is_accelerator(k)), Decimal(0))
+        return int(total)
+
+    def job_units(self, jc: JobClass) -> int:
+        return jc.rjob.accelerator_units_per_job
