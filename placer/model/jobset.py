@@ -1,0 +1,389 @@
+"""JobSet manifests -> `JobSetRequest`, for `placer plan` (files) and the controller (watches).
+
+Only the fields that decide placement are validated, with pydantic models that keep every unknown
+field, so proposed API fields such as `spec.scheduling` pass through untouched; the raw object is
+kept as `manifest` for the writers. Every mistake is an `InputError` naming the file, the object
+(`namespace/name`) and the field path, e.g. `spec.replicatedJobs[0].replicas`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError
+
+from placer.model.errors import InputError
+from placer.model.manifests import expand_paths, object_key, read_documents, validation_error
+from placer.model.resources import pod_request
+from placer.model.scheduling import NodeSelectorRequirement, NodeSelectorTerm, Toleration
+from placer.model.workload import (
+    EXCLUSIVE_TOPOLOGY,
+    KUEUE_PREFERRED_TOPOLOGY,
+    KUEUE_REQUIRED_TOPOLOGY,
+    NODE_SELECTOR_STRATEGY,
+    JobSetRequest,
+    PodShape,
+    ReplicatedJobRequest,
+)
+
+__all__ = [
+    "JobSetManifest",
+    "PodSpec",
+    "load_jobsets",
+    "parse_affinity_terms",
+    "parse_jobset",
+    "parse_tolerations",
+    "pod_host_ports",
+]
+
+log = logging.getLogger(__name__)
+
+NODE_NAME_FIELD = "metadata.name"
+
+
+# --- schema: only what placement reads; everything else is kept (extra="allow") -------------------
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+class ObjectMeta(_Open):
+    name: StrictStr
+    namespace: StrictStr = "default"
+    uid: StrictStr = ""
+    creationTimestamp: datetime | None = None
+    labels: dict[str, StrictStr] = Field(default_factory=dict)
+    annotations: dict[str, StrictStr] = Field(default_factory=dict)
+
+
+class TemplateMeta(_Open):
+    labels: dict[str, StrictStr] = Field(default_factory=dict)
+    annotations: dict[str, StrictStr] = Field(default_factory=dict)
+
+
+class ContainerPort(_Open):
+    containerPort: StrictInt = Field(ge=1, le=65535)
+    hostPort: StrictInt | None = Field(default=None, ge=0, le=65535)
+    protocol: Literal["TCP", "UDP", "SCTP"] = "TCP"
+
+
+class Container(_Open):
+    name: StrictStr = ""
+    ports: list[ContainerPort] = Field(default_factory=list)
+    resources: dict[str, Any] = Field(default_factory=dict)
+    restartPolicy: StrictStr | None = None
+
+
+class TolerationSpec(_Open):
+    key: StrictStr = ""
+    operator: Literal["Exists", "Equal"] = "Equal"
+    value: StrictStr = ""
+    effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] = ""
+
+
+class RequirementSpec(_Open):
+    key: StrictStr
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
+    values: list[StrictStr] = Field(default_factory=list)
+
+
+class TermSpec(_Open):
+    matchExpressions: list[RequirementSpec] = Field(default_factory=list)
+    matchFields: list[RequirementSpec] = Field(default_factory=list)
+
+
+class NodeSelectorSpec(_Open):
+    nodeSelectorTerms: list[TermSpec] = Field(default_factory=list)
+
+
+class NodeAffinitySpec(_Open):
+    requiredDuringSchedulingIgnoredDuringExecution: NodeSelectorSpec | None = None
+
+
+class AffinitySpec(_Open):
+    nodeAffinity: NodeAffinitySpec | None = None
+
+
+class PodSpec(_Open):
+    containers: list[Container] = Field(min_length=1)
+    initContainers: list[Container] = Field(default_factory=list)
+    nodeSelector: dict[str, StrictStr] = Field(default_factory=dict)
+    affinity: AffinitySpec | None = None
+    tolerations: list[TolerationSpec] = Field(default_factory=list)
+    hostNetwork: StrictBool = False
+    priority: StrictInt | None = None
+    priorityClassName: StrictStr | None = None
+
+
+class PodTemplate(_Open):
+    metadata: TemplateMeta = Field(default_factory=TemplateMeta)
+    spec: PodSpec
+
+
+class JobSpec(_Open):
+    parallelism: StrictInt | None = Field(default=None, ge=0)
+    completions: StrictInt | None = Field(default=None, ge=0)
+    template: PodTemplate
+
+
+class JobTemplate(_Open):
+    metadata: TemplateMeta = Field(default_factory=TemplateMeta)
+    spec: JobSpec
+
+
+class ReplicatedJobSpec(_Open):
+    name: StrictStr = Field(min_length=1)
+    groupName: StrictStr = "default"
+    replicas: StrictInt = Field(default=1, ge=0)
+    template: JobTemplate
+
+
+class JobSetSpec(_Open):
+    replicatedJobs: list[ReplicatedJobSpec] = Field(min_length=1)
+
+
+class JobSetManifest(_Open):
+    apiVersion: StrictStr = ""
+    kind: Literal["JobSet"]
+    metadata: ObjectMeta
+    spec: JobSetSpec
+
+
+# --- pod-template pieces shared with the snapshot loader ------------------------------------------
+
+
+def pod_host_ports(pod_spec: Mapping[str, Any]) -> tuple[tuple[int, str], ...]:
+    """(port, protocol) the pod binds on its node: explicit hostPorts, and every containerPort under
+    hostNetwork (the API server defaults hostPort to containerPort there). Sidecars count too."""
+    host_network = pod_spec.get("hostNetwork") is True
+    containers = list(pod_spec.get("containers") or [])
+    containers += [
+        c
+        for c in pod_spec.get("initContainers") or []
+        if isinstance(c, Mapping) and c.get("restartPolicy") == "Always"
+    ]
+    ports: set[tuple[int, str]] = set()
+    for c in containers:
+        if not isinstance(c, Mapping):
+            continue
+        for p in c.get("ports") or []:
+            if not isinstance(p, Mapping):
+                continue
+            port = p.get("hostPort") or (p.get("containerPort") if host_network else None)
+            if isinstance(port, int) and port > 0:
+                ports.add((port, str(p.get("protocol") or "TCP")))
+    return tuple(sorted(ports))
+
+
+def parse_tolerations(specs: Sequence[TolerationSpec]) -> tuple[Toleration, ...]:
+    return tuple(
+        Toleration(key=t.key, operator=t.operator, value=t.value, effect=t.effect) for t in specs
+    )
+
+
+def _requirement(
+    r: RequirementSpec, *, field: str, source: str, obj: str
+) -> NodeSelectorRequirement:
+    """Apply the API server's validation, which pydantic's shape check cannot express."""
+
+    def bad(msg: str) -> InputError:
+        return InputError(msg, source=source, obj=obj, field=field, code="affinity")
+
+    if r.operator in ("In", "NotIn") and not r.values:
+        raise bad(f"operator {r.operator} needs at least one value")
+    if r.operator in ("Exists", "DoesNotExist") and r.values:
+        raise bad(f"operator {r.operator} takes no values")
+    if r.operator in ("Gt", "Lt"):
+        if len(r.values) != 1:
+            raise bad(f"operator {r.operator} needs exactly one value")
+        try:
+            int(r.values[0])
+        except ValueError as e:
+            raise bad(f"operator {r.operator} needs an integer, got {r.values[0]!r}") from e
+    return NodeSelectorRequirement(key=r.key, operator=r.operator, values=tuple(r.values))
+
+
+def parse_affinity_terms(
+    affinity: AffinitySpec | None, *, source: str = "", obj: str = "", field: str = "spec.affinity"
+) -> tuple[NodeSelectorTerm, ...]:
+    """Required node affinity terms (ORed). matchFields may only name `metadata.name`."""
+    required = (
+        affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution
+        if affinity and affinity.nodeAffinity
+        else None
+    )
+    if required is None:
+        return ()
+    base = f"{field}.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+    terms: list[NodeSelectorTerm] = []
+    for t, term in enumerate(required.nodeSelectorTerms):
+        exprs = tuple(
+            _requirement(r, field=f"{base}[{t}].matchExpressions[{i}]", source=source, obj=obj)
+            for i, r in enumerate(term.matchExpressions)
+        )
+        names: list[NodeSelectorRequirement] = []
+        for i, r in enumerate(term.matchFields):
+            f = f"{base}[{t}].matchFields[{i}]"
+            if r.key != NODE_NAME_FIELD:
+                raise InputError(
+                    f"matchFields supports only {NODE_NAME_FIELD}, got {r.key!r}",
+                    source=source,
+                    obj=obj,
+                    field=f"{f}.key",
+                    code="affinity",
+                )
+            if r.operator not in ("In", "NotIn"):
+                raise InputError(
+                    f"matchFields supports only In and NotIn, got {r.operator}",
+                    source=source,
+                    obj=obj,
+                    field=f"{f}.operator",
+                    code="affinity",
+                )
+            names.append(_requirement(r, field=f, source=source, obj=obj))
+        terms.append(NodeSelectorTerm(match_expressions=exprs, match_node_names=tuple(names)))
+    return tuple(terms)
+
+
+# --- JobSet --------------------------------------------------------------------------------------
+
+
+def _priority(
+    pod: PodSpec, priority_classes: Mapping[str, int] | None, *, source: str, obj: str, field: str
+) -> int:
+    """Pod `priority` if set (admission fills it in live objects), else the class value, else 0."""
+    if pod.priority is not None:
+        return pod.priority
+    if pod.priorityClassName:
+        if priority_classes is not None and pod.priorityClassName in priority_classes:
+            return priority_classes[pod.priorityClassName]
+        log.warning(
+            "%s: %s: %s.priorityClassName %r is unknown; using priority 0",
+            source or "<input>",
+            obj,
+            field,
+            pod.priorityClassName,
+        )
+    return 0
+
+
+def parse_jobset(
+    obj: Mapping[str, Any],
+    *,
+    source: str = "",
+    order: int = 0,
+    priority_classes: Mapping[str, int] | None = None,
+) -> JobSetRequest:
+    """Validate one JobSet object and reduce it to what placement needs.
+
+    The JobSet's priority is the highest of its pod templates' (JobSet itself gives every pod the
+    template's priority; mixed priorities inside one JobSet are unusual).
+    """
+    key = object_key(obj)
+    try:
+        m = JobSetManifest.model_validate(obj)
+    except ValidationError as e:
+        raise validation_error(e, source=source, obj=key) from e
+    key = f"{m.metadata.namespace}/{m.metadata.name}"
+    js_exclusive = m.metadata.annotations.get(EXCLUSIVE_TOPOLOGY) or None
+    rjobs: list[ReplicatedJobRequest] = []
+    priorities: list[int] = []
+    names: set[str] = set()
+    for i, rj in enumerate(m.spec.replicatedJobs):
+        field = f"spec.replicatedJobs[{i}]"
+        if rj.name in names:
+            raise InputError(
+                f"duplicate replicatedJob name {rj.name!r}",
+                source=source,
+                obj=key,
+                field=f"{field}.name",
+                code="duplicate",
+            )
+        names.add(rj.name)
+        job = rj.template.spec
+        pod_field = f"{field}.template.spec.template.spec"
+        pod = job.template.spec
+        raw_pod = obj["spec"]["replicatedJobs"][i]["template"]["spec"]["template"]["spec"]
+        parallelism = 1 if job.parallelism is None else job.parallelism
+        completions = parallelism if job.completions is None else job.completions
+        shape = PodShape(
+            requests=pod_request(raw_pod, source=source, obj=key, field=pod_field),
+            node_selector=dict(sorted(pod.nodeSelector.items())),
+            affinity_terms=parse_affinity_terms(
+                pod.affinity, source=source, obj=key, field=f"{pod_field}.affinity"
+            ),
+            tolerations=parse_tolerations(pod.tolerations),
+            host_ports=pod_host_ports(raw_pod),
+        )
+        pod_annotations = job.template.metadata.annotations
+        rjobs.append(
+            ReplicatedJobRequest(
+                name=rj.name,
+                group_name=rj.groupName,
+                replicas=rj.replicas,
+                pods_per_job=min(parallelism, completions),
+                pod=shape,
+                exclusive_key=rj.template.metadata.annotations.get(EXCLUSIVE_TOPOLOGY)
+                or js_exclusive,
+                required_topology=pod_annotations.get(KUEUE_REQUIRED_TOPOLOGY) or None,
+                preferred_topology=pod_annotations.get(KUEUE_PREFERRED_TOPOLOGY) or None,
+            )
+        )
+        priorities.append(_priority(pod, priority_classes, source=source, obj=key, field=pod_field))
+    return JobSetRequest(
+        namespace=m.metadata.namespace,
+        name=m.metadata.name,
+        uid=m.metadata.uid,
+        priority=max(priorities),
+        creation_timestamp=m.metadata.creationTimestamp,
+        order=order,
+        replicated_jobs=tuple(rjobs),
+        node_selector_strategy=NODE_SELECTOR_STRATEGY in m.metadata.annotations,
+        source=source,
+        manifest=dict(obj),
+    )
+
+
+def load_jobsets(
+    paths: Sequence[str | Path], *, priority_classes: Mapping[str, int] | None = None
+) -> list[JobSetRequest]:
+    """Every JobSet in the given files/directories, `order` numbered across all of them.
+
+    Other kinds are skipped with a warning (a kustomization often carries ConfigMaps alongside); a
+    file holding no JobSet at all is an error, because it is almost always the wrong file.
+    """
+    result: list[JobSetRequest] = []
+    seen: dict[str, str] = {}
+    for path in expand_paths(paths):
+        found = 0
+        for source, doc in read_documents([path]):
+            kind = doc.get("kind")
+            if kind != "JobSet":
+                log.warning(
+                    "%s: skipping %s %s (not a JobSet)",
+                    source,
+                    kind or "object without kind",
+                    object_key(doc),
+                )
+                continue
+            js = parse_jobset(
+                doc, source=source, order=len(result), priority_classes=priority_classes
+            )
+            if js.key in seen:
+                raise InputError(
+                    f"JobSet defined twice (first in {seen[js.key]})",
+                    source=source,
+                    obj=js.key,
+                    code="duplicate",
+                )
+            seen[js.key] = source
+            result.append(js)
+            found += 1
+        if not found:
+            raise InputError("contains no JobSet", source=str(path), code="no-jobset")
+    return result

@@ -1,0 +1,143 @@
+"""Reading manifest files: what `placer plan`, the JobSet parser and the snapshot loader share.
+
+Files or directories (recursively, `*.yaml`/`*.yml`/`*.json`, sorted), multi-document YAML and
+`kind: List` wrappers, all flattened into `(source, object)` pairs. YAML and JSON syntax errors
+become `InputError`s with the line number; pydantic errors become `InputError`s with a
+Kubernetes-style field path (`spec.replicatedJobs[0].replicas`): a user never sees a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from placer.model.errors import InputError
+
+__all__ = [
+    "MANIFEST_SUFFIXES",
+    "Document",
+    "expand_paths",
+    "object_key",
+    "read_documents",
+    "validation_error",
+]
+
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader without the timestamp rule: Kubernetes reads timestamps as strings, and a manifest
+    must stay JSON-serializable for the writers."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    ch: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for ch, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+Document = tuple[str, Mapping[str, Any]]
+"""(source, object): `source` is the file name; List items are yielded one by one."""
+
+
+def expand_paths(paths: Sequence[str | Path]) -> list[Path]:
+    """Files as given; directories recursively, manifest suffixes only, sorted for determinism."""
+    files: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            files.extend(
+                sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in MANIFEST_SUFFIXES)
+            )
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise InputError("no such file or directory", source=str(path), code="missing-file")
+    return files
+
+
+def _load_text(path: Path) -> list[Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"cannot read: {e}", source=str(path), code="read") from e
+    if path.suffix == ".json":
+        try:
+            return [json.loads(text)]
+        except json.JSONDecodeError as e:
+            raise InputError(
+                f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}",
+                source=str(path),
+                code="syntax",
+            ) from e
+    try:
+        return [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
+        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
+        problem = getattr(e, "problem", None) or str(e)
+        raise InputError(f"invalid YAML{where}: {problem}", source=str(path), code="syntax") from e
+
+
+def read_documents(paths: Sequence[str | Path]) -> Iterator[Document]:
+    """Every object in the given files, Lists flattened, in file order. Non-mappings are errors."""
+    for path in expand_paths(paths):
+        for n, doc in enumerate(_load_text(path)):
+            source = str(path)
+            if not isinstance(doc, Mapping):
+                raise InputError(
+                    f"document {n + 1} is a {type(doc).__name__}, not an object",
+                    source=source,
+                    code="not-an-object",
+                )
+            if str(doc.get("kind", "")).endswith("List") and "items" in doc:
+                items = doc.get("items") or []
+                if not isinstance(items, list):
+                    raise InputError("must be a list", source=source, field="items", code="type")
+                for i, item in enumerate(items):
+                    if not isinstance(item, Mapping):
+                        raise InputError(
+                            "must be an object", source=source, field=f"items[{i}]", code="type"
+                        )
+                    yield source, item
+            else:
+                yield source, doc
+
+
+_CLUSTER_SCOPED = frozenset({"Node", "PriorityClass", "Namespace"})
+
+
+def object_key(obj: Mapping[str, Any]) -> str:
+    """`namespace/name` (or `Kind/name` when cluster-scoped) for error messages; never raises."""
+    meta = obj.get("metadata")
+    kind = str(obj.get("kind") or "object")
+    if not isinstance(meta, Mapping):
+        return kind
+    name = meta.get("name", "?")
+    if kind in _CLUSTER_SCOPED:
+        return f"{kind}/{name}"
+    return f"{meta.get('namespace') or 'default'}/{name}"
+
+
+def _loc(loc: Sequence[int | str]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def validation_error(e: ValidationError, *, source: str, obj: str, prefix: str = "") -> InputError:
+    """The first pydantic error as an InputError with a Kubernetes-style field path."""
+    err = e.errors()[0]
+    field = _loc(err["loc"])
+    field = f"{prefix}.{field}" if prefix and field else (prefix or field)
+    more = f" (and {len(e.errors()) - 1} more)" if len(e.errors()) > 1 else ""
+    return InputError(f"{err['msg']}{more}", source=source, obj=obj, field=field, code="schema")
