@@ -1,0 +1,235 @@
+"""Mutable bookkeeping of one plan being built: who holds which node, and what room is left.
+
+The greedy baselines build their plans through a `Ledger`, and the CP-SAT planner materializes its
+chosen (child Job -> domain) assignment through one too, so both turn decisions into pod placements
+the same way. The ledger enforces the placement rules as it goes:
+
+- an exclusive child Job takes one domain of its key to itself: no other child Job of the plan
+  (exclusive or not) and no running pod of another JobSet may be on any node of that domain;
+  domains of different keys may share nodes, so taking one closes every domain it overlaps;
+- a child Job without an exclusive key shares nodes with other such Jobs for resource fit only,
+  and never enters a node reserved for an exclusive child Job of the plan;
+- per node, free resources, `pods` slots and host ports are decremented as pods are placed.
+
+Every mutation is recorded in an undo log, so `checkpoint()` / `rollback()` give all-or-nothing per
+JobSet at the cost of the changes made since the checkpoint, not of a copy of the cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from decimal import Decimal
+
+from placer.model.plan import DomainRef, JobPlacement, PodPlacement
+from placer.model.resources import PODS, ResourceMap, pods_that_fit
+from placer.model.topology import Domain, DomainPath
+from placer.model.workload import JobSetRequest, PodShape, child_job_name
+from placer.solver.context import JobClass, PlacementContext, node_exclusion
+
+__all__ = ["DomainKey", "Ledger"]
+
+DomainKey = tuple[str, DomainPath]
+"""(key, path): a domain's identity across keys."""
+
+
+class Ledger:
+    """One plan in the making over a `PlacementContext`; cheap to checkpoint and roll back."""
+
+    def __init__(self, ctx: PlacementContext) -> None:
+        self.ctx = ctx
+        self._free: dict[str, ResourceMap] = {}
+        """node -> remaining free resources; only nodes the plan touched (else the snapshot's)."""
+        self._ports: dict[str, set[tuple[int, str]]] = {}
+        """node -> host ports planned pods bind there (running pods' ports are in the snapshot)."""
+        self._reserved: dict[str, tuple[str, str]] = {}
+        """node -> (JobSet key, child Job name) of the exclusive child Job holding it."""
+        self._shared: dict[str, dict[str, int]] = {}
+        """node -> {JobSet key: planned non-exclusive pods of it there}."""
+        self._taken: dict[DomainKey, str] = {}
+        """domain -> JobSet key of the exclusive child Job that took it."""
+        self._undo: list[Callable[[], None]] = []
+        self._exclusive_nodes: frozenset[str] | None = None
+
+    # -- all-or-nothing -------------------------------------------------------------------------
+
+    def checkpoint(self) -> object:
+        """A token for `rollback`: the plan as it is now."""
+        return len(self._undo)
+
+    def rollback(self, token: object) -> None:
+        """Undo every change made since `checkpoint()` returned `token`."""
+        if not isinstance(token, int) or not 0 <= token <= len(self._undo):
+            raise ValueError(f"not a checkpoint of this ledger: {token!r}")
+        while len(self._undo) > token:
+            self._undo.pop()()
+
+    # -- queries ----------------------------------------------------------------------------------
+
+    def free(self, node: str) -> ResourceMap:
+        """Free resources left on `node` after the pods planned so far (a copy)."""
+        return dict(self._free_of(node))
+
+    def is_reserved(self, node: str) -> bool:
+        return node in self._reserved
+
+    def domain_available(self, domain: Domain, jobset: JobSetRequest) -> bool:
+        """Could a child Job of `jobset` take `domain` now? Open to it, and no planned pod inside.
+
+        Capacity is not considered here: see `domain_fits`.
+        """
+        if not self.ctx.domain_open_to(domain, jobset):
+            return False
+        return not any(n in self._reserved or n in self._shared for n in domain.nodes)
+
+    def domain_fits(self, jc: JobClass, domain: Domain) -> bool:
+        """Available to `jc`'s JobSet, of its key, and big enough for one child Job of it."""
+        return (
+            domain.key == jc.exclusive_key
+            and self.domain_available(domain, jc.jobset)
+            and self.ctx.domain_capacity(jc, domain) >= jc.rjob.pods_per_job
+        )
+
+    def taken_by(self) -> dict[DomainKey, str]:
+        """Domains taken in this plan -> JobSet key; what explanations call "taken"."""
+        return dict(self._taken)
+
+    def shared_by(self) -> dict[str, tuple[str, ...]]:
+        """Nodes carrying planned non-exclusive pods -> JobSet keys of those pods (sorted)."""
+        return {n: tuple(sorted(owners)) for n, owners in self._shared.items()}
+
+    def node_capacity(self, jc: JobClass, node: str) -> int:
+        """Pods of `jc`'s shape still fitting on `node` beside planned pods (reservations aside)."""
+        n = self.ctx.nodes[node]
+        pod = jc.rjob.pod
+        if node_exclusion(
+            n, pod, extended_resource_toleration=self.ctx.options.extended_resource_toleration
+        ):
+            return 0
+        fit = pods_that_fit(self._free_of(node), pod.requests)
+        if pod.host_ports:
+            used = set(n.used_host_ports) | self._ports.get(node, set())
+            if any(p in used for p in pod.host_ports):
+                return 0
+            fit = min(fit, 1)
+        return fit
+
+    # -- decisions --------------------------------------------------------------------------------
+
+    def take_domain(self, jc: JobClass, job_index: int, domain: Domain) -> JobPlacement | None:
+        """Reserve `domain` for child Job `job_index` of `jc` and pack its pods onto it.
+
+        Pods (completion index 0..pods_per_job-1) fill the domain's nodes in name order, each node
+        up to its capacity, so they pack onto as few nodes as possible. Returns None and changes
+        nothing if the domain is unavailable or too small.
+        """
+        if domain.key != jc.exclusive_key:
+            raise ValueError(f"{jc.name} is exclusive on {jc.exclusive_key!r}, not {domain.key!r}")
+        if not self.domain_available(domain, jc.jobset):
+            return None
+        # Inside a domain that is available nothing else of the plan is placed, so the
+        # snapshot's per-node capacity is the ledger's too.
+        counts = self._pack(jc, sorted(domain.nodes), self._static_capacity)
+        if counts is None:
+            return None
+        job = child_job_name(jc.jobset.name, jc.rjob.name, job_index)
+        owner = (jc.jobset.key, job)
+        for n in domain.nodes:
+            self._set(self._reserved, n, owner)
+        self._set(self._taken, (domain.key, domain.path), jc.jobset.key)
+        pods = self._commit(jc, counts, shared=False)
+        ref = DomainRef(key=domain.key, value=domain.value, path=list(domain.path))
+        return JobPlacement(
+            name=job, replicated_job=jc.rjob.name, index=job_index, domain=ref, pods=pods
+        )
+
+    def place_shared(
+        self, jc: JobClass, job_index: int, within: Iterable[str] | None = None
+    ) -> JobPlacement | None:
+        """Place child Job `job_index` of a non-exclusive `jc` first-fit on unreserved nodes.
+
+        Nodes outside every exclusive domain of the queue come first, then the rest, each group by
+        name: shared pods on a domain's node close that domain to every exclusive child Job, so they
+        go there only when they must. `within` restricts the nodes (required locality). Returns None
+        and changes nothing if the pods do not all fit.
+        """
+        candidates = self.ctx.nodes if within is None else within
+        blocked = self._nodes_in_exclusive_domains()
+        order = sorted(
+            (n for n in candidates if n not in self._reserved), key=lambda n: (n in blocked, n)
+        )
+        counts = self._pack(jc, order, self.node_capacity)
+        if counts is None:
+            return None
+        pods = self._commit(jc, counts, shared=True)
+        return JobPlacement(
+            name=child_job_name(jc.jobset.name, jc.rjob.name, job_index),
+            replicated_job=jc.rjob.name,
+            index=job_index,
+            domain=None,
+            pods=pods,
+        )
+
+    # -- internals --------------------------------------------------------------------------------
+
+    def _free_of(self, node: str) -> ResourceMap:
+        got = self._free.get(node)
+        return got if got is not None else self.ctx.nodes[node].free
+
+    def _static_capacity(self, jc: JobClass, node: str) -> int:
+        return self.ctx.node_capacity(jc, self.ctx.nodes[node])
+
+    def _nodes_in_exclusive_domains(self) -> frozenset[str]:
+        if self._exclusive_nodes is None:
+            self._exclusive_nodes = frozenset(
+                n for d in self.ctx.exclusive_domains for n in d.nodes
+            )
+        return self._exclusive_nodes
+
+    @staticmethod
+    def _pack(
+        jc: JobClass, nodes: Iterable[str], capacity: Callable[[JobClass, str], int]
+    ) -> list[tuple[str, int]] | None:
+        """(node, pods) filling nodes in the given order; None if the child Job does not fit."""
+        need = jc.rjob.pods_per_job
+        counts: list[tuple[str, int]] = []
+        for n in nodes:
+            if need <= 0:
+                break
+            k = min(capacity(jc, n), need)
+            if k > 0:
+                counts.append((n, k))
+                need -= k
+        return counts if need <= 0 else None
+
+    def _commit(
+        self, jc: JobClass, counts: list[tuple[str, int]], *, shared: bool
+    ) -> list[PodPlacement]:
+        pods: list[PodPlacement] = []
+        for n, k in counts:
+            self._consume(n, jc.rjob.pod, k)
+            if shared:
+                owners = dict(self._shared.get(n, {}))
+                owners[jc.jobset.key] = owners.get(jc.jobset.key, 0) + k
+                self._set(self._shared, n, owners)
+            pods.extend(PodPlacement(index=len(pods) + i, node=n) for i in range(k))
+        return pods
+
+    def _consume(self, node: str, pod: PodShape, count: int) -> None:
+        free = dict(self._free_of(node))
+        for name, value in pod.requests.items():
+            if name != PODS:
+                free[name] = free.get(name, Decimal(0)) - value * count
+        if PODS in free:
+            free[PODS] -= count
+        self._set(self._free, node, free)
+        if pod.host_ports:
+            self._set(self._ports, node, self._ports.get(node, set()) | set(pod.host_ports))
+
+    def _set(self, table: dict, key: object, value: object) -> None:  # type: ignore[type-arg]
+        """table[key] = value, recording how to undo it."""
+        if key in table:
+            old = table[key]
+            self._undo.append(lambda: table.__setitem__(key, old))
+        else:
+            self._undo.append(lambda: table.__delitem__(key))
+        table[key] = value

@@ -1,0 +1,182 @@
+"""The ledger: exclusive domains, shared nodes, packing, and all-or-nothing rollback."""
+
+from __future__ import annotations
+
+import pytest
+
+from placer.model.options import SolveOptions
+from placer.model.workload import JobSetRequest
+from placer.solver.context import JobClass, PlacementContext
+from placer.solver.ledger import Ledger
+from tests.strategies import BLOCK, HOSTNAME, NODEPOOL, cluster, jobset, node, pool, rjob
+
+
+def _ctx(snapshot: object, *jobsets: JobSetRequest) -> PlacementContext:
+    return PlacementContext(snapshot, list(jobsets), SolveOptions())  # type: ignore[arg-type]
+
+
+def _jc(ctx: PlacementContext, jobset_name: str, rjob_name: str = "workers") -> JobClass:
+    return next(
+        c for c in ctx.job_classes if c.jobset.name == jobset_name and c.rjob.name == rjob_name
+    )
+
+
+def test_take_domain_packs_pods_in_node_order_and_reserves_the_domain() -> None:
+    a = jobset("a", rjob(replicas=2, pods_per_job=2, tpu=4))
+    ctx = _ctx(cluster(pool("p0", 2), pool("p1", 2)), a)
+    ledger = Ledger(ctx)
+    jc = _jc(ctx, "a")
+    d0, d1 = ctx.domains(NODEPOOL)
+    job = ledger.take_domain(jc, 0, d0)
+    assert job is not None
+    assert job.name == "a-workers-0"
+    assert job.domain is not None and job.domain.value == "p0"
+    assert job.domain.path == [(NODEPOOL, "p0")]
+    assert [(p.index, p.node) for p in job.pods] == [(0, "p0-host-0"), (1, "p0-host-1")]
+    assert not ledger.domain_available(d0, a)
+    assert ledger.domain_available(d1, a)
+    assert ledger.taken_by() == {(NODEPOOL, ((NODEPOOL, "p0"),)): "team-a/a"}
+    assert ledger.take_domain(jc, 1, d0) is None
+
+
+def test_pods_pack_several_per_node_when_capacity_allows() -> None:
+    a = jobset("a", rjob(pods_per_job=3, tpu=2))
+    ctx = _ctx(cluster(pool("p0", 2, tpu=4)), a)
+    job = Ledger(ctx).take_domain(_jc(ctx, "a"), 0, ctx.domains(NODEPOOL)[0])
+    assert job is not None
+    assert [p.node for p in job.pods] == ["p0-host-0", "p0-host-0", "p0-host-1"]
+
+
+def test_too_small_domain_is_refused_and_changes_nothing() -> None:
+    a = jobset("a", rjob(pods_per_job=3, tpu=4))
+    ctx = _ctx(cluster(pool("p0", 2)), a)
+    ledger = Ledger(ctx)
+    d0 = ctx.domains(NODEPOOL)[0]
+    assert ledger.take_domain(_jc(ctx, "a"), 0, d0) is None
+    assert ledger.taken_by() == {}
+    assert ledger.domain_available(d0, a)
+
+
+def test_domain_held_by_another_running_jobset_is_unavailable_but_open_to_its_owner() -> None:
+    other = jobset("other", namespace="team-b")
+    mine = jobset("a")
+    ctx = _ctx(cluster(pool("p0", 2, jobsets=["team-b/other"])), mine, other)
+    ledger = Ledger(ctx)
+    d0 = ctx.domains(NODEPOOL)[0]
+    assert not ledger.domain_available(d0, mine)
+    assert ledger.take_domain(_jc(ctx, "a"), 0, d0) is None
+    assert ledger.domain_available(d0, other)
+
+
+def test_overlapping_domains_of_another_key_close_when_one_is_taken() -> None:
+    # Two keys cutting the same nodes differently: block b0 = p0 + p1.
+    a = jobset("a", rjob(pods_per_job=2))
+    b = jobset("b", rjob(pods_per_job=4, exclusive=BLOCK))
+    snap = cluster(
+        pool("p0", 2, block="b0"),
+        pool("p1", 2, block="b0"),
+        pool("p2", 2, block="b1"),
+        pool("p3", 2, block="b1"),
+        levels=(BLOCK, NODEPOOL, HOSTNAME),
+    )
+    ctx = _ctx(snap, a, b)
+    ledger = Ledger(ctx)
+    pools = ctx.domains(NODEPOOL)
+    blocks = ctx.domains(BLOCK)
+    assert ledger.take_domain(_jc(ctx, "a"), 0, pools[0]) is not None
+    assert not ledger.domain_available(blocks[0], b)
+    assert ledger.domain_available(blocks[1], b)
+    assert ledger.take_domain(_jc(ctx, "b"), 0, blocks[1]) is not None
+    assert not ledger.domain_available(pools[2], a)
+    assert not ledger.domain_available(pools[3], a)
+    assert ledger.domain_available(pools[1], a)
+
+
+def test_shared_pods_avoid_exclusive_domain_nodes_and_close_domains_they_use() -> None:
+    a = jobset("a", rjob(pods_per_job=1))
+    s = jobset("s", rjob("cpu", pods_per_job=3, exclusive=None, tpu=0, cpu=8))
+    snap = cluster(pool("p0", 1, cpu=16, taints=[]), node("cpu-0", tpu=0, cpu=16))
+    ctx = _ctx(snap, a, s)
+    ledger = Ledger(ctx)
+    job = ledger.place_shared(_jc(ctx, "s", "cpu"), 0)
+    assert job is not None and job.domain is None
+    # cpu-0 (outside every exclusive domain) first, then the pool's node
+    assert [p.node for p in job.pods] == ["cpu-0", "cpu-0", "p0-host-0"]
+    assert ledger.shared_by() == {"cpu-0": ("team-a/s",), "p0-host-0": ("team-a/s",)}
+    assert str(ledger.free("cpu-0")["cpu"]) == "0"
+    assert not ledger.domain_available(ctx.domains(NODEPOOL)[0], a)
+
+
+def test_shared_pods_never_enter_a_reserved_domain() -> None:
+    a = jobset("a", rjob(pods_per_job=1, cpu=1))
+    s = jobset("s", rjob("cpu", pods_per_job=1, exclusive=None, tpu=0, cpu=1))
+    ctx = _ctx(cluster(pool("p0", 1)), a, s)
+    ledger = Ledger(ctx)
+    assert ledger.take_domain(_jc(ctx, "a"), 0, ctx.domains(NODEPOOL)[0]) is not None
+    assert ledger.place_shared(_jc(ctx, "s", "cpu"), 0) is None
+    assert ledger.shared_by() == {}
+
+
+def test_shared_pods_respect_host_ports_and_pod_slots() -> None:
+    ports = ((8080, "TCP"),)
+    s = jobset("s", rjob("web", pods_per_job=2, exclusive=None, tpu=0, host_ports=ports))
+    snap = cluster(
+        node("n0", tpu=0),
+        node("n1", tpu=0, used_host_ports=ports),
+        node("n2", tpu=0, pods=1),
+        node("n3", tpu=0),
+    )
+    ctx = _ctx(snap, s)
+    ledger = Ledger(ctx)
+    jc = _jc(ctx, "s", "web")
+    job = ledger.place_shared(jc, 0)
+    assert job is not None
+    assert [p.node for p in job.pods] == ["n0", "n2"]
+    assert ledger.place_shared(jc, 1) is None  # n3 only: one pod per node with the port
+
+
+def test_rollback_restores_everything_since_the_checkpoint() -> None:
+    a = jobset("a", rjob(replicas=2, pods_per_job=1))
+    s = jobset("s", rjob("cpu", pods_per_job=1, exclusive=None, tpu=0, cpu=4))
+    ctx = _ctx(cluster(pool("p0", 1), pool("p1", 1), node("cpu-0", tpu=0)), a, s)
+    ledger = Ledger(ctx)
+    d0, d1 = ctx.domains(NODEPOOL)
+    assert ledger.take_domain(_jc(ctx, "a"), 0, d0) is not None
+    token = ledger.checkpoint()
+    before = (ledger.taken_by(), ledger.shared_by(), ledger.free("cpu-0"), ledger.free("p1-host-0"))
+    assert ledger.take_domain(_jc(ctx, "a"), 1, d1) is not None
+    assert ledger.place_shared(_jc(ctx, "s", "cpu"), 0) is not None
+    ledger.rollback(token)
+    after = (ledger.taken_by(), ledger.shared_by(), ledger.free("cpu-0"), ledger.free("p1-host-0"))
+    assert after == before
+    assert ledger.domain_available(d1, a)
+    assert not ledger.domain_available(d0, a)
+    with pytest.raises(ValueError):
+        ledger.rollback(99)
+
+
+def test_take_domain_of_the_wrong_key_is_a_bug() -> None:
+    a = jobset("a", rjob(pods_per_job=1))
+    snap = cluster(pool("p0", 1, block="b0"), levels=(BLOCK, NODEPOOL, HOSTNAME))
+    ctx = _ctx(snap, a)
+    with pytest.raises(ValueError):
+        Ledger(ctx).take_domain(_jc(ctx, "a"), 0, ctx.domains(BLOCK)[0])
+
+
+def test_crossing_domains_of_keys_outside_the_levels_close_each_other() -> None:
+    rack = "example.com/rack"
+    a = jobset("a", rjob(pods_per_job=2))
+    r = jobset("r", rjob(pods_per_job=2, exclusive=rack))
+    snap = cluster(
+        node("n0", labels={NODEPOOL: "p0"}),
+        node("n1", labels={NODEPOOL: "p0", rack: "r0"}),
+        node("n2", labels={NODEPOOL: "p1", rack: "r0"}),
+        node("n3", labels={NODEPOOL: "p1"}),
+        levels=(NODEPOOL, HOSTNAME),
+    )
+    ctx = _ctx(snap, a, r)
+    ledger = Ledger(ctx)
+    (r0,) = ctx.domains(rack)
+    assert r0.nodes == ("n1", "n2")
+    assert ledger.take_domain(_jc(ctx, "r"), 0, r0) is not None
+    assert [ledger.domain_available(d, a) for d in ctx.domains(NODEPOOL)] == [False, False]

@@ -1,0 +1,245 @@
+"""Shared test inputs: small builders for nodes, clusters and JobSets, and hypothesis strategies.
+
+Tests build the solver's input models directly (no YAML), so a case states exactly what it is about.
+Builders use Kubernetes-looking defaults: TPU node pools labeled `cloud.google.com/gke-nodepool`,
+grouped into blocks by `cloud.google.com/gce-topology-block`, tainted `google.com/tpu=present`
+(tolerated through the ExtendedResourceToleration plugin, which SolveOptions models by default).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from decimal import Decimal
+
+from hypothesis import strategies as st
+
+from placer.model.cluster import ClusterSnapshot, Node
+from placer.model.scheduling import NodeSelectorTerm, Taint, Toleration
+from placer.model.workload import JobSetRequest, PodShape, ReplicatedJobRequest
+
+__all__ = [
+    "BLOCK",
+    "HOSTNAME",
+    "NODEPOOL",
+    "TPU",
+    "TPU_TAINT",
+    "TPU_TOPOLOGY",
+    "cluster",
+    "clusters",
+    "jobset",
+    "node",
+    "pod",
+    "pool",
+    "queues",
+    "resources",
+    "rjob",
+    "scenarios",
+]
+
+NODEPOOL = "cloud.google.com/gke-nodepool"
+BLOCK = "cloud.google.com/gce-topology-block"
+TPU_TOPOLOGY = "cloud.google.com/gke-tpu-topology"
+HOSTNAME = "kubernetes.io/hostname"
+TPU = "google.com/tpu"
+TPU_TAINT = Taint(key=TPU, value="present", effect="NoSchedule")
+
+
+def resources(**kw: object) -> dict[str, Decimal]:
+    """`resources(cpu=8, tpu=4, pods=110)` -> a ResourceMap; `tpu`/`gpu` map to the vendor names."""
+    names = {"tpu": TPU, "gpu": "nvidia.com/gpu", "memory": "memory", "cpu": "cpu", "pods": "pods"}
+    return {names.get(k, k): Decimal(str(v)) for k, v in kw.items()}
+
+
+def node(
+    name: str,
+    *,
+    labels: Mapping[str, str] | None = None,
+    tpu: int = 4,
+    cpu: int = 32,
+    pods: int = 110,
+    free: Mapping[str, Decimal] | None = None,
+    taints: Iterable[Taint] | None = None,
+    ready: bool = True,
+    unschedulable: bool = False,
+    jobsets: Iterable[str] = (),
+    used_host_ports: Iterable[tuple[int, str]] = (),
+) -> Node:
+    """A node with `tpu` chips (TPU-tainted when it has any); `free` defaults to allocatable."""
+    alloc = resources(cpu=cpu, pods=pods, **({"tpu": tpu} if tpu else {}))
+    return Node(
+        name=name,
+        labels={HOSTNAME: name, **(labels or {})},
+        taints=tuple(taints) if taints is not None else ((TPU_TAINT,) if tpu else ()),
+        allocatable=alloc,
+        free=dict(free) if free is not None else dict(alloc),
+        ready=ready,
+        unschedulable=unschedulable,
+        jobsets=tuple(sorted(jobsets)),
+        used_host_ports=tuple(used_host_ports),
+    )
+
+
+def pool(
+    name: str,
+    hosts: int,
+    *,
+    tpu: int = 4,
+    topology: str = "2x4",
+    block: str | None = None,
+    **node_kw: object,
+) -> list[Node]:
+    """One TPU node pool: `hosts` nodes `<name>-host-<i>` sharing the nodepool label."""
+    labels = {NODEPOOL: name, TPU_TOPOLOGY: topology}
+    if block is not None:
+        labels[BLOCK] = block
+    return [
+        node(f"{name}-host-{i}", labels=labels, tpu=tpu, **node_kw)  # type: ignore[arg-type]
+        for i in range(hosts)
+    ]
+
+
+def cluster(*groups: Node | Iterable[Node], levels: Sequence[str] = ()) -> ClusterSnapshot:
+    nodes: list[Node] = []
+    for g in groups:
+        nodes.extend([g] if isinstance(g, Node) else g)
+    return ClusterSnapshot(nodes=tuple(nodes), levels=tuple(levels))
+
+
+def pod(
+    *,
+    tpu: int = 4,
+    cpu: int = 1,
+    node_selector: Mapping[str, str] | None = None,
+    affinity: Iterable[NodeSelectorTerm] = (),
+    tolerations: Iterable[Toleration] = (),
+    host_ports: Iterable[tuple[int, str]] = (),
+    **extra: object,
+) -> PodShape:
+    req = resources(cpu=cpu, **({"tpu": tpu} if tpu else {}), **extra)
+    return PodShape(
+        requests=req,
+        node_selector=dict(node_selector or {}),
+        affinity_terms=tuple(affinity),
+        tolerations=tuple(tolerations),
+        host_ports=tuple(host_ports),
+    )
+
+
+def rjob(
+    name: str = "workers",
+    replicas: int = 1,
+    pods_per_job: int = 2,
+    *,
+    exclusive: str | None = NODEPOOL,
+    shape: PodShape | None = None,
+    required: str | None = None,
+    preferred: str | None = None,
+    **pod_kw: object,
+) -> ReplicatedJobRequest:
+    """A replicated job; exclusive on the node pool by default; pod shape from `pod(**pod_kw)`."""
+    return ReplicatedJobRequest(
+        name=name,
+        replicas=replicas,
+        pods_per_job=pods_per_job,
+        pod=shape or pod(**pod_kw),  # type: ignore[arg-type]
+        exclusive_key=exclusive,
+        required_topology=required,
+        preferred_topology=preferred,
+    )
+
+
+def jobset(
+    name: str,
+    *rjobs: ReplicatedJobRequest,
+    namespace: str = "team-a",
+    priority: int = 0,
+    order: int = 0,
+) -> JobSetRequest:
+    return JobSetRequest(
+        namespace=namespace,
+        name=name,
+        priority=priority,
+        order=order,
+        replicated_jobs=tuple(rjobs) or (rjob(),),
+    )
+
+
+# -- hypothesis -----------------------------------------------------------------------------------
+
+
+@st.composite
+def clusters(draw: st.DrawFn, max_pools: int = 6) -> ClusterSnapshot:
+    """Small TPU clusters: pools of 1-4 hosts in 1-2 blocks, some nodes NotReady, cordoned,
+    partly used, held by running JobSets; plus a few CPU nodes for non-exclusive jobs."""
+    nodes: list[Node] = []
+    for p in range(draw(st.integers(1, max_pools))):
+        hosts = draw(st.integers(1, 4))
+        tpu = draw(st.sampled_from([4, 8]))
+        block = f"b{draw(st.integers(0, 1))}"
+        topology = draw(st.sampled_from(["2x4", "4x4"]))
+        held = draw(st.sampled_from([(), (), (), ("team-z/running",)]))
+        for i in range(hosts):
+            used_tpu = draw(st.sampled_from([0, 0, 0, tpu // 2]))
+            free = resources(cpu=32, pods=110, tpu=tpu - used_tpu)
+            nodes.append(
+                node(
+                    f"pool{p}-host-{i}",
+                    labels={NODEPOOL: f"pool{p}", BLOCK: block, TPU_TOPOLOGY: topology},
+                    tpu=tpu,
+                    free=free,
+                    ready=draw(st.sampled_from([True] * 9 + [False])),
+                    unschedulable=draw(st.sampled_from([False] * 9 + [True])),
+                    jobsets=held,
+                    used_host_ports=draw(st.sampled_from([(), (), ((8471, "TCP"),)])),
+                )
+            )
+    for c in range(draw(st.integers(0, 2))):
+        nodes.append(
+            node(f"cpu-{c}", labels={NODEPOOL: "cpu"}, tpu=0, cpu=draw(st.sampled_from([4, 8, 16])))
+        )
+    return ClusterSnapshot(nodes=tuple(nodes), levels=(BLOCK, NODEPOOL, HOSTNAME))
+
+
+@st.composite
+def _rjobs(draw: st.DrawFn, index: int) -> ReplicatedJobRequest:
+    exclusive = draw(st.sampled_from([NODEPOOL, NODEPOOL, NODEPOOL, None]))
+    if exclusive is None:
+        shape = pod(tpu=0, cpu=draw(st.sampled_from([1, 2, 4])))
+    else:
+        shape = pod(
+            tpu=draw(st.sampled_from([4, 8])),
+            node_selector=draw(st.sampled_from([None, None, {TPU_TOPOLOGY: "2x4"}])),
+            host_ports=draw(st.sampled_from([(), ((8471, "TCP"),)])),
+        )
+    return ReplicatedJobRequest(
+        name=f"r{index}",
+        replicas=draw(st.integers(0, 3)),
+        pods_per_job=draw(st.integers(1, 4)),
+        pod=shape,
+        exclusive_key=exclusive,
+        required_topology=draw(st.sampled_from([None, None, None, BLOCK])),
+        preferred_topology=draw(st.sampled_from([None, None, BLOCK])),
+    )
+
+
+@st.composite
+def queues(draw: st.DrawFn, max_jobsets: int = 5) -> list[JobSetRequest]:
+    """1-5 JobSets of 1-2 replicated jobs, priorities 0-1, some sharing names across namespaces."""
+    result: list[JobSetRequest] = []
+    for i in range(draw(st.integers(1, max_jobsets))):
+        rjobs = tuple(draw(_rjobs(k)) for k in range(draw(st.integers(1, 2))))
+        result.append(
+            JobSetRequest(
+                namespace=draw(st.sampled_from(["team-a", "team-b"])),
+                name=f"js{i}",
+                priority=draw(st.integers(0, 1)),
+                order=i,
+                replicated_jobs=rjobs,
+            )
+        )
+    return result
+
+
+@st.composite
+def scenarios(draw: st.DrawFn) -> tuple[ClusterSnapshot, list[JobSetRequest]]:
+    return draw(clusters()), draw(queues())
