@@ -1,12 +1,78 @@
-"""`placer plan` (not built yet)."""
+"""`placer plan`: read a cluster and pending JobSets, plan them, print the plan, emit patches.
+
+Exit 0 whenever a plan was made, even if some JobSets are unschedulable (that is a result, not an
+error); exit 2 on bad input, through `PlacerError` in `placer.cli`.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
+import time
+from pathlib import Path
 
-__all__ = ["register"]
+from placer.commands.common import (
+    add_cluster_args,
+    add_jobset_args,
+    add_solver_args,
+    load_inputs,
+    run_solver,
+)
+from placer.model.errors import InputError
+from placer.render.document import render_json, render_yaml
+from placer.render.emit import emit_files, write_files
+from placer.render.table import render_table
+
+__all__ = ["register", "run"]
+
+FORMATS = ("table", "json", "yaml")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser("plan", help="not available yet")
-    parser.set_defaults(func=lambda args: 2)
+    parser = sub.add_parser(
+        "plan",
+        help="plan pending JobSets onto a cluster",
+        description="Plan pending JobSets onto a cluster snapshot: exclusive domains per "
+        "child Job, all-or-nothing per JobSet, priority first.",
+    )
+    add_cluster_args(parser)
+    add_solver_args(parser)
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="table",
+        help="table (default), or json/yaml: the plan document other tools read",
+    )
+    parser.add_argument(
+        "--emit",
+        metavar="DIR",
+        help="write per child Job node-affinity patches (and node labels/taints "
+        "for the node-selector strategy) under DIR",
+    )
+    add_jobset_args(parser)
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    started = time.perf_counter()
+    snapshot, jobsets = load_inputs(args)
+    plan = run_solver(args, snapshot, jobsets, load_seconds=time.perf_counter() - started)
+    if args.emit:
+        root = Path(args.emit)
+        try:
+            written = write_files(root, emit_files(plan, jobsets, snapshot))
+        except OSError as e:
+            raise InputError(
+                f"cannot write patches: {e.strerror or e}",
+                source=str(root),
+                field="--emit",
+                code="emit",
+            ) from e
+        print(f"placer: wrote {len(written)} files under {root}", file=sys.stderr)
+    if args.format == "json":
+        sys.stdout.write(render_json(plan))
+    elif args.format == "yaml":
+        sys.stdout.write(render_yaml(plan))
+    else:
+        sys.stdout.write(render_table(plan, jobsets))
+    return 0
