@@ -1,0 +1,388 @@
+"""The compact cluster description: a whole accelerator cluster in a few lines of YAML.
+
+Used for the bundled examples, generated benchmark scenarios and capacity what-ifs
+(`placer capacity --add-pool`), where writing hundreds of kubectl Node objects would hide the point.
+`placer.model.snapshot.load_snapshot` recognizes it by `kind: ClusterDescription`. The format is
+strict (unknown keys are errors, to catch typos), and every node is expanded from a pool template:
+
+    kind: ClusterDescription
+    levels:                     # optional: topology levels, coarse to fine (node label keys)
+    - cloud.google.com/gke-nodepool
+    - kubernetes.io/hostname
+    priorityClasses: {high: 1000, low: 10}      # optional: PriorityClass name -> value
+    pools:
+    - name: tpu-v5e-2x4-{i}     # pool name template, rendered once per pool
+      count: 6                  # how many pools of this kind (default 1)
+      start: 0                  # first value of {i} (default 0), to continue numbering
+      hosts: 2                  # nodes per pool (default 1)
+      nodeName: gke-{pool}-{h}  # node name template (default "{pool}-{h}")
+      poolLabel: cloud.google.com/gke-nodepool  # label set to the pool name (default; null = none)
+      labels:                   # values are templates too
+        cloud.google.com/gke-tpu-accelerator: tpu-v5-lite-podslice
+        cloud.google.com/gke-tpu-topology: 2x4
+        cloud.google.com/gce-topology-block: block-{i//4}
+      allocatable: {cpu: "224", memory: 400Gi, google.com/tpu: "4", pods: "110"}
+      taints: [{key: google.com/tpu, value: present, effect: NoSchedule}]
+      ready: true               # whole pool NotReady / cordoned (defaults true / false)
+      unschedulable: false
+    nodes:                      # optional per-node overrides, applied after expansion
+    - name: gke-tpu-v5e-2x4-1-1
+      ready: false              # also: unschedulable, labels (merged), taints (added), allocatable
+    running:                    # optional: capacity already in use
+    - jobset: team-b/pretrain   # namespace/name (namespace defaults to "default"); omit for
+      pools: [tpu-v5e-2x4-0]    #   non-JobSet pods, which use capacity but hold no domain;
+      nodes: []                 #   pools and nodes are names or shell patterns ("*-pool-*")
+      requests: {google.com/tpu: "4"}  # per node; default: every accelerator on the node
+      pods: 1                   # pod slots used per node (default 1)
+
+Templates substitute `{i}` (pool index), `{h}` (host index in the pool), `{n}` (node index in the
+entry, `(i - start) * hosts + h`) and `{pool}` (the rendered pool name; not in `name` itself). A
+variable may carry integer arithmetic applied left to right (`{i//4}`, `{i%4}`, `{h+1}`, `{i//2*2}`)
+and a format spec (`{h:02d}`). That is enough for hierarchies: H100 blocks and sub-blocks
+(`block-{i//4}`, `sb-{i%4}`), GB200 NVL72 domains (a pool of 18 hosts per `nvidia.com/gpu.clique`).
+Every node also gets `kubernetes.io/hostname: <node name>` unless its labels set it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from decimal import Decimal
+from fnmatch import fnmatchcase
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError
+
+from placer.model.cluster import ClusterSnapshot, Node
+from placer.model.errors import InputError
+from placer.model.manifests import validation_error
+from placer.model.resources import PODS, is_accelerator, parse_resource_map, subtract_resources
+from placer.model.scheduling import Taint
+from placer.model.topology import HOSTNAME
+
+__all__ = [
+    "DEFAULT_POOL_LABEL",
+    "DESCRIPTION_KIND",
+    "add_pools",
+    "expand_pools",
+    "parse_description",
+    "render_template",
+]
+
+DESCRIPTION_KIND = "ClusterDescription"
+DEFAULT_POOL_LABEL = "cloud.google.com/gke-nodepool"
+
+Scalar = StrictStr | StrictInt | float | StrictBool
+
+
+class _Closed(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TaintSpec(_Closed):
+    key: StrictStr
+    value: StrictStr = ""
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
+class PoolSpec(_Closed):
+    name: StrictStr = Field(min_length=1)
+    count: StrictInt = Field(default=1, ge=0)
+    start: StrictInt = Field(default=0, ge=0)
+    hosts: StrictInt = Field(default=1, ge=1)
+    nodeName: StrictStr = "{pool}-{h}"
+    poolLabel: StrictStr | None = DEFAULT_POOL_LABEL
+    labels: dict[str, Scalar] = Field(default_factory=dict)
+    allocatable: dict[str, Scalar] = Field(default_factory=dict)
+    taints: list[TaintSpec] = Field(default_factory=list)
+    ready: StrictBool = True
+    unschedulable: StrictBool = False
+
+
+class NodeOverride(_Closed):
+    name: StrictStr
+    ready: StrictBool | None = None
+    unschedulable: StrictBool | None = None
+    labels: dict[str, Scalar] = Field(default_factory=dict)
+    taints: list[TaintSpec] = Field(default_factory=list)
+    allocatable: dict[str, Scalar] = Field(default_factory=dict)
+
+
+class RunningSpec(_Closed):
+    jobset: StrictStr | None = None
+    pools: list[StrictStr] = Field(default_factory=list)
+    nodes: list[StrictStr] = Field(default_factory=list)
+    requests: dict[str, Scalar] | None = None
+    pods: StrictInt = Field(default=1, ge=0)
+
+
+class Description(_Closed):
+    apiVersion: StrictStr = ""
+    kind: Literal["ClusterDescription"]
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    levels: list[StrictStr] = Field(default_factory=list)
+    priorityClasses: dict[str, StrictInt] = Field(default_factory=dict)
+    pools: list[dict[str, Any]] = Field(default_factory=list)
+    """Validated by `expand_pools`, so `--add-pool` reports the same errors."""
+    nodes: list[NodeOverride] = Field(default_factory=list)
+    running: list[RunningSpec] = Field(default_factory=list)
+
+
+# --- templates ----------------------------------------------------------------------------------
+
+_FIELD = re.compile(r"\{([^{}]*)\}")
+_EXPR = re.compile(r"^\s*([A-Za-z_]\w*)((?:\s*(?://|%|\+|-|\*)\s*\d+)*)\s*(?::([^{}]*))?$")
+_OP = re.compile(r"(//|%|\+|-|\*)\s*(\d+)")
+
+
+def render_template(
+    template: str, values: Mapping[str, int | str], *, source: str = "", field: str = ""
+) -> str:
+    """Substitute `{var}`, `{var//k}`, `{var%k+1}`, `{var:02d}`; anything else is an InputError."""
+
+    def one(m: re.Match[str]) -> str:
+        expr = _EXPR.match(m.group(1))
+        if not expr or expr.group(1) not in values:
+            known = ", ".join(f"{{{k}}}" for k in values)
+            raise InputError(
+                f"bad template field {m.group(0)!r} in {template!r} (known: {known})",
+                source=source,
+                field=field,
+                code="template",
+            )
+        value = values[expr.group(1)]
+        for op, num in _OP.findall(expr.group(2) or ""):
+            if not isinstance(value, int):
+                raise InputError(
+                    f"arithmetic on a name in {template!r}",
+                    source=source,
+                    field=field,
+                    code="template",
+                )
+            k = int(num)
+            if op in ("//", "%") and k == 0:
+                raise InputError(
+                    f"division by zero in {template!r}", source=source, field=field, code="template"
+                )
+            value = _apply(op, value, k)
+        try:
+            return format(value, expr.group(3) or "")
+        except ValueError as e:
+            raise InputError(
+                f"bad format spec in {m.group(0)!r}: {e}",
+                source=source,
+                field=field,
+                code="template",
+            ) from e
+
+    return _FIELD.sub(one, template)
+
+
+def _apply(op: str, value: int, k: int) -> int:
+    if op == "//":
+        return value // k
+    if op == "%":
+        return value % k
+    if op == "+":
+        return value + k
+    if op == "-":
+        return value - k
+    return value * k
+
+
+def _scalar(value: Any) -> str:
+    """Label values and quantities written unquoted in YAML arrive as numbers or booleans."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _taints(specs: Sequence[TaintSpec]) -> tuple[Taint, ...]:
+    return tuple(Taint(key=t.key, value=t.value, effect=t.effect) for t in specs)
+
+
+# --- expansion ----------------------------------------------------------------------------------
+
+
+def _expand(
+    pools: Sequence[Mapping[str, Any]], *, source: str, prefix: str = "pools"
+) -> list[tuple[str, Node]]:
+    """(pool name, node) for every node of every pool, in description order."""
+    out: list[tuple[str, Node]] = []
+    names: set[str] = set()
+    for p, raw in enumerate(pools):
+        field = f"{prefix}[{p}]"
+        if not isinstance(raw, Mapping):
+            raise InputError("must be an object", source=source, field=field, code="type")
+        try:
+            spec = PoolSpec.model_validate(raw)
+        except ValidationError as e:
+            raise validation_error(e, source=source, obj="", prefix=field) from e
+        allocatable = parse_resource_map(
+            {k: _scalar(v) for k, v in spec.allocatable.items()},
+            source=source,
+            field=f"{field}.allocatable",
+        )
+        for i in range(spec.start, spec.start + spec.count):
+            pool = render_template(spec.name, {"i": i}, source=source, field=f"{field}.name")
+            for h in range(spec.hosts):
+                values: dict[str, int | str] = {
+                    "i": i,
+                    "h": h,
+                    "n": (i - spec.start) * spec.hosts + h,
+                    "pool": pool,
+                }
+                name = render_template(
+                    spec.nodeName, values, source=source, field=f"{field}.nodeName"
+                )
+                if name in names:
+                    raise InputError(
+                        f"node name {name!r} generated twice",
+                        source=source,
+                        field=f"{field}.nodeName",
+                        code="duplicate",
+                    )
+                names.add(name)
+                labels = {
+                    k: render_template(
+                        _scalar(v), values, source=source, field=f"{field}.labels.{k}"
+                    )
+                    for k, v in spec.labels.items()
+                }
+                if spec.poolLabel:
+                    labels.setdefault(spec.poolLabel, pool)
+                labels.setdefault(HOSTNAME, name)
+                out.append(
+                    (
+                        pool,
+                        Node(
+                            name=name,
+                            labels=dict(sorted(labels.items())),
+                            taints=_taints(spec.taints),
+                            allocatable=allocatable,
+                            free=dict(allocatable),
+                            ready=spec.ready,
+                            unschedulable=spec.unschedulable,
+                        ),
+                    )
+                )
+    return out
+
+
+def expand_pools(pools: Sequence[Mapping[str, Any]], *, source: str = "") -> list[Node]:
+    """Nodes of the given pool specs (the `pools:` entries of the format), free = allocatable."""
+    return [node for _, node in _expand(pools, source=source)]
+
+
+def add_pools(
+    snapshot: ClusterSnapshot, pools: Sequence[Mapping[str, Any]], *, source: str = ""
+) -> ClusterSnapshot:
+    """`snapshot` with the given pools' nodes appended: the capacity what-if (`--add-pool`)."""
+    existing = {n.name for n in snapshot.nodes}
+    added = expand_pools(pools, source=source)
+    for node in added:
+        if node.name in existing:
+            raise InputError(
+                f"node {node.name!r} already exists in the cluster",
+                source=source,
+                field="pools",
+                code="duplicate",
+            )
+    return snapshot.model_copy(update={"nodes": (*snapshot.nodes, *added)})
+
+
+def _override(node: Node, o: NodeOverride, *, source: str, field: str) -> Node:
+    labels = {**node.labels, **{k: _scalar(v) for k, v in o.labels.items()}}
+    allocatable = {
+        **node.allocatable,
+        **parse_resource_map(
+            {k: _scalar(v) for k, v in o.allocatable.items()},
+            source=source,
+            field=f"{field}.allocatable",
+        ),
+    }
+    return node.model_copy(
+        update={
+            "labels": dict(sorted(labels.items())),
+            "taints": (*node.taints, *_taints(o.taints)),
+            "allocatable": allocatable,
+            "free": allocatable,
+            "ready": node.ready if o.ready is None else o.ready,
+            "unschedulable": node.unschedulable if o.unschedulable is None else o.unschedulable,
+        }
+    )
+
+
+def _use(node: Node, r: RunningSpec, *, source: str, field: str) -> Node:
+    """Take capacity for one running entry: as if one of its pods ran on the node."""
+    if r.requests is None:
+        used = {k: v for k, v in node.allocatable.items() if is_accelerator(k)}
+    else:
+        used = parse_resource_map(
+            {k: _scalar(v) for k, v in r.requests.items()}, source=source, field=f"{field}.requests"
+        )
+    if PODS in node.allocatable:
+        used[PODS] = used.get(PODS, Decimal(0)) + r.pods
+    jobsets = node.jobsets
+    if r.jobset:
+        key = r.jobset if "/" in r.jobset else f"default/{r.jobset}"
+        jobsets = tuple(sorted({*jobsets, key}))
+    return node.model_copy(update={"free": subtract_resources(node.free, used), "jobsets": jobsets})
+
+
+def parse_description(doc: Mapping[str, Any], *, source: str = "") -> ClusterSnapshot:
+    """A `kind: ClusterDescription` document -> snapshot (overrides applied, running load taken)."""
+    try:
+        desc = Description.model_validate(doc)
+    except ValidationError as e:
+        raise validation_error(e, source=source, obj=DESCRIPTION_KIND) from e
+    expanded = _expand(desc.pools, source=source)
+    nodes = {node.name: node for _, node in expanded}
+    members: dict[str, list[str]] = {}
+    for pool, node in expanded:
+        members.setdefault(pool, []).append(node.name)
+    for k, o in enumerate(desc.nodes):
+        field = f"nodes[{k}]"
+        if o.name not in nodes:
+            raise InputError(
+                f"no node named {o.name!r} in the pools",
+                source=source,
+                field=f"{field}.name",
+                code="unknown-node",
+            )
+        nodes[o.name] = _override(nodes[o.name], o, source=source, field=field)
+    for k, r in enumerate(desc.running):
+        field = f"running[{k}]"
+        if not r.pools and not r.nodes:
+            raise InputError(
+                "names no pools and no nodes", source=source, field=field, code="running"
+            )
+        targets: list[str] = []
+        for j, pattern in enumerate(r.pools):
+            matched = [p for p in members if fnmatchcase(p, pattern)]
+            if not matched:
+                raise InputError(
+                    f"no pool matches {pattern!r}",
+                    source=source,
+                    field=f"{field}.pools[{j}]",
+                    code="unknown-pool",
+                )
+            targets.extend(n for p in matched for n in members[p])
+        for j, pattern in enumerate(r.nodes):
+            matched = [n for n in nodes if fnmatchcase(n, pattern)]
+            if not matched:
+                raise InputError(
+                    f"no node matches {pattern!r}",
+                    source=source,
+                    field=f"{field}.nodes[{j}]",
+                    code="unknown-node",
+                )
+            targets.extend(matched)
+        for name in dict.fromkeys(targets):
+            nodes[name] = _use(nodes[name], r, source=source, field=field)
+    return ClusterSnapshot(
+        nodes=tuple(nodes.values()),
+        priority_classes=dict(desc.priorityClasses),
+        levels=tuple(desc.levels),
+        source=source,
+    )

@@ -1,0 +1,368 @@
+"""Cluster snapshots from Kubernetes objects: kubectl output, compact descriptions, watch caches.
+
+`snapshot_from_objects` is the one place that turns Node, Pod and PriorityClass objects into the
+planner's `ClusterSnapshot` (free capacity = allocatable minus the requests of the non-terminal
+pods bound to the node, one `pods` slot each). The controller calls it on its watch cache,
+`load_snapshot` on files, `placer.model.live` on a live API server, so all three agree.
+`snapshot_to_kubectl_list` is the inverse, used to render the bundled examples and to seed
+API-server stand-ins in tests.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError
+
+from placer.model.cluster import ClusterSnapshot, Node
+from placer.model.compact import DESCRIPTION_KIND, parse_description
+from placer.model.errors import InputError
+from placer.model.jobset import pod_host_ports
+from placer.model.manifests import object_key, read_documents, validation_error
+from placer.model.resources import (
+    PODS,
+    add_resources,
+    is_extended_resource,
+    parse_resource_map,
+    pod_request,
+    subtract_resources,
+)
+from placer.model.scheduling import Taint
+from placer.model.workload import JOBSET_NAME_LABEL
+
+__all__ = [
+    "TERMINAL_PHASES",
+    "format_quantity",
+    "load_snapshot",
+    "snapshot_from_objects",
+    "snapshot_to_kubectl_list",
+]
+
+log = logging.getLogger(__name__)
+
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+"""Pods in these phases hold no capacity."""
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+class _Meta(_Open):
+    name: StrictStr
+    namespace: StrictStr = "default"
+    labels: dict[str, StrictStr] = Field(default_factory=dict)
+
+
+class _TaintSpec(_Open):
+    key: StrictStr
+    value: StrictStr = ""
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
+class _Condition(_Open):
+    type: StrictStr
+    status: StrictStr
+
+
+class _NodeSpec(_Open):
+    taints: list[_TaintSpec] = Field(default_factory=list)
+    unschedulable: StrictBool = False
+
+
+class _NodeStatus(_Open):
+    allocatable: dict[str, Any] = Field(default_factory=dict)
+    conditions: list[_Condition] = Field(default_factory=list)
+
+
+class _NodeObj(_Open):
+    metadata: _Meta
+    spec: _NodeSpec = Field(default_factory=_NodeSpec)
+    status: _NodeStatus = Field(default_factory=_NodeStatus)
+
+
+class _PodSpec(_Open):
+    nodeName: StrictStr | None = None
+
+
+class _PodStatus(_Open):
+    phase: StrictStr | None = None
+
+
+class _PodObj(_Open):
+    metadata: _Meta
+    spec: _PodSpec = Field(default_factory=_PodSpec)
+    status: _PodStatus = Field(default_factory=_PodStatus)
+
+
+class _PriorityClassObj(_Open):
+    metadata: _Meta
+    value: StrictInt
+
+
+def _node(obj: Mapping[str, Any], source: str) -> Node:
+    key = object_key(obj)
+    try:
+        n = _NodeObj.model_validate(obj)
+    except ValidationError as e:
+        raise validation_error(e, source=source, obj=key) from e
+    allocatable = parse_resource_map(
+        n.status.allocatable, source=source, obj=key, field="status.allocatable"
+    )
+    ready_conditions = [c for c in n.status.conditions if c.type == "Ready"]
+    return Node(
+        name=n.metadata.name,
+        labels=dict(sorted(n.metadata.labels.items())),
+        taints=tuple(Taint(key=t.key, value=t.value, effect=t.effect) for t in n.spec.taints),
+        allocatable=allocatable,
+        free=dict(allocatable),
+        # A node object without conditions (hand-written, or from a simulator) counts as ready.
+        ready=all(c.status == "True" for c in ready_conditions),
+        unschedulable=n.spec.unschedulable,
+    )
+
+
+def _apply_pods(nodes: list[Node], pods: Iterable[tuple[str, Mapping[str, Any]]]) -> list[Node]:
+    """Subtract the non-terminal pods bound to each node; collect host ports and JobSet owners."""
+    index = {n.name: i for i, n in enumerate(nodes)}
+    used: dict[str, list[Mapping[str, Decimal]]] = {}
+    ports: dict[str, set[tuple[int, str]]] = {}
+    owners: dict[str, set[str]] = {}
+    for source, obj in pods:
+        key = object_key(obj)
+        try:
+            pod = _PodObj.model_validate(obj)
+        except ValidationError as e:
+            raise validation_error(e, source=source, obj=key) from e
+        if pod.status.phase in TERMINAL_PHASES or not pod.spec.nodeName:
+            continue
+        node = pod.spec.nodeName
+        if node not in index:
+            log.debug("%s: pod %s is bound to unknown node %s; ignored", source, key, node)
+            continue
+        raw_spec = obj.get("spec") or {}
+        used.setdefault(node, []).append(
+            {**pod_request(raw_spec, source=source, obj=key), PODS: Decimal(1)}
+        )
+        ports.setdefault(node, set()).update(pod_host_ports(raw_spec))
+        jobset = pod.metadata.labels.get(JOBSET_NAME_LABEL)
+        if jobset:
+            owners.setdefault(node, set()).add(f"{pod.metadata.namespace}/{jobset}")
+    result = list(nodes)
+    for name, requests in used.items():
+        n = result[index[name]]
+        total = add_resources(*requests)
+        # Only what the node offers can be used up; anything else the pod asks is not ours to count.
+        total = {k: v for k, v in total.items() if k in n.allocatable}
+        result[index[name]] = n.model_copy(
+            update={
+                "free": subtract_resources(n.free, total),
+                "used_host_ports": tuple(sorted({*n.used_host_ports, *ports.get(name, ())})),
+                "jobsets": tuple(sorted({*n.jobsets, *owners.get(name, ())})),
+            }
+        )
+    return result
+
+
+def _priority_classes(objs: Iterable[tuple[str, Mapping[str, Any]]]) -> dict[str, int]:
+    result: dict[str, int] = {}
+    for source, obj in objs:
+        try:
+            pc = _PriorityClassObj.model_validate(obj)
+        except ValidationError as e:
+            raise validation_error(e, source=source, obj=object_key(obj)) from e
+        result[pc.metadata.name] = pc.value
+    return dict(sorted(result.items()))
+
+
+def snapshot_from_objects(
+    nodes: Iterable[Mapping[str, Any]],
+    pods: Iterable[Mapping[str, Any]],
+    priority_classes: Iterable[Mapping[str, Any]] = (),
+    *,
+    source: str = "",
+    levels: Sequence[str] = (),
+) -> ClusterSnapshot:
+    """Snapshot from Node, Pod and PriorityClass objects (dicts in API JSON shape)."""
+    node_list = _check_unique([_node(obj, source) for obj in nodes], source)
+    return ClusterSnapshot(
+        nodes=tuple(_apply_pods(node_list, ((source, p) for p in pods))),
+        priority_classes=_priority_classes((source, p) for p in priority_classes),
+        levels=tuple(levels),
+        source=source,
+    )
+
+
+def _check_unique(nodes: list[Node], source: str) -> list[Node]:
+    seen: set[str] = set()
+    for n in nodes:
+        if n.name in seen:
+            raise InputError(
+                "node defined twice", source=source, obj=f"Node/{n.name}", code="duplicate"
+            )
+        seen.add(n.name)
+    return nodes
+
+
+def load_snapshot(paths: Sequence[str | Path]) -> ClusterSnapshot:
+    """Snapshot from files: kubectl JSON/YAML (Lists, NodeList/PodList, single objects) and/or
+    compact cluster descriptions, merged. Pods in any file count against nodes from any file."""
+    nodes: list[Node] = []
+    pods: list[tuple[str, Mapping[str, Any]]] = []
+    classes: dict[str, int] = {}
+    levels: tuple[str, ...] = ()
+    sources = [str(p) for p in paths]
+    for source, doc in read_documents(paths):
+        kind = doc.get("kind")
+        if kind == DESCRIPTION_KIND:
+            part = parse_description(doc, source=source)
+            nodes.extend(part.nodes)
+            classes.update(part.priority_classes)
+            if part.levels and levels and part.levels != levels:
+                log.warning(
+                    "%s: levels %s differ from earlier %s; keeping the earlier",
+                    source,
+                    list(part.levels),
+                    list(levels),
+                )
+            levels = levels or part.levels
+        elif kind == "Node":
+            nodes.append(_node(doc, source))
+        elif kind == "Pod":
+            pods.append((source, doc))
+        elif kind == "PriorityClass":
+            classes.update(_priority_classes([(source, doc)]))
+        else:
+            log.warning(
+                "%s: skipping %s %s", source, kind or "object without kind", object_key(doc)
+            )
+    if not nodes:
+        raise InputError(
+            "no Node objects and no ClusterDescription found",
+            source=", ".join(sources),
+            code="no-nodes",
+        )
+    return ClusterSnapshot(
+        nodes=tuple(_apply_pods(_check_unique(nodes, ", ".join(sources)), pods)),
+        priority_classes=dict(sorted(classes.items())),
+        levels=levels,
+        source=", ".join(sources),
+    )
+
+
+# --- rendering back to kubectl shape -----------------------------------------------------------
+
+
+def format_quantity(value: Decimal) -> str:
+    """Kubernetes-style text for a quantity: `400Gi`, `500m`, `110`."""
+    if value == value.to_integral_value():
+        n = int(value)
+        for suffix, unit in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20)):
+            if n >= unit and n % unit == 0:
+                return f"{n // unit}{suffix}"
+        return str(n)
+    milli = value * 1000
+    if milli == milli.to_integral_value():
+        return f"{int(milli)}m"
+    return str(value)
+
+
+def _quantities(m: Mapping[str, Decimal]) -> dict[str, str]:
+    return {k: format_quantity(v) for k, v in sorted(m.items())}
+
+
+def _node_object(n: Node) -> dict[str, Any]:
+    spec: dict[str, Any] = {}
+    if n.taints:
+        spec["taints"] = [
+            t.model_dump(exclude_defaults=True) | {"effect": t.effect} for t in n.taints
+        ]
+    if n.unschedulable:
+        spec["unschedulable"] = True
+    ready = {
+        "type": "Ready",
+        "status": "True" if n.ready else "False",
+        "reason": "KubeletReady" if n.ready else "KubeletNotReady",
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": n.name, "labels": dict(sorted(n.labels.items()))},
+        "spec": spec,
+        "status": {
+            "allocatable": _quantities(n.allocatable),
+            "capacity": _quantities(n.allocatable),
+            "conditions": [ready],
+        },
+    }
+
+
+def _pod_object(
+    name: str, namespace: str, node: str, requests: Mapping[str, Decimal], jobset: str | None
+) -> dict[str, Any]:
+    extended = {k: v for k, v in requests.items() if is_extended_resource(k)}
+    plain = {k: v for k, v in requests.items() if k not in extended}
+    resources: dict[str, Any] = {}
+    if plain:
+        resources["requests"] = _quantities(plain)
+    if extended:
+        resources["limits"] = _quantities(extended)
+    meta: dict[str, Any] = {"name": name, "namespace": namespace}
+    if jobset:
+        meta["labels"] = {JOBSET_NAME_LABEL: jobset}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": meta,
+        "spec": {
+            "nodeName": node,
+            "containers": [{"name": "main", "image": "busybox", "resources": resources}],
+        },
+        "status": {"phase": "Running"},
+    }
+
+
+def snapshot_to_kubectl_list(snapshot: ClusterSnapshot) -> dict[str, Any]:
+    """Render as `kubectl get nodes,pods,priorityclasses -A -o json` would: a v1 List.
+
+    Each node's used capacity (allocatable - free) becomes pods: one per JobSet on the node (the
+    first carries the resources, so loading the list back gives the same free capacity), plus
+    unlabeled `kube-system` pods for leftover pod slots or usage without a JobSet. Deterministic.
+    """
+    nodes: list[dict[str, Any]] = []
+    pods: list[dict[str, Any]] = []
+    counters: dict[str, int] = {}
+    for n in sorted(snapshot.nodes, key=lambda n: n.name):
+        nodes.append(_node_object(n))
+        used = {k: v for k, v in subtract_resources(n.allocatable, n.free).items() if v != 0}
+        slots = int(used.pop(PODS, Decimal(0)))
+        for jobset in n.jobsets:
+            namespace, _, name = jobset.rpartition("/")
+            k = counters[jobset] = counters.get(jobset, -1) + 1
+            pods.append(
+                _pod_object(f"{name}-worker-{k}", namespace or "default", n.name, used, name)
+            )
+            used, slots = {}, slots - 1
+        filler = 0
+        while slots > 0 or used:
+            pods.append(_pod_object(f"system-{n.name}-{filler}", "kube-system", n.name, used, None))
+            used, slots, filler = {}, slots - 1, filler + 1
+    classes = [
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": name},
+            "value": value,
+        }
+        for name, value in sorted(snapshot.priority_classes.items())
+    ]
+    return {
+        "apiVersion": "v1",
+        "kind": "List",
+        "metadata": {"resourceVersion": ""},
+        "items": [*nodes, *pods, *classes],
+    }
