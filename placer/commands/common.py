@@ -80,18 +80,18 @@ def _levels(text: str) -> tuple[str, ...]:
 def add_cluster_args(parser: argparse.ArgumentParser) -> None:
     """Where the cluster comes from (exactly one of --cluster / --kubeconfig) and how to read it.
 
-    Sets `args.cluster` (list of paths or None), `args.kubeconfig` (path or None), `args.levels`
-    (tuple or None) and `args.extended_resource_toleration` (bool).
+    Sets `args.cluster` (list of paths, from a repeatable flag, or None), `args.kubeconfig`
+    (path or None), `args.levels` (tuple or None) and `args.extended_resource_toleration` (bool).
     """
     group = parser.add_argument_group("cluster")
     source = group.add_mutually_exclusive_group(required=True)
     source.add_argument(
         "--cluster",
         metavar="PATH",
-        nargs="+",
-        action="extend",
-        help="cluster snapshot files: `kubectl get nodes,pods -A -o json` output (nodes, pods and "
-        "PriorityClasses may be separate files) or placer's compact cluster description",
+        action="append",
+        help="cluster snapshot file, repeatable: `kubectl get nodes,pods -A -o json` output "
+        "(nodes, pods and PriorityClasses may be separate files) or placer's compact cluster "
+        "description",
     )
     source.add_argument(
         "--kubeconfig",

@@ -1,0 +1,298 @@
+"""`placer plan` end to end, in process through `placer.cli.main` (plus one real subprocess)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from placer.cli import main
+from placer.model.plan import Plan
+from tests.cli.inputs import NODEPOOL, jobset_manifest, write_cluster, write_jobsets
+
+REPO = Path(__file__).resolve().parents[2]
+REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+FAST = ["--workers", "1", "--time-limit", "5"]
+
+needs_snapshot = pytest.mark.skipif(
+    importlib.util.find_spec("placer.model.snapshot") is None,
+    reason="snapshot loader not there yet",
+)
+
+
+def solver_available(name: str) -> bool:
+    module = {"cpsat": "placer.solver.cpsat.planner"}.get(name, "placer.solver.greedy")
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+SOLVERS = [
+    pytest.param(
+        s, id=s, marks=pytest.mark.skipif(not solver_available(s), reason=f"{s} not there yet")
+    )
+    for s in ("cpsat", "first-fit", "best-fit", "largest-first")
+]
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, str, str]:
+    code = main(["plan", *map(str, argv)])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_one_line_error(err: str, *fragments: str) -> None:
+    assert "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("placer: error: ")
+    for f in fragments:
+        assert f in lines[0], (f, lines[0])
+
+
+def check_plan(doc: dict, cluster: Path, jobsets: Path) -> None:
+    """Run the independent checker on what the CLI printed, once the checker exists."""
+    try:
+        from placer.solver.checker import check
+    except ImportError:
+        return
+    from placer.model.jobset import load_jobsets
+    from placer.model.options import SolveOptions
+    from placer.model.snapshot import load_snapshot
+
+    snapshot = load_snapshot([cluster])
+    requests = load_jobsets([jobsets], priority_classes=snapshot.priority_classes)
+    assert check(Plan.model_validate(doc), snapshot, requests, SolveOptions()) == []
+
+
+# -- bad input: exit 2, one line naming the file, no traceback -----------------------------------
+
+
+@needs_snapshot
+def test_yaml_syntax_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cluster = write_cluster(tmp_path)
+    bad = tmp_path / "broken.yaml"
+    bad.write_text("apiVersion: jobset.x-k8s.io/v1alpha2\nkind: JobSet\nmetadata: {name: [x\n")
+    code, out, err = run(capsys, "--cluster", cluster, bad)
+    assert code == 2
+    assert out == ""
+    assert_one_line_error(err, str(bad))
+
+
+def test_missing_jobset_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "nope.yaml"
+    code, _, err = run(capsys, "--cluster", write_cluster(tmp_path), missing)
+    assert code == 2
+    assert_one_line_error(err, str(missing), "no such file")
+
+
+def test_missing_cluster_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "cluster-nope.json"
+    jobsets = write_jobsets(tmp_path, jobset_manifest("a"))
+    code, _, err = run(capsys, "--cluster", missing, jobsets)
+    assert code == 2
+    assert_one_line_error(err, str(missing), "no such file")
+
+
+@needs_snapshot
+def test_negative_replicas(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    jobsets = write_jobsets(tmp_path, jobset_manifest("neg", namespace="team-a", replicas=-1))
+    code, _, err = run(capsys, "--cluster", write_cluster(tmp_path), jobsets)
+    assert code == 2
+    assert_one_line_error(err, str(jobsets), "team-a/neg", "replicas")
+
+
+@needs_snapshot
+def test_file_without_jobsets(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {}}
+    path = write_jobsets(tmp_path, cm, name="configmap.yaml")
+    code, _, err = run(capsys, "--cluster", write_cluster(tmp_path), path)
+    assert code == 2
+    assert_one_line_error(err, str(path), "no JobSet")
+
+
+def test_usage_error_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        main(["plan", "--time-limit", "-1", "--cluster", "c.json", "j.yaml"])
+    assert e.value.code == 2
+    assert "--time-limit" in capsys.readouterr().err
+
+
+def test_cluster_and_kubeconfig_are_exclusive(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        main(["plan", "--cluster", "c.json", "--kubeconfig", "k", "j.yaml"])
+    assert e.value.code == 2
+    assert "not allowed with" in capsys.readouterr().err
+
+
+def test_subprocess_bad_input_prints_no_traceback(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "placer.cli",
+            "plan",
+            "--cluster",
+            str(write_cluster(tmp_path)),
+            str(tmp_path / "missing.yaml"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert_one_line_error(proc.stderr, "missing.yaml")
+
+
+# -- plans -----------------------------------------------------------------------------------
+
+
+def _inputs(tmp_path: Path, *, node_selector_strategy: bool = False) -> tuple[Path, Path]:
+    """4 pools: team-a/multislice (2 slices) fits; team-b/big (5 slices) can never fit."""
+    cluster = write_cluster(tmp_path, pools=4)
+    jobsets = write_jobsets(
+        tmp_path,
+        jobset_manifest(
+            "multislice",
+            namespace="team-a",
+            replicas=2,
+            node_selector_strategy=node_selector_strategy,
+        ),
+        jobset_manifest("big", namespace="team-b", replicas=5),
+    )
+    return cluster, jobsets
+
+
+@needs_snapshot
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_json_output_shape(solver: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cluster, jobsets = _inputs(tmp_path)
+    code, out, err = run(
+        capsys, "--cluster", cluster, "--solver", solver, *FAST, "--format", "json", jobsets
+    )
+    assert code == 0, err
+    doc = json.loads(out)
+    assert set(doc) == {"solver", "jobsets"}
+    assert doc["solver"]["name"] == solver
+    assert {"name", "status", "objective", "bound", "wall_seconds"} <= set(doc["solver"])
+    assert "load" in doc["solver"]["phases"]
+    by_key = {f"{j['namespace']}/{j['name']}": j for j in doc["jobsets"]}
+    assert sorted(by_key) == ["team-a/multislice", "team-b/big"]
+    assert len(doc["jobsets"]) == 2
+    ms = by_key["team-a/multislice"]
+    assert ms["status"] == "placed"
+    assert ms["reason"] == ""
+    assert sorted(j["name"] for j in ms["jobs"]) == ["multislice-workers-0", "multislice-workers-1"]
+    pools = set()
+    for job in ms["jobs"]:
+        assert job["domain"]["key"] == NODEPOOL
+        pools.add(job["domain"]["value"])
+        assert sorted(p["index"] for p in job["pods"]) == [0, 1]
+        assert all(p["node"].startswith(job["domain"]["value"] + "-host-") for p in job["pods"])
+    assert len(pools) == 2, "each child Job gets its own node pool"
+    big = by_key["team-b/big"]
+    assert big["status"] in ("unschedulable", "partial")
+    assert big["reason"]
+    check_plan(doc, cluster, jobsets)
+
+
+@needs_snapshot
+@pytest.mark.parametrize("solver", SOLVERS[:2])
+def test_table_mentions_each_jobset(
+    solver: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cluster, jobsets = _inputs(tmp_path)
+    code, out, _ = run(capsys, "--cluster", cluster, "--solver", solver, *FAST, jobsets)
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].split()[:2] == ["JOBSET", "STATUS"]
+    row = next(line for line in lines if line.startswith("team-a/multislice "))
+    assert row.split()[1:4] == ["placed", "0", "2/2"]
+    assert any(line.startswith("team-b/big ") for line in lines[1:3])
+    assert any(
+        line.startswith("team-b/big unschedulable: ") or line.startswith("team-b/big partial: ")
+        for line in lines
+    )
+    assert lines[-1].startswith(f"solver {solver}: ")
+
+
+@needs_snapshot
+@pytest.mark.parametrize("solver", SOLVERS[:1])
+def test_yaml_output_equals_json_output(
+    solver: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cluster, jobsets = _inputs(tmp_path)
+    args = ("--cluster", cluster, "--solver", solver, *FAST, jobsets)
+    _, as_json, _ = run(capsys, *args, "--format", "json")
+    _, as_yaml, _ = run(capsys, *args, "--format", "yaml")
+    a, b = json.loads(as_json), yaml.safe_load(as_yaml)
+    for doc in (a, b):  # wall times differ between runs
+        doc["solver"].pop("wall_seconds")
+        doc["solver"].pop("phases")
+    assert a == b
+
+
+@needs_snapshot
+@pytest.mark.parametrize("solver", SOLVERS[:1])
+def test_emit_writes_affinity_patches(
+    solver: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cluster, jobsets = _inputs(tmp_path, node_selector_strategy=True)
+    out_dir = tmp_path / "patches"
+    code, out, err = run(
+        capsys,
+        "--cluster",
+        cluster,
+        "--solver",
+        solver,
+        *FAST,
+        "--format",
+        "json",
+        "--emit",
+        out_dir,
+        jobsets,
+    )
+    assert code == 0, err
+    doc = json.loads(out)
+    check_plan(doc, cluster, jobsets)
+    ms = next(j for j in doc["jobsets"] if j["name"] == "multislice")
+    for job in ms["jobs"]:
+        path = out_dir / "jobs" / "team-a" / f"{job['name']}.yaml"
+        patch = yaml.safe_load(path.read_text())
+        terms = patch["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][REQUIRED][
+            "nodeSelectorTerms"
+        ]
+        assert terms == [
+            {
+                "matchExpressions": [
+                    {"key": NODEPOOL, "operator": "In", "values": [job["domain"]["value"]]}
+                ]
+            }
+        ]
+    assert not (out_dir / "jobs" / "team-b").exists(), "nothing to pin for an unplaced JobSet"
+    assert os.access(out_dir / "jobs.sh", os.X_OK)
+    # node-selector strategy: every node of both chosen pools gets the child Job's label
+    nodes = {
+        n["node"]: n["patch"]["metadata"]["labels"]["alpha.jobset.sigs.k8s.io/namespaced-job"]
+        for n in yaml.safe_load((out_dir / "nodes.yaml").read_text())
+    }
+    expected = {
+        f"{job['domain']['value']}-host-{h}": f"team-a_{job['name']}"
+        for job in ms["jobs"]
+        for h in range(2)
+    }
+    assert nodes == expected
+    assert "kubectl taint node" in (out_dir / "nodes.sh").read_text()
+    assert "wrote" in err
