@@ -34,6 +34,7 @@ strict (unknown keys are errors, to catch typos), and every node is expanded fro
       nodes: []                 #   pools and nodes are names or shell patterns ("*-pool-*")
       requests: {google.com/tpu: "4"}  # per node; default: every accelerator on the node
       pods: 1                   # pod slots used per node (default 1)
+      hostPorts: [8471]         # TCP host ports taken on each node (default none)
 
 Templates substitute `{i}` (pool index), `{h}` (host index in the pool), `{n}` (node index in the
 entry, `(i - start) * hosts + h`) and `{pool}` (the rendered pool name; not in `name` itself). A
@@ -114,6 +115,7 @@ class RunningSpec(_Closed):
     nodes: list[StrictStr] = Field(default_factory=list)
     requests: dict[str, Scalar] | None = None
     pods: StrictInt = Field(default=1, ge=0)
+    hostPorts: list[StrictInt] = Field(default_factory=list)
 
 
 class Description(_Closed):
@@ -327,7 +329,14 @@ def _use(node: Node, r: RunningSpec, *, source: str, field: str) -> Node:
     if r.jobset:
         key = r.jobset if "/" in r.jobset else f"default/{r.jobset}"
         jobsets = tuple(sorted({*jobsets, key}))
-    return node.model_copy(update={"free": subtract_resources(node.free, used), "jobsets": jobsets})
+    ports = {*node.used_host_ports, *((p, "TCP") for p in r.hostPorts)}
+    return node.model_copy(
+        update={
+            "free": subtract_resources(node.free, used),
+            "jobsets": jobsets,
+            "used_host_ports": tuple(sorted(ports)),
+        }
+    )
 
 
 def parse_description(doc: Mapping[str, Any], *, source: str = "") -> ClusterSnapshot:

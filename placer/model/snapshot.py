@@ -302,7 +302,12 @@ def _node_object(n: Node) -> dict[str, Any]:
 
 
 def _pod_object(
-    name: str, namespace: str, node: str, requests: Mapping[str, Decimal], jobset: str | None
+    name: str,
+    namespace: str,
+    node: str,
+    requests: Mapping[str, Decimal],
+    jobset: str | None,
+    ports: Sequence[tuple[int, str]] = (),
 ) -> dict[str, Any]:
     extended = {k: v for k, v in requests.items() if is_extended_resource(k)}
     plain = {k: v for k, v in requests.items() if k not in extended}
@@ -311,6 +316,11 @@ def _pod_object(
         resources["requests"] = _quantities(plain)
     if extended:
         resources["limits"] = _quantities(extended)
+    container: dict[str, Any] = {"name": "main", "image": "busybox", "resources": resources}
+    if ports:
+        container["ports"] = [
+            {"containerPort": p, "hostPort": p, "protocol": proto} for p, proto in ports
+        ]
     meta: dict[str, Any] = {"name": name, "namespace": namespace}
     if jobset:
         meta["labels"] = {JOBSET_NAME_LABEL: jobset}
@@ -318,10 +328,7 @@ def _pod_object(
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": meta,
-        "spec": {
-            "nodeName": node,
-            "containers": [{"name": "main", "image": "busybox", "resources": resources}],
-        },
+        "spec": {"nodeName": node, "containers": [container]},
         "status": {"phase": "Running"},
     }
 
@@ -330,8 +337,8 @@ def snapshot_to_kubectl_list(snapshot: ClusterSnapshot) -> dict[str, Any]:
     """Render as `kubectl get nodes,pods,priorityclasses -A -o json` would: a v1 List.
 
     Each node's used capacity (allocatable - free) becomes pods: one per JobSet on the node (the
-    first carries the resources, so loading the list back gives the same free capacity), plus
-    unlabeled `kube-system` pods for leftover pod slots or usage without a JobSet. Deterministic.
+    first carries the resources and host ports, so loading the list back gives the same node state),
+    plus unlabeled `kube-system` pods for leftover pod slots or usage without a JobSet.
     """
     nodes: list[dict[str, Any]] = []
     pods: list[dict[str, Any]] = []
@@ -340,17 +347,20 @@ def snapshot_to_kubectl_list(snapshot: ClusterSnapshot) -> dict[str, Any]:
         nodes.append(_node_object(n))
         used = {k: v for k, v in subtract_resources(n.allocatable, n.free).items() if v != 0}
         slots = int(used.pop(PODS, Decimal(0)))
+        ports = n.used_host_ports
         for jobset in n.jobsets:
             namespace, _, name = jobset.rpartition("/")
             k = counters[jobset] = counters.get(jobset, -1) + 1
-            pods.append(
-                _pod_object(f"{name}-worker-{k}", namespace or "default", n.name, used, name)
+            pod = _pod_object(
+                f"{name}-worker-{k}", namespace or "default", n.name, used, name, ports
             )
-            used, slots = {}, slots - 1
+            pods.append(pod)
+            used, slots, ports = {}, slots - 1, ()
         filler = 0
-        while slots > 0 or used:
-            pods.append(_pod_object(f"system-{n.name}-{filler}", "kube-system", n.name, used, None))
-            used, slots, filler = {}, slots - 1, filler + 1
+        while slots > 0 or used or ports:
+            name = f"system-{n.name}-{filler}"
+            pods.append(_pod_object(name, "kube-system", n.name, used, None, ports))
+            used, slots, ports, filler = {}, slots - 1, (), filler + 1
     classes = [
         {
             "apiVersion": "scheduling.k8s.io/v1",
