@@ -50,7 +50,7 @@ class Ledger:
         self._undo: list[Callable[[], None]] = []
         self._exclusive_nodes: frozenset[str] | None = None
 
-    # -- all-or-nothing -------------------------------------------------------------------------
+    # -- all-or-nothing --
 
     def checkpoint(self) -> object:
         """A token for `rollback`: the plan as it is now."""
@@ -63,7 +63,7 @@ class Ledger:
         while len(self._undo) > token:
             self._undo.pop()()
 
-    # -- queries ----------------------------------------------------------------------------------
+    # -- queries --
 
     def free(self, node: str) -> ResourceMap:
         """Free resources left on `node` after the pods planned so far (a copy)."""
@@ -113,7 +113,7 @@ class Ledger:
             fit = min(fit, 1)
         return fit
 
-    # -- decisions --------------------------------------------------------------------------------
+    # -- decisions --
 
     def take_domain(self, jc: JobClass, job_index: int, domain: Domain) -> JobPlacement | None:
         """Reserve `domain` for child Job `job_index` of `jc` and pack its pods onto it.
@@ -169,7 +169,7 @@ class Ledger:
             pods=pods,
         )
 
-    # -- internals --------------------------------------------------------------------------------
+    # -- internals --
 
     def _free_of(self, node: str) -> ResourceMap:
         got = self._free.get(node)
@@ -211,7 +211,8 @@ class Ledger:
                 owners = dict(self._shared.get(n, {}))
                 owners[jc.jobset.key] = owners.get(jc.jobset.key, 0) + k
                 self._set(self._shared, n, owners)
-            pods.extend(PodPlacement(index=len(pods) + i, node=n) for i in range(k))
+            first = len(pods)
+            pods.extend(PodPlacement(index=first + i, node=n) for i in range(k))
         return pods
 
     def _consume(self, node: str, pod: PodShape, count: int) -> None:

@@ -1,0 +1,343 @@
+"""The independent plan checker: does a plan obey every placement rule, judged from the snapshot?
+
+Every solver's plan goes through `check` (the CP-SAT planner refuses a plan that fails it; every
+test runs it), so a bug in shared placement code cannot hide behind agreeing solvers. So this
+module shares no placement code with them: it does not import the placement context, the
+ledger or the greedy solvers, nor the model's matching and fit helpers; it re-derives selectors,
+node affinity, taints and tolerations (with the ExtendedResourceToleration plugin), host ports and
+resource arithmetic from the snapshot's data. It uses only the model's data classes and plain
+quantity arithmetic.
+
+A domain is judged as the writers pin it: the nodes carrying every (label, value) of its path.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+
+from placer.model.cluster import ClusterSnapshot, Node
+from placer.model.options import SolveOptions
+from placer.model.plan import JobPlacement, JobSetOutcome, Plan
+from placer.model.resources import PODS, add_resources, is_accelerator, is_extended_resource
+from placer.model.scheduling import NodeSelectorRequirement, Taint, Toleration
+from placer.model.workload import JobSetRequest, PodShape, ReplicatedJobRequest
+
+__all__ = ["check"]
+
+
+@dataclass(frozen=True)
+class _PlannedPod:
+    jobset: str
+    job: str
+    shape: PodShape
+
+
+def check(
+    plan: Plan, snapshot: ClusterSnapshot, jobsets: Sequence[JobSetRequest], options: SolveOptions
+) -> list[str]:
+    """Every rule the plan breaks, one human-readable line each, sorted; empty means valid."""
+    problems: set[str] = set()
+    nodes = {n.name: n for n in snapshot.nodes}
+    given = {js.key: js for js in jobsets}
+    outcomes = _check_coverage(plan, given, problems)
+    on_node: dict[str, list[_PlannedPod]] = defaultdict(list)
+    job_nodes: dict[tuple[str, str], set[str]] = {}
+    for key, outcome in outcomes.items():
+        js = given[key]
+        _check_outcome(js, outcome, problems)
+        rjobs = {r.name: r for r in js.replicated_jobs}
+        for job in outcome.jobs:
+            rjob = rjobs.get(job.replicated_job)
+            if rjob is None:
+                continue
+            job_nodes[(key, job.name)] = {p.node for p in job.pods}
+            for p in job.pods:
+                if p.node not in nodes:
+                    problems.add(f"{key}: {job.name} pod {p.index} on unknown node {p.node}")
+                    continue
+                on_node[p.node].append(_PlannedPod(key, job.name, rjob.pod))
+    for name, pods in on_node.items():
+        _check_node(nodes[name], pods, options, problems)
+    for key, outcome in outcomes.items():
+        _check_exclusivity(given[key], outcome, snapshot, on_node, problems)
+        _check_locality(given[key], outcome, nodes, problems)
+    if options.queue == "strict-fifo":
+        _check_strict_fifo(jobsets, outcomes, problems)
+    return sorted(problems)
+
+
+def _check_coverage(
+    plan: Plan, given: Mapping[str, JobSetRequest], problems: set[str]
+) -> dict[str, JobSetOutcome]:
+    """Every given JobSet exactly once, nothing else."""
+    seen: dict[str, JobSetOutcome] = {}
+    for o in plan.jobsets:
+        if o.key not in given:
+            problems.add(f"{o.key}: in the plan but not given")
+        elif o.key in seen:
+            problems.add(f"{o.key}: appears more than once in the plan")
+        else:
+            seen[o.key] = o
+    for key in given:
+        if key not in seen:
+            problems.add(f"{key}: missing from the plan")
+    return seen
+
+
+def _child_jobs(js: JobSetRequest) -> dict[str, tuple[ReplicatedJobRequest, int]]:
+    """JobSet's naming of child Jobs, re-derived: `<jobset>-<replicatedJob>-<index>`."""
+    return {
+        f"{js.name}-{r.name}-{i}": (r, i) for r in js.replicated_jobs for i in range(r.replicas)
+    }
+
+
+def _units(rjob: ReplicatedJobRequest) -> int:
+    per_pod = sum((v for k, v in rjob.pod.requests.items() if is_accelerator(k)), Decimal(0))
+    return int(per_pod * rjob.pods_per_job) if per_pod > 0 else rjob.pods_per_job
+
+
+def _check_outcome(js: JobSetRequest, o: JobSetOutcome, problems: set[str]) -> None:
+    """Child Job names, pod indices, domains, status and the accelerator count."""
+    key = js.key
+    expected = _child_jobs(js)
+    if o.priority != js.priority:
+        problems.add(f"{key}: priority {o.priority} in the plan, {js.priority} in the JobSet")
+    names = [j.name for j in o.jobs]
+    for name in sorted({n for n in names if names.count(n) > 1}):
+        problems.add(f"{key}: child Job {name} placed more than once")
+    units = 0
+    for job in o.jobs:
+        if job.name not in expected:
+            problems.add(f"{key}: child Job {job.name} is not a child Job of this JobSet")
+            continue
+        rjob, index = expected[job.name]
+        units += _units(rjob)
+        _check_job(key, job, rjob, index, problems)
+    placed = set(names) & set(expected)
+    if o.status == "placed":
+        missing = sorted(set(expected) - placed)
+        if missing:
+            problems.add(f"{key}: placed but child Jobs not placed: {', '.join(missing)}")
+    elif o.status == "unschedulable":
+        if o.jobs:
+            problems.add(f"{key}: unschedulable but holds {len(o.jobs)} child Jobs")
+        if not o.reason:
+            problems.add(f"{key}: unschedulable without a reason")
+    elif o.status == "partial":
+        if not o.jobs:
+            problems.add(f"{key}: partial but holds no child Job")
+        elif placed == set(expected):
+            problems.add(f"{key}: partial but holds every child Job")
+    if o.accelerators != units:
+        problems.add(f"{key}: claims {o.accelerators} accelerator units, holds {units}")
+
+
+def _check_job(
+    key: str, job: JobPlacement, rjob: ReplicatedJobRequest, index: int, problems: set[str]
+) -> None:
+    where = f"{key}: {job.name}"
+    if job.replicated_job != rjob.name or job.index != index:
+        problems.add(
+            f"{where}: labeled {job.replicated_job}[{job.index}], expected {rjob.name}[{index}]"
+        )
+    indices = sorted(p.index for p in job.pods)
+    if indices != list(range(rjob.pods_per_job)):
+        problems.add(f"{where}: pod indices {indices}, expected 0..{rjob.pods_per_job - 1}")
+    if rjob.exclusive_key is None:
+        if job.domain is not None:
+            problems.add(f"{where}: has a domain but its replicated job is not exclusive")
+    elif job.domain is None:
+        problems.add(f"{where}: exclusive on {rjob.exclusive_key} but has no domain")
+    elif job.domain.key != rjob.exclusive_key:
+        problems.add(f"{where}: domain of key {job.domain.key}, expected {rjob.exclusive_key}")
+    elif job.domain.path and tuple(job.domain.path[-1]) != (job.domain.key, job.domain.value):
+        problems.add(
+            f"{where}: domain path {job.domain.path} does not end at "
+            f"{job.domain.key}={job.domain.value}"
+        )
+
+
+# -- per node: health, scheduling rules, resources, host ports --
+
+
+def _check_node(
+    node: Node, pods: list[_PlannedPod], options: SolveOptions, problems: set[str]
+) -> None:
+    where = f"node {node.name}"
+    if not node.ready:
+        problems.add(f"{where}: NotReady but given pods")
+    if node.unschedulable:
+        problems.add(f"{where}: cordoned but given pods")
+    for who in {p.shape.model_dump_json(): p for p in pods}.values():
+        for why in _scheduling_violations(node, who.shape, options):
+            problems.add(f"{where}: pod of {who.jobset} {who.job} {why}")
+    used = add_resources(*(p.shape.requests for p in pods))
+    if PODS in node.free:
+        used[PODS] = used.get(PODS, Decimal(0)) + len(pods)
+    for name, amount in sorted(used.items()):
+        if amount <= 0:
+            continue
+        have = node.free.get(name, Decimal(0))
+        if name == PODS and PODS not in node.free:
+            continue
+        if amount > have:
+            problems.add(f"{where}: {name} overcommitted: planned {amount}, free {have}")
+    ports: dict[tuple[int, str], int] = defaultdict(int)
+    for hp in node.used_host_ports:
+        ports[hp] += 1
+    for p in pods:
+        for hp in p.shape.host_ports:
+            ports[hp] += 1
+    for (port, proto), count in sorted(ports.items()):
+        if count > 1:
+            problems.add(f"{where}: host port {port}/{proto} bound {count} times")
+
+
+def _scheduling_violations(node: Node, pod: PodShape, options: SolveOptions) -> list[str]:
+    out: list[str] = []
+    for k, v in sorted(pod.node_selector.items()):
+        if node.labels.get(k) != v:
+            out.append(f"breaks nodeSelector {k}={v}")
+    if pod.affinity_terms and not any(
+        _term_matches(node, t.match_expressions, t.match_node_names) for t in pod.affinity_terms
+    ):
+        out.append("breaks required node affinity")
+    tolerations = list(pod.tolerations)
+    if options.extended_resource_toleration:
+        tolerations += [
+            Toleration(key=r, operator="Exists")
+            for r in pod.requests
+            if is_extended_resource(r) and pod.requests[r] > 0
+        ]
+    for taint in node.taints:
+        if taint.effect in ("NoSchedule", "NoExecute") and not any(
+            _tolerated(t, taint) for t in tolerations
+        ):
+            out.append(f"does not tolerate taint {taint.key}:{taint.effect}")
+    return out
+
+
+def _term_matches(
+    node: Node, exprs: Sequence[NodeSelectorRequirement], fields: Sequence[NodeSelectorRequirement]
+) -> bool:
+    if not exprs and not fields:
+        return False  # an empty term selects no node
+    return all(_requirement(node.labels, r) for r in exprs) and all(
+        _requirement({"metadata.name": node.name}, r) for r in fields
+    )
+
+
+def _requirement(labels: Mapping[str, str], r: NodeSelectorRequirement) -> bool:
+    has = r.key in labels
+    if r.operator == "Exists":
+        return has
+    if r.operator == "DoesNotExist":
+        return not has
+    if r.operator == "In":
+        return has and labels[r.key] in r.values
+    if r.operator == "NotIn":
+        return not has or labels[r.key] not in r.values
+    if not has or len(r.values) != 1:
+        return False
+    try:
+        left, right = int(labels[r.key]), int(r.values[0])
+    except ValueError:
+        return False
+    return left > right if r.operator == "Gt" else left < right
+
+
+def _tolerated(t: Toleration, taint: Taint) -> bool:
+    if t.effect not in ("", taint.effect):
+        return False
+    if t.operator == "Exists":
+        return t.key in ("", taint.key)
+    return t.key == taint.key and t.value == taint.value
+
+
+# -- exclusivity and locality --
+
+
+def _check_exclusivity(
+    js: JobSetRequest,
+    o: JobSetOutcome,
+    snapshot: ClusterSnapshot,
+    on_node: Mapping[str, list[_PlannedPod]],
+    problems: set[str],
+) -> None:
+    """An exclusive child Job's domain holds no pod of any other child Job, planned or running."""
+    for job in o.jobs:
+        if job.domain is None:
+            continue
+        where = f"{js.key}: {job.name}"
+        pins = dict(job.domain.path) if job.domain.path else {}
+        pins[job.domain.key] = job.domain.value
+        members = [n for n in snapshot.nodes if all(n.labels.get(k) == v for k, v in pins.items())]
+        member_names = {n.name for n in members}
+        if not members:
+            problems.add(f"{where}: domain {job.domain.key}={job.domain.value} has no node")
+        for p in job.pods:
+            if p.node not in member_names:
+                problems.add(
+                    f"{where}: pod {p.index} on {p.node}, outside its domain "
+                    f"{job.domain.key}={job.domain.value}"
+                )
+        for n in members:
+            others = sorted(
+                {
+                    f"{q.jobset} {q.job}"
+                    for q in on_node.get(n.name, ())
+                    if (q.jobset, q.job) != (js.key, job.name)
+                }
+            )
+            if others:
+                problems.add(
+                    f"{where}: exclusive domain {job.domain.key}={job.domain.value} "
+                    f"shares node {n.name} with {', '.join(others)}"
+                )
+            running = sorted(set(n.jobsets) - {js.key})
+            if running:
+                problems.add(
+                    f"{where}: exclusive domain {job.domain.key}={job.domain.value} "
+                    f"has running pods of {', '.join(running)} on {n.name}"
+                )
+
+
+def _check_locality(
+    js: JobSetRequest, o: JobSetOutcome, nodes: Mapping[str, Node], problems: set[str]
+) -> None:
+    """Kueue required topology: all pods of the replicated job share one value of the level."""
+    for rjob in js.replicated_jobs:
+        level = rjob.required_topology
+        if not level:
+            continue
+        values = {
+            nodes[p.node].labels.get(level)
+            for j in o.jobs
+            if j.replicated_job == rjob.name
+            for p in j.pods
+            if p.node in nodes
+        }
+        if len(values) > 1 or None in values:
+            shown = ", ".join(sorted(str(v) for v in values))
+            problems.add(f"{js.key}: {rjob.name} requires one domain of {level}, spans {shown}")
+
+
+def _check_strict_fifo(
+    jobsets: Sequence[JobSetRequest], outcomes: Mapping[str, JobSetOutcome], problems: set[str]
+) -> None:
+    """Within a priority tier, no JobSet placed after an earlier one that was not."""
+    blocked: dict[int, str] = {}
+    for js in sorted(jobsets, key=lambda j: j.queue_key()):
+        o = outcomes.get(js.key)
+        if o is None:
+            continue
+        if o.status == "placed" and js.priority in blocked:
+            problems.add(
+                f"{js.key}: placed under strict-fifo although the earlier "
+                f"{blocked[js.priority]} is not"
+            )
+        if o.status != "placed":
+            blocked.setdefault(js.priority, js.key)

@@ -1,0 +1,322 @@
+"""Greedy baselines: what upstream JobSet and Kueue TAS would do, and a strong greedy to beat.
+
+- `first-fit` emulates JobSet's own exclusive placement: child Jobs one by one in queue order, each
+  to the first available domain (path order) that fits it, with no all-or-nothing: a JobSet can end
+  `partial`, holding the domains it got.
+- `best-fit` emulates Kueue TAS BestFit: JobSets one by one in queue order, all-or-nothing, each
+  child Job to the tightest domain that fits (fewest free accelerators, then least capacity, then
+  path).
+- `largest-first` is best-fit over JobSets sorted by accelerator demand, largest first, within each
+  priority tier (tiers stay highest first: giving up a higher tier for a lower one is never better).
+
+All three build their plans through the `Ledger`, honor `strict-fifo` and Kueue required locality
+(all child Jobs of a replicated job inside one domain of the level); preferred locality is tried as
+required first, then dropped. The CP-SAT planner calls `greedy_plan` on its own context for its hint
+and fallback.
+
+Algorithm overview (`_Greedy.run`):
+  order       JobSets in the policy's order
+  place       per JobSet: exclusive replicated jobs first, then the shared ones
+  commit      all-or-nothing (rollback) for best-fit and largest-first; first-fit keeps what it got
+  explain     reasons for the JobSets left out, from the plan as it stood when they failed
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from placer.model.cluster import ClusterSnapshot
+from placer.model.options import SolveOptions
+from placer.model.plan import JobPlacement, JobSetOutcome, Plan, SolverReport
+from placer.model.topology import Domain, DomainPath
+from placer.model.workload import JobSetRequest
+from placer.solver.context import JobClass, PlacementContext
+from placer.solver.ledger import Ledger
+from placer.solver.reasons import unschedulable_reason
+
+__all__ = ["POLICIES", "BestFitSolver", "FirstFitSolver", "LargestFirstSolver", "greedy_plan"]
+
+POLICIES = ("first-fit", "best-fit", "largest-first")
+
+
+def greedy_plan(ctx: PlacementContext, policy: str) -> Plan:
+    """Plan every JobSet of `ctx` with one greedy policy.
+
+    The report's `objective` is the accelerator units of the JobSets placed whole; `bound` is the
+    trivial upper bound, every unit requested (a heuristic proves nothing better).
+    """
+    if policy not in POLICIES:
+        raise ValueError(f"unknown greedy policy {policy!r}")
+    started = time.perf_counter()
+    outcomes = _Greedy(ctx, policy).run()
+    wall = time.perf_counter() - started
+    objective = sum(o.accelerators for o in outcomes.values() if o.status == "placed")
+    bound = sum(js.accelerator_units for js in ctx.jobsets)
+    report = SolverReport(
+        name=policy,
+        status="HEURISTIC",
+        objective=objective,
+        bound=bound,
+        gap=(bound - objective) / max(bound, 1),
+        wall_seconds=wall,
+        phases={"greedy": wall},
+    )
+    return Plan(solver=report, jobsets=[outcomes[js.key] for js in ctx.jobsets_given])
+
+
+class _GreedySolver:
+    name = ""
+
+    def solve(
+        self, snapshot: ClusterSnapshot, jobsets: Sequence[JobSetRequest], options: SolveOptions
+    ) -> Plan:
+        return greedy_plan(PlacementContext(snapshot, jobsets, options), self.name)
+
+
+class FirstFitSolver(_GreedySolver):
+    """Upstream JobSet: child Job by child Job, first free domain, partial JobSets possible."""
+
+    name = "first-fit"
+
+
+class BestFitSolver(_GreedySolver):
+    """Kueue TAS BestFit: JobSet by JobSet in queue order, all-or-nothing, tightest domain."""
+
+    name = "best-fit"
+
+
+class LargestFirstSolver(_GreedySolver):
+    """Best-fit, largest accelerator demand first within each priority tier."""
+
+    name = "largest-first"
+
+
+class _Greedy:
+    def __init__(self, ctx: PlacementContext, policy: str) -> None:
+        self.ctx = ctx
+        self.policy = policy
+        self.ledger = Ledger(ctx)
+        self._node_caps: dict[str, dict[str, int]] = {}
+        """pod shape signature -> node -> pods of that shape fitting on the empty node."""
+        self._candidates: dict[tuple[str, int, str, DomainPath | None], list[Domain]] = {}
+        """(shape, pods per job, key, enclosing path) -> domains big enough, in policy order."""
+        self._cursor: dict[tuple[int, DomainPath | None], int] = {}
+        """(class, enclosing) -> index before which every candidate is known to be unavailable.
+        Valid because availability only shrinks until a rollback, which clears it."""
+        self._enclosing: dict[tuple[str, DomainPath, str], DomainPath | None] = {}
+
+    # -- order --
+
+    def order(self) -> list[JobSetRequest]:
+        queue = list(self.ctx.jobsets)
+        if self.policy != "largest-first" or self.ctx.options.queue == "strict-fifo":
+            # strict-fifo decides each tier in queue order, so sorting by size could only break it
+            return queue
+        position = {js.key: i for i, js in enumerate(queue)}
+        return sorted(queue, key=lambda j: (-j.priority, -j.accelerator_units, position[j.key]))
+
+    # -- run --
+
+    def run(self) -> dict[str, JobSetOutcome]:
+        outcomes: dict[str, JobSetOutcome] = {}
+        failed_in_tier: dict[int, str] = {}
+        strict = self.ctx.options.queue == "strict-fifo"
+        for js in self.order():
+            if strict and js.priority in failed_in_tier:
+                reason = (
+                    f"strict-fifo: {failed_in_tier[js.priority]}, earlier in priority "
+                    f"{js.priority}, is not admitted"
+                )
+                outcomes[js.key] = _outcome(js, "unschedulable", reason=reason)
+                continue
+            if self.policy == "first-fit":
+                outcome = self._first_fit(js)
+            else:
+                outcome = self._all_or_nothing(js)
+            outcomes[js.key] = outcome
+            if outcome.status != "placed":
+                failed_in_tier.setdefault(js.priority, js.key)
+        return outcomes
+
+    def _explain(self, js: JobSetRequest) -> str:
+        return unschedulable_reason(
+            self.ctx, js, self.ledger.taken_by(), shared=self.ledger.shared_by()
+        )
+
+    def _rollback(self, token: object) -> None:
+        self.ledger.rollback(token)
+        self._cursor.clear()
+
+    # -- best-fit / largest-first --
+
+    def _all_or_nothing(self, js: JobSetRequest) -> JobSetOutcome:
+        token = self.ledger.checkpoint()
+        jobs: list[JobPlacement] = []
+        classes = sorted(self.ctx.classes_of(js), key=lambda c: c.exclusive_key is None)
+        for jc in classes:
+            placed = self._place_rjob(jc)
+            if placed is None:
+                self._rollback(token)
+                return _outcome(js, "unschedulable", reason=self._explain(js))
+            jobs.extend(placed)
+        return _outcome(js, "placed", jobs=jobs, accelerators=js.accelerator_units)
+
+    def _place_rjob(self, jc: JobClass) -> list[JobPlacement] | None:
+        """Every child Job of `jc`, inside one domain of its required (or preferred) level."""
+        level = jc.rjob.required_topology or jc.rjob.preferred_topology
+        if level:
+            for enclosing in self._enclosing_order(level):
+                token = self.ledger.checkpoint()
+                jobs = self._place_all(jc, enclosing)
+                if jobs is not None:
+                    return jobs
+                self._rollback(token)
+            if jc.rjob.required_topology:
+                return None
+        token = self.ledger.checkpoint()
+        jobs = self._place_all(jc, None)
+        if jobs is None:
+            self._rollback(token)
+        return jobs
+
+    def _place_all(self, jc: JobClass, within: Domain | None) -> list[JobPlacement] | None:
+        jobs: list[JobPlacement] = []
+        for i in range(jc.rjob.replicas):
+            job = self._place_one(jc, i, within)
+            if job is None:
+                return None
+            jobs.append(job)
+        return jobs
+
+    def _enclosing_order(self, level: str) -> list[Domain]:
+        """Domains of a locality level, tightest first, the same fit rule as for child Jobs."""
+        return sorted(
+            self.ctx.domains(level),
+            key=lambda d: (self.ctx.free_accelerators(d), len(d.nodes), d.path),
+        )
+
+    # -- first-fit --
+
+    def _first_fit(self, js: JobSetRequest) -> JobSetOutcome:
+        jobs: list[JobPlacement] = []
+        missing: list[str] = []
+        units = 0
+        fixed: dict[int, Domain] = {}
+        """class -> the enclosing domain its first child Job chose (required locality)."""
+        for jc in self.ctx.classes_of(js):
+            for i in range(jc.rjob.replicas):
+                job = self._first_fit_one(jc, i, fixed)
+                if job is None:
+                    missing.append(f"{jc.rjob.name}-{i}")
+                else:
+                    jobs.append(job)
+                    units += jc.rjob.accelerator_units_per_job
+        if not missing:
+            return _outcome(js, "placed", jobs=jobs, accelerators=js.accelerator_units)
+        if not jobs:
+            return _outcome(js, "unschedulable", reason=self._explain(js))
+        total = len(jobs) + len(missing)
+        reason = (
+            f"{len(missing)} of {total} child Jobs could not be placed "
+            f"({', '.join(missing)}): {self._explain(js)}"
+        )
+        return _outcome(js, "partial", jobs=jobs, accelerators=units, reason=reason)
+
+    def _first_fit_one(
+        self, jc: JobClass, index: int, fixed: dict[int, Domain]
+    ) -> JobPlacement | None:
+        level = jc.rjob.required_topology
+        if not level:
+            return self._place_one(jc, index, None)
+        if jc.index in fixed:
+            return self._place_one(jc, index, fixed[jc.index])
+        for enclosing in self.ctx.domains(level):
+            job = self._place_one(jc, index, enclosing)
+            if job is not None:
+                fixed[jc.index] = enclosing
+                return job
+        return None
+
+    # -- one child Job --
+
+    def _place_one(self, jc: JobClass, index: int, within: Domain | None) -> JobPlacement | None:
+        if jc.exclusive_key is None:
+            return self.ledger.place_shared(jc, index, within.nodes if within else None)
+        where = within.path if within else None
+        candidates = self._candidates_for(jc, within)
+        start = self._cursor.get((jc.index, where), 0)
+        for pos in range(start, len(candidates)):
+            domain = candidates[pos]
+            if not self.ledger.domain_available(domain, jc.jobset):
+                if pos == start:
+                    start += 1
+                continue
+            job = self.ledger.take_domain(jc, index, domain)
+            if job is not None:
+                self._cursor[(jc.index, where)] = start
+                return job
+        self._cursor[(jc.index, where)] = start
+        return None
+
+    def _candidates_for(self, jc: JobClass, within: Domain | None) -> list[Domain]:
+        """Domains of `jc`'s key (inside `within`) big enough for one child Job, in policy order."""
+        key = jc.exclusive_key
+        assert key is not None
+        shape = jc.rjob.pod.signature()
+        cache_key = (shape, jc.rjob.pods_per_job, key, within.path if within else None)
+        found = self._candidates.get(cache_key)
+        if found is not None:
+            return found
+        caps = self._node_caps.setdefault(shape, {})
+
+        def capacity(domain: Domain) -> int:
+            total = 0
+            for n in domain.nodes:
+                if n not in caps:
+                    caps[n] = self.ctx.node_capacity(jc, self.ctx.nodes[n])
+                total += caps[n]
+            return total
+
+        sized = [
+            (d, capacity(d))
+            for d in self.ctx.domains(key)
+            if within is None or self._inside(d, within)
+        ]
+        sized = [(d, c) for d, c in sized if c >= jc.rjob.pods_per_job]
+        if self.policy != "first-fit":
+            sized.sort(key=lambda dc: (self.ctx.free_accelerators(dc[0]), dc[1], dc[0].path))
+        found = [d for d, _ in sized]
+        self._candidates[cache_key] = found
+        return found
+
+    def _inside(self, domain: Domain, enclosing: Domain) -> bool:
+        """Every node of `domain` is in `enclosing` (nested levels or plain label overlap)."""
+        memo = (domain.key, domain.path, enclosing.key)
+        if memo not in self._enclosing:
+            paths = {
+                self.ctx.topology.enclosing(self.ctx.nodes[n], enclosing.key) for n in domain.nodes
+            }
+            self._enclosing[memo] = paths.pop() if len(paths) == 1 else None
+        return self._enclosing[memo] == enclosing.path
+
+
+def _outcome(
+    js: JobSetRequest,
+    status: str,
+    *,
+    jobs: Sequence[JobPlacement] = (),
+    accelerators: int = 0,
+    reason: str = "",
+) -> JobSetOutcome:
+    """An outcome with its child Jobs in JobSet's creation order."""
+    order = {name: i for i, (_, _, name) in enumerate(js.child_jobs())}
+    return JobSetOutcome(
+        namespace=js.namespace,
+        name=js.name,
+        status=status,  # type: ignore[arg-type]
+        reason=reason,
+        priority=js.priority,
+        accelerators=accelerators,
+        jobs=sorted(jobs, key=lambda j: order[j.name]),
+    )
