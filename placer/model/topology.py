@@ -44,13 +44,19 @@ class Domain(BaseModel):
 
 
 def default_levels(snapshot: ClusterSnapshot, keys: Iterable[str]) -> tuple[str, ...]:
-    """The snapshot's own levels if it states them, else the given keys, then the hostname."""
+    """The snapshot's own levels if it states them; else the given keys, coarse to fine, then hostname.
+
+    Coarse to fine is judged by how many distinct values a key has across the nodes: a block key has
+    fewer values than a node-pool key. Ties keep the order given.
+    """
     if snapshot.levels:
         return snapshot.levels
     ordered: list[str] = []
     for k in keys:
         if k and k not in ordered and k != HOSTNAME:
             ordered.append(k)
+    distinct = {k: len({n.labels[k] for n in snapshot.nodes if k in n.labels}) for k in ordered}
+    ordered.sort(key=lambda k: distinct[k])
     return (*ordered, HOSTNAME)
 
 

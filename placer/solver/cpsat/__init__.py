@@ -1,0 +1,1 @@
+"""CP-SAT planner: aggregate, build, solve lexicographically, materialize (see planner.py)."""

@@ -1,0 +1,57 @@
+"""Objective terms, one function per goal, in the lexicographic order the planner optimizes them.
+
+1. per priority tier, highest first: accelerator units admitted (never trade a higher tier away);
+2. queue order: among equal admissions, prefer JobSets earlier in the queue;
+3. best fit and locality: fewest free accelerators stranded in chosen domains, then fewest
+   higher-level domains spanned (preferred topology counts the same way).
+The planner solves them one after another, fixing each optimum before the next.
+"""
+
+from __future__ import annotations
+
+from ortools.sat.python import cp_model
+
+from placer.solver.cpsat.aggregate import AggregatedProblem
+from placer.solver.cpsat.variables import Variables
+
+__all__ = ["admitted_units", "packing_cost", "queue_preference", "tiers"]
+
+
+def tiers(problem: AggregatedProblem) -> list[int]:
+    """Distinct priorities in the queue, highest first."""
+    return sorted({js.priority for js in problem.ctx.jobsets}, reverse=True)
+
+
+def admitted_units(v: Variables, problem: AggregatedProblem, tier: int) -> cp_model.LinearExpr:
+    """Accelerator units (pods for JobSets without accelerators) admitted in one priority tier."""
+    return sum(
+        (
+            js.accelerator_units * v.admit[js.key]
+            for js in problem.ctx.jobsets
+            if js.priority == tier
+        ),
+        cp_model.LinearExpr.constant(0),
+    )
+
+
+def queue_preference(v: Variables, problem: AggregatedProblem) -> cp_model.LinearExpr:
+    """Earlier JobSets weigh more, so ties in admitted units go to the head of the queue."""
+    jobsets = problem.ctx.jobsets
+    return sum(
+        ((len(jobsets) - i) * v.admit[js.key] for i, js in enumerate(jobsets)),
+        cp_model.LinearExpr.constant(0),
+    )
+
+
+def packing_cost(v: Variables, problem: AggregatedProblem) -> cp_model.LinearExpr:
+    """Stranded accelerators, weighted above locality spans so best fit decides first."""
+    by_id = {c.id: c for c in problem.domain_classes}
+    stranded = sum(
+        (by_id[cid].stranded[i] * x for (i, cid), x in v.count.items()),
+        cp_model.LinearExpr.constant(0),
+    )
+    spans = sum(v.span.values(), cp_model.LinearExpr.constant(0)) + sum(
+        v.local.values(), cp_model.LinearExpr.constant(0)
+    )
+    weight = len(v.span) + len(v.local) + 1
+    return stranded * weight + spans
