@@ -14,6 +14,8 @@ from decimal import Decimal
 from hypothesis import strategies as st
 
 from placer.model.cluster import ClusterSnapshot, Node
+from placer.model.options import SolveOptions
+from placer.model.plan import Plan
 from placer.model.scheduling import NodeSelectorTerm, Taint, Toleration
 from placer.model.workload import JobSetRequest, PodShape, ReplicatedJobRequest
 
@@ -34,6 +36,7 @@ __all__ = [
     "resources",
     "rjob",
     "scenarios",
+    "solve_checked",
 ]
 
 NODEPOOL = "cloud.google.com/gke-nodepool"
@@ -162,6 +165,23 @@ def jobset(
         order=order,
         replicated_jobs=tuple(rjobs) or (rjob(),),
     )
+
+
+def solve_checked(
+    solver: str,
+    snapshot: ClusterSnapshot,
+    jobsets: Sequence[JobSetRequest],
+    options: SolveOptions | None = None,
+) -> Plan:
+    """Solve with the named solver and fail the test if the independent checker finds anything."""
+    from placer.solver.checker import check
+    from placer.solver.registry import get_solver
+
+    options = options or SolveOptions()
+    plan = get_solver(solver).solve(snapshot, jobsets, options)
+    violations = check(plan, snapshot, jobsets, options)
+    assert violations == [], violations
+    return plan
 
 
 # -- hypothesis -----------------------------------------------------------------------------------

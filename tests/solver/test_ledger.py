@@ -44,7 +44,11 @@ def test_pods_pack_several_per_node_when_capacity_allows() -> None:
     ctx = _ctx(cluster(pool("p0", 2, tpu=4)), a)
     job = Ledger(ctx).take_domain(_jc(ctx, "a"), 0, ctx.domains(NODEPOOL)[0])
     assert job is not None
-    assert [p.node for p in job.pods] == ["p0-host-0", "p0-host-0", "p0-host-1"]
+    assert [(p.index, p.node) for p in job.pods] == [
+        (0, "p0-host-0"),
+        (1, "p0-host-0"),
+        (2, "p0-host-1"),
+    ]
 
 
 def test_too_small_domain_is_refused_and_changes_nothing() -> None:
