@@ -1,12 +1,81 @@
-"""`placer extender` (not built yet)."""
+"""`placer extender`: serve the kube-scheduler extender that enforces placer's plan for every pod.
+
+A thin flag parser. The service lives in `plugins/extender/` and is imported inside `run`, so the
+`placer` package does not depend on `plugins` at import time (plugins sit above placer in the
+layering) and other commands never load it.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
-__all__ = ["register"]
+__all__ = ["register", "run"]
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"port out of range: {value}")
+    return value
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser("extender", help="not available yet")
-    parser.set_defaults(func=lambda args: 2)
+    parser = sub.add_parser(
+        "extender",
+        help="serve the kube-scheduler extender (filter, prioritize, bind)",
+        description="Serve the kube-scheduler extender protocol: planned pods only on their "
+        "domains, every other pod kept off reserved domains. See deploy/scheduler/README.md.",
+    )
+    parser.add_argument("--host", default="0.0.0.0", help="address to listen on (0.0.0.0)")
+    parser.add_argument("--port", type=_port, default=8888, help="port to listen on (8888)")
+    parser.add_argument(
+        "--plan",
+        metavar="PLAN.json",
+        help="enforce this `placer plan --format json` result instead of watching the cluster",
+    )
+    parser.add_argument(
+        "--cluster",
+        metavar="SNAPSHOT",
+        action="append",
+        default=[],
+        help="with --plan: snapshot file(s) giving node labels, so every node of a reserved "
+        "domain is known (repeatable)",
+    )
+    parser.add_argument(
+        "--kubeconfig",
+        metavar="FILE",
+        help="client configuration for watching JobSets and Nodes (without --plan) and for "
+        "--bind; default: in-cluster, then ~/.kube/config",
+    )
+    parser.add_argument(
+        "--pinned",
+        action="store_true",
+        help="with --plan: hold each planned pod to its planned node, not just its domain",
+    )
+    parser.add_argument(
+        "--bind",
+        action="store_true",
+        help="serve the bind verb: create each pod's Binding through the pods/binding API",
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from plugins.extender.service import ServiceOptions, serve
+
+    options = ServiceOptions(
+        host=args.host,
+        port=args.port,
+        plan=Path(args.plan) if args.plan else None,
+        cluster=tuple(Path(p) for p in args.cluster),
+        kubeconfig=args.kubeconfig,
+        pinned=args.pinned,
+        bind=args.bind,
+    )
+    serve(options, announce=lambda line: print(line, file=sys.stderr, flush=True))
+    return 0

@@ -1,1 +1,39 @@
-"""placer."""
+"""kube-scheduler extender for placer: keeps every pod off domains the plan reserved, steers planned
+pods onto theirs, and can bind. See deploy/scheduler/README.md for wiring it into a profile.
+
+Modules, bottom up: `pods` (a pod's identity), `state` (the plan index and its store), `decide`
+(pure filter/prioritize), `wire` (the extender JSON), `server` (HTTP), `sources` (plan files and API
+objects to rows), `kube_source` (the only Kubernetes client user: watches and Bindings), `service`
+(assembly for the CLI). This package exports the pieces other code calls; `kube_source` stays out
+so importing the extender never needs the client.
+"""
+
+from __future__ import annotations
+
+from plugins.extender.decide import FilterResult, HostScore, filter_nodes, prioritize
+from plugins.extender.pods import PodInfo, pod_info
+from plugins.extender.server import Binder, ExtenderApp, ExtenderServer
+from plugins.extender.state import (
+    ExtenderStore,
+    JobEntry,
+    StateView,
+    entries_from_assignment,
+    entries_from_plan,
+)
+
+__all__ = [
+    "Binder",
+    "ExtenderApp",
+    "ExtenderServer",
+    "ExtenderStore",
+    "FilterResult",
+    "HostScore",
+    "JobEntry",
+    "PodInfo",
+    "StateView",
+    "entries_from_assignment",
+    "entries_from_plan",
+    "filter_nodes",
+    "pod_info",
+    "prioritize",
+]

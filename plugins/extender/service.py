@@ -1,0 +1,105 @@
+"""Assembles a running extender from its options: plan source, optional binder, HTTP server.
+
+`placer extender` (placer/commands/extender.py) only turns flags into `ServiceOptions` and calls
+`serve`; tests and the benchmark call `build` and `start()` the result. The Kubernetes client is
+imported only when an option needs it (watching, binding), so `--plan` runs need no cluster.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from placer.model.errors import InputError
+from plugins.extender.server import Binder, ExtenderApp, ExtenderServer
+from plugins.extender.sources import store_from_files
+from plugins.extender.state import ExtenderStore
+
+__all__ = ["Service", "ServiceOptions", "build", "serve"]
+
+log = logging.getLogger(__name__)
+
+
+class ServiceOptions(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    host: str = "0.0.0.0"
+    port: int = 8888
+    plan: Path | None = None
+    """A `placer plan --format json` file; without it, watch the JobSets' assignments."""
+    cluster: tuple[Path, ...] = ()
+    """Snapshot files giving node labels (domain membership) in `--plan` mode."""
+    kubeconfig: str | None = None
+    """Client configuration for watching and binding; None: in-cluster, then ~/.kube/config."""
+    pinned: bool = False
+    """`--plan` mode: hold planned pods to their planned nodes, not just to their domains."""
+    bind: bool = False
+    budget_s: float = 1.0
+
+
+class Service:
+    """A built extender: the server plus whatever keeps its state current."""
+
+    def __init__(self, server: ExtenderServer, stop_source: Callable[[], None] | None = None):
+        self.server = server
+        self._stop_source = stop_source
+
+    def start(self) -> Service:
+        self.server.start()
+        return self
+
+    def close(self) -> None:
+        if self._stop_source is not None:
+            self._stop_source()
+        self.server.shutdown()
+
+
+def build(options: ServiceOptions) -> Service:
+    """Load or start the plan source, make the binder, open the port (not yet serving)."""
+    stop_source: Callable[[], None] | None = None
+    if options.plan is not None:
+        store = store_from_files(options.plan, options.cluster, pinned=options.pinned)
+    else:
+        if options.cluster:
+            raise InputError(
+                "--cluster needs --plan (the watch reads node labels itself)",
+                field="--cluster",
+                code="usage",
+            )
+        from plugins.extender.kube_source import KubeWatcher, api_client
+
+        store = ExtenderStore(synced=False)
+        watcher = KubeWatcher(store, api_client(options.kubeconfig)).start()
+        stop_source = watcher.stop
+    binder: Binder | None = None
+    if options.bind:
+        from plugins.extender.kube_source import KubeBinder, api_client
+
+        binder = KubeBinder(api_client(options.kubeconfig))
+    app = ExtenderApp(store, binder, budget_s=options.budget_s)
+    try:
+        server = ExtenderServer(app, options.host, options.port)
+    except OSError as e:
+        if stop_source is not None:
+            stop_source()
+        raise InputError(
+            f"cannot listen on {options.host}:{options.port}: {e.strerror or e}",
+            field="--port",
+            code="listen",
+        ) from e
+    return Service(server, stop_source)
+
+
+def serve(options: ServiceOptions, announce: Callable[[str], None] = log.info) -> None:
+    """Build and serve until interrupted."""
+    service = build(options)
+    announce(
+        f"placer extender: serving {service.server.url} (filter, prioritize"
+        f"{', bind' if options.bind else ''}; /healthz, /readyz)"
+    )
+    try:
+        service.server.serve_forever()
+    finally:
+        service.close()

@@ -1,0 +1,141 @@
+"""Where the extender's rows come from: plan files, snapshot files and API objects, turned into
+`JobEntry` rows and node labels. Pure conversions; no network.
+
+`--plan` alone gives the reservations and, through the planned nodes, part of each domain's
+membership; a domain's unplanned nodes are known only from node labels, which `--cluster` (the same
+snapshot files `placer plan` reads), the Node watch, or the NodeLists of a non-node-cache-capable
+scheduler provide. `jobset_entries` reads the `placer.dev/assignment` annotation of one JobSet
+object; the watch loop that calls it lives in `kube_source`, the one module importing the
+Kubernetes client.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from placer.model.assignment import ASSIGNMENT_ANNOTATION, Assignment
+from placer.model.errors import InputError
+from placer.model.plan import Plan
+from plugins.extender.state import (
+    ExtenderStore,
+    JobEntry,
+    entries_from_assignment,
+    entries_from_plan,
+)
+
+__all__ = [
+    "TERMINAL_STATES",
+    "jobset_entries",
+    "load_cluster_labels",
+    "load_plan",
+    "node_labels",
+    "store_from_files",
+]
+
+log = logging.getLogger(__name__)
+
+TERMINAL_STATES = frozenset({"Completed", "Failed"})
+"""JobSet `status.terminalState` values after which its domains are free again."""
+
+
+def load_plan(path: str | Path) -> Plan:
+    """Read a Plan document; any problem is one InputError naming the file."""
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror or e}", source=source, code="plan") from e
+    try:
+        return Plan.model_validate(json.loads(text))
+    except json.JSONDecodeError as e:
+        raise InputError(
+            f"not JSON: {e.msg} at line {e.lineno} column {e.colno}", source=source, code="plan"
+        ) from e
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise InputError(
+            f"not a placer plan: {first['msg']}", source=source, field=where, code="plan"
+        ) from e
+
+
+def load_cluster_labels(paths: Sequence[str | Path]) -> dict[str, dict[str, str]]:
+    """node name -> labels, from the snapshot files `placer plan --cluster` reads."""
+    from placer.model.snapshot import load_snapshot  # the loader pulls in the resource parser
+
+    snapshot = load_snapshot(list(paths))
+    return {n.name: dict(n.labels) for n in snapshot.nodes}
+
+
+def store_from_files(
+    plan_path: str | Path,
+    cluster_paths: Sequence[str | Path] = (),
+    *,
+    pinned: bool = False,
+) -> ExtenderStore:
+    """A ready store from a plan file, with node labels from snapshot files when given."""
+    plan = load_plan(plan_path)
+    store = ExtenderStore(synced=True)
+    entries = entries_from_plan(plan, pinned=pinned)
+    store.replace_plan(entries)
+    if cluster_paths:
+        store.replace_nodes(load_cluster_labels(cluster_paths))
+    elif any(e.domain is not None for e in entries):
+        log.warning(
+            "no --cluster given: nodes of reserved domains are known only where the plan puts "
+            "pods, or from full NodeList requests"
+        )
+    view = store.view()
+    log.info(
+        "plan %s: %d child Jobs of %d JobSets, %d reserved nodes known",
+        plan_path,
+        len(view.jobs),
+        len(store.jobsets()),
+        view.reserved_nodes,
+    )
+    return store
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def jobset_entries(obj: Mapping[str, Any]) -> tuple[str, list[JobEntry]]:
+    """`(namespace/name, rows)` for one JobSet object. No rows when it carries no assignment, has
+    finished, or carries an unreadable one or one copied from another JobSet (both logged): a
+    record the extender cannot trust must not keep anyone out."""
+    meta = _meta(obj)
+    key = f"{meta.get('namespace') or 'default'}/{meta.get('name') or ''}"
+    status = obj.get("status")
+    if isinstance(status, Mapping) and status.get("terminalState") in TERMINAL_STATES:
+        return key, []
+    annotations = meta.get("annotations")
+    text = annotations.get(ASSIGNMENT_ANNOTATION) if isinstance(annotations, Mapping) else None
+    if not isinstance(text, str) or not text:
+        return key, []
+    try:
+        assignment = Assignment.from_annotation(text, obj=f"JobSet/{key}")
+    except InputError as e:
+        log.warning("ignoring the placement record: %s", e)
+        return key, []
+    if assignment.jobset != key:
+        log.warning(
+            "JobSet/%s carries the placement record of %s; ignoring it", key, assignment.jobset
+        )
+        return key, []
+    return key, entries_from_assignment(assignment)
+
+
+def node_labels(obj: Mapping[str, Any]) -> tuple[str, dict[str, str]]:
+    """`(name, labels)` of one Node object (API JSON shape)."""
+    meta = _meta(obj)
+    labels = meta.get("labels")
+    clean = {str(k): str(v) for k, v in labels.items()} if isinstance(labels, Mapping) else {}
+    return str(meta.get("name") or ""), clean

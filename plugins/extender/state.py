@@ -1,0 +1,297 @@
+"""The extender's in-memory plan state: which child Job holds which domain, and which nodes that is.
+
+Two sources feed it (`placer extender --plan` reads a Plan file, `--kubeconfig` watches the
+`placer.dev/assignment` annotations the controller writes); both become `JobEntry` rows, so the
+decisions never care where the plan came from. Domain membership needs node labels: the
+extender learns them from a snapshot file, the Node watch, or the full NodeList the scheduler sends
+when it is not node-cache capable.
+
+`ExtenderStore` is the mutable, thread-safe holder the sources write to; every request reads one
+immutable `StateView` from it, so a decision never sees half of an update. Views are rebuilt lazily,
+on the first read after a change, because a watch may deliver thousands of node events between two
+scheduling requests.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from placer.model.assignment import Assignment
+from placer.model.plan import DomainRef, Plan
+from placer.model.topology import HOSTNAME
+from plugins.extender.pods import JobKey, PodInfo
+
+__all__ = [
+    "ExtenderStore",
+    "JobEntry",
+    "StateView",
+    "domain_pattern",
+    "entries_from_assignment",
+    "entries_from_plan",
+]
+
+log = logging.getLogger(__name__)
+
+Labels = Mapping[str, str]
+Pattern = tuple[tuple[str, str], ...]
+"""(label key, value) pairs a node must carry to be in a domain: the domain path, top down."""
+
+
+class JobEntry(BaseModel):
+    """One child Job of a placed JobSet, as the extender enforces it."""
+
+    model_config = ConfigDict(frozen=True)
+    jobset: str
+    """`namespace/name` of the JobSet: the text of "reserved for ..." reasons."""
+    job: str
+    """Child Job name."""
+    domain: DomainRef | None = None
+    """The exclusive domain the child Job holds; None for a non-exclusive child Job."""
+    planned: dict[int, str] = Field(default_factory=dict)
+    """completion index -> planned node: a hard limit when `pinned`, else a preference."""
+    pinned: bool = False
+
+    @property
+    def key(self) -> JobKey:
+        namespace, _, name = self.jobset.partition("/")
+        return (namespace, name, self.job)
+
+
+def domain_pattern(domain: DomainRef) -> Pattern:
+    """The labels a member node carries: the whole path when given (values need not be unique per
+    level), else just `key=value`."""
+    if domain.path:
+        return tuple((k, v) for k, v in domain.path)
+    return ((domain.key, domain.value),)
+
+
+def entries_from_plan(plan: Plan, *, pinned: bool = False) -> list[JobEntry]:
+    """Rows for every child Job of the plan's placed JobSets. Unschedulable and partial outcomes
+    hold nothing: all-or-nothing means they will not start, so they must not keep others out.
+    Jobs without a domain are always pinned to their planned nodes (there is nothing else to
+    steer them by), as `Assignment.from_outcome` records them."""
+    rows: list[JobEntry] = []
+    for outcome in plan.jobsets:
+        if outcome.status != "placed":
+            continue
+        for job in outcome.jobs:
+            rows.append(
+                JobEntry(
+                    jobset=outcome.key,
+                    job=job.name,
+                    domain=job.domain,
+                    planned={p.index: p.node for p in job.pods},
+                    pinned=pinned or job.domain is None,
+                )
+            )
+    return rows
+
+
+def entries_from_assignment(assignment: Assignment) -> list[JobEntry]:
+    """Rows for one JobSet from the durable record the controller keeps on it."""
+    rows: list[JobEntry] = []
+    for job, placed in sorted(assignment.jobs.items()):
+        if placed.domain is None and not placed.nodes:
+            continue
+        rows.append(
+            JobEntry(
+                jobset=assignment.jobset,
+                job=job,
+                domain=placed.domain,
+                planned=dict(placed.nodes),
+                pinned=assignment.pinned or placed.domain is None,
+            )
+        )
+    return rows
+
+
+class StateView:
+    """An immutable picture of the plan and the known node labels; what one request decides on."""
+
+    def __init__(
+        self,
+        entries: Iterable[JobEntry],
+        labels: Mapping[str, Labels],
+        *,
+        synced: bool = True,
+        version: int = 0,
+    ) -> None:
+        self.synced = synced
+        self.version = version
+        self.jobs: dict[JobKey, JobEntry] = {}
+        # shape (label keys of a domain path) -> {label values -> the entry holding that domain}
+        self._shapes: dict[tuple[str, ...], dict[tuple[str, ...], JobEntry]] = {}
+        # planned node of an exclusive child Job -> that entry (member whatever its labels say)
+        self._planned: dict[str, JobEntry] = {}
+        for entry in sorted(entries, key=lambda e: e.key):
+            if entry.key in self.jobs:
+                log.warning("child Job %s/%s listed twice; keeping the first", *entry.key[::2])
+                continue
+            self.jobs[entry.key] = entry
+            if entry.domain is None:
+                continue
+            pattern = domain_pattern(entry.domain)
+            shape = tuple(k for k, _ in pattern)
+            values = tuple(v for _, v in pattern)
+            holder = self._shapes.setdefault(shape, {}).setdefault(values, entry)
+            if holder is not entry:
+                log.warning(
+                    "domain %s held by both %s and %s; keeping %s",
+                    entry.domain.value,
+                    holder.jobset,
+                    entry.jobset,
+                    holder.jobset,
+                )
+                continue
+            for node in entry.planned.values():
+                self._planned.setdefault(node, entry)
+        self.owner: dict[str, JobEntry] = dict(self._planned)
+        """node -> the entry whose domain it is in, for every node known to be in one."""
+        for node, node_labels in labels.items():
+            found = self._match(node, node_labels)
+            if found is not None:
+                self.owner[node] = found
+        for shape, by_values in self._shapes.items():
+            if shape == (HOSTNAME,):
+                # A hostname domain is one node; its name is its hostname unless labels say else.
+                for (value,), entry in by_values.items():
+                    if value not in labels:
+                        self.owner.setdefault(value, entry)
+        self.members: dict[JobKey, frozenset[str]] = {}
+        grouped: dict[JobKey, set[str]] = {}
+        for node, entry in self.owner.items():
+            grouped.setdefault(entry.key, set()).add(node)
+        self.members = {k: frozenset(v) for k, v in grouped.items()}
+
+    def _match(self, node: str, labels: Labels) -> JobEntry | None:
+        planned = self._planned.get(node)
+        if planned is not None:
+            return planned
+        for shape, by_values in self._shapes.items():
+            values = tuple(labels.get(k) for k in shape)
+            if None in values:
+                continue
+            entry = by_values.get(values)  # type: ignore[arg-type]
+            if entry is not None:
+                return entry
+        return None
+
+    def job_of(self, pod: PodInfo) -> JobEntry | None:
+        key = pod.job_key
+        return self.jobs.get(key) if key is not None else None
+
+    def owner_of(self, node: str, labels: Labels | None = None) -> JobEntry | None:
+        """The entry whose domain holds `node`. With `labels` (fresh from the request), decide
+        from them; else from what the state learned."""
+        if labels is None:
+            return self.owner.get(node)
+        return self._match(node, labels)
+
+    @property
+    def reserved_nodes(self) -> int:
+        return len(self.owner)
+
+
+class ExtenderStore:
+    """The thread-safe, mutable plan state; sources write, requests read `view()`."""
+
+    def __init__(self, *, synced: bool = True) -> None:
+        self._lock = threading.Lock()
+        self._jobsets: dict[str, tuple[JobEntry, ...]] = {}
+        self._labels: dict[str, dict[str, str]] = {}
+        self._synced = synced
+        self._version = 0
+        self._view: StateView | None = None
+
+    def _changed(self) -> None:
+        self._version += 1
+        self._view = None
+
+    # -- plan ------------------------------------------------------------------------------------
+
+    def replace_plan(self, entries: Iterable[JobEntry]) -> None:
+        """Swap the whole plan (a `--plan` file, or a controller that re-planned everything)."""
+        grouped: dict[str, list[JobEntry]] = {}
+        for e in entries:
+            grouped.setdefault(e.jobset, []).append(e)
+        with self._lock:
+            self._jobsets = {k: tuple(v) for k, v in grouped.items()}
+            self._changed()
+
+    def set_jobset(self, jobset: str, entries: Sequence[JobEntry]) -> None:
+        """Replace one JobSet's rows (`namespace/name`); no rows releases its domains."""
+        with self._lock:
+            old = self._jobsets.get(jobset, ())
+            if not entries:
+                if jobset in self._jobsets:
+                    del self._jobsets[jobset]
+                    self._changed()
+                return
+            if tuple(entries) != old:
+                self._jobsets[jobset] = tuple(entries)
+                self._changed()
+
+    def jobsets(self) -> list[str]:
+        with self._lock:
+            return sorted(self._jobsets)
+
+    # -- nodes -----------------------------------------------------------------------------------
+
+    def set_node(self, name: str, labels: Labels) -> None:
+        self.learn_nodes({name: labels})
+
+    def remove_node(self, name: str) -> None:
+        with self._lock:
+            if self._labels.pop(name, None) is not None:
+                self._changed()
+
+    def learn_nodes(self, labels: Mapping[str, Labels]) -> bool:
+        """Record the labels of the given nodes (others untouched); True if anything changed."""
+        with self._lock:
+            changed = False
+            for name, node_labels in labels.items():
+                if self._labels.get(name) != node_labels:
+                    self._labels[name] = dict(node_labels)
+                    changed = True
+            if changed:
+                self._changed()
+            return changed
+
+    def replace_nodes(self, labels: Mapping[str, Labels]) -> None:
+        """Swap all node labels (after a full relist)."""
+        with self._lock:
+            self._labels = {n: dict(v) for n, v in labels.items()}
+            self._changed()
+
+    def known_nodes(self) -> int:
+        with self._lock:
+            return len(self._labels)
+
+    # -- readiness -------------------------------------------------------------------------------
+
+    @property
+    def synced(self) -> bool:
+        return self._synced
+
+    def set_synced(self, synced: bool) -> None:
+        with self._lock:
+            if synced != self._synced:
+                self._synced = synced
+                self._changed()
+
+    def view(self) -> StateView:
+        """The current picture; built on the first read after a change, then shared."""
+        view = self._view
+        if view is not None:
+            return view
+        with self._lock:
+            if self._view is None:
+                entries = [e for rows in self._jobsets.values() for e in rows]
+                self._view = StateView(
+                    entries, self._labels, synced=self._synced, version=self._version
+                )
+            return self._view

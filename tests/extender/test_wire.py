@@ -1,0 +1,116 @@
+"""The extender's JSON: Go field names, the NodeList walker's fast path against a full decode."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from placer.model.errors import InputError
+from plugins.extender.decide import FilterResult
+from plugins.extender.wire import _fast_item, decode_args, decode_binding, encode_filter
+from tests.extender.builders import NODES, node_object, plain_pod
+
+GO = (",", ":")
+
+
+def nodelist_body(items: list[dict[str, object]], *, separators: tuple[str, str] = GO) -> bytes:
+    doc = {"Pod": plain_pod(), "Nodes": {"metadata": {}, "items": items}, "NodeNames": None}
+    return json.dumps(doc, separators=separators).encode()
+
+
+@pytest.mark.parametrize(
+    "separators", [pytest.param(GO, id="go-compact"), pytest.param((", ", ": "), id="spaced")]
+)
+def test_nodelist_items_are_read_and_echoed_verbatim(separators: tuple[str, str]) -> None:
+    items = [node_object(n) for n in NODES]
+    args = decode_args(nodelist_body(items, separators=separators))
+    assert args.names == list(NODES)
+    assert args.labels is not None and args.labels["n7"] == items[6]["metadata"]["labels"]
+    body = encode_filter(args, FilterResult(passed=("n2", "n9")))
+    answer = json.loads(body)
+    assert answer["Nodes"]["items"] == [items[1], items[8]]
+    assert answer["NodeNames"] is None and answer["Error"] == ""
+
+
+def _first_item(body: bytes) -> tuple[str, int]:
+    text = body.decode()
+    return text, text.index('"items":[') + len('"items":[')
+
+
+def test_go_shaped_nodes_take_the_fast_path() -> None:
+    text, start = _first_item(nodelist_body([node_object("n1"), node_object("n2")]))
+    found = _fast_item(text, start, 0)
+    assert found is not None
+    item, end = found
+    assert (item.name, item.labels["kubernetes.io/hostname"]) == ("n1", "n1")
+    assert json.loads(text[item.start : end]) == node_object("n1")
+
+
+@pytest.mark.parametrize(
+    "node",
+    [
+        pytest.param(node_object("n1", note="unbalanced { [ braces"), id="braces-in-strings"),
+        pytest.param(
+            {**node_object("n1"), "extra": [{"metadata": {"name": "a"}}, {"metadata": {}}]},
+            id="nested-metadata-array",
+        ),
+        pytest.param({"spec": {}, **node_object("n1")}, id="metadata-not-first"),
+    ],
+)
+def test_unusual_nodes_fall_back_to_a_full_decode(node: dict[str, object]) -> None:
+    items = [node, node_object("n2")]
+    body = nodelist_body(items)
+    text, start = _first_item(body)
+    assert _fast_item(text, start, 0) is None
+    args = decode_args(body)
+    assert args.names == ["n1", "n2"]
+    answer = json.loads(encode_filter(args, FilterResult(passed=("n1", "n2"))))
+    assert answer["Nodes"]["items"] == items
+
+
+def test_non_ascii_nodes_are_echoed_intact() -> None:
+    item = node_object("n1")
+    item["metadata"]["annotations"]["note"] = "zürich → ☃"
+    args = decode_args(
+        json.dumps({"Pod": plain_pod(), "Nodes": {"items": [item]}}, ensure_ascii=False).encode()
+    )
+    answer = json.loads(encode_filter(args, FilterResult(passed=("n1",))))
+    assert answer["Nodes"]["items"] == [item]
+
+
+def test_keys_match_like_gos_decoder() -> None:
+    args = decode_args(b'{"pod": {"metadata": {"name": "p"}}, "nodenames": ["a", "b"]}')
+    assert args.node_names == ["a", "b"] and args.pod["metadata"]["name"] == "p"
+    binding = decode_binding(b'{"podName":"p","PodNamespace":"ns","PodUID":"u","node":"n1"}')
+    assert (binding.pod_name, binding.pod_namespace, binding.pod_uid, binding.node) == (
+        "p",
+        "ns",
+        "u",
+        "n1",
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        pytest.param(b'{"Pod": {', "malformed JSON", id="truncated"),
+        pytest.param(b"[]", "expected a JSON object", id="array"),
+        pytest.param(b'{"NodeNames": ["a"]}', "Pod must be a Pod object", id="no-pod"),
+        pytest.param(b'{"Pod": {}, "NodeNames": [1]}', "array of strings", id="bad-names"),
+        pytest.param(b'{"Pod": {}}', "neither NodeNames nor Nodes", id="no-nodes"),
+        pytest.param(b'{"Pod": {}, "NodeNames": []} x', "extra data", id="trailing"),
+        pytest.param(
+            b'{"Pod": {}, "Nodes": {"items": [{"spec": {}}]}}', "metadata.name", id="nameless-node"
+        ),
+        pytest.param(b"\xff\xfe", "not UTF-8", id="binary"),
+    ],
+)
+def test_bad_bodies_are_input_errors(body: bytes, message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        decode_args(body)
+
+
+def test_binding_needs_pod_and_node() -> None:
+    with pytest.raises(InputError, match="Node: required"):
+        decode_binding(b'{"PodName": "p", "PodNamespace": "ns"}')
