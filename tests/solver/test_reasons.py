@@ -1,0 +1,218 @@
+"""Unschedulable reasons: exact strings on small hand-built clusters."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from placer.model.cluster import ClusterSnapshot
+from placer.model.options import SolveOptions
+from placer.model.plan import Plan
+from placer.model.scheduling import NodeSelectorRequirement, NodeSelectorTerm
+from placer.model.workload import PodShape
+from placer.solver.context import PlacementContext
+from placer.solver.reasons import format_shape, unschedulable_reason
+from tests.strategies import (
+    BLOCK,
+    HOSTNAME,
+    NODEPOOL,
+    TPU_TOPOLOGY,
+    cluster,
+    jobset,
+    node,
+    pool,
+    resources,
+    rjob,
+    solve_checked,
+)
+
+SEL = {TPU_TOPOLOGY: "2x4"}
+POOL_HEAD = f"workers: needs 4 domains of {NODEPOOL} for 2 pods of {{google.com/tpu: 4}}"
+FILTERED = (
+    "1 held by team-b/other, 1 with a NotReady node, 1 with a cordoned node, "
+    f"3 not matching nodeSelector {TPU_TOPOLOGY}=2x4"
+)
+
+
+def _issue_cluster() -> ClusterSnapshot:
+    """13 node pools: the example of the placer issue."""
+    not_ready = pool("notready", 2)
+    not_ready[1] = not_ready[1].model_copy(update={"ready": False})
+    cordoned = pool("cordoned", 2)
+    cordoned[0] = cordoned[0].model_copy(update={"unschedulable": True})
+    return cluster(
+        pool("held", 2, jobsets=["team-b/other"]),
+        not_ready,
+        cordoned,
+        *(pool(f"big{i}", 2, topology="4x4") for i in range(3)),
+        *(pool(f"a{i}", 2) for i in range(7)),
+    )
+
+
+def _issue_queue() -> list:  # type: ignore[type-arg]
+    x = jobset("x", rjob(replicas=2, node_selector=SEL), order=0)
+    y = jobset("y", rjob(replicas=2, node_selector=SEL), order=1)
+    ms = jobset("multislice", rjob(replicas=4, node_selector=SEL), order=2)
+    return [x, y, ms]
+
+
+def _reason(plan: Plan, key: str) -> str:
+    return plan.outcome(key).reason
+
+
+def test_the_issue_example_word_for_word() -> None:
+    plan = solve_checked("best-fit", _issue_cluster(), _issue_queue())
+    assert _reason(plan, "team-a/multislice") == (
+        f"{POOL_HEAD}; 3 available of 13: {FILTERED}, "
+        "4 taken by higher-priority or earlier JobSets (team-a/x, team-a/y)"
+    )
+
+
+def test_a_partial_jobset_counts_its_own_domains_apart() -> None:
+    plan = solve_checked("first-fit", _issue_cluster(), _issue_queue())
+    assert _reason(plan, "team-a/multislice") == (
+        f"1 of 4 child Jobs could not be placed (workers-3): {POOL_HEAD}; 0 available of 13: "
+        f"{FILTERED}, 4 taken by higher-priority or earlier JobSets (team-a/x, team-a/y), "
+        "3 taken by its own child Jobs"
+    )
+
+
+def test_reason_from_a_taken_map_built_by_hand() -> None:
+    ctx = PlacementContext(_issue_cluster(), _issue_queue(), SolveOptions())
+    ms = ctx.jobsets[2]
+    taken = {(NODEPOOL, ((NODEPOOL, f"a{i}"),)): "team-a/x" for i in range(5)}
+    assert unschedulable_reason(ctx, ms, taken) == (
+        f"{POOL_HEAD}; 2 available of 13: {FILTERED}, "
+        "5 taken by higher-priority or earlier JobSets (team-a/x)"
+    )
+    shared = {"a5-host-1": ["team-c/web"]}
+    assert unschedulable_reason(ctx, ms, taken, shared=shared) == (
+        f"{POOL_HEAD}; 1 available of 13: {FILTERED}, "
+        "6 taken by higher-priority or earlier JobSets (team-a/x, team-c/web)"
+    )
+
+
+def test_too_small_names_the_limiting_resource() -> None:
+    half = resources(cpu=32, pods=110, tpu=2)
+    snap = cluster(
+        pool("one", 1),
+        pool("used", 2, free=half),
+        pool("nocpu", 2, free=resources(cpu=0, pods=110, tpu=4)),
+        pool("noslots", 2, free=resources(cpu=32, pods=0, tpu=4)),
+    )
+    plan = solve_checked("best-fit", snap, [jobset("a", rjob())])
+    assert _reason(plan, "team-a/a") == (
+        f"workers: needs 1 domain of {NODEPOOL} for 2 pods of {{google.com/tpu: 4}}; "
+        "0 available of 4: 1 too small: fits 0 pods, short of cpu, "
+        "1 too small: fits 0 pods, short of google.com/tpu, "
+        "1 too small: fits 0 pods, short of pods, "
+        "1 too small: fits 1 pod, short of google.com/tpu"
+    )
+
+
+def test_single_host_pool_is_too_small_and_a_port_counts_as_a_limit() -> None:
+    port = (8471, "TCP")
+    snap = cluster(pool("one", 1), pool("busy", 2, used_host_ports=[port]))
+    plan = solve_checked("best-fit", snap, [jobset("a", rjob(host_ports=[port]))])
+    assert _reason(plan, "team-a/a") == (
+        f"workers: needs 1 domain of {NODEPOOL} for 2 pods of {{google.com/tpu: 4}}; "
+        "0 available of 2: 1 too small: fits 0 pods, short of host port 8471/TCP, "
+        "1 too small: fits 1 pod, short of google.com/tpu"
+    )
+
+
+def test_affinity_and_taint_exclusions() -> None:
+    req = NodeSelectorRequirement(key=NODEPOOL, operator="In", values=("p0",))
+    snap = cluster(pool("p0", 2), pool("p1", 2))
+    a = jobset("a", rjob(affinity=[NodeSelectorTerm(match_expressions=(req,))]))
+    plan = solve_checked("best-fit", snap, [jobset("x", rjob()), a.model_copy(update={"order": 1})])
+    assert _reason(plan, "team-a/a") == (
+        f"workers: needs 1 domain of {NODEPOOL} for 2 pods of {{google.com/tpu: 4}}; "
+        f"0 available of 2: 1 not matching node affinity {NODEPOOL} In [p0], "
+        "1 taken by higher-priority or earlier JobSets (team-a/x)"
+    )
+    no_ert = SolveOptions(extended_resource_toleration=False)
+    plan = solve_checked("best-fit", snap, [a], no_ert)
+    assert _reason(plan, "team-a/a") == (
+        f"workers: needs 1 domain of {NODEPOOL} for 2 pods of {{google.com/tpu: 4}}; "
+        "0 available of 2: 1 not matching node affinity "
+        f"{NODEPOOL} In [p0], 1 with untolerated taint google.com/tpu=present:NoSchedule"
+    )
+
+
+def test_shared_replicated_job_counts_pods_and_nodes() -> None:
+    snap = cluster(
+        pool("p0", 2),
+        node("cpu-0", tpu=0, cpu=8),
+        node("cpu-1", tpu=0, cpu=2),
+        node("cpu-2", tpu=0, ready=False),
+        node("edge", tpu=0, cpu=4, labels={"zone": "x"}),
+    )
+    a = jobset(
+        "a",
+        rjob(replicas=1, pods_per_job=2),
+        rjob(
+            "driver",
+            replicas=2,
+            pods_per_job=2,
+            exclusive=None,
+            tpu=0,
+            cpu=4,
+            node_selector={"zone": "x"},
+        ),
+    )
+    plan = solve_checked("best-fit", snap, [a])
+    assert _reason(plan, "team-a/a") == (
+        "driver: needs 4 pods of {cpu: 4}; fits 1 on 1 of 6 nodes; excluded: 1 NotReady, "
+        "4 by nodeSelector zone=x"
+    )
+
+
+def test_shared_pods_see_nodes_reserved_for_exclusive_child_jobs() -> None:
+    snap = cluster(
+        pool("p0", 1),
+        node("cpu-0", tpu=0, cpu=4),
+    )
+    x = jobset("x", rjob(pods_per_job=1, cpu=1), order=0)
+    cpu_only = jobset("c", rjob("cpu", pods_per_job=2, exclusive=None, tpu=0, cpu=4), order=1)
+    plan = solve_checked("best-fit", snap, [x, cpu_only], SolveOptions())
+    assert _reason(plan, "team-a/c") == (
+        "cpu: needs 2 pods of {cpu: 4}; fits 1 on 1 of 2 nodes; excluded: "
+        "1 by taint google.com/tpu=present:NoSchedule"
+    )
+    untainted = cluster(
+        node("t0", tpu=4, taints=[], labels={NODEPOOL: "p0"}), node("cpu-0", tpu=0, cpu=4)
+    )
+    plan = solve_checked("best-fit", untainted, [x, cpu_only])
+    assert _reason(plan, "team-a/c") == (
+        "cpu: needs 2 pods of {cpu: 4}; fits 1 on 1 of 2 nodes; excluded: "
+        "1 reserved for exclusive child Jobs (team-a/x)"
+    )
+
+
+def test_replicated_jobs_that_fit_alone_but_not_together() -> None:
+    snap = cluster(pool("p0", 2))
+    a = jobset("a", rjob("left", pods_per_job=2), rjob("right", pods_per_job=2))
+    plan = solve_checked("best-fit", snap, [a])
+    head = f"needs 1 domain of {NODEPOOL} for 2 pods of {{google.com/tpu: 4}}; 1 available of 1"
+    assert _reason(plan, "team-a/a") == (
+        "each replicated job fits alone, but not all together beside the rest of the plan: "
+        f"left: {head}; right: {head}"
+    )
+
+
+def test_required_locality_that_no_block_holds() -> None:
+    snap = cluster(
+        pool("p0", 2, block="b0"), pool("p1", 2, block="b1"), levels=(BLOCK, NODEPOOL, HOSTNAME)
+    )
+    plan = solve_checked("best-fit", snap, [jobset("a", rjob(replicas=2, required=BLOCK))])
+    assert _reason(plan, "team-a/a") == (
+        f"workers: needs 2 domains of {NODEPOOL} for 2 pods of {{google.com/tpu: 4}}; "
+        f"2 available of 2; at most 1 in one domain of {BLOCK} (required)"
+    )
+
+
+def test_shape_formatting() -> None:
+    shape = PodShape(requests={"cpu": Decimal("0.5"), "memory": Decimal(16 * 2**30)})
+    assert format_shape(shape) == "{cpu: 500m, memory: 16Gi}"
+    gpu = PodShape(requests={"cpu": Decimal(8), "nvidia.com/gpu": Decimal(8)})
+    assert format_shape(gpu) == "{nvidia.com/gpu: 8}"
