@@ -1,0 +1,173 @@
+"""The live loader over HTTP against kmock's KubernetesEmulator (an in-memory API server).
+
+The emulator runs on its own event loop in a thread, because the official client is synchronous.
+It ignores field selectors, so a terminal pod reaches the loader and must still be left out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import kmock
+import pytest
+from kubernetes import client, config
+
+from placer.model.errors import ClusterError
+from placer.model.live import load_live_snapshot
+from placer.model.snapshot import load_snapshot, snapshot_to_kubectl_list
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class Emulator:
+    def __init__(self) -> None:
+        self.url = ""
+        self.objects: Any = None
+        self._ready = threading.Event()
+        self._loop = asyncio.new_event_loop()
+        self._stop: asyncio.Event | None = None
+        self._thread = threading.Thread(
+            target=self._loop.run_until_complete, args=(self._main(),), daemon=True
+        )
+
+    async def _main(self) -> None:
+        async with kmock.KubernetesEmulator() as emu, kmock.Server(emu) as server:
+            self.url = str(server.url).rstrip("/")
+            self.objects = emu.objects
+            self._stop = asyncio.Event()
+            self._ready.set()
+            await self._stop.wait()
+
+    def __enter__(self) -> Emulator:
+        self._thread.start()
+        assert self._ready.wait(10), "emulator did not start"
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._stop is not None
+        self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(10)
+        self._loop.close()
+
+
+def write_kubeconfig(path: Path, server: str) -> str:
+    path.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "test",
+                "clusters": [{"name": "emu", "cluster": {"server": server}}],
+                "users": [{"name": "me", "user": {"token": "t"}}],
+                "contexts": [{"name": "test", "context": {"cluster": "emu", "user": "me"}}],
+            }
+        )
+    )
+    return str(path)
+
+
+@pytest.fixture()
+def emulator(tmp_path: Path) -> Iterator[tuple[Emulator, str]]:
+    with Emulator() as emu:
+        yield emu, write_kubeconfig(tmp_path / "kubeconfig", emu.url)
+
+
+RESOURCES = {
+    "Node": "v1/nodes",
+    "Pod": "v1/pods",
+    "PriorityClass": "scheduling.k8s.io/v1/priorityclasses",
+}
+
+
+def seed(emu: Emulator, items: list[dict[str, Any]]) -> None:
+    """Store objects directly (creating 150 objects over HTTP takes the emulator seconds)."""
+    for obj in items:
+        meta = obj["metadata"]
+        emu.objects[RESOURCES[obj["kind"]], meta.get("namespace"), meta["name"]] = obj
+
+
+def create(kubeconfig: str, items: list[dict[str, Any]]) -> None:
+    """Create objects over HTTP with the official client, as a real cluster would get them."""
+    api = config.new_client_from_config(config_file=kubeconfig)
+    core, sched = client.CoreV1Api(api), client.SchedulingV1Api(api)
+    for obj in items:
+        if obj["kind"] == "Node":
+            core.create_node(obj, _preload_content=False)
+        elif obj["kind"] == "Pod":
+            core.create_namespaced_pod(obj["metadata"]["namespace"], obj, _preload_content=False)
+        else:
+            sched.create_priority_class(obj, _preload_content=False)
+    api.close()
+
+
+def test_live_snapshot_equals_the_file_snapshot(emulator: tuple[Emulator, str]) -> None:
+    emu, kubeconfig = emulator
+    expected = load_snapshot([ROOT / "examples" / "clusters" / "tpu-v5e-v6e.yaml"])
+    items = snapshot_to_kubectl_list(expected)["items"]
+    done = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "finished",
+            "namespace": "batch",
+            "labels": {"jobset.sigs.k8s.io/jobset-name": "old"},
+        },
+        "spec": {
+            "nodeName": expected.nodes[-1].name,
+            "containers": [{"name": "c", "resources": {"limits": {"google.com/tpu": "4"}}}],
+        },
+        "status": {"phase": "Succeeded"},
+    }
+    seed(emu, [*items, done])
+    snap = load_live_snapshot(kubeconfig, levels=expected.levels)
+    assert snap.nodes == expected.nodes
+    assert snap.priority_classes == expected.priority_classes
+    assert snap.levels == expected.levels
+    assert snap.source == emu.url
+
+
+def test_namespaces_limit_the_pods_read(emulator: tuple[Emulator, str]) -> None:
+    _, kubeconfig = emulator
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "n"},
+        "status": {"allocatable": {"cpu": "4"}},
+    }
+    pods = [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": f"p-{ns}", "namespace": ns},
+            "spec": {
+                "nodeName": "n",
+                "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+            },
+        }
+        for ns in ("a", "b")
+    ]
+    create(kubeconfig, [node, *pods])
+    assert load_live_snapshot(kubeconfig).node("n").free == {"cpu": 2}
+    assert load_live_snapshot(kubeconfig, namespaces=["a"]).node("n").free == {"cpu": 3}
+
+
+def test_unreachable_server_is_a_temporary_cluster_error(tmp_path: Path) -> None:
+    with Emulator() as emu:
+        url = emu.url
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", url)
+    with pytest.raises(ClusterError) as e:
+        load_live_snapshot(kubeconfig)
+    assert e.value.temporary
+    assert isinstance(e.value.__cause__, Exception)
+
+
+def test_bad_kubeconfig_is_a_cluster_error(tmp_path: Path) -> None:
+    path = tmp_path / "kubeconfig"
+    path.write_text("apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n")
+    with pytest.raises(ClusterError, match="configuration"):
+        load_live_snapshot(str(path))

@@ -1,0 +1,352 @@
+"""Snapshots from kubectl-style objects: readiness, cordons, free capacity, holders, errors."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import given
+from hypothesis import strategies as st
+from kubernetes.utils import parse_quantity
+
+from placer.model.errors import InputError
+from placer.model.scheduling import Taint
+from placer.model.snapshot import (
+    format_quantity,
+    load_snapshot,
+    snapshot_from_objects,
+    snapshot_to_kubectl_list,
+)
+
+JOBSET_LABEL = "jobset.sigs.k8s.io/jobset-name"
+
+
+def node(
+    name: str,
+    *,
+    ready: str | None = "True",
+    unschedulable: bool = False,
+    taints: list[dict[str, str]] | None = None,
+    **allocatable: str,
+) -> dict[str, Any]:
+    obj: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "pool": "p"}},
+        "spec": {},
+        "status": {
+            "allocatable": allocatable or {"cpu": "8", "google.com/tpu": "4", "pods": "110"}
+        },
+    }
+    if ready is not None:
+        obj["status"]["conditions"] = [
+            {"type": "MemoryPressure", "status": "False"},
+            {"type": "Ready", "status": ready},
+        ]
+    if unschedulable:
+        obj["spec"]["unschedulable"] = True
+    if taints:
+        obj["spec"]["taints"] = taints
+    return obj
+
+
+def pod(
+    name: str,
+    node_name: str | None,
+    *,
+    phase: str = "Running",
+    namespace: str = "ns",
+    jobset: str | None = None,
+    requests: dict[str, str] | None = None,
+    limits: dict[str, str] | None = None,
+    host_network: bool = False,
+    ports: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    resources: dict[str, Any] = {}
+    if requests:
+        resources["requests"] = requests
+    if limits:
+        resources["limits"] = limits
+    spec: dict[str, Any] = {
+        "containers": [{"name": "c", "image": "x", "resources": resources, "ports": ports or []}]
+    }
+    if node_name:
+        spec["nodeName"] = node_name
+    if host_network:
+        spec["hostNetwork"] = True
+    meta: dict[str, Any] = {"name": name, "namespace": namespace}
+    if jobset:
+        meta["labels"] = {JOBSET_LABEL: jobset}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": meta,
+        "spec": spec,
+        "status": {"phase": phase},
+    }
+
+
+def test_node_fields() -> None:
+    snap = snapshot_from_objects(
+        [
+            node(
+                "a", taints=[{"key": "google.com/tpu", "value": "present", "effect": "NoSchedule"}]
+            ),
+            node("b", ready="False"),
+            node("c", ready="Unknown"),
+            node("d", ready=None),
+            node("e", unschedulable=True),
+        ],
+        [],
+        source="s.json",
+        levels=["pool"],
+    )
+    by = snap.by_name()
+    assert by["a"].taints == (Taint(key="google.com/tpu", value="present", effect="NoSchedule"),)
+    assert by["a"].allocatable == {"cpu": 8, "google.com/tpu": 4, "pods": 110}
+    assert by["a"].labels == {"kubernetes.io/hostname": "a", "pool": "p"}
+    assert [n.name for n in snap.nodes if n.usable] == ["a", "d"]
+    assert not by["b"].ready and not by["c"].ready
+    assert by["d"].ready, "a node object without conditions counts as ready"
+    assert by["e"].ready and by["e"].unschedulable
+    assert (snap.source, snap.levels) == ("s.json", ("pool",))
+
+
+def test_free_capacity_counts_only_non_terminal_bound_pods() -> None:
+    pods = [
+        pod("run", "a", requests={"cpu": "2"}, limits={"google.com/tpu": "4"}, jobset="train"),
+        pod("pend", "a", phase="Pending", requests={"cpu": "1"}),
+        pod("done", "a", phase="Succeeded", requests={"cpu": "3"}),
+        pod("failed", "a", phase="Failed", requests={"cpu": "3"}, jobset="old"),
+        pod("unbound", None, phase="Pending", requests={"cpu": "3"}),
+        pod("elsewhere", "b", requests={"cpu": "500m", "memory": "1Gi"}),
+        pod("ghost", "missing-node", requests={"cpu": "1"}),
+    ]
+    snap = snapshot_from_objects([node("a"), node("b")], pods)
+    a, b = snap.node("a"), snap.node("b")
+    assert a.free == {"cpu": 5, "google.com/tpu": 0, "pods": 108}
+    assert a.jobsets == ("ns/train",), "terminal pods hold no JobSet"
+    # memory is not allocatable on b: nothing to subtract it from
+    assert b.free == {"cpu": Decimal("7.5"), "google.com/tpu": 4, "pods": 109}
+    assert b.jobsets == ()
+    assert a.allocatable == {"cpu": 8, "google.com/tpu": 4, "pods": 110}
+
+
+def test_host_ports_and_jobset_holders() -> None:
+    pods = [
+        pod(
+            "p1",
+            "a",
+            host_network=True,
+            ports=[{"containerPort": 8471}],
+            jobset="z",
+            namespace="n2",
+        ),
+        pod(
+            "p2",
+            "a",
+            ports=[{"containerPort": 80, "hostPort": 9090, "protocol": "UDP"}],
+            jobset="y",
+            namespace="n1",
+        ),
+        pod("p3", "a", ports=[{"containerPort": 80}], phase="Succeeded", host_network=True),
+    ]
+    a = snapshot_from_objects([node("a")], pods).node("a")
+    assert a.used_host_ports == ((8471, "TCP"), (9090, "UDP"))
+    assert a.jobsets == ("n1/y", "n2/z")
+
+
+def test_priority_classes() -> None:
+    classes = [
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": n},
+            "value": v,
+        }
+        for n, v in (("low", 10), ("high", 1000))
+    ]
+    assert snapshot_from_objects([node("a")], [], classes).priority_classes == {
+        "high": 1000,
+        "low": 10,
+    }
+
+
+def test_kubectl_list_file(tmp_path: Path) -> None:
+    doc = {
+        "apiVersion": "v1",
+        "kind": "List",
+        "items": [
+            node("a"),
+            node("b", ready="False"),
+            node("c", unschedulable=True),
+            pod("w-0", "a", limits={"google.com/tpu": "4"}, jobset="js"),
+            pod("old", "c", phase="Succeeded", limits={"google.com/tpu": "4"}, jobset="old"),
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": "high"},
+                "value": 100,
+            },
+            {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "svc", "namespace": "x"}},
+        ],
+    }
+    path = tmp_path / "cluster.json"
+    path.write_text(json.dumps(doc))
+    snap = load_snapshot([path])
+    assert [n.name for n in snap.nodes] == ["a", "b", "c"]
+    assert [(n.ready, n.unschedulable) for n in snap.nodes] == [
+        (True, False),
+        (False, False),
+        (True, True),
+    ]
+    assert snap.node("a").free["google.com/tpu"] == 0
+    assert snap.node("c").free["google.com/tpu"] == 4
+    assert snap.node("c").jobsets == ()
+    assert snap.priority_classes == {"high": 100}
+    assert snap.source == str(path)
+
+
+def test_separate_node_and_pod_lists(tmp_path: Path) -> None:
+    nodes = tmp_path / "nodes.yaml"
+    nodes.write_text(
+        yaml.safe_dump({"apiVersion": "v1", "kind": "NodeList", "items": [node("a"), node("b")]})
+    )
+    pods = tmp_path / "pods.json"
+    pods.write_text(
+        json.dumps(
+            {"apiVersion": "v1", "kind": "PodList", "items": [pod("p", "b", requests={"cpu": "8"})]}
+        )
+    )
+    snap = load_snapshot([nodes, pods])
+    assert snap.node("b").free["cpu"] == 0 and snap.node("a").free["cpu"] == 8
+
+
+def test_pods_count_against_compact_nodes(tmp_path: Path) -> None:
+    desc = tmp_path / "desc.yaml"
+    desc.write_text(
+        yaml.safe_dump(
+            {
+                "kind": "ClusterDescription",
+                "pools": [{"name": "p", "hosts": 1, "nodeName": "n", "allocatable": {"cpu": "4"}}],
+            }
+        )
+    )
+    pods = tmp_path / "pods.yaml"
+    pods.write_text(yaml.safe_dump(pod("x", "n", requests={"cpu": "1"}, jobset="j")))
+    snap = load_snapshot([desc, pods])
+    assert snap.node("n").free == {"cpu": 3}
+    assert snap.node("n").jobsets == ("ns/j",)
+
+
+@pytest.mark.parametrize(
+    ("objs", "obj", "field"),
+    [
+        pytest.param(
+            [node("a", cpu="many")], "Node/a", "status.allocatable.cpu", id="bad-quantity"
+        ),
+        pytest.param(
+            [{"kind": "Node", "metadata": {"labels": {}}}], "Node/?", "metadata.name", id="no-name"
+        ),
+        pytest.param(
+            [node("a", taints=[{"key": "k", "effect": "Sometimes"}])],
+            "Node/a",
+            "spec.taints[0].effect",
+            id="bad-taint",
+        ),
+        pytest.param([node("a"), node("a")], "Node/a", "", id="duplicate"),
+    ],
+)
+def test_node_errors(tmp_path: Path, objs: list[dict[str, Any]], obj: str, field: str) -> None:
+    path = tmp_path / "nodes.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}))
+    with pytest.raises(InputError) as e:
+        load_snapshot([path])
+    assert (e.value.source, e.value.obj, e.value.field) == (str(path), obj, field)
+
+
+def test_pod_error_names_pod(tmp_path: Path) -> None:
+    path = tmp_path / "c.json"
+    bad = pod("p", "a", requests={"cpu": "x"})
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [node("a"), bad]}))
+    with pytest.raises(InputError) as e:
+        load_snapshot([path])
+    assert (e.value.obj, e.value.field) == ("ns/p", "spec.containers[0].resources.requests.cpu")
+
+
+def test_no_nodes_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "pods.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [pod("p", "a")]}))
+    with pytest.raises(InputError, match="no Node objects") as e:
+        load_snapshot([path])
+    assert str(path) in str(e.value)
+
+
+def test_missing_and_broken_files(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="no such file"):
+        load_snapshot([tmp_path / "gone.json"])
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("kind: ClusterDescription\npools:\n  - name: [x\n")
+    with pytest.raises(InputError, match=r"invalid YAML at line \d+") as e:
+        load_snapshot([broken])
+    assert e.value.source == str(broken)
+
+
+def test_kubectl_rendering_round_trips() -> None:
+    pods = [
+        pod(
+            "w",
+            "a",
+            requests={"cpu": "1500m", "memory": "3Gi"},
+            limits={"google.com/tpu": "4"},
+            jobset="js",
+            host_network=True,
+            ports=[{"containerPort": 8471}],
+        ),
+        pod("sys", "a", requests={"cpu": "100m"}, namespace="kube-system"),
+        pod("sys2", "b", requests={"cpu": "100m"}, namespace="kube-system", jobset="j2"),
+    ]
+    classes = [{"kind": "PriorityClass", "metadata": {"name": "hi"}, "value": 9}]
+    snap = snapshot_from_objects(
+        [
+            node("a", memory="16Gi", cpu="8", pods="110"),
+            node("b", ready="False", unschedulable=True),
+        ],
+        pods,
+        classes,
+    )
+    doc = snapshot_to_kubectl_list(snap)
+    assert doc["kind"] == "List"
+    again = snapshot_from_objects(
+        [i for i in doc["items"] if i["kind"] == "Node"],
+        [i for i in doc["items"] if i["kind"] == "Pod"],
+        [i for i in doc["items"] if i["kind"] == "PriorityClass"],
+    )
+    assert again.nodes == snap.nodes
+    assert again.priority_classes == {"hi": 9}
+    assert json.dumps(doc, sort_keys=True) == json.dumps(
+        snapshot_to_kubectl_list(again), sort_keys=True
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        pytest.param(Decimal(400 * 2**30), "400Gi", id="Gi"),
+        pytest.param(Decimal("0.5"), "500m", id="milli"),
+        pytest.param(Decimal(110), "110", id="plain"),
+        pytest.param(Decimal(3 * 2**20), "3Mi", id="Mi"),
+        pytest.param(Decimal(1000), "1000", id="not-binary"),
+    ],
+)
+def test_format_quantity(value: Decimal, text: str) -> None:
+    assert format_quantity(value) == text
+
+
+@given(st.decimals(min_value=0, max_value=10**15, places=3, allow_nan=False, allow_infinity=False))
+def test_format_quantity_parses_back(value: Decimal) -> None:
+    assert Decimal(parse_quantity(format_quantity(value))) == value
