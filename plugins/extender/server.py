@@ -247,7 +247,7 @@ class ExtenderServer:
         return f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else host}:{self.port}"
 
     def serve_forever(self) -> None:
-        self._httpd.serve_forever(poll_interval=0.5)
+        self._httpd.serve_forever(poll_interval=0.1)
 
     def start(self) -> ExtenderServer:
         self._thread = threading.Thread(

@@ -1,0 +1,98 @@
+"""`placer extender` as a user runs it: a subprocess serving a plan file, and the layering rules
+that keep the command thin."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.extender.builders import plain_pod, post, write_inputs
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_cli_serves_a_plan_file(tmp_path: Path) -> None:
+    plan, cluster = write_inputs(tmp_path)
+    command = [
+        sys.executable,
+        "-m",
+        "placer.cli",
+        "extender",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "0",
+        "--plan",
+        str(plan),
+        "--cluster",
+        str(cluster),
+    ]
+    proc = subprocess.Popen(command, cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        assert line.startswith("placer extender: serving http://127.0.0.1:"), line
+        url = line.split()[3]
+        status, answer = post(url, "filter", {"Pod": plain_pod(), "NodeNames": ["n2", "n3"]})
+        assert status == 200
+        assert answer["NodeNames"] == ["n3"]
+        assert answer["FailedAndUnresolvableNodes"] == {"n2": "reserved for ml/train"}
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_cli_bad_plan_file_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    bad = tmp_path / "plan.json"
+    bad.write_text('{"jobsets": []}', encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "placer.cli", "extender", "--port", "0", "--plan", str(bad)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr == f"placer: error: {bad}: solver: not a placer plan: Field required\n"
+
+
+def _imports(path: Path) -> list[tuple[str, bool]]:
+    """(module, at module level) for every import in a file."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    top = {id(node) for node in tree.body}
+    found: list[tuple[str, bool]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(a.name, id(node) in top) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.append((node.module, id(node) in top))
+    return found
+
+
+def test_placer_imports_the_extender_only_lazily() -> None:
+    for path in (ROOT / "placer").rglob("*.py"):
+        for module, top_level in _imports(path):
+            if module.startswith("plugins"):
+                assert not top_level, f"{path} imports {module} at module level"
+
+
+def test_only_kube_source_imports_the_kubernetes_client() -> None:
+    for path in (ROOT / "plugins" / "extender").glob("*.py"):
+        modules = [m for m, _ in _imports(path)]
+        uses_client = any(m == "kubernetes" or m.startswith("kubernetes.") for m in modules)
+        assert uses_client == (path.name == "kube_source.py"), path.name
+
+
+def test_every_extender_module_declares_all() -> None:
+    for path in (ROOT / "plugins" / "extender").glob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = {
+            t.id
+            for n in tree.body
+            if isinstance(n, ast.Assign)
+            for t in n.targets
+            if isinstance(t, ast.Name)
+        }
+        assert "__all__" in names, path.name
