@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import urllib3
 from kubernetes import client, config
-from kubernetes.client.rest import ApiException
+from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
 from placer.model.cluster import ClusterSnapshot
@@ -38,12 +38,17 @@ def _api_client(kubeconfig: str | None) -> client.ApiClient:
     ~/.kube/config), so the same call works in a pod and on a laptop."""
     try:
         if kubeconfig:
-            return config.new_client_from_config(config_file=kubeconfig)
+            return cast(
+                client.ApiClient,
+                config.new_client_from_config(  # type: ignore[no-untyped-call]
+                    config_file=kubeconfig
+                ),
+            )
         try:
-            config.load_incluster_config()
+            config.load_incluster_config()  # type: ignore[no-untyped-call]
             return client.ApiClient()
         except ConfigException:
-            return config.new_client_from_config()
+            return cast(client.ApiClient, config.new_client_from_config())  # type: ignore[no-untyped-call]
     except (ConfigException, OSError) as e:
         raise ClusterError(f"cannot load Kubernetes configuration: {e}") from e
 
@@ -107,7 +112,7 @@ def load_live_snapshot(
             log.warning("%s; priorityClassName values will resolve to 0", e)
             classes = []
     finally:
-        api.close()
+        api.close()  # type: ignore[no-untyped-call]
     log.debug(
         "%s: %d nodes, %d pods, %d priority classes", host, len(nodes), len(pods), len(classes)
     )
