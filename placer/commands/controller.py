@@ -1,12 +1,245 @@
-"""`placer controller` (not built yet)."""
+"""`placer controller`: run the in-cluster controller (or one pass of it with --once).
+
+Exit codes: 0 after a clean stop or a `--once` pass whose writes all succeeded; 1 when leadership
+was lost or a write failed in `--once`; 2 on bad flags or configuration (through `placer.cli`).
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import logging
+import signal
+import sys
+import threading
+from typing import Any
 
-__all__ = ["register"]
+from placer.commands.common import add_solver_args, options_from_args
+from placer.model.errors import InputError
+
+__all__ = ["register", "run"]
+
+log = logging.getLogger(__name__)
+
+EXTENDER_HOOK = "plugins.extender.embedded"
+"""Module providing `serve(controller, port) -> None` (non-blocking) for `--extender-port`: the
+scheduler extender served from the controller process, reading the controller's cache."""
+
+
+def _levels(text: str) -> tuple[str, ...]:
+    levels = tuple(p.strip() for p in text.split(",") if p.strip())
+    if not levels:
+        raise argparse.ArgumentTypeError("expected node label keys, comma-separated")
+    return levels
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return value
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser("controller", help="not available yet")
-    parser.set_defaults(func=lambda args: 2)
+    parser = sub.add_parser(
+        "controller",
+        help="run the in-cluster controller",
+        description="Watch managed JobSets, plan pending ones together, and write the placement "
+        "back: node affinity on gated pods (gate binding) or node labels and taints "
+        "(node-labels binding).",
+    )
+    parser.add_argument(
+        "--kubeconfig",
+        metavar="PATH",
+        help="kubeconfig file (default: in-cluster config, else ~/.kube/config)",
+    )
+    parser.add_argument(
+        "--namespace",
+        metavar="NS",
+        action="append",
+        dest="namespaces",
+        help="manage JobSets in this namespace only; repeatable (default: all)",
+    )
+    parser.add_argument(
+        "--binding",
+        choices=("gate", "node-labels"),
+        default="gate",
+        help="gate (default): JobSets whose pod templates carry the "
+        "placer.dev/placement scheduling gate; node-labels: JobSets with the "
+        "exclusive-topology and node-selector annotations",
+    )
+    parser.add_argument(
+        "--once",
+        action="store_true",
+        help="run one full reconcile pass and exit (no leader election)",
+    )
+    parser.add_argument("--dry-run", action="store_true", help="plan and log; write nothing")
+    parser.add_argument(
+        "--pin-nodes",
+        action="store_true",
+        help="gate binding: also pin each pod to its planned node",
+    )
+    parser.add_argument(
+        "--levels",
+        metavar="KEY,KEY,...",
+        type=_levels,
+        help="topology levels, node label keys coarse to fine",
+    )
+    parser.add_argument(
+        "--no-extended-resource-toleration",
+        dest="extended_resource_toleration",
+        action="store_false",
+        help="do not model the ExtendedResourceToleration admission plugin",
+    )
+    add_solver_args(parser)
+    loop = parser.add_argument_group("loop")
+    loop.add_argument(
+        "--window",
+        metavar="SECONDS",
+        type=_seconds,
+        default=2.0,
+        help="gather pending JobSets this long before planning (default 2)",
+    )
+    loop.add_argument(
+        "--replan-interval",
+        metavar="SECONDS",
+        type=_seconds,
+        default=60.0,
+        help="retry unschedulable JobSets at least this often (default 60)",
+    )
+    loop.add_argument(
+        "--resync-interval",
+        metavar="SECONDS",
+        type=_seconds,
+        default=600.0,
+        help="relist everything this often (default 600)",
+    )
+    loop.add_argument(
+        "--pod-scope",
+        choices=("all", "jobsets"),
+        default="all",
+        help="watch all pods (exact free capacity, default) or only JobSet pods",
+    )
+    ha = parser.add_argument_group("operation")
+    ha.add_argument(
+        "--leader-elect",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="elect a leader on a Lease before reconciling (default on; off with --once)",
+    )
+    ha.add_argument("--lease-name", default="placer-controller", help="Lease name")
+    ha.add_argument(
+        "--lease-namespace",
+        metavar="NS",
+        help="Lease namespace (default: $POD_NAMESPACE or the pod's namespace)",
+    )
+    ha.add_argument("--identity", help="this replica's name in the Lease (default: hostname)")
+    ha.add_argument(
+        "--metrics-port",
+        metavar="PORT",
+        type=int,
+        default=8080,
+        help="serve Prometheus /metrics on this port; 0 disables (default 8080)",
+    )
+    ha.add_argument("--metrics-address", default="0.0.0.0", help="metrics bind address")
+    ha.add_argument(
+        "--extender-port",
+        metavar="PORT",
+        type=int,
+        default=0,
+        help="also serve the scheduler extender on this port (reads this cache)",
+    )
+    ha.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default="text",
+        help="json: one structured object per line",
+    )
+    parser.set_defaults(func=run)
+
+
+def _config(args: argparse.Namespace, identity: str) -> Any:
+    from placer.controller.reconcile import ControllerConfig
+
+    return ControllerConfig(
+        binding=args.binding,
+        namespaces=tuple(sorted(set(args.namespaces or ()))),
+        pin_nodes=args.pin_nodes,
+        dry_run=args.dry_run,
+        solver=args.solver,
+        options=options_from_args(args),
+        window_s=args.window,
+        replan_s=args.replan_interval,
+        resync_s=args.resync_interval,
+        all_pods=args.pod_scope == "all",
+        identity=identity,
+    )
+
+
+def _summary(report: Any) -> str:
+    executed = report.executed
+    failed = len(executed.failed) if executed else 0
+    dry = " (dry run)" if executed is None and report.writes else ""
+    return (
+        f"managed {len(report.managed)}, placed {len(report.planned.placed)}, "
+        f"in force {len(report.review.in_force)}, "
+        f"unschedulable {len(report.planned.unschedulable)}, "
+        f"writes {len(report.writes)}{dry}, failed {failed}"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.pin_nodes and args.binding != "gate":
+        raise InputError("--pin-nodes needs --binding gate", field="--pin-nodes", code="usage")
+    level = logging.DEBUG if args.verbose else logging.INFO
+    if args.log_format == "json":
+        from placer.controller.logs import use_json_logs
+
+        use_json_logs(level)
+    else:
+        logging.getLogger().setLevel(level)
+    from placer.controller.kube_adapter import KubeAdapter
+    from placer.controller.leader import LeaderSettings, default_identity, run_elected
+    from placer.controller.metrics import Metrics
+    from placer.controller.reconcile import Controller
+
+    identity = args.identity or default_identity()
+    adapter = KubeAdapter.from_config(args.kubeconfig)
+    metrics = Metrics()
+    controller = Controller(adapter, _config(args, identity), metrics=metrics)
+    if args.once:
+        report = controller.run_once()
+        print(f"placer controller: {_summary(report)}")
+        return 1 if report.executed and report.executed.failed else 0
+    if args.metrics_port:
+        metrics.serve(args.metrics_port, args.metrics_address)
+    if args.extender_port:
+        try:
+            hook = importlib.import_module(EXTENDER_HOOK)
+        except ImportError as e:
+            raise InputError(
+                "the scheduler extender is not available in this build",
+                field="--extender-port",
+                code="usage",
+            ) from e
+        hook.serve(controller, args.extender_port)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    if not args.leader_elect:
+        controller.run(stop)
+        return 0
+    settings = LeaderSettings(
+        lease=args.lease_name,
+        identity=identity,
+        **({"namespace": args.lease_namespace} if args.lease_namespace else {}),
+    )
+    lost = run_elected(adapter, settings, controller.run, stop)
+    print(
+        "placer controller: lost leadership" if lost else "placer controller: stopped",
+        file=sys.stderr,
+    )
+    return 1 if lost else 0

@@ -1,0 +1,102 @@
+"""The one seam between the controller's logic and a cluster: a small `ClusterAdapter` protocol.
+
+Everything the controller does to a cluster goes through these six calls, on plain JSON-shaped
+dicts exactly as the API server serves them. Two implementations exist: `KubeAdapter` (the official
+`kubernetes` client, the only controller module that imports it) and `MemoryCluster` (an in-memory
+cluster for unit tests and the benchmarks' simulation). Failures are `ClusterError`s carrying the
+HTTP status, so the retry policy (409 -> rebase, 429/5xx -> back off) is written once, above this.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict
+
+__all__ = [
+    "KINDS",
+    "ClusterAdapter",
+    "Kind",
+    "Listing",
+    "WatchEvent",
+    "object_key",
+    "resource_version",
+]
+
+Kind = Literal["nodes", "pods", "jobsets", "priorityclasses", "events"]
+KINDS: tuple[Kind, ...] = ("nodes", "pods", "jobsets", "priorityclasses", "events")
+"""Cluster-scoped: nodes, priorityclasses. Namespaced: pods, jobsets, events."""
+
+Obj = dict[str, Any]
+
+
+class Listing(BaseModel):
+    """A consistent list: the items and the resourceVersion to start watching from."""
+
+    model_config = ConfigDict(frozen=True)
+    items: list[Obj]
+    resource_version: str
+
+
+class WatchEvent(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    type: Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK"]
+    object: Obj
+
+
+def object_key(obj: dict[str, Any]) -> tuple[str, str]:
+    """(namespace or "", name): how caches and writes identify an object."""
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+def resource_version(obj: dict[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+class ClusterAdapter(Protocol):
+    """What the controller needs from a cluster. `namespace=None` means all namespaces.
+
+    Errors: `placer.model.errors.ClusterError` with `status` (404 gone, 409 conflict or already
+    exists, 410 watch expired, 429/5xx temporary) and `temporary` set for the ones worth retrying.
+    """
+
+    def list(
+        self, kind: Kind, *, namespace: str | None = None, label_selector: str = ""
+    ) -> Listing: ...
+
+    def watch(
+        self,
+        kind: Kind,
+        *,
+        resource_version: str,
+        namespace: str | None = None,
+        label_selector: str = "",
+        timeout_s: float = 60.0,
+    ) -> Iterator[WatchEvent]:
+        """Changes after `resource_version` until `timeout_s`; ClusterError(410) if too old."""
+        ...
+
+    def get(self, kind: Kind, name: str, *, namespace: str | None = None) -> Obj: ...
+
+    def patch(self, kind: Kind, name: str, patch: Obj, *, namespace: str | None = None) -> Obj:
+        """JSON merge patch (RFC 7386); `metadata.resourceVersion` in it is a precondition."""
+        ...
+
+    def create(self, kind: Kind, obj: Obj) -> Obj: ...
+
+    def lead(
+        self,
+        *,
+        lease: str,
+        namespace: str,
+        identity: str,
+        lease_duration_s: int,
+        renew_deadline_s: int,
+        retry_period_s: int,
+        on_started: Callable[[], None],
+        on_stopped: Callable[[], None],
+    ) -> None:
+        """Block, running `on_started` while this identity holds the Lease; `on_stopped` after."""
+        ...

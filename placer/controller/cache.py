@@ -1,0 +1,244 @@
+"""The controller's picture of the cluster: listed once, then kept current by watch events.
+
+Relists happen only on start, on a 410 Gone (the watch fell behind etcd compaction) and on the
+periodic resync. The controller's own writes are recorded as soon as the API server answers, so the
+next cycle sees them even before their watch events arrive; an older event never overwrites a newer
+object. `state()` hands the decision code an immutable view (`ClusterState`), so a cycle decides on
+one consistent picture while the watch threads keep updating the cache.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from placer.controller.adapter import ClusterAdapter, Kind, Obj, object_key, resource_version
+from placer.model.errors import ClusterError
+from placer.model.workload import JOBSET_NAME_LABEL
+
+__all__ = ["ClusterCache", "ClusterState", "Stream"]
+
+log = logging.getLogger(__name__)
+
+Key = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class ClusterState:
+    """One consistent view for one reconcile cycle. Objects are API JSON; never mutate them."""
+
+    nodes: Mapping[str, Obj] = field(default_factory=dict)
+    pods: Mapping[Key, Obj] = field(default_factory=dict)
+    jobsets: Mapping[Key, Obj] = field(default_factory=dict)
+    priority_classes: Mapping[str, Obj] = field(default_factory=dict)
+    version: int = 0
+    """Bumped by every change the cache sees."""
+    capacity_version: int = 0
+    """Bumped only by changes that can free or take capacity (nodes, pod binding or ending,
+    JobSets appearing, finishing or going away): worth re-planning an unschedulable JobSet for."""
+
+
+@dataclass(frozen=True)
+class Stream:
+    """One list+watch: a kind, optionally one namespace and a label selector."""
+
+    kind: Kind
+    namespace: str | None = None
+    label_selector: str = ""
+
+    def covers(self, namespace: str) -> bool:
+        return self.namespace is None or self.namespace == namespace
+
+
+def _rv_int(obj: Obj) -> int | None:
+    try:
+        return int(resource_version(obj))
+    except ValueError:
+        return None
+
+
+def _capacity_fingerprint(kind: str, obj: Obj | None) -> Any:
+    if obj is None:
+        return None
+    if kind == "pods":
+        return ((obj.get("spec") or {}).get("nodeName"), (obj.get("status") or {}).get("phase"))
+    if kind == "jobsets":
+        return (
+            (obj.get("status") or {}).get("terminalState"),
+            (obj.get("spec") or {}).get("suspend"),
+            (obj.get("metadata") or {}).get("deletionTimestamp"),
+        )
+    return resource_version(obj)
+
+
+class ClusterCache:
+    """Objects by kind, fed by `relist()`, the watch threads and `record()` of our own writes."""
+
+    def __init__(
+        self,
+        adapter: ClusterAdapter,
+        *,
+        namespaces: tuple[str, ...] = (),
+        all_pods: bool = True,
+        watch_timeout_s: float = 300.0,
+    ) -> None:
+        self.adapter = adapter
+        self.watch_timeout_s = watch_timeout_s
+        scopes: tuple[str | None, ...] = tuple(sorted(namespaces)) or (None,)
+        self.streams: list[Stream] = [Stream("nodes")]
+        self.streams += [Stream("jobsets", ns) for ns in scopes]
+        if all_pods:
+            # Free capacity is allocatable minus every bound pod, whoever owns it.
+            self.streams.append(Stream("pods"))
+        else:
+            self.streams += [Stream("pods", ns, JOBSET_NAME_LABEL) for ns in scopes]
+        self._objects: dict[str, dict[Key, Obj]] = {
+            "nodes": {},
+            "pods": {},
+            "jobsets": {},
+            "priorityclasses": {},
+        }
+        self._rv: dict[Stream, str] = {}
+        self._lock = threading.Condition()
+        self._version = 0
+        self._capacity_version = 0
+        self.relists = 0
+
+    # --- feeding -------------------------------------------------------------------------------
+
+    def relist(self, stream: Stream | None = None) -> None:
+        """List `stream` (or everything, priority classes included) and replace what it covers."""
+        for s in [stream] if stream else self.streams:
+            listing = self.adapter.list(
+                s.kind, namespace=s.namespace, label_selector=s.label_selector
+            )
+            with self._lock:
+                store = self._objects[s.kind]
+                for key in [k for k in store if s.covers(k[0])]:
+                    del store[key]
+                for obj in listing.items:
+                    store[object_key(obj)] = obj
+                self._rv[s] = listing.resource_version
+                self._changed(capacity=True)
+        if stream is None:
+            listing = self.adapter.list("priorityclasses")
+            with self._lock:
+                self._objects["priorityclasses"] = {object_key(o): o for o in listing.items}
+        self.relists += 1
+
+    def _changed(self, *, capacity: bool) -> None:
+        self._version += 1
+        if capacity:
+            self._capacity_version += 1
+        self._lock.notify_all()
+
+    def apply(self, kind: str, event_type: str, obj: Obj) -> None:
+        """One watch event. Older than what we hold (e.g. our own write landed first): ignored."""
+        key = object_key(obj)
+        with self._lock:
+            store = self._objects[kind]
+            old = store.get(key)
+            if event_type == "DELETED":
+                if old is None:
+                    return
+                del store[key]
+                self._changed(capacity=True)
+                return
+            if old is not None:
+                have, got = _rv_int(old), _rv_int(obj)
+                if have is not None and got is not None and got <= have:
+                    return
+            store[key] = obj
+            self._changed(
+                capacity=_capacity_fingerprint(kind, old) != _capacity_fingerprint(kind, obj)
+            )
+
+    def record(self, kind: str, obj: Obj) -> None:
+        """The API server's answer to one of our writes."""
+        if kind in self._objects:
+            self.apply(kind, "MODIFIED", obj)
+
+    # --- reading -------------------------------------------------------------------------------
+
+    def state(self) -> ClusterState:
+        with self._lock:
+            return ClusterState(
+                nodes={k[1]: o for k, o in self._objects["nodes"].items()},
+                pods=dict(self._objects["pods"]),
+                jobsets=dict(self._objects["jobsets"]),
+                priority_classes={k[1]: o for k, o in self._objects["priorityclasses"].items()},
+                version=self._version,
+                capacity_version=self._capacity_version,
+            )
+
+    @property
+    def version(self) -> int:
+        return self._version
+
+    def wait_for_change(self, since: int, timeout_s: float) -> bool:
+        """Block until the version passes `since` or the timeout ends; True if it changed."""
+        with self._lock:
+            return self._lock.wait_for(lambda: self._version != since, timeout=timeout_s)
+
+    # --- watching ------------------------------------------------------------------------------
+
+    def watch_forever(
+        self, stream: Stream, stop: threading.Event, sleep: Callable[[float], None] = time.sleep
+    ) -> None:
+        """Follow one stream until `stop`: relist on 410, back off on other errors."""
+        failures = 0
+        while not stop.is_set():
+            try:
+                for event in self.adapter.watch(
+                    stream.kind,
+                    resource_version=self._rv.get(stream, ""),
+                    namespace=stream.namespace,
+                    label_selector=stream.label_selector,
+                    timeout_s=self.watch_timeout_s,
+                ):
+                    if event.type == "BOOKMARK":
+                        self._rv[stream] = resource_version(event.object) or self._rv[stream]
+                    else:
+                        self.apply(stream.kind, event.type, event.object)
+                        self._rv[stream] = resource_version(event.object) or self._rv[stream]
+                    failures = 0
+                    if stop.is_set():
+                        return
+            except ClusterError as e:
+                if e.status == 410:
+                    log.info("watch %s expired; relisting", stream)
+                    self._relist_quietly(stream, stop, sleep)
+                    continue
+                failures += 1
+                log.warning("watch %s failed (%s); retrying", stream, e)
+                sleep(min(30.0, 0.5 * 2 ** min(failures, 6)))
+
+    def _relist_quietly(
+        self, stream: Stream, stop: threading.Event, sleep: Callable[[float], None]
+    ) -> None:
+        delay = 0.5
+        while not stop.is_set():
+            try:
+                self.relist(stream)
+                return
+            except ClusterError as e:
+                log.warning("relist %s failed (%s); retrying", stream, e)
+                sleep(delay)
+                delay = min(30.0, delay * 2)
+
+    def start_watches(self, stop: threading.Event) -> list[threading.Thread]:
+        threads = []
+        for s in self.streams:
+            t = threading.Thread(
+                target=self.watch_forever,
+                args=(s, stop),
+                daemon=True,
+                name=f"watch-{s.kind}-{s.namespace or 'all'}",
+            )
+            t.start()
+            threads.append(t)
+        return threads

@@ -1,0 +1,264 @@
+"""`ClusterAdapter` over the official `kubernetes` client: the only controller module importing it.
+
+Objects travel as raw JSON (`_preload_content=False`), never as client model objects, so fields this
+client version does not know survive and the decision code sees exactly what kubectl would show.
+Writes are JSON merge patches carrying `metadata.resourceVersion` (optimistic concurrency) and the
+create of Events. Watches use the client's `watch.Watch` with a server-side timeout; a 410 answer
+becomes `ClusterError(status=410)` so the cache relists. Leader election uses the client's
+`leaderelection` module on a coordination.k8s.io Lease. Every client or transport failure becomes a
+`ClusterError` here, marked temporary for 429, 5xx and connection problems.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import urllib3
+from kubernetes import client, config, watch
+from kubernetes.client.exceptions import ApiException
+from kubernetes.config.config_exception import ConfigException
+from kubernetes.leaderelection import electionconfig, leaderelection
+from kubernetes.leaderelection.resourcelock.leaselock import LeaseLock
+
+from placer.controller.adapter import Kind, Listing, Obj, WatchEvent
+from placer.model.errors import ClusterError
+
+__all__ = ["JOBSET_GROUP", "JOBSET_PLURAL", "JOBSET_VERSION", "KubeAdapter"]
+
+log = logging.getLogger(__name__)
+
+JOBSET_GROUP = "jobset.x-k8s.io"
+JOBSET_VERSION = "v1alpha2"
+JOBSET_PLURAL = "jobsets"
+MERGE_PATCH = "application/merge-patch+json"
+PAGE_SIZE = 500
+_TEMPORARY = frozenset({429, 500, 502, 503, 504})
+
+
+def _error(e: Exception, what: str) -> ClusterError:
+    if isinstance(e, ApiException):
+        reason = e.reason or ""
+        with contextlib.suppress(ValueError, AttributeError):
+            reason = json.loads(e.body or "{}").get("message") or reason
+        return ClusterError(
+            f"{what}: {e.status} {reason}".strip(),
+            status=e.status,
+            temporary=e.status in _TEMPORARY,
+        )
+    return ClusterError(f"{what}: {e}", temporary=True)
+
+
+def _json(resp: Any) -> Obj:
+    data: Obj = json.loads(resp.data)
+    return data
+
+
+class KubeAdapter:
+    """The real cluster. Build with `KubeAdapter.from_config(kubeconfig)` or from an ApiClient."""
+
+    def __init__(self, api_client: client.ApiClient, *, request_timeout_s: float = 30.0) -> None:
+        self.api_client = api_client
+        # Typed as Any: bodies and results are raw JSON here, never the client's model classes.
+        self.core: Any = client.CoreV1Api(api_client)
+        self.custom: Any = client.CustomObjectsApi(api_client)
+        self.scheduling: Any = client.SchedulingV1Api(api_client)
+        self.coordination: Any = client.CoordinationV1Api(api_client)
+        self.timeout = request_timeout_s
+
+    @classmethod
+    def from_config(cls, kubeconfig: str | None = None) -> KubeAdapter:
+        """Explicit kubeconfig; else in-cluster service account; else the default kubeconfig."""
+        try:
+            if kubeconfig:
+                return cls(config.new_client_from_config(config_file=kubeconfig))  # type: ignore[no-untyped-call]
+            try:
+                config.load_incluster_config()  # type: ignore[no-untyped-call]
+                return cls(client.ApiClient())
+            except ConfigException:
+                return cls(config.new_client_from_config())  # type: ignore[no-untyped-call]
+        except (ConfigException, OSError) as e:
+            raise ClusterError(f"cannot load Kubernetes configuration: {e}") from e
+
+    # --- dispatch ------------------------------------------------------------------------------
+
+    def _lister(self, kind: Kind, namespace: str | None) -> Callable[..., Any]:
+        """A plain function (no return annotation, so `Watch` yields raw JSON) listing `kind`."""
+        fn: Callable[..., Any]
+        args: tuple[str, ...] = ()
+        if kind == "nodes":
+            fn = self.core.list_node
+        elif kind == "pods":
+            fn, args = (
+                (self.core.list_namespaced_pod, (namespace,))
+                if namespace
+                else (self.core.list_pod_for_all_namespaces, ())
+            )
+        elif kind == "jobsets":
+            if namespace:
+                fn = self.custom.list_namespaced_custom_object
+                args = (JOBSET_GROUP, JOBSET_VERSION, namespace, JOBSET_PLURAL)
+            else:
+                fn = self.custom.list_cluster_custom_object
+                args = (JOBSET_GROUP, JOBSET_VERSION, JOBSET_PLURAL)
+        elif kind == "priorityclasses":
+            fn = self.scheduling.list_priority_class
+        else:
+            fn, args = (
+                (self.core.list_namespaced_event, (namespace,))
+                if namespace
+                else (self.core.list_event_for_all_namespaces, ())
+            )
+
+        def call(**kwargs):  # type: ignore[no-untyped-def]  # deliberately unannotated, see above
+            return fn(*args, **kwargs)
+
+        return call
+
+    # --- ClusterAdapter ------------------------------------------------------------------------
+
+    def list(
+        self, kind: Kind, *, namespace: str | None = None, label_selector: str = ""
+    ) -> Listing:
+        call = self._lister(kind, namespace)
+        items: list[Obj] = []
+        token: str | None = None
+        while True:
+            try:
+                data = _json(
+                    call(
+                        label_selector=label_selector or None,
+                        limit=PAGE_SIZE,
+                        _continue=token,
+                        _preload_content=False,
+                        _request_timeout=self.timeout,
+                    )
+                )
+            except (ApiException, urllib3.exceptions.HTTPError, OSError) as e:
+                raise _error(e, f"listing {kind}") from e
+            items.extend(data.get("items") or [])
+            meta = data.get("metadata") or {}
+            token = meta.get("continue") or None
+            if not token:
+                return Listing(items=items, resource_version=str(meta.get("resourceVersion") or ""))
+
+    def watch(
+        self,
+        kind: Kind,
+        *,
+        resource_version: str,
+        namespace: str | None = None,
+        label_selector: str = "",
+        timeout_s: float = 60.0,
+    ) -> Iterator[WatchEvent]:
+        w: Any = watch.Watch()  # type: ignore[no-untyped-call]
+        kwargs: dict[str, Any] = {
+            "timeout_seconds": max(1, int(timeout_s)),
+            "allow_watch_bookmarks": True,
+        }
+        if resource_version:
+            kwargs["resource_version"] = resource_version
+        if label_selector:
+            kwargs["label_selector"] = label_selector
+        try:
+            for event in w.stream(self._lister(kind, namespace), **kwargs):
+                if event.get("type") in ("ADDED", "MODIFIED", "DELETED", "BOOKMARK"):
+                    yield WatchEvent(type=event["type"], object=event["raw_object"])
+        except (ApiException, urllib3.exceptions.HTTPError, OSError) as e:
+            raise _error(e, f"watching {kind}") from e
+        finally:
+            w.stop()
+
+    def get(self, kind: Kind, name: str, *, namespace: str | None = None) -> Obj:
+        opts: dict[str, Any] = {"_preload_content": False, "_request_timeout": self.timeout}
+        try:
+            if kind == "nodes":
+                return _json(self.core.read_node(name, **opts))
+            if kind == "pods":
+                return _json(self.core.read_namespaced_pod(name, namespace or "default", **opts))
+            if kind == "jobsets":
+                return _json(
+                    self.custom.get_namespaced_custom_object(
+                        JOBSET_GROUP,
+                        JOBSET_VERSION,
+                        namespace or "default",
+                        JOBSET_PLURAL,
+                        name,
+                        **opts,
+                    )
+                )
+        except (ApiException, urllib3.exceptions.HTTPError, OSError) as e:
+            raise _error(e, f"reading {kind} {name}") from e
+        raise ClusterError(f"reading {kind} is not supported")
+
+    def patch(self, kind: Kind, name: str, patch: Obj, *, namespace: str | None = None) -> Obj:
+        opts: dict[str, Any] = {
+            "_preload_content": False,
+            "_request_timeout": self.timeout,
+            "_content_type": MERGE_PATCH,
+        }
+        try:
+            if kind == "nodes":
+                return _json(self.core.patch_node(name, patch, **opts))
+            if kind == "pods":
+                return _json(
+                    self.core.patch_namespaced_pod(name, namespace or "default", patch, **opts)
+                )
+            if kind == "jobsets":
+                return _json(
+                    self.custom.patch_namespaced_custom_object(
+                        JOBSET_GROUP,
+                        JOBSET_VERSION,
+                        namespace or "default",
+                        JOBSET_PLURAL,
+                        name,
+                        patch,
+                        **opts,
+                    )
+                )
+        except (ApiException, urllib3.exceptions.HTTPError, OSError) as e:
+            raise _error(e, f"patching {kind} {name}") from e
+        raise ClusterError(f"patching {kind} is not supported")
+
+    def create(self, kind: Kind, obj: Obj) -> Obj:
+        if kind != "events":
+            raise ClusterError(f"creating {kind} is not supported")
+        namespace = str((obj.get("metadata") or {}).get("namespace") or "default")
+        try:
+            return _json(
+                self.core.create_namespaced_event(
+                    namespace, obj, _preload_content=False, _request_timeout=self.timeout
+                )
+            )
+        except (ApiException, urllib3.exceptions.HTTPError, OSError) as e:
+            raise _error(e, "creating an event") from e
+
+    def lead(
+        self,
+        *,
+        lease: str,
+        namespace: str,
+        identity: str,
+        lease_duration_s: int,
+        renew_deadline_s: int,
+        retry_period_s: int,
+        on_started: Callable[[], None],
+        on_stopped: Callable[[], None],
+    ) -> None:
+        lock: Any = LeaseLock(lease, namespace, identity)  # type: ignore[no-untyped-call]
+        # The lock builds its API object from the process-wide default configuration; give it
+        # ours, so a kubeconfig passed on the command line is the one that is used.
+        lock.api_instance = self.coordination
+        cfg = electionconfig.Config(  # type: ignore[no-untyped-call]
+            lock,
+            lease_duration=lease_duration_s,
+            renew_deadline=renew_deadline_s,
+            retry_period=retry_period_s,
+            onstarted_leading=on_started,
+            onstopped_leading=on_stopped,
+        )
+        elector: Any = leaderelection.LeaderElection(cfg)  # type: ignore[no-untyped-call]
+        elector.run()

@@ -1,0 +1,102 @@
+"""Leader election: two replicas run, one reconciles; the Lease decides which.
+
+The adapter holds the mechanics (`ClusterAdapter.lead`, the client's `leaderelection` module on a
+coordination.k8s.io Lease for the real cluster); this module holds the policy: identity and lease
+defaults, running the controller only while leading, and stopping the process when leadership is
+lost, so a replica that lost the lease never writes again (the Deployment restarts it as a
+follower). Safety does not rest on the lease alone: every write carries a resourceVersion, and a
+record written by another writer aborts ours (see writes.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from placer.controller.adapter import ClusterAdapter
+
+__all__ = ["LeaderSettings", "default_identity", "default_namespace", "run_elected"]
+
+log = logging.getLogger(__name__)
+
+_SA_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+
+
+def default_identity() -> str:
+    """Pod name (the hostname in a pod) plus a random suffix: unique across restarts."""
+    return f"{socket.gethostname()}-{uuid.uuid4().hex[:6]}"
+
+
+def default_namespace() -> str:
+    """The namespace the controller runs in: $POD_NAMESPACE, the service account's, else default."""
+    if os.environ.get("POD_NAMESPACE"):
+        return os.environ["POD_NAMESPACE"]
+    try:
+        return _SA_NAMESPACE.read_text().strip() or "placer-system"
+    except OSError:
+        return "placer-system"
+
+
+@dataclass(frozen=True)
+class LeaderSettings:
+    lease: str = "placer-controller"
+    namespace: str = field(default_factory=default_namespace)
+    identity: str = field(default_factory=default_identity)
+    lease_duration_s: int = 15
+    renew_deadline_s: int = 10
+    retry_period_s: int = 2
+
+
+def run_elected(
+    adapter: ClusterAdapter,
+    settings: LeaderSettings,
+    work: Callable[[threading.Event], None],
+    stop: threading.Event,
+) -> bool:
+    """Run `work(stop)` while this replica leads; return when `stop` is set or leadership is lost.
+
+    Returns True if leadership was lost (the caller should exit non-zero). The election runs in a
+    daemon thread: the client's elector has no way to be cancelled, and a stopping process does
+    not need to release the lease (it expires after `lease_duration_s`).
+    """
+    lost = threading.Event()
+
+    def started() -> None:
+        log.info("%s leads (lease %s/%s)", settings.identity, settings.namespace, settings.lease)
+        work(stop)
+
+    def stopped() -> None:
+        if not stop.is_set():
+            log.error("%s lost the lease; stopping", settings.identity)
+            lost.set()
+            stop.set()
+
+    def elect() -> None:
+        try:
+            adapter.lead(
+                lease=settings.lease,
+                namespace=settings.namespace,
+                identity=settings.identity,
+                lease_duration_s=settings.lease_duration_s,
+                renew_deadline_s=settings.renew_deadline_s,
+                retry_period_s=settings.retry_period_s,
+                on_started=started,
+                on_stopped=stopped,
+            )
+        except Exception:
+            log.exception("leader election failed")
+            lost.set()
+            stop.set()
+
+    log.info(
+        "%s waiting for the lease %s/%s", settings.identity, settings.namespace, settings.lease
+    )
+    threading.Thread(target=elect, daemon=True, name="leader-election").start()
+    stop.wait()
+    return lost.is_set()

@@ -1,0 +1,87 @@
+"""Which child Job, and which completion index, a live pod belongs to: read from JobSet's labels.
+
+The controller (ungating) and the extender (filtering) both map a pod to its entry in the
+`Assignment` record; keeping the label names and the reading rule here makes them agree. JobSet puts
+the same keys on pods as labels and annotations; the Job controller adds the completion index as an
+annotation, and as a label since Kubernetes 1.28, so both are read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from placer.model.workload import JOBSET_NAME_LABEL, child_job_name
+
+__all__ = [
+    "COMPLETION_INDEX_LABEL",
+    "JOBSET_UID_LABEL",
+    "JOB_INDEX_LABEL",
+    "JOB_NAME_LABEL",
+    "REPLICATED_JOB_LABEL",
+    "RESTART_ATTEMPT_LABEL",
+    "PodRef",
+    "pod_ref",
+]
+
+REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
+JOB_INDEX_LABEL = "jobset.sigs.k8s.io/job-index"
+JOBSET_UID_LABEL = "jobset.sigs.k8s.io/jobset-uid"
+RESTART_ATTEMPT_LABEL = "jobset.sigs.k8s.io/restart-attempt"
+COMPLETION_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+
+
+class PodRef(BaseModel):
+    """A JobSet pod's place: JobSet, child Job, completion index (and restart attempt)."""
+
+    model_config = ConfigDict(frozen=True)
+    namespace: str
+    jobset: str
+    jobset_uid: str = ""
+    replicated_job: str
+    job_index: int
+    completion_index: int
+    restart_attempt: int = 0
+
+    @property
+    def jobset_key(self) -> str:
+        return f"{self.namespace}/{self.jobset}"
+
+    @property
+    def job_name(self) -> str:
+        return child_job_name(self.jobset, self.replicated_job, self.job_index)
+
+
+def _int(text: object) -> int | None:
+    try:
+        return int(str(text))
+    except (TypeError, ValueError):
+        return None
+
+
+def pod_ref(pod: Mapping[str, Any]) -> PodRef | None:
+    """The pod's JobSet coordinates, or None for a pod JobSet did not create (or mislabeled)."""
+    meta = pod.get("metadata") or {}
+    labels: Mapping[str, str] = meta.get("labels") or {}
+    annotations: Mapping[str, str] = meta.get("annotations") or {}
+
+    def read(key: str) -> str | None:
+        value = labels.get(key)
+        return value if value is not None else annotations.get(key)
+
+    jobset, rjob = read(JOBSET_NAME_LABEL), read(REPLICATED_JOB_LABEL)
+    job_index, completion = _int(read(JOB_INDEX_LABEL)), _int(read(COMPLETION_INDEX_LABEL))
+    if not jobset or not rjob or job_index is None or completion is None:
+        return None
+    return PodRef(
+        namespace=str(meta.get("namespace") or "default"),
+        jobset=jobset,
+        jobset_uid=read(JOBSET_UID_LABEL) or "",
+        replicated_job=rjob,
+        job_index=job_index,
+        completion_index=completion,
+        restart_attempt=_int(read(RESTART_ATTEMPT_LABEL)) or 0,
+    )

@@ -1,0 +1,82 @@
+"""Opting a JobSet manifest in to placer: what `placer prepare` adds, as a pure function.
+
+- gate binding: the `placer.dev/placement` scheduling gate on every replicatedJob's pod template,
+  so every pod (of every restart) is created gated and waits for the controller.
+- node-labels binding: the JobSet's `alpha.jobset.sigs.k8s.io/exclusive-topology` (kept if the
+  JobSet or a replicatedJob already names one, else the key given) and the node-selector strategy
+  annotation, so JobSet selects the nodes the controller labels per child Job.
+
+Idempotent: preparing a prepared manifest changes nothing. Everything else is kept as written.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from placer.controller.survey import Binding
+from placer.model.assignment import PLACEMENT_GATE
+from placer.model.errors import InputError
+from placer.model.manifests import object_key
+from placer.model.workload import EXCLUSIVE_TOPOLOGY, NODE_SELECTOR_STRATEGY
+
+__all__ = ["prepare_jobset"]
+
+
+def _rjobs(obj: dict[str, Any], source: str) -> list[dict[str, Any]]:
+    rjobs = (obj.get("spec") or {}).get("replicatedJobs")
+    if not isinstance(rjobs, list) or not rjobs:
+        raise InputError(
+            "a JobSet needs spec.replicatedJobs",
+            source=source,
+            obj=object_key(obj),
+            field="spec.replicatedJobs",
+            code="jobset",
+        )
+    return rjobs
+
+
+def prepare_jobset(
+    obj: Mapping[str, Any], binding: Binding, *, exclusive_key: str | None = None, source: str = ""
+) -> dict[str, Any]:
+    """A copy of the JobSet manifest opted in to placer under `binding`."""
+    result = copy.deepcopy(dict(obj))
+    rjobs = _rjobs(result, source)
+    if binding == "gate":
+        for i, rj in enumerate(rjobs):
+            try:
+                pod_spec = rj["template"]["spec"]["template"]["spec"]
+            except (KeyError, TypeError) as e:
+                raise InputError(
+                    "missing pod template",
+                    source=source,
+                    obj=object_key(obj),
+                    field=f"spec.replicatedJobs[{i}].template.spec.template.spec",
+                    code="jobset",
+                ) from e
+            gates = pod_spec.setdefault("schedulingGates", []) or []
+            pod_spec["schedulingGates"] = gates
+            if not any(isinstance(g, Mapping) and g.get("name") == PLACEMENT_GATE for g in gates):
+                gates.append({"name": PLACEMENT_GATE})
+        return result
+    meta = result.setdefault("metadata", {})
+    annotations = meta.setdefault("annotations", {}) or {}
+    meta["annotations"] = annotations
+    has_key = EXCLUSIVE_TOPOLOGY in annotations or any(
+        EXCLUSIVE_TOPOLOGY
+        in (((rj.get("template") or {}).get("metadata") or {}).get("annotations") or {})
+        for rj in rjobs
+    )
+    if not has_key:
+        if not exclusive_key:
+            raise InputError(
+                f"the node-labels binding needs an {EXCLUSIVE_TOPOLOGY} annotation;"
+                " give the node label key with --exclusive-topology",
+                source=source,
+                obj=object_key(obj),
+                code="usage",
+            )
+        annotations[EXCLUSIVE_TOPOLOGY] = exclusive_key
+    annotations.setdefault(NODE_SELECTOR_STRATEGY, "true")
+    return result

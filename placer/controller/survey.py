@@ -1,0 +1,222 @@
+"""Reading the cluster: which JobSets placer manages, where they stand, what their record says.
+
+Pure functions over a `ClusterState`; the first step of every reconcile cycle. A JobSet is managed
+when it opted in for the binding in use: the placement gate on a pod template (gate binding), or the
+exclusive-topology plus node-selector annotations (node-labels binding). Its `Assignment` record is
+read back from the annotation; a record copied from another object or unreadable is ignored with a
+warning, never trusted.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from placer.controller.adapter import Obj
+from placer.controller.cache import ClusterState
+from placer.controller.pods import PodRef, pod_ref
+from placer.model.assignment import ASSIGNMENT_ANNOTATION, PLACEMENT_GATE, Assignment
+from placer.model.errors import InputError
+from placer.model.jobset import parse_jobset
+from placer.model.snapshot import TERMINAL_PHASES
+from placer.model.workload import EXCLUSIVE_TOPOLOGY, NODE_SELECTOR_STRATEGY, JobSetRequest
+
+__all__ = [
+    "BINDINGS",
+    "Binding",
+    "ManagedJobSet",
+    "PodEntry",
+    "is_finished",
+    "is_managed",
+    "jobset_pods",
+    "survey",
+]
+
+log = logging.getLogger(__name__)
+
+Binding = Literal["gate", "node-labels"]
+BINDINGS: tuple[Binding, ...] = ("gate", "node-labels")
+
+
+def _templates(obj: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The job templates of every replicatedJob (malformed entries skipped; the parser reports)."""
+    rjobs = (obj.get("spec") or {}).get("replicatedJobs") or []
+    return [rj.get("template") or {} for rj in rjobs if isinstance(rj, Mapping)]
+
+
+def _pod_spec(job_template: Mapping[str, Any]) -> Mapping[str, Any]:
+    return ((job_template.get("spec") or {}).get("template") or {}).get("spec") or {}
+
+
+def is_managed(obj: Mapping[str, Any], binding: Binding) -> bool:
+    """Did this JobSet opt in to placer under `binding`?"""
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    if binding == "gate":
+        return any(
+            any(
+                isinstance(g, Mapping) and g.get("name") == PLACEMENT_GATE
+                for g in _pod_spec(t).get("schedulingGates") or []
+            )
+            for t in _templates(obj)
+        )
+    exclusive = EXCLUSIVE_TOPOLOGY in annotations or any(
+        EXCLUSIVE_TOPOLOGY in ((t.get("metadata") or {}).get("annotations") or {})
+        for t in _templates(obj)
+    )
+    return exclusive and NODE_SELECTOR_STRATEGY in annotations
+
+
+def is_finished(obj: Mapping[str, Any]) -> bool:
+    """Completed, failed or being deleted: its domains go back to the pool."""
+    if (obj.get("metadata") or {}).get("deletionTimestamp"):
+        return True
+    status = obj.get("status") or {}
+    if status.get("terminalState") in ("Completed", "Failed"):
+        return True
+    return any(
+        c.get("type") in ("Completed", "Failed") and c.get("status") == "True"
+        for c in status.get("conditions") or []
+        if isinstance(c, Mapping)
+    )
+
+
+@dataclass(frozen=True)
+class PodEntry:
+    pod: Obj
+    ref: PodRef
+
+    @property
+    def name(self) -> str:
+        return str(self.pod["metadata"]["name"])
+
+    @property
+    def node(self) -> str:
+        return str((self.pod.get("spec") or {}).get("nodeName") or "")
+
+    @property
+    def terminal(self) -> bool:
+        return (self.pod.get("status") or {}).get("phase") in TERMINAL_PHASES
+
+    @property
+    def gated(self) -> bool:
+        return any(
+            isinstance(g, Mapping) and g.get("name") == PLACEMENT_GATE
+            for g in (self.pod.get("spec") or {}).get("schedulingGates") or []
+        )
+
+    @property
+    def deleting(self) -> bool:
+        return bool(self.pod["metadata"].get("deletionTimestamp"))
+
+
+@dataclass(frozen=True)
+class ManagedJobSet:
+    """One managed JobSet as seen this cycle."""
+
+    obj: Obj
+    request: JobSetRequest | None
+    """None when the manifest does not parse; `error` says why."""
+    error: str
+    assignment: Assignment | None
+    annotation: str | None
+    """The raw record text, to detect concurrent changes when writing a new one."""
+    finished: bool
+    suspended: bool
+    restarts: int
+    pods: tuple[PodEntry, ...]
+
+    @property
+    def namespace(self) -> str:
+        return str(self.obj["metadata"].get("namespace") or "default")
+
+    @property
+    def name(self) -> str:
+        return str(self.obj["metadata"]["name"])
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def uid(self) -> str:
+        return str(self.obj["metadata"].get("uid") or "")
+
+    @property
+    def resource_version(self) -> str:
+        return str(self.obj["metadata"].get("resourceVersion") or "")
+
+    @property
+    def active(self) -> bool:
+        """Holds its domains: not finished (suspended JobSets keep theirs, see README)."""
+        return not self.finished
+
+
+def jobset_pods(state: ClusterState) -> dict[str, list[PodEntry]]:
+    """JobSet key -> its pods (any restart attempt), sorted by pod name."""
+    result: dict[str, list[PodEntry]] = {}
+    for _, pod in sorted(state.pods.items()):
+        ref = pod_ref(pod)
+        if ref is not None:
+            result.setdefault(ref.jobset_key, []).append(PodEntry(pod, ref))
+    return result
+
+
+def _read_record(obj: Obj, key: str) -> tuple[Assignment | None, str | None]:
+    text = ((obj.get("metadata") or {}).get("annotations") or {}).get(ASSIGNMENT_ANNOTATION)
+    if text is None:
+        return None, None
+    try:
+        record = Assignment.from_annotation(text, obj=key)
+    except InputError as e:
+        log.warning("%s: ignoring placement record: %s", key, e)
+        return None, text
+    if record.jobset != key:
+        log.warning("%s: ignoring placement record written for %s", key, record.jobset)
+        return None, text
+    return record, text
+
+
+def survey(
+    state: ClusterState, *, binding: Binding, namespaces: Sequence[str] = ()
+) -> list[ManagedJobSet]:
+    """Every managed JobSet in `namespaces` (all when empty), in key order."""
+    priorities = {name: int(pc.get("value") or 0) for name, pc in state.priority_classes.items()}
+    pods = jobset_pods(state)
+    result: list[ManagedJobSet] = []
+    for order, ((ns, name), obj) in enumerate(sorted(state.jobsets.items())):
+        if namespaces and ns not in namespaces:
+            continue
+        if not is_managed(obj, binding):
+            continue
+        key = f"{ns}/{name}"
+        try:
+            request: JobSetRequest | None = parse_jobset(
+                obj, source="cluster", order=order, priority_classes=priorities
+            )
+            error = ""
+        except InputError as e:
+            request, error = None, str(e)
+        record, text = _read_record(obj, key)
+        uid = str(obj["metadata"].get("uid") or "")
+        mine = tuple(
+            p
+            for p in pods.get(key, ())
+            if not uid or not p.ref.jobset_uid or p.ref.jobset_uid == uid
+        )
+        status = obj.get("status") or {}
+        result.append(
+            ManagedJobSet(
+                obj=obj,
+                request=request,
+                error=error,
+                assignment=record,
+                annotation=text,
+                finished=is_finished(obj),
+                suspended=bool((obj.get("spec") or {}).get("suspend")),
+                restarts=int(status.get("restarts") or 0),
+                pods=mine,
+            )
+        )
+    return result

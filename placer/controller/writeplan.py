@@ -1,0 +1,246 @@
+"""`plan_writes`: from this cycle's decisions and the observed objects to the list of writes. Pure.
+
+Order matters and is fixed here: for each JobSet, its record first (so a crash after any later write
+finds the record and resumes), then the `Placed` event, then its pods (gate binding) or nodes
+(node-labels binding); `Unschedulable` events; cleanup of nodes released by finished or deleted
+JobSets last. Every write is computed against the observed object and is a no-op if the object is
+already as intended, so running `plan_writes` again after a crash writes only what is missing:
+at most one record and one event per JobSet per placement, and one update per pod.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from placer.controller.bindings import (
+    LABELED_BY_ANNOTATION,
+    event_body,
+    job_requirements,
+    namespaced_job,
+    node_label_patch,
+    ungate_patch,
+)
+from placer.controller.cache import ClusterState
+from placer.controller.decisions import PlannedRound, Review
+from placer.controller.holds import DomainIndex, domain_id
+from placer.controller.pods import JOB_NAME_LABEL
+from placer.controller.survey import Binding, ManagedJobSet
+from placer.controller.writes import EmitEvent, LabelNode, RecordAssignment, UngatePod, Write
+from placer.model.assignment import Assignment
+from placer.model.snapshot import TERMINAL_PHASES
+from placer.model.topology import HOSTNAME
+from placer.model.workload import JOBSET_NAME_LABEL
+
+__all__ = ["WriteSettings", "placed_message", "plan_writes"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class WriteSettings:
+    binding: Binding
+    namespaces: tuple[str, ...] = ()
+    now: str = ""
+    """RFC 3339 time stamped on events (passed in: the function stays pure)."""
+    instance: str = ""
+    """This controller replica, for the events' reportingInstance."""
+
+
+def placed_message(record: Assignment, previous: Assignment | None) -> str:
+    moved = [n for n, j in record.jobs.items() if previous is None or previous.jobs.get(n) != j]
+    parts = [
+        f"{n} -> {domain_id(j.domain) if j.domain else ','.join(sorted(set(j.nodes.values())))}"
+        for n, j in record.jobs.items()
+        if n in moved
+    ]
+    verb = "placed" if previous is None else "re-placed"
+    return f"{verb} {len(moved)} child Job(s): " + "; ".join(parts)
+
+
+def _running_jobs(state: ClusterState) -> dict[str, set[str]]:
+    """node -> `<namespace>_<job>` of JobSet child Jobs with non-terminal pods bound there."""
+    result: dict[str, set[str]] = {}
+    for (ns, _), pod in state.pods.items():
+        node = (pod.get("spec") or {}).get("nodeName")
+        labels = (pod.get("metadata") or {}).get("labels") or {}
+        if not node or (pod.get("status") or {}).get("phase") in TERMINAL_PHASES:
+            continue
+        if JOBSET_NAME_LABEL in labels and JOB_NAME_LABEL in labels:
+            result.setdefault(node, set()).add(namespaced_job(ns, labels[JOB_NAME_LABEL]))
+    return result
+
+
+def _pod_writes(ms: ManagedJobSet, record: Assignment, state: ClusterState) -> list[Write]:
+    hostnames = (
+        {n: (o["metadata"].get("labels") or {}).get(HOSTNAME, n) for n, o in state.nodes.items()}
+        if record.pinned or any(j.domain is None for j in record.jobs.values())
+        else {}
+    )
+    writes: list[Write] = []
+    for p in ms.pods:
+        if p.terminal or p.deleting or not p.gated or p.ref.restart_attempt < ms.restarts:
+            continue
+        job = record.jobs.get(p.ref.job_name)
+        if job is None:
+            log.warning(
+                "%s: pod %s belongs to %s, which the record does not know",
+                ms.key,
+                p.name,
+                p.ref.job_name,
+            )
+            continue
+        reqs = job_requirements(job, p.ref.completion_index, hostnames=hostnames)
+        patch = ungate_patch(p.pod, reqs)
+        if patch is not None:
+            writes.append(
+                UngatePod(
+                    jobset=ms.key,
+                    namespace=ms.namespace,
+                    name=p.name,
+                    uid=str(p.pod["metadata"].get("uid") or ""),
+                    job=p.ref.job_name,
+                    requirements=tuple(reqs),
+                    patch=patch,
+                )
+            )
+    return writes
+
+
+def _node_writes(
+    records: Sequence[tuple[str, Assignment]],
+    state: ClusterState,
+    index: DomainIndex,
+    namespaces: tuple[str, ...],
+) -> list[Write]:
+    running = _running_jobs(state)
+    wanted: dict[str, tuple[str, str]] = {}
+    for key, record in records:
+        namespace = key.split("/", 1)[0]
+        for name, job in record.jobs.items():
+            value = namespaced_job(namespace, name)
+            for node in index.job_nodes(job):
+                if node in wanted and wanted[node][1] != value:
+                    log.error(
+                        "node %s is recorded for both %s and %s; keeping the first",
+                        node,
+                        wanted[node][1],
+                        value,
+                    )
+                    continue
+                wanted[node] = (key, value)
+    writes: list[Write] = []
+    for node, (key, value) in sorted(wanted.items()):
+        obj = state.nodes.get(node)
+        if obj is None:
+            continue
+        others = sorted(running.get(node, set()) - {value})
+        if others:
+            log.info(
+                "node %s still runs pods of %s; not labeling it for %s yet", node, others[0], value
+            )
+            continue
+        patch = node_label_patch(obj, value)
+        if patch is not None:
+            writes.append(LabelNode(jobset=key, name=node, value=value, patch=patch))
+    for node, obj in sorted(state.nodes.items()):
+        meta = obj.get("metadata") or {}
+        mark = (meta.get("annotations") or {}).get(LABELED_BY_ANNOTATION)
+        if node in wanted or mark is None:
+            continue
+        if namespaces and mark.split("_", 1)[0] not in namespaces:
+            continue
+        if mark in running.get(node, set()):
+            continue
+        patch = node_label_patch(obj, None)
+        if patch is not None:
+            writes.append(LabelNode(name=node, value=None, patch=patch))
+    return writes
+
+
+def plan_writes(
+    state: ClusterState,
+    managed: Sequence[ManagedJobSet],
+    rev: Review,
+    planned: PlannedRound,
+    index: DomainIndex,
+    settings: WriteSettings,
+    *,
+    announced: Mapping[str, str] | None = None,
+) -> list[Write]:
+    """Every write this cycle needs, in the order they must happen.
+
+    `announced` maps JobSet key -> the last `Unschedulable` message already emitted, so the same
+    reason is not repeated every cycle.
+    """
+    announced = announced or {}
+    writes: list[Write] = []
+    labeled: list[tuple[str, Assignment]] = []
+    unschedulable_events: list[Write] = []
+    for ms in managed:
+        if ms.finished:
+            continue
+        new = planned.placed.get(ms.key)
+        record = new or rev.in_force.get(ms.key)
+        reason = planned.unschedulable.get(ms.key) or rev.invalid.get(ms.key)
+        if ms.key in rev.broken and new is None and reason:
+            problems = "; ".join(f"{j}: {why}" for j, why in sorted(rev.broken[ms.key].items()))
+            reason = f"{problems}; cannot re-place: {reason}"
+        if reason and announced.get(ms.key) != reason:
+            unschedulable_events.append(
+                EmitEvent(
+                    jobset=ms.key,
+                    namespace=ms.namespace,
+                    reason="Unschedulable",
+                    body=event_body(
+                        ms.obj,
+                        reason="Unschedulable",
+                        message=reason,
+                        type_="Warning",
+                        now=settings.now,
+                        instance=settings.instance,
+                    ),
+                )
+            )
+        if new is not None:
+            writes.append(
+                RecordAssignment(
+                    jobset=ms.key,
+                    namespace=ms.namespace,
+                    name=ms.name,
+                    uid=ms.uid,
+                    resource_version=ms.resource_version,
+                    previous=ms.annotation,
+                    annotation=new.to_annotation(),
+                )
+            )
+            message = placed_message(new, ms.assignment)
+            writes.append(
+                EmitEvent(
+                    jobset=ms.key,
+                    namespace=ms.namespace,
+                    reason="Placed",
+                    body=event_body(
+                        ms.obj,
+                        reason="Placed",
+                        message=message,
+                        type_="Normal",
+                        now=settings.now,
+                        instance=settings.instance,
+                    ),
+                )
+            )
+        if record is None and ms.key in rev.broken and ms.assignment is not None:
+            # Not repaired: its domains stay held (labels kept), but no pod is released into them.
+            labeled.append((ms.key, ms.assignment))
+            continue
+        if record is None:
+            continue
+        labeled.append((ms.key, record))
+        if settings.binding == "gate":
+            writes.extend(_pod_writes(ms, record, state))
+    writes.extend(unschedulable_events)
+    if settings.binding == "node-labels":
+        writes.extend(_node_writes(labeled, state, index, settings.namespaces))
+    return writes

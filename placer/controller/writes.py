@@ -1,0 +1,134 @@
+"""The writes a reconcile cycle decided on, as plain data, and how each one survives a 409.
+
+`decisions.plan_writes` produces them; `executor.execute` sends them through the adapter. Each write
+knows the object state it was decided on (its resourceVersion). When the API server answers 409, the
+executor re-reads the object and asks the write to `rebase` on it: the same intent recomputed on the
+fresh object, `None` if the fresh object already is as intended, or `Aborted` if the decision no
+longer holds (the JobSet was recreated, another writer changed the record). So retries never write
+anything the pure decision did not mean.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from placer.controller.adapter import Obj, resource_version
+from placer.controller.bindings import node_label_patch, ungate_patch
+from placer.model.assignment import ASSIGNMENT_ANNOTATION
+
+__all__ = [
+    "Aborted",
+    "EmitEvent",
+    "LabelNode",
+    "RecordAssignment",
+    "UngatePod",
+    "Write",
+]
+
+
+class Aborted(Exception):
+    """The write's premise no longer holds; it and the writes depending on it are dropped."""
+
+
+def _uid(obj: Obj) -> str:
+    return str((obj.get("metadata") or {}).get("uid") or "")
+
+
+class _Write(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    jobset: str = ""
+    """`namespace/name` of the JobSet this write serves ("" for cleanup of released nodes)."""
+
+    def describe(self) -> str:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+
+class RecordAssignment(_Write):
+    """Store the assignment on the JobSet. Always the first write for a placement."""
+
+    op: Literal["record"] = "record"
+    namespace: str
+    name: str
+    uid: str
+    resource_version: str
+    previous: str | None
+    """The record text the decision was based on (None: there was none)."""
+    annotation: str
+
+    def patch(self) -> Obj:
+        return {
+            "metadata": {
+                "resourceVersion": self.resource_version,
+                "annotations": {ASSIGNMENT_ANNOTATION: self.annotation},
+            }
+        }
+
+    def rebase(self, current: Obj) -> RecordAssignment | None:
+        if self.uid and _uid(current) != self.uid:
+            raise Aborted(f"JobSet {self.jobset} was deleted and recreated")
+        text = ((current.get("metadata") or {}).get("annotations") or {}).get(ASSIGNMENT_ANNOTATION)
+        if text == self.annotation:
+            return None
+        if text != self.previous:
+            raise Aborted(f"the placement record of {self.jobset} was changed by another writer")
+        return self.model_copy(update={"resource_version": resource_version(current)})
+
+    def describe(self) -> str:
+        return f"record assignment on JobSet {self.jobset}"
+
+
+class UngatePod(_Write):
+    """One pod patch: add the node-affinity requirements and remove the placement gate."""
+
+    op: Literal["ungate"] = "ungate"
+    namespace: str
+    name: str
+    uid: str
+    job: str
+    requirements: tuple[dict[str, Any], ...]
+    patch: Obj
+
+    def rebase(self, current: Obj) -> UngatePod | None:
+        if self.uid and _uid(current) != self.uid:
+            raise Aborted(f"pod {self.namespace}/{self.name} was replaced")
+        patch = ungate_patch(current, list(self.requirements))
+        return None if patch is None else self.model_copy(update={"patch": patch})
+
+    def describe(self) -> str:
+        reqs = ", ".join(f"{r['key']} In {r['values']}" for r in self.requirements)
+        return f"ungate pod {self.namespace}/{self.name} ({self.job}: {reqs or 'no requirement'})"
+
+
+class LabelNode(_Write):
+    """Set (value) or clear (None) the node-selector label, taint and ownership mark on a node."""
+
+    op: Literal["node"] = "node"
+    name: str
+    value: str | None
+    patch: Obj
+
+    def rebase(self, current: Obj) -> LabelNode | None:
+        patch = node_label_patch(current, self.value)
+        return None if patch is None else self.model_copy(update={"patch": patch})
+
+    def describe(self) -> str:
+        return (
+            f"label node {self.name} for {self.value}"
+            if self.value
+            else f"unlabel node {self.name}"
+        )
+
+
+class EmitEvent(_Write):
+    op: Literal["event"] = "event"
+    namespace: str
+    reason: str
+    body: Obj
+
+    def describe(self) -> str:
+        return f"event {self.reason} on JobSet {self.jobset}: {self.body.get('message')}"
+
+
+Write = RecordAssignment | UngatePod | LabelNode | EmitEvent

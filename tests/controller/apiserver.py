@@ -1,0 +1,264 @@
+"""A minimal Kubernetes API server on 127.0.0.1, serving a `MemoryCluster` to the real client.
+
+Why not kmock's KubernetesEmulator: it ignores label selectors, sets no resourceVersion, uid or
+creationTimestamp (so no 409 on stale writes and no watch resumption), merges patches without
+`null`-deletes, and serves from an asyncio loop that the synchronous official client would need a
+second thread and loop for. The controller's correctness rests on exactly those behaviors, so the
+tests serve the same store the in-memory adapter uses (`MemoryCluster`: resourceVersion
+preconditions, 409s, label selectors, JSON merge patch, gated-pod update rules, watch history with
+410) over plain HTTP with `http.server`.
+
+Paths served (all the adapter and the client's leader election use):
+
+    /api/v1/nodes[/{name}]                                   list, watch, get, patch
+    /api/v1/pods, /api/v1/namespaces/{ns}/pods[/{name}]      list, watch, get, patch
+    /api/v1/namespaces/{ns}/events                           create, list
+    /apis/jobset.x-k8s.io/v1alpha2[/namespaces/{ns}]/jobsets[/{name}]   list, watch, get, patch
+    /apis/scheduling.k8s.io/v1/priorityclasses               list
+    /apis/coordination.k8s.io/v1/namespaces/{ns}/leases[/{name}]        get, create, replace
+
+Faults are injected through `MemoryCluster.inject(verb, kind, status)`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+from placer.controller.memory_adapter import MemoryCluster
+from placer.model.errors import ClusterError, InputError
+
+__all__ = ["ApiServer"]
+
+_ROUTES = [
+    (re.compile(r"^/api/v1/nodes(?:/(?P<name>[^/]+))?$"), "nodes"),
+    (re.compile(r"^/api/v1/pods$"), "pods"),
+    (re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods(?:/(?P<name>[^/]+))?$"), "pods"),
+    (re.compile(r"^/api/v1/events$"), "events"),
+    (re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/events(?:/(?P<name>[^/]+))?$"), "events"),
+    (re.compile(r"^/apis/jobset\.x-k8s\.io/v1alpha2/jobsets$"), "jobsets"),
+    (
+        re.compile(
+            r"^/apis/jobset\.x-k8s\.io/v1alpha2/namespaces/(?P<ns>[^/]+)/jobsets"
+            r"(?:/(?P<name>[^/]+))?$"
+        ),
+        "jobsets",
+    ),
+    (
+        re.compile(r"^/apis/scheduling\.k8s\.io/v1/priorityclasses(?:/(?P<name>[^/]+))?$"),
+        "priorityclasses",
+    ),
+    (
+        re.compile(
+            r"^/apis/coordination\.k8s\.io/v1/namespaces/(?P<ns>[^/]+)/leases"
+            r"(?:/(?P<name>[^/]+))?$"
+        ),
+        "leases",
+    ),
+]
+
+_LIST_KIND = {
+    "nodes": "NodeList",
+    "pods": "PodList",
+    "events": "EventList",
+    "jobsets": "JobSetList",
+    "priorityclasses": "PriorityClassList",
+    "leases": "LeaseList",
+}
+
+
+def _status(code: int, message: str) -> dict[str, Any]:
+    reason = {
+        404: "NotFound",
+        409: "Conflict",
+        410: "Expired",
+        422: "Invalid",
+        415: "UnsupportedMediaType",
+        429: "TooManyRequests",
+    }.get(code, "InternalError")
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        pass
+
+    def _route(self) -> tuple[str, str | None, str | None, dict[str, list[str]]]:
+        url = urlparse(self.path)
+        for pattern, kind in _ROUTES:
+            m = pattern.match(url.path)
+            if m:
+                groups = m.groupdict()
+                return kind, groups.get("ns"), groups.get("name"), parse_qs(url.query)
+        raise ClusterError(f"no route for {url.path}", status=404)
+
+    def _send(self, code: int, body: Any) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _body(self) -> Any:
+        length = int(self.headers.get("Content-Length") or 0)
+        return json.loads(self.rfile.read(length) or b"{}")
+
+    def _handle(self, method: str) -> None:
+        self.server.requests.append((method, self.path))
+        try:
+            kind, ns, name, query = self._route()
+            store = self.server.cluster
+            if method == "GET" and name is None and query.get("watch", [""])[0] == "true":
+                return self._watch(kind, ns, query)
+            if method == "GET" and name is None:
+                listing = store.list(
+                    kind,
+                    namespace=ns,  # type: ignore[arg-type]
+                    label_selector=query.get("labelSelector", [""])[0],
+                )
+                return self._send(
+                    200,
+                    {
+                        "kind": _LIST_KIND[kind],
+                        "apiVersion": "v1",
+                        "metadata": {"resourceVersion": listing.resource_version},
+                        "items": listing.items,
+                    },
+                )
+            if method == "GET":
+                return self._send(200, store.get(kind, name, namespace=ns))  # type: ignore
+            if method == "PATCH":
+                ctype = self.headers.get("Content-Type", "")
+                if "json-patch" in ctype:
+                    raise ClusterError("JSON patch is not supported by this stand-in", status=415)
+                return self._send(
+                    200,
+                    store.patch(
+                        kind,
+                        name or "",
+                        self._body(),  # type: ignore
+                        namespace=ns,
+                    ),
+                )
+            if method == "PUT":
+                obj = self._body()
+                obj.setdefault("metadata", {}).setdefault("namespace", ns)
+                return self._send(200, store.replace(kind, obj))
+            if method == "POST":
+                obj = self._body()
+                if ns:
+                    obj.setdefault("metadata", {})["namespace"] = ns
+                return self._send(201, store.create(kind, obj))  # type: ignore[arg-type]
+            raise ClusterError(f"method {method} not allowed", status=405)
+        except ClusterError as e:
+            self._send(e.status or 500, _status(e.status or 500, str(e)))
+        except InputError as e:
+            self._send(400, _status(400, str(e)))
+
+    def _watch(self, kind: str, ns: str | None, query: dict[str, list[str]]) -> None:
+        store = self.server.cluster
+        events = store.watch(
+            kind,
+            resource_version=query.get("resourceVersion", [""])[0],  # type: ignore[arg-type]
+            namespace=ns,
+            label_selector=query.get("labelSelector", [""])[0],
+            timeout_s=float(query.get("timeoutSeconds", ["30"])[0]),
+        )
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+
+        def chunk(obj: Any) -> None:
+            data = json.dumps(obj).encode() + b"\n"
+            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            self.wfile.flush()
+
+        try:
+            for event in events:
+                if self.server.stopping.is_set():
+                    break
+                chunk({"type": event.type, "object": event.object})
+        except ClusterError as e:
+            chunk({"type": "ERROR", "object": _status(e.status or 500, str(e))})
+        except (BrokenPipeError, ConnectionResetError):
+            return
+        try:
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def do_GET(self) -> None:
+        self._handle("GET")
+
+    def do_PATCH(self) -> None:
+        self._handle("PATCH")
+
+    def do_PUT(self) -> None:
+        self._handle("PUT")
+
+    def do_POST(self) -> None:
+        self._handle("POST")
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, cluster: MemoryCluster) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.cluster = cluster
+        self.stopping = threading.Event()
+        self.requests: list[tuple[str, str]] = []
+
+
+class ApiServer:
+    """`with ApiServer(cluster) as api: KubeAdapter(api.client())` - serves until the block ends."""
+
+    def __init__(self, cluster: MemoryCluster | None = None) -> None:
+        self.cluster = cluster or MemoryCluster()
+        self._server = _Server(self.cluster)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, daemon=True, kwargs={"poll_interval": 0.05}
+        )
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    @property
+    def requests(self) -> list[tuple[str, str]]:
+        return self._server.requests
+
+    def client(self) -> Any:
+        from kubernetes import client
+
+        cfg = client.Configuration()
+        cfg.host = self.url
+        return client.ApiClient(cfg)
+
+    def __enter__(self) -> ApiServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.stopping.set()
+        self._server.shutdown()
+        self._server.server_close()
