@@ -58,6 +58,8 @@ class NodeGroup:
     """Non-exclusive JobClass index -> pods that fit on one node."""
     resources: dict[str, int]
     """Free resources of one node (scaled integers)."""
+    parents: dict[str, str] = field(default_factory=dict)
+    """Required-locality level of a shared JobClass -> id of the enclosing domain."""
 
 
 @dataclass
@@ -72,6 +74,8 @@ class AggregatedProblem:
     """Exclusive key -> levels above it whose domains a JobSet should span as few of as possible."""
     required_level: dict[int, str] = field(default_factory=dict)
     """JobClass index -> level all its child Jobs must share (Kueue required topology)."""
+    shared_levels: list[str] = field(default_factory=list)
+    """Required-topology levels of shared JobClasses: their pods must share one such domain."""
     preferred_level: dict[int, str] = field(default_factory=dict)
     impossible: dict[str, str] = field(default_factory=dict)
     """JobSet key -> why no plan can admit it, found before solving."""
@@ -128,6 +132,15 @@ def _parents(ctx: PlacementContext, domain: Domain, levels: list[str]) -> dict[s
     return result
 
 
+def _node_parents(ctx: PlacementContext, node: Node, levels: list[str]) -> dict[str, str]:
+    result: dict[str, str] = {}
+    for level in levels:
+        path = ctx.topology.enclosing(node, level)
+        if path is not None:
+            result[level] = "/".join(v for _, v in path)
+    return result
+
+
 def _span_levels(ctx: PlacementContext, key: str) -> list[str]:
     """Levels strictly coarser than `key`: every domain of `key` lies inside one domain of them."""
     levels = [lv for lv in ctx.topology.levels if lv not in (key, HOSTNAME)]
@@ -136,7 +149,11 @@ def _span_levels(ctx: PlacementContext, key: str) -> list[str]:
         levels = [lv for lv in levels if ctx.topology.levels.index(lv) < depth]
     coarser = []
     for level in levels:
-        if all(len(_parents(ctx, d, [level])) == 1 for d in ctx.domains(key)):
+        spans = [
+            {ctx.topology.enclosing(ctx.nodes[n], level) for n in d.nodes} - {None}
+            for d in ctx.domains(key)
+        ]
+        if all(len(s) <= 1 for s in spans) and any(spans):
             coarser.append(level)
     return coarser
 
@@ -154,6 +171,9 @@ def aggregate(ctx: PlacementContext) -> AggregatedProblem:
     exclusive = [jc for jc in ctx.job_classes if jc.exclusive_key]
     shared = [jc for jc in ctx.job_classes if not jc.exclusive_key]
     problem = AggregatedProblem(ctx, exclusive, shared, [], [])
+    problem.shared_levels = sorted(
+        {jc.rjob.required_topology for jc in shared if jc.rjob.required_topology}
+    )
     _locality_requirements(problem)
     sig = _Signatures(ctx)
     overlap = _domains_overlap(ctx)
@@ -191,7 +211,7 @@ def aggregate(ctx: PlacementContext) -> AggregatedProblem:
         key_classes = [jc for jc in exclusive if jc.exclusive_key == key]
         groups: dict[Hashable, list[Domain]] = defaultdict(list)
         for d in ctx.domains(key):
-            parents = _parents(ctx, d, problem.span_levels[key])
+            parents = _parents(ctx, d, [*problem.span_levels[key], *problem.shared_levels])
             raw = (
                 d.path if overlap else "",
                 tuple(sorted(parents.items())),
@@ -293,7 +313,8 @@ def _node_groups(
     for node in sorted(ctx.snapshot.nodes, key=lambda n: n.name):
         if node.name in in_domain or not node.usable:
             continue
-        groups[sig.node(node)].append(node)
+        parents = tuple(sorted(_node_parents(ctx, node, problem.shared_levels).items()))
+        groups[(sig.node(node), parents)].append(node)
     for nodes in sorted(groups.values(), key=lambda ns: ns[0].name):
         capacity = {jc.index: node_cap(jc, nodes[0]) for jc in problem.shared}
         if not any(capacity.values()):
@@ -304,6 +325,7 @@ def _node_groups(
                 nodes=tuple(n.name for n in nodes),
                 capacity=capacity,
                 resources=scaled_free([nodes[0]]),
+                parents=_node_parents(ctx, nodes[0], problem.shared_levels),
             )
         )
     if overlap:

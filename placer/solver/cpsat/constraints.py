@@ -112,6 +112,7 @@ def add_locality(model: cp_model.CpModel, v: Variables, problem: AggregatedProbl
                     model.add(v.count[(jc.index, c.id)] <= jc.rjob.replicas * choices[parent])
             if problem.required_level.get(jc.index) == level:
                 model.add(sum(choices.values()) == v.admit[jc.jobset.key])
+    _add_shared_locality(model, v, problem)
     for jc in problem.exclusive:
         assert jc.exclusive_key is not None
         for level in problem.span_levels.get(jc.exclusive_key, []):
@@ -119,6 +120,27 @@ def add_locality(model: cp_model.CpModel, v: Variables, problem: AggregatedProbl
                 z = v.span.get((jc.jobset.key, level, c.parents.get(level, "")))
                 if z is not None:
                     model.add(v.count[(jc.index, c.id)] <= jc.rjob.replicas * z)
+
+
+def _add_shared_locality(model: cp_model.CpModel, v: Variables, problem: AggregatedProblem) -> None:
+    """Pods without an exclusive key but with a required topology stay in one such domain."""
+    parents_of = {c.id: c.parents for c in problem.domain_classes}
+    parents_of.update({g.id: g.parents for g in problem.node_groups})
+    for jc in problem.shared:
+        level = jc.rjob.required_topology
+        if level is None:
+            continue
+        choices = {p: x for (i, lv, p), x in v.local.items() if i == jc.index and lv == level}
+        need = jc.rjob.replicas * jc.rjob.pods_per_job
+        for (i, where), x in [*v.shared_in_class.items(), *v.shared_in_group.items()]:
+            if i != jc.index:
+                continue
+            parent = parents_of[where].get(level)
+            if parent is None:
+                model.add(x == 0)
+            else:
+                model.add(x <= need * choices[parent])
+        model.add(sum(choices.values()) == v.admit[jc.jobset.key])
 
 
 def add_strict_fifo(model: cp_model.CpModel, v: Variables, problem: AggregatedProblem) -> None:

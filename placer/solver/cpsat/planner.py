@@ -234,6 +234,20 @@ def solve_lexicographic(
     return result
 
 
+def _chosen_enclosing(
+    ctx: PlacementContext, v: Variables, values: dict[str, int], jc_index: int, level: str | None
+) -> tuple[str, ...] | None:
+    """Nodes of the `level` domain the solver chose for a shared JobClass that must stay in one."""
+    if level is None:
+        return None
+    for (i, lv, parent), x in v.local.items():
+        if i == jc_index and lv == level and values.get(x.name):
+            for d in ctx.domains(level):
+                if "/".join(val for _, val in d.path) == parent:
+                    return d.nodes
+    return None
+
+
 def materialize(
     ctx: PlacementContext, problem: AggregatedProblem, v: Variables, result: StageResult
 ) -> Plan | None:
@@ -271,8 +285,9 @@ def materialize(
         if js.key not in placements:
             continue
         for jc in [c for c in problem.shared if c.jobset.key == js.key]:
+            within = _chosen_enclosing(ctx, v, values, jc.index, jc.rjob.required_topology)
             for job_index in range(jc.rjob.replicas):
-                placed = ledger.place_shared(jc, job_index)
+                placed = ledger.place_shared(jc, job_index, within)
                 if placed is None:
                     return None
                 placements[js.key].append(placed)

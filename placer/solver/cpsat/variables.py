@@ -58,6 +58,28 @@ def create_variables(model: cp_model.CpModel, problem: AggregatedProblem) -> Var
                 v.local[(jc.index, level, parent)] = model.new_bool_var(
                     f"local[{jc.name},{level},{parent}]"
                 )
+    for jc in problem.shared:
+        level = jc.rjob.required_topology
+        if level is None:
+            continue
+        parents = {
+            c.parents[level]
+            for (i, cid) in v.shared_in_class
+            if i == jc.index
+            for c in problem.domain_classes
+            if c.id == cid and level in c.parents
+        }
+        parents |= {
+            g.parents[level]
+            for (i, gid) in v.shared_in_group
+            if i == jc.index
+            for g in problem.node_groups
+            if g.id == gid and level in g.parents
+        }
+        for parent in sorted(parents):
+            v.local[(jc.index, level, parent)] = model.new_bool_var(
+                f"local[{jc.name},{level},{parent}]"
+            )
     for js in ctx.jobsets:
         classes = [jc for jc in problem.exclusive if jc.jobset.key == js.key]
         if sum(jc.rjob.replicas for jc in classes) < 2:
