@@ -12,7 +12,22 @@ from pydantic import BaseModel, ConfigDict, Field
 from placer.model.resources import ResourceMap
 from placer.model.scheduling import Taint
 
-__all__ = ["ClusterSnapshot", "Node"]
+__all__ = ["ClusterSnapshot", "JobSetUsage", "Node"]
+
+
+class JobSetUsage(BaseModel):
+    """What the non-terminal pods of one running JobSet use on one node.
+
+    Kept so that a what-if can let a running JobSet finish (`placer.model.whatif.remove_jobset`):
+    its requests go back to `free`, its host ports are released, its hold on domains ends.
+    """
+
+    model_config = ConfigDict(frozen=True)
+    requests: ResourceMap = Field(default_factory=dict)
+    """Summed requests of its pods here, only of resources the node offers, one `pods` slot each."""
+    host_ports: tuple[tuple[int, str], ...] = ()
+    priority: int | None = None
+    """Its pods' priority when the source states it (pod `spec.priority`, PriorityClass)."""
 
 
 class Node(BaseModel):
@@ -28,6 +43,8 @@ class Node(BaseModel):
     used_host_ports: tuple[tuple[int, str], ...] = ()
     jobsets: tuple[str, ...] = ()
     """`namespace/name` of JobSets with non-terminal pods on this node (sorted)."""
+    jobset_usage: dict[str, JobSetUsage] = Field(default_factory=dict)
+    """`namespace/name` -> what its pods use here; may miss JobSets when the source did not say."""
 
     @property
     def usable(self) -> bool:

@@ -35,6 +35,7 @@ strict (unknown keys are errors, to catch typos), and every node is expanded fro
       requests: {google.com/tpu: "4"}  # per node; default: every accelerator on the node
       pods: 1                   # pod slots used per node (default 1)
       hostPorts: [8471]         # TCP host ports taken on each node (default none)
+      priority: low             # optional: its priority, a value or a priorityClasses name
 
 Templates substitute `{i}` (pool index), `{h}` (host index in the pool), `{n}` (node index in the
 entry, `(i - start) * hosts + h`) and `{pool}` (the rendered pool name; not in `name` itself). A
@@ -54,10 +55,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError
 
-from placer.model.cluster import ClusterSnapshot, Node
+from placer.model.cluster import ClusterSnapshot, JobSetUsage, Node
 from placer.model.errors import InputError
 from placer.model.manifests import validation_error
-from placer.model.resources import PODS, is_accelerator, parse_resource_map, subtract_resources
+from placer.model.resources import (
+    PODS,
+    add_resources,
+    is_accelerator,
+    parse_resource_map,
+    subtract_resources,
+)
 from placer.model.scheduling import Taint
 from placer.model.topology import HOSTNAME
 
@@ -116,6 +123,7 @@ class RunningSpec(_Closed):
     requests: dict[str, Scalar] | None = None
     pods: StrictInt = Field(default=1, ge=0)
     hostPorts: list[StrictInt] = Field(default_factory=list)
+    priority: StrictInt | StrictStr | None = None
 
 
 class Description(_Closed):
@@ -315,7 +323,9 @@ def _override(node: Node, o: NodeOverride, *, source: str, field: str) -> Node:
     )
 
 
-def _use(node: Node, r: RunningSpec, *, source: str, field: str) -> Node:
+def _use(
+    node: Node, r: RunningSpec, *, source: str, field: str, priority: int | None = None
+) -> Node:
     """Take capacity for one running entry: as if one of its pods ran on the node."""
     if r.requests is None:
         used = {k: v for k, v in node.allocatable.items() if is_accelerator(k)}
@@ -326,17 +336,47 @@ def _use(node: Node, r: RunningSpec, *, source: str, field: str) -> Node:
     if PODS in node.allocatable:
         used[PODS] = used.get(PODS, Decimal(0)) + r.pods
     jobsets = node.jobsets
+    usage = node.jobset_usage
+    entry_ports = tuple((p, "TCP") for p in r.hostPorts)
     if r.jobset:
         key = r.jobset if "/" in r.jobset else f"default/{r.jobset}"
         jobsets = tuple(sorted({*jobsets, key}))
-    ports = {*node.used_host_ports, *((p, "TCP") for p in r.hostPorts)}
+        before = usage.get(key, JobSetUsage())
+        mine = {k: v for k, v in used.items() if k in node.allocatable}
+        usage = {
+            **usage,
+            key: JobSetUsage(
+                requests=dict(sorted(add_resources(before.requests, mine).items())),
+                host_ports=tuple(sorted({*before.host_ports, *entry_ports})),
+                priority=priority if priority is not None else before.priority,
+            ),
+        }
+        usage = dict(sorted(usage.items()))
+    ports = {*node.used_host_ports, *entry_ports}
     return node.model_copy(
         update={
             "free": subtract_resources(node.free, used),
             "jobsets": jobsets,
             "used_host_ports": tuple(sorted(ports)),
+            "jobset_usage": usage,
         }
     )
+
+
+def _running_priority(
+    r: RunningSpec, classes: Mapping[str, int], *, source: str, field: str
+) -> int | None:
+    if r.priority is None or isinstance(r.priority, int):
+        return r.priority
+    if r.priority not in classes:
+        raise InputError(
+            f"unknown priority class {r.priority!r} "
+            f"(known: {', '.join(sorted(classes)) or 'none'})",
+            source=source,
+            field=f"{field}.priority",
+            code="priority-class",
+        )
+    return classes[r.priority]
 
 
 def parse_description(doc: Mapping[str, Any], *, source: str = "") -> ClusterSnapshot:
@@ -387,8 +427,9 @@ def parse_description(doc: Mapping[str, Any], *, source: str = "") -> ClusterSna
                     code="unknown-node",
                 )
             targets.extend(matched)
+        priority = _running_priority(r, desc.priorityClasses, source=source, field=field)
         for name in dict.fromkeys(targets):
-            nodes[name] = _use(nodes[name], r, source=source, field=field)
+            nodes[name] = _use(nodes[name], r, source=source, field=field, priority=priority)
     return ClusterSnapshot(
         nodes=tuple(nodes.values()),
         priority_classes=dict(desc.priorityClasses),

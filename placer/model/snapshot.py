@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError
 
-from placer.model.cluster import ClusterSnapshot, Node
+from placer.model.cluster import ClusterSnapshot, JobSetUsage, Node
 from placer.model.compact import DESCRIPTION_KIND, parse_description
 from placer.model.errors import InputError
 from placer.model.jobset import pod_host_ports
@@ -43,6 +44,10 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+JOBSET_PRIORITY_LABEL = "jobset.sigs.k8s.io/priority"
+"""The label JobSet puts on its pods with their priority (a running JobSet's priority, if no
+`spec.priority`)."""
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 """Pods in these phases hold no capacity."""
@@ -126,12 +131,33 @@ def _node(obj: Mapping[str, Any], source: str) -> Node:
     )
 
 
-def _apply_pods(nodes: list[Node], pods: Iterable[tuple[str, Mapping[str, Any]]]) -> list[Node]:
-    """Subtract the non-terminal pods bound to each node; collect host ports and JobSet owners."""
+def _pod_priority(
+    obj: Mapping[str, Any], labels: Mapping[str, str], classes: Mapping[str, int]
+) -> int | None:
+    """A running pod's priority: `spec.priority` (set by admission), JobSet's priority label,
+    or its PriorityClass; None when nothing says."""
+    spec = obj.get("spec") or {}
+    if isinstance(spec.get("priority"), int) and not isinstance(spec.get("priority"), bool):
+        return int(spec["priority"])
+    label = labels.get(JOBSET_PRIORITY_LABEL)
+    if label is not None and label.lstrip("-").isdigit():
+        return int(label)
+    name = spec.get("priorityClassName")
+    return classes.get(name) if isinstance(name, str) else None
+
+
+def _apply_pods(
+    nodes: list[Node],
+    pods: Iterable[tuple[str, Mapping[str, Any]]],
+    classes: Mapping[str, int] | None = None,
+) -> list[Node]:
+    """Subtract the non-terminal pods bound to each node; collect host ports and JobSet owners,
+    and what each JobSet's pods use per node (for what-ifs that let a JobSet finish)."""
     index = {n.name: i for i, n in enumerate(nodes)}
     used: dict[str, list[Mapping[str, Decimal]]] = {}
     ports: dict[str, set[tuple[int, str]]] = {}
     owners: dict[str, set[str]] = {}
+    usage: dict[str, dict[str, _Usage]] = {}
     for source, obj in pods:
         key = object_key(obj)
         try:
@@ -145,27 +171,56 @@ def _apply_pods(nodes: list[Node], pods: Iterable[tuple[str, Mapping[str, Any]]]
             log.debug("%s: pod %s is bound to unknown node %s; ignored", source, key, node)
             continue
         raw_spec = obj.get("spec") or {}
-        used.setdefault(node, []).append(
-            {**pod_request(raw_spec, source=source, obj=key), PODS: Decimal(1)}
-        )
-        ports.setdefault(node, set()).update(pod_host_ports(raw_spec))
+        request = {**pod_request(raw_spec, source=source, obj=key), PODS: Decimal(1)}
+        pod_ports = pod_host_ports(raw_spec)
+        used.setdefault(node, []).append(request)
+        ports.setdefault(node, set()).update(pod_ports)
         jobset = pod.metadata.labels.get(JOBSET_NAME_LABEL)
         if jobset:
-            owners.setdefault(node, set()).add(f"{pod.metadata.namespace}/{jobset}")
+            owner = f"{pod.metadata.namespace}/{jobset}"
+            owners.setdefault(node, set()).add(owner)
+            entry = usage.setdefault(node, {}).setdefault(owner, _Usage())
+            entry.requests.append(request)
+            entry.ports.update(pod_ports)
+            priority = _pod_priority(obj, pod.metadata.labels, classes or {})
+            if priority is not None:
+                entry.priority = max(
+                    priority, entry.priority if entry.priority is not None else priority
+                )
     result = list(nodes)
     for name, requests in used.items():
         n = result[index[name]]
         total = add_resources(*requests)
         # Only what the node offers can be used up; anything else the pod asks is not ours to count.
         total = {k: v for k, v in total.items() if k in n.allocatable}
+        per_jobset = {
+            owner: JobSetUsage(
+                requests={
+                    k: v
+                    for k, v in sorted(add_resources(*u.requests).items())
+                    if k in n.allocatable
+                },
+                host_ports=tuple(sorted(u.ports)),
+                priority=u.priority,
+            )
+            for owner, u in sorted(usage.get(name, {}).items())
+        }
         result[index[name]] = n.model_copy(
             update={
                 "free": subtract_resources(n.free, total),
                 "used_host_ports": tuple(sorted({*n.used_host_ports, *ports.get(name, ())})),
                 "jobsets": tuple(sorted({*n.jobsets, *owners.get(name, ())})),
+                "jobset_usage": {**n.jobset_usage, **per_jobset},
             }
         )
     return result
+
+
+@dataclass
+class _Usage:
+    requests: list[Mapping[str, Decimal]] = field(default_factory=list)
+    ports: set[tuple[int, str]] = field(default_factory=set)
+    priority: int | None = None
 
 
 def _priority_classes(objs: Iterable[tuple[str, Mapping[str, Any]]]) -> dict[str, int]:
@@ -189,9 +244,10 @@ def snapshot_from_objects(
 ) -> ClusterSnapshot:
     """Snapshot from Node, Pod and PriorityClass objects (dicts in API JSON shape)."""
     node_list = _check_unique([_node(obj, source) for obj in nodes], source)
+    classes = _priority_classes((source, p) for p in priority_classes)
     return ClusterSnapshot(
-        nodes=tuple(_apply_pods(node_list, ((source, p) for p in pods))),
-        priority_classes=_priority_classes((source, p) for p in priority_classes),
+        nodes=tuple(_apply_pods(node_list, ((source, p) for p in pods), classes)),
+        priority_classes=classes,
         levels=tuple(levels),
         source=source,
     )
@@ -247,7 +303,7 @@ def load_snapshot(paths: Sequence[str | Path]) -> ClusterSnapshot:
             code="no-nodes",
         )
     return ClusterSnapshot(
-        nodes=tuple(_apply_pods(_check_unique(nodes, ", ".join(sources)), pods)),
+        nodes=tuple(_apply_pods(_check_unique(nodes, ", ".join(sources)), pods, classes)),
         priority_classes=dict(sorted(classes.items())),
         levels=levels,
         source=", ".join(sources),
@@ -308,6 +364,7 @@ def _pod_object(
     requests: Mapping[str, Decimal],
     jobset: str | None,
     ports: Sequence[tuple[int, str]] = (),
+    priority: int | None = None,
 ) -> dict[str, Any]:
     extended = {k: v for k, v in requests.items() if is_extended_resource(k)}
     plain = {k: v for k, v in requests.items() if k not in extended}
@@ -324,11 +381,14 @@ def _pod_object(
     meta: dict[str, Any] = {"name": name, "namespace": namespace}
     if jobset:
         meta["labels"] = {JOBSET_NAME_LABEL: jobset}
+    spec: dict[str, Any] = {"nodeName": node, "containers": [container]}
+    if priority is not None:
+        spec["priority"] = priority
     return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": meta,
-        "spec": {"nodeName": node, "containers": [container]},
+        "spec": spec,
         "status": {"phase": "Running"},
     }
 
@@ -336,25 +396,52 @@ def _pod_object(
 def snapshot_to_kubectl_list(snapshot: ClusterSnapshot) -> dict[str, Any]:
     """Render as `kubectl get nodes,pods,priorityclasses -A -o json` would: a v1 List.
 
-    Each node's used capacity (allocatable - free) becomes pods: one per JobSet on the node (the
-    first carries the resources and host ports, so loading the list back gives the same node state),
-    plus unlabeled `kube-system` pods for leftover pod slots or usage without a JobSet.
+    Each node's used capacity (allocatable - free) becomes pods. A JobSet whose usage on the node
+    is known (`Node.jobset_usage`) gets one pod per `pods` slot it uses, the first carrying its
+    requests, host ports and priority; the first JobSet without known usage gets what is left
+    (older snapshots); unlabeled `kube-system` pods take leftover pod slots and usage without a
+    JobSet. Loading the list back gives the same nodes.
     """
     nodes: list[dict[str, Any]] = []
     pods: list[dict[str, Any]] = []
     counters: dict[str, int] = {}
+
+    def add(
+        jobset: str,
+        requests: Mapping[str, Decimal],
+        ports: Sequence[tuple[int, str]],
+        priority: int | None,
+        node: str,
+    ) -> None:
+        namespace, _, name = jobset.rpartition("/")
+        k = counters[jobset] = counters.get(jobset, -1) + 1
+        pods.append(
+            _pod_object(
+                f"{name}-worker-{k}", namespace or "default", node, requests, name, ports, priority
+            )
+        )
+
     for n in sorted(snapshot.nodes, key=lambda n: n.name):
         nodes.append(_node_object(n))
         used = {k: v for k, v in subtract_resources(n.allocatable, n.free).items() if v != 0}
+        ports: tuple[tuple[int, str], ...] = n.used_host_ports
+        known = [j for j in n.jobsets if j in n.jobset_usage]
+        for jobset in known:
+            u = n.jobset_usage[jobset]
+            requests = {k: v for k, v in u.requests.items() if k != PODS and v != 0}
+            used = {k: v for k, v in subtract_resources(used, u.requests).items() if v != 0}
+            ports = tuple(p for p in ports if p not in u.host_ports)
+            for i in range(max(1, int(u.requests.get(PODS, Decimal(1))))):
+                add(
+                    jobset,
+                    requests if i == 0 else {},
+                    u.host_ports if i == 0 else (),
+                    u.priority,
+                    n.name,
+                )
         slots = int(used.pop(PODS, Decimal(0)))
-        ports = n.used_host_ports
-        for jobset in n.jobsets:
-            namespace, _, name = jobset.rpartition("/")
-            k = counters[jobset] = counters.get(jobset, -1) + 1
-            pod = _pod_object(
-                f"{name}-worker-{k}", namespace or "default", n.name, used, name, ports
-            )
-            pods.append(pod)
+        for jobset in (j for j in n.jobsets if j not in n.jobset_usage):
+            add(jobset, used, ports, None, n.name)
             used, slots, ports = {}, slots - 1, ()
         filler = 0
         while slots > 0 or used or ports:
