@@ -115,6 +115,8 @@ class Controller:
         )
         self.announced: dict[str, str] = {}
         """JobSet -> the Unschedulable message already emitted."""
+        self.placed_announced: set[tuple[str, str]] = set()
+        """(JobSet, plan id) whose Placed event was sent (or found already sent)."""
         self.pending_since: dict[str, float] = {}
         self.failed_at: dict[str, tuple[int, float]] = {}
         """JobSet -> (capacity version, time) of its last unschedulable plan."""
@@ -197,7 +199,14 @@ class Controller:
             instance=self.config.identity,
         )
         writes = plan_writes(
-            state, managed, rev, planned, index, settings, announced=self.announced
+            state,
+            managed,
+            rev,
+            planned,
+            index,
+            settings,
+            announced=self.announced,
+            placed_announced=self.placed_announced,
         )
         executed = None
         if self.config.dry_run:
@@ -250,6 +259,8 @@ class Controller:
         for w in done:
             if isinstance(w, EmitEvent) and w.reason == "Unschedulable":
                 self.announced[w.jobset] = str(w.body.get("message"))
+            elif isinstance(w, EmitEvent) and w.reason == "Placed":
+                self.placed_announced.add((w.jobset, w.plan_id))
 
     def _observe(self, report: CycleReport) -> None:
         m = self.metrics

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from placer.controller.bindings import (
@@ -48,15 +49,14 @@ class WriteSettings:
     """This controller replica, for the events' reportingInstance."""
 
 
-def placed_message(record: Assignment, previous: Assignment | None) -> str:
-    moved = [n for n, j in record.jobs.items() if previous is None or previous.jobs.get(n) != j]
+def placed_message(record: Assignment) -> str:
+    """Derived from the record alone, so a controller restarted after writing the record emits the
+    very same event (same deterministic name: the create is a harmless 409 if it was sent)."""
     parts = [
         f"{n} -> {domain_id(j.domain) if j.domain else ','.join(sorted(set(j.nodes.values())))}"
         for n, j in record.jobs.items()
-        if n in moved
     ]
-    verb = "placed" if previous is None else "re-placed"
-    return f"{verb} {len(moved)} child Job(s): " + "; ".join(parts)
+    return f"placed {len(parts)} child Job(s) (plan {record.plan_id}): " + "; ".join(parts)
 
 
 def _running_jobs(state: ClusterState) -> dict[str, set[str]]:
@@ -168,11 +168,15 @@ def plan_writes(
     settings: WriteSettings,
     *,
     announced: Mapping[str, str] | None = None,
+    placed_announced: AbstractSet[tuple[str, str]] = frozenset(),
 ) -> list[Write]:
     """Every write this cycle needs, in the order they must happen.
 
     `announced` maps JobSet key -> the last `Unschedulable` message already emitted, so the same
-    reason is not repeated every cycle.
+    reason is not repeated every cycle; `placed_announced` holds the (JobSet key, plan id) pairs
+    whose `Placed` event this process already sent. A record this process has not announced (new,
+    or found on start) gets its `Placed` event; after a restart that is one create per JobSet,
+    answered 409 when the event already exists.
     """
     announced = announced or {}
     writes: list[Write] = []
@@ -215,28 +219,29 @@ def plan_writes(
                     annotation=new.to_annotation(),
                 )
             )
-            message = placed_message(new, ms.assignment)
-            writes.append(
-                EmitEvent(
-                    jobset=ms.key,
-                    namespace=ms.namespace,
-                    reason="Placed",
-                    body=event_body(
-                        ms.obj,
-                        reason="Placed",
-                        message=message,
-                        type_="Normal",
-                        now=settings.now,
-                        instance=settings.instance,
-                    ),
-                )
-            )
         if record is None and ms.key in rev.broken and ms.assignment is not None:
             # Not repaired: its domains stay held (labels kept), but no pod is released into them.
             labeled.append((ms.key, ms.assignment))
             continue
         if record is None:
             continue
+        if (ms.key, record.plan_id) not in placed_announced:
+            writes.append(
+                EmitEvent(
+                    jobset=ms.key,
+                    namespace=ms.namespace,
+                    reason="Placed",
+                    plan_id=record.plan_id,
+                    body=event_body(
+                        ms.obj,
+                        reason="Placed",
+                        message=placed_message(record),
+                        type_="Normal",
+                        now=settings.now,
+                        instance=settings.instance,
+                    ),
+                )
+            )
         labeled.append((ms.key, record))
         if settings.binding == "gate":
             writes.extend(_pod_writes(ms, record, state))

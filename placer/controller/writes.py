@@ -126,6 +126,8 @@ class EmitEvent(_Write):
     namespace: str
     reason: str
     body: Obj
+    plan_id: str = ""
+    """For `Placed`: the placement announced."""
 
     def describe(self) -> str:
         return f"event {self.reason} on JobSet {self.jobset}: {self.body.get('message')}"

@@ -1,0 +1,142 @@
+"""Small clusters and JobSets for the controller tests, and the checks every scenario ends with.
+
+A TPU-style cluster: `blocks` topology blocks (label `BLOCK`) of `per_block` nodes, each node with
+4 chips. A JobSet's child Jobs are exclusive per block, so "which block" is the whole placement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from placer.controller import simulate as sim
+from placer.controller.adapter import ClusterAdapter, Obj
+from placer.controller.memory_adapter import MemoryCluster
+from placer.controller.reconcile import Controller, ControllerConfig, CycleReport
+from placer.model.assignment import ASSIGNMENT_ANNOTATION, PLACEMENT_GATE, Assignment
+from placer.solver.checker import check
+
+__all__ = [
+    "BLOCK",
+    "TPU",
+    "add_jobset",
+    "assert_exclusive",
+    "assert_valid",
+    "block_of",
+    "controller",
+    "events",
+    "gated",
+    "pod_requirements",
+    "record",
+    "tpu_cluster",
+]
+
+BLOCK = "cloud.google.com/gce-topology-block"
+TPU = "google.com/tpu"
+
+
+def tpu_cluster(blocks: int = 3, per_block: int = 2, *, chips: int = 4) -> MemoryCluster:
+    cluster = MemoryCluster()
+    for b in range(blocks):
+        for i in range(per_block):
+            cluster.create(
+                "nodes",
+                sim.node_object(
+                    f"n-{b}-{i}",
+                    {BLOCK: f"b{b}", "pool": "tpu"},
+                    allocatable={TPU: chips},
+                    taints=[{"key": TPU, "value": "present", "effect": "NoSchedule"}],
+                ),
+            )
+    return cluster
+
+
+def add_jobset(
+    cluster: MemoryCluster,
+    name: str,
+    *,
+    jobs: int = 2,
+    pods: int = 2,
+    chips: int = 4,
+    namespace: str = "default",
+    gate: bool = True,
+    node_labels: bool = False,
+    pods_now: bool = True,
+    priority: int | None = None,
+) -> Obj:
+    """A JobSet of `jobs` child Jobs of `pods` pods with `chips` each, exclusive per block."""
+    obj = sim.jobset_object(
+        name,
+        namespace=namespace,
+        replicated_jobs=[("w", jobs, pods, {TPU: str(chips)})],
+        exclusive_key=BLOCK,
+        gate=gate,
+        node_selector_strategy=node_labels,
+        priority=priority,
+    )
+    created = cluster.create("jobsets", obj)
+    if pods_now:
+        sim.create_pods(cluster, namespace, name)
+    return created
+
+
+def controller(adapter: ClusterAdapter, **config: Any) -> Controller:
+    """A controller planning at once (no gather window), with the greedy solver by default."""
+    settings: dict[str, Any] = {"solver": "best-fit", "window_s": 0.0, **config}
+    return Controller(adapter, ControllerConfig(**settings), sleep=lambda s: None)
+
+
+def assert_valid(report: CycleReport) -> CycleReport:
+    """Every plan the cycle made passes the independent checker."""
+    for plan, snapshot, requests in report.planned.plans:
+        assert check(plan, snapshot, requests, ControllerConfig().options) == []
+    return report
+
+
+def record(cluster: MemoryCluster, name: str, namespace: str = "default") -> Assignment | None:
+    obj = cluster.get("jobsets", name, namespace=namespace)
+    text = (obj["metadata"].get("annotations") or {}).get(ASSIGNMENT_ANNOTATION)
+    return None if text is None else Assignment.from_annotation(text)
+
+
+def block_of(assignment: Assignment, job: str) -> str:
+    domain = assignment.jobs[job].domain
+    assert domain is not None
+    return domain.value
+
+
+def assert_exclusive(cluster: MemoryCluster) -> None:
+    """No two child Jobs of unfinished JobSets hold the same block."""
+    seen: dict[str, str] = {}
+    for js in cluster.objects("jobsets"):
+        if (js.get("status") or {}).get("terminalState"):
+            continue
+        a = record(cluster, js["metadata"]["name"], js["metadata"]["namespace"])
+        for job in a.jobs if a else {}:
+            block = block_of(a, job)  # type: ignore[arg-type]
+            assert block not in seen, f"{job} and {seen[block]} share block {block}"
+            seen[block] = job
+
+
+def gated(pod: Obj) -> bool:
+    return any(g.get("name") == PLACEMENT_GATE for g in pod["spec"].get("schedulingGates") or [])
+
+
+def pod_requirements(pod: Obj) -> list[list[dict[str, Any]]]:
+    aff = (pod["spec"].get("affinity") or {}).get("nodeAffinity") or {}
+    terms = (aff.get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get(
+        "nodeSelectorTerms"
+    ) or []
+    return [t.get("matchExpressions") or [] for t in terms]
+
+
+def events(cluster: MemoryCluster, reason: str | None = None) -> list[Obj]:
+    return [e for e in cluster.objects("events") if reason is None or e["reason"] == reason]
+
+
+def jobset_pods(cluster: MemoryCluster, name: str) -> Iterable[Obj]:
+    return [
+        p
+        for p in cluster.objects("pods")
+        if p["metadata"]["labels"].get("jobset.sigs.k8s.io/jobset-name") == name
+    ]

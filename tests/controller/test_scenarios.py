@@ -1,0 +1,388 @@
+"""The controller's scenarios on the in-memory cluster (the same logic runs over HTTP in
+test_http.py): placing, refusing, competing, restarts, crashes, lost nodes, retries."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from placer.controller import simulate as sim
+from placer.controller.adapter import Kind, Listing, Obj
+from placer.controller.memory_adapter import MemoryCluster
+from placer.model.errors import ClusterError
+from tests.controller.builders import (
+    BLOCK,
+    add_jobset,
+    assert_exclusive,
+    assert_valid,
+    block_of,
+    controller,
+    events,
+    gated,
+    jobset_pods,
+    pod_requirements,
+    record,
+    tpu_cluster,
+)
+
+
+def test_gated_jobset_is_placed_and_every_pod_ungated_with_its_domain() -> None:
+    cluster = tpu_cluster(blocks=3)
+    add_jobset(cluster, "train", jobs=2, pods=2)
+    report = assert_valid(controller(cluster).run_once())
+    assert list(report.planned.placed) == ["default/train"]
+    a = record(cluster, "train")
+    assert a is not None and sorted(a.jobs) == ["train-w-0", "train-w-1"]
+    for pod in jobset_pods(cluster, "train"):
+        job = pod["metadata"]["labels"]["batch.kubernetes.io/job-name"]
+        assert not gated(pod)
+        assert pod_requirements(pod) == [
+            [{"key": BLOCK, "operator": "In", "values": [block_of(a, job)]}]
+        ]
+    # The scheduler then puts every pod inside its child Job's block.
+    bound = dict(sim.schedule(cluster))
+    assert len(bound) == 4
+    for pod in jobset_pods(cluster, "train"):
+        job = pod["metadata"]["labels"]["batch.kubernetes.io/job-name"]
+        node = cluster.get("nodes", pod["spec"]["nodeName"])
+        assert node["metadata"]["labels"][BLOCK] == block_of(a, job)
+    [placed] = events(cluster, "Placed")
+    assert placed["involvedObject"]["name"] == "train"
+    assert "train-w-0 -> b" in placed["message"]
+
+
+def test_writes_are_bounded_and_a_second_pass_writes_nothing() -> None:
+    cluster = tpu_cluster(blocks=3)
+    add_jobset(cluster, "train", jobs=2, pods=2)
+    cluster.calls.clear()
+    ctl = controller(cluster)
+    report = ctl.run_once()
+    ops = [w.op for w in report.writes]
+    assert ops == ["record", "event", "ungate", "ungate", "ungate", "ungate"]
+    writes = [c for c in cluster.calls if c[0] in ("patch", "create", "replace")]
+    assert len(writes) == 4 + 2  # one per pod, two per JobSet
+    assert ctl.run_once().writes == []
+    # A restarted controller does not know the event was sent: it sends it again, answered 409.
+    again = controller(cluster).run_once()
+    assert [w.op for w in again.writes] == ["event"]
+    assert len(events(cluster, "Placed")) == 1
+
+
+def test_pods_created_after_the_record_get_the_same_domain() -> None:
+    cluster = tpu_cluster(blocks=3)
+    add_jobset(cluster, "train", jobs=2, pods=2, pods_now=False)
+    ctl = controller(cluster)
+    ctl.run_once()
+    a = record(cluster, "train")
+    assert a is not None
+    sim.create_pods(cluster, "default", "train")
+    report = ctl.run_once()
+    assert [w.op for w in report.writes] == ["ungate"] * 4
+    assert report.planned.plans == []  # nothing re-planned
+    for pod in jobset_pods(cluster, "train"):
+        assert not gated(pod)
+
+
+def test_unschedulable_jobset_stays_gated_with_one_event() -> None:
+    cluster = tpu_cluster(blocks=2)
+    add_jobset(cluster, "huge", jobs=3, pods=2)
+    ctl = controller(cluster)
+    report = assert_valid(ctl.run_once())
+    assert "default/huge" in report.planned.unschedulable
+    assert record(cluster, "huge") is None
+    assert all(gated(p) for p in jobset_pods(cluster, "huge"))
+    [event] = events(cluster, "Unschedulable")
+    assert event["type"] == "Warning" and event["message"]
+    ctl.run_once()  # same reason: not announced again
+    assert len(events(cluster, "Unschedulable")) == 1
+
+
+def test_competing_jobsets_never_share_a_block() -> None:
+    cluster = tpu_cluster(blocks=3)
+    add_jobset(cluster, "a", jobs=2)
+    add_jobset(cluster, "b", jobs=2)
+    report = assert_valid(controller(cluster).run_once())
+    assert len(report.planned.placed) == 1 and len(report.planned.unschedulable) == 1
+    assert_exclusive(cluster)
+    loser = next(iter(report.planned.unschedulable)).split("/")[1]
+    assert all(gated(p) for p in jobset_pods(cluster, loser))
+
+
+def test_a_recorded_but_unscheduled_placement_is_held_against_later_jobsets() -> None:
+    cluster = tpu_cluster(blocks=4)
+    ctl = controller(cluster)
+    add_jobset(cluster, "a", jobs=2)
+    assert_valid(ctl.run_once())
+    add_jobset(cluster, "b", jobs=2)  # a's pods are ungated but not running: only the record holds
+    assert_valid(ctl.run_once())
+    add_jobset(cluster, "c", jobs=1)
+    report = assert_valid(ctl.run_once())
+    assert "default/c" in report.planned.unschedulable
+    assert_exclusive(cluster)
+    assert {
+        block_of(record(cluster, n), f"{n}-w-{i}")  # type: ignore[arg-type]
+        for n in "ab"
+        for i in range(2)
+    } == {"b0", "b1", "b2", "b3"}
+
+
+def test_finished_jobset_releases_its_blocks() -> None:
+    cluster = tpu_cluster(blocks=2)
+    ctl = controller(cluster)
+    add_jobset(cluster, "a", jobs=2)
+    ctl.run_once()
+    sim.schedule(cluster)
+    add_jobset(cluster, "b", jobs=2)
+    assert "default/b" in ctl.run_once().planned.unschedulable
+    sim.finish(cluster, "default", "a")
+    report = assert_valid(ctl.run_once())
+    assert list(report.planned.placed) == ["default/b"]
+
+
+def test_deleted_jobset_releases_its_blocks() -> None:
+    cluster = tpu_cluster(blocks=2)
+    ctl = controller(cluster)
+    add_jobset(cluster, "a", jobs=2)
+    ctl.run_once()
+    for p in jobset_pods(cluster, "a"):
+        cluster.delete("pods", p["metadata"]["name"], namespace="default")
+    cluster.delete("jobsets", "a", namespace="default")
+    add_jobset(cluster, "b", jobs=2)
+    assert list(assert_valid(ctl.run_once()).planned.placed) == ["default/b"]
+
+
+def test_restart_keeps_the_domains() -> None:
+    cluster = tpu_cluster(blocks=4)
+    ctl = controller(cluster)
+    add_jobset(cluster, "train", jobs=2)
+    ctl.run_once()
+    before = record(cluster, "train")
+    sim.schedule(cluster)
+    new_pods = sim.restart(cluster, "default", "train")  # pods recreated, gated, attempt 1
+    assert new_pods and all(gated(p) for p in new_pods)
+    report = ctl.run_once()
+    assert [w.op for w in report.writes] == ["ungate"] * 4
+    assert record(cluster, "train") == before
+    for pod in jobset_pods(cluster, "train"):
+        job = pod["metadata"]["labels"]["batch.kubernetes.io/job-name"]
+        assert pod["metadata"]["labels"]["jobset.sigs.k8s.io/restart-attempt"] == "1"
+        assert pod_requirements(pod) == [
+            [{"key": BLOCK, "operator": "In", "values": [block_of(before, job)]}]
+        ]  # type: ignore
+
+
+def test_a_lost_node_replaces_only_the_affected_child_job() -> None:
+    cluster = tpu_cluster(blocks=3)
+    ctl = controller(cluster)
+    add_jobset(cluster, "train", jobs=2)
+    ctl.run_once()
+    sim.schedule(cluster)
+    before = record(cluster, "train")
+    assert before is not None
+    lost_block = block_of(before, "train-w-0")
+    kept_block = block_of(before, "train-w-1")
+    lost_node = f"n-{lost_block[1:]}-0"
+    sim.set_node(cluster, lost_node, ready=False)
+    # The pod on the lost node dies; the Job controller recreates it, gated.
+    for p in jobset_pods(cluster, "train"):
+        if p["spec"].get("nodeName") == lost_node:
+            cluster.delete("pods", p["metadata"]["name"], namespace="default")
+    sim.create_pods(cluster, "default", "train")
+    report = assert_valid(ctl.run_once())
+    assert report.review.broken["default/train"].keys() == {"train-w-0"}
+    after = record(cluster, "train")
+    assert after is not None
+    assert block_of(after, "train-w-1") == kept_block
+    assert block_of(after, "train-w-0") not in (lost_block, kept_block)
+    [replacement] = [p for p in jobset_pods(cluster, "train") if not p["spec"].get("nodeName")]
+    assert pod_requirements(replacement) == [
+        [{"key": BLOCK, "operator": "In", "values": [block_of(after, "train-w-0")]}]
+    ]
+    placed = [e["message"] for e in events(cluster, "Placed")]
+    assert len(placed) == 2 and any(
+        f"(plan {after.plan_id})" in m and f"train-w-0 -> {block_of(after, 'train-w-0')}" in m
+        for m in placed
+    )
+
+
+def test_a_lost_node_with_no_spare_block_keeps_the_record_and_says_why() -> None:
+    cluster = tpu_cluster(blocks=2)
+    ctl = controller(cluster)
+    add_jobset(cluster, "train", jobs=2)
+    ctl.run_once()
+    before = record(cluster, "train")
+    sim.set_node(cluster, "n-0-0", unschedulable=True)
+    report = ctl.run_once()
+    assert "default/train" in report.planned.unschedulable
+    assert record(cluster, "train") == before
+    [event] = events(cluster, "Unschedulable")
+    assert "cordoned" in event["message"] and "cannot re-place" in event["message"]
+
+
+class Killed(BaseException):
+    """The process dies: not an error anything in the controller catches."""
+
+
+class Dying:
+    """Forwards to a cluster, and kills the caller on the `after`-th write."""
+
+    def __init__(self, cluster: MemoryCluster, after: int) -> None:
+        self.cluster, self.after, self.writes = cluster, after, 0
+
+    def _write(self) -> None:
+        if self.writes == self.after:
+            raise Killed
+        self.writes += 1
+
+    def list(self, kind: Kind, **kw: Any) -> Listing:
+        return self.cluster.list(kind, **kw)
+
+    def watch(self, kind: Kind, **kw: Any) -> Any:
+        return self.cluster.watch(kind, **kw)
+
+    def get(self, kind: Kind, name: str, **kw: Any) -> Obj:
+        return self.cluster.get(kind, name, **kw)
+
+    def patch(self, kind: Kind, name: str, patch: Obj, **kw: Any) -> Obj:
+        self._write()
+        return self.cluster.patch(kind, name, patch, **kw)
+
+    def create(self, kind: Kind, obj: Obj) -> Obj:
+        self._write()
+        return self.cluster.create(kind, obj)
+
+    def lead(self, **kw: Any) -> None:
+        self.cluster.lead(**kw)
+
+
+@pytest.mark.parametrize("after", range(6))
+def test_killed_between_two_writes_resumes_without_loss_or_duplication(after: int) -> None:
+    cluster = tpu_cluster(blocks=3)
+    add_jobset(cluster, "train", jobs=2, pods=2)
+    with pytest.raises(Killed):
+        controller(Dying(cluster, after)).run_once()  # type: ignore[arg-type]
+    written_before = record(cluster, "train")
+    report = assert_valid(controller(cluster).run_once())  # a fresh controller: no memory
+    final = record(cluster, "train")
+    assert final is not None
+    if written_before is not None:
+        assert final == written_before and not report.planned.plans
+    for pod in jobset_pods(cluster, "train"):
+        job = pod["metadata"]["labels"]["batch.kubernetes.io/job-name"]
+        assert pod_requirements(pod) == [
+            [{"key": BLOCK, "operator": "In", "values": [block_of(final, job)]}]
+        ]
+    assert len(events(cluster, "Placed")) == 1
+    pod_writes = [c for c in cluster.calls if c[0] == "patch" and c[1] == "pods"]
+    assert len(pod_writes) == 4  # each pod written exactly once across both lives
+    jobset_writes = [c for c in cluster.calls if c[0] == "patch" and c[1] == "jobsets"]
+    assert len(jobset_writes) == 1
+
+
+@pytest.mark.parametrize(
+    ("verb", "kind", "status"),
+    [
+        pytest.param("patch", "jobsets", 503, id="record-503"),
+        pytest.param("patch", "pods", 500, id="pod-500"),
+        pytest.param("patch", "pods", 429, id="pod-429"),
+        pytest.param("create", "events", 503, id="event-503"),
+        pytest.param("patch", "jobsets", 409, id="record-409"),
+        pytest.param("patch", "pods", 409, id="pod-409"),
+    ],
+)
+def test_conflicts_and_server_errors_are_retried(verb: str, kind: str, status: int) -> None:
+    cluster = tpu_cluster(blocks=3)
+    add_jobset(cluster, "train", jobs=2, pods=2)
+    cluster.inject(verb, kind, status, times=2)
+    report = controller(cluster).run_once()
+    assert report.executed is not None and report.executed.failed == []
+    assert record(cluster, "train") is not None
+    assert not any(gated(p) for p in jobset_pods(cluster, "train"))
+    assert len(events(cluster, "Placed")) == 1
+
+
+def test_a_record_written_by_someone_else_meanwhile_aborts_ours() -> None:
+    cluster = tpu_cluster(blocks=3)
+    add_jobset(cluster, "train", jobs=2, pods=2)
+    ctl = controller(cluster)
+    ctl.cache.relist()
+    # Another writer records first (e.g. a replica that still believed it led).
+    other = '{"jobs":{},"jobset":"default/train","pinned":false,"plan_id":"x"}'
+    cluster.patch(
+        "jobsets",
+        "train",
+        {"metadata": {"annotations": {"placer.dev/assignment": other}}},
+        namespace="default",
+    )
+    report = ctl.run_cycle(force_plan=True)  # decided on the stale cache: no record seen
+    assert report.executed is not None
+    assert next(w.op for w, _ in report.executed.dropped) == "record"
+    assert all(gated(p) for p in jobset_pods(cluster, "train"))
+
+
+def test_temporary_errors_give_up_after_the_attempts_and_ungate_nothing() -> None:
+    cluster = tpu_cluster(blocks=3)
+    add_jobset(cluster, "train", jobs=2, pods=2)
+    cluster.inject("patch", "jobsets", 503, times=100)
+    report = controller(cluster).run_once()
+    assert report.executed is not None and [w.op for w, _ in report.executed.failed] == ["record"]
+    assert {w.op for w, _ in report.executed.dropped} == {"event", "ungate"}
+    assert all(gated(p) for p in jobset_pods(cluster, "train"))
+
+
+def test_dry_run_writes_nothing() -> None:
+    cluster = tpu_cluster(blocks=3)
+    add_jobset(cluster, "train", jobs=2, pods=2)
+    report = controller(cluster, dry_run=True).run_once()
+    assert len(report.writes) == 6 and report.executed is None
+    assert record(cluster, "train") is None
+    assert all(gated(p) for p in jobset_pods(cluster, "train"))
+
+
+def test_unmanaged_jobsets_are_left_alone() -> None:
+    cluster = tpu_cluster(blocks=3)
+    add_jobset(cluster, "plain", gate=False)
+    report = controller(cluster).run_once()
+    assert report.managed == [] and report.writes == []
+
+
+def test_namespaces_limit_what_is_managed() -> None:
+    cluster = tpu_cluster(blocks=3)
+    add_jobset(cluster, "a", jobs=1, namespace="team-a")
+    add_jobset(cluster, "b", jobs=1, namespace="team-b")
+    report = controller(cluster, namespaces=("team-a",)).run_once()
+    assert [m.key for m in report.managed] == ["team-a/a"]
+    assert record(cluster, "b", "team-b") is None
+
+
+def test_pinned_nodes_add_the_hostname() -> None:
+    cluster = tpu_cluster(blocks=2)
+    add_jobset(cluster, "train", jobs=1, pods=2)
+    controller(cluster, pin_nodes=True).run_once()
+    a = record(cluster, "train")
+    assert a is not None and a.pinned and sorted(a.jobs["train-w-0"].nodes) == [0, 1]
+    for pod in jobset_pods(cluster, "train"):
+        index = int(pod["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"])
+        [term] = pod_requirements(pod)
+        assert term[-1] == {
+            "key": "kubernetes.io/hostname",
+            "operator": "In",
+            "values": [a.jobs["train-w-0"].nodes[index]],
+        }
+
+
+def test_cpsat_places_what_the_greedy_places() -> None:
+    cluster = tpu_cluster(blocks=3)
+    add_jobset(cluster, "a", jobs=1)
+    add_jobset(cluster, "b", jobs=2)
+    report = assert_valid(controller(cluster, solver="cpsat").run_once())
+    assert sorted(report.planned.placed) == ["default/a", "default/b"]
+    assert_exclusive(cluster)
+
+
+def test_cluster_errors_carry_status() -> None:
+    cluster = MemoryCluster()
+    with pytest.raises(ClusterError) as e:
+        cluster.get("nodes", "missing")
+    assert e.value.status == 404
