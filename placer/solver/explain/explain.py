@@ -1,0 +1,158 @@
+"""`placer explain`'s engine: plan the queue as `placer plan` would, then say why one JobSet is out.
+
+Phases, each one function below:
+  plan        the same solver and options as `placer plan`, on the same snapshot and queue
+  locate      where the JobSet went (placed: done; running on the snapshot: say where)
+  count       per replicated job, domains or nodes by reason (`reasons_detail.diagnose`)
+  conflict    a minimal set of requirements that cannot hold together (`conflicts.find_conflict`)
+  remedies    changes that make it fit, each checked by re-planning (`remedies.find_remedies`)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from placer.model.cluster import ClusterSnapshot
+from placer.model.errors import InputError
+from placer.model.options import SolveOptions
+from placer.model.plan import Plan, SolverReport
+from placer.model.topology import HOSTNAME
+from placer.model.whatif import running_jobsets
+from placer.model.workload import JobSetRequest
+from placer.solver.checker import check
+from placer.solver.context import PlacementContext
+from placer.solver.explain.conflicts import ConflictInputs, find_conflict
+from placer.solver.explain.reasons_detail import diagnose, occupancy_from_plan
+from placer.solver.explain.remedies import Replanner, find_remedies
+from placer.solver.explain.result import Explanation
+from placer.solver.registry import get_solver
+
+__all__ = ["explain_jobset", "find_target"]
+
+
+def find_target(jobsets: Sequence[JobSetRequest], name: str) -> JobSetRequest | None:
+    """The JobSet called `namespace/name`, or plain `name` when exactly one JobSet has it."""
+    for js in jobsets:
+        if js.key == name:
+            return js
+    if "/" not in name:
+        matches = [js for js in jobsets if js.name == name]
+        if len(matches) == 1:
+            return matches[0]
+    return None
+
+
+def explain_jobset(
+    snapshot: ClusterSnapshot,
+    jobsets: Sequence[JobSetRequest],
+    name: str,
+    options: SolveOptions,
+    *,
+    solver: str = "cpsat",
+    whatif: Sequence[str] = (),
+    remedies: bool = True,
+    replan_budget: int = 24,
+) -> Explanation:
+    """Why JobSet `name` is (not) placed when `jobsets` are planned onto `snapshot`."""
+    target = find_target(jobsets, name)
+    if target is None:
+        return _not_pending(snapshot, jobsets, name, options, whatif)
+    plan = _plan(snapshot, jobsets, options, solver)
+    notes = [f"plan check: {v}" for v in check(plan, snapshot, jobsets, options)]
+    outcome = plan.outcome(target.key)
+    base = {
+        "jobset": target.key,
+        "status": outcome.status,
+        "priority": target.priority,
+        "reason": outcome.reason,
+        "whatif": list(whatif),
+        "jobs": list(outcome.jobs),
+        "solver": plan.solver,
+    }
+    if outcome.status == "placed":
+        return Explanation(**base, notes=notes)  # type: ignore[arg-type]
+    ctx = PlacementContext(snapshot, jobsets, options)
+    diagnosis = diagnose(ctx, target, occupancy_from_plan(ctx, plan))
+    others = tuple(
+        js for js in jobsets if js.key != target.key and plan.outcome(js.key).status == "placed"
+    )
+    inputs = ConflictInputs(snapshot=snapshot, target=target, others=others, options=options)
+    conflict = find_conflict(inputs)
+    if outcome.reason.startswith("strict-fifo"):
+        notes.append(
+            f"{outcome.reason}; the counts and conflict below are what it meets once that one "
+            "is admitted"
+        )
+    found = []
+    if remedies:
+        replanner = Replanner(snapshot, list(jobsets), options, solver=solver, budget=replan_budget)
+        found = find_remedies(replanner, inputs, diagnosis)
+        notes.extend(replanner.notes)
+        if not found:
+            notes.append(
+                "no remedy found among fewer replicas, other topology values, "
+                "relaxed locality, preemption and waiting for running JobSets"
+            )
+    return Explanation(
+        **base,  # type: ignore[arg-type]
+        replicated_jobs=diagnosis,
+        conflict=conflict,
+        remedies=found,
+        notes=notes,
+    )
+
+
+def _plan(
+    snapshot: ClusterSnapshot,
+    jobsets: Sequence[JobSetRequest],
+    options: SolveOptions,
+    solver: str,
+) -> Plan:
+    return get_solver(solver).solve(snapshot, jobsets, options)
+
+
+def _not_pending(
+    snapshot: ClusterSnapshot,
+    jobsets: Sequence[JobSetRequest],
+    name: str,
+    options: SolveOptions,
+    whatif: Sequence[str],
+) -> Explanation:
+    """A JobSet that is not in the queue: running on the snapshot (say where), or a usage error."""
+    key = name if "/" in name else f"default/{name}"
+    if key not in running_jobsets(snapshot):
+        given = len(jobsets)
+        raise InputError(
+            f"not among the {given} JobSet{'s' if given != 1 else ''} given and not running on "
+            "the cluster",
+            obj=name,
+            field="NAMESPACE/NAME",
+            code="unknown-jobset",
+        )
+    nodes = sorted(n.name for n in snapshot.nodes if key in n.jobsets)
+    levels = [lv for lv in (options.levels or snapshot.levels) if lv != HOSTNAME]
+    held = sorted(
+        {
+            f"{lv}={n.labels[lv]}"
+            for n in snapshot.nodes
+            if key in n.jobsets
+            for lv in levels
+            if lv in n.labels
+        }
+    )
+    notes = [f"running, not pending: its pods are on {_listed(nodes, 'node')}"]
+    if held:
+        notes.append(f"it holds {_listed(held, 'domain')}")
+    return Explanation(
+        jobset=key,
+        status="running",
+        whatif=list(whatif),
+        notes=notes,
+        solver=SolverReport(name="none", status="NOT_RUN"),
+    )
+
+
+def _listed(items: Sequence[str], word: str, shown: int = 8) -> str:
+    head = ", ".join(items[:shown])
+    more = f", +{len(items) - shown} more" if len(items) > shown else ""
+    return f"{len(items)} {word}{'s' if len(items) != 1 else ''} ({head}{more})"

@@ -1,0 +1,375 @@
+"""What would make a JobSet fit: candidate changes, each checked by planning the whole queue again.
+
+A remedy is only reported as verified when the re-plan (same solver, same options) places the
+JobSet and the independent checker accepts that plan. Candidates come from cheap questions first:
+
+- fewer replicas: the most child Jobs the replicated job can get (CP-SAT, `max_replicas`);
+- another topology value: other values of the pod's nodeSelector keys that nodes carry, tried when
+  enough domains would fit the changed pod on an otherwise empty plan;
+- relaxed locality: required topology turned into preferred;
+- preempting lower-priority pending JobSets or yielding to same-priority ones the plan preferred
+  (the fewest to leave out, CP-SAT `min_drops`);
+- preempting lower-priority running JobSets (priority known from the snapshot) or waiting for
+  running JobSets to finish (`placer.model.whatif.remove_jobset`): one at a time, then the fewest
+  that together suffice.
+
+The number of re-plans is bounded (`Replanner.budget`); what was not tried is noted.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from placer.model.cluster import ClusterSnapshot
+from placer.model.options import SolveOptions
+from placer.model.plan import JobPlacement, Plan
+from placer.model.whatif import remove_jobset, running_priority
+from placer.model.workload import JobSetRequest, ReplicatedJobRequest
+from placer.solver.checker import check
+from placer.solver.context import PlacementContext
+from placer.solver.explain.conflicts import ConflictInputs, max_replicas, min_drops
+from placer.solver.explain.result import Remedy, ReplicatedJobDiagnosis
+from placer.solver.registry import get_solver
+
+__all__ = ["Replanner", "find_remedies"]
+
+_MAX_RUNNING_CANDIDATES = 6
+_MAX_TOPOLOGY_TRIES = 3
+
+
+@dataclass
+class Replanner:
+    """Plans the queue again with one change; counts re-plans against a budget."""
+
+    snapshot: ClusterSnapshot
+    jobsets: list[JobSetRequest]
+    options: SolveOptions
+    solver: str = "cpsat"
+    budget: int = 24
+    used: int = 0
+    notes: list[str] = field(default_factory=list)
+    _memo: dict[tuple[str, ...], list[JobPlacement] | None] = field(default_factory=dict)
+
+    def try_plan(
+        self,
+        key: str,
+        *,
+        snapshot: ClusterSnapshot | None = None,
+        jobsets: Sequence[JobSetRequest] | None = None,
+        memo: tuple[str, ...] | None = None,
+    ) -> list[JobPlacement] | None:
+        """Where JobSet `key` goes in the re-plan, or None if it is not placed (or out of budget).
+
+        `memo` names the change, so asking about the same change twice plans once.
+        """
+        if memo is not None and memo in self._memo:
+            return self._memo[memo]
+        jobs = self._plan(key, snapshot, jobsets)
+        if memo is not None:
+            self._memo[memo] = jobs
+        return jobs
+
+    def _plan(
+        self,
+        key: str,
+        snapshot: ClusterSnapshot | None,
+        jobsets: Sequence[JobSetRequest] | None,
+    ) -> list[JobPlacement] | None:
+        if self.used >= self.budget:
+            note = f"remedy search stopped after {self.budget} re-plans"
+            if note not in self.notes:
+                self.notes.append(note)
+            return None
+        self.used += 1
+        snap = snapshot or self.snapshot
+        queue = list(jobsets if jobsets is not None else self.jobsets)
+        options = self.options.model_copy(update={"export_model_path": None})
+        plan: Plan = get_solver(self.solver).solve(snap, queue, options)
+        if check(plan, snap, queue, options):
+            return None
+        outcome = plan.outcome(key)
+        return list(outcome.jobs) if outcome.status == "placed" else None
+
+
+def _replace(
+    queue: Sequence[JobSetRequest], target: JobSetRequest, new: JobSetRequest
+) -> list[JobSetRequest]:
+    return [new if js.key == target.key else js for js in queue]
+
+
+def _with_rjobs(target: JobSetRequest, change: dict[str, dict[str, object]]) -> JobSetRequest:
+    rjobs = tuple(
+        r.model_copy(update=change[r.name]) if r.name in change else r
+        for r in target.replicated_jobs
+    )
+    return target.model_copy(update={"replicated_jobs": rjobs})
+
+
+def find_remedies(
+    replanner: Replanner,
+    inputs: ConflictInputs,
+    diagnosis: Sequence[ReplicatedJobDiagnosis],
+) -> list[Remedy]:
+    """Every verified remedy found for `inputs.target`, cheapest kinds first."""
+    found: list[Remedy] = []
+    found += _fewer_replicas(replanner, inputs)
+    found += _other_topology(replanner, inputs)
+    found += _relax_locality(replanner, inputs)
+    found += _drop_pending(replanner, inputs)
+    found += _running(replanner, inputs, diagnosis)
+    return found
+
+
+def _fewer_replicas(rp: Replanner, inputs: ConflictInputs) -> list[Remedy]:
+    target = inputs.target
+    out: list[Remedy] = []
+    for r in target.replicated_jobs:
+        if r.replicas < 2:
+            continue
+        best = max_replicas(inputs, r.name)
+        if best is None or best <= 0 or best >= r.replicas:
+            continue
+        for k in (best, best - 1):
+            if k <= 0:
+                break
+            new = _with_rjobs(target, {r.name: {"replicas": k}})
+            jobs = rp.try_plan(target.key, jobsets=_replace(rp.jobsets, target, new))
+            if jobs is not None:
+                out.append(
+                    Remedy(
+                        kind="fewer-replicas",
+                        text=f"run {r.name} with {k} replicas instead of {r.replicas}",
+                        change={"replicated_job": r.name, "replicas": k},
+                        verified=True,
+                        jobs=jobs,
+                    )
+                )
+                break
+    return out
+
+
+def _selector_alternatives(
+    snapshot: ClusterSnapshot, rjob: ReplicatedJobRequest
+) -> list[dict[str, str]]:
+    keys = sorted(rjob.pod.node_selector)
+    current = tuple(rjob.pod.node_selector[k] for k in keys)
+    seen: Counter[tuple[str, ...]] = Counter()
+    for n in snapshot.nodes:
+        if n.usable and all(k in n.labels for k in keys):
+            values = tuple(n.labels[k] for k in keys)
+            if values != current:
+                seen[values] += 1
+    ordered = sorted(seen, key=lambda v: (-seen[v], v))
+    return [dict(zip(keys, v, strict=True)) for v in ordered]
+
+
+def _fits_alone(snapshot: ClusterSnapshot, js: JobSetRequest, options: SolveOptions) -> bool:
+    """Enough fitting, open domains (or pod room) for every replicated job, ignoring the plan."""
+    ctx = PlacementContext(snapshot, [js], options)
+    for jc in ctx.job_classes:
+        if jc.exclusive_key:
+            fitting = sum(1 for d in ctx.domains(jc.exclusive_key) if ctx.fits(jc, d))
+            if fitting < jc.rjob.replicas:
+                return False
+        else:
+            room = sum(ctx.node_capacity(jc, n) for n in ctx.nodes.values())
+            if room < jc.rjob.replicas * jc.rjob.pods_per_job:
+                return False
+    return True
+
+
+def _other_topology(rp: Replanner, inputs: ConflictInputs) -> list[Remedy]:
+    target = inputs.target
+    out: list[Remedy] = []
+    done: set[str] = set()
+    for r in target.replicated_jobs:
+        if not r.pod.node_selector or r.name in done:
+            continue
+        same = [
+            o.name
+            for o in target.replicated_jobs
+            if o.pod.node_selector and o.pod.node_selector == r.pod.node_selector
+        ]
+        done.update(same)
+        tries = 0
+        for alt in _selector_alternatives(inputs.snapshot, r):
+            if tries >= _MAX_TOPOLOGY_TRIES:
+                break
+            selector = {**r.pod.node_selector, **alt}
+            change: dict[str, dict[str, object]] = {
+                name: {
+                    "pod": next(o for o in target.replicated_jobs if o.name == name).pod.model_copy(
+                        update={"node_selector": selector}
+                    )
+                }
+                for name in same
+            }
+            new = _with_rjobs(target, change)
+            if not _fits_alone(inputs.snapshot, new, inputs.options):
+                continue
+            tries += 1
+            jobs = rp.try_plan(target.key, jobsets=_replace(rp.jobsets, target, new))
+            if jobs is None:
+                continue
+            was = ",".join(f"{k}={v}" for k, v in sorted(r.pod.node_selector.items()) if k in alt)
+            now = ",".join(f"{k}={v}" for k, v in sorted(alt.items()))
+            out.append(
+                Remedy(
+                    kind="other-topology",
+                    text=f"use nodeSelector {now} instead of {was} for {', '.join(same)}",
+                    change={"replicated_jobs": same, "node_selector": dict(sorted(alt.items()))},
+                    verified=True,
+                    jobs=jobs,
+                )
+            )
+            break
+    return out
+
+
+def _relax_locality(rp: Replanner, inputs: ConflictInputs) -> list[Remedy]:
+    target = inputs.target
+    out: list[Remedy] = []
+    for r in target.replicated_jobs:
+        level = r.required_topology
+        if not level:
+            continue
+        new = _with_rjobs(
+            target, {r.name: {"required_topology": None, "preferred_topology": level}}
+        )
+        jobs = rp.try_plan(target.key, jobsets=_replace(rp.jobsets, target, new))
+        if jobs is not None:
+            out.append(
+                Remedy(
+                    kind="relax-locality",
+                    text=f"let {r.name} span domains of {level} (preferred instead of required "
+                    "topology)",
+                    change={"replicated_job": r.name, "preferred_topology": level},
+                    verified=True,
+                    jobs=jobs,
+                )
+            )
+    return out
+
+
+def _drop_pending(rp: Replanner, inputs: ConflictInputs) -> list[Remedy]:
+    target = inputs.target
+    out: list[Remedy] = []
+    lower = [o.key for o in inputs.others if o.priority < target.priority]
+    same = [o.key for o in inputs.others if o.priority == target.priority]
+    for kind, candidates in (("preempt", lower), ("yield", same)):
+        if not candidates:
+            continue
+        drops = min_drops(inputs, candidates)
+        if not drops:
+            continue
+        queue = [js for js in rp.jobsets if js.key not in drops]
+        jobs = rp.try_plan(target.key, jobsets=queue)
+        if jobs is None:
+            continue
+        names = ", ".join(drops)
+        text = (
+            f"preempt lower-priority {names} (pending, admitted in this plan)"
+            if kind == "preempt"
+            else f"leave out same-priority {names}, which the plan admitted instead"
+        )
+        out.append(
+            Remedy(
+                kind=kind,  # type: ignore[arg-type]
+                text=text,
+                change={"leave_out": drops},
+                verified=True,
+                jobs=jobs,
+            )
+        )
+    return out
+
+
+def _running_candidates(
+    inputs: ConflictInputs, diagnosis: Sequence[ReplicatedJobDiagnosis]
+) -> list[str]:
+    """Running JobSets holding domains (or filling nodes) the target is short of, most first."""
+    held: Counter[str] = Counter()
+    for d in diagnosis:
+        if d.fits:
+            continue
+        for r in d.reasons:
+            if r.kind == "held":
+                for j in r.jobsets:
+                    held[j] += r.count
+    if any(not d.fits and d.unit == "pod" for d in diagnosis):
+        for n in inputs.snapshot.nodes:
+            for j in n.jobsets:
+                held[j] += 1
+    held.pop(inputs.target.key, None)
+    return sorted(held, key=lambda j: (-held[j], j))[:_MAX_RUNNING_CANDIDATES]
+
+
+def _remove_all(snapshot: ClusterSnapshot, keys: Sequence[str]) -> ClusterSnapshot:
+    for k in keys:
+        snapshot, _ = remove_jobset(snapshot, k)
+    return snapshot
+
+
+Found = list[tuple[list[str], list[JobPlacement]]]
+
+
+def _without(rp: Replanner, key: str, running: list[str]) -> list[JobPlacement] | None:
+    memo = ("remove", *sorted(running))
+    return rp.try_plan(key, snapshot=_remove_all(rp.snapshot, running), memo=memo)
+
+
+def _smallest_set(rp: Replanner, key: str, candidates: list[str]) -> Found:
+    """Single candidates that suffice (each), else one minimal set that suffices together."""
+    singles: Found = []
+    for c in candidates:
+        jobs = _without(rp, key, [c])
+        if jobs is not None:
+            singles.append(([c], jobs))
+    if singles or len(candidates) < 2:
+        return singles
+    chosen = list(candidates)
+    jobs = _without(rp, key, chosen)
+    if jobs is None:
+        return []
+    for c in list(chosen):
+        trial = [x for x in chosen if x != c]
+        smaller = _without(rp, key, trial) if trial else None
+        if smaller is not None:
+            chosen, jobs = trial, smaller
+    return [(chosen, jobs)]
+
+
+def _running(
+    rp: Replanner, inputs: ConflictInputs, diagnosis: Sequence[ReplicatedJobDiagnosis]
+) -> list[Remedy]:
+    target = inputs.target
+    candidates = _running_candidates(inputs, diagnosis)
+    if not candidates:
+        return []
+    priority = {c: running_priority(inputs.snapshot, c) for c in candidates}
+    lower = [c for c in candidates if (p := priority[c]) is not None and p < target.priority]
+    out: list[Remedy] = []
+    seen: set[tuple[str, ...]] = set()
+    for kind, pool in (("preempt", lower), ("wait", candidates)):
+        for keys, jobs in _smallest_set(rp, target.key, pool) if pool else []:
+            if tuple(keys) in seen:
+                continue
+            seen.add(tuple(keys))
+            names = ", ".join(keys)
+            if kind == "preempt":
+                prios = ", ".join(str(priority[k]) for k in keys)
+                text = f"preempt lower-priority running {names} (priority {prios})"
+            else:
+                text = f"wait for running {names} to finish"
+            out.append(
+                Remedy(
+                    kind=kind,  # type: ignore[arg-type]
+                    text=text,
+                    change={"remove_running": keys},
+                    verified=True,
+                    jobs=jobs,
+                )
+            )
+    return out

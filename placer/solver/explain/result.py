@@ -1,0 +1,130 @@
+"""What `placer explain` finds, as plain data: the JSON document is `Explanation.model_dump()`.
+
+The renderer (`placer.render.explain`) prints these as text; tools read the JSON. Counts are data
+(`ReasonCount`), so a test or a dashboard does not have to parse sentences.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from placer.model.plan import JobPlacement, SolverReport
+
+__all__ = [
+    "Conflict",
+    "Explanation",
+    "ReasonCount",
+    "Remedy",
+    "ReplicatedJobDiagnosis",
+    "Requirement",
+]
+
+ReasonKind = Literal[
+    "held",
+    "not-ready",
+    "cordoned",
+    "node-selector",
+    "affinity",
+    "taint",
+    "too-small",
+    "reserved",
+    "no-room",
+    "taken",
+    "own",
+]
+
+
+class ReasonCount(BaseModel):
+    """How many domains (or nodes, for child Jobs without an exclusive key) one reason rules out."""
+
+    model_config = ConfigDict(frozen=True)
+    kind: ReasonKind
+    count: int
+    text: str
+    """The reason as the table prints it after the count: `held by research/finetune-v5e`."""
+    jobsets: list[str] = Field(default_factory=list)
+    """JobSets named by the reason (holders, takers), sorted."""
+
+
+class ReplicatedJobDiagnosis(BaseModel):
+    """One replicated job of the JobSet against the cluster and the rest of the plan."""
+
+    model_config = ConfigDict(frozen=True)
+    name: str
+    exclusive_key: str | None
+    replicas: int
+    pods_per_job: int
+    shape: str
+    """The pod's accelerators (else all its requests): `{google.com/tpu: 4}`."""
+    unit: Literal["domain", "pod"]
+    needed: int
+    """Domains (exclusive) or pods (shared) it needs."""
+    available: int
+    """Domains (exclusive) or pods (shared) it could get beside the rest of the plan."""
+    total: int
+    """Domains of its key (exclusive) or nodes (shared) in the cluster."""
+    reasons: list[ReasonCount] = Field(default_factory=list)
+    locality: str = ""
+    """Why required topology fails although enough domains are available, else empty."""
+    fits: bool
+    line: str
+    """The whole diagnosis in one Kueue-style line."""
+
+
+class Requirement(BaseModel):
+    """One guarded requirement of the conflict model (a CP-SAT assumption literal)."""
+
+    model_config = ConfigDict(frozen=True)
+    id: str
+    kind: Literal["replicas", "locality", "admitted"]
+    jobset: str
+    replicated_job: str = ""
+    text: str
+
+
+class Conflict(BaseModel):
+    """A minimal set of requirements that cannot hold together (drop any one and the rest can)."""
+
+    model_config = ConfigDict(frozen=True)
+    status: Literal["conflict", "no-conflict", "unknown"]
+    """`conflict`: `requirements` is a minimal conflicting set; `no-conflict`: some plan admits the
+    JobSet beside every JobSet the plan placed; `unknown`: the solver ran out of time."""
+    requirements: list[Requirement] = Field(default_factory=list)
+    minimal: bool = True
+    """False when a time limit stopped the minimization: it conflicts but may not be minimal."""
+    text: str = ""
+
+
+class Remedy(BaseModel):
+    """A change that makes the JobSet fit, checked by planning again with it."""
+
+    model_config = ConfigDict(frozen=True)
+    kind: Literal["fewer-replicas", "other-topology", "relax-locality", "preempt", "yield", "wait"]
+    text: str
+    change: dict[str, object] = Field(default_factory=dict)
+    """Machine-readable form: {"replicated_job": "workers", "replicas": 3}, {"remove": [...]}..."""
+    verified: bool
+    """True when the re-solve placed the JobSet and the plan passed the independent checker."""
+    jobs: list[JobPlacement] = Field(default_factory=list)
+    """Where the JobSet goes in the re-solved plan."""
+
+
+class Explanation(BaseModel):
+    """Why one JobSet is (not) placed in the plan `placer plan` would make, and what would help."""
+
+    model_config = ConfigDict(frozen=True)
+    jobset: str
+    status: Literal["placed", "unschedulable", "partial", "running"]
+    priority: int = 0
+    reason: str = ""
+    """The planner's own one-line reason (empty when placed)."""
+    whatif: list[str] = Field(default_factory=list)
+    jobs: list[JobPlacement] = Field(default_factory=list)
+    """Where it is placed (all of it, or the part a `partial` outcome holds)."""
+    replicated_jobs: list[ReplicatedJobDiagnosis] = Field(default_factory=list)
+    conflict: Conflict | None = None
+    remedies: list[Remedy] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    solver: SolverReport
