@@ -41,6 +41,10 @@ def check(
     """Every rule the plan breaks, one human-readable line each, sorted; empty means valid."""
     problems: set[str] = set()
     nodes = {n.name: n for n in snapshot.nodes}
+    by_label: dict[tuple[str, str], list[Node]] = defaultdict(list)
+    for n in snapshot.nodes:
+        for label in n.labels.items():
+            by_label[label].append(n)
     given = {js.key: js for js in jobsets}
     outcomes = _check_coverage(plan, given, problems)
     on_node: dict[str, list[_PlannedPod]] = defaultdict(list)
@@ -62,7 +66,7 @@ def check(
     for name, pods in on_node.items():
         _check_node(nodes[name], pods, options, problems)
     for key, outcome in outcomes.items():
-        _check_exclusivity(given[key], outcome, snapshot, on_node, problems)
+        _check_exclusivity(given[key], outcome, by_label, on_node, problems)
         _check_locality(given[key], outcome, nodes, problems)
     if options.queue == "strict-fifo":
         _check_strict_fifo(jobsets, outcomes, problems)
@@ -263,7 +267,7 @@ def _tolerated(t: Toleration, taint: Taint) -> bool:
 def _check_exclusivity(
     js: JobSetRequest,
     o: JobSetOutcome,
-    snapshot: ClusterSnapshot,
+    by_label: Mapping[tuple[str, str], list[Node]],
     on_node: Mapping[str, list[_PlannedPod]],
     problems: set[str],
 ) -> None:
@@ -274,7 +278,7 @@ def _check_exclusivity(
         where = f"{js.key}: {job.name}"
         pins = dict(job.domain.path) if job.domain.path else {}
         pins[job.domain.key] = job.domain.value
-        members = [n for n in snapshot.nodes if all(n.labels.get(k) == v for k, v in pins.items())]
+        members = _members(pins, by_label)
         member_names = {n.name for n in members}
         if not members:
             problems.add(f"{where}: domain {job.domain.key}={job.domain.value} has no node")
@@ -303,6 +307,14 @@ def _check_exclusivity(
                     f"{where}: exclusive domain {job.domain.key}={job.domain.value} "
                     f"has running pods of {', '.join(running)} on {n.name}"
                 )
+
+
+def _members(pins: Mapping[str, str], by_label: Mapping[tuple[str, str], list[Node]]) -> list[Node]:
+    """Nodes carrying every pinned (label, value)."""
+    lists = sorted((by_label.get(p, []) for p in pins.items()), key=len)
+    if not lists:
+        return []
+    return [n for n in lists[0] if all(n.labels.get(k) == v for k, v in pins.items())]
 
 
 def _check_locality(

@@ -33,11 +33,14 @@ from placer.model.topology import Domain, DomainPath
 from placer.model.workload import JobSetRequest
 from placer.solver.context import JobClass, PlacementContext
 from placer.solver.ledger import Ledger
+from placer.solver.memo import context_memo
 from placer.solver.reasons import unschedulable_reason
 
 __all__ = ["POLICIES", "BestFitSolver", "FirstFitSolver", "LargestFirstSolver", "greedy_plan"]
 
 POLICIES = ("first-fit", "best-fit", "largest-first")
+
+_ListKey = tuple[str, int, str, DomainPath | None, str | None]
 
 
 def greedy_plan(ctx: PlacementContext, policy: str) -> Plan:
@@ -97,13 +100,15 @@ class _Greedy:
         self.ctx = ctx
         self.policy = policy
         self.ledger = Ledger(ctx)
-        self._node_caps: dict[str, dict[str, int]] = {}
-        """pod shape signature -> node -> pods of that shape fitting on the empty node."""
-        self._candidates: dict[tuple[str, int, str, DomainPath | None], list[Domain]] = {}
-        """(shape, pods per job, key, enclosing path) -> domains big enough, in policy order."""
-        self._cursor: dict[tuple[int, DomainPath | None], int] = {}
-        """(class, enclosing) -> index before which every candidate is known to be unavailable.
-        Valid because availability only shrinks until a rollback, which clears it."""
+        self._memo = context_memo(ctx)
+        """Shared with the other runs on this context: node capacities per shape, and candidate
+        lists per (order, shape, pods per job, key, enclosing path, own JobSet)."""
+        self._order = "path" if policy == "first-fit" else "tightest"
+        self._cursor: dict[_ListKey, int] = {}
+        """Candidate list -> index before which every domain holds planned pods. Valid because
+        that only grows until a rollback, which clears it."""
+        self._holders = {o for owners in ctx.held_by.values() for o in owners}
+        """JobSets with running pods in some exclusive domain."""
         self._enclosing: dict[tuple[str, DomainPath, str], DomainPath | None] = {}
 
     # -- order --
@@ -243,32 +248,38 @@ class _Greedy:
     def _place_one(self, jc: JobClass, index: int, within: Domain | None) -> JobPlacement | None:
         if jc.exclusive_key is None:
             return self.ledger.place_shared(jc, index, within.nodes if within else None)
-        where = within.path if within else None
-        candidates = self._candidates_for(jc, within)
-        start = self._cursor.get((jc.index, where), 0)
+        list_key, candidates = self._candidates_for(jc, within)
+        start = self._cursor.get(list_key, 0)
         for pos in range(start, len(candidates)):
             domain = candidates[pos]
-            if not self.ledger.domain_available(domain, jc.jobset):
+            if not self.ledger.domain_untouched(domain):
                 if pos == start:
                     start += 1
                 continue
+            if not self.ctx.domain_open_to(domain, jc.jobset):
+                continue
             job = self.ledger.take_domain(jc, index, domain)
             if job is not None:
-                self._cursor[(jc.index, where)] = start
+                self._cursor[list_key] = start
                 return job
-        self._cursor[(jc.index, where)] = start
+        self._cursor[list_key] = start
         return None
 
-    def _candidates_for(self, jc: JobClass, within: Domain | None) -> list[Domain]:
-        """Domains of `jc`'s key (inside `within`) big enough for one child Job, in policy order."""
+    def _candidates_for(self, jc: JobClass, within: Domain | None) -> tuple[_ListKey, list[Domain]]:
+        """Domains of `jc`'s key (inside `within`) open to it and big enough, in policy order.
+
+        Lists are shared by every class with the same pod shape and size, unless its JobSet has
+        running pods of its own in some domain (then it gets its own list, those domains included).
+        """
         key = jc.exclusive_key
         assert key is not None
         shape = jc.rjob.pod.signature()
-        cache_key = (shape, jc.rjob.pods_per_job, key, within.path if within else None)
-        found = self._candidates.get(cache_key)
+        own = jc.jobset.key if jc.jobset.key in self._holders else None
+        list_key = (shape, jc.rjob.pods_per_job, key, within.path if within else None, own)
+        found: list[Domain] | None = self._memo.get(("greedy.list", self._order, list_key))  # type: ignore[assignment]
         if found is not None:
-            return found
-        caps = self._node_caps.setdefault(shape, {})
+            return list_key, found
+        caps: dict[str, int] = self._memo.setdefault(("greedy.caps", shape), {})  # type: ignore[assignment]
 
         def capacity(domain: Domain) -> int:
             total = 0
@@ -278,17 +289,20 @@ class _Greedy:
                 total += caps[n]
             return total
 
-        sized = [
-            (d, capacity(d))
-            for d in self.ctx.domains(key)
-            if within is None or self._inside(d, within)
-        ]
-        sized = [(d, c) for d, c in sized if c >= jc.rjob.pods_per_job]
+        sized = []
+        for d in self.ctx.domains(key):
+            if any(o != own for o in self.ctx.domain_held_by(d)):
+                continue
+            if within is not None and not self._inside(d, within):
+                continue
+            cap = capacity(d)
+            if cap >= jc.rjob.pods_per_job:
+                sized.append((d, cap))
         if self.policy != "first-fit":
             sized.sort(key=lambda dc: (self.ctx.free_accelerators(dc[0]), dc[1], dc[0].path))
         found = [d for d, _ in sized]
-        self._candidates[cache_key] = found
-        return found
+        self._memo[("greedy.list", self._order, list_key)] = found
+        return list_key, found
 
     def _inside(self, domain: Domain, enclosing: Domain) -> bool:
         """Every node of `domain` is in `enclosing` (nested levels or plain label overlap)."""

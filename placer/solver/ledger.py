@@ -77,9 +77,15 @@ class Ledger:
 
         Capacity is not considered here: see `domain_fits`.
         """
-        if not self.ctx.domain_open_to(domain, jobset):
-            return False
-        return not any(n in self._reserved or n in self._shared for n in domain.nodes)
+        return self.ctx.domain_open_to(domain, jobset) and self.domain_untouched(domain)
+
+    def domain_untouched(self, domain: Domain) -> bool:
+        """No pod of this plan on any node of `domain` (running JobSets aside).
+
+        Only grows false as the plan grows, until a rollback: callers may skip such domains.
+        """
+        reserved, shared = self._reserved, self._shared
+        return not any(n in reserved or n in shared for n in domain.nodes)
 
     def domain_fits(self, jc: JobClass, domain: Domain) -> bool:
         """Available to `jc`'s JobSet, of its key, and big enough for one child Job of it."""
@@ -212,7 +218,8 @@ class Ledger:
                 owners[jc.jobset.key] = owners.get(jc.jobset.key, 0) + k
                 self._set(self._shared, n, owners)
             first = len(pods)
-            pods.extend(PodPlacement(index=first + i, node=n) for i in range(k))
+            # model_construct: these are built from checked values, and there are many of them
+            pods.extend(PodPlacement.model_construct(index=first + i, node=n) for i in range(k))
         return pods
 
     def _consume(self, node: str, pod: PodShape, count: int) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Collection, Mapping
+from dataclasses import dataclass
 from decimal import Decimal
 
 from placer.model.cluster import Node
@@ -19,6 +20,7 @@ from placer.model.resources import PODS
 from placer.model.topology import Domain, DomainPath
 from placer.model.workload import JobSetRequest, PodShape
 from placer.solver.context import JobClass, PlacementContext, node_exclusion, node_pod_capacity
+from placer.solver.memo import context_memo
 
 __all__ = ["format_shape", "unschedulable_reason"]
 
@@ -40,9 +42,7 @@ def unschedulable_reason(
     `shared` (node -> JobSet keys with planned non-exclusive pods there) also closes domains.
     """
     reserved = _reserved_nodes(ctx, taken)
-    owners = {n: set(o) for n, o in reserved.items()}
-    for n, keys in (shared or {}).items():
-        owners.setdefault(n, set()).update(keys)
+    owners = _Owners(reserved, shared or {})
     blocking: list[str] = []
     fitting: list[str] = []
     for jc in ctx.classes_of(jobset):
@@ -89,18 +89,38 @@ def _owner_list(keys: Collection[str]) -> str:
     return f"{shown}, +{more} more" if more > 0 else shown
 
 
+@dataclass(frozen=True)
+class _Owners:
+    """Who has planned pods on a node: the exclusive child Job's JobSet, or shared pods' ones."""
+
+    reserved: Mapping[str, str]
+    shared: Mapping[str, Collection[str]]
+
+    def of(self, node: str) -> set[str]:
+        found = set(self.shared.get(node, ()))
+        if node in self.reserved:
+            found.add(self.reserved[node])
+        return found
+
+
 def _reserved_nodes(
     ctx: PlacementContext, taken: Mapping[tuple[str, DomainPath], str]
-) -> dict[str, set[str]]:
-    """node -> JobSets whose exclusive child Jobs took a domain holding it."""
-    owners: dict[str, set[str]] = {}
-    by_key: dict[str, dict[DomainPath, Domain]] = {}
+) -> dict[str, str]:
+    """node -> the JobSet whose exclusive child Job took a domain holding it.
+
+    Taken domains never overlap (a plan may not give a node to two child Jobs); should a caller's
+    map overlap anyway, the first JobSet by name keeps the node, so the text stays stable.
+    """
+    owners: dict[str, str] = {}
+    memo = context_memo(ctx)
     for (key, path), owner in taken.items():
-        if key not in by_key:
-            by_key[key] = {d.path: d for d in ctx.domains(key)}
-        domain = by_key[key].get(tuple(path))
+        by_path: dict[DomainPath, Domain] | None = memo.get(("reasons.paths", key))  # type: ignore[assignment]
+        if by_path is None:
+            by_path = memo[("reasons.paths", key)] = {d.path: d for d in ctx.domains(key)}
+        domain = by_path.get(tuple(path))
         for n in domain.nodes if domain else ():
-            owners.setdefault(n, set()).add(owner)
+            if n not in owners or owner < owners[n]:
+                owners[n] = owner
     return owners
 
 
@@ -136,40 +156,97 @@ def _limiting(node: Node, pod: PodShape) -> str:
     return best[1] if best else PODS
 
 
+@dataclass(frozen=True)
+class _NodeFacts:
+    """What one node offers a pod shape, whatever the plan: the shape's static view of it."""
+
+    exclusion: str | None
+    raw: int
+    """Pods that fit by resources and ports alone, exclusions ignored."""
+    limit: str
+
+    @property
+    def capacity(self) -> int:
+        return 0 if self.exclusion else self.raw
+
+
+class _LazyFacts(dict[str, _NodeFacts]):
+    """node name -> facts for one pod shape, computed on first use."""
+
+    def __init__(self, ctx: PlacementContext, pod: PodShape) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.pod = pod
+
+    def __missing__(self, name: str) -> _NodeFacts:
+        n = self.ctx.nodes[name]
+        ert = self.ctx.options.extended_resource_toleration
+        fact = _NodeFacts(
+            node_exclusion(n, self.pod, extended_resource_toleration=ert),
+            node_pod_capacity(n, self.pod),
+            _limiting(n, self.pod),
+        )
+        self[name] = fact
+        return fact
+
+
+def _node_facts(ctx: PlacementContext, pod: PodShape) -> _LazyFacts:
+    memo = context_memo(ctx)
+    key = ("reasons.nodes", pod.signature())
+    facts = memo.get(key)
+    if facts is None:
+        facts = memo[key] = _LazyFacts(ctx, pod)
+    return facts  # type: ignore[return-value]
+
+
+def _static_buckets(ctx: PlacementContext, jc: JobClass) -> list[tuple[int, str] | None]:
+    """Per domain of `jc`'s key: node exclusions or too few resources, or None if big enough.
+
+    These do not depend on the plan, only on the pod shape and size: memoized per context.
+    """
+    key = jc.exclusive_key
+    assert key is not None
+    memo = context_memo(ctx)
+    memo_key = ("reasons.static", jc.rjob.pod.signature(), jc.rjob.pods_per_job, key)
+    found = memo.get(memo_key)
+    if found is not None:
+        return found  # type: ignore[return-value]
+    facts = _node_facts(ctx, jc.rjob.pod)
+    need = jc.rjob.pods_per_job
+    buckets: list[tuple[int, str] | None] = []
+    for domain in ctx.domains(key):
+        nodes = [facts[n] for n in domain.nodes]
+        bucket: tuple[int, str] | None = None
+        fits = sum(f.capacity for f in nodes)
+        if fits < need:
+            excluded = [f.exclusion for f in nodes if f.exclusion]
+            if excluded and sum(f.raw for f in nodes) >= need:
+                counts = Counter(_exclusion_bucket(r) for r in excluded)
+                bucket = min(counts, key=lambda b: (-counts[b], b))
+            else:
+                short = Counter(f.limit for f in nodes if not f.exclusion)
+                limit = min(short, key=lambda s: (-short[s], s)) if short else "eligible nodes"
+                bucket = _SMALL, f"too small: fits {_plural(fits, 'pod')}, short of {limit}"
+        buckets.append(bucket)
+    memo[memo_key] = buckets
+    return buckets
+
+
 def _domain_bucket(
-    ctx: PlacementContext, jc: JobClass, domain: Domain, owners: Mapping[str, set[str]]
+    ctx: PlacementContext,
+    jc: JobClass,
+    domain: Domain,
+    static: tuple[int, str] | None,
+    owners: _Owners,
 ) -> tuple[int, str] | None:
     """Why `domain` cannot take a child Job of `jc` now: its first reason; None if it can."""
     js = jc.jobset
     held = [o for o in ctx.domain_held_by(domain) if o != js.key]
     if held:
         return _HELD, f"held by {_owner_list(held)}"
-    need = jc.rjob.pods_per_job
-    if ctx.domain_capacity(jc, domain) < need:
-        nodes = [ctx.nodes[n] for n in domain.nodes]
-        ert = ctx.options.extended_resource_toleration
-        raw = sum(node_pod_capacity(n, jc.rjob.pod) for n in nodes)
-        excluded = [
-            r
-            for n in nodes
-            if (r := node_exclusion(n, jc.rjob.pod, extended_resource_toleration=ert))
-        ]
-        if excluded and raw >= need:
-            counts = Counter(_exclusion_bucket(r) for r in excluded)
-            return min(counts, key=lambda b: (-counts[b], b))
-        short = Counter(
-            _limiting(n, jc.rjob.pod)
-            for n, r in zip(
-                nodes,
-                [node_exclusion(n, jc.rjob.pod, extended_resource_toleration=ert) for n in nodes],
-                strict=True,
-            )
-            if r is None
-        )
-        limit = min(short, key=lambda s: (-short[s], s)) if short else "eligible nodes"
-        fits = ctx.domain_capacity(jc, domain)
-        return _SMALL, f"too small: fits {_plural(fits, 'pod')}, short of {limit}"
-    planned = {o for n in domain.nodes for o in owners.get(n, ())}
+    if static is not None:
+        return static
+    planned = {o for n in domain.nodes for o in owners.of(n)}
     if planned == {js.key}:
         return _TAKEN, "taken by its own child Jobs"
     if planned:
@@ -177,23 +254,21 @@ def _domain_bucket(
     return None
 
 
-def _exclusive_line(
-    ctx: PlacementContext, jc: JobClass, owners: Mapping[str, set[str]]
-) -> tuple[str, bool]:
+def _exclusive_line(ctx: PlacementContext, jc: JobClass, owners: _Owners) -> tuple[str, bool]:
     key = jc.exclusive_key
     assert key is not None
     domains = ctx.domains(key)
     counts: Counter[tuple[int, str]] = Counter()
     taken_by: set[str] = set()
     available: list[Domain] = []
-    for d in domains:
-        bucket = _domain_bucket(ctx, jc, d, owners)
+    for d, static in zip(domains, _static_buckets(ctx, jc), strict=True):
+        bucket = _domain_bucket(ctx, jc, d, static, owners)
         if bucket is None:
             available.append(d)
             continue
         counts[bucket] += 1
         if bucket == (_TAKEN, "taken by higher-priority or earlier JobSets"):
-            taken_by.update(o for n in d.nodes for o in owners.get(n, ()) if o != jc.jobset.key)
+            taken_by.update(o for n in d.nodes for o in owners.of(n) if o != jc.jobset.key)
     parts = []
     for bucket in sorted(counts, key=lambda b: (b[0], -counts[b], b[1])):
         text = bucket[1]
@@ -225,32 +300,31 @@ def _enclosing(ctx: PlacementContext, domain: Domain, level: str) -> DomainPath 
 
 
 def _shared_line(
-    ctx: PlacementContext, jc: JobClass, reserved: Mapping[str, set[str]]
+    ctx: PlacementContext, jc: JobClass, reserved: Mapping[str, str]
 ) -> tuple[str, bool]:
     """Kueue's form: how many pods fit, on how many nodes, and why the others are excluded."""
     pod = jc.rjob.pod
-    ert = ctx.options.extended_resource_toleration
+    facts = _node_facts(ctx, pod)
     counts: Counter[tuple[int, str]] = Counter()
     reserved_by: set[str] = set()
     fits = 0
     per_node: dict[str, int] = {}
     for name in sorted(ctx.nodes):
-        node = ctx.nodes[name]
-        reason = node_exclusion(node, pod, extended_resource_toleration=ert)
+        fact = facts[name]
+        reason = fact.exclusion
         if reason:
             text = reason if reason in ("NotReady", "cordoned") else f"by {reason}"
             counts[(_rank_of(reason), text)] += 1
             continue
         if name in reserved:
             counts[(_RESERVED, "reserved for exclusive child Jobs")] += 1
-            reserved_by.update(reserved[name])
+            reserved_by.add(reserved[name])
             continue
-        cap = node_pod_capacity(node, pod)
-        if cap == 0:
-            counts[(_SMALL, f"no room for one pod ({_limiting(node, pod)})")] += 1
+        if fact.raw == 0:
+            counts[(_SMALL, f"no room for one pod ({fact.limit})")] += 1
             continue
-        fits += cap
-        per_node[name] = cap
+        fits += fact.raw
+        per_node[name] = fact.raw
     need = jc.rjob.replicas * jc.rjob.pods_per_job
     parts = []
     for bucket in sorted(counts, key=lambda b: (b[0], -counts[b], b[1])):
