@@ -5,7 +5,8 @@ them for a test or the benchmarks' over-time simulation to mean anything. These 
 the real components do, as far as placement can tell:
 
 - `create_pods`: JobSet + Job controllers: pods of every child Job of the current restart attempt,
-  from the pod template (gates included), with JobSet's labels.
+  from the pod template (gates included), with JobSet's labels (and, for the node-selector
+  strategy, the per-child-Job node selector and toleration JobSet adds).
 - `schedule`: kube-scheduler: binds each ungated pending pod to the first node (by name) that is
   ready, schedulable, matches its node selector and required node affinity, tolerates its taints
   and has room; a pod that fits nowhere stays pending.
@@ -22,6 +23,7 @@ from decimal import Decimal
 from typing import Any
 
 from placer.controller.adapter import Obj
+from placer.controller.bindings import NAMESPACED_JOB_LABEL, NO_SCHEDULE_TAINT
 from placer.controller.memory_adapter import MemoryCluster
 from placer.controller.pods import (
     COMPLETION_INDEX_LABEL,
@@ -148,6 +150,14 @@ def _suffix(*parts: object) -> str:
     return hashlib.sha1("/".join(map(str, parts)).encode()).hexdigest()[:5]
 
 
+def _select_labeled_nodes(spec: dict[str, Any], namespace: str, job: str) -> None:
+    """What JobSet's node-selector strategy gives each child Job: the label, the toleration."""
+    spec.setdefault("nodeSelector", {})[NAMESPACED_JOB_LABEL] = f"{namespace}_{job}"
+    spec.setdefault("tolerations", []).append(
+        {"key": NO_SCHEDULE_TAINT.key, "operator": "Exists", "effect": "NoSchedule"}
+    )
+
+
 def create_pods(cluster: MemoryCluster, namespace: str, name: str) -> list[Obj]:
     """Create the missing pods of the JobSet's current restart attempt; returns the new ones."""
     js = cluster.get("jobsets", name, namespace=namespace)
@@ -156,6 +166,7 @@ def create_pods(cluster: MemoryCluster, namespace: str, name: str) -> list[Obj]:
         return []
     attempt = int(status.get("restarts") or 0)
     uid = js["metadata"]["uid"]
+    selector_strategy = NODE_SELECTOR_STRATEGY in (js["metadata"].get("annotations") or {})
     have = {
         (r.job_name, r.completion_index)
         for p in cluster.objects("pods", namespace)
@@ -192,6 +203,8 @@ def create_pods(cluster: MemoryCluster, namespace: str, name: str) -> list[Obj]:
                     "spec": copy.deepcopy(template["spec"]),
                     "status": {"phase": "Pending"},
                 }
+                if selector_strategy:
+                    _select_labeled_nodes(pod["spec"], namespace, job)
                 created.append(cluster.create("pods", pod))
     return created
 

@@ -1,0 +1,214 @@
+"""Pure decisions on a fixed `ClusterState`: review, reservations, plan_writes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from placer.controller import simulate as sim
+from placer.controller.cache import ClusterCache, ClusterState
+from placer.controller.decisions import PlannedRound, review, solve_targets
+from placer.controller.holds import DomainIndex, hold_token, planning_snapshot, reserve
+from placer.controller.memory_adapter import MemoryCluster
+from placer.controller.survey import ManagedJobSet, is_finished, is_managed, survey
+from placer.controller.writeplan import WriteSettings, plan_writes
+from placer.controller.writes import Write
+from placer.model.assignment import ASSIGNMENT_ANNOTATION, Assignment, JobAssignment
+from placer.model.options import SolveOptions
+from placer.model.plan import DomainRef
+from placer.solver.checker import check
+from placer.solver.registry import get_solver
+from tests.controller.builders import BLOCK, add_jobset, tpu_cluster
+
+OPTIONS = SolveOptions()
+
+
+def state_of(cluster: MemoryCluster) -> ClusterState:
+    cache = ClusterCache(cluster)
+    cache.relist()
+    return cache.state()
+
+
+def decide(
+    cluster: MemoryCluster,
+    *,
+    placed_announced: Any = frozenset(),
+    announced: Any = None,
+    binding: str = "gate",
+) -> tuple[list[Write], Any, Any]:
+    state = state_of(cluster)
+    managed = survey(state, binding=binding)  # type: ignore[arg-type]
+    snapshot = planning_snapshot(state, binding=binding)
+    index = DomainIndex(snapshot)
+    rev = review(managed, index, OPTIONS)
+    planned = solve_targets(
+        rev, rev.targets, snapshot, index, get_solver("best-fit"), OPTIONS, pinned=False
+    )
+    for plan, snap, requests in planned.plans:
+        assert check(plan, snap, requests, OPTIONS) == []
+    writes = plan_writes(
+        state,
+        managed,
+        rev,
+        planned,
+        index,
+        WriteSettings(binding=binding),
+        announced=announced,  # type: ignore
+        placed_announced=placed_announced,
+    )
+    return writes, rev, planned
+
+
+def claim(cluster: MemoryCluster, name: str, blocks: dict[str, str]) -> Assignment:
+    a = Assignment(
+        jobset=f"default/{name}",
+        jobs={
+            job: JobAssignment(domain=DomainRef(key=BLOCK, value=b, path=[(BLOCK, b)]))
+            for job, b in blocks.items()
+        },
+        plan_id="p",
+    )
+    cluster.patch(
+        "jobsets",
+        name,
+        {"metadata": {"annotations": {ASSIGNMENT_ANNOTATION: a.to_annotation()}}},
+        namespace="default",
+    )
+    return a
+
+
+def test_managed_and_finished() -> None:
+    gated = sim.jobset_object("a", exclusive_key=BLOCK)
+    labeled = sim.jobset_object("b", gate=False, exclusive_key=BLOCK, node_selector_strategy=True)
+    assert is_managed(gated, "gate") and not is_managed(gated, "node-labels")
+    assert is_managed(labeled, "node-labels") and not is_managed(labeled, "gate")
+    assert not is_managed(
+        sim.jobset_object("c", gate=False, node_selector_strategy=True), "node-labels"
+    )  # no exclusive key
+    assert not is_finished(gated)
+    assert is_finished({**gated, "status": {"terminalState": "Failed"}})
+    assert is_finished(
+        {**gated, "status": {"conditions": [{"type": "Completed", "status": "True"}]}}
+    )
+    assert is_finished({**gated, "metadata": {"deletionTimestamp": "now"}})
+
+
+def test_writes_come_record_first_then_event_then_pods() -> None:
+    cluster = tpu_cluster()
+    add_jobset(cluster, "a", jobs=1, pods=2)
+    writes, _, planned = decide(cluster)
+    assert [w.op for w in writes] == ["record", "event", "ungate", "ungate"]
+    assert writes[0].annotation == planned.placed["default/a"].to_annotation()  # type: ignore
+
+
+def test_a_valid_record_is_kept_and_only_its_gated_pods_are_written() -> None:
+    cluster = tpu_cluster()
+    add_jobset(cluster, "a", jobs=2, pods=1)
+    a = claim(cluster, "a", {"a-w-0": "b2", "a-w-1": "b0"})
+    writes, rev, planned = decide(cluster, placed_announced={("default/a", "p")})
+    assert rev.in_force == {"default/a": a} and planned.plans == []
+    assert [(w.op, w.requirements[0]["values"]) for w in writes] == [  # type: ignore[union-attr]
+        ("ungate", ["b2"]),
+        ("ungate", ["b0"]),
+    ]
+
+
+def test_pods_of_an_older_restart_attempt_are_left_alone() -> None:
+    cluster = tpu_cluster()
+    add_jobset(cluster, "a", jobs=1, pods=1)
+    claim(cluster, "a", {"a-w-0": "b1"})
+
+    def restarted(obj: dict[str, Any]) -> None:
+        obj["status"] = {"restarts": 1}
+
+    cluster.mutate("jobsets", "a", restarted, namespace="default")
+    writes, _, _ = decide(cluster, placed_announced={("default/a", "p")})
+    assert writes == []
+
+
+def test_a_record_for_another_object_is_ignored() -> None:
+    cluster = tpu_cluster()
+    add_jobset(cluster, "a", jobs=1, pods=1)
+    copied = Assignment(jobset="default/elsewhere", jobs={}).to_annotation()
+    cluster.patch(
+        "jobsets",
+        "a",
+        {"metadata": {"annotations": {ASSIGNMENT_ANNOTATION: copied}}},
+        namespace="default",
+    )
+    [ms] = survey(state_of(cluster), binding="gate")
+    assert ms.assignment is None and ms.annotation == copied
+    writes, _, planned = decide(cluster)
+    assert "default/a" in planned.placed
+    assert writes[0].previous == copied  # type: ignore[union-attr]  # the rebase premise
+
+
+def test_broken_child_job_becomes_a_partial_target() -> None:
+    cluster = tpu_cluster(blocks=3)
+    add_jobset(cluster, "a", jobs=2, pods=2)
+    claim(cluster, "a", {"a-w-0": "b0", "a-w-1": "b1"})
+    sim.set_node(cluster, "n-1-1", unschedulable=True)
+    _, rev, planned = decide(cluster)
+    assert rev.broken == {"default/a": {"a-w-1": "domain b1 fits 1 of 2 pods (1 cordoned)"}}
+    [target] = rev.targets
+    assert target.partial and set(target.keep) == {"a-w-0"}
+    assert [(rj.name, rj.replicas) for rj in target.request.replicated_jobs] == [("w", 1)]
+    new = planned.placed["default/a"]
+    assert new.jobs["a-w-0"].domain.value == "b0"  # type: ignore[union-attr]
+    assert new.jobs["a-w-1"].domain.value == "b2"  # type: ignore[union-attr]
+
+
+def test_partial_repair_that_does_not_fit_falls_back_to_the_whole_jobset() -> None:
+    cluster = tpu_cluster(blocks=3)
+    add_jobset(cluster, "a", jobs=2, pods=2)
+    add_jobset(cluster, "b", jobs=1, pods=2)
+    claim(cluster, "a", {"a-w-0": "b0", "a-w-1": "b1"})
+    claim(cluster, "b", {"b-w-0": "b2"})
+    # b1 loses a node; b0's healthy child Job keeps b0, but nothing else is free: the JobSet is
+    # re-planned whole (it may reuse its own b0), and still does not fit.
+    sim.set_node(cluster, "n-1-1", ready=False)
+    _, rev, planned = decide(cluster, placed_announced={("default/b", "p")})
+    assert set(rev.broken) == {"default/a"}
+    assert "default/a" in planned.unschedulable and len(planned.plans) == 2
+    whole = planned.plans[1][2]
+    assert [(r.key, r.replicated_jobs[0].replicas) for r in whole] == [("default/a", 2)]
+
+
+def test_reservations_close_held_domains_to_everyone() -> None:
+    cluster = tpu_cluster(blocks=2)
+    snapshot = planning_snapshot(state_of(cluster), binding="gate")
+    held = reserve(snapshot, {"n-0-0": [hold_token("default", "a-w-0")]})
+    assert held.node("n-0-0").jobsets == ("placer:default/a-w-0",)
+    assert held.node("n-0-1").jobsets == ()
+    assert reserve(snapshot, {}) is snapshot
+
+
+def test_unschedulable_event_only_when_the_reason_changes() -> None:
+    cluster = tpu_cluster(blocks=1)
+    add_jobset(cluster, "a", jobs=2)
+    writes, _, planned = decide(cluster)
+    reason = planned.unschedulable["default/a"]
+    assert [w.op for w in writes] == ["event"]
+    again, _, _ = decide(cluster, announced={"default/a": writes[0].body["message"]})  # type: ignore
+    assert again == [] and reason
+
+
+def test_finished_jobsets_hold_nothing() -> None:
+    cluster = tpu_cluster(blocks=1)
+    add_jobset(cluster, "a", jobs=1)
+    claim(cluster, "a", {"a-w-0": "b0"})
+    sim.finish(cluster, "default", "a")
+    add_jobset(cluster, "b", jobs=1)
+    _, rev, planned = decide(cluster)
+    assert rev.in_force == {} and list(planned.placed) == ["default/b"]
+
+
+def test_survey_reads_invalid_manifests_as_errors() -> None:
+    cluster = tpu_cluster(blocks=1)
+    bad = sim.jobset_object("bad", exclusive_key=BLOCK)
+    bad["spec"]["replicatedJobs"][0]["replicas"] = -1
+    cluster.create("jobsets", bad)
+    [ms] = survey(state_of(cluster), binding="gate")
+    assert isinstance(ms, ManagedJobSet) and ms.request is None and "replicas" in ms.error
+    writes, rev, _ = decide(cluster)
+    assert "default/bad" in rev.invalid and [w.op for w in writes] == ["event"]
+    assert isinstance(PlannedRound().placed, dict)
