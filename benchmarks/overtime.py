@@ -1,0 +1,291 @@
+"""Over time: a discrete-event simulation of JobSets arriving, running, failing and finishing.
+
+Every `round_s` of simulated time in which something changed (an arrival, a finish, a failure, a
+repair), the policy plans all pending JobSets against the current cluster; what it places starts
+at once and runs for its (trace) duration. The arrival sequence, durations and failure draws are
+the same for every policy; only the placements differ.
+
+- Cluster state is kept here (a dict of `Node`s whose free capacity and JobSet owners are updated
+  as pods start and stop), not in the controller's in-memory API server (`placer.controller.
+  memory_adapter`): driving the whole controller would time the controller, and the question here is
+  what the placement policy does to queueing.
+- first-fit may place only some child Jobs of a JobSet (upstream behavior): those hold their
+  domains, idle, and the rest is planned again in later rounds; the JobSet starts when complete.
+- Failures: a drawn share of JobSets fails once at a drawn point of its run, because one of its
+  hosts goes NotReady (repaired after `repair_s`). The JobSet restarts from its last checkpoint
+  (every `checkpoint_s`) and goes back to the queue with its original arrival time.
+- The fleet and the arrivals (offered load, failure draws) come from `benchmarks.simworld`.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from benchmarks.metrics import checked
+from benchmarks.progress import Progress
+from benchmarks.queues import JobSetSpec
+from benchmarks.simworld import SimConfig, SimWorld
+from placer.model.cluster import ClusterSnapshot, Node
+from placer.model.options import SolveOptions
+from placer.solver.registry import get_solver
+
+__all__ = ["SimResult", "simulate"]
+
+
+@dataclass
+class _Job:
+    spec: JobSetSpec
+    arrival_s: float
+    remaining_s: float
+    state: str = "waiting"
+    first_start: float | None = None
+    run_start: float = 0.0
+    epoch: int = 0
+    restarts: int = 0
+    held: dict[str, int] = field(default_factory=dict)
+    """replicated job -> child Jobs already placed (first-fit partial holdings)."""
+    pods: list[tuple[str, dict[str, Decimal]]] = field(default_factory=list)
+    units_held: int = 0
+
+
+@dataclass
+class SimResult:
+    world: str
+    policy: str
+    delays_s: list[float]
+    never_started: int
+    starved: int
+    makespan_s: float
+    finished: int
+    restarts: int
+    utilization: list[tuple[float, float, float]]
+    """(time, share of all accelerators used by running JobSets, share held including idle
+    partial holdings), a step function."""
+    mean_utilization: float
+    window_utilization: float
+    """Mean utilization while JobSets were still arriving (the offered-load period)."""
+    window_s: float
+    rounds: int
+    round_wall_s: list[float]
+    checked_plans: int
+
+    def summary(self) -> dict[str, object]:
+        d = sorted(self.delays_s)
+        return {
+            "world": self.world,
+            "policy": self.policy,
+            "p50_delay_s": _pct(d, 50),
+            "p95_delay_s": _pct(d, 95),
+            "max_delay_s": d[-1] if d else 0,
+            "never_started": self.never_started,
+            "starved": self.starved,
+            "makespan_s": self.makespan_s,
+            "finished": self.finished,
+            "restarts": self.restarts,
+            "mean_utilization": self.mean_utilization,
+            "window_utilization": self.window_utilization,
+            "rounds": self.rounds,
+            "round_wall_median_s": statistics.median(self.round_wall_s) if self.round_wall_s else 0,
+            "round_wall_max_s": max(self.round_wall_s, default=0.0),
+            "checked_plans": self.checked_plans,
+        }
+
+
+def _pct(sorted_values: Sequence[float], p: float) -> float:
+    if not sorted_values:
+        return 0.0
+    k = (len(sorted_values) - 1) * p / 100
+    lo, hi = math.floor(k), math.ceil(k)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (k - lo)
+
+
+def _time_average(steps: Sequence[tuple[float, float, float]], until: float) -> float:
+    """Mean of the first value of a step function over [0, until]."""
+    if until <= 0:
+        return 0.0
+    area = 0.0
+    for (t0, u, _), (t1, _, _) in zip(steps, [*steps[1:], (until, 0.0, 0.0)], strict=True):
+        lo, hi = min(t0, until), min(t1, until)
+        area += max(hi - lo, 0.0) * u
+    return area / until
+
+
+class _Sim:
+    def __init__(self, world: SimWorld, policy: str, options: SolveOptions, cfg: SimConfig):
+        self.world, self.policy, self.options, self.cfg = world, policy, options, cfg
+        self.solver = get_solver(policy)
+        self.nodes: dict[str, Node] = {n.name: n for n in world.snapshot.nodes}
+        self.jobs = {js.key: _Job(js, js.arrival_s, js.duration_s) for js in world.queue}
+        self.events: list[tuple[float, int, str, str, int]] = []
+        self.seq = 0
+        self.busy = 0
+        self.util: list[tuple[float, float, float]] = [(0.0, 0.0, 0.0)]
+        self.rounds = 0
+        self.walls: list[float] = []
+        self.checked = 0
+        for js in world.queue:
+            self._push(js.arrival_s, "arrive", js.key)
+
+    def _push(self, t: float, kind: str, key: str, epoch: int = 0) -> None:
+        heapq.heappush(self.events, (t, self.seq, kind, key, epoch))
+        self.seq += 1
+
+    def _record(self, t: float) -> None:
+        total = max(self.world.total_units, 1)
+        held = sum(j.units_held for j in self.jobs.values())
+        self.util.append((t, self.busy / total, held / total))
+
+    def _hold(self, job: _Job, node: str, req: dict[str, Decimal], sign: int) -> None:
+        n = self.nodes[node]
+        free = dict(n.free)
+        for k, v in req.items():
+            free[k] = free.get(k, Decimal(0)) - sign * v
+        free["pods"] = free.get("pods", Decimal(0)) - sign
+        owners = set(n.jobsets)
+        if sign > 0:
+            owners.add(job.spec.key)
+        elif not any(h == node for h, _ in job.pods):
+            owners.discard(job.spec.key)
+        self.nodes[node] = n.model_copy(update={"free": free, "jobsets": tuple(sorted(owners))})
+
+    def _release(self, job: _Job) -> None:
+        pods, job.pods = job.pods, []
+        for node, req in pods:
+            self._hold(job, node, req, -1)
+        job.held = {}
+        job.units_held = 0
+
+    def run(self) -> SimResult:
+        t = 0.0
+        dirty = False
+        while self.events:
+            tick = math.ceil(max(self.events[0][0], t) / self.cfg.round_s) * self.cfg.round_s
+            while self.events and self.events[0][0] <= tick:
+                et, _, kind, key, epoch = heapq.heappop(self.events)
+                dirty |= self._event(et, kind, key, epoch)
+            t = tick
+            pending = [j for j in self.jobs.values() if j.state == "pending"]
+            if dirty and pending:
+                self._round(t, pending)
+            dirty = False
+        end = max([t, *(j.first_start or 0.0 for j in self.jobs.values())])
+        delays = [
+            (j.first_start if j.first_start is not None else end) - j.arrival_s
+            for j in self.jobs.values()
+        ]
+        finished = sum(1 for j in self.jobs.values() if j.state == "done")
+        horizon = self.util[-1][0]
+        window = self.world.queue[-1].arrival_s
+        return SimResult(
+            world=self.world.name,
+            policy=self.policy,
+            delays_s=delays,
+            never_started=sum(1 for j in self.jobs.values() if j.first_start is None),
+            starved=sum(1 for d in delays if d > self.cfg.starve_s),
+            makespan_s=horizon,
+            finished=finished,
+            restarts=sum(j.restarts for j in self.jobs.values()),
+            utilization=self.util,
+            mean_utilization=_time_average(self.util, horizon),
+            window_utilization=_time_average(self.util, window),
+            window_s=window,
+            rounds=self.rounds,
+            round_wall_s=self.walls,
+            checked_plans=self.checked,
+        )
+
+    def _event(self, t: float, kind: str, key: str, epoch: int) -> bool:
+        if kind == "repair":
+            self.nodes[key] = self.nodes[key].model_copy(update={"ready": True})
+            return True
+        job = self.jobs[key]
+        if kind == "arrive":
+            job.state = "pending"
+            return True
+        if epoch != job.epoch or job.state != "running":
+            return False
+        self.busy -= job.units_held
+        if kind == "finish":
+            job.state = "done"
+            self._release(job)
+        else:  # fail: one host breaks, the JobSet restarts from its last checkpoint
+            _, which = self.world.failures[key]
+            broken = job.pods[which % len(job.pods)][0]
+            elapsed = t - job.run_start
+            job.remaining_s -= math.floor(elapsed / self.cfg.checkpoint_s) * self.cfg.checkpoint_s
+            job.restarts += 1
+            job.state = "pending"
+            job.epoch += 1
+            self._release(job)
+            self.nodes[broken] = self.nodes[broken].model_copy(update={"ready": False})
+            self._push(t + self.cfg.repair_s, "repair", broken)
+        self._record(t)
+        return True
+
+    def _round(self, t: float, pending: list[_Job]) -> None:
+        requests = []
+        for j in pending:
+            counts = {r.name: r.replicas - j.held.get(r.name, 0) for r in j.spec.rjobs}
+            requests.append(j.spec.to_request(replicas=counts if j.held else None))
+        snapshot = ClusterSnapshot.model_construct(
+            nodes=tuple(self.nodes.values()),
+            priority_classes=self.world.snapshot.priority_classes,
+            levels=self.world.snapshot.levels,
+            source=self.world.name,
+        )
+        plan = self.solver.solve(snapshot, requests, self.options)
+        self.rounds += 1
+        self.walls.append(plan.solver.wall_seconds)
+        if checked(plan, snapshot, requests, self.options, where=f"sim {self.world.name} t={t}"):
+            self.checked += 1
+        by_key = {r.key: r for r in requests}
+        for o in plan.jobsets:
+            if o.status == "unschedulable":
+                continue
+            job = self.jobs[o.key]
+            shapes = {r.name: r for r in by_key[o.key].replicated_jobs}
+            for placement in o.jobs:
+                rjob = shapes[placement.replicated_job]
+                for p in placement.pods:
+                    job.pods.append((p.node, dict(rjob.pod.requests)))
+                    self._hold(job, p.node, dict(rjob.pod.requests), +1)
+                job.held[rjob.name] = job.held.get(rjob.name, 0) + 1
+                job.units_held += rjob.accelerator_units_per_job
+            if o.status == "placed":
+                self._start(t, job)
+        self._record(t)
+
+    def _start(self, t: float, job: _Job) -> None:
+        job.state = "running"
+        job.run_start = t
+        if job.first_start is None:
+            job.first_start = t
+        self.busy += job.units_held
+        failure = self.world.failures.get(job.spec.key)
+        if failure is not None and job.restarts == 0:
+            self._push(t + failure[0] * job.remaining_s, "fail", job.spec.key, job.epoch)
+        else:
+            self._push(t + job.remaining_s, "finish", job.spec.key, job.epoch)
+
+
+def simulate(
+    world: SimWorld,
+    policies: Sequence[str],
+    options: SolveOptions,
+    cfg: SimConfig,
+    *,
+    progress: Progress | None = None,
+) -> list[SimResult]:
+    results = []
+    for policy in policies:
+        if progress:
+            progress.step(f"over time {world.name} {policy}")
+        results.append(_Sim(world, policy, options, cfg).run())
+        if progress:
+            progress.advance()
+    return results

@@ -1,0 +1,384 @@
+"""RESULTS.md and results.json from one benchmark run: every table is generated, none typed in.
+
+The header records the exact command, the date, the machine (cores, CPU model, memory, load
+average before and after: other work on a shared machine shows up in wall times), the versions and
+the git commit, so any number can be traced to the run that produced it. The plots are written by
+`benchmarks.plots` into `plots/` next to the report and linked from it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from benchmarks.overtime import SimResult
+from benchmarks.queues import ASSUMPTIONS
+from benchmarks.scenarios import FLEET_ASSUMPTIONS
+from benchmarks.static import StaticRow
+from benchmarks.targets import Verdict, ties
+
+__all__ = ["RunRecord", "write_report"]
+
+
+@dataclass
+class RunRecord:
+    suite: str
+    command: str
+    started: datetime
+    finished: datetime
+    machine: dict[str, Any]
+    load_before: tuple[float, float, float]
+    load_after: tuple[float, float, float]
+    settings: dict[str, Any]
+    static: list[StaticRow] = field(default_factory=list)
+    sims: list[SimResult] = field(default_factory=list)
+    sim_worlds: list[dict[str, Any]] = field(default_factory=list)
+    scaling: list[dict[str, Any]] = field(default_factory=list)
+    e2e: list[dict[str, Any]] = field(default_factory=list)
+    verdicts: list[Verdict] = field(default_factory=list)
+    plots: dict[str, str] = field(default_factory=dict)
+    checked_plans: int = 0
+    unchecked_plans: int = 0
+
+
+def _f(x: Any, digits: int = 2) -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, float):
+        return f"{x:.{digits}f}"
+    return str(x)
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(_f(c) for c in row) + " |" for row in rows]
+    return [*out, ""]
+
+
+def _static_section(rec: RunRecord) -> list[str]:
+    lines = [
+        "## Static comparison",
+        "",
+        "Same snapshot and queue for every policy. *admitted*: JobSets placed whole. "
+        "*units*: accelerators (chips/GPUs) of placed JobSets; *% free*: of the free "
+        "accelerators on usable nodes in domains no running JobSet holds. *prio-w*: "
+        "priority-weighted admission, sum(w x units placed) / sum(w x units queued), with "
+        "weight 1, 2, 4 from the lowest tier up. *partial*: JobSets left partly placed "
+        "(JobSets / accelerators their placed child Jobs hold). *stranded*: free accelerators "
+        "after the plan in no domain that any queued child-Job shape could still take whole. "
+        "*blocks*: mean blocks spanned per placed multi-child GPU JobSet. *wall*: median "
+        "solve call over the repeats. *peak MB*: peak RSS during the solve over RSS before.",
+        "",
+    ]
+    scenarios = list(dict.fromkeys(r.scenario for r in rec.static))
+    for sc in scenarios:
+        rows = [r for r in rec.static if r.scenario == sc]
+        m0 = rows[0].metrics
+        lines.append(
+            f"### {sc} ({rows[0].nodes} nodes, {m0['jobsets']} pending JobSets asking "
+            f"for {m0['units_demanded']} accelerators; {m0['free_units']} free)"
+        )
+        lines.append("")
+        table = []
+        for r in rows:
+            m = r.metrics
+            table.append(
+                [
+                    r.policy,
+                    f"{m['admitted']}/{m['jobsets']}",
+                    m["units_admitted"],
+                    f"{float(m['share_of_free']) * 100:.1f}",  # type: ignore[arg-type]
+                    _f(m["weighted_admission"], 3),
+                    f"{m['partial']} / {m['partial_units']}",
+                    m["stranded_units"],
+                    _f(m["spanned"]),
+                    _f(r.wall_s, 3),
+                    f"{r.status}" + (f" gap {r.gap:.3f}" if r.policy == "cpsat" else ""),
+                    _f(r.peak_mb, 0),
+                ]
+            )
+        lines += _table(
+            [
+                "policy",
+                "admitted",
+                "units",
+                "% free",
+                "prio-w",
+                "partial",
+                "stranded",
+                "blocks",
+                "wall s",
+                "status",
+                "peak MB",
+            ],
+            table,
+        )
+    tied = ties(rec.static)
+    lines.append(
+        "**Where cpsat ties the best greedy policy** (no gain from joint planning): "
+        + ("; ".join(tied) if tied else "none")
+        + "."
+    )
+    lines.append("")
+    return lines
+
+
+def _overtime_section(rec: RunRecord) -> list[str]:
+    lines = ["## Over time", ""]
+    s = rec.settings.get("sim", {})
+    lines.append(
+        f"Discrete-event simulation (internal cluster state, not the controller's memory adapter: "
+        f"see `benchmarks/overtime.py`). Rounds every {s.get('round_s', 0) / 60:.0f} min of "
+        f"simulated time when something changed; offered load {s.get('load', 0):.0%} "
+        f"(held accelerator-seconds over free accelerators x arrival span); durations capped at "
+        f"{s.get('duration_cap_s', 0) / 3600:.0f} h; {s.get('fail_share', 0):.0%} of JobSets "
+        f"fail once (a host goes NotReady for {s.get('repair_s', 0) / 3600:.0f} h, restart from "
+        f"the last {s.get('checkpoint_s', 0) / 60:.0f}-min checkpoint); cpsat time limit per "
+        f"round {rec.settings.get('sim_time_limit_s')} s. Delay = first start - arrival; "
+        f"JobSets never started count with the delay up to the end of the run."
+    )
+    lines.append("")
+    for w in rec.sim_worlds:
+        lines.append(
+            f"- `{w['name']}`: {w['jobsets']} JobSets ({w['dropped']} dropped as too "
+            f"wide for the empty fleet), {w['capacity_units']} free accelerators of "
+            f"{w['total_units']}, arrivals over {w['span_h']:.1f} h, offered load "
+            f"{w['offered_load']:.2f}"
+        )
+    lines.append("")
+    rows = []
+    for r in rec.sims:
+        m = r.summary()
+        rows.append(
+            [
+                m["world"],
+                m["policy"],
+                _f(m["p50_delay_s"] / 3600),
+                _f(m["p95_delay_s"] / 3600),
+                _f(m["max_delay_s"] / 3600),
+                m["starved"],
+                m["never_started"],
+                _f(m["makespan_s"] / 3600, 1),
+                _f(m["window_utilization"] * 100, 1),
+                _f(m["mean_utilization"] * 100, 1),
+                m["restarts"],
+                m["rounds"],
+                _f(m["round_wall_median_s"], 3),
+                _f(m["round_wall_max_s"], 2),
+            ]
+        )
+    lines += _table(
+        [
+            "fleet",
+            "policy",
+            "p50 delay h",
+            "p95 delay h",
+            "max delay h",
+            "starved > 1 h",
+            "never started",
+            "makespan h",
+            "util % (arrivals)",
+            "util % (all)",
+            "restarts",
+            "rounds",
+            "round wall median s",
+            "round wall max s",
+        ],
+        rows,
+    )
+    return lines
+
+
+def _scaling_section(rec: RunRecord) -> list[str]:
+    lines = [
+        "## Scaling",
+        "",
+        "TPU fleets of 2-8-host pools (v5e/v6e/v5p), 30% held by running JobSets, pending "
+        "JobSets from the trace; each run in a fresh process reading kubectl JSON and JobSet "
+        "YAML. *load*: both loaders. Phases are the solver's own (`SolverReport.phases`); "
+        "*solve call*: the whole `solve()` (cpsat includes its own checker run, `check`). "
+        "Memory: peak RSS of the load and of the solve call, over RSS before each.",
+        "",
+    ]
+    rows = []
+    keys = sorted({(r["target_nodes"], r["pending"]) for r in rec.scaling})
+    for tn, pending in keys:
+        group = {
+            r["solver"]: r
+            for r in rec.scaling
+            if r["target_nodes"] == tn and r["pending"] == pending
+        }
+        for solver, r in sorted(group.items()):
+            ph = r["phases"]
+            ratio = ""
+            if solver == "cpsat" and "best-fit" in group:
+                b = group["best-fit"]
+                ratio = (
+                    f"{r['solve_wall_s'] / b['solve_wall_s']:.1f}x / "
+                    f"{(r['solve_wall_s'] + r['load_s']) / (b['solve_wall_s'] + b['load_s']):.1f}x"
+                )
+            rows.append(
+                [
+                    r["nodes"],
+                    pending,
+                    r["domains"],
+                    _f(r["domain_classes"]),
+                    solver,
+                    _f(r["load_s"]),
+                    _f(ph.get("aggregate")),
+                    _f(ph.get("greedy")),
+                    _f(ph.get("build")),
+                    _f(ph.get("solve")),
+                    _f(ph.get("materialize")),
+                    _f(ph.get("check")),
+                    _f(r["solve_wall_s"]),
+                    ratio,
+                    f"{r['status']} {r['gap']:.3f}",
+                    r["placed"],
+                    _f(r["load_peak_mb"], 0),
+                    _f(r["solve_peak_mb"], 0),
+                    _f(r["process_peak_mb"], 0),
+                ]
+            )
+    lines += _table(
+        [
+            "nodes",
+            "pending",
+            "domains",
+            "domain classes",
+            "solver",
+            "load s",
+            "aggregate s",
+            "greedy s",
+            "build s",
+            "solve s",
+            "materialize s",
+            "check s",
+            "solve call s",
+            "cpsat/best-fit (solve / load+solve)",
+            "status gap",
+            "placed",
+            "load MB",
+            "solve MB",
+            "process peak MB",
+        ],
+        rows,
+    )
+    if rec.e2e:
+        lines += [
+            "### Planner target: `placer plan` end to end",
+            "",
+            "Run as a subprocess exactly as below; wall time from spawn to exit, peak RSS "
+            "from wait4. Phases from the plan's JSON (`load` is the CLI's own).",
+            "",
+        ]
+        rows = []
+        for r in rec.e2e:
+            ph = r["phases"]
+            rows.append(
+                [
+                    r["solver"],
+                    r["nodes"],
+                    r["pending"],
+                    _f(r["wall_s"]),
+                    _f(ph.get("load")),
+                    _f(ph.get("build")),
+                    _f(ph.get("solve")),
+                    _f(ph.get("materialize")),
+                    _f(
+                        sum(
+                            v
+                            for k, v in ph.items()
+                            if k not in ("load", "build", "solve", "materialize")
+                        )
+                    ),
+                    f"{r['status']} {_f(r['gap'], 4)}",
+                    r["placed"],
+                    _f(r["peak_rss_mb"], 0),
+                ]
+            )
+        lines += _table(
+            [
+                "solver",
+                "nodes",
+                "pending",
+                "wall s",
+                "load s",
+                "build s",
+                "solve s",
+                "materialize s",
+                "other phases s",
+                "status gap",
+                "placed",
+                "peak RSS MB",
+            ],
+            rows,
+        )
+        words = rec.e2e[0]["command"].split()
+        words[words.index("--cluster") + 1] = "CLUSTER.json"
+        words[-1] = "JOBSETS_DIR"
+        lines += [
+            "Command: `python " + " ".join(words) + "` (the scenario written by "
+            "`benchmarks.kubectl_export.write_scenario`)",
+            "",
+        ]
+    return lines
+
+
+def write_report(rec: RunRecord, out: Path) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    m = rec.machine
+    minutes = (rec.finished - rec.started).total_seconds() / 60
+    lines = [
+        "# placer benchmarks",
+        "",
+        f"Generated by `{rec.command}` (suite `{rec.suite}`) on "
+        f"{rec.started.astimezone(UTC).strftime('%Y-%m-%d %H:%M UTC')}, {minutes:.1f} min.",
+        "",
+        f"Machine: {m['nproc']} cores (`nproc`), {m['cpu']}, {m['memory_gb']} GB RAM; "
+        f"{m['platform']}; Python {m['python']}, OR-Tools {m['ortools']}; git {m['git']}. "
+        f"Load average before {rec.load_before[0]:.2f}, after {rec.load_after[0]:.2f} "
+        f"(other work on the machine inflates wall times).",
+        "",
+        f"Settings: {json.dumps({k: v for k, v in rec.settings.items() if k != 'sim'})}",
+        "",
+        f"Plans checked by the independent checker: {rec.checked_plans}; violations: 0 (a "
+        f"violation aborts the run); unchecked: {rec.unchecked_plans}.",
+        "",
+        "## Targets",
+        "",
+    ]
+    lines += _table(
+        ["target", "measured", "verdict"],
+        [[v.target, v.measured, f"**{v.status}**"] for v in rec.verdicts],
+    )
+    if rec.plots:
+        lines += ["## Plots", ""] + [f"![{k}]({v})" for k, v in rec.plots.items()] + [""]
+    if rec.static:
+        lines += _static_section(rec)
+    if rec.sims:
+        lines += _overtime_section(rec)
+    if rec.scaling or rec.e2e:
+        lines += _scaling_section(rec)
+    lines += ["## Assumptions", "", *[f"- {a}" for a in [*FLEET_ASSUMPTIONS, *ASSUMPTIONS]], ""]
+    path = out / "RESULTS.md"
+    path.write_text("\n".join(lines))
+    raw = {
+        "suite": rec.suite,
+        "command": rec.command,
+        "started": rec.started.isoformat(),
+        "machine": m,
+        "settings": rec.settings,
+        "static": [r.as_dict() for r in rec.static],
+        "overtime": [r.summary() for r in rec.sims],
+        "sim_worlds": rec.sim_worlds,
+        "scaling": rec.scaling,
+        "end_to_end": rec.e2e,
+        "targets": [v.__dict__ for v in rec.verdicts],
+    }
+    (out / "results.json").write_text(json.dumps(raw, indent=1, default=str))
+    return path

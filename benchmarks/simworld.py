@@ -1,0 +1,156 @@
+"""The world every policy is simulated in: a fleet with nothing running yet, and its arrivals.
+
+The arrivals are a consecutive window of the Philly trace (so bursts survive) whose gaps are scaled
+so that held accelerator-seconds / (free accelerators x arrival span) equals the offered `load`,
+where a child Job holds its whole exclusive domain (an 8-host child Job on an 18-host NVL72 rack
+holds 72 GPUs). Which JobSets fail, when, and which of their hosts breaks are drawn here too, so
+every policy meets the same failures.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, replace
+from decimal import Decimal
+
+from benchmarks.fleets import GeneratedCluster
+from benchmarks.queues import PRIORITIES, JobSetSpec, QueueMix, gpu_menu, make_queue, tpu_menu
+from benchmarks.records import CLIQUE, GPU_TYPES, HOSTNAME, NODEPOOL, TPU_TYPES
+from benchmarks.trace import sample_window
+from placer.model.cluster import ClusterSnapshot
+from placer.model.options import SolveOptions
+from placer.model.resources import is_accelerator
+from placer.solver.registry import get_solver
+
+__all__ = ["HOUR", "SimConfig", "SimWorld", "accelerator_units", "build_world"]
+
+HOUR = 3600.0
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    jobsets: int = 120
+    load: float = 0.9
+    round_s: float = 300.0
+    duration_cap_s: float = 12 * HOUR
+    fail_share: float = 0.1
+    repair_s: float = 2 * HOUR
+    checkpoint_s: float = 1800.0
+    starve_s: float = HOUR
+    size: float = 1.0
+
+
+@dataclass
+class SimWorld:
+    """The cluster and arrival sequence every policy is simulated on."""
+
+    name: str
+    snapshot: ClusterSnapshot
+    queue: list[JobSetSpec]
+    capacity_units: int
+    total_units: int
+    failures: dict[str, tuple[float, int]]
+    """JobSet key -> (fraction of its first run at which it fails, which pod's host breaks)."""
+    offered_load: float
+    """Held accelerator-seconds (nominal domain sizes) / (free accelerators x arrival span)."""
+    dropped: int = 0
+    """JobSets that could not fit even the empty fleet (left out for every policy)."""
+
+
+def accelerator_units(free: dict[str, Decimal]) -> int:
+    return int(sum((v for k, v in free.items() if is_accelerator(k)), Decimal(0)))
+
+
+def build_world(kind: str, seed: int, cfg: SimConfig) -> SimWorld:
+    """A fleet with no JobSets running yet (the arrivals bring the load), and its arrivals."""
+    rng = random.Random(f"sim:{kind}:{seed}")
+    c = GeneratedCluster(name=f"sim-{kind}", rng=rng)
+    c.priority_classes = {n: v for n, v, _ in PRIORITIES}
+    if kind == "tpu":
+        c.levels = (NODEPOOL, HOSTNAME)
+        fleet = []
+        for gen, shape, count in (
+            ("v5e", "2x4", 12),
+            ("v5e", "4x4", 8),
+            ("v5e", "4x8", 4),
+            ("v6e", "2x4", 8),
+            ("v6e", "4x4", 6),
+            ("v6e", "4x8", 3),
+        ):
+            n = max(1, round(count * cfg.size))
+            c.add_tpu_pools(TPU_TYPES[gen], shape, n)
+            fleet.append((TPU_TYPES[gen], shape, n))
+        menu = tpu_menu(fleet)
+        mix = QueueMix(max_replicas=4)
+        c.add_non_jobset_pods(0.02, (4,))
+    elif kind == "gb200":
+        c.levels = ("cloud.google.com/gce-topology-block", CLIQUE, HOSTNAME)
+        c.span_level = "cloud.google.com/gce-topology-block"
+        c.add_gpu_blocks(
+            GPU_TYPES["gb200"], max(1, round(2 * cfg.size)), 8, 18, domain_label=CLIQUE
+        )
+        c.break_clique_hosts(CLIQUE, 3)
+        menu = gpu_menu(
+            GPU_TYPES["gb200"],
+            CLIQUE,
+            {18: 0.15, 16: 0.45, 15: 0.15, 12: 0.15, 8: 0.1},
+            c.span_level,
+            18,
+        )
+        mix = QueueMix(max_replicas=4)
+        c.add_non_jobset_pods(0.03, (1, 2))
+    else:
+        raise ValueError(f"unknown simulation fleet {kind!r}")
+    c.degrade(cordoned=0.01, not_ready=0.0)
+    snapshot = c.to_snapshot()
+    capacity = sum(accelerator_units(n.free) for n in snapshot.nodes if n.usable)
+    total = sum(accelerator_units(n.allocatable) for n in snapshot.nodes)
+    trace = sample_window(rng, cfg.jobsets)
+    queue = make_queue(rng, trace, menu, mix, prefix="sim", duration_cap_s=cfg.duration_cap_s)
+    queue, dropped = _fit_alone(queue, snapshot)
+    work = math.fsum(js.held_units * js.duration_s for js in queue)
+    span = max(queue[-1].arrival_s, 1.0)
+    scale = work / (cfg.load * capacity * span)
+    queue = [replace(js, arrival_s=js.arrival_s * scale) for js in queue]
+    failures = {
+        js.key: (rng.random(), rng.randrange(1 << 16))
+        for js in queue
+        if rng.random() < cfg.fail_share
+    }
+    offered = work / (capacity * max(queue[-1].arrival_s, 1.0))
+    return SimWorld(
+        f"{kind}-{len(snapshot.nodes)}n",
+        snapshot,
+        queue,
+        capacity,
+        total,
+        failures,
+        offered,
+        dropped,
+    )
+
+
+def _fit_alone(queue: list[JobSetSpec], snapshot: ClusterSnapshot) -> tuple[list[JobSetSpec], int]:
+    """Shrink JobSets that could not run even on the empty fleet; drop those that never could.
+
+    Without this a JobSet wider than the fleet waits forever under every policy, which says
+    nothing about the policies. Returns the queue and how many JobSets were dropped.
+    """
+    solver = get_solver("best-fit")
+    options = SolveOptions(check=False)
+    kept: list[JobSetSpec] = []
+    for js in queue:
+        while True:
+            plan = solver.solve(snapshot, [js.to_request()], options)
+            if plan.jobsets[0].status == "placed":
+                kept.append(js)
+                break
+            widest = max(js.rjobs, key=lambda r: r.replicas)
+            if widest.replicas <= 1:
+                break
+            rjobs = tuple(
+                replace(r, replicas=r.replicas - 1) if r is widest else r for r in js.rjobs
+            )
+            js = replace(js, rjobs=rjobs)
+    return kept, len(queue) - len(kept)
