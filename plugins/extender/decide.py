@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from plugins.extender.pods import PodInfo
-from plugins.extender.state import JobEntry, StateView
+from plugins.extender.state import JobEntry, StateView, domain_pattern, reserved_reason
 
 __all__ = [
     "DOMAIN_SCORE",
@@ -60,22 +60,15 @@ class HostScore(NamedTuple):
     score: int
 
 
-def reserved_reason(entry: JobEntry) -> str:
-    return f"reserved for {entry.jobset}"
-
-
 def _allowed(view: StateView, pod: PodInfo, entry: JobEntry) -> tuple[frozenset[str] | None, str]:
-    """Nodes a planned pod may use when its domain is known through the state (None: decide per
-    node from labels), and the reason given for every other node."""
+    """Nodes a planned pod may use (None: its domain's nodes, decided per node from labels), and
+    the reason given for every other node."""
     node = entry.planned.get(pod.completion_index) if pod.completion_index is not None else None
     if entry.pinned and node is not None:
         return frozenset({node}), f"placer pinned this pod to node {node}"
     if entry.domain is not None:
-        domain = entry.domain
-        return (
-            None,
-            f"outside {domain.key}={domain.value}, the domain placer assigned to {entry.job}",
-        )
+        domain = "/".join(v for _, v in domain_pattern(entry.domain))
+        return None, f"outside domain {domain} of {entry.job}"
     if node is not None:
         return frozenset({node}), f"placer planned this pod on node {node}"
     return frozenset(entry.planned.values()), f"not a node placer planned for {entry.job}"
@@ -90,29 +83,37 @@ def filter_nodes(
     """Split `node_names` into the nodes `pod` may use and the refused ones with a reason.
 
     `labels` are the node labels of a full NodeList request: fresher than what the state learned,
-    so membership is decided from them when given.
+    so membership is decided from them when given. Without them every test is one lookup in a
+    table the view built once; the comprehensions keep a 5,000-node call to about a millisecond.
     """
     if pod.daemonset:
         return FilterResult(passed=tuple(node_names))
-    passed: list[str] = []
-    refused: dict[str, str] = {}
     entry = view.job_of(pod)
     if entry is not None:
         allowed, reason = _allowed(view, pod, entry)
-        for name in node_names:
-            if allowed is not None:
-                ok = name in allowed
-            else:
-                owner = view.owner_of(name, labels.get(name) if labels is not None else None)
-                ok = owner is entry
-            if ok:
-                passed.append(name)
-            else:
-                refused[name] = reason
-        return FilterResult(passed=tuple(passed), unresolvable=refused)
-    owner_of = view.owner_of
+        if allowed is None and labels is None:
+            allowed = view.members.get(entry.key, frozenset())
+        if allowed is not None:
+            passed = tuple([n for n in node_names if n in allowed])
+            refused = dict.fromkeys([n for n in node_names if n not in allowed], reason)
+            return FilterResult(passed=passed, unresolvable=refused)
+        assert labels is not None
+        owner_of = view.owner_of
+        inside = [owner_of(n, labels.get(n)) is entry for n in node_names]
+        return FilterResult(
+            passed=tuple(n for n, ok in zip(node_names, inside, strict=True) if ok),
+            unresolvable={n: reason for n, ok in zip(node_names, inside, strict=True) if not ok},
+        )
+    if labels is None:
+        reasons = view.reasons
+        return FilterResult(
+            passed=tuple([n for n in node_names if n not in reasons]),
+            unresolvable={n: reasons[n] for n in node_names if n in reasons},
+        )
+    passed: list[str] = []
+    refused: dict[str, str] = {}
     for name in node_names:
-        owner = owner_of(name, labels.get(name) if labels is not None else None)
+        owner = view.owner_of(name, labels.get(name))
         if owner is None:
             passed.append(name)
         else:

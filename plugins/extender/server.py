@@ -151,6 +151,7 @@ class _Handler(BaseHTTPRequestHandler):
     """Socket glue only: read the body, call the app, write the answer."""
 
     protocol_version = "HTTP/1.1"  # keep-alive: the scheduler's client reuses connections
+    disable_nagle_algorithm = True  # headers and body are two writes: no 40 ms delayed-ACK stall
     server: _Server
 
     def _serve(self) -> None:

@@ -32,6 +32,7 @@ __all__ = [
     "domain_pattern",
     "entries_from_assignment",
     "entries_from_plan",
+    "reserved_reason",
 ]
 
 log = logging.getLogger(__name__)
@@ -67,6 +68,11 @@ def domain_pattern(domain: DomainRef) -> Pattern:
     if domain.path:
         return tuple((k, v) for k, v in domain.path)
     return ((domain.key, domain.value),)
+
+
+def reserved_reason(entry: JobEntry) -> str:
+    """What a refused foreign pod is told (and `kubectl describe pod` shows)."""
+    return f"reserved for {entry.jobset}"
 
 
 def entries_from_plan(plan: Plan, *, pinned: bool = False) -> list[JobEntry]:
@@ -161,11 +167,13 @@ class StateView:
                 for (value,), entry in by_values.items():
                     if value not in labels:
                         self.owner.setdefault(value, entry)
-        self.members: dict[JobKey, frozenset[str]] = {}
         grouped: dict[JobKey, set[str]] = {}
         for node, entry in self.owner.items():
             grouped.setdefault(entry.key, set()).add(node)
-        self.members = {k: frozenset(v) for k, v in grouped.items()}
+        self.members: dict[JobKey, frozenset[str]] = {k: frozenset(v) for k, v in grouped.items()}
+        """child Job -> the nodes of its domain that the view knows of."""
+        self.reasons: dict[str, str] = {n: reserved_reason(e) for n, e in self.owner.items()}
+        """node -> why a pod outside the plan may not use it (precomputed: filter's hot path)."""
 
     def _match(self, node: str, labels: Labels) -> JobEntry | None:
         planned = self._planned.get(node)

