@@ -222,7 +222,7 @@ def clusters(draw: st.DrawFn, max_pools: int = 6) -> ClusterSnapshot:
 
 @st.composite
 def _rjobs(draw: st.DrawFn, index: int) -> ReplicatedJobRequest:
-    exclusive = draw(st.sampled_from([NODEPOOL, NODEPOOL, NODEPOOL, None]))
+    exclusive = draw(st.sampled_from([NODEPOOL, NODEPOOL, NODEPOOL, BLOCK, None]))
     if exclusive is None:
         shape = pod(tpu=0, cpu=draw(st.sampled_from([1, 2, 4])))
     else:

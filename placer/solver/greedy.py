@@ -9,9 +9,12 @@
 - `largest-first` is best-fit over JobSets sorted by accelerator demand, largest first, within each
   priority tier (tiers stay highest first: giving up a higher tier for a lower one is never better).
 
-All three build their plans through the `Ledger`, honor `strict-fifo` and Kueue required locality
-(all child Jobs of a replicated job inside one domain of the level); preferred locality is tried as
-required first, then dropped. The CP-SAT planner calls `greedy_plan` on its own context for its hint
+All three build their plans through the `Ledger` and honor `strict-fifo` and Kueue required
+locality (all child Jobs of a replicated job inside one domain of the level). Best-fit and
+largest-first try each enclosing domain, tightest first; first-fit, like upstream, lets the first
+child Job choose and the others follow. Preferred locality is tried as required first, then
+dropped (best-fit and largest-first; first-fit ignores it). Exclusivity is full in all three
+(upstream's webhook only keeps apart JobSets of the same priority): the plans must be valid. The CP-SAT planner calls `greedy_plan` on its own context for its hint
 and fallback.
 
 Algorithm overview (`_Greedy.run`):

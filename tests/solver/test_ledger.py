@@ -2,13 +2,28 @@
 
 from __future__ import annotations
 
-import pytest
+from random import Random
 
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from placer.model.cluster import ClusterSnapshot
 from placer.model.options import SolveOptions
 from placer.model.workload import JobSetRequest
 from placer.solver.context import JobClass, PlacementContext
 from placer.solver.ledger import Ledger
-from tests.strategies import BLOCK, HOSTNAME, NODEPOOL, cluster, jobset, node, pool, rjob
+from tests.strategies import (
+    BLOCK,
+    HOSTNAME,
+    NODEPOOL,
+    cluster,
+    jobset,
+    node,
+    pool,
+    rjob,
+    scenarios,
+)
 
 
 def _ctx(snapshot: object, *jobsets: JobSetRequest) -> PlacementContext:
@@ -184,3 +199,35 @@ def test_crossing_domains_of_keys_outside_the_levels_close_each_other() -> None:
     assert r0.nodes == ("n1", "n2")
     assert ledger.take_domain(_jc(ctx, "r"), 0, r0) is not None
     assert [ledger.domain_available(d, a) for d in ctx.domains(NODEPOOL)] == [False, False]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios(), st.randoms(use_true_random=False))
+def test_random_decisions_then_rollback_leave_no_trace(
+    scenario: tuple[ClusterSnapshot, list[JobSetRequest]], rnd: Random
+) -> None:
+    snap, queue = scenario
+    ctx = _ctx(snap, *queue)
+    ledger = Ledger(ctx)
+    fresh = Ledger(ctx)
+    token = ledger.checkpoint()
+    placed_nodes: dict[str, int] = {}
+    for jc in ctx.job_classes:
+        for i in range(jc.rjob.replicas):
+            if jc.exclusive_key:
+                domains = ctx.domains(jc.exclusive_key)
+                job = ledger.take_domain(jc, i, rnd.choice(domains)) if domains else None
+            else:
+                job = ledger.place_shared(jc, i)
+            for p in job.pods if job else ():
+                placed_nodes[p.node] = placed_nodes.get(p.node, 0) + 1
+    for name, count in placed_nodes.items():
+        if "pods" in snap.node(name).free:
+            assert ledger.free(name)["pods"] == snap.node(name).free["pods"] - count
+        assert all(v >= 0 for v in ledger.free(name).values())
+    ledger.rollback(token)
+    assert ledger.taken_by() == {} and ledger.shared_by() == {}
+    for n in snap.nodes:
+        assert ledger.free(n.name) == fresh.free(n.name)
+    for d in ctx.exclusive_domains:
+        assert ledger.domain_untouched(d)
