@@ -14,8 +14,8 @@ locality (all child Jobs of a replicated job inside one domain of the level). Be
 largest-first try each enclosing domain, tightest first; first-fit, like upstream, lets the first
 child Job choose and the others follow. Preferred locality is tried as required first, then
 dropped (best-fit and largest-first; first-fit ignores it). Exclusivity is full in all three
-(upstream's webhook only keeps apart JobSets of the same priority): the plans must be valid. The CP-SAT planner calls `greedy_plan` on its own context for its hint
-and fallback.
+(upstream's webhook only keeps apart JobSets of the same priority): the plans must be valid.
+The CP-SAT planner calls `greedy_plan` on its own context for its hint and fallback.
 
 Algorithm overview (`_Greedy.run`):
   order       JobSets in the policy's order
