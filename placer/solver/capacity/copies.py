@@ -1,0 +1,112 @@
+"""How many more copies of one JobSet shape fit now, and what stops one more.
+
+A copy is a whole JobSet (all-or-nothing, each exclusive child Job on a domain to itself) placed on
+the snapshot's free capacity; running JobSets keep their nodes and domains, and the other JobSets
+given are shapes, not placed first. The count comes from the counting model (`counting`), then the
+planner places that many copies and the independent checker accepts the plan, so the number shown
+is one a real plan achieves. The limiting factor is the diagnosis of one more copy beside them
+(`placer.solver.explain.diagnose`), with "taken" reworded as taken by the copies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from placer.model.cluster import ClusterSnapshot
+from placer.model.options import SolveOptions
+from placer.model.plan import Plan
+from placer.model.workload import JobSetRequest
+from placer.solver.capacity.counting import count_copies, make_copies
+from placer.solver.capacity.result import ShapeCopies
+from placer.solver.checker import check
+from placer.solver.context import PlacementContext
+from placer.solver.explain.reasons_detail import (
+    Occupancy,
+    diagnose,
+    diagnosis_line,
+    occupancy_from_plan,
+)
+from placer.solver.explain.result import ReasonCount
+from placer.solver.registry import get_solver
+
+__all__ = ["copies_of", "plan_copies"]
+
+
+def plan_copies(
+    snapshot: ClusterSnapshot,
+    copies: Sequence[JobSetRequest],
+    options: SolveOptions,
+    solver: str = "cpsat",
+) -> Plan:
+    """Plan the copies with the named solver; a plan the checker rejects is an error (a bug)."""
+    options = options.model_copy(update={"export_model_path": None})
+    plan = get_solver(solver).solve(snapshot, copies, options)
+    violations = check(plan, snapshot, copies, options)
+    if violations:
+        raise AssertionError("capacity plan failed the checker: " + "; ".join(violations[:5]))
+    return plan
+
+
+def copies_of(
+    snapshot: ClusterSnapshot,
+    shape: JobSetRequest,
+    options: SolveOptions,
+    *,
+    solver: str = "cpsat",
+    verify_limit: int = 128,
+) -> tuple[ShapeCopies, Plan | None]:
+    """Copies of `shape` that fit now, checked by planning them (up to `verify_limit` copies)."""
+    base = make_copies(shape, 1)[0]
+    counted = count_copies(snapshot, [base], options, {base.key: 1}).copies[base.key]
+    plan: Plan | None = None
+    verified = False
+    placed = counted
+    if 0 < counted <= verify_limit:
+        plan = plan_copies(snapshot, make_copies(shape, counted), options, solver)
+        placed = sum(1 for o in plan.jobsets if o.status == "placed")
+        verified = True
+    elif counted == 0:
+        verified = True
+    extra = make_copies(shape, 1, start=placed)[0]
+    queue = [*(make_copies(shape, placed) if plan is not None else []), extra]
+    ctx = PlacementContext(snapshot, queue, options)
+    occ = occupancy_from_plan(ctx, plan) if plan is not None else Occupancy()
+    lines = _limit_lines(ctx, extra, occ, placed)
+    result = ShapeCopies(
+        jobset=shape.key,
+        accelerators_per_copy=shape.accelerator_units,
+        copies=placed,
+        limit="; ".join(lines),
+        limit_lines=lines,
+        verified=verified,
+    )
+    return result, plan
+
+
+def _limit_lines(
+    ctx: PlacementContext, extra: JobSetRequest, occ: Occupancy, placed: int
+) -> list[str]:
+    """The replicated jobs of one more copy that fall short, in words."""
+    diagnosis = []
+    for d in diagnose(ctx, extra, occ):
+        reasons = [
+            ReasonCount(
+                kind=r.kind,
+                count=r.count,
+                text=f"taken by the {placed} cop{'y' if placed == 1 else 'ies'} above",
+            )
+            if r.kind == "taken"
+            else r
+            for r in d.reasons
+        ]
+        d = d.model_copy(update={"reasons": reasons})
+        diagnosis.append(d.model_copy(update={"line": diagnosis_line(d)}))
+    short = [d.line for d in diagnosis if not d.fits]
+    if short:
+        return short
+    if not diagnosis:
+        return ["no child Jobs to place"]
+    return [
+        "each replicated job fits alone, but not all together: "
+        + "; ".join(d.line for d in diagnosis)
+    ]

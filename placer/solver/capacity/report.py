@@ -1,0 +1,51 @@
+"""`placer capacity`'s engine: copies per shape, the largest mix, free and stranded accelerators.
+
+Phases:
+  copies    per shape, how many more whole copies fit now, and what stops one more (`copies`)
+  mix       the largest mix of all shapes together, by accelerators (`mix`)
+  stranded  free accelerators per domain type, and those no shape can use (`stranded`)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from placer.model.cluster import ClusterSnapshot
+from placer.model.errors import InputError
+from placer.model.options import SolveOptions
+from placer.model.workload import JobSetRequest
+from placer.solver.capacity.copies import copies_of
+from placer.solver.capacity.mix import largest_mix
+from placer.solver.capacity.result import CapacityReport
+from placer.solver.capacity.stranded import domain_type_usage
+
+__all__ = ["capacity_report"]
+
+
+def capacity_report(
+    snapshot: ClusterSnapshot,
+    shapes: Sequence[JobSetRequest],
+    options: SolveOptions,
+    *,
+    solver: str = "cpsat",
+    whatif: Sequence[str] = (),
+) -> CapacityReport:
+    if not shapes:
+        raise InputError("give at least one JobSet shape", field="JOBSETS", code="usage")
+    notes: list[str] = []
+    per_shape = []
+    for shape in shapes:
+        result, _ = copies_of(snapshot, shape, options, solver=solver)
+        if not result.verified:
+            notes.append(f"{shape.key}: {result.copies} copies counted, too many to re-plan")
+        per_shape.append(result)
+    mix, plan, copies = largest_mix(snapshot, shapes, options, solver=solver)
+    if not mix.verified:
+        notes.append(
+            "largest mix: the planner placed fewer copies than counted (or too many to re-plan); "
+            "the mix shows what it placed"
+        )
+    rows = domain_type_usage(snapshot, shapes, options, mix_plan=plan, mix_jobsets=copies)
+    return CapacityReport(
+        whatif=list(whatif), shapes=per_shape, mix=mix, domain_types=rows, notes=notes
+    )
