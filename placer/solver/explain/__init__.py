@@ -8,7 +8,12 @@ CP-SAT assumptions), `remedies` (changes checked by re-planning), `result` (the 
 from __future__ import annotations
 
 from placer.solver.explain.explain import explain_jobset, find_target
-from placer.solver.explain.reasons_detail import Occupancy, diagnose, occupancy_from_plan
+from placer.solver.explain.reasons_detail import (
+    Occupancy,
+    diagnose,
+    diagnosis_line,
+    occupancy_from_plan,
+)
 from placer.solver.explain.result import (
     Conflict,
     Explanation,
@@ -27,6 +32,7 @@ __all__ = [
     "ReplicatedJobDiagnosis",
     "Requirement",
     "diagnose",
+    "diagnosis_line",
     "explain_jobset",
     "find_target",
     "occupancy_from_plan",

@@ -28,7 +28,7 @@ from placer.solver.context import JobClass, PlacementContext, node_exclusion, no
 from placer.solver.explain.result import ReasonCount, ReplicatedJobDiagnosis
 from placer.solver.reasons import _limiting, _owner_list, _plural, format_shape
 
-__all__ = ["Occupancy", "diagnose", "occupancy_from_plan"]
+__all__ = ["Occupancy", "diagnose", "diagnosis_line", "domain_verdict", "occupancy_from_plan"]
 
 _RANK = {
     k: i
@@ -99,11 +99,28 @@ def diagnose(
     occ = occ or Occupancy()
     out: list[ReplicatedJobDiagnosis] = []
     for jc in ctx.classes_of(jobset):
-        if jc.exclusive_key:
-            out.append(_exclusive(ctx, jc, occ))
-        else:
-            out.append(_shared(ctx, jc, occ))
+        d = _exclusive(ctx, jc, occ) if jc.exclusive_key else _shared(ctx, jc, occ)
+        out.append(d.model_copy(update={"line": diagnosis_line(d)}))
     return out
+
+
+def diagnosis_line(d: ReplicatedJobDiagnosis) -> str:
+    """The diagnosis as one Kueue-style line (what `line` holds; callers that reword reasons
+    rebuild it with this)."""
+    reasons = ", ".join(f"{r.count} {r.text}" for r in d.reasons)
+    if d.unit == "domain":
+        line = (
+            f"{d.name}: needs {_plural(d.needed, 'domain')} of {d.exclusive_key} for "
+            f"{_plural(d.pods_per_job, 'pod')} of {d.shape}; {d.available} available of {d.total}"
+        )
+        line += f": {reasons}" if reasons else ""
+    else:
+        line = (
+            f"{d.name}: needs {_plural(d.needed, 'pod')} of {d.shape}; fits {d.available} "
+            f"on {d.nodes_with_room or 0} of {_plural(d.total, 'node')}"
+        )
+        line += f"; excluded: {reasons}" if reasons else ""
+    return line + (f"; {d.locality}" if d.locality else "")
 
 
 # -- exclusive replicated jobs: count domains --
@@ -179,8 +196,13 @@ def _by_count(item: tuple[str, int]) -> tuple[int, str]:
     return (-item[1], item[0])
 
 
+def domain_verdict(ctx: PlacementContext, jc: JobClass, domain: Domain) -> tuple[str, str] | None:
+    """(kind, text) when the cluster alone (no plan) rules `domain` out for one child Job of
+    `jc`: held, not matching, too small; None when the domain can take one."""
+    return _static(ctx, jc, domain)
+
+
 def _static(ctx: PlacementContext, jc: JobClass, domain: Domain) -> tuple[str, str] | None:
-    """(kind, text) when the cluster alone rules the domain out for this replicated job."""
     own = jc.jobset.key
     held = [o for o in ctx.domain_held_by(domain) if o != own]
     if held:
@@ -259,14 +281,6 @@ def _exclusive(ctx: PlacementContext, jc: JobClass, occ: Occupancy) -> Replicate
         if most < replicas:
             locality = f"at most {most} in one domain of {level} (required)"
             fits = False
-    head = (
-        f"{jc.rjob.name}: needs {_plural(replicas, 'domain')} of {key} for "
-        f"{_plural(jc.rjob.pods_per_job, 'pod')} of {format_shape(jc.rjob.pod)}; "
-        f"{len(available)} available of {len(domains)}"
-    )
-    line = head + (": " + ", ".join(f"{r.count} {r.text}" for r in reasons) if reasons else "")
-    if locality:
-        line += f"; {locality}"
     return ReplicatedJobDiagnosis(
         name=jc.rjob.name,
         exclusive_key=key,
@@ -280,7 +294,6 @@ def _exclusive(ctx: PlacementContext, jc: JobClass, occ: Occupancy) -> Replicate
         reasons=reasons,
         locality=locality,
         fits=fits,
-        line=line,
     )
 
 
@@ -344,14 +357,6 @@ def _shared(ctx: PlacementContext, jc: JobClass, occ: Occupancy) -> ReplicatedJo
         if most < need:
             locality = f"at most {most} pods in one domain of {level} (required)"
             fits = False
-    line = (
-        f"{jc.rjob.name}: needs {_plural(need, 'pod')} of {format_shape(pod)}; fits {fits_pods} "
-        f"on {len(per_node)} of {_plural(len(ctx.nodes), 'node')}"
-    )
-    if reasons:
-        line += "; excluded: " + ", ".join(f"{r.count} {r.text}" for r in reasons)
-    if locality:
-        line += f"; {locality}"
     return ReplicatedJobDiagnosis(
         name=jc.rjob.name,
         exclusive_key=None,
@@ -365,5 +370,5 @@ def _shared(ctx: PlacementContext, jc: JobClass, occ: Occupancy) -> ReplicatedJo
         reasons=reasons,
         locality=locality,
         fits=fits,
-        line=line,
+        nodes_with_room=len(per_node),
     )

@@ -69,7 +69,9 @@ class ReplicatedJobDiagnosis(BaseModel):
     locality: str = ""
     """Why required topology fails although enough domains are available, else empty."""
     fits: bool
-    line: str
+    nodes_with_room: int | None = None
+    """Shared replicated jobs: nodes with room for at least one pod."""
+    line: str = ""
     """The whole diagnosis in one Kueue-style line."""
 
 
