@@ -110,15 +110,15 @@ def filter_nodes(
             passed=tuple([n for n in node_names if n not in reasons]),
             unresolvable={n: reasons[n] for n in node_names if n in reasons},
         )
-    passed: list[str] = []
-    refused: dict[str, str] = {}
+    free: list[str] = []
+    held: dict[str, str] = {}
     for name in node_names:
         owner = view.owner_of(name, labels.get(name))
         if owner is None:
-            passed.append(name)
+            free.append(name)
         else:
-            refused[name] = reserved_reason(owner)
-    return FilterResult(passed=tuple(passed), unresolvable=refused)
+            held[name] = reserved_reason(owner)
+    return FilterResult(passed=tuple(free), unresolvable=held)
 
 
 def prioritize(

@@ -16,7 +16,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, cast
 
 from kubernetes import client, config, watch
 from kubernetes.client.exceptions import ApiException
@@ -39,12 +39,12 @@ def api_client(kubeconfig: str | None = None) -> client.ApiClient:
     """A client from `kubeconfig`, else the in-cluster service account, else ~/.kube/config."""
     try:
         if kubeconfig:
-            return config.new_client_from_config(config_file=kubeconfig)
+            return cast(client.ApiClient, config.new_client_from_config(config_file=kubeconfig))  # type: ignore[no-untyped-call]
         try:
-            config.load_incluster_config()
+            config.load_incluster_config()  # type: ignore[no-untyped-call]
             return client.ApiClient()
         except ConfigException:
-            return config.new_client_from_config()
+            return cast(client.ApiClient, config.new_client_from_config())  # type: ignore[no-untyped-call]
     except (ConfigException, OSError, ValueError, TypeError) as e:
         raise InputError(
             f"cannot load a Kubernetes client configuration: {e}",
@@ -124,7 +124,7 @@ class KubeWatcher:
     def stop(self) -> None:
         self._stop.set()
         for w in list(self._watches):
-            w.stop()
+            w.stop()  # type: ignore[no-untyped-call]
         for t in self._threads:
             t.join(timeout=5)
 
@@ -150,13 +150,13 @@ class KubeWatcher:
             self.store.set_synced(True)
 
     def _stream(self, func: Callable[..., Any], *args: Any, rv: str) -> Iterator[dict[str, Any]]:
-        w = watch.Watch()
+        w = watch.Watch()  # type: ignore[no-untyped-call]
         self._watches.append(w)
         try:
             kwargs: dict[str, Any] = {"timeout_seconds": self._watch_timeout_s}
             if rv:
                 kwargs["resource_version"] = rv
-            for event in w.stream(func, *args, **kwargs):
+            for event in w.stream(func, *args, **kwargs):  # type: ignore[no-untyped-call]
                 if self._stop.is_set():
                     return
                 if event.get("type") == "ERROR":
@@ -166,11 +166,11 @@ class KubeWatcher:
                     return
                 yield event
         finally:
-            w.stop()
+            w.stop()  # type: ignore[no-untyped-call]
             self._watches.remove(w)
 
     def _jobsets_once(self) -> None:
-        doc = self._custom.list_cluster_custom_object(
+        doc: dict[str, Any] = self._custom.list_cluster_custom_object(  # type: ignore[assignment]
             *JOBSETS, _request_timeout=self._request_timeout_s
         )
         entries = []
@@ -190,7 +190,7 @@ class KubeWatcher:
         response = self._core.list_node(
             _preload_content=False, _request_timeout=self._request_timeout_s
         )
-        doc = json.loads(response.data)
+        doc = json.loads(response.data)  # type: ignore[attr-defined]  # raw urllib3 response
         labels = dict(node_labels(obj) for obj in doc.get("items") or [])
         self.store.replace_nodes(labels)
         self._listed_kind("nodes")

@@ -23,7 +23,7 @@ import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from json.decoder import scanstring
+from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Any
 
 from placer.model.errors import InputError
@@ -313,17 +313,18 @@ def _failures_json(failed: dict[str, str]) -> str:
     if not _plain(failed):
         return json.dumps(failed, separators=_COMPACT)
     reasons = set(failed.values())
-    groups: dict[str, list[str]] | dict[str, dict[str, str]]
+    groups: dict[str, Iterable[str]] = {}
     if len(reasons) == 1:
-        groups = {reasons.pop(): failed}
+        groups[reasons.pop()] = failed
     else:
-        groups = {}
+        lists: dict[str, list[str]] = {}
         for name, reason in failed.items():
-            group = groups.get(reason)
+            group = lists.get(reason)
             if group is None:
-                groups[reason] = [name]
+                lists[reason] = [name]
             else:
                 group.append(name)
+        groups.update(lists)
     parts = []
     for reason, names in groups.items():
         text = json.dumps(reason)
