@@ -132,6 +132,14 @@ def _parents(ctx: PlacementContext, domain: Domain, levels: list[str]) -> dict[s
     return result
 
 
+def _holders_seen_by_queue(holders: tuple[str, ...], queued: set[str]) -> tuple[str, ...]:
+    """What the queue can tell apart about who holds a domain: holders outside the queue all look
+    alike (closed to every queued JobSet), so thousands of held domains still fold together."""
+    if not holders:
+        return ()
+    return tuple(sorted({h if h in queued else "<other>" for h in holders}))
+
+
 def _node_parents(ctx: PlacementContext, node: Node, levels: list[str]) -> dict[str, str]:
     result: dict[str, str] = {}
     for level in levels:
@@ -186,13 +194,27 @@ def aggregate(ctx: PlacementContext) -> AggregatedProblem:
             per_resource[name].append(value)
     problem.resource_scale = {r: _scale_for(v) for r, v in sorted(per_resource.items())}
 
+    shape_of = {jc.index: jc.rjob.pod.signature() for jc in ctx.job_classes}
     cap_cache: dict[tuple[str, Hashable], int] = {}
 
     def node_cap(jc: JobClass, node: Node) -> int:
-        k = (jc.rjob.pod.signature(), sig.node(node))
+        k = (shape_of[jc.index], sig.node(node))
         if k not in cap_cache:
             cap_cache[k] = ctx.node_capacity(jc, node)
         return cap_cache[k]
+
+    def domain_caps(classes: list[JobClass], nodes: list[Node]) -> dict[int, int]:
+        """Pods of each JobClass that fit on `nodes`, computed once per distinct pod shape."""
+        per_shape: dict[str, int] = {}
+        result: dict[int, int] = {}
+        for jc in classes:
+            shape = shape_of[jc.index]
+            if shape not in per_shape:
+                per_shape[shape] = sum(node_cap(jc, n) for n in nodes)
+            result[jc.index] = per_shape[shape]
+        return result
+
+    queued = {js.key for js in ctx.jobsets}
 
     def scaled_free(nodes: list[Node]) -> dict[str, int]:
         total: dict[str, Decimal] = defaultdict(Decimal)
@@ -216,21 +238,21 @@ def aggregate(ctx: PlacementContext) -> AggregatedProblem:
                 d.path if overlap else "",
                 tuple(sorted(parents.items())),
                 tuple(sorted(sig.node(ctx.nodes[n]) for n in d.nodes)),
-                ctx.domain_held_by(d),
+                _holders_seen_by_queue(ctx.domain_held_by(d), queued),
             )
             groups[raw].append(d)
         for raw, members in sorted(groups.items(), key=lambda kv: kv[1][0].path):
             rep = members[0]
             rep_nodes = [ctx.nodes[n] for n in rep.nodes]
+            caps = domain_caps(key_classes, rep_nodes)
             fits = frozenset(
                 jc.index
                 for jc in key_classes
-                if ctx.domain_open_to(rep, jc.jobset)
-                and sum(node_cap(jc, n) for n in rep_nodes) >= jc.rjob.pods_per_job
+                if caps[jc.index] >= jc.rjob.pods_per_job and ctx.domain_open_to(rep, jc.jobset)
             )
             free_acc = ctx.free_accelerators(rep)
             stranded = {i: max(0, free_acc - _accelerators_used(ctx, i)) for i in sorted(fits)}
-            shared_cap = {jc.index: sum(node_cap(jc, n) for n in rep_nodes) for jc in shared}
+            shared_cap = domain_caps(shared, rep_nodes)
             if not fits and not any(shared_cap.values()):
                 continue
             problem.domain_classes.append(
@@ -340,3 +362,54 @@ def _node_groups(
                 shared_capacity={},
                 shared_resources={},
             )
+
+
+def coarsen(problem: AggregatedProblem) -> AggregatedProblem:
+    """Merge classes that differ only in where they sit (parents) and how much they strand.
+
+    Admission depends only on which JobClasses a domain fits and what shared room it offers, so
+    the admission stages solve this much smaller problem exactly. Required locality and overlapping
+    keys need the parents, so then the problem is returned unchanged.
+    """
+    if problem.required_level or problem.shared_levels or problem.overlaps:
+        return problem
+    merged: dict[Hashable, list[DomainClass]] = defaultdict(list)
+    for c in problem.domain_classes:
+        signature = (
+            c.key,
+            c.fits,
+            tuple(sorted(c.shared_capacity.items())),
+            tuple(sorted(c.shared_resources.items())),
+        )
+        merged[signature].append(c)
+    if len(merged) == len(problem.domain_classes):
+        return problem
+    classes = []
+    for group in merged.values():
+        first = group[0]
+        members = tuple(sorted((d for c in group for d in c.members), key=lambda d: d.path))
+        classes.append(
+            DomainClass(
+                id=f"k{len(classes)}",
+                key=first.key,
+                members=members,
+                fits=first.fits,
+                stranded={},
+                parents={},
+                shared_capacity=first.shared_capacity,
+                shared_resources=first.shared_resources,
+            )
+        )
+    return AggregatedProblem(
+        ctx=problem.ctx,
+        exclusive=problem.exclusive,
+        shared=problem.shared,
+        domain_classes=classes,
+        node_groups=problem.node_groups,
+        overlaps=[],
+        span_levels={},
+        required_level={},
+        preferred_level={},
+        impossible=problem.impossible,
+        resource_scale=problem.resource_scale,
+    )

@@ -1,10 +1,11 @@
 """Objective terms, one function per goal, in the lexicographic order the planner optimizes them.
 
 1. per priority tier, highest first: accelerator units admitted (never trade a higher tier away);
-2. queue order: among equal admissions, prefer JobSets earlier in the queue;
-3. best fit and locality: fewest free accelerators stranded in chosen domains, then fewest
-   higher-level domains spanned (preferred topology counts the same way).
-The planner solves them one after another, fixing each optimum before the next.
+2. queue order: among equal admissions, prefer JobSets earlier in the queue (folded into 1 with a
+   smaller weight);
+3. best fit: fewest free accelerators stranded in chosen domains;
+4. locality: fewest higher-level domains spanned (preferred topology counts the same way).
+solve.py solves them one after another, fixing each optimum before the next.
 """
 
 from __future__ import annotations
@@ -14,7 +15,13 @@ from ortools.sat.python import cp_model
 from placer.solver.cpsat.aggregate import AggregatedProblem
 from placer.solver.cpsat.variables import Variables
 
-__all__ = ["admitted_units", "packing_cost", "queue_preference", "tiers"]
+__all__ = [
+    "admitted_units",
+    "domains_spanned",
+    "queue_preference",
+    "stranded_accelerators",
+    "tiers",
+]
 
 
 def tiers(problem: AggregatedProblem) -> list[int]:
@@ -34,24 +41,34 @@ def admitted_units(v: Variables, problem: AggregatedProblem, tier: int) -> cp_mo
     )
 
 
-def queue_preference(v: Variables, problem: AggregatedProblem) -> cp_model.LinearExpr:
-    """Earlier JobSets weigh more, so ties in admitted units go to the head of the queue."""
-    jobsets = problem.ctx.jobsets
-    return sum(
+def queue_preference(
+    v: Variables, problem: AggregatedProblem, tier: int
+) -> tuple[cp_model.LinearExpr, int]:
+    """Earlier JobSets of the tier weigh more, so ties in admitted units go to the queue's head.
+
+    Returns the expression and the weight that puts one accelerator unit above any sum of it.
+    """
+    jobsets = [js for js in problem.ctx.jobsets if js.priority == tier]
+    expr = sum(
         ((len(jobsets) - i) * v.admit[js.key] for i, js in enumerate(jobsets)),
         cp_model.LinearExpr.constant(0),
     )
+    return expr, len(jobsets) * (len(jobsets) + 1) // 2 + 1
 
 
-def packing_cost(v: Variables, problem: AggregatedProblem) -> cp_model.LinearExpr:
-    """Stranded accelerators, weighted above locality spans so best fit decides first."""
+def stranded_accelerators(v: Variables, problem: AggregatedProblem) -> cp_model.LinearExpr:
+    """Best fit: free accelerators left idle in the domains chosen, so large domains stay whole."""
     by_id = {c.id: c for c in problem.domain_classes}
-    stranded = sum(
-        (by_id[cid].stranded[i] * x for (i, cid), x in v.count.items()),
+    return sum(
+        (
+            by_id[cid].stranded[i] * x
+            for (i, cid), x in v.count.items()
+            if by_id[cid].stranded.get(i)
+        ),
         cp_model.LinearExpr.constant(0),
     )
-    spans = sum(v.span.values(), cp_model.LinearExpr.constant(0)) + sum(
-        v.local.values(), cp_model.LinearExpr.constant(0)
-    )
-    weight = len(v.span) + len(v.local) + 1
-    return stranded * weight + spans
+
+
+def domains_spanned(v: Variables) -> cp_model.LinearExpr:
+    """Locality: higher-level domains each JobSet touches, plus preferred-topology choices."""
+    return sum((*v.span.values(), *v.local.values()), cp_model.LinearExpr.constant(0))
