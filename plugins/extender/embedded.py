@@ -127,7 +127,7 @@ def serve(controller: Any, port: int, *, host: str = "0.0.0.0") -> EmbeddedExten
     store = ExtenderStore(synced=False)
     follower = CacheFollower(controller.cache, store)
     try:
-        server = ExtenderServer(ExtenderApp(store), host, port)
+        server = ExtenderServer(ExtenderApp(store, learn_labels=False), host, port)
     except OSError as e:
         raise InputError(
             f"cannot listen on {host}:{port}: {e.strerror or e}",

@@ -79,7 +79,11 @@ def build(options: ServiceOptions) -> Service:
         from plugins.extender.kube_source import KubeBinder, api_client
 
         binder = KubeBinder(api_client(options.kubeconfig))
-    app = ExtenderApp(store, binder, budget_s=options.budget_s)
+    # With a Node watch the store has every node's labels; learning them again from each full
+    # NodeList request would only cost time. Without one (--plan) the requests are a source.
+    app = ExtenderApp(
+        store, binder, learn_labels=options.plan is not None, budget_s=options.budget_s
+    )
     try:
         server = ExtenderServer(app, options.host, options.port)
     except OSError as e:
