@@ -275,7 +275,8 @@ def cheapest_pools(
         snapshot = _snapshot(catalog, base, counts)
         plan = plan_copies(snapshot, jobsets, options, solver)
         if all(o.status == "placed" for o in plan.jobsets):
-            return _report(catalog, counts, plan, status, rounds, notes, whatif)
+            report = _report(catalog, counts, plan, status, rounds, notes, whatif)
+            return report.model_copy(update={"on_existing_cluster": base is not None})
         left = sorted(o.key for o in plan.jobsets if o.status != "placed")
         notes.append(
             f"purchase {_describe(catalog, counts)} left {', '.join(left)} out when planned; "

@@ -102,6 +102,8 @@ class CheapestReport(BaseModel):
     price_per_hour: float = 0
     plan: Plan | None = None
     """The plan on the existing cluster plus the chosen pools (checked)."""
+    on_existing_cluster: bool = False
+    """True when the pools were bought on top of a given cluster (--cluster)."""
     iterations: int = 1
     """Purchases tried: a purchase the planner could not fill is excluded and the next tried."""
     notes: list[str] = Field(default_factory=list)

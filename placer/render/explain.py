@@ -1,0 +1,102 @@
+"""`placer explain` output: the explanation as text (default) or as its JSON document.
+
+The JSON document is `Explanation.model_dump(mode="json")`, the same data the text shows. The text
+leads with the verdict, then per replicated job the domains by reason (Kueue-style counts), the
+conflicting requirements, the remedies found, and the solver line `placer plan` prints.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from placer.model.plan import JobPlacement
+from placer.render.table import compact_list, solver_line
+
+if TYPE_CHECKING:
+    from placer.solver.explain.result import Explanation, ReplicatedJobDiagnosis
+
+__all__ = ["format_rows", "render_explanation", "render_explanation_json"]
+
+
+def format_rows(rows: Sequence[Sequence[str]]) -> list[str]:
+    """Left-aligned columns two spaces apart, trailing blanks dropped."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return [
+        "  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows
+    ]
+
+
+def render_explanation_json(e: Explanation) -> str:
+    return json.dumps(e.model_dump(mode="json"), indent=2) + "\n"
+
+
+def _where(jobs: Sequence[JobPlacement]) -> list[str]:
+    rows = [("JOB", "DOMAIN", "NODES")]
+    for j in jobs:
+        nodes = sorted({p.node for p in j.pods})
+        rows.append((j.name, j.domain.value if j.domain else "-", compact_list(nodes)))
+    return ["  " + line for line in format_rows(rows)]
+
+
+def _domains(jobs: Sequence[JobPlacement]) -> str:
+    values = [j.domain.value for j in jobs if j.domain is not None]
+    nodes = sorted({p.node for j in jobs if j.domain is None for p in j.pods})
+    return compact_list(values or nodes, shown=4)
+
+
+def _diagnosis(d: ReplicatedJobDiagnosis) -> list[str]:
+    verdict = "enough" if d.fits else "not enough"
+    if d.unit == "domain":
+        head = (
+            f"{d.name}: needs {d.needed} domain{'s' if d.needed != 1 else ''} of "
+            f"{d.exclusive_key}, each for {d.pods_per_job} pod{'s' if d.pods_per_job != 1 else ''}"
+            f" of {d.shape}; {d.available} of {d.total} available ({verdict})"
+        )
+    else:
+        head = (
+            f"{d.name}: needs {d.needed} pod{'s' if d.needed != 1 else ''} of {d.shape}; room "
+            f"for {d.available} on {d.nodes_with_room or 0} of {d.total} nodes ({verdict})"
+        )
+    lines = [head]
+    width = max((len(str(r.count)) for r in d.reasons), default=1)
+    lines.extend(f"  {str(r.count).rjust(width)}  {r.text}" for r in d.reasons)
+    if d.locality:
+        lines.append(f"  {d.locality}")
+    return lines
+
+
+def render_explanation(e: Explanation) -> str:
+    head = f"{e.jobset}: {e.status}"
+    lines = [head if e.status == "running" else f"{head} (priority {e.priority})"]
+    lines.extend(f"what-if: {w}" for w in e.whatif)
+    if e.status in ("placed", "partial") and e.jobs:
+        lines.append("")
+        lines.append("placed child Jobs:" if e.status == "placed" else "child Jobs it holds:")
+        lines.extend(_where(e.jobs))
+    if e.replicated_jobs:
+        lines.append("")
+        lines.append("domains (or nodes) by reason, beside the rest of the plan:")
+        for d in e.replicated_jobs:
+            lines.extend("  " + line for line in _diagnosis(d))
+    if e.conflict is not None:
+        lines.append("")
+        c = e.conflict
+        if c.status == "conflict":
+            minimal = "minimal" if c.minimal else "not proven minimal"
+            lines.append(f"conflicting requirements ({minimal}): {c.text}")
+            lines.extend(f"  - {r.text}" for r in c.requirements)
+        else:
+            lines.append(f"conflict: {c.text}")
+    if e.remedies:
+        lines.append("")
+        lines.append(f"what would make it fit (each checked by re-planning with {e.solver.name}):")
+        lines.extend(f"  - {r.text}: {_domains(r.jobs)}" for r in e.remedies)
+    if e.notes:
+        lines.append("")
+        lines.extend(f"note: {n}" for n in e.notes)
+    if e.status != "running":
+        lines.append("")
+        lines.append(solver_line(e.solver))
+    return "\n".join(lines) + "\n"
