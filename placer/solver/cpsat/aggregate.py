@@ -327,8 +327,7 @@ def _node_groups(
     scaled_free: ScaledFree,
     overlap: bool,
 ) -> None:
-    """Free nodes (in no exclusive domain) grouped by signature; in overlap mode domain nodes are
-    left out of the shared pool entirely (a conservative simplification)."""
+    """Free nodes (in no exclusive domain) grouped by signature."""
     ctx = problem.ctx
     in_domain = {n for d in ctx.exclusive_domains for n in d.nodes}
     groups: dict[Hashable, list[Node]] = defaultdict(list)
@@ -351,17 +350,33 @@ def _node_groups(
             )
         )
     if overlap:
-        for i, c in enumerate(problem.domain_classes):
-            problem.domain_classes[i] = DomainClass(
-                id=c.id,
-                key=c.key,
-                members=c.members,
-                fits=c.fits,
-                stranded=c.stranded,
-                parents=c.parents,
-                shared_capacity={},
-                shared_resources={},
-            )
+        _shared_room_by_owner(problem, node_cap, scaled_free)
+
+
+def _shared_room_by_owner(
+    problem: AggregatedProblem, node_cap: NodeCapacity, scaled_free: ScaledFree
+) -> None:
+    """With overlapping keys (singleton classes) each node's shared room is counted once, in the
+    first class holding it; the model then also closes that room when an overlapping domain is
+    taken (see `add_overlapping_domains`)."""
+    ctx = problem.ctx
+    owner: dict[str, str] = {}
+    for c in problem.domain_classes:
+        for n in c.members[0].nodes:
+            owner.setdefault(n, c.id)
+    for i, c in enumerate(problem.domain_classes):
+        owned = [ctx.nodes[n] for n in c.members[0].nodes if owner[n] == c.id]
+        room = {jc.index: sum(node_cap(jc, n) for n in owned) for jc in problem.shared}
+        problem.domain_classes[i] = DomainClass(
+            id=c.id,
+            key=c.key,
+            members=c.members,
+            fits=c.fits,
+            stranded=c.stranded,
+            parents=c.parents,
+            shared_capacity=room,
+            shared_resources=scaled_free(owned),
+        )
 
 
 def coarsen(problem: AggregatedProblem) -> AggregatedProblem:

@@ -52,13 +52,22 @@ def add_domain_exclusivity(
 def add_overlapping_domains(
     model: cp_model.CpModel, v: Variables, problem: AggregatedProblem
 ) -> None:
-    """Domains of different exclusive keys that share a node cannot both be taken."""
+    """Domains of different exclusive keys that share a node cannot both be taken, and pods
+    without an exclusive key leave a domain alone once an overlapping one is taken."""
     used: dict[str, list[cp_model.IntVar]] = defaultdict(list)
     for (_, cid), x in v.count.items():
         used[cid].append(x)
+    shared: dict[str, list[tuple[int, cp_model.IntVar]]] = defaultdict(list)
+    for (i, cid), x in v.shared_in_class.items():
+        shared[cid].append((i, x))
+    room = {c.id: c.shared_capacity for c in problem.domain_classes}
     for a, b in problem.overlaps:
         if used[a] and used[b]:
             model.add(sum(used[a]) + sum(used[b]) <= 1)
+        for mine, other in ((a, b), (b, a)):
+            for i, x in shared[mine]:
+                if used[other]:
+                    model.add(x <= room[mine][i] * (1 - sum(used[other])))
 
 
 def add_shared_fit(model: cp_model.CpModel, v: Variables, problem: AggregatedProblem) -> None:
