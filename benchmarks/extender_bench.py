@@ -416,11 +416,11 @@ def machine() -> dict[str, str]:
     }
 
 
-def row(name: str, values: list[float], target: str) -> str:
+def row(name: str, values: list[float], cpu_s: float, target: str) -> str:
     ms = [v * 1000 for v in values]
     return (
         f"| {name} | {len(ms)} | {statistics.median(ms):.2f} | {percentile(ms, 0.99):.2f} | "
-        f"{max(ms):.2f} | {target} |"
+        f"{max(ms):.2f} | {cpu_s * 1000 / len(ms):.2f} | {target} |"
     )
 
 
@@ -434,7 +434,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--connections", type=int, default=4)
     parser.add_argument("--load-requests", type=int, default=4000, help="per connection")
     parser.add_argument(
-        "--load-names", type=int, default=100, help="node names per request in the throughput run"
+        "--load-names",
+        type=int,
+        nargs="+",
+        default=[100, 500],
+        help="node names per request in the throughput runs",
     )
     parser.add_argument("--cap-s", type=float, default=60.0, help="wall-clock cap per series")
     parser.add_argument("--out", type=Path, help="write the markdown report here")

@@ -165,8 +165,11 @@ def _fast_item(s: str, p: int, index: int) -> tuple[NodeItem, int] | None:
     end = s.find(_ITEM_SEP, p + 1)
     if end == -1 or s[end - 1] != "}":
         return None
-    # The separator ends this item unless it sits in a nested array of the item: then the item's
-    # own brace is still open in the slice. (Braces inside strings can only make this refuse.)
+    # `,{"metadata":` cannot occur inside a JSON string (its quotes would be escaped), and a
+    # v1.Node has no nested object starting with metadata, so for the scheduler's Nodes the first
+    # separator ends the item. For other senders: if it sat in a nested array, the item's own
+    # brace would still be open in the slice and the count refuses (braces inside strings could
+    # only hide that if they were unbalanced exactly as much: not a case worth a full decode).
     if s.count("{", p, end) != s.count("}", p, end):
         return None
     field = f"Nodes.items[{index}]"
