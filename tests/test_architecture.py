@@ -1,0 +1,107 @@
+"""Imports flow one way (model -> solver -> controller/cli); heavy clients stay in their corners.
+
+An `ast` walk over the source, so a violation fails here rather than surfacing as an import cycle or
+an accidental dependency of the model on the solver.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+FORBIDDEN: dict[str, tuple[str, ...]] = {
+    "placer/model": (
+        "placer.solver",
+        "placer.controller",
+        "placer.commands",
+        "placer.render",
+        "placer.cli",
+        "plugins",
+        "benchmarks",
+    ),
+    "placer/solver": (
+        "placer.controller",
+        "placer.commands",
+        "placer.render",
+        "placer.cli",
+        "plugins",
+        "benchmarks",
+    ),
+    "placer/render": (
+        "placer.controller",
+        "placer.commands",
+        "placer.cli",
+        "plugins",
+        "benchmarks",
+    ),
+    "placer/controller": ("placer.commands", "placer.cli", "benchmarks"),
+    "plugins": ("placer.commands", "placer.cli", "benchmarks"),
+}
+"""Folder -> module prefixes its files must not import."""
+
+KUBERNETES_ALLOWED = {
+    "placer/model/resources.py",  # kubernetes.utils.parse_quantity, by design
+    "placer/model/live.py",
+    "placer/controller/kube_adapter.py",
+    "plugins/extender/kube_source.py",
+}
+ORTOOLS_ALLOWED_PREFIX = "placer/solver/"
+ORTOOLS_ALLOWED_ELSEWHERE = {"benchmarks/measure.py"}  # reads ortools.__version__ for the report
+
+
+def _sources() -> list[Path]:
+    return sorted(p for d in ("placer", "plugins", "benchmarks") for p in (ROOT / d).rglob("*.py"))
+
+
+def _imports(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.extend(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.append(node.module)
+    return names
+
+
+def _matches(name: str, prefix: str) -> bool:
+    return name == prefix or name.startswith(prefix + ".")
+
+
+@pytest.mark.parametrize("path", _sources(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_imports_respect_layers(path: Path) -> None:
+    rel = path.relative_to(ROOT).as_posix()
+    imported = _imports(path)
+    for folder, banned in FORBIDDEN.items():
+        if rel.startswith(folder + "/"):
+            bad = [n for n in imported for b in banned if _matches(n, b)]
+            assert not bad, f"{rel} imports {bad}, a layer above it"
+    if any(_matches(n, "kubernetes") for n in imported):
+        assert rel in KUBERNETES_ALLOWED, f"{rel} imports the kubernetes client"
+    if any(_matches(n, "ortools") for n in imported):
+        assert rel.startswith(ORTOOLS_ALLOWED_PREFIX) or rel in ORTOOLS_ALLOWED_ELSEWHERE, rel
+
+
+def _modules() -> list[str]:
+    paths = (ROOT / "placer").rglob("*.py")
+    return [".".join(p.relative_to(ROOT).with_suffix("").parts) for p in paths]
+
+
+@pytest.mark.parametrize("module", sorted(_modules()))
+def test_public_surface_is_declared(module: str) -> None:
+    """Every name in `__all__` exists, so the declared surface cannot rot."""
+    mod = importlib.import_module(module)
+    declared = getattr(mod, "__all__", None)
+    if declared is None:
+        assert module.endswith("__init__") or module.endswith("__main__"), (
+            f"{module} declares no __all__"
+        )
+        return
+    missing = [n for n in declared if not hasattr(mod, n)]
+    assert not missing, f"{module}.__all__ names missing attributes {missing}"
+    assert len(set(declared)) == len(declared), f"{module}.__all__ repeats a name"
