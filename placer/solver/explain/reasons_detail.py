@@ -173,7 +173,7 @@ def _too_small(ctx: PlacementContext, jc: JobClass, domain: Domain) -> str:
         else:
             eligible.append(n)
             if node_pod_capacity(n, pod) < _empty_capacity(n, pod):
-                causes[f"{_limiting(n, pod)} in use"] += 1
+                causes[f"with {_limiting(n, pod)} in use"] += 1
     parts = [f"{_hosts(c)} {cause}" for cause, c in sorted(causes.items(), key=_by_count)]
     if not parts:
         limits = Counter(_limiting(n, pod) for n in eligible)

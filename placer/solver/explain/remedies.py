@@ -87,8 +87,9 @@ class Replanner:
         queue = list(jobsets if jobsets is not None else self.jobsets)
         options = self.options.model_copy(update={"export_model_path": None})
         plan: Plan = get_solver(self.solver).solve(snap, queue, options)
-        if check(plan, snap, queue, options):
-            return None
+        violations = check(plan, snap, queue, options)
+        if violations:
+            raise AssertionError("re-plan failed the checker: " + "; ".join(violations[:5]))
         outcome = plan.outcome(key)
         return list(outcome.jobs) if outcome.status == "placed" else None
 

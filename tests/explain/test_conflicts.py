@@ -1,0 +1,116 @@
+"""Minimal conflict sets: requirements satisfiable alone and in any pair, not all together."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from placer.model.cluster import ClusterSnapshot
+from placer.model.options import SolveOptions
+from placer.model.workload import JobSetRequest
+from placer.solver.explain import explain_jobset
+from placer.solver.explain.conflicts import ConflictInputs, find_conflict, max_replicas, min_drops
+from tests.strategies import BLOCK, HOSTNAME, NODEPOOL, cluster, jobset, pool, rjob, solve_checked
+
+OPTIONS = SolveOptions(workers=1, time_limit_s=5)
+
+
+def _blocks() -> ClusterSnapshot:
+    # block b0: p0, p1; block b1: p2
+    return cluster(
+        pool("p0", 2, block="b0"),
+        pool("p1", 2, block="b0"),
+        pool("p2", 2, block="b1"),
+        levels=(BLOCK, NODEPOOL, HOSTNAME),
+    )
+
+
+def _queue() -> tuple[JobSetRequest, JobSetRequest]:
+    # `high` must sit in block b0; the target wants 2 domains inside one block: only b0 has 2
+    high = jobset("high", rjob(node_selector={BLOCK: "b0"}), priority=10)
+    target = jobset("t", rjob(replicas=2, required=BLOCK), order=1)
+    return high, target
+
+
+def _placed(snap: ClusterSnapshot, queue: Sequence[JobSetRequest], key: str) -> bool:
+    return solve_checked("cpsat", snap, queue, OPTIONS).outcome(key).status == "placed"
+
+
+def test_every_requirement_matters_and_the_set_conflicts() -> None:
+    snap = _blocks()
+    high, target = _queue()
+    # the whole set fails, and dropping any one requirement lets the rest hold (checked by
+    # planning, independently of the conflict model)
+    assert not _placed(snap, [high, target], target.key)
+    assert _placed(snap, [target], target.key)  # without "high stays admitted"
+    relaxed = target.model_copy(update={"replicated_jobs": (rjob(replicas=2, preferred=BLOCK),)})
+    assert _placed(snap, [high, relaxed], target.key)  # without the locality
+    fewer = target.model_copy(update={"replicated_jobs": (rjob(replicas=1, required=BLOCK),)})
+    assert _placed(snap, [high, fewer], target.key)  # without "all 2 child Jobs"
+
+    conflict = find_conflict(ConflictInputs(snap, target, (high,), OPTIONS))
+    assert conflict.status == "conflict" and conflict.minimal
+    assert [r.id for r in conflict.requirements] == [
+        "replicas:workers",
+        "locality:workers",
+        "admitted:team-a/high",
+    ]
+    assert conflict.requirements[2].text == ("team-a/high stays admitted (higher priority 10 > 0)")
+
+
+def test_an_unrelated_placed_jobset_stays_out_of_the_conflict() -> None:
+    snap = cluster(_blocks().nodes, pool("p9", 2, block="b9"))
+    high, target = _queue()
+    # `bystander` sits in its own block b9 and does not take part in the conflict
+    bystander = jobset("bystander", rjob(node_selector={BLOCK: "b9"}), priority=5)
+    plan = solve_checked("cpsat", snap, [high, bystander, target], OPTIONS)
+    assert plan.outcome("team-a/bystander").status == "placed"
+    conflict = find_conflict(ConflictInputs(snap, target, (high, bystander), OPTIONS))
+    assert "admitted:team-a/bystander" not in [r.id for r in conflict.requirements]
+
+
+def test_all_or_nothing_across_replicated_jobs() -> None:
+    # 2 free domains: workers (1) and driver (1) each fit, and with `high` (1) any two fit
+    snap = cluster(pool("p0", 2), pool("p1", 2))
+    high = jobset("high", priority=10)
+    target = jobset("t", rjob("workers"), rjob("driver"), order=1)
+    e = explain_jobset(snap, [high, target], target.key, OPTIONS, remedies=False)
+    assert e.status == "unschedulable"
+    assert e.conflict is not None
+    assert sorted(r.id for r in e.conflict.requirements) == [
+        "admitted:team-a/high",
+        "replicas:driver",
+        "replicas:workers",
+    ]
+    assert e.conflict.text.startswith("cannot all hold at once")
+
+
+def test_a_jobset_too_big_for_the_cluster_conflicts_with_itself_only() -> None:
+    snap = cluster(pool("p0", 2))
+    target = jobset("t", rjob(replicas=2))
+    conflict = find_conflict(ConflictInputs(snap, target, (), OPTIONS))
+    assert [r.id for r in conflict.requirements] == ["replicas:workers"]
+    assert conflict.text.startswith("cannot hold even on the cluster as it stands")
+
+
+def test_greedy_left_it_out_although_a_joint_plan_exists() -> None:
+    # first-fit gives `high` the first pool, the only one the target can use; a joint plan moves it
+    snap = cluster(pool("p0", 2), pool("p1", 2, topology="4x4"))
+    high = jobset("high", rjob(node_selector=None), priority=10)
+    target = jobset("t", rjob(node_selector={"cloud.google.com/gke-tpu-topology": "2x4"}))
+    e = explain_jobset(
+        snap, [high, target], target.key, OPTIONS, solver="first-fit", remedies=False
+    )
+    assert e.status == "unschedulable"
+    assert e.conflict is not None and e.conflict.status == "no-conflict"
+    assert _placed(snap, [high, target], target.key)  # CP-SAT places both
+
+
+def test_max_replicas_and_min_drops() -> None:
+    snap = cluster(pool("p0", 2), pool("p1", 2), pool("p2", 2))
+    low = jobset("low", rjob(replicas=1), priority=-5)
+    other = jobset("other", rjob(replicas=1), order=0)
+    target = jobset("t", rjob(replicas=3), order=1)
+    inputs = ConflictInputs(snap, target, (low, other), OPTIONS)
+    assert max_replicas(inputs, "workers") == 1
+    assert min_drops(inputs, ["team-a/low", "team-a/other"]) == ["team-a/low", "team-a/other"]
+    assert min_drops(inputs, ["team-a/low"]) is None

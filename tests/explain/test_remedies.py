@@ -1,0 +1,131 @@
+"""Remedies: each kind found on a small case, and each re-checked here by planning with it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from placer.model.cluster import ClusterSnapshot, JobSetUsage
+from placer.model.options import SolveOptions
+from placer.model.whatif import remove_jobset
+from placer.model.workload import JobSetRequest
+from placer.solver.explain import Explanation, Remedy, explain_jobset
+from tests.strategies import (
+    BLOCK,
+    HOSTNAME,
+    NODEPOOL,
+    TPU_TOPOLOGY,
+    cluster,
+    jobset,
+    pool,
+    resources,
+    rjob,
+    solve_checked,
+)
+
+OPTIONS = SolveOptions(workers=1, time_limit_s=5)
+
+
+def _explain(snap: ClusterSnapshot, queue: Sequence[JobSetRequest]) -> Explanation:
+    e = explain_jobset(snap, queue, "team-a/t", OPTIONS)
+    assert e.status == "unschedulable"
+    return e
+
+
+def _kinds(e: Explanation) -> list[str]:
+    return [r.kind for r in e.remedies]
+
+
+def _placed(snap: ClusterSnapshot, queue: Sequence[JobSetRequest]) -> bool:
+    return solve_checked("cpsat", snap, queue, OPTIONS).outcome("team-a/t").status == "placed"
+
+
+def _remedy(e: Explanation, kind: str) -> Remedy:
+    return next(r for r in e.remedies if r.kind == kind)
+
+
+def test_fewer_replicas_gives_the_largest_count_that_fits() -> None:
+    snap = cluster(pool("p0", 2), pool("p1", 2), pool("p2", 2, ready=False))
+    target = jobset("t", rjob(replicas=3))
+    e = _explain(snap, [target])
+    r = _remedy(e, "fewer-replicas")
+    assert r.change == {"replicated_job": "workers", "replicas": 2}
+    assert r.text == "run workers with 2 replicas instead of 3"
+    assert r.verified and len(r.jobs) == 2
+    assert _placed(snap, [jobset("t", rjob(replicas=2))])
+
+
+def test_another_topology_value_with_room() -> None:
+    snap = cluster(pool("small-0", 2, jobsets=["team-z/run"]), pool("big-0", 2, topology="4x4"))
+    target = jobset("t", rjob(node_selector={TPU_TOPOLOGY: "2x4"}))
+    e = _explain(snap, [target])
+    r = _remedy(e, "other-topology")
+    assert r.change == {"replicated_jobs": ["workers"], "node_selector": {TPU_TOPOLOGY: "4x4"}}
+    assert r.jobs[0].domain is not None and r.jobs[0].domain.value == "big-0"
+    assert _placed(snap, [jobset("t", rjob(node_selector={TPU_TOPOLOGY: "4x4"}))])
+
+
+def test_relaxing_required_locality() -> None:
+    snap = cluster(
+        pool("p0", 2, block="b0"), pool("p1", 2, block="b1"), levels=(BLOCK, NODEPOOL, HOSTNAME)
+    )
+    e = _explain(snap, [jobset("t", rjob(replicas=2, required=BLOCK))])
+    assert "relax-locality" in _kinds(e)
+    assert _placed(snap, [jobset("t", rjob(replicas=2, preferred=BLOCK))])
+
+
+def _held_by(priority: int | None) -> ClusterSnapshot:
+    usage = JobSetUsage(requests=resources(tpu=4, pods=1), priority=priority)
+    nodes = [
+        n.model_copy(
+            update={
+                "free": resources(cpu=32, pods=109, tpu=0),
+                "jobset_usage": {"team-z/run": usage},
+            }
+        )
+        for n in pool("p0", 2, jobsets=["team-z/run"])
+    ]
+    return cluster(nodes)
+
+
+def test_preempting_a_lower_priority_running_jobset() -> None:
+    snap = _held_by(priority=1)
+    target = jobset("t", priority=100)
+    e = _explain(snap, [target])
+    r = _remedy(e, "preempt")
+    assert r.text == "preempt lower-priority running team-z/run (priority 1)"
+    assert r.change == {"remove_running": ["team-z/run"]}
+    assert "wait" not in _kinds(e), "the same removal is not offered twice"
+    freed, _ = remove_jobset(snap, "team-z/run")
+    assert _placed(freed, [target])
+
+
+def test_waiting_for_a_running_jobset_of_unknown_or_higher_priority() -> None:
+    for priority in (None, 1000):
+        snap = _held_by(priority=priority)
+        e = _explain(snap, [jobset("t", priority=100)])
+        assert _kinds(e) == ["wait"], priority
+        assert e.remedies[0].text == "wait for running team-z/run to finish"
+
+
+def test_yielding_to_a_same_priority_jobset_the_plan_preferred() -> None:
+    snap = cluster(pool("p0", 2), pool("p1", 2))
+    target = jobset("t", order=0)
+    bigger = jobset("bigger", rjob(replicas=2), order=1)  # more accelerators, same priority
+    e = _explain(snap, [target, bigger])
+    r = _remedy(e, "yield")
+    assert r.change == {"leave_out": ["team-a/bigger"]}
+    assert _placed(snap, [target])
+
+
+def test_no_remedy_is_said_so() -> None:
+    snap = cluster(pool("p0", 1))
+    e = _explain(snap, [jobset("t", rjob(pods_per_job=2))])
+    assert e.remedies == []
+    assert any(n.startswith("no remedy found") for n in e.notes)
+
+
+def test_replan_budget_is_respected() -> None:
+    snap = cluster(pool("p0", 2), pool("p1", 2), pool("p2", 2, ready=False))
+    e = explain_jobset(snap, [jobset("t", rjob(replicas=3))], "team-a/t", OPTIONS, replan_budget=0)
+    assert e.remedies == []
+    assert "remedy search stopped after 0 re-plans" in e.notes
