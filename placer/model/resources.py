@@ -1,8 +1,8 @@
 """Resource quantities and pod requests by the Kubernetes rules.
 
-Quantities are parsed once, with `kubernetes.utils.parse_quantity`, into `Decimal`, so that `500m` and
-`0.5` compare equal and nothing downstream parses strings. The pod-request rule lives here because the
-planner, the checker and the snapshot loader must all agree on what a pod asks for.
+Quantities are parsed once, with `kubernetes.utils.parse_quantity`, into `Decimal`, so that `500m`
+and `0.5` compare equal and nothing downstream parses strings. The pod-request rule lives here
+because the planner, the checker and the snapshot loader must all agree on what a pod asks for.
 """
 
 from __future__ import annotations
@@ -35,17 +35,22 @@ ResourceMap = dict[str, Decimal]
 _ACCELERATOR_HINTS = ("gpu", "tpu", "neuron", "accelerator", "habana", "gaudi")
 
 
-def parse_resource_map(raw: Mapping[str, Any] | None, *, source: str = "", obj: str = "",
-                       field: str = "") -> ResourceMap:
+def parse_resource_map(
+    raw: Mapping[str, Any] | None, *, source: str = "", obj: str = "", field: str = ""
+) -> ResourceMap:
     """Parse `{name: quantity}`; a bad quantity is an InputError naming the field."""
     result: ResourceMap = {}
     for name, value in (raw or {}).items():
         try:
-            result[str(name)] = Decimal(parse_quantity(value))
+            result[str(name)] = Decimal(parse_quantity(value))  # type: ignore[no-untyped-call]
         except (ValueError, TypeError, ArithmeticError) as e:
-            raise InputError(f"invalid quantity {value!r}", source=source, obj=obj,
-                             field=f"{field}.{name}" if field else str(name),
-                             code="quantity") from e
+            raise InputError(
+                f"invalid quantity {value!r}",
+                source=source,
+                obj=obj,
+                field=f"{field}.{name}" if field else str(name),
+                code="quantity",
+            ) from e
     return result
 
 
@@ -68,28 +73,35 @@ def _max_resources(a: Mapping[str, Decimal], b: Mapping[str, Decimal]) -> Resour
     return {name: max(a.get(name, Decimal(0)), b.get(name, Decimal(0))) for name in {*a, *b}}
 
 
-def _container_request(container: Mapping[str, Any], *, source: str, obj: str,
-                       field: str) -> ResourceMap:
+def _container_request(
+    container: Mapping[str, Any], *, source: str, obj: str, field: str
+) -> ResourceMap:
     """Requests default to limits, per resource, when only the limit is set."""
     resources = container.get("resources") or {}
-    limits = parse_resource_map(resources.get("limits"), source=source, obj=obj,
-                                field=f"{field}.resources.limits")
-    requests = parse_resource_map(resources.get("requests"), source=source, obj=obj,
-                                  field=f"{field}.resources.requests")
+    limits = parse_resource_map(
+        resources.get("limits"), source=source, obj=obj, field=f"{field}.resources.limits"
+    )
+    requests = parse_resource_map(
+        resources.get("requests"), source=source, obj=obj, field=f"{field}.resources.requests"
+    )
     return {**limits, **requests}
 
 
-def pod_request(pod_spec: Mapping[str, Any], *, source: str = "", obj: str = "",
-                field: str = "spec") -> ResourceMap:
+def pod_request(
+    pod_spec: Mapping[str, Any], *, source: str = "", obj: str = "", field: str = "spec"
+) -> ResourceMap:
     """Effective pod request: max(app + sidecars, largest plain init container) + overhead.
 
     Sidecars (init containers with restartPolicy Always) run beside the app containers, so they add;
     a plain init container runs alone before them, with the sidecars started before it, so it counts
     together with those sidecars. Zero entries are dropped so that shapes compare by what matters.
     """
-    app = add_resources(*(
-        _container_request(c, source=source, obj=obj, field=f"{field}.containers[{i}]")
-        for i, c in enumerate(pod_spec.get("containers") or [])))
+    app = add_resources(
+        *(
+            _container_request(c, source=source, obj=obj, field=f"{field}.containers[{i}]")
+            for i, c in enumerate(pod_spec.get("containers") or [])
+        )
+    )
     sidecars_so_far: ResourceMap = {}
     init_peak: ResourceMap = {}
     for i, c in enumerate(pod_spec.get("initContainers") or []):
@@ -100,8 +112,9 @@ def pod_request(pod_spec: Mapping[str, Any], *, source: str = "", obj: str = "",
         else:
             init_peak = _max_resources(init_peak, add_resources(sidecars_so_far, req))
     running = add_resources(app, sidecars_so_far)
-    overhead = parse_resource_map(pod_spec.get("overhead"), source=source, obj=obj,
-                                  field=f"{field}.overhead")
+    overhead = parse_resource_map(
+        pod_spec.get("overhead"), source=source, obj=obj, field=f"{field}.overhead"
+    )
     total = add_resources(_max_resources(running, init_peak), overhead)
     return {name: value for name, value in sorted(total.items()) if value != 0}
 
@@ -119,8 +132,9 @@ def is_accelerator(name: str) -> bool:
     return is_extended_resource(name) and any(h in name.lower() for h in _ACCELERATOR_HINTS)
 
 
-def pods_that_fit(free: Mapping[str, Decimal], request: Mapping[str, Decimal],
-                  extra_resources: Iterable[str] = ()) -> int:
+def pods_that_fit(
+    free: Mapping[str, Decimal], request: Mapping[str, Decimal], extra_resources: Iterable[str] = ()
+) -> int:
     """floor(min over requested resources of free/request), counting the node's `pods` slots.
 
     A resource the node does not have at all fits zero pods. A pod with no requests is limited only

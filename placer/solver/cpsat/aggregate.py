@@ -17,13 +17,14 @@ from collections import defaultdict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import Any
 
 from placer.model.cluster import Node
 from placer.model.resources import is_accelerator
 from placer.model.topology import HOSTNAME, Domain
 from placer.solver.context import JobClass, PlacementContext
 
-__all__ = ["AggregatedProblem", "DomainClass", "NodeGroup", "aggregate"]
+__all__ = ["AggregatedProblem", "DomainClass", "NodeGroup", "aggregate", "coarsen"]
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,10 @@ def _scale_for(values: list[Decimal]) -> Decimal:
     return Decimal(2**20) if biggest > Decimal(10**9) else Decimal("0.001")
 
 
+NodeSignature = tuple[Any, ...]
+"""What a node looks like to the queue; sortable so domain signatures are canonical."""
+
+
 class _Signatures:
     """Hashable descriptions of nodes and domains as the queue sees them (cached)."""
 
@@ -105,9 +110,9 @@ class _Signatures:
                 by_name = by_name or bool(term.match_node_names)
         self.label_keys = sorted(keys)
         self.by_name = by_name
-        self._node: dict[str, Hashable] = {}
+        self._node: dict[str, NodeSignature] = {}
 
-    def node(self, node: Node) -> Hashable:
+    def node(self, node: Node) -> NodeSignature:
         if node.name not in self._node:
             self._node[node.name] = (
                 tuple(node.labels.get(k) for k in self.label_keys),
@@ -231,7 +236,7 @@ def aggregate(ctx: PlacementContext) -> AggregatedProblem:
     for key in ctx.exclusive_keys:
         problem.span_levels[key] = _span_levels(ctx, key)
         key_classes = [jc for jc in exclusive if jc.exclusive_key == key]
-        groups: dict[Hashable, list[Domain]] = defaultdict(list)
+        groups: dict[tuple[Any, ...], list[Domain]] = defaultdict(list)
         for d in ctx.domains(key):
             parents = _parents(ctx, d, [*problem.span_levels[key], *problem.shared_levels])
             raw = (
@@ -399,7 +404,7 @@ def coarsen(problem: AggregatedProblem) -> AggregatedProblem:
         merged[signature].append(c)
     if len(merged) == len(problem.domain_classes):
         return problem
-    classes = []
+    classes: list[DomainClass] = []
     for group in merged.values():
         first = group[0]
         members = tuple(sorted((d for c in group for d in c.members), key=lambda d: d.path))

@@ -32,7 +32,8 @@ def hint_from_plan(
         for j in o.jobs:
             if j.domain is None:
                 continue
-            cid = class_of.get((j.domain.key, tuple(tuple(p) for p in j.domain.path)))
+            path = tuple((k, val) for k, val in j.domain.path)
+            cid = class_of.get((j.domain.key, path))
             jc = rjob_class.get((o.key, j.replicated_job))
             if cid is not None and jc is not None and (jc, cid) in counts:
                 counts[(jc, cid)] += 1
@@ -74,17 +75,17 @@ def spread_counts(
             need = values[x.name]
             candidates = [f for f in fine_of[cid] if (jc.index, f) in fv.count]
             while need > 0:
-                f = min(
-                    (f for f in candidates if left[f] > 0),
-                    key=lambda f, homes=homes, jc=jc: _rank(by_id[f], jc.index, homes),
+                ranked = sorted(
+                    (_rank(by_id[f], jc.index, homes), f) for f in candidates if left[f] > 0
                 )
+                f = ranked[0][1]
                 take = min(need, left[f])
                 left[f] -= take
                 need -= take
                 name = fv.count[(jc.index, f)].name
                 hint[name] = hint.get(name, 0) + take
                 homes.update(by_id[f].parents.values())
-    model.clear_hints()
+    model.clear_hints()  # type: ignore[no-untyped-call]
     for (_, _), x in fv.count.items():
         model.add_hint(x, hint.get(x.name, 0))
     for x in fv.admit.values():

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from ortools.sat.python import cp_model
 
@@ -57,7 +58,7 @@ def _all_vars(v: Variables) -> list[cp_model.IntVar]:
 
 def _solve(
     model: cp_model.CpModel, options: SolveOptions, deadline: float
-) -> tuple[cp_model.CpSolver, int]:
+) -> tuple[cp_model.CpSolver, Any]:
     solver = cp_model.CpSolver()
     apply_parameters(solver, options, deadline - time.perf_counter())
     return solver, solver.solve(model)
@@ -66,7 +67,7 @@ def _solve(
 def _rehint(
     model: cp_model.CpModel, variables: list[cp_model.IntVar], values: dict[str, int]
 ) -> None:
-    model.clear_hints()
+    model.clear_hints()  # type: ignore[no-untyped-call]
     for x in variables:
         model.add_hint(x, values[x.name])
 
