@@ -18,7 +18,7 @@ class SolveOptions(BaseModel):
     """CP-SAT search workers; 0 means one per core."""
     seed: int = 0
     queue: QueuePolicy = "priority"
-    """`strict-fifo` admits a JobSet only if every earlier JobSet of its priority tier is admitted."""
+    """`strict-fifo`: a JobSet is admitted only if every earlier one of its priority tier is."""
     extended_resource_toleration: bool = True
     """Model the ExtendedResourceToleration admission plugin (on by default in GKE and most GPU
     clusters): a pod tolerates `<resource>:NoSchedule`-style taints for the extended resources it

@@ -36,7 +36,8 @@ class Taint(BaseModel):
         return self.effect in ("NoSchedule", "NoExecute")
 
     def __str__(self) -> str:
-        return f"{self.key}={self.value}:{self.effect}" if self.value else f"{self.key}:{self.effect}"
+        head = f"{self.key}={self.value}" if self.value else self.key
+        return f"{head}:{self.effect}"
 
 
 class Toleration(BaseModel):
@@ -60,7 +61,7 @@ class NodeSelectorRequirement(BaseModel):
 
 
 class NodeSelectorTerm(BaseModel):
-    """Requirements ANDed; a pod's terms are ORed. `field_name` holds matchFields on metadata.name."""
+    """Requirements ANDed; a pod's terms are ORed. `match_node_names`: matchFields on the name."""
 
     model_config = ConfigDict(frozen=True)
     match_expressions: tuple[NodeSelectorRequirement, ...] = ()

@@ -40,7 +40,7 @@ class JobClass:
 
 
 def node_exclusion(node: Node, pod: PodShape, *, extended_resource_toleration: bool) -> str | None:
-    """Why `node` can never take a pod of `pod`'s shape, or None. Reason strings feed explanations."""
+    """Why `node` can never take a pod of this shape, or None. The strings feed explanations."""
     if not node.ready:
         return "NotReady"
     if node.unschedulable:
@@ -129,7 +129,7 @@ class PlacementContext:
 
     @cached_property
     def held_by(self) -> dict[tuple[str, tuple[tuple[str, str], ...]], tuple[str, ...]]:
-        """(key, path) -> JobSets with running pods there; such a domain is closed to other JobSets."""
+        """(key, path) -> JobSets with running pods there; the domain is closed to other JobSets."""
         held: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[str, ...]] = {}
         for d in self.exclusive_domains:
             owners = sorted({j for n in d.nodes for j in self.nodes[n].jobsets})
