@@ -1,9 +1,9 @@
-"""The topology tree: levels of node labels, coarse to fine, and the domains they cut a cluster into.
+"""The topology tree: node-label levels, coarse to fine, and the domains they cut a cluster into.
 
 Built once per snapshot as a read-only networkx tree (root -> level values -> nodes), kept apart
 from the mutable counts a solver works on. A domain's identity is the tuple of (key, value) along
-its path, because label values need not be unique per level (Kueue TAS makes the same choice): two subblocks
-called `sb-1` in different blocks are different domains.
+its path, because label values need not be unique per level (Kueue TAS makes the same choice):
+two subblocks called `sb-1` in different blocks are different domains.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ class Domain(BaseModel):
 
 
 def default_levels(snapshot: ClusterSnapshot, keys: Iterable[str]) -> tuple[str, ...]:
-    """The snapshot's own levels if it states them, else the given keys coarse to fine, then hostname.
+    """The snapshot's own levels if stated, else the given keys coarse to fine, then the hostname.
 
     Coarse to fine is judged by how many distinct values a key has across the nodes: a block key has
     fewer values than a node-pool key. Ties keep the order given.
