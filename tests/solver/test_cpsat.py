@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from ortools.sat.python import cp_model
 
 from placer.model.cluster import ClusterSnapshot
 from placer.model.options import SolveOptions
@@ -14,7 +15,9 @@ from placer.model.plan import Plan
 from placer.model.workload import JobSetRequest
 from placer.solver.checker import check
 from placer.solver.context import PlacementContext
-from placer.solver.cpsat.aggregate import aggregate
+from placer.solver.cpsat.aggregate import aggregate, coarsen
+from placer.solver.cpsat.hints import hint_from_plan
+from placer.solver.cpsat.planner import best_greedy, build_model
 from placer.solver.registry import get_solver
 from tests.strategies import (
     BLOCK,
@@ -197,3 +200,21 @@ def test_every_solver_reports_itself(solver: str) -> None:
     plan = solve(snapshot, [jobset("one", rjob())], solver)
     assert plan.solver.name == solver
     assert plan.solver.wall_seconds >= 0
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios())
+def test_greedy_hint_is_a_feasible_solution_of_the_model(scenario) -> None:  # type: ignore[no-untyped-def]
+    """The hint CP-SAT starts from is feasible: why cpsat never ends below greedy."""
+    snapshot, jobsets = scenario
+    ctx = PlacementContext(snapshot, jobsets, OPTIONS)
+    problem = coarsen(aggregate(ctx))
+    greedy = best_greedy(ctx)
+    model, v = build_model(problem)
+    hint_from_plan(model, v, problem, greedy)
+    solver = cp_model.CpSolver()
+    solver.parameters.fix_variables_to_their_hinted_value = True
+    solver.parameters.num_workers = 1
+    assert solver.solve(model) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+    for o in greedy.jobsets:
+        assert solver.value(v.admit[o.key]) == (o.status == "placed")
