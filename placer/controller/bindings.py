@@ -67,20 +67,19 @@ def ungated_pod(pod: Mapping[str, Any], requirements: Sequence[Requirement]) -> 
     gates = [g for g in spec.get("schedulingGates") or [] if isinstance(g, Mapping)]
     if not any(g.get("name") == PLACEMENT_GATE for g in gates):
         return None
-    new = copy.deepcopy(dict(pod))
-    new_spec = new.setdefault("spec", {})
+    # Copy only what changes (the pod may be large; the rest is shared, never mutated).
+    new_spec = dict(spec)
+    new = {**pod, "spec": new_spec}
     remaining = [g for g in gates if g.get("name") != PLACEMENT_GATE]
     if remaining:
         new_spec["schedulingGates"] = remaining
     else:
         new_spec.pop("schedulingGates", None)
     if requirements:
-        affinity = new_spec.setdefault("affinity", {}) or {}
-        new_spec["affinity"] = affinity
-        node_affinity = affinity.setdefault("nodeAffinity", {}) or {}
-        affinity["nodeAffinity"] = node_affinity
+        affinity = dict(new_spec.get("affinity") or {})
+        node_affinity = dict(affinity.get("nodeAffinity") or {})
         required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
-        terms = list(required.get("nodeSelectorTerms") or [])
+        terms = [copy.deepcopy(dict(t)) for t in required.get("nodeSelectorTerms") or []]
         if not terms:
             terms = [{"matchExpressions": [dict(r) for r in requirements]}]
         else:
@@ -92,6 +91,8 @@ def ungated_pod(pod: Mapping[str, Any], requirements: Sequence[Requirement]) -> 
             **required,
             "nodeSelectorTerms": terms,
         }
+        affinity["nodeAffinity"] = node_affinity
+        new_spec["affinity"] = affinity
     return new
 
 

@@ -15,7 +15,6 @@ The simulated JobSet/Job controllers and scheduler that drive it over time live 
 from __future__ import annotations
 
 import builtins
-import copy
 import threading
 import time
 from collections import deque
@@ -33,6 +32,15 @@ CLUSTER_SCOPED: frozenset[str] = frozenset({"nodes", "priorityclasses"})
 _TEMPORARY = frozenset({429, 500, 502, 503, 504})
 
 
+def _clone(obj: Any) -> Any:
+    """A deep copy of JSON-shaped data, several times faster than `copy.deepcopy`."""
+    if isinstance(obj, dict):
+        return {k: _clone(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_clone(v) for v in obj]
+    return obj
+
+
 def _names(gates: Any) -> list[str]:
     return [str(g.get("name")) for g in gates or [] if isinstance(g, Mapping)]
 
@@ -45,7 +53,7 @@ def _required_terms(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 def _affinity_rest(spec: Mapping[str, Any]) -> Any:
     """Affinity minus the required node terms: must stay as it was."""
-    aff = copy.deepcopy(dict(spec.get("affinity") or {}))
+    aff = dict(spec.get("affinity") or {})
     na = dict(aff.get("nodeAffinity") or {})
     na.pop("requiredDuringSchedulingIgnoredDuringExecution", None)
     if na:
@@ -94,7 +102,11 @@ class _Fault:
 
 
 class MemoryCluster:
-    """A thread-safe object store with API-server semantics; implements `ClusterAdapter`."""
+    """A thread-safe object store with API-server semantics; implements `ClusterAdapter`.
+
+    `list`, `get` and `objects` return copies; the object a write returns is the stored one
+    (as the cache keeps it): read it, never mutate it.
+    """
 
     def __init__(self, *, history: int = 100_000) -> None:
         # Leases too: the HTTP stand-in serves them to the client's leader election.
@@ -167,7 +179,7 @@ class MemoryCluster:
         with self._cond:
             self._maybe_fail("list", kind)
             items = [
-                copy.deepcopy(o)
+                _clone(o)
                 for (ns, _), o in sorted(self._objects[kind].items())
                 if (namespace is None or ns == namespace)
                 and matches_selector((o["metadata"].get("labels") or {}), selector)
@@ -216,17 +228,17 @@ class MemoryCluster:
                 if now and new is not None:
                     yield WatchEvent(
                         type="MODIFIED" if was and type_ != "ADDED" else "ADDED",
-                        object=copy.deepcopy(new),
+                        object=_clone(new),
                     )
                 elif was and old is not None:
-                    gone = copy.deepcopy(old)
+                    gone = _clone(old)
                     gone["metadata"]["resourceVersion"] = str(rv)
                     yield WatchEvent(type="DELETED", object=gone)
 
     def get(self, kind: Kind, name: str, *, namespace: str | None = None) -> Obj:
         with self._cond:
             self._maybe_fail("get", kind, name)
-            return copy.deepcopy(self._get(kind, name, namespace))
+            return _clone(self._get(kind, name, namespace))
 
     def patch(self, kind: Kind, name: str, patch: Obj, *, namespace: str | None = None) -> Obj:
         with self._cond:
@@ -254,7 +266,7 @@ class MemoryCluster:
                 why = pod_update_violation(current, obj)
                 if why:
                     raise ClusterError(f"Pod {meta.get('name')} is invalid: {why}", status=422)
-            updated = copy.deepcopy(obj)
+            updated = _clone(obj)
             for field in ("uid", "creationTimestamp"):
                 if field in current["metadata"]:
                     updated["metadata"][field] = current["metadata"][field]
@@ -266,10 +278,10 @@ class MemoryCluster:
             self._key(kind, updated["metadata"]["name"], updated["metadata"].get("namespace"))
         ] = updated
         self._record(kind, "MODIFIED", current, updated)
-        return copy.deepcopy(updated)
+        return updated
 
     def create(self, kind: Kind, obj: Obj) -> Obj:
-        obj = copy.deepcopy(obj)
+        obj = _clone(obj)
         meta = obj.setdefault("metadata", {})
         with self._cond:
             self._maybe_fail("create", kind, str(meta.get("name")))
@@ -284,7 +296,7 @@ class MemoryCluster:
             self._stamp(obj)
             self._objects[kind][key] = obj
             self._record(kind, "ADDED", None, obj)
-            return copy.deepcopy(obj)
+            return _clone(obj)
 
     def lead(
         self,
@@ -322,7 +334,7 @@ class MemoryCluster:
         """Change an object without API validation (binding, status, kubelet): a system write."""
         with self._cond:
             current = self._get(kind, name, namespace)
-            updated = copy.deepcopy(current)
+            updated = _clone(current)
             change(updated)
             return self._replace_locked(kind, current, updated)
 
@@ -330,7 +342,7 @@ class MemoryCluster:
         """Every stored object of `kind` (copies), sorted by namespace and name."""
         with self._cond:
             return [
-                copy.deepcopy(o)
+                _clone(o)
                 for (ns, _), o in sorted(self._objects[kind].items())
                 if namespace is None or ns == namespace
             ]

@@ -9,9 +9,8 @@ annotation, and as a label since Kubernetes 1.28, so both are read.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
-
-from pydantic import BaseModel, ConfigDict
 
 from placer.model.workload import JOBSET_NAME_LABEL, child_job_name
 
@@ -34,16 +33,16 @@ COMPLETION_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 
 
-class PodRef(BaseModel):
+@dataclass(frozen=True)
+class PodRef:
     """A JobSet pod's place: JobSet, child Job, completion index (and restart attempt)."""
 
-    model_config = ConfigDict(frozen=True)
     namespace: str
     jobset: str
-    jobset_uid: str = ""
     replicated_job: str
     job_index: int
     completion_index: int
+    jobset_uid: str = ""
     restart_attempt: int = 0
 
     @property

@@ -167,10 +167,11 @@ def create_pods(cluster: MemoryCluster, namespace: str, name: str) -> list[Obj]:
     attempt = int(status.get("restarts") or 0)
     uid = js["metadata"]["uid"]
     selector_strategy = NODE_SELECTOR_STRATEGY in (js["metadata"].get("annotations") or {})
+    mine = cluster.list("pods", namespace=namespace, label_selector=f"{JOBSET_NAME_LABEL}={name}")
     have = {
         (r.job_name, r.completion_index)
-        for p in cluster.objects("pods", namespace)
-        if (r := pod_ref(p)) is not None and r.jobset == name and r.restart_attempt == attempt
+        for p in mine.items
+        if (r := pod_ref(p)) is not None and r.restart_attempt == attempt
     }
     created = []
     for rj in js["spec"]["replicatedJobs"]:
@@ -299,11 +300,8 @@ def schedule(cluster: MemoryCluster) -> list[tuple[str, str]]:
 
 
 def _jobset_pods(cluster: MemoryCluster, namespace: str, name: str) -> list[Obj]:
-    return [
-        p
-        for p in cluster.objects("pods", namespace)
-        if (p["metadata"].get("labels") or {}).get(JOBSET_NAME_LABEL) == name
-    ]
+    selector = f"{JOBSET_NAME_LABEL}={name}"
+    return cluster.list("pods", namespace=namespace, label_selector=selector).items
 
 
 def finish(cluster: MemoryCluster, namespace: str, name: str, state: str = "Completed") -> None:
