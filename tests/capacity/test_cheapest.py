@@ -1,0 +1,165 @@
+"""The cheapest node pools from a catalogue, checked against enumeration of every purchase."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from placer.model.cluster import ClusterSnapshot
+from placer.model.errors import InputError
+from placer.model.options import SolveOptions
+from placer.model.workload import JobSetRequest
+from placer.solver.capacity.catalog import Catalog, load_catalog
+from placer.solver.capacity.cheapest import cheapest_pools
+from placer.solver.checker import check
+from tests.capacity.brute import fits_together
+from tests.strategies import NODEPOOL, TPU, TPU_TOPOLOGY, cluster, jobset, pool, rjob
+
+OPTIONS = SolveOptions(workers=1, time_limit_s=5)
+
+
+def pool_type(name: str, hosts: int, topology: str, price: float, most: int) -> dict[str, Any]:
+    return {
+        "name": name,
+        "pricePerHour": price,
+        "maxCount": most,
+        "pool": {
+            "name": f"{name}-{{i}}",
+            "hosts": hosts,
+            "labels": {TPU_TOPOLOGY: topology},
+            "allocatable": {"cpu": "32", TPU: "4", "pods": "110"},
+            "taints": [{"key": TPU, "value": "present", "effect": "NoSchedule"}],
+        },
+    }
+
+
+def catalog(*types: dict[str, Any]) -> Catalog:
+    return Catalog.model_validate({"kind": "NodePoolCatalog", "poolTypes": list(types)})
+
+
+@st.composite
+def catalogs(draw: st.DrawFn) -> Catalog:
+    types = [
+        pool_type(
+            f"t{k}",
+            draw(st.sampled_from([1, 2, 2, 4])),
+            draw(st.sampled_from(["2x4", "2x4", "4x4"])),
+            float(draw(st.integers(1, 30))),
+            draw(st.integers(0, 4)),
+        )
+        for k in range(draw(st.integers(1, 3)))
+    ]
+    return catalog(*types)
+
+
+@st.composite
+def queues(draw: st.DrawFn) -> list[JobSetRequest]:
+    return [
+        jobset(
+            f"j{k}",
+            rjob(
+                replicas=draw(st.integers(1, 2)),
+                pods_per_job=draw(st.integers(1, 2)),
+                node_selector=draw(st.sampled_from([None, {TPU_TOPOLOGY: "2x4"}])),
+            ),
+            order=k,
+        )
+        for k in range(draw(st.integers(1, 2)))
+    ]
+
+
+def cheapest_by_enumeration(cat: Catalog, queue: list[JobSetRequest]) -> float | None:
+    best: float | None = None
+    ranges = [range(t.maxCount + 1) for t in cat.poolTypes]
+    for counts in itertools.product(*ranges):
+        price = sum(c * t.pricePerHour for c, t in zip(counts, cat.poolTypes, strict=True))
+        if best is not None and price >= best:
+            continue
+        nodes = [n for k, c in enumerate(counts) if c for n in cat.expand(k, c)]
+        if fits_together(ClusterSnapshot(nodes=tuple(nodes)), queue, OPTIONS):
+            best = price
+    return best
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(catalogs(), queues())
+def test_cheapest_matches_enumeration(cat: Catalog, queue: list[JobSetRequest]) -> None:
+    report = cheapest_pools(cat, queue, OPTIONS)
+    expected = cheapest_by_enumeration(cat, queue)
+    if expected is None:
+        assert report.status == "INFEASIBLE"
+        return
+    assert report.status == "OPTIMAL"
+    assert report.price_per_hour == pytest.approx(expected)
+    assert report.plan is not None
+    nodes = [
+        n
+        for p in report.pools
+        for k, t in enumerate(cat.poolTypes)
+        if t.name == p.type
+        for n in cat.expand(k, p.count)
+    ]
+    snapshot = ClusterSnapshot(nodes=tuple(nodes))
+    assert check(report.plan, snapshot, queue, OPTIONS) == []
+    assert all(o.status == "placed" for o in report.plan.jobsets)
+
+
+def test_buys_on_top_of_an_existing_cluster() -> None:
+    cat = catalog(pool_type("small", 2, "2x4", 10.0, 4), pool_type("big", 4, "2x4", 15.0, 4))
+    base = cluster(pool("p0", 2), pool("p1", 2, jobsets=["team-z/run"]))
+    queue = [jobset("a", rjob(replicas=3))]
+    report = cheapest_pools(cat, queue, OPTIONS, base=base)
+    # p0 is free and p1 held: 2 more domains are needed; a pool is one domain whatever its size,
+    # so two small pools (20) beat two big ones (30)
+    assert [(p.type, p.count) for p in report.pools] == [("small", 2)]
+    assert report.price_per_hour == pytest.approx(20.0)
+    assert report.on_existing_cluster
+    assert report.plan is not None
+    assert {j.domain.value for j in report.plan.jobsets[0].jobs if j.domain} >= {"p0"}
+
+
+def test_infeasible_when_nothing_in_the_catalogue_fits() -> None:
+    cat = catalog(pool_type("small", 1, "2x4", 1.0, 5))
+    report = cheapest_pools(cat, [jobset("a", rjob(pods_per_job=2))], OPTIONS)
+    assert report.status == "INFEASIBLE" and report.plan is None
+    assert report.notes == ["no purchase within the catalogue's maxCount fits every JobSet"]
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "words"),
+    [
+        pytest.param({"count": 2}, "poolTypes[0].pool.count", "chosen by placer", id="count"),
+        pytest.param({"name": "fixed"}, "poolTypes[0].pool.name", "with {i}", id="name"),
+    ],
+)
+def test_catalog_errors_name_the_field(
+    tmp_path: Path, change: dict[str, Any], field: str, words: str
+) -> None:
+    t = pool_type("small", 1, "2x4", 1.0, 5)
+    t["pool"].update(change)
+    path = tmp_path / "catalog.yaml"
+    path.write_text(yaml.safe_dump({"kind": "NodePoolCatalog", "poolTypes": [t]}))
+    with pytest.raises(InputError, match=words) as e:
+        load_catalog([path])
+    assert (e.value.source, e.value.field) == (str(path), field)
+
+
+def test_a_key_that_does_not_vary_per_pool_is_an_error() -> None:
+    t = pool_type("small", 2, "2x4", 1.0, 5)
+    t["pool"]["labels"]["rack"] = "r0"
+    queue = [jobset("a", rjob(exclusive="rack"))]
+    with pytest.raises(InputError, match="same value in every pool"):
+        cheapest_pools(catalog(t), queue, OPTIONS)
+
+
+def test_the_bundled_catalogue_loads() -> None:
+    cat = load_catalog([Path(__file__).resolve().parents[2] / "examples" / "catalog.yaml"])
+    assert [t.name for t in cat.poolTypes][:2] == ["tpu-v5e-2x2", "tpu-v5e-2x4"]
+    assert cat.priorityClasses["high"] == 1000
+    assert NODEPOOL in cat.levels

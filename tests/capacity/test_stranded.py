@@ -1,0 +1,77 @@
+"""Free and stranded accelerators per domain type, and the whole capacity report."""
+
+from __future__ import annotations
+
+from placer.model.options import SolveOptions
+from placer.solver.capacity import capacity_report
+from placer.solver.capacity.stranded import domain_type_usage
+from tests.strategies import NODEPOOL, TPU_TOPOLOGY, cluster, jobset, node, pool, resources, rjob
+
+OPTIONS = SolveOptions(workers=1, time_limit_s=5)
+HALF = {NODEPOOL: "half", TPU_TOPOLOGY: "2x4", "node.kubernetes.io/instance-type": "ct5lp"}
+
+
+def _typed(name: str, hosts: int, kind: str, **kw: object) -> list:
+    return [
+        n.model_copy(update={"labels": {**n.labels, "node.kubernetes.io/instance-type": kind}})
+        for n in pool(name, hosts, **kw)  # type: ignore[arg-type]
+    ]
+
+
+def test_stranded_by_reason_per_domain_type() -> None:
+    snap = cluster(
+        _typed("free", 2, "ct5lp"),
+        _typed("held", 2, "ct5lp", jobsets=["team-z/run"], free=resources(cpu=32, pods=110, tpu=2)),
+        [
+            node("half-0", labels=HALF),
+            node("half-1", labels=HALF, ready=False),
+        ],
+        _typed("other", 4, "ct6e", topology="4x4"),
+        node("cpu-0", tpu=0),
+    )
+    shape = jobset("t", rjob(node_selector={TPU_TOPOLOGY: "2x4"}))
+    rows = domain_type_usage(snap, [shape], OPTIONS)
+    by_type = {r.type: r for r in rows}
+    small = by_type["ct5lp x2"]
+    assert (small.domains, small.accelerators, small.free, small.usable) == (3, 24, 16, 8)
+    assert small.stranded == 8
+    assert small.stranded_by == {"held": 4, "too-small": 4}
+    big = by_type["ct6e x4"]
+    assert (big.free, big.usable, big.stranded, big.stranded_by) == (
+        16,
+        0,
+        16,
+        {"node-selector": 16},
+    )
+    assert "cpu" not in " ".join(by_type), "domains without accelerators are left out"
+
+
+def test_accelerators_outside_every_domain() -> None:
+    loose = node("loose-0", labels={})  # no node-pool label: in no domain
+    snap = cluster(pool("p0", 2), loose)
+    rows = domain_type_usage(snap, [jobset("t")], OPTIONS)
+    outside = rows[-1]
+    assert (outside.type, outside.free, outside.usable, outside.stranded) == (
+        "(in no domain)",
+        4,
+        0,
+        4,
+    )
+
+
+def test_report_puts_copies_mix_and_idle_capacity_together() -> None:
+    snap = cluster(pool("p0", 2), pool("p1", 2), pool("p2", 4, topology="4x4"))
+    small = jobset("small")
+    big = jobset("big", rjob(pods_per_job=4, node_selector={TPU_TOPOLOGY: "4x4"}))
+    report = capacity_report(snap, [small, big], OPTIONS)
+    assert [(s.jobset, s.copies) for s in report.shapes] == [("team-a/small", 3), ("team-a/big", 1)]
+    assert report.mix is not None
+    assert [(e.jobset, e.copies) for e in report.mix.entries] == [
+        ("team-a/small", 2),
+        ("team-a/big", 1),
+    ]
+    assert report.mix.accelerators == 32
+    assert [(r.type, r.free, r.idle_after_mix) for r in report.domain_types] == [
+        ("node x2", 16, 0),
+        ("node x4", 16, 0),
+    ]
