@@ -51,7 +51,7 @@ def catalogs(draw: st.DrawFn) -> Catalog:
             draw(st.sampled_from([1, 2, 2, 4])),
             draw(st.sampled_from(["2x4", "2x4", "4x4"])),
             float(draw(st.integers(1, 30))),
-            draw(st.integers(0, 4)),
+            draw(st.integers(1, 4)),
         )
         for k in range(draw(st.integers(1, 3)))
     ]
