@@ -1,1 +1,23 @@
-"""placer."""
+"""The in-cluster controller: plan pending JobSets together and write placements back.
+
+Decisions are pure functions (survey -> review -> solve -> plan_writes) over one `ClusterState`;
+everything that touches a cluster goes through the `ClusterAdapter` protocol, implemented over the
+official client (`kube_adapter.KubeAdapter`, the only module importing `kubernetes`) and in memory
+(`memory_adapter.MemoryCluster`, for tests and simulations). `Controller` runs the loop.
+"""
+
+from __future__ import annotations
+
+from placer.controller.adapter import ClusterAdapter
+from placer.controller.memory_adapter import MemoryCluster
+from placer.controller.reconcile import Controller, ControllerConfig, CycleReport
+from placer.controller.writeplan import plan_writes
+
+__all__ = [
+    "ClusterAdapter",
+    "Controller",
+    "ControllerConfig",
+    "CycleReport",
+    "MemoryCluster",
+    "plan_writes",
+]

@@ -1,0 +1,208 @@
+"""The commands (`placer controller --once`, `placer prepare`) end to end, the deploy manifests'
+consistency with the code, and the controller's layering (only the adapter imports kubernetes)."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import pkgutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+import placer.controller
+from placer.cli import build_parser, main
+from placer.model.assignment import PLACEMENT_GATE
+from tests.controller.apiserver import ApiServer
+from tests.controller.builders import add_jobset, gated, jobset_pods, record, tpu_cluster
+
+ROOT = Path(__file__).resolve().parents[2]
+DEPLOY = ROOT / "deploy" / "controller"
+
+
+def kubeconfig(tmp_path: Path, url: str) -> Path:
+    path = tmp_path / "kubeconfig"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "test",
+                "clusters": [{"name": "test", "cluster": {"server": url}}],
+                "users": [{"name": "test", "user": {"token": "t"}}],
+                "contexts": [{"name": "test", "context": {"cluster": "test", "user": "test"}}],
+            }
+        )
+    )
+    return path
+
+
+def test_controller_once_over_a_kubeconfig(tmp_path: Path, capsys: Any) -> None:
+    with ApiServer(tpu_cluster(blocks=3)) as api:
+        add_jobset(api.cluster, "train", jobs=2)
+        code = main(
+            [
+                "controller",
+                "--once",
+                "--kubeconfig",
+                str(kubeconfig(tmp_path, api.url)),
+                "--solver",
+                "best-fit",
+            ]
+        )
+        assert code == 0
+        assert "placed 1" in capsys.readouterr().out
+        assert record(api.cluster, "train") is not None
+        assert not any(gated(p) for p in jobset_pods(api.cluster, "train"))
+
+
+def test_controller_once_dry_run_writes_nothing(tmp_path: Path, capsys: Any) -> None:
+    with ApiServer(tpu_cluster(blocks=3)) as api:
+        add_jobset(api.cluster, "train", jobs=2)
+        assert (
+            main(
+                [
+                    "controller",
+                    "--once",
+                    "--dry-run",
+                    "--solver",
+                    "best-fit",
+                    "--kubeconfig",
+                    str(kubeconfig(tmp_path, api.url)),
+                ]
+            )
+            == 0
+        )
+        assert "(dry run)" in capsys.readouterr().out
+        assert record(api.cluster, "train") is None
+
+
+def test_controller_usage_errors_are_one_line(capsys: Any) -> None:
+    assert main(["controller", "--once", "--binding", "node-labels", "--pin-nodes"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_unreachable_cluster_is_one_line(tmp_path: Path, capsys: Any) -> None:
+    code = main(
+        ["controller", "--once", "--kubeconfig", str(kubeconfig(tmp_path, "http://127.0.0.1:9"))]
+    )
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("placer: error:") and err.count("\n") == 1
+
+
+def test_prepare_prints_gated_manifests(tmp_path: Path, capsys: Any) -> None:
+    src = tmp_path / "js.yaml"
+    from placer.controller.simulate import jobset_object
+
+    src.write_text(
+        yaml.safe_dump_all(
+            [
+                {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}},
+                jobset_object("t", gate=False),
+            ]
+        )
+    )
+    assert main(["prepare", str(src)]) == 0
+    docs = list(yaml.safe_load_all(capsys.readouterr().out))
+    assert docs[0]["kind"] == "ConfigMap"
+    pod = docs[1]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    assert pod["schedulingGates"] == [{"name": PLACEMENT_GATE}]
+
+
+def test_prepare_missing_file_is_one_line(capsys: Any) -> None:
+    assert main(["prepare", "/nonexistent.yaml"]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+def manifests() -> dict[tuple[str, str], dict[str, Any]]:
+    docs: dict[tuple[str, str], dict[str, Any]] = {}
+    for path in sorted(DEPLOY.glob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if doc and doc.get("kind") != "Kustomization":
+                docs[(doc["kind"], doc["metadata"]["name"])] = doc
+    return docs
+
+
+def rules(docs: dict[Any, dict[str, Any]], kind: str, name: str) -> set[tuple[str, str]]:
+    return {
+        (res, verb)
+        for rule in docs[(kind, name)]["rules"]
+        for res in rule["resources"]
+        for verb in rule["verbs"]
+    }
+
+
+def test_deployment_runs_two_elected_replicas_with_a_valid_command() -> None:
+    docs = manifests()
+    deployment = docs[("Deployment", "placer-controller")]
+    assert deployment["spec"]["replicas"] == 2
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    args = build_parser().parse_args(container["args"])
+    assert args.command == "controller" and args.leader_elect and not args.once
+    assert args.binding == "gate" and args.metrics_port == 8080
+    assert container["ports"][0]["containerPort"] == args.metrics_port
+    assert container["env"][0]["name"] == "POD_NAMESPACE"
+    sa = deployment["spec"]["template"]["spec"]["serviceAccountName"]
+    assert ("ServiceAccount", sa) in docs
+
+
+def test_rbac_is_exactly_what_the_adapter_calls() -> None:
+    docs = manifests()
+    assert rules(docs, "ClusterRole", "placer-controller") == {
+        ("jobsets", "get"),
+        ("jobsets", "list"),
+        ("jobsets", "watch"),
+        ("jobsets", "patch"),
+        ("pods", "list"),
+        ("pods", "watch"),
+        ("nodes", "list"),
+        ("nodes", "watch"),
+        ("priorityclasses", "list"),
+        ("events", "create"),
+    }
+    assert rules(docs, "ClusterRole", "placer-controller-gate") == {
+        ("pods", "get"),
+        ("pods", "patch"),
+    }
+    assert rules(docs, "ClusterRole", "placer-controller-node-labels") == {
+        ("nodes", "get"),
+        ("nodes", "patch"),
+    }
+    assert rules(docs, "Role", "placer-controller-leader-election") == {
+        ("leases", "get"),
+        ("leases", "create"),
+        ("leases", "update"),
+    }
+    kustomization = yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())
+    assert "rbac-gate.yaml" in kustomization["resources"]
+    assert all((DEPLOY / r).exists() for r in kustomization["resources"])
+
+
+def controller_modules() -> list[str]:
+    return sorted(
+        m.name for m in pkgutil.iter_modules(placer.controller.__path__, "placer.controller.")
+    )
+
+
+@pytest.mark.parametrize("module", controller_modules())
+def test_only_the_adapter_imports_kubernetes(module: str) -> None:
+    tree = ast.parse(Path(importlib.import_module(module).__file__ or "").read_text())
+    imported = {
+        alias.name.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    }
+    imported |= {
+        (node.module or "").split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+    }
+    assert ("kubernetes" in imported) == (module == "placer.controller.kube_adapter")
+    assert "ortools" not in imported
+    mod = importlib.import_module(module)
+    assert sorted(mod.__all__) == sorted(set(mod.__all__))
+    assert all(hasattr(mod, name) for name in mod.__all__)
