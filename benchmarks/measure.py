@@ -11,6 +11,7 @@ back to getrusage's lifetime maximum and is marked as such.
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import platform
 import re
@@ -94,10 +95,8 @@ def machine_info() -> dict[str, Any]:
     except OSError:
         pass
     try:
-        import ortools
-
-        ortools_version = ortools.__version__
-    except ImportError:  # pragma: no cover
+        ortools_version = importlib.metadata.version("ortools")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover
         ortools_version = "n/a"
     root = Path(__file__).resolve().parents[1]
     git = (

@@ -18,7 +18,7 @@ from placer.model.options import SolveOptions
 from placer.model.plan import Plan
 from placer.model.resources import is_accelerator
 from placer.model.workload import JobSetRequest
-from placer.solver.context import PlacementContext
+from placer.solver.context import JobClass, PlacementContext
 
 __all__ = [
     "CheckFailed",
@@ -146,7 +146,7 @@ def _stranded(
     """(stranded, free) accelerators after the plan: free units on usable nodes, and those of
     them in no domain that some queued child-Job shape could still take whole."""
     ctx = PlacementContext(after, list(jobsets), options)
-    shapes: dict[tuple[str, str, int], object] = {}
+    shapes: dict[tuple[str, str, int], JobClass] = {}
     for jc in ctx.job_classes:
         if jc.exclusive_key:
             shapes.setdefault((jc.exclusive_key, jc.rjob.pod.signature(), jc.rjob.pods_per_job), jc)
@@ -155,7 +155,7 @@ def _stranded(
         if ctx.domain_held_by(d) or reachable.issuperset(d.nodes):
             continue
         for (key, _, pods), jc in shapes.items():
-            if key == d.key and ctx.domain_capacity(jc, d) >= pods:  # type: ignore[arg-type]
+            if key == d.key and ctx.domain_capacity(jc, d) >= pods:
                 reachable.update(d.nodes)
                 break
     free = stranded = 0

@@ -25,6 +25,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import Any
 
 from benchmarks.metrics import checked
 from benchmarks.progress import Progress
@@ -74,7 +75,7 @@ class SimResult:
     round_wall_s: list[float]
     checked_plans: int
 
-    def summary(self) -> dict[str, object]:
+    def summary(self) -> dict[str, Any]:
         d = sorted(self.delays_s)
         return {
             "world": self.world,
