@@ -32,13 +32,18 @@ CLUSTER_SCOPED: frozenset[str] = frozenset({"nodes", "priorityclasses"})
 _TEMPORARY = frozenset({429, 500, 502, 503, 504})
 
 
-def _clone(obj: Any) -> Any:
+def _copy(obj: Any) -> Any:
     """A deep copy of JSON-shaped data, several times faster than `copy.deepcopy`."""
     if isinstance(obj, dict):
-        return {k: _clone(v) for k, v in obj.items()}
+        return {k: _copy(v) for k, v in obj.items()}
     if isinstance(obj, list):
-        return [_clone(v) for v in obj]
+        return [_copy(v) for v in obj]
     return obj
+
+
+def _clone(obj: Obj) -> Obj:
+    copied: Obj = _copy(obj)
+    return copied
 
 
 def _names(gates: Any) -> list[str]:

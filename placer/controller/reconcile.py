@@ -33,7 +33,7 @@ from placer.controller.decisions import PlannedRound, Review, Target, review, so
 from placer.controller.executor import ExecReport, RetryPolicy, execute
 from placer.controller.holds import DomainIndex, planning_snapshot
 from placer.controller.metrics import Metrics
-from placer.controller.survey import Binding, ManagedJobSet, survey
+from placer.controller.survey import Binding, ManagedJobSet, ParseMemo, survey
 from placer.controller.writeplan import WriteSettings, plan_writes
 from placer.controller.writes import EmitEvent, Write
 from placer.model.cluster import ClusterSnapshot
@@ -121,6 +121,7 @@ class Controller:
         self.failed_at: dict[str, tuple[int, float]] = {}
         """JobSet -> (capacity version, time) of its last unschedulable plan."""
         self._snapshot: tuple[int, ClusterSnapshot] | None = None
+        self._parsed: ParseMemo = {}
 
     # --- one cycle -----------------------------------------------------------------------------
 
@@ -164,7 +165,11 @@ class Controller:
     def run_cycle(self, *, force_plan: bool = False) -> CycleReport:
         start = self.clock()
         state = self.cache.state()
-        managed = survey(state, binding=self.config.binding, namespaces=self.config.namespaces)
+        if len(self._parsed) > 4 * len(state.jobsets) + 100:
+            self._parsed.clear()  # forget deleted and superseded manifests
+        managed = survey(
+            state, binding=self.config.binding, namespaces=self.config.namespaces, memo=self._parsed
+        )
         snapshot = self._planning_snapshot(state)
         index = DomainIndex(snapshot)
         rev = review(managed, index, self.config.options)

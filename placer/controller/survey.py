@@ -9,6 +9,7 @@ warning, never trusted.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ __all__ = [
     "BINDINGS",
     "Binding",
     "ManagedJobSet",
+    "ParseMemo",
     "PodEntry",
     "is_finished",
     "is_managed",
@@ -178,10 +180,57 @@ def _read_record(obj: Obj, key: str) -> tuple[Assignment | None, str | None]:
     return record, text
 
 
+ParseMemo = dict[str, tuple[JobSetRequest | None, str]]
+"""Parsed requests by a digest of what parsing reads (spec, annotations, priority classes)."""
+
+
+def _parse(
+    obj: Obj, order: int, priorities: dict[str, int], memo: ParseMemo | None
+) -> tuple[JobSetRequest | None, str]:
+    """`parse_jobset`, memoized: status and record updates do not change what placement needs."""
+    meta = obj.get("metadata") or {}
+    annotations = {
+        k: v for k, v in (meta.get("annotations") or {}).items() if k != ASSIGNMENT_ANNOTATION
+    }
+    digest = ""
+    if memo is not None:
+        digest = json.dumps(
+            [
+                meta.get("uid"),
+                meta.get("creationTimestamp"),
+                obj.get("spec"),
+                annotations,
+                priorities,
+            ],
+            sort_keys=True,
+            default=str,
+        )
+        if digest in memo:
+            request, error = memo[digest]
+            if request is not None and request.order != order:
+                request = request.model_copy(update={"order": order})
+            return request, error
+    try:
+        result: tuple[JobSetRequest | None, str] = (
+            parse_jobset(obj, source="cluster", order=order, priority_classes=priorities),
+            "",
+        )
+    except InputError as e:
+        result = (None, str(e))
+    if memo is not None:
+        memo[digest] = result
+    return result
+
+
 def survey(
-    state: ClusterState, *, binding: Binding, namespaces: Sequence[str] = ()
+    state: ClusterState,
+    *,
+    binding: Binding,
+    namespaces: Sequence[str] = (),
+    memo: ParseMemo | None = None,
 ) -> list[ManagedJobSet]:
-    """Every managed JobSet in `namespaces` (all when empty), in key order."""
+    """Every managed JobSet in `namespaces` (all when empty), in key order. `memo` (kept by the
+    caller across cycles) saves re-parsing unchanged manifests."""
     priorities = {name: int(pc.get("value") or 0) for name, pc in state.priority_classes.items()}
     pods = jobset_pods(state)
     result: list[ManagedJobSet] = []
@@ -191,13 +240,7 @@ def survey(
         if not is_managed(obj, binding):
             continue
         key = f"{ns}/{name}"
-        try:
-            request: JobSetRequest | None = parse_jobset(
-                obj, source="cluster", order=order, priority_classes=priorities
-            )
-            error = ""
-        except InputError as e:
-            request, error = None, str(e)
+        request, error = _parse(obj, order, priorities, memo)
         record, text = _read_record(obj, key)
         uid = str(obj["metadata"].get("uid") or "")
         mine = tuple(
