@@ -4,8 +4,9 @@ The adapter holds the mechanics (`ClusterAdapter.lead`, the client's `leaderelec
 coordination.k8s.io Lease for the real cluster); this module holds the policy: identity and lease
 defaults, running the controller only while leading, and stopping the process when leadership is
 lost, so a replica that lost the lease never writes again (the Deployment restarts it as a
-follower). Safety does not rest on the lease alone: every write carries a resourceVersion, and a
-record written by another writer aborts ours (see writes.py).
+follower). The renew deadline is shorter than the lease, so the old leader stops before a new one
+can take over. Writes also carry a resourceVersion: two writers never overwrite each other's
+record of the same JobSet (the later one is dropped, see writes.py).
 """
 
 from __future__ import annotations
