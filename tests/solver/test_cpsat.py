@@ -15,7 +15,8 @@ from placer.model.plan import Plan
 from placer.model.workload import JobSetRequest
 from placer.solver.checker import check
 from placer.solver.context import PlacementContext
-from placer.solver.cpsat.aggregate import aggregate, coarsen
+from placer.solver.cpsat.aggregate import aggregate
+from placer.solver.cpsat.coarsen import coarsen
 from placer.solver.cpsat.hints import hint_from_plan
 from placer.solver.cpsat.planner import best_greedy, build_model
 from placer.solver.registry import get_solver

@@ -24,7 +24,7 @@ from placer.model.resources import is_accelerator
 from placer.model.topology import HOSTNAME, Domain
 from placer.solver.context import JobClass, PlacementContext
 
-__all__ = ["AggregatedProblem", "DomainClass", "NodeGroup", "aggregate", "coarsen"]
+__all__ = ["AggregatedProblem", "DomainClass", "NodeGroup", "aggregate"]
 
 
 @dataclass(frozen=True)
@@ -382,54 +382,3 @@ def _shared_room_by_owner(
             shared_capacity=room,
             shared_resources=scaled_free(owned),
         )
-
-
-def coarsen(problem: AggregatedProblem) -> AggregatedProblem:
-    """Merge classes that differ only in where they sit (parents) and how much they strand.
-
-    Admission depends only on which JobClasses a domain fits and what shared room it offers, so
-    the admission stages solve this much smaller problem exactly. Required locality and overlapping
-    keys need the parents, so then the problem is returned unchanged.
-    """
-    if problem.required_level or problem.shared_levels or problem.overlaps:
-        return problem
-    merged: dict[Hashable, list[DomainClass]] = defaultdict(list)
-    for c in problem.domain_classes:
-        signature = (
-            c.key,
-            c.fits,
-            tuple(sorted(c.shared_capacity.items())),
-            tuple(sorted(c.shared_resources.items())),
-        )
-        merged[signature].append(c)
-    if len(merged) == len(problem.domain_classes):
-        return problem
-    classes: list[DomainClass] = []
-    for group in merged.values():
-        first = group[0]
-        members = tuple(sorted((d for c in group for d in c.members), key=lambda d: d.path))
-        classes.append(
-            DomainClass(
-                id=f"k{len(classes)}",
-                key=first.key,
-                members=members,
-                fits=first.fits,
-                stranded={},
-                parents={},
-                shared_capacity=first.shared_capacity,
-                shared_resources=first.shared_resources,
-            )
-        )
-    return AggregatedProblem(
-        ctx=problem.ctx,
-        exclusive=problem.exclusive,
-        shared=problem.shared,
-        domain_classes=classes,
-        node_groups=problem.node_groups,
-        overlaps=[],
-        span_levels={},
-        required_level={},
-        preferred_level={},
-        impossible=problem.impossible,
-        resource_scale=problem.resource_scale,
-    )

@@ -27,7 +27,8 @@ from placer.model.workload import JobSetRequest
 from placer.solver.checker import check
 from placer.solver.context import PlacementContext
 from placer.solver.cpsat import constraints
-from placer.solver.cpsat.aggregate import AggregatedProblem, aggregate, coarsen
+from placer.solver.cpsat.aggregate import AggregatedProblem, aggregate
+from placer.solver.cpsat.coarsen import coarsen
 from placer.solver.cpsat.hints import hint_from_plan, spread_counts
 from placer.solver.cpsat.materialize import materialize
 from placer.solver.cpsat.solve import SolveResult, solve_admission, solve_packing
