@@ -113,7 +113,7 @@ class _Model:
     model: cp_model.CpModel
     bought: dict[tuple[int, str], cp_model.IntVar]
     """(pool type, exclusive key or SHARED) -> pools of that type bought to serve it."""
-    totals: dict[int, cp_model.LinearExprT]
+    totals: dict[int, cp_model.LinearExpr]
 
 
 def _scale(values: list[Decimal]) -> Decimal:
@@ -138,14 +138,14 @@ def _build(
         constraints.add_overlapping_domains(model, v, problem)
         constraints.add_shared_fit(model, v, problem)
     bought: dict[tuple[int, str], cp_model.IntVar] = {}
-    totals: dict[int, cp_model.LinearExprT] = {}
-    supply: dict[int, list[cp_model.LinearExprT]] = defaultdict(list)
+    totals: dict[int, cp_model.LinearExpr] = {}
+    supply: dict[int, list[cp_model.LinearExpr]] = defaultdict(list)
     shared = [jc for jc in classes if not jc.exclusive_key]
     for t, (ptype, kind) in enumerate(zip(catalog.poolTypes, kinds, strict=True)):
         keys = [*sorted(kind.domains), *([SHARED] if shared and any(kind.pods.values()) else [])]
         for key in keys:
             bought[(t, key)] = model.new_int_var(0, ptype.maxCount, f"bought[{ptype.name},{key}]")
-        totals[t] = sum((bought[(t, k)] for k in keys), cp_model.LinearExpr.constant(0))
+        totals[t] = cp_model.LinearExpr.sum([bought[(t, k)] for k in keys])
         model.add(totals[t] <= ptype.maxCount)
         for key, fits in sorted(kind.domains.items()):
             for f, per_pool in sorted(fits.items(), key=lambda kv: sorted(kv[0])):
@@ -154,21 +154,19 @@ def _build(
                     n = model.new_int_var(0, per_pool * ptype.maxCount, f"new[{t},{i},{key}]")
                     supply[i].append(n)
                     taken.append(n)
-                model.add(sum(taken) <= per_pool * bought[(t, key)])
+                model.add(cp_model.LinearExpr.sum(taken) <= per_pool * bought[(t, key)])
         if (t, SHARED) in bought:
             _shared_pools(model, t, kind, shared, bought[(t, SHARED)], supply)
     for jc in classes:
         existing = _existing(problem, v, jc)
         per_job = 1 if jc.exclusive_key else jc.rjob.pods_per_job
-        model.add(existing + sum(supply[jc.index]) == jc.rjob.replicas * per_job)
-    price = sum(
-        (
-            round(ptype.pricePerHour * _PRICE_SCALE) * totals[t]
-            for t, ptype in enumerate(catalog.poolTypes)
-        ),
-        cp_model.LinearExpr.constant(0),
+        supplied = cp_model.LinearExpr.sum(supply[jc.index])
+        model.add(existing + supplied == jc.rjob.replicas * per_job)
+    price = cp_model.LinearExpr.weighted_sum(
+        [totals[t] for t in range(len(catalog.poolTypes))],
+        [round(ptype.pricePerHour * _PRICE_SCALE) for ptype in catalog.poolTypes],
     )
-    pools = sum(totals.values(), cp_model.LinearExpr.constant(0))
+    pools = cp_model.LinearExpr.sum(list(totals.values()))
     most = sum(p.maxCount for p in catalog.poolTypes) + 1
     model.minimize(price * most + pools)
     return _Model(model, bought, totals)
@@ -180,7 +178,7 @@ def _shared_pools(
     kind: _Kind,
     shared: list[JobClass],
     x: cp_model.IntVar,
-    supply: dict[int, list[cp_model.LinearExprT]],
+    supply: dict[int, list[cp_model.LinearExpr]],
 ) -> None:
     """Shared pods on bought pools: per shape within its room, all shapes within the resources."""
     pods = []
@@ -201,7 +199,7 @@ def _shared_pools(
 
 def _existing(
     problem: AggregatedProblem | None, v: Variables | None, jc: JobClass
-) -> cp_model.LinearExprT:
+) -> cp_model.LinearExpr:
     """Child Jobs (or shared pods) of `jc` placed on the existing cluster."""
     zero = cp_model.LinearExpr.constant(0)
     if problem is None or v is None:
@@ -310,7 +308,7 @@ def _report(
     catalog: Catalog,
     counts: dict[int, int],
     plan: Plan,
-    status: int,
+    status: cp_model.CpSolverStatus,
     rounds: int,
     notes: list[str],
     whatif: Sequence[str],
