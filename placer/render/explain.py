@@ -19,6 +19,10 @@ if TYPE_CHECKING:
 
 __all__ = ["format_rows", "render_explanation", "render_explanation_json"]
 
+MAX_OTHERS = 8
+"""Other JobSets listed in a conflict before the rest are counted (a full cluster makes every
+JobSet holding a domain the target could use part of the conflict)."""
+
 
 def format_rows(rows: Sequence[Sequence[str]]) -> list[str]:
     """Left-aligned columns two spaces apart, trailing blanks dropped."""
@@ -86,7 +90,15 @@ def render_explanation(e: Explanation) -> str:
         if c.status == "conflict":
             minimal = "minimal" if c.minimal else "not proven minimal"
             lines.append(f"conflicting requirements ({minimal}): {c.text}")
-            lines.extend(f"  - {r.text}" for r in c.requirements)
+            own = [r for r in c.requirements if r.jobset == e.jobset]
+            others = [r for r in c.requirements if r.jobset != e.jobset]
+            shown = others if len(others) <= MAX_OTHERS else others[: MAX_OTHERS - 1]
+            lines.extend(f"  - {r.text}" for r in (*own, *shown))
+            if len(shown) < len(others):
+                lines.append(
+                    f"  - ... and {len(others) - len(shown)} more JobSets stay admitted "
+                    "(all of them in --format json)"
+                )
         else:
             lines.append(f"conflict: {c.text}")
     if e.remedies:

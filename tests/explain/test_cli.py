@@ -200,3 +200,25 @@ def test_bundled_example(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0, err
     assert "    2  held by running research/finetune-v5e\n" in out
     assert "wait for running research/pretrain-v6e to finish" in out
+
+
+def test_long_conflicts_are_cut_short_in_the_table() -> None:
+    from placer.model.plan import SolverReport
+    from placer.render.explain import MAX_OTHERS, render_explanation
+    from placer.solver.explain import Conflict, Explanation, Requirement
+
+    own = Requirement(id="replicas:w", kind="replicas", jobset="a/t", text="a/t w: all")
+    others = [
+        Requirement(id=f"admitted:a/{k}", kind="admitted", jobset=f"a/{k}", text=f"a/{k} stays")
+        for k in range(20)
+    ]
+    e = Explanation(
+        jobset="a/t",
+        status="unschedulable",
+        conflict=Conflict(status="conflict", requirements=[own, *others], text="x"),
+        solver=SolverReport(name="cpsat", status="OPTIMAL"),
+    )
+    out = render_explanation(e)
+    assert "  - a/t w: all\n" in out
+    assert f"  - a/{MAX_OTHERS - 2} stays\n" in out and f"  - a/{MAX_OTHERS - 1} stays" not in out
+    assert f"  - ... and {20 - MAX_OTHERS + 1} more JobSets stay admitted" in out
