@@ -98,8 +98,15 @@ class PlacementContext:
                     classes.append(JobClass(len(classes), js, rj))
         return classes
 
+    @cached_property
+    def _classes_by_jobset(self) -> dict[str, list[JobClass]]:
+        result: dict[str, list[JobClass]] = {js.key: [] for js in self.jobsets}
+        for c in self.job_classes:
+            result[c.jobset.key].append(c)
+        return result
+
     def classes_of(self, jobset: JobSetRequest) -> list[JobClass]:
-        return [c for c in self.job_classes if c.jobset.key == jobset.key]
+        return list(self._classes_by_jobset.get(jobset.key, []))
 
     @cached_property
     def exclusive_keys(self) -> list[str]:

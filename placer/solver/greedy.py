@@ -46,16 +46,18 @@ POLICIES = ("first-fit", "best-fit", "largest-first")
 _ListKey = tuple[str, int, str, DomainPath | None, str | None]
 
 
-def greedy_plan(ctx: PlacementContext, policy: str) -> Plan:
+def greedy_plan(ctx: PlacementContext, policy: str, *, explain: bool = True) -> Plan:
     """Plan every JobSet of `ctx` with one greedy policy.
 
+    `explain=False` leaves reasons empty: the CP-SAT planner only needs the placements for its hint,
+    and building reasons for hundreds of unplaced JobSets costs more than the greedy pass itself.
     The report's `objective` is the accelerator units of the JobSets placed whole; `bound` is the
     trivial upper bound, every unit requested (a heuristic proves nothing better).
     """
     if policy not in POLICIES:
         raise ValueError(f"unknown greedy policy {policy!r}")
     started = time.perf_counter()
-    outcomes = _Greedy(ctx, policy).run()
+    outcomes = _Greedy(ctx, policy, explain=explain).run()
     wall = time.perf_counter() - started
     objective = sum(o.accelerators for o in outcomes.values() if o.status == "placed")
     bound = sum(js.accelerator_units for js in ctx.jobsets)
@@ -99,7 +101,8 @@ class LargestFirstSolver(_GreedySolver):
 
 
 class _Greedy:
-    def __init__(self, ctx: PlacementContext, policy: str) -> None:
+    def __init__(self, ctx: PlacementContext, policy: str, *, explain: bool = True) -> None:
+        self.explain = explain
         self.ctx = ctx
         self.policy = policy
         self.ledger = Ledger(ctx)
@@ -148,6 +151,8 @@ class _Greedy:
         return outcomes
 
     def _explain(self, js: JobSetRequest) -> str:
+        if not self.explain:
+            return ""
         return unschedulable_reason(
             self.ctx, js, self.ledger.taken_by(), shared=self.ledger.shared_by()
         )

@@ -122,6 +122,7 @@ def plan_with_context(ctx: PlacementContext, phases: dict[str, float] | None = N
     if plan is None or admission_key(plan) < admission_key(greedy):
         why = "no CP-SAT solution in time" if plan is None else "CP-SAT admits less than greedy"
         log.warning("falling back to the greedy plan: %s", why)
+        greedy = greedy_plan(ctx, greedy.solver.name)
         plan = greedy.model_copy(
             update={
                 "solver": SolverReport(
@@ -179,7 +180,8 @@ def _pack_and_materialize(
 
 
 def best_greedy(ctx: PlacementContext) -> Plan:
-    plans = [greedy_plan(ctx, policy) for policy in ("best-fit", "largest-first")]
+    """The better all-or-nothing greedy plan, without reasons (it is a hint, rarely shown)."""
+    plans = [greedy_plan(ctx, policy, explain=False) for policy in ("best-fit", "largest-first")]
     return max(plans, key=admission_key)
 
 
