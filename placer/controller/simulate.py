@@ -25,7 +25,8 @@ from typing import Any
 from placer.controller.adapter import Obj
 from placer.controller.bindings import NAMESPACED_JOB_LABEL, NO_SCHEDULE_TAINT
 from placer.controller.memory_adapter import MemoryCluster
-from placer.controller.pods import (
+from placer.model.assignment import PLACEMENT_GATE
+from placer.model.pods import (
     COMPLETION_INDEX_LABEL,
     JOB_INDEX_LABEL,
     JOB_NAME_LABEL,
@@ -34,7 +35,6 @@ from placer.controller.pods import (
     RESTART_ATTEMPT_LABEL,
     pod_ref,
 )
-from placer.model.assignment import PLACEMENT_GATE
 from placer.model.resources import PODS, is_extended_resource, parse_resource_map, pod_request
 from placer.model.scheduling import (
     NodeSelectorRequirement,

@@ -17,10 +17,10 @@ from typing import Any, Literal
 
 from placer.controller.adapter import Obj
 from placer.controller.cache import ClusterState
-from placer.controller.pods import PodRef, pod_ref
 from placer.model.assignment import ASSIGNMENT_ANNOTATION, PLACEMENT_GATE, Assignment
 from placer.model.errors import InputError
 from placer.model.jobset import parse_jobset
+from placer.model.pods import PodRef, pod_ref
 from placer.model.snapshot import TERMINAL_PHASES
 from placer.model.workload import EXCLUSIVE_TOPOLOGY, NODE_SELECTOR_STRATEGY, JobSetRequest
 

@@ -26,10 +26,10 @@ from placer.controller.bindings import (
 from placer.controller.cache import ClusterState
 from placer.controller.decisions import PlannedRound, Review
 from placer.controller.holds import DomainIndex, domain_id
-from placer.controller.pods import JOB_NAME_LABEL
 from placer.controller.survey import Binding, ManagedJobSet
 from placer.controller.writes import EmitEvent, LabelNode, RecordAssignment, UngatePod, Write
 from placer.model.assignment import Assignment
+from placer.model.pods import JOB_NAME_LABEL
 from placer.model.snapshot import TERMINAL_PHASES
 from placer.model.topology import HOSTNAME
 from placer.model.workload import JOBSET_NAME_LABEL

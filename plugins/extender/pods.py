@@ -12,7 +12,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from placer.model.workload import JOBSET_NAME_LABEL, child_job_name
+from placer.model.pods import (
+    COMPLETION_INDEX_LABEL,
+    JOB_INDEX_LABEL,
+    JOB_NAME_LABEL,
+    REPLICATED_JOB_LABEL,
+    pod_label,
+    pod_ref,
+)
+from placer.model.workload import JOBSET_NAME_LABEL
 
 __all__ = [
     "COMPLETION_INDEX_LABEL",
@@ -23,11 +31,6 @@ __all__ = [
     "PodInfo",
     "pod_info",
 ]
-
-REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
-JOB_INDEX_LABEL = "jobset.sigs.k8s.io/job-index"
-COMPLETION_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
-JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 
 JobKey = tuple[str, str, str]
 """(namespace, jobset name, child Job name): how the plan state finds a pod's child Job."""
@@ -59,31 +62,11 @@ class PodInfo(BaseModel):
         return f"{self.namespace}/{self.name}"
 
 
-def _int(text: object) -> int | None:
-    if isinstance(text, int) and not isinstance(text, bool):
-        return text
-    if isinstance(text, str) and text.isdigit():
-        return int(text)
-    return None
-
-
-def _label(labels: Mapping[str, Any], annotations: Mapping[str, Any], key: str) -> str:
-    """Labels first; JobSet and the Job controller also copy these keys into annotations."""
-    value = labels.get(key)
-    if not isinstance(value, str):
-        value = annotations.get(key)
-    return value if isinstance(value, str) else ""
-
-
 def pod_info(pod: Mapping[str, Any]) -> PodInfo:
     """Read a Pod object (the API's JSON shape). Missing or odd fields make a pod foreign, never an
     error: the scheduler may send any pod, and an unreadable label must not block scheduling."""
     meta = pod.get("metadata")
     meta = meta if isinstance(meta, Mapping) else {}
-    labels = meta.get("labels")
-    labels = labels if isinstance(labels, Mapping) else {}
-    annotations = meta.get("annotations")
-    annotations = annotations if isinstance(annotations, Mapping) else {}
     namespace = meta.get("namespace")
     namespace = namespace if isinstance(namespace, str) and namespace else "default"
     name = meta.get("name")
@@ -92,19 +75,19 @@ def pod_info(pod: Mapping[str, Any]) -> PodInfo:
     daemonset = isinstance(owners, list) and any(
         isinstance(o, Mapping) and o.get("kind") == "DaemonSet" for o in owners
     )
-    jobset = _label(labels, annotations, JOBSET_NAME_LABEL)
-    rjob = _label(labels, annotations, REPLICATED_JOB_LABEL)
-    job_index = _int(_label(labels, annotations, JOB_INDEX_LABEL))
-    if jobset and rjob and job_index is not None:
-        job = child_job_name(jobset, rjob, job_index)
+    ref = pod_ref(pod)
+    jobset = pod_label(pod, JOBSET_NAME_LABEL) or ""
+    if ref is not None:
+        job = ref.job_name
     else:
-        job = _label(labels, annotations, JOB_NAME_LABEL) if jobset else ""
+        job = (pod_label(pod, JOB_NAME_LABEL) or "") if jobset else ""
+    completion = pod_label(pod, COMPLETION_INDEX_LABEL)
     return PodInfo(
         namespace=namespace,
         name=name if isinstance(name, str) else "",
         uid=uid if isinstance(uid, str) else "",
         jobset=jobset,
         job=job,
-        completion_index=_int(_label(labels, annotations, COMPLETION_INDEX_LABEL)),
+        completion_index=int(completion) if completion and completion.isdigit() else None,
         daemonset=daemonset,
     )

@@ -1,9 +1,10 @@
 """Which child Job, and which completion index, a live pod belongs to: read from JobSet's labels.
 
 The controller (ungating) and the extender (filtering) both map a pod to its entry in the
-`Assignment` record; keeping the label names and the reading rule here makes them agree. JobSet puts
-the same keys on pods as labels and annotations; the Job controller adds the completion index as an
-annotation, and as a label since Kubernetes 1.28, so both are read.
+`Assignment` record; keeping the label names and the reading rule here makes them agree. Pods come
+from the API or from a scheduler's request, so odd values make a pod foreign, never an error.
+JobSet puts the same keys on pods as labels and annotations; the Job controller adds the completion
+index as an annotation, and as a label since Kubernetes 1.28, so both are read.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ __all__ = [
     "REPLICATED_JOB_LABEL",
     "RESTART_ATTEMPT_LABEL",
     "PodRef",
+    "pod_label",
     "pod_ref",
 ]
 
@@ -55,28 +57,41 @@ class PodRef:
 
 
 def _int(text: object) -> int | None:
-    try:
-        return int(str(text))
-    except (TypeError, ValueError):
-        return None
+    if isinstance(text, int) and not isinstance(text, bool):
+        return text
+    if isinstance(text, str) and text.isdigit():
+        return int(text)
+    return None
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def pod_label(pod: Mapping[str, Any], key: str) -> str | None:
+    """A JobSet/Job key of the pod: labels first, then annotations (both carry these keys)."""
+    meta = _mapping(pod.get("metadata"))
+    for source in (_mapping(meta.get("labels")), _mapping(meta.get("annotations"))):
+        value = source.get(key)
+        if isinstance(value, str):
+            return value
+    return None
 
 
 def pod_ref(pod: Mapping[str, Any]) -> PodRef | None:
     """The pod's JobSet coordinates, or None for a pod JobSet did not create (or mislabeled)."""
-    meta = pod.get("metadata") or {}
-    labels: Mapping[str, str] = meta.get("labels") or {}
-    annotations: Mapping[str, str] = meta.get("annotations") or {}
+    meta = _mapping(pod.get("metadata"))
 
     def read(key: str) -> str | None:
-        value = labels.get(key)
-        return value if value is not None else annotations.get(key)
+        return pod_label(pod, key)
 
+    namespace = meta.get("namespace")
     jobset, rjob = read(JOBSET_NAME_LABEL), read(REPLICATED_JOB_LABEL)
     job_index, completion = _int(read(JOB_INDEX_LABEL)), _int(read(COMPLETION_INDEX_LABEL))
     if not jobset or not rjob or job_index is None or completion is None:
         return None
     return PodRef(
-        namespace=str(meta.get("namespace") or "default"),
+        namespace=namespace if isinstance(namespace, str) and namespace else "default",
         jobset=jobset,
         jobset_uid=read(JOBSET_UID_LABEL) or "",
         replicated_job=rjob,
