@@ -121,6 +121,7 @@ def run_suite(
                     "total_units": world.total_units,
                     "span_h": world.queue[-1].arrival_s / 3600,
                     "offered_load": world.offered_load,
+                    "shape_loads": world.shape_loads,
                 }
             )
             rec.sims += simulate(world, policies, sim_options, suite.sim, progress=progress)

@@ -66,6 +66,8 @@ class Measured(Generic[T]):
     wall_s: float
     peak_mb: float
     """Peak RSS during the call minus RSS before it."""
+    peak_abs_mb: float
+    """Peak RSS of the process during the call."""
     exact_peak: bool
 
 
@@ -75,7 +77,8 @@ def measure(fn: Callable[[], T]) -> Measured[T]:
     t0 = time.perf_counter()
     value = fn()
     wall = time.perf_counter() - t0
-    return Measured(value, wall, max(peak_rss_mb() - before, 0.0), exact)
+    peak = peak_rss_mb()
+    return Measured(value, wall, max(peak - before, 0.0), peak, exact)
 
 
 def machine_info() -> dict[str, Any]:

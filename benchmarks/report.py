@@ -148,6 +148,14 @@ def _overtime_section(rec: RunRecord) -> list[str]:
             f"wide for the empty fleet), {w['capacity_units']} free accelerators of "
             f"{w['total_units']}, arrivals over {w['span_h']:.1f} h, offered load "
             f"{w['offered_load']:.2f}"
+            + (
+                " (per slice shape: "
+                + ", ".join(f"{k} {v:.2f}" for k, v in w["shape_loads"].items())
+                + "; TPU child Jobs are pinned to a topology, so shapes were assigned to "
+                "balance the load per shape)"
+                if w.get("shape_loads")
+                else ""
+            )
         )
     lines.append("")
     rows = []
@@ -272,8 +280,11 @@ def _scaling_section(rec: RunRecord) -> list[str]:
         lines += [
             "### Planner target: `placer plan` end to end",
             "",
-            "Run as a subprocess exactly as below; wall time from spawn to exit, peak RSS "
-            "from wait4. Phases from the plan's JSON (`load` is the CLI's own).",
+            "Run as a subprocess as below; wall time from spawn to exit. Peak RSS is the "
+            "process's VmHWM, printed at exit by `python -m benchmarks.rsswrap placer.cli ...`, "
+            "which runs the same module in the same process (getrusage/wait4 would report the "
+            "benchmark parent's memory, which Linux carries over exec). Phases from the plan's "
+            "JSON (`load` is the CLI's own).",
             "",
         ]
         rows = []

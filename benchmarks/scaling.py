@@ -8,14 +8,15 @@ solve, materialize, check; greedy: one phase). Memory is the peak RSS of the loa
 call, each over the RSS before it (see `measure`); the phases inside one solve call share a peak.
 
 The planner target (issue 2) is measured end to end as the user runs it: `python -m placer.cli plan
---cluster X.json --format json JOBSETS_DIR` as a subprocess, timed, with its peak RSS from wait4.
+--cluster X.json --format json JOBSETS_DIR` as a subprocess, timed, with its peak RSS reported by
+`benchmarks.rsswrap`, which runs that same module in the same process (wait4's ru_maxrss would
+include the benchmark parent's memory: Linux carries it over exec).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -26,9 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.kubectl_export import write_scenario
-from benchmarks.measure import measure
+from benchmarks.measure import measure, peak_rss_mb
 from benchmarks.metrics import checked
 from benchmarks.progress import Progress
+from benchmarks.rsswrap import MARKER
 from benchmarks.scenarios import build_tpu_pool_fleet
 from placer.model.options import SolveOptions
 
@@ -97,9 +99,9 @@ def _worker(
     out["checked"] = (
         checked(plan, snapshot, requests, options, where=f"scaling {cluster}") if check else False
     )
-    import resource
-
-    out["process_peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    out["process_peak_mb"] = max(
+        loaded.peak_abs_mb, js_loaded.peak_abs_mb, solved.peak_abs_mb, peak_rss_mb()
+    )
     return out
 
 
@@ -181,6 +183,7 @@ def run_end_to_end(
             cmd = [
                 sys.executable,
                 "-m",
+                "benchmarks.rsswrap",
                 "placer.cli",
                 "plan",
                 "--cluster",
@@ -203,20 +206,19 @@ def run_end_to_end(
 
 
 def _timed_cli(cmd: list[str], solver: str, nodes: int, pending: int) -> dict[str, Any]:
-    """Spawn, wait with wait4 (the child's own peak RSS), read its output from temporary files."""
+    """Spawn, wait, read output from temporary files; peak RSS as `rsswrap` reports it."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(
-            cmd, stdout=out, stderr=err, cwd=Path(__file__).resolve().parents[1]
+        proc = subprocess.run(
+            cmd, stdout=out, stderr=err, cwd=Path(__file__).resolve().parents[1], check=False
         )
-        _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
-        proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
         stdout, stderr = out.read().decode(), err.read().decode()
     if proc.returncode != 0:
         raise RuntimeError(f"placer plan failed ({proc.returncode}): {stderr[-2000:]}")
+    peaks = [line.split("=", 1)[1] for line in stderr.splitlines() if line.startswith(MARKER)]
     doc = json.loads(stdout)
     report = doc.get("solver", {})
     statuses = [js.get("status") for js in doc.get("jobsets", [])]
@@ -225,14 +227,14 @@ def _timed_cli(cmd: list[str], solver: str, nodes: int, pending: int) -> dict[st
         "nodes": nodes,
         "pending": pending,
         "wall_s": wall,
-        "peak_rss_mb": usage.ru_maxrss / 1024,
+        "peak_rss_mb": int(peaks[-1]) / 1024 if peaks else None,
         "status": report.get("status"),
         "objective": report.get("objective"),
         "bound": report.get("bound"),
         "gap": report.get("gap"),
         "phases": report.get("phases", {}),
         "placed": statuses.count("placed"),
-        "command": " ".join(cmd[1:]),
+        "command": " ".join(["-m", *cmd[3:]]),
     }
 
 

@@ -11,11 +11,19 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
 from benchmarks.fleets import GeneratedCluster
-from benchmarks.queues import PRIORITIES, JobSetSpec, QueueMix, gpu_menu, make_queue, tpu_menu
+from benchmarks.queues import (
+    PRIORITIES,
+    ChildShape,
+    JobSetSpec,
+    QueueMix,
+    gpu_menu,
+    make_queue,
+    tpu_menu,
+)
 from benchmarks.records import CLIQUE, GPU_TYPES, HOSTNAME, NODEPOOL, TPU_TYPES
 from benchmarks.trace import sample_window
 from placer.model.cluster import ClusterSnapshot
@@ -56,6 +64,8 @@ class SimWorld:
     """Held accelerator-seconds (nominal domain sizes) / (free accelerators x arrival span)."""
     dropped: int = 0
     """JobSets that could not fit even the empty fleet (left out for every policy)."""
+    shape_loads: dict[str, float] = field(default_factory=dict)
+    """Offered load per TPU slice shape (each shape is its own pool)."""
 
 
 def accelerator_units(free: dict[str, Decimal]) -> int:
@@ -108,11 +118,15 @@ def build_world(kind: str, seed: int, cfg: SimConfig) -> SimWorld:
     total = sum(accelerator_units(n.allocatable) for n in snapshot.nodes)
     trace = sample_window(rng, cfg.jobsets)
     queue = make_queue(rng, trace, menu, mix, prefix="sim", duration_cap_s=cfg.duration_cap_s)
+    shape_capacity = _shape_capacity(menu, snapshot) if kind == "tpu" else {}
+    if shape_capacity:
+        queue = _balance_shapes(queue, menu, shape_capacity)
     queue, dropped = _fit_alone(queue, snapshot)
     work = math.fsum(js.held_units * js.duration_s for js in queue)
     span = max(queue[-1].arrival_s, 1.0)
     scale = work / (cfg.load * capacity * span)
     queue = [replace(js, arrival_s=js.arrival_s * scale) for js in queue]
+    shape_loads = _shape_loads(queue, shape_capacity)
     failures = {
         js.key: (rng.random(), rng.randrange(1 << 16))
         for js in queue
@@ -128,7 +142,58 @@ def build_world(kind: str, seed: int, cfg: SimConfig) -> SimWorld:
         failures,
         offered,
         dropped,
+        shape_loads,
     )
+
+
+def _shape_capacity(menu: list[ChildShape], snapshot: ClusterSnapshot) -> dict[str, int]:
+    """Free accelerators on usable nodes matching each child shape's node selector."""
+    return {
+        s.label: sum(
+            accelerator_units(n.free)
+            for n in snapshot.nodes
+            if n.usable and all(n.labels.get(k) == v for k, v in s.node_selector)
+        )
+        for s in menu
+    }
+
+
+def _balance_shapes(
+    queue: list[JobSetSpec], menu: list[ChildShape], capacity: dict[str, int]
+) -> list[JobSetSpec]:
+    """Give each JobSet the slice shape whose offered load is lowest so far.
+
+    TPU child Jobs are pinned to one topology, so each shape is its own pool; drawn at random,
+    heavy-tailed durations leave one shape at 130% while another idles at 50%, and a cluster-wide
+    "90% offered load" would describe no shape at all. Balancing keeps every shape near the
+    stated load; it is the same queue for every policy.
+    """
+    work = dict.fromkeys(capacity, 0.0)
+    usable = [s for s in menu if capacity[s.label] > 0]
+    out = []
+    for js in queue:
+        r = js.rjobs[0]
+        adds = {
+            s.label: r.replicas * s.pods_per_job * s.units_per_pod * js.duration_s for s in usable
+        }
+        best = min(usable, key=lambda s: (work[s.label] + adds[s.label]) / capacity[s.label])
+        work[best.label] += adds[best.label]
+        out.append(replace(js, rjobs=(replace(r, shape=best), *js.rjobs[1:])))
+    return out
+
+
+def _shape_loads(queue: list[JobSetSpec], capacity: dict[str, int]) -> dict[str, float]:
+    """Offered load per child shape (TPU topology) after arrivals were scaled."""
+    if not capacity or not queue:
+        return {}
+    span = max(queue[-1].arrival_s, 1.0)
+    work = dict.fromkeys(capacity, 0.0)
+    for js in queue:
+        for r in js.rjobs:
+            work[r.shape.label] += (
+                r.replicas * r.shape.pods_per_job * r.shape.units_per_pod * (js.duration_s)
+            )
+    return {k: work[k] / (capacity[k] * span) for k in sorted(capacity) if capacity[k]}
 
 
 def _fit_alone(queue: list[JobSetSpec], snapshot: ClusterSnapshot) -> tuple[list[JobSetSpec], int]:

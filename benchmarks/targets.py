@@ -219,7 +219,9 @@ def _planner(e2e: Sequence[dict[str, Any]]) -> list[Verdict]:
             )
         ]
     wall = statistics.median(r["wall_s"] for r in rows)
-    peak = max(r["peak_rss_mb"] for r in rows)
+    peak = max(
+        (r["peak_rss_mb"] for r in rows if r["peak_rss_mb"] is not None), default=float("inf")
+    )
     r = rows[0]
     ok_status = r["status"] == "OPTIMAL" or (r["gap"] is not None and r["gap"] <= 0.01)
     measured = (
