@@ -7,7 +7,7 @@ the planner.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import cached_property
@@ -19,7 +19,7 @@ from placer.model.scheduling import Toleration, matches_term, tolerates
 from placer.model.topology import Domain, Topology, default_levels
 from placer.model.workload import JobSetRequest, PodShape, ReplicatedJobRequest
 
-__all__ = ["JobClass", "PlacementContext", "node_exclusion", "node_pod_capacity"]
+__all__ = ["JobClass", "PlacementContext", "ShapeFacts", "node_exclusion", "node_pod_capacity"]
 
 
 @dataclass(frozen=True)
@@ -48,8 +48,9 @@ def node_exclusion(node: Node, pod: PodShape, *, extended_resource_toleration: b
     for key, value in sorted(pod.node_selector.items()):
         if node.labels.get(key) != value:
             return f"nodeSelector {key}={value}"
-    if pod.affinity_terms and not any(matches_term(node.labels, node.name, t)
-                                      for t in pod.affinity_terms):
+    if pod.affinity_terms and not any(
+        matches_term(node.labels, node.name, t) for t in pod.affinity_terms
+    ):
         return "node affinity " + " | ".join(str(t) for t in pod.affinity_terms)
     tolerations = pod.tolerations
     if extended_resource_toleration:
@@ -77,12 +78,77 @@ def node_pod_capacity(node: Node, pod: PodShape) -> int:
     return fit
 
 
+class ShapeFacts:
+    """What each node of a snapshot offers one pod shape, whatever the plan.
+
+    `node_exclusion` and `node_pod_capacity` read a node's readiness, cordon, taints, free
+    resources and host ports, and only the labels (and name) the pod's selector and affinity name.
+    Nodes that agree on all of those get one answer: a fleet of thousands of nodes has a handful of
+    such profiles, and every solver asks about every node for every shape.
+    """
+
+    def __init__(
+        self, pod: PodShape, nodes: Mapping[str, Node], states: Mapping[str, int], *, ert: bool
+    ) -> None:
+        self.pod = pod
+        self._nodes = nodes
+        self._states = states
+        self._ert = ert
+        keys = set(pod.node_selector)
+        keys.update(r.key for t in pod.affinity_terms for r in t.match_expressions)
+        self._label_keys = tuple(sorted(keys))
+        self._by_name = any(t.match_node_names for t in pod.affinity_terms)
+        self._profiles: dict[str, Hashable] = {}
+        self._facts: dict[Hashable, tuple[str | None, int]] = {}
+
+    def profile(self, name: str) -> Hashable:
+        """Equal for nodes that offer this shape the same."""
+        found = self._profiles.get(name)
+        if found is None:
+            labels = self._nodes[name].labels
+            found = (
+                self._states[name],
+                tuple(labels.get(k) for k in self._label_keys),
+                name if self._by_name else None,
+            )
+            self._profiles[name] = found
+        return found
+
+    def _of(self, name: str) -> tuple[str | None, int]:
+        key = self.profile(name)
+        found = self._facts.get(key)
+        if found is None:
+            node = self._nodes[name]
+            exclusion = node_exclusion(node, self.pod, extended_resource_toleration=self._ert)
+            found = self._facts[key] = (exclusion, node_pod_capacity(node, self.pod))
+        return found
+
+    def exclusion(self, name: str) -> str | None:
+        """`node_exclusion` of the node."""
+        return self._of(name)[0]
+
+    def raw(self, name: str) -> int:
+        """`node_pod_capacity` of the node: pods that fit by room and ports, exclusions ignored."""
+        return self._of(name)[1]
+
+    def capacity(self, name: str) -> int:
+        """Pods of this shape the node can take: 0 when excluded, else its room."""
+        exclusion, raw = self._of(name)
+        return 0 if exclusion else raw
+
+
 @dataclass
 class PlacementContext:
     snapshot: ClusterSnapshot
     jobsets_given: Sequence[JobSetRequest]
     options: SolveOptions
     _capacity: dict[tuple[int, str], int] = field(default_factory=dict, repr=False)
+    _shapes: dict[str, ShapeFacts] = field(default_factory=dict, repr=False)
+    """pod shape signature -> its facts"""
+    _class_shapes: dict[int, tuple[PodShape, ShapeFacts]] = field(default_factory=dict, repr=False)
+    """job class index -> its pod shape and that shape's facts (signatures are slow to compute)"""
+    _free_accelerators: dict[tuple[str, ...], int] = field(default_factory=dict, repr=False)
+    """domain's nodes -> their free accelerator units"""
 
     @cached_property
     def jobsets(self) -> list[JobSetRequest]:
@@ -150,9 +216,48 @@ class PlacementContext:
     def domain_open_to(self, domain: Domain, jobset: JobSetRequest) -> bool:
         return all(owner == jobset.key for owner in self.domain_held_by(domain))
 
+    @cached_property
+    def _node_states(self) -> dict[str, int]:
+        """node -> an id shared by nodes equal in all but labels and name, as `ShapeFacts` reads."""
+        ids: dict[Hashable, int] = {}
+        states: dict[str, int] = {}
+        for n in self.snapshot.nodes:
+            state = (
+                n.ready,
+                n.unschedulable,
+                n.taints,
+                tuple(sorted(n.free.items())),
+                n.used_host_ports,
+            )
+            states[n.name] = ids.setdefault(state, len(ids))
+        return states
+
+    def shape_facts(self, pod: PodShape) -> ShapeFacts:
+        """What each node of the snapshot offers pods of this shape (memoized per shape)."""
+        signature = pod.signature()
+        found = self._shapes.get(signature)
+        if found is None:
+            ert = self.options.extended_resource_toleration
+            found = ShapeFacts(pod, self.nodes, self._node_states, ert=ert)
+            self._shapes[signature] = found
+        return found
+
+    def class_facts(self, jc: JobClass) -> ShapeFacts:
+        """`shape_facts` of `jc`'s pod shape."""
+        found = self._class_shapes.get(jc.index)
+        if found is None or found[0] is not jc.rjob.pod:
+            found = self._class_shapes[jc.index] = (jc.rjob.pod, self.shape_facts(jc.rjob.pod))
+        return found[1]
+
     def node_capacity(self, jc: JobClass, node: Node) -> int:
-        if node_exclusion(node, jc.rjob.pod,
-                          extended_resource_toleration=self.options.extended_resource_toleration):
+        if self.nodes.get(node.name) is node:
+            return self.class_facts(jc).capacity(node.name)
+        # a node from elsewhere (a what-if): judged on its own
+        if node_exclusion(
+            node,
+            jc.rjob.pod,
+            extended_resource_toleration=self.options.extended_resource_toleration,
+        ):
             return 0
         return node_pod_capacity(node, jc.rjob.pod)
 
@@ -160,22 +265,29 @@ class PlacementContext:
         """Pods of `jc`'s shape that fit on the domain's nodes, when the domain is its alone."""
         key = (jc.index, f"{domain.key}\0{domain.id}")
         if key not in self._capacity:
-            self._capacity[key] = sum(self.node_capacity(jc, self.nodes[n]) for n in domain.nodes)
+            facts = self.class_facts(jc)
+            self._capacity[key] = sum(facts.capacity(n) for n in domain.nodes)
         return self._capacity[key]
 
     def fits(self, jc: JobClass, domain: Domain) -> bool:
         """Can one child Job of `jc` take `domain` to itself, ignoring the rest of the plan?"""
-        return (domain.key == jc.exclusive_key and self.domain_open_to(domain, jc.jobset)
-                and self.domain_capacity(jc, domain) >= jc.rjob.pods_per_job)
+        return (
+            domain.key == jc.exclusive_key
+            and self.domain_open_to(domain, jc.jobset)
+            and self.domain_capacity(jc, domain) >= jc.rjob.pods_per_job
+        )
 
     def free_accelerators(self, domain: Domain) -> int:
         """Free accelerator units on the domain's usable nodes: what stranding is measured in."""
-        total = Decimal(0)
-        for n in domain.nodes:
-            node = self.nodes[n]
-            if node.usable:
-                total += sum((v for k, v in node.free.items() if is_accelerator(k)), Decimal(0))
-        return int(total)
+        found = self._free_accelerators.get(domain.nodes)
+        if found is None:
+            total = Decimal(0)
+            for n in domain.nodes:
+                node = self.nodes[n]
+                if node.usable:
+                    total += sum((v for k, v in node.free.items() if is_accelerator(k)), Decimal(0))
+            found = self._free_accelerators[domain.nodes] = int(total)
+        return found
 
     def job_units(self, jc: JobClass) -> int:
         return jc.rjob.accelerator_units_per_job

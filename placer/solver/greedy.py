@@ -37,7 +37,7 @@ from placer.model.workload import JobSetRequest
 from placer.solver.context import JobClass, PlacementContext
 from placer.solver.ledger import Ledger
 from placer.solver.memo import context_memo
-from placer.solver.reasons import unschedulable_reason
+from placer.solver.reasons import ReasonBuilder
 
 __all__ = ["POLICIES", "BestFitSolver", "FirstFitSolver", "LargestFirstSolver", "greedy_plan"]
 
@@ -102,8 +102,8 @@ class LargestFirstSolver(_GreedySolver):
 
 class _Greedy:
     def __init__(self, ctx: PlacementContext, policy: str, *, explain: bool = True) -> None:
-        self.explain = explain
         self.ctx = ctx
+        self._reasons = ReasonBuilder(ctx) if explain else None
         self.policy = policy
         self.ledger = Ledger(ctx)
         self._memo = context_memo(ctx)
@@ -112,7 +112,7 @@ class _Greedy:
         self._order = "path" if policy == "first-fit" else "tightest"
         self._cursor: dict[_ListKey, int] = {}
         """Candidate list -> index before which every domain holds planned pods. Valid because
-        that only grows until a rollback, which clears it."""
+        that only grows until a rollback, which restores the cursors of its checkpoint."""
         self._holders = {o for owners in ctx.held_by.values() for o in owners}
         """JobSets with running pods in some exclusive domain."""
         self._enclosing: dict[tuple[str, DomainPath, str], DomainPath | None] = {}
@@ -151,26 +151,32 @@ class _Greedy:
         return outcomes
 
     def _explain(self, js: JobSetRequest) -> str:
-        if not self.explain:
+        """The reason against the plan as it stands: it only grew since the last JobSet explained
+        (failures roll back), so the builder follows it cheaply."""
+        if self._reasons is None:
             return ""
-        return unschedulable_reason(
-            self.ctx, js, self.ledger.taken_by(), shared=self.ledger.shared_by()
-        )
+        self._reasons.update(self.ledger.taken_by(), self.ledger.shared_by())
+        return self._reasons.reason(js)
 
-    def _rollback(self, token: object) -> None:
+    def _checkpoint(self) -> tuple[object, dict[_ListKey, int]]:
+        """The plan as it is now, and the cursors that are valid for it."""
+        return self.ledger.checkpoint(), dict(self._cursor)
+
+    def _rollback(self, mark: tuple[object, dict[_ListKey, int]]) -> None:
+        token, cursors = mark
         self.ledger.rollback(token)
-        self._cursor.clear()
+        self._cursor = dict(cursors)
 
     # -- best-fit / largest-first --
 
     def _all_or_nothing(self, js: JobSetRequest) -> JobSetOutcome:
-        token = self.ledger.checkpoint()
+        mark = self._checkpoint()
         jobs: list[JobPlacement] = []
         classes = sorted(self.ctx.classes_of(js), key=lambda c: c.exclusive_key is None)
         for jc in classes:
             placed = self._place_rjob(jc)
             if placed is None:
-                self._rollback(token)
+                self._rollback(mark)
                 return _outcome(js, "unschedulable", reason=self._explain(js))
             jobs.extend(placed)
         return _outcome(js, "placed", jobs=jobs, accelerators=js.accelerator_units)
@@ -180,17 +186,17 @@ class _Greedy:
         level = jc.rjob.required_topology or jc.rjob.preferred_topology
         if level:
             for enclosing in self._enclosing_order(level):
-                token = self.ledger.checkpoint()
+                mark = self._checkpoint()
                 jobs = self._place_all(jc, enclosing)
                 if jobs is not None:
                     return jobs
-                self._rollback(token)
+                self._rollback(mark)
             if jc.rjob.required_topology:
                 return None
-        token = self.ledger.checkpoint()
+        mark = self._checkpoint()
         jobs = self._place_all(jc, None)
         if jobs is None:
-            self._rollback(token)
+            self._rollback(mark)
         return jobs
 
     def _place_all(self, jc: JobClass, within: Domain | None) -> list[JobPlacement] | None:

@@ -84,8 +84,8 @@ class Ledger:
 
         Only grows false as the plan grows, until a rollback: callers may skip such domains.
         """
-        reserved, shared = self._reserved, self._shared
-        return not any(n in reserved or n in shared for n in domain.nodes)
+        nodes = domain.nodes
+        return self._reserved.keys().isdisjoint(nodes) and self._shared.keys().isdisjoint(nodes)
 
     def domain_fits(self, jc: JobClass, domain: Domain) -> bool:
         """Available to `jc`'s JobSet, of its key, and big enough for one child Job of it."""
