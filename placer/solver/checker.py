@@ -14,7 +14,7 @@ A domain is judged as the writers pin it: the nodes carrying every (label, value
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -33,6 +33,8 @@ class _PlannedPod:
     jobset: str
     job: str
     shape: PodShape
+    shape_key: str
+    """The shape as JSON: a node judges each distinct shape on it once."""
 
 
 def check(
@@ -41,30 +43,27 @@ def check(
     """Every rule the plan breaks, one human-readable line each, sorted; empty means valid."""
     problems: set[str] = set()
     nodes = {n.name: n for n in snapshot.nodes}
-    by_label: dict[tuple[str, str], list[Node]] = defaultdict(list)
-    for n in snapshot.nodes:
-        for label in n.labels.items():
-            by_label[label].append(n)
     given = {js.key: js for js in jobsets}
     outcomes = _check_coverage(plan, given, problems)
     on_node: dict[str, list[_PlannedPod]] = defaultdict(list)
-    job_nodes: dict[tuple[str, str], set[str]] = {}
     for key, outcome in outcomes.items():
         js = given[key]
         _check_outcome(js, outcome, problems)
-        rjobs = {r.name: r for r in js.replicated_jobs}
+        rjobs = {r.name: (r, r.pod.model_dump_json()) for r in js.replicated_jobs}
         for job in outcome.jobs:
-            rjob = rjobs.get(job.replicated_job)
-            if rjob is None:
+            if job.replicated_job not in rjobs:
                 continue
-            job_nodes[(key, job.name)] = {p.node for p in job.pods}
+            rjob, shape_key = rjobs[job.replicated_job]
+            planned = _PlannedPod(key, job.name, rjob.pod, shape_key)
             for p in job.pods:
                 if p.node not in nodes:
                     problems.add(f"{key}: {job.name} pod {p.index} on unknown node {p.node}")
                     continue
-                on_node[p.node].append(_PlannedPod(key, job.name, rjob.pod))
+                on_node[p.node].append(planned)
+    tolerations = _Tolerations(options)
     for name, pods in on_node.items():
-        _check_node(nodes[name], pods, options, problems)
+        _check_node(nodes[name], pods, tolerations, problems)
+    by_label = _label_index(snapshot, outcomes.values())
     for key, outcome in outcomes.items():
         _check_exclusivity(given[key], outcome, by_label, on_node, problems)
         _check_locality(given[key], outcome, nodes, problems)
@@ -168,39 +167,73 @@ def _check_job(
 
 
 def _check_node(
-    node: Node, pods: list[_PlannedPod], options: SolveOptions, problems: set[str]
+    node: Node, pods: list[_PlannedPod], tolerations: _Tolerations, problems: set[str]
 ) -> None:
     where = f"node {node.name}"
     if not node.ready:
         problems.add(f"{where}: NotReady but given pods")
     if node.unschedulable:
         problems.add(f"{where}: cordoned but given pods")
-    for who in {p.shape.model_dump_json(): p for p in pods}.values():
-        for why in _scheduling_violations(node, who.shape, options):
+    for who in {p.shape_key: p for p in pods}.values():
+        for why in _scheduling_violations(node, who.shape, tolerations.of(who)):
             problems.add(f"{where}: pod of {who.jobset} {who.job} {why}")
+    _check_room(node, pods, problems)
+    if node.used_host_ports or any(p.shape.host_ports for p in pods):
+        _check_ports(node, pods, problems)
+
+
+def _check_room(node: Node, pods: list[_PlannedPod], problems: set[str]) -> None:
+    """The pods' requests (and `pods` slots, when the node counts them) within its free room."""
     used = add_resources(*(p.shape.requests for p in pods))
     if PODS in node.free:
         used[PODS] = used.get(PODS, Decimal(0)) + len(pods)
-    for name, amount in sorted(used.items()):
-        if amount <= 0:
+    for name, amount in used.items():
+        if amount <= 0 or (name == PODS and PODS not in node.free):
             continue
         have = node.free.get(name, Decimal(0))
-        if name == PODS and PODS not in node.free:
-            continue
         if amount > have:
-            problems.add(f"{where}: {name} overcommitted: planned {amount}, free {have}")
+            problems.add(f"node {node.name}: {name} overcommitted: planned {amount}, free {have}")
+
+
+def _check_ports(node: Node, pods: list[_PlannedPod], problems: set[str]) -> None:
+    """No host port bound twice, counting the running pods' ports."""
     ports: dict[tuple[int, str], int] = defaultdict(int)
     for hp in node.used_host_ports:
         ports[hp] += 1
     for p in pods:
         for hp in p.shape.host_ports:
             ports[hp] += 1
-    for (port, proto), count in sorted(ports.items()):
+    for (port, proto), count in ports.items():
         if count > 1:
-            problems.add(f"{where}: host port {port}/{proto} bound {count} times")
+            problems.add(f"node {node.name}: host port {port}/{proto} bound {count} times")
 
 
-def _scheduling_violations(node: Node, pod: PodShape, options: SolveOptions) -> list[str]:
+class _Tolerations:
+    """A pod shape's tolerations, with those the ExtendedResourceToleration plugin adds when it is
+    on; worked out once per shape rather than once per node the shape lands on."""
+
+    def __init__(self, options: SolveOptions) -> None:
+        self._ert = options.extended_resource_toleration
+        self._found: dict[str, list[Toleration]] = {}
+
+    def of(self, pod: _PlannedPod) -> list[Toleration]:
+        found = self._found.get(pod.shape_key)
+        if found is None:
+            shape = pod.shape
+            found = list(shape.tolerations)
+            if self._ert:
+                found += [
+                    Toleration(key=r, operator="Exists")
+                    for r in shape.requests
+                    if is_extended_resource(r) and shape.requests[r] > 0
+                ]
+            self._found[pod.shape_key] = found
+        return found
+
+
+def _scheduling_violations(
+    node: Node, pod: PodShape, tolerations: Sequence[Toleration]
+) -> list[str]:
     out: list[str] = []
     for k, v in sorted(pod.node_selector.items()):
         if node.labels.get(k) != v:
@@ -209,13 +242,6 @@ def _scheduling_violations(node: Node, pod: PodShape, options: SolveOptions) -> 
         _term_matches(node, t.match_expressions, t.match_node_names) for t in pod.affinity_terms
     ):
         out.append("breaks required node affinity")
-    tolerations = list(pod.tolerations)
-    if options.extended_resource_toleration:
-        tolerations += [
-            Toleration(key=r, operator="Exists")
-            for r in pod.requests
-            if is_extended_resource(r) and pod.requests[r] > 0
-        ]
     for taint in node.taints:
         if taint.effect in ("NoSchedule", "NoExecute") and not any(
             _tolerated(t, taint) for t in tolerations
@@ -288,25 +314,45 @@ def _check_exclusivity(
                     f"{where}: pod {p.index} on {p.node}, outside its domain "
                     f"{job.domain.key}={job.domain.value}"
                 )
+        label = f"{job.domain.key}={job.domain.value}"
         for n in members:
-            others = sorted(
-                {
-                    f"{q.jobset} {q.job}"
-                    for q in on_node.get(n.name, ())
-                    if (q.jobset, q.job) != (js.key, job.name)
-                }
+            _check_member(
+                n, (js.key, job.name), f"{where}: exclusive domain {label}", on_node, problems
             )
-            if others:
-                problems.add(
-                    f"{where}: exclusive domain {job.domain.key}={job.domain.value} "
-                    f"shares node {n.name} with {', '.join(others)}"
-                )
-            running = sorted(set(n.jobsets) - {js.key})
-            if running:
-                problems.add(
-                    f"{where}: exclusive domain {job.domain.key}={job.domain.value} "
-                    f"has running pods of {', '.join(running)} on {n.name}"
-                )
+
+
+def _check_member(
+    n: Node,
+    owner: tuple[str, str],
+    where: str,
+    on_node: Mapping[str, list[_PlannedPod]],
+    problems: set[str],
+) -> None:
+    """One node of the exclusive domain of child Job `owner` (JobSet, Job): no one else's pods."""
+    others = {f"{q.jobset} {q.job}" for q in on_node.get(n.name, ()) if (q.jobset, q.job) != owner}
+    if others:
+        problems.add(f"{where} shares node {n.name} with {', '.join(sorted(others))}")
+    running = [j for j in n.jobsets if j != owner[0]]
+    if running:
+        problems.add(f"{where} has running pods of {', '.join(sorted(set(running)))} on {n.name}")
+
+
+def _label_index(
+    snapshot: ClusterSnapshot, outcomes: Iterable[JobSetOutcome]
+) -> dict[tuple[str, str], list[Node]]:
+    """(label, value) -> nodes carrying it, for the labels the plan's domains pin."""
+    keys = set()
+    for o in outcomes:
+        for job in o.jobs:
+            if job.domain is not None:
+                keys.add(job.domain.key)
+                keys.update(k for k, _ in job.domain.path)
+    by_label: dict[tuple[str, str], list[Node]] = defaultdict(list)
+    for n in snapshot.nodes:
+        for k in keys:
+            if k in n.labels:
+                by_label[(k, n.labels[k])].append(n)
+    return by_label
 
 
 def _members(pins: Mapping[str, str], by_label: Mapping[tuple[str, str], list[Node]]) -> list[Node]:
