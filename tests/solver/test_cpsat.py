@@ -177,7 +177,7 @@ def test_aggregation_folds_identical_domains_into_one_class() -> None:
 @given(scenarios())
 def test_cpsat_is_valid_deterministic_and_never_below_any_greedy(scenario) -> None:  # type: ignore[no-untyped-def]
     snapshot, jobsets = scenario
-    options = SolveOptions(time_limit_s=5, workers=1, seed=0)
+    options = SolveOptions(time_limit_s=5, workers=4, seed=0)
     plan = solve(snapshot, jobsets, options=options)
     again = solve(snapshot, jobsets, options=options)
     assert plan.jobsets == again.jobsets

@@ -20,25 +20,76 @@ __all__ = ["hint_from_plan", "spread_counts"]
 def hint_from_plan(
     model: cp_model.CpModel, v: Variables, problem: AggregatedProblem, plan: Plan
 ) -> None:
-    """Admissions and domain counts of a plan (the greedy one), as a hint."""
+    """Every variable's value in a plan (the greedy one): a complete hint, so CP-SAT starts from a
+    solution instead of having to repair a partial one (which at scale it may not do in time)."""
     class_of = {(d.key, d.path): c.id for c in problem.domain_classes for d in c.members}
-    rjob_class = {(jc.jobset.key, jc.rjob.name): jc.index for jc in problem.exclusive}
-    counts: dict[tuple[int, str], int] = dict.fromkeys(v.count, 0)
+    parents_of = {c.id: c.parents for c in problem.domain_classes}
+    parents_of.update({g.id: g.parents for g in problem.node_groups})
+    room_of = _shared_room_owner(problem)
+    rjob_class = {(jc.jobset.key, jc.rjob.name): jc.index for jc in problem.ctx.job_classes}
+    values: dict[str, int] = {}
+
+    def bump(x: cp_model.IntVar | None, by: int = 1) -> None:
+        if x is not None:
+            values[x.name] = values.get(x.name, 0) + by
+
     for o in plan.jobsets:
+        placed = o.status == "placed"
         if o.key in v.admit:
-            model.add_hint(v.admit[o.key], o.status == "placed")
-        if o.status != "placed":
+            values[v.admit[o.key].name] = int(placed)
+        if not placed:
             continue
         for j in o.jobs:
+            jc = rjob_class.get((o.key, j.replicated_job))
+            if jc is None:
+                continue
             if j.domain is None:
+                for pod in j.pods:
+                    where = room_of.get(pod.node)
+                    bump(v.shared_in_class.get((jc, where or "")))
+                    bump(v.shared_in_group.get((jc, where or "")))
+                    _mark_parents(values, v, o.key, jc, parents_of.get(where or "", {}))
                 continue
             path = tuple((k, val) for k, val in j.domain.path)
             cid = class_of.get((j.domain.key, path))
-            jc = rjob_class.get((o.key, j.replicated_job))
-            if cid is not None and jc is not None and (jc, cid) in counts:
-                counts[(jc, cid)] += 1
-    for k, x in v.count.items():
-        model.add_hint(x, counts[k])
+            if cid is not None:
+                bump(v.count.get((jc, cid)))
+                _mark_parents(values, v, o.key, jc, parents_of[cid])
+    for x in _all(v):
+        model.add_hint(x, values.get(x.name, 0))
+
+
+def _shared_room_owner(problem: AggregatedProblem) -> dict[str, str]:
+    """Node -> the class or group whose shared room the model counts it in."""
+    owner: dict[str, str] = {}
+    for g in problem.node_groups:
+        for n in g.nodes:
+            owner[n] = g.id
+    for c in problem.domain_classes:
+        for d in c.members:
+            for n in d.nodes:
+                owner.setdefault(n, c.id)
+    return owner
+
+
+def _mark_parents(
+    values: dict[str, int], v: Variables, jobset: str, jc: int, parents: dict[str, str]
+) -> None:
+    for level, parent in parents.items():
+        for x in (v.span.get((jobset, level, parent)), v.local.get((jc, level, parent))):
+            if x is not None:
+                values[x.name] = 1
+
+
+def _all(v: Variables) -> list[cp_model.IntVar]:
+    return [
+        *v.admit.values(),
+        *v.count.values(),
+        *v.shared_in_class.values(),
+        *v.shared_in_group.values(),
+        *v.local.values(),
+        *v.span.values(),
+    ]
 
 
 def _rank(c: DomainClass, jc_index: int, homes: set[str]) -> tuple[int, int, str]:

@@ -1,8 +1,7 @@
 """Objective terms, one function per goal, in the lexicographic order the planner optimizes them.
 
 1. per priority tier, highest first: accelerator units admitted (never trade a higher tier away);
-2. queue order: among equal admissions, prefer JobSets earlier in the queue (folded into 1 with a
-   smaller weight);
+2. queue order: among equal admissions, prefer JobSets earlier in the queue;
 3. best fit: fewest free accelerators stranded in chosen domains;
 4. locality: fewest higher-level domains spanned (preferred topology counts the same way).
 solve.py solves them one after another, fixing each optimum before the next.
@@ -41,19 +40,13 @@ def admitted_units(v: Variables, problem: AggregatedProblem, tier: int) -> cp_mo
     )
 
 
-def queue_preference(
-    v: Variables, problem: AggregatedProblem, tier: int
-) -> tuple[cp_model.LinearExpr, int]:
-    """Earlier JobSets of the tier weigh more, so ties in admitted units go to the queue's head.
-
-    Returns the expression and the weight that puts one accelerator unit above any sum of it.
-    """
-    jobsets = [js for js in problem.ctx.jobsets if js.priority == tier]
-    expr = sum(
+def queue_preference(v: Variables, problem: AggregatedProblem) -> cp_model.LinearExpr:
+    """Earlier JobSets weigh more, so among equal admissions the head of the queue goes first."""
+    jobsets = problem.ctx.jobsets
+    return sum(
         ((len(jobsets) - i) * v.admit[js.key] for i, js in enumerate(jobsets)),
         cp_model.LinearExpr.constant(0),
     )
-    return expr, len(jobsets) * (len(jobsets) + 1) // 2 + 1
 
 
 def stranded_accelerators(v: Variables, problem: AggregatedProblem) -> cp_model.LinearExpr:

@@ -31,7 +31,12 @@ from placer.solver.cpsat.aggregate import AggregatedProblem, aggregate
 from placer.solver.cpsat.coarsen import coarsen
 from placer.solver.cpsat.hints import hint_from_plan, spread_counts
 from placer.solver.cpsat.materialize import materialize
-from placer.solver.cpsat.solve import SolveResult, solve_admission, solve_packing
+from placer.solver.cpsat.solve import (
+    SolveResult,
+    canonicalize,
+    solve_admission,
+    solve_packing,
+)
 from placer.solver.cpsat.variables import Variables, create_variables
 from placer.solver.greedy import greedy_plan
 
@@ -112,12 +117,9 @@ def plan_with_context(ctx: PlacementContext, phases: dict[str, float] | None = N
     )
     plan: Plan | None = None
     if admission.found:
-        plan = _timed(
-            phases,
-            "solve",
-            lambda: _pack_and_materialize(
-                ctx, fine, coarse, model, v, admission, start + limit, phases
-            ),
+        packing_deadline = min(start + limit, time.perf_counter() + max(1.0, PACKING_SHARE * limit))
+        plan = _pack_and_materialize(
+            ctx, fine, coarse, model, v, admission, packing_deadline, phases
         )
     if plan is None or admission_key(plan) < admission_key(greedy):
         why = "no CP-SAT solution in time" if plan is None else "CP-SAT admits less than greedy"
@@ -156,12 +158,19 @@ def _pack_and_materialize(
     """Packing on the fine classes with admissions fixed; if it finds nothing in time, the
     admission solution itself is materialized (valid, just not best-packed)."""
     admitted = {key: admission.values[x.name] for key, x in v.admit.items()}
-    if fine is coarse:
-        fine_model, fv = model, v
-    else:
-        fine_model, fv = build_model(fine)
-        spread_counts(fine_model, fine, fv, coarse, v, admission.values)
-    packing = solve_packing(fine_model, fv, fine, deadline, admitted)
+
+    def pack() -> tuple[cp_model.CpModel, Variables, SolveResult]:
+        if fine is coarse:
+            fine_model, fv = model, v
+        else:
+            fine_model, fv = build_model(fine)
+            spread_counts(fine_model, fine, fv, coarse, v, admission.values)
+        packing = solve_packing(fine_model, fv, fine, deadline, admitted)
+        if admission.optimal:
+            packing = canonicalize(fine_model, fv, fine, deadline, packing)
+        return fine_model, fv, packing
+
+    _, fv, packing = _timed(phases, "solve", pack)
     report = SolverReport(
         name="cpsat",
         status="OPTIMAL" if admission.optimal and packing.optimal else "FEASIBLE",
@@ -169,14 +178,13 @@ def _pack_and_materialize(
         bound=admission.bound,
         notes=[*admission.notes, *packing.notes],
     )
-    start = time.perf_counter()
-    try:
-        if packing.found:
-            return materialize(ctx, fine, fv, packing.values, report)
-        return materialize(ctx, coarse, v, admission.values, report)
-    finally:
-        phases["materialize"] = time.perf_counter() - start
-        phases["solve"] = phases.get("solve", 0.0) - phases["materialize"]
+    if packing.found:
+        return _timed(
+            phases, "materialize", lambda: materialize(ctx, fine, fv, packing.values, report)
+        )
+    return _timed(
+        phases, "materialize", lambda: materialize(ctx, coarse, v, admission.values, report)
+    )
 
 
 def best_greedy(ctx: PlacementContext) -> Plan:
