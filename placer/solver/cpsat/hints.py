@@ -12,9 +12,10 @@ from ortools.sat.python import cp_model
 
 from placer.model.plan import Plan
 from placer.solver.cpsat.aggregate import AggregatedProblem, DomainClass
+from placer.solver.cpsat.materialize import Chosen
 from placer.solver.cpsat.variables import Variables
 
-__all__ = ["hint_from_plan", "spread_counts"]
+__all__ = ["hint_from_chosen", "hint_from_plan", "spread_counts"]
 
 
 def hint_from_plan(
@@ -99,45 +100,63 @@ def _rank(c: DomainClass, jc_index: int, homes: set[str]) -> tuple[int, int, str
 
 
 def spread_counts(
-    model: cp_model.CpModel,
-    fine: AggregatedProblem,
-    fv: Variables,
-    coarse: AggregatedProblem,
-    cv: Variables,
-    values: dict[str, int],
-) -> None:
-    """Hint the fine model with the coarse solution: each coarse count goes to fine classes of it,
-    the JobSet's current enclosing domain first, then the tightest class, so the hint is already a
-    decent packing."""
+    fine: AggregatedProblem, coarse: AggregatedProblem, cv: Variables, values: dict[str, int]
+) -> Chosen:
+    """The coarse solution on the fine classes: each coarse count goes to fine classes of it, the
+    JobSet's current enclosing domain first, then the tightest class. A decent packing by itself,
+    used as the fine model's hint, or as the answer when that model is too large to solve."""
     fine_of: dict[str, list[str]] = defaultdict(list)
     coarse_of_domain = {d.path: c.id for c in coarse.domain_classes for d in c.members}
     for c in fine.domain_classes:
         fine_of[coarse_of_domain[c.members[0].path]].append(c.id)
     by_id = {c.id: c for c in fine.domain_classes}
     left = {c.id: c.size for c in fine.domain_classes}
-    hint: dict[str, int] = {}
-    for key, x in cv.admit.items():
-        hint[fv.admit[key].name] = values[x.name]
+    counts: dict[tuple[int, str], int] = {}
+    by_class: dict[int, list[tuple[str, int]]] = defaultdict(list)
+    for (i, cid), x in cv.count.items():
+        if values[x.name]:
+            by_class[i].append((cid, values[x.name]))
     for jc in fine.exclusive:
         homes: set[str] = set()
-        for (i, cid), x in cv.count.items():
-            if i != jc.index:
-                continue
-            need = values[x.name]
-            candidates = [f for f in fine_of[cid] if (jc.index, f) in fv.count]
+        for cid, need in by_class[jc.index]:
+            candidates = [f for f in fine_of[cid] if jc.index in by_id[f].fits]
             while need > 0:
-                ranked = sorted(
-                    (_rank(by_id[f], jc.index, homes), f) for f in candidates if left[f] > 0
-                )
-                f = ranked[0][1]
+                f = min((_rank(by_id[f], jc.index, homes), f) for f in candidates if left[f])[1]
                 take = min(need, left[f])
                 left[f] -= take
                 need -= take
-                name = fv.count[(jc.index, f)].name
-                hint[name] = hint.get(name, 0) + take
+                counts[(jc.index, f)] = counts.get((jc.index, f), 0) + take
                 homes.update(by_id[f].parents.values())
+    admitted = frozenset(key for key, x in cv.admit.items() if values[x.name])
+    return Chosen(admitted=admitted, counts=counts, enclosing={})
+
+
+def hint_from_chosen(
+    model: cp_model.CpModel, v: Variables, problem: AggregatedProblem, chosen: Chosen
+) -> None:
+    """A complete hint from a class-level solution: counts, admissions, spans, shared room."""
+    by_id = {c.id: c for c in problem.domain_classes}
+    values: dict[str, int] = {v.admit[key].name: 1 for key in chosen.admitted}
+    used: dict[str, int] = defaultdict(int)
+    for (i, cid), n in chosen.counts.items():
+        values[v.count[(i, cid)].name] = n
+        used[cid] += n
+        _mark_parents(values, v, problem.ctx.job_classes[i].jobset.key, i, by_id[cid].parents)
+    for jc in problem.shared:
+        if jc.jobset.key not in chosen.admitted:
+            continue
+        pods = jc.rjob.replicas * jc.rjob.pods_per_job
+        for (i, where), x in [*v.shared_in_group.items(), *v.shared_in_class.items()]:
+            if i != jc.index or pods <= 0:
+                continue
+            room = x.proto.domain[-1]
+            if where in by_id:
+                room = min(
+                    room, (by_id[where].size - used[where]) * by_id[where].shared_capacity.get(i, 0)
+                )
+            take = min(pods, room)
+            values[x.name] = take
+            pods -= take
     model.clear_hints()  # type: ignore[no-untyped-call]
-    for (_, _), x in fv.count.items():
-        model.add_hint(x, hint.get(x.name, 0))
-    for x in fv.admit.values():
-        model.add_hint(x, hint[x.name])
+    for x in _all(v):
+        model.add_hint(x, values.get(x.name, 0))

@@ -7,6 +7,8 @@ through the same `Ledger` the greedy baselines use.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from placer.model.plan import JobPlacement, JobSetOutcome, Plan, SolverReport
 from placer.solver.context import PlacementContext
 from placer.solver.cpsat.aggregate import AggregatedProblem
@@ -14,28 +16,51 @@ from placer.solver.cpsat.variables import Variables
 from placer.solver.ledger import Ledger
 from placer.solver.reasons import unschedulable_reason
 
-__all__ = ["materialize"]
+__all__ = ["Chosen", "chosen_from_values", "materialize"]
 
 
-def _chosen_enclosing(
-    ctx: PlacementContext, v: Variables, values: dict[str, int], jc_index: int, level: str | None
+@dataclass(frozen=True)
+class Chosen:
+    """A solution in class terms, whatever produced it: what materialization needs."""
+
+    admitted: frozenset[str]
+    counts: dict[tuple[int, str], int]
+    """(JobClass, DomainClass) -> child Jobs placed in domains of that class."""
+    enclosing: dict[int, str] = field(default_factory=dict)
+    """Shared JobClass with a required topology -> id of the domain chosen for its pods."""
+
+
+def chosen_from_values(problem: AggregatedProblem, v: Variables, values: dict[str, int]) -> Chosen:
+    enclosing = {
+        i: parent
+        for (i, level, parent), x in v.local.items()
+        if values.get(x.name)
+        and problem.ctx.job_classes[i].rjob.required_topology == level
+        and not problem.ctx.job_classes[i].exclusive_key
+    }
+    return Chosen(
+        admitted=frozenset(key for key, x in v.admit.items() if values.get(x.name)),
+        counts={k: values[x.name] for k, x in v.count.items() if values.get(x.name)},
+        enclosing=enclosing,
+    )
+
+
+def _enclosing_nodes(
+    ctx: PlacementContext, level: str | None, parent: str | None
 ) -> tuple[str, ...] | None:
     """Nodes of the `level` domain the solver chose for a shared JobClass that must stay in one."""
-    if level is None:
+    if level is None or parent is None:
         return None
-    for (i, lv, parent), x in v.local.items():
-        if i == jc_index and lv == level and values.get(x.name):
-            for d in ctx.domains(level):
-                if "/".join(val for _, val in d.path) == parent:
-                    return d.nodes
+    for d in ctx.domains(level):
+        if "/".join(val for _, val in d.path) == parent:
+            return d.nodes
     return None
 
 
 def _exclusive_jobs(
     ledger: Ledger,
     problem: AggregatedProblem,
-    v: Variables,
-    values: dict[str, int],
+    chosen: Chosen,
     key: str,
     next_member: dict[str, int],
 ) -> list[JobPlacement] | None:
@@ -43,7 +68,7 @@ def _exclusive_jobs(
     for jc in [c for c in problem.exclusive if c.jobset.key == key]:
         job_index = 0
         for c in problem.classes_for(jc):
-            for _ in range(values[v.count[(jc.index, c.id)].name]):
+            for _ in range(chosen.counts.get((jc.index, c.id), 0)):
                 placed = None
                 while placed is None and next_member.get(c.id, 0) < c.size:
                     domain = c.members[next_member.get(c.id, 0)]
@@ -57,11 +82,7 @@ def _exclusive_jobs(
 
 
 def materialize(
-    ctx: PlacementContext,
-    problem: AggregatedProblem,
-    v: Variables,
-    values: dict[str, int],
-    report: SolverReport,
+    ctx: PlacementContext, problem: AggregatedProblem, chosen: Chosen, report: SolverReport
 ) -> Plan | None:
     """The plan for a solution; None when the relaxed shared-pod room does not pack onto real
     nodes (the caller then falls back to greedy)."""
@@ -69,8 +90,8 @@ def materialize(
     next_member: dict[str, int] = {}
     placements: dict[str, list[JobPlacement]] = {}
     for js in ctx.jobsets:
-        if values.get(v.admit[js.key].name, 0):
-            jobs = _exclusive_jobs(ledger, problem, v, values, js.key, next_member)
+        if js.key in chosen.admitted:
+            jobs = _exclusive_jobs(ledger, problem, chosen, js.key, next_member)
             if jobs is None:
                 return None
             placements[js.key] = jobs
@@ -78,7 +99,9 @@ def materialize(
         if js.key not in placements:
             continue
         for jc in [c for c in problem.shared if c.jobset.key == js.key]:
-            within = _chosen_enclosing(ctx, v, values, jc.index, jc.rjob.required_topology)
+            within = _enclosing_nodes(
+                ctx, jc.rjob.required_topology, chosen.enclosing.get(jc.index)
+            )
             for job_index in range(jc.rjob.replicas):
                 placed = ledger.place_shared(jc, job_index, within)
                 if placed is None:

@@ -29,8 +29,8 @@ from placer.solver.context import PlacementContext
 from placer.solver.cpsat import constraints
 from placer.solver.cpsat.aggregate import AggregatedProblem, aggregate
 from placer.solver.cpsat.coarsen import coarsen
-from placer.solver.cpsat.hints import hint_from_plan, spread_counts
-from placer.solver.cpsat.materialize import materialize
+from placer.solver.cpsat.hints import hint_from_chosen, hint_from_plan, spread_counts
+from placer.solver.cpsat.materialize import Chosen, chosen_from_values, materialize
 from placer.solver.cpsat.solve import (
     SolveResult,
     canonicalize,
@@ -47,9 +47,13 @@ T = TypeVar("T")
 
 ADMISSION_SHARE = 0.75
 """Share of the time limit admission may use; packing gets the rest (admission matters more)."""
+PACKING_MODEL_LIMIT = 15_000
+"""Above this many (child-Job class, domain class) pairs the packing model takes longer to build
+and presolve than it can gain; the admission solution is then spread heuristically."""
 PACKING_SHARE = 0.2
-"""At most this share of the time limit goes to packing (best fit, locality), which at fleet
-scale is rarely proven and improves slowly after the first seconds."""
+"""Packing (best fit, locality) searches for at most this share of the time limit (at least 1 s,
+and always 0.5 s): at fleet scale it is rarely proven and improves slowly after the first seconds.
+Model building is not counted: the time limit bounds search."""
 
 
 class CpSatSolver:
@@ -117,10 +121,7 @@ def plan_with_context(ctx: PlacementContext, phases: dict[str, float] | None = N
     )
     plan: Plan | None = None
     if admission.found:
-        packing_deadline = min(start + limit, time.perf_counter() + max(1.0, PACKING_SHARE * limit))
-        plan = _pack_and_materialize(
-            ctx, fine, coarse, model, v, admission, packing_deadline, phases
-        )
+        plan = _pack_and_materialize(ctx, fine, coarse, model, v, admission, start + limit, phases)
     if plan is None or admission_key(plan) < admission_key(greedy):
         why = "no CP-SAT solution in time" if plan is None else "CP-SAT admits less than greedy"
         log.warning("falling back to the greedy plan: %s", why)
@@ -158,33 +159,54 @@ def _pack_and_materialize(
     """Packing on the fine classes with admissions fixed; if it finds nothing in time, the
     admission solution itself is materialized (valid, just not best-packed)."""
     admitted = {key: admission.values[x.name] for key, x in v.admit.items()}
+    report = SolverReport(
+        name="cpsat",
+        status="OPTIMAL" if admission.optimal else "FEASIBLE",
+        objective=admission.objective,
+        bound=admission.bound,
+        notes=list(admission.notes),
+    )
+    if fine is coarse:
+        start_from = chosen_from_values(coarse, v, admission.values)
+    else:
+        start_from = _timed(
+            phases, "solve", lambda: spread_counts(fine, coarse, v, admission.values)
+        )
+        size = sum(len(fine.classes_for(jc)) for jc in fine.exclusive)
+        if size > PACKING_MODEL_LIMIT:
+            note = (
+                f"packing: {size} (child-Job class, domain class) pairs exceed "
+                f"{PACKING_MODEL_LIMIT}; spread heuristically, not optimized"
+            )
+            report = report.model_copy(
+                update={"status": "FEASIBLE", "notes": [*report.notes, note]}
+            )
+            return _timed(phases, "materialize", lambda: materialize(ctx, fine, start_from, report))
 
-    def pack() -> tuple[cp_model.CpModel, Variables, SolveResult]:
+    def pack() -> tuple[Chosen, SolveResult]:
         if fine is coarse:
             fine_model, fv = model, v
         else:
             fine_model, fv = build_model(fine)
-            spread_counts(fine_model, fine, fv, coarse, v, admission.values)
-        packing = solve_packing(fine_model, fv, fine, deadline, admitted)
+            hint_from_chosen(fine_model, fv, fine, start_from)
+        budget = max(1.0, PACKING_SHARE * ctx.options.time_limit_s)
+        now = time.perf_counter()
+        search_deadline = max(min(deadline, now + budget), now + 0.5)
+        packing = solve_packing(fine_model, fv, fine, search_deadline, admitted)
         if admission.optimal:
-            packing = canonicalize(fine_model, fv, fine, deadline, packing)
-        return fine_model, fv, packing
+            packing = canonicalize(fine_model, fv, fine, search_deadline + 0.5, packing)
+        if not packing.found:
+            return start_from, packing
+        return chosen_from_values(fine, fv, packing.values), packing
 
-    _, fv, packing = _timed(phases, "solve", pack)
-    report = SolverReport(
-        name="cpsat",
-        status="OPTIMAL" if admission.optimal and packing.optimal else "FEASIBLE",
-        objective=admission.objective,
-        bound=admission.bound,
-        notes=[*admission.notes, *packing.notes],
+    chosen, packing = _timed(phases, "solve", pack)
+    report = report.model_copy(
+        update={
+            "status": report.status if packing.optimal else "FEASIBLE",
+            "notes": [*report.notes, *packing.notes],
+        }
     )
-    if packing.found:
-        return _timed(
-            phases, "materialize", lambda: materialize(ctx, fine, fv, packing.values, report)
-        )
-    return _timed(
-        phases, "materialize", lambda: materialize(ctx, coarse, v, admission.values, report)
-    )
+    return _timed(phases, "materialize", lambda: materialize(ctx, fine, chosen, report))
 
 
 def best_greedy(ctx: PlacementContext) -> Plan:

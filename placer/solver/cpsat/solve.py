@@ -2,8 +2,8 @@
 
 Admission first, one solve per priority tier (highest first), each maximizing that tier's
 accelerator units, each optimum then fixed as a constraint before the next tier; then queue order
-as the tie-breaker. Packing last, with admissions fixed: fewest stranded
-accelerators, then fewest higher-level domains spanned, each fixed before the next. Every solve is
+as the tie-breaker. Packing last, with admissions fixed: fewest stranded accelerators, then fewest
+higher-level domains spanned. Every solve is
 hinted with the previous solution, so a stage that runs out of time still returns at least what the
 stage before found.
 """
@@ -150,35 +150,34 @@ def solve_packing(
 ) -> SolveResult:
     """Best fit, then locality, with admissions fixed; a hint must already be on the model.
 
-    Locality (fewest enclosing domains spanned) is a facility-location problem that CP-SAT rarely
-    proves at fleet scale; it gets what time is left and its bound is reported in the notes.
+    One weighted solve, stranded accelerators above spans (a lexicographic order, since spans can
+    never outweigh one accelerator): at fleet scale each presolve of the fine model costs a second
+    or more, and locality, a facility-location problem, is rarely proven anyway.
     """
     for key, x in v.admit.items():
         model.add(x == admitted.get(key, 0))
-    variables = _all_vars(v)
+    stranded = objectives.stranded_accelerators(v, problem)
+    spans = objectives.domains_spanned(v)
+    weight = len(v.span) + len(v.local) + 1
+    model.name = "packing"
+    model.minimize(stranded * weight + spans)
+    solver, status = _solve(model, problem.ctx.options, deadline)
     result = SolveResult(found=False, optimal=True)
-    stages = [
-        ("best fit", objectives.stranded_accelerators(v, problem)),
-        ("locality", objectives.domains_spanned(v)),
-    ]
-    for name, expr in stages:
-        model.name = name
-        model.minimize(expr)
-        solver, status = _solve(model, problem.ctx.options, deadline)
-        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            result.optimal = False
-            result.notes.append(f"{name}: {solver.status_name(status)}")
-            return result
-        value = round(solver.objective_value)
-        result.found = True
-        if status != cp_model.OPTIMAL:
-            result.optimal = False
-            result.notes.append(
-                f"{name}: FEASIBLE, {value} (bound {round(solver.best_objective_bound)})"
-            )
-        result.values = {x.name: solver.value(x) for x in variables}
-        model.add(expr <= value)
-        _rehint(model, variables, result.values)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        result.optimal = False
+        result.notes.append(f"packing: {solver.status_name(status)}")
+        return result
+    value = round(solver.objective_value)
+    result.found = True
+    if status != cp_model.OPTIMAL:
+        result.optimal = False
+        bound = round(solver.best_objective_bound)
+        result.notes.append(
+            f"packing: FEASIBLE, {value // weight} stranded and {value % weight} spans "
+            f"(bound {bound // weight} and {bound % weight})"
+        )
+    result.values = {x.name: solver.value(x) for x in _all_vars(v)}
+    model.add(stranded * weight + spans <= value)
     return result
 
 
