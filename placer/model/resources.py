@@ -7,6 +7,7 @@ because the planner, the checker and the snapshot loader must all agree on what 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
@@ -35,6 +36,13 @@ ResourceMap = dict[str, Decimal]
 _ACCELERATOR_HINTS = ("gpu", "tpu", "neuron", "accelerator", "habana", "gaudi")
 
 
+@functools.lru_cache(maxsize=4096)
+def _quantity(value: str | int | float) -> Decimal:
+    """Parsed once per distinct spelling: a snapshot repeats "4", "100m", "16Gi" tens of thousands
+    of times, and parse_quantity is the loaders' hot spot."""
+    return Decimal(parse_quantity(value))  # type: ignore[no-untyped-call]
+
+
 def parse_resource_map(
     raw: Mapping[str, Any] | None, *, source: str = "", obj: str = "", field: str = ""
 ) -> ResourceMap:
@@ -42,7 +50,9 @@ def parse_resource_map(
     result: ResourceMap = {}
     for name, value in (raw or {}).items():
         try:
-            result[str(name)] = Decimal(parse_quantity(value))  # type: ignore[no-untyped-call]
+            if not isinstance(value, str | int | float) or isinstance(value, bool):
+                raise TypeError(f"quantity of type {type(value).__name__}")
+            result[str(name)] = _quantity(value)
         except (ValueError, TypeError, ArithmeticError) as e:
             raise InputError(
                 f"invalid quantity {value!r}",
