@@ -192,15 +192,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         stream=sys.stderr,
     )
     argv_text = " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
-    path = run_suite(
-        SUITES[args.suite],
-        args.out,
-        policies=[p for p in args.policies.split(",") if p],
-        seed=args.seed,
-        command=f"python -m benchmarks {argv_text}",
-        parts=[p for p in args.parts.split(",") if p],
-        show_progress=not args.no_progress,
-    )
+    try:
+        path = run_suite(
+            SUITES[args.suite],
+            args.out,
+            policies=[p for p in args.policies.split(",") if p],
+            seed=args.seed,
+            command=f"python -m benchmarks {argv_text}",
+            parts=[p for p in args.parts.split(",") if p],
+            show_progress=not args.no_progress,
+        )
+    except FileNotFoundError as e:
+        print(f"benchmarks: error: {e}", file=sys.stderr)
+        return 2
     print(f"wrote {path}", file=sys.stderr)
     return 0
 

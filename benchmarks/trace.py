@@ -46,6 +46,10 @@ class TraceJob:
 @functools.lru_cache(maxsize=4)
 def load_trace(path: Path = DEFAULT_TRACE) -> tuple[TraceJob, ...]:
     """All jobs of >= 2 GPUs with a positive duration, in submit order (ties by width, duration)."""
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"Philly trace not found at {path}: set PLACER_TRACE to philly-jobs.csv"
+        )
     rows: list[tuple[datetime, int, float]] = []
     with open(path, newline="") as f:
         for row in csv.DictReader(f):
