@@ -17,7 +17,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError
 
 from placer.model.errors import InputError
-from placer.model.manifests import expand_paths, object_key, read_documents, validation_error
+from placer.model.manifests import (
+    expand_paths,
+    object_key,
+    paused_gc,
+    read_documents,
+    validation_error,
+)
 from placer.model.resources import pod_request
 from placer.model.scheduling import NodeSelectorRequirement, NodeSelectorTerm, Toleration
 from placer.model.workload import (
@@ -357,6 +363,13 @@ def load_jobsets(
     Other kinds are skipped with a warning (a kustomization often carries ConfigMaps alongside); a
     file holding no JobSet at all is an error, because it is almost always the wrong file.
     """
+    with paused_gc():
+        return _load_jobsets(paths, priority_classes)
+
+
+def _load_jobsets(
+    paths: Sequence[str | Path], priority_classes: Mapping[str, int] | None
+) -> list[JobSetRequest]:
     result: list[JobSetRequest] = []
     seen: dict[str, str] = {}
     for path in expand_paths(paths):

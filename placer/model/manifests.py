@@ -4,10 +4,16 @@ Files or directories (recursively, `*.yaml`/`*.yml`/`*.json`, sorted), multi-doc
 `kind: List` wrappers, all flattened into `(source, object)` pairs. YAML and JSON syntax errors
 become `InputError`s with the line number; pydantic errors become `InputError`s with a
 Kubernetes-style field path (`spec.replicatedJobs[0].replicas`): a user never sees a traceback.
+
+Speed matters at fleet scale (a 10,000-node `kubectl get nodes,pods -A -o json` is ~50 MB, and
+`placer plan` reads hundreds of JobSet files): YAML goes through libyaml when PyYAML has it, and
+the loaders run inside `paused_gc()`.
 """
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -23,6 +29,7 @@ __all__ = [
     "Document",
     "expand_paths",
     "object_key",
+    "paused_gc",
     "read_documents",
     "validation_error",
 ]
@@ -39,6 +46,36 @@ _Loader.yaml_implicit_resolvers = {
     ch: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
     for ch, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
+
+
+# libyaml parses several times faster; the same resolvers, so the same values. It is only ever
+# the first try: on any error the pure-Python loader parses again, so messages stay its own.
+_FastLoader: type[Any] | None = None
+if getattr(yaml, "__with_libyaml__", False):
+
+    class _CLoader(yaml.CSafeLoader):
+        """libyaml parser with `_Loader`'s resolvers."""
+
+    _CLoader.yaml_implicit_resolvers = _Loader.yaml_implicit_resolvers
+    _FastLoader = _CLoader
+
+
+@contextlib.contextmanager
+def paused_gc() -> Iterator[None]:
+    """Keep the cyclic garbage collector out of a bulk load.
+
+    Parsing a large snapshot allocates millions of dicts and lists, and each allocation burst
+    triggers collections that rescan everything built so far: about half of a 50 MB load. Parsed
+    JSON and YAML hold no reference cycles, so reference counting frees all of it anyway. The
+    collector is re-enabled on exit only if it was enabled on entry.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 Document = tuple[str, Mapping[str, Any]]
@@ -75,6 +112,11 @@ def _load_text(path: Path) -> list[Any]:
                 source=str(path),
                 code="syntax",
             ) from e
+    if _FastLoader is not None:
+        try:
+            return [d for d in yaml.load_all(text, Loader=_FastLoader) if d is not None]
+        except yaml.YAMLError:
+            pass  # parsed again below, for the pure-Python loader's message
     try:
         return [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
     except yaml.YAMLError as e:

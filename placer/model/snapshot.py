@@ -23,7 +23,7 @@ from placer.model.cluster import ClusterSnapshot, JobSetUsage, Node
 from placer.model.compact import DESCRIPTION_KIND, parse_description
 from placer.model.errors import InputError
 from placer.model.jobset import pod_host_ports
-from placer.model.manifests import object_key, read_documents, validation_error
+from placer.model.manifests import object_key, paused_gc, read_documents, validation_error
 from placer.model.resources import (
     PODS,
     add_resources,
@@ -267,6 +267,11 @@ def _check_unique(nodes: list[Node], source: str) -> list[Node]:
 def load_snapshot(paths: Sequence[str | Path]) -> ClusterSnapshot:
     """Snapshot from files: kubectl JSON/YAML (Lists, NodeList/PodList, single objects) and/or
     compact cluster descriptions, merged. Pods in any file count against nodes from any file."""
+    with paused_gc():
+        return _load_snapshot(paths)
+
+
+def _load_snapshot(paths: Sequence[str | Path]) -> ClusterSnapshot:
     nodes: list[Node] = []
     pods: list[tuple[str, Mapping[str, Any]]] = []
     classes: dict[str, int] = {}
