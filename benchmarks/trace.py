@@ -1,7 +1,7 @@
 """The Philly GPU trace, read once, sampled reproducibly: what the benchmark queues are drawn from.
 
 Every queue (static scenarios, over-time simulation, scaling) takes job widths, durations and
-arrival times from the Microsoft Philly trace (/work/shared/traces/philly-jobs.csv, see its README),
+arrival times from the Microsoft Philly trace (benchmarks/data/philly-jobs.csv, see its README),
 so that sizes and the burstiness of arrivals are real rather than invented. What the trace does not
 record (replica mixes, priorities, accelerator types) is drawn by the scenario generator and stated
 as an assumption in RESULTS.md.
@@ -25,10 +25,11 @@ __all__ = ["DEFAULT_TRACE", "TraceJob", "load_trace", "sample_jobs", "sample_win
 DEFAULT_TRACE = Path(
     os.environ.get(
         "PLACER_TRACE",
-        str(Path(__file__).resolve().parents[2] / "shared" / "traces" / "philly-jobs.csv"),
+        str(Path(__file__).resolve().parent / "data" / "philly-jobs.csv"),
     )
 )
-"""The trace lives beside the repository (../shared/traces); PLACER_TRACE overrides the path."""
+"""A copy of the trace ships in benchmarks/data (Apache-2.0, see its README there), so benchmarks
+and tests run from a fresh clone; PLACER_TRACE overrides the path."""
 
 MIN_GPUS = 2
 
