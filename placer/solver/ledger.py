@@ -19,17 +19,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from decimal import Decimal
+from typing import Any
 
 from placer.model.plan import DomainRef, JobPlacement, PodPlacement
 from placer.model.resources import PODS, ResourceMap, pods_that_fit
 from placer.model.topology import Domain, DomainPath
 from placer.model.workload import JobSetRequest, PodShape, child_job_name
-from placer.solver.context import JobClass, PlacementContext, node_exclusion
+from placer.solver.context import JobClass, PlacementContext
+from placer.solver.memo import context_memo
 
 __all__ = ["DomainKey", "Ledger"]
 
 DomainKey = tuple[str, DomainPath]
 """(key, path): a domain's identity across keys."""
+
+_ABSENT = object()
+"""In the undo log: the key was not in the table."""
 
 
 class Ledger:
@@ -47,7 +52,13 @@ class Ledger:
         """node -> {JobSet key: planned non-exclusive pods of it there}."""
         self._taken: dict[DomainKey, str] = {}
         """domain -> JobSet key of the exclusive child Job that took it."""
-        self._undo: list[Callable[[], None]] = []
+        self._undo: list[tuple[dict[Any, Any], object, object]] = []
+        """(table, key, value before) per change, newest last; `_ABSENT` when there was none."""
+        self._pods: dict[tuple[int, str], PodPlacement] = context_memo(ctx).setdefault(
+            "ledger.pods", {}
+        )  # type: ignore[assignment]
+        """(completion index, node) -> the pod placement: one immutable object per pair, shared
+        by every plan of the context (the greedy runs and CP-SAT's materialization)."""
         self._exclusive_nodes: frozenset[str] | None = None
 
     # -- all-or-nothing --
@@ -61,7 +72,11 @@ class Ledger:
         if not isinstance(token, int) or not 0 <= token <= len(self._undo):
             raise ValueError(f"not a checkpoint of this ledger: {token!r}")
         while len(self._undo) > token:
-            self._undo.pop()()
+            table, key, old = self._undo.pop()
+            if old is _ABSENT:
+                del table[key]
+            else:
+                table[key] = old
 
     # -- queries --
 
@@ -107,9 +122,7 @@ class Ledger:
         """Pods of `jc`'s shape still fitting on `node` beside planned pods (reservations aside)."""
         n = self.ctx.nodes[node]
         pod = jc.rjob.pod
-        if node_exclusion(
-            n, pod, extended_resource_toleration=self.ctx.options.extended_resource_toleration
-        ):
+        if self.ctx.class_facts(jc).exclusion(node):
             return 0
         fit = pods_that_fit(self._free_of(node), pod.requests)
         if pod.host_ports:
@@ -143,8 +156,9 @@ class Ledger:
             self._set(self._reserved, n, owner)
         self._set(self._taken, (domain.key, domain.path), jc.jobset.key)
         pods = self._commit(jc, counts, shared=False)
-        ref = DomainRef(key=domain.key, value=domain.value, path=list(domain.path))
-        return JobPlacement(
+        # model_construct: built from a domain of the context and a class of its queue
+        ref = DomainRef.model_construct(key=domain.key, value=domain.value, path=list(domain.path))
+        return JobPlacement.model_construct(
             name=job, replicated_job=jc.rjob.name, index=job_index, domain=ref, pods=pods
         )
 
@@ -217,10 +231,16 @@ class Ledger:
                 owners = dict(self._shared.get(n, {}))
                 owners[jc.jobset.key] = owners.get(jc.jobset.key, 0) + k
                 self._set(self._shared, n, owners)
-            first = len(pods)
-            # model_construct: these are built from checked values, and there are many of them
-            pods.extend(PodPlacement.model_construct(index=first + i, node=n) for i in range(k))
+            pods.extend(self._pod(i, n) for i in range(len(pods), len(pods) + k))
         return pods
+
+    def _pod(self, index: int, node: str) -> PodPlacement:
+        found = self._pods.get((index, node))
+        if found is None:
+            # model_construct: built from checked values, and there are many of them
+            found = PodPlacement.model_construct(index=index, node=node)
+            self._pods[(index, node)] = found
+        return found
 
     def _consume(self, node: str, pod: PodShape, count: int) -> None:
         free = dict(self._free_of(node))
@@ -233,11 +253,7 @@ class Ledger:
         if pod.host_ports:
             self._set(self._ports, node, self._ports.get(node, set()) | set(pod.host_ports))
 
-    def _set(self, table: dict, key: object, value: object) -> None:  # type: ignore[type-arg]
+    def _set(self, table: dict[Any, Any], key: object, value: object) -> None:
         """table[key] = value, recording how to undo it."""
-        if key in table:
-            old = table[key]
-            self._undo.append(lambda: table.__setitem__(key, old))
-        else:
-            self._undo.append(lambda: table.__delitem__(key))
+        self._undo.append((table, key, table.get(key, _ABSENT)))
         table[key] = value
