@@ -12,12 +12,12 @@
 
 from __future__ import annotations
 
-import copy
 import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from placer.controller.adapter import Obj, resource_version
+from placer.controller.selectors import copy_json
 from placer.model.assignment import PLACEMENT_GATE, PREFIX, JobAssignment
 from placer.model.topology import HOSTNAME
 from placer.render.emit import NAMESPACED_JOB_LABEL, NO_SCHEDULE_TAINT, domain_requirements
@@ -79,7 +79,7 @@ def ungated_pod(pod: Mapping[str, Any], requirements: Sequence[Requirement]) -> 
         affinity = dict(new_spec.get("affinity") or {})
         node_affinity = dict(affinity.get("nodeAffinity") or {})
         required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
-        terms = [copy.deepcopy(dict(t)) for t in required.get("nodeSelectorTerms") or []]
+        terms = [copy_json(dict(t)) for t in required.get("nodeSelectorTerms") or []]
         if not terms:
             terms = [{"matchExpressions": [dict(r) for r in requirements]}]
         else:

@@ -221,10 +221,12 @@ def _solve_pass(
         log.error("plan refused by the checker: %s", "; ".join(violations[:5]))
         return {t.key: (None, "plan refused by the checker: " + violations[0]) for t in targets}
     outcomes: dict[str, tuple[Assignment | None, str]] = {}
+    by_key: dict[str, JobSetOutcome] = {}
+    for o in plan.jobsets:
+        by_key.setdefault(o.key, o)  # the first, as `Plan.outcome` finds it
     for target in targets:
-        try:
-            outcome = plan.outcome(target.key)
-        except KeyError:
+        outcome = by_key.get(target.key)
+        if outcome is None:
             outcomes[target.key] = (None, "the solver returned no outcome")
             continue
         record = _merge(target, outcome, pinned=pinned)

@@ -67,9 +67,10 @@ class DomainIndex:
     def __init__(self, snapshot: ClusterSnapshot) -> None:
         self.snapshot = snapshot
         self.nodes: dict[str, Node] = snapshot.by_name()
-        self._by_keys: dict[tuple[str, ...], dict[tuple[str, ...], list[str]]] = {}
+        self._by_keys: dict[tuple[str, ...], dict[tuple[str, ...], tuple[str, ...]]] = {}
 
     def members(self, domain: DomainRef) -> tuple[str, ...]:
+        """The domain's nodes, sorted by name."""
         pairs = _pairs(domain)
         keys = tuple(k for k, _ in pairs)
         if keys not in self._by_keys:
@@ -78,8 +79,8 @@ class DomainIndex:
                 values = tuple(n.labels.get(k) for k in keys)
                 if all(v is not None for v in values):
                     groups.setdefault(values, []).append(n.name)  # type: ignore[arg-type]
-            self._by_keys[keys] = groups
-        return tuple(sorted(self._by_keys[keys].get(tuple(v for _, v in pairs), ())))
+            self._by_keys[keys] = {v: tuple(sorted(names)) for v, names in groups.items()}
+        return self._by_keys[keys].get(tuple(v for _, v in pairs), ())
 
     def job_nodes(self, job: JobAssignment) -> tuple[str, ...]:
         """Nodes a recorded child Job holds: its domain, else the nodes its pods were given."""
@@ -212,7 +213,9 @@ def planning_snapshot(
             if holder:
                 holders[name] = [holder]
         nodes.append(obj)
+    # Only pods bound to a node take room there; the gated ones waiting for a plan are most.
+    bound = [p for p in state.pods.values() if (p.get("spec") or {}).get("nodeName")]
     snapshot = snapshot_from_objects(
-        nodes, state.pods.values(), state.priority_classes.values(), source="cluster", levels=levels
+        nodes, bound, state.priority_classes.values(), source="cluster", levels=levels
     )
     return reserve(snapshot, holders)

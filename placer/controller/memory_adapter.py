@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from placer.controller.adapter import KINDS, Kind, Listing, Obj, WatchEvent
-from placer.controller.selectors import matches_selector, merge_patch, parse_selector
+from placer.controller.selectors import copy_json, matches_selector, merge_patch, parse_selector
 from placer.model.errors import ClusterError
 
 __all__ = ["CLUSTER_SCOPED", "MemoryCluster", "pod_update_violation"]
@@ -32,17 +32,8 @@ CLUSTER_SCOPED: frozenset[str] = frozenset({"nodes", "priorityclasses"})
 _TEMPORARY = frozenset({429, 500, 502, 503, 504})
 
 
-def _copy(obj: Any) -> Any:
-    """A deep copy of JSON-shaped data, several times faster than `copy.deepcopy`."""
-    if isinstance(obj, dict):
-        return {k: _copy(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_copy(v) for v in obj]
-    return obj
-
-
 def _clone(obj: Obj) -> Obj:
-    copied: Obj = _copy(obj)
+    copied: Obj = copy_json(obj)
     return copied
 
 

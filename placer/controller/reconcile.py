@@ -18,6 +18,7 @@ gather window closes, and every `replan_s`; it relists everything every `resync_
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 import time
@@ -33,7 +34,7 @@ from placer.controller.decisions import PlannedRound, Review, Target, review, so
 from placer.controller.executor import ExecReport, RetryPolicy, execute
 from placer.controller.holds import DomainIndex, planning_snapshot
 from placer.controller.metrics import Metrics
-from placer.controller.survey import Binding, ManagedJobSet, ParseMemo, survey
+from placer.controller.survey import Binding, ManagedJobSet, ParseMemo, RefMemo, survey
 from placer.controller.writeplan import WriteSettings, plan_writes
 from placer.controller.writes import EmitEvent, Write
 from placer.model.cluster import ClusterSnapshot
@@ -122,6 +123,7 @@ class Controller:
         """JobSet -> (capacity version, time) of its last unschedulable plan."""
         self._snapshot: tuple[int, ClusterSnapshot] | None = None
         self._parsed: ParseMemo = {}
+        self._refs: RefMemo = {}
 
     # --- one cycle -----------------------------------------------------------------------------
 
@@ -167,8 +169,14 @@ class Controller:
         state = self.cache.state()
         if len(self._parsed) > 4 * len(state.jobsets) + 100:
             self._parsed.clear()  # forget deleted and superseded manifests
+        if len(self._refs) > 2 * len(state.pods) + 100:
+            self._refs.clear()  # forget deleted pods and superseded versions
         managed = survey(
-            state, binding=self.config.binding, namespaces=self.config.namespaces, memo=self._parsed
+            state,
+            binding=self.config.binding,
+            namespaces=self.config.namespaces,
+            memo=self._parsed,
+            refs=self._refs,
         )
         snapshot = self._planning_snapshot(state)
         index = DomainIndex(snapshot)
@@ -291,9 +299,23 @@ class Controller:
 
     # --- running -------------------------------------------------------------------------------
 
+    def relist(self) -> None:
+        """List everything afresh (on start and every `resync_s`), then freeze the heap.
+
+        The cache then holds tens of thousands of API objects for as long as they do not change.
+        Left to the cyclic garbage collector, they are rescanned by every full collection the
+        cycles' own allocations trigger: a third of a cycle's CPU on a 10,000-node cluster.
+        `gc.freeze` keeps what is alive now out of its sight, at O(1) cost. Reference counting
+        still frees each object the cache drops (JSON objects hold no reference cycles); the price
+        is that a reference cycle alive at this instant and dropped later is never collected,
+        which at one relist per `resync_s` stays negligible.
+        """
+        self.cache.relist()
+        gc.freeze()
+
     def run_once(self) -> CycleReport:
         """List everything, run one full cycle planning every pending JobSet now, return."""
-        self.cache.relist()
+        self.relist()
         return self.run_cycle(force_plan=True)
 
     def run(self, stop: threading.Event) -> None:
@@ -318,7 +340,7 @@ class Controller:
                 seen = self.cache.version
                 try:
                     if self.clock() - last_resync >= self.config.resync_s:
-                        self.cache.relist()
+                        self.relist()
                         last_resync = self.clock()
                         seen = self.cache.version
                     report = self.run_cycle()
@@ -339,7 +361,7 @@ class Controller:
         delay = 0.5
         while not stop.is_set():
             try:
-                self.cache.relist()
+                self.relist()
                 return
             except PlacerError as e:
                 log.warning("initial list failed (%s); retrying in %.1fs", e, delay)

@@ -7,14 +7,13 @@ apart so the rules are tested on their own.
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from placer.model.errors import InputError
 
-__all__ = ["Requirement", "matches_selector", "merge_patch", "parse_selector"]
+__all__ = ["Requirement", "copy_json", "matches_selector", "merge_patch", "parse_selector"]
 
 Requirement = tuple[str, str, frozenset[str]]
 """(key, operator, values); operators: exists, !exists, =, !=, in, notin."""
@@ -81,10 +80,20 @@ def matches_selector(labels: Mapping[str, str], selector: list[Requirement]) -> 
     return True
 
 
+def copy_json(obj: Any) -> Any:
+    """A deep copy of JSON-shaped data (dicts, lists, scalars), several times faster than
+    `copy.deepcopy`: every object the API server or a patch carries is of that shape."""
+    if isinstance(obj, dict):
+        return {k: copy_json(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [copy_json(v) for v in obj]
+    return obj
+
+
 def merge_patch(target: Any, patch: Any) -> Any:
     """RFC 7386: objects merge recursively, `null` deletes a key, anything else replaces."""
     if not isinstance(patch, Mapping):
-        return copy.deepcopy(patch)
+        return copy_json(patch)
     result = dict(target) if isinstance(target, Mapping) else {}
     for key, value in patch.items():
         if value is None:

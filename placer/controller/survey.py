@@ -30,6 +30,7 @@ __all__ = [
     "ManagedJobSet",
     "ParseMemo",
     "PodEntry",
+    "RefMemo",
     "is_finished",
     "is_managed",
     "jobset_pods",
@@ -155,11 +156,22 @@ class ManagedJobSet:
         return not self.finished
 
 
-def jobset_pods(state: ClusterState) -> dict[str, list[PodEntry]]:
-    """JobSet key -> its pods (any restart attempt), sorted by pod name."""
+RefMemo = dict[tuple[str, str, str], PodRef | None]
+"""`pod_ref` by (namespace, name, resourceVersion): labels change only with the version."""
+
+
+def jobset_pods(state: ClusterState, refs: RefMemo | None = None) -> dict[str, list[PodEntry]]:
+    """JobSet key -> its pods (any restart attempt), sorted by pod name. `refs` (kept by the
+    caller across cycles) saves re-reading the labels of pods that did not change."""
     result: dict[str, list[PodEntry]] = {}
-    for _, pod in sorted(state.pods.items()):
-        ref = pod_ref(pod)
+    for (namespace, name), pod in sorted(state.pods.items()):
+        version = str(pod["metadata"].get("resourceVersion") or "")
+        if refs is None or not version:
+            ref = pod_ref(pod)
+        elif (memo_key := (namespace, name, version)) in refs:
+            ref = refs[memo_key]
+        else:
+            ref = refs[memo_key] = pod_ref(pod)
         if ref is not None:
             result.setdefault(ref.jobset_key, []).append(PodEntry(pod, ref))
     return result
@@ -228,11 +240,12 @@ def survey(
     binding: Binding,
     namespaces: Sequence[str] = (),
     memo: ParseMemo | None = None,
+    refs: RefMemo | None = None,
 ) -> list[ManagedJobSet]:
-    """Every managed JobSet in `namespaces` (all when empty), in key order. `memo` (kept by the
-    caller across cycles) saves re-parsing unchanged manifests."""
+    """Every managed JobSet in `namespaces` (all when empty), in key order. `memo` and `refs`
+    (kept by the caller across cycles) save re-parsing unchanged manifests and pod labels."""
     priorities = {name: int(pc.get("value") or 0) for name, pc in state.priority_classes.items()}
-    pods = jobset_pods(state)
+    pods = jobset_pods(state, refs)
     result: list[ManagedJobSet] = []
     for order, ((ns, name), obj) in enumerate(sorted(state.jobsets.items())):
         if namespaces and ns not in namespaces:
