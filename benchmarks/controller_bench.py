@@ -1,0 +1,253 @@
+"""Benchmark of one reconcile cycle of the in-cluster controller on the simulated (memory) cluster.
+
+Issue 5's target: with 10,000 nodes and 500 pending JobSets, one reconcile cycle (plan and
+write-back calls) takes at most 5 s on 2 cores.
+
+The fleet: TPU node pools of 4 hosts (4 chips each, tainted, labeled by pool, topology and
+block), a share of them running unmanaged JobSets whose pods are bound there (so they hold their
+pools and their nodes have less room). The queue: gated JobSets of 1, 2, 4 or 8 child Jobs of 4
+pods of 4 chips, exclusive per node pool, with their pods already created (gated) as JobSet's
+own controllers would; a few more child Jobs than free pools, so some JobSets stay pending with
+an Unschedulable event. The controller plans them all in one cycle (`run_cycle(force_plan=True)`,
+no gather window) and writes through the memory adapter.
+
+Reported: the cycle's wall time and its parts (observe + survey + snapshot + review, plan, write
+planning, write execution), the writes made, and a second cycle with nothing changed. Run from the
+repository root:
+
+    python -m benchmarks.controller_bench --solver cpsat --time-limit 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import platform
+import random
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from placer.controller import decisions, reconcile, writeplan
+from placer.controller import executor as executor_module
+from placer.controller import simulate as sim
+from placer.controller.memory_adapter import MemoryCluster
+from placer.controller.reconcile import Controller, ControllerConfig, CycleReport
+from placer.model.options import SolveOptions
+from placer.model.workload import JOBSET_NAME_LABEL
+
+__all__ = ["Fleet", "build_cluster", "main", "measure"]
+
+log = logging.getLogger(__name__)
+
+NODEPOOL = "cloud.google.com/gke-nodepool"
+BLOCK = "cloud.google.com/gce-topology-block"
+TOPOLOGY = "cloud.google.com/gke-tpu-topology"
+TPU = "google.com/tpu"
+HOSTS_PER_POOL = 4
+POOLS_PER_BLOCK = 25
+
+
+@dataclass(frozen=True)
+class Fleet:
+    nodes: int = 10_000
+    pending: int = 500
+    running_share: float = 0.3
+    """Share of the node pools running an unmanaged JobSet."""
+    seed: int = 1
+
+
+def _pool(i: int) -> str:
+    return f"tpu-v5e-pool-{i:05d}"
+
+
+def _running_pod(pool: int, host: int) -> dict[str, Any]:
+    """A Running pod of the unmanaged JobSet that holds `pool`, bound to one of its hosts."""
+    name = f"run-{pool:05d}"
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"{name}-w-0-{host}",
+            "namespace": "batch",
+            "labels": {JOBSET_NAME_LABEL: name},
+        },
+        "spec": {
+            "nodeName": f"{_pool(pool)}-{host}",
+            "containers": [
+                {"name": "main", "image": "x", "resources": {"requests": {TPU: "4", "cpu": "1"}}}
+            ],
+        },
+        "status": {"phase": "Running"},
+    }
+
+
+def build_cluster(fleet: Fleet) -> MemoryCluster:
+    """The simulated cluster: nodes, running pods, and the pending JobSets with their gated pods."""
+    rnd = random.Random(fleet.seed)
+    cluster = MemoryCluster(history=1_000_000)
+    taint = {"key": TPU, "value": "present", "effect": "NoSchedule"}
+    pools = fleet.nodes // HOSTS_PER_POOL
+    for p in range(pools):
+        labels = {NODEPOOL: _pool(p), BLOCK: f"block-{p // POOLS_PER_BLOCK:03d}", TOPOLOGY: "4x4"}
+        for h in range(HOSTS_PER_POOL):
+            node = sim.node_object(f"{_pool(p)}-{h}", labels, allocatable={TPU: 4}, taints=[taint])
+            cluster.create("nodes", node)
+        if rnd.random() < fleet.running_share:
+            for h in range(HOSTS_PER_POOL):
+                cluster.create("pods", _running_pod(p, h))
+    for j in range(fleet.pending):
+        name = f"train-{j:04d}"
+        replicas = rnd.choice([1, 2, 4, 8])
+        obj = sim.jobset_object(
+            name,
+            namespace="research",
+            replicated_jobs=[("workers", replicas, HOSTS_PER_POOL, {TPU: "4", "cpu": "1"})],
+            exclusive_key=NODEPOOL,
+        )
+        for rj in obj["spec"]["replicatedJobs"]:
+            spec = rj["template"]["spec"]["template"]["spec"]
+            spec["nodeSelector"] = {TOPOLOGY: "4x4"}
+            spec["tolerations"] = [{"key": TPU, "operator": "Exists", "effect": "NoSchedule"}]
+        cluster.create("jobsets", obj)
+        sim.create_pods(cluster, "research", name)
+    return cluster
+
+
+@dataclass
+class _Timer:
+    """Wall and CPU time spent in the functions `reconcile` calls for each phase of a cycle. CPU
+    time is what the cycle costs on a machine of its own; on a shared one, wall time is longer."""
+
+    wall: dict[str, float] = field(default_factory=dict)
+    cpu: dict[str, float] = field(default_factory=dict)
+
+    def wrap(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            wall, cpu = time.perf_counter(), time.process_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.wall[name] = self.wall.get(name, 0.0) + time.perf_counter() - wall
+                self.cpu[name] = self.cpu.get(name, 0.0) + time.process_time() - cpu
+
+        return timed
+
+
+@contextmanager
+def _timing(timer: _Timer) -> Iterator[None]:
+    """Time the plan, write-planning and write-execution phases of the cycles run inside."""
+    patched = [
+        (reconcile, "solve_targets", decisions.solve_targets, "plan"),
+        (reconcile, "plan_writes", writeplan.plan_writes, "write planning"),
+        (reconcile, "execute", executor_module.execute, "write execution"),
+    ]
+    for module, attr, fn, name in patched:
+        setattr(module, attr, timer.wrap(name, fn))
+    try:
+        yield
+    finally:
+        for module, attr, fn, _ in patched:
+            setattr(module, attr, fn)
+
+
+def _cycle(controller: Controller) -> tuple[CycleReport, dict[str, tuple[float, float]]]:
+    """One cycle; (wall, CPU) seconds of the whole and of each phase."""
+    timer = _Timer()
+    cpu = time.process_time()
+    with _timing(timer):
+        report = controller.run_cycle(force_plan=True)
+    total = (report.wall_s, time.process_time() - cpu)
+    parts = {"cycle": total}
+    parts["observe, survey, snapshot, review"] = (
+        total[0] - sum(timer.wall.values()),
+        total[1] - sum(timer.cpu.values()),
+    )
+    parts.update({name: (timer.wall[name], timer.cpu[name]) for name in timer.wall})
+    return report, parts
+
+
+def measure(fleet: Fleet, solver: str, time_limit_s: float) -> dict[str, Any]:
+    """Build the cluster, list it, run two cycles; the figures of both."""
+    start = time.perf_counter()
+    cluster = build_cluster(fleet)
+    built = time.perf_counter() - start
+    options = SolveOptions(time_limit_s=time_limit_s)
+    config = ControllerConfig(solver=solver, options=options, window_s=0.0)
+    controller = Controller(cluster, config, sleep=lambda s: None)
+    start = time.perf_counter()
+    controller.relist()
+    listed = time.perf_counter() - start
+    first, parts = _cycle(controller)
+    second, again = _cycle(controller)
+    plans = [p for p, _, _ in first.planned.plans]
+    return {
+        "build_s": built,
+        "relist_s": listed,
+        "nodes": len(first.snapshot.nodes),
+        "targets": len(first.review.targets),
+        "placed": len(first.planned.placed),
+        "unschedulable": len(first.planned.unschedulable),
+        "writes": len(first.writes),
+        "failed_writes": len(first.executed.failed) if first.executed else 0,
+        "solver": [
+            (p.solver.name, p.solver.status, p.solver.wall_seconds, p.solver.phases) for p in plans
+        ],
+        "first": parts,
+        "second": again,
+        "second_writes": len(second.writes),
+    }
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            names = [line.split(":", 1)[1].strip() for line in f if line.startswith("model name")]
+        cpu = names[0] if names else cpu
+    except OSError:
+        pass
+    return f"{os.cpu_count()} CPUs ({cpu}), Python {platform.python_version()}"
+
+
+def _print(fleet: Fleet, solver: str, limit: float, r: dict[str, Any]) -> None:
+    print(f"machine: {machine()}")
+    print(
+        f"fleet: {r['nodes']} nodes, {fleet.pending} pending JobSets; solver {solver}, "
+        f"time limit {limit:g} s; cluster built in {r['build_s']:.1f} s, listed in "
+        f"{r['relist_s']:.2f} s"
+    )
+    print(
+        f"first cycle: {r['targets']} targets, {r['placed']} placed, {r['unschedulable']} "
+        f"unschedulable, {r['writes']} writes ({r['failed_writes']} failed)"
+    )
+    for name, status, wall, phases in r["solver"]:
+        shown = ", ".join(f"{k} {v:.2f}" for k, v in phases.items())
+        print(f"  solver {name}: {status}, {wall:.2f} s ({shown})")
+    for name, (wall, cpu) in r["first"].items():
+        print(f"  {name}: {wall:.2f} s wall, {cpu:.2f} s CPU")
+    print(f"second cycle (nothing changed): {r['second_writes']} writes")
+    for name, (wall, cpu) in r["second"].items():
+        print(f"  {name}: {wall:.2f} s wall, {cpu:.2f} s CPU")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
+    parser.add_argument("--nodes", type=int, default=Fleet.nodes)
+    parser.add_argument("--pending", type=int, default=Fleet.pending)
+    parser.add_argument("--solver", default="cpsat")
+    parser.add_argument("--time-limit", type=float, default=10.0, help="solver time limit, s")
+    parser.add_argument("--seed", type=int, default=Fleet.seed)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    fleet = Fleet(nodes=args.nodes, pending=args.pending, seed=args.seed)
+    result = measure(fleet, args.solver, args.time_limit)
+    _print(fleet, args.solver, args.time_limit, result)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
