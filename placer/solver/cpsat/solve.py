@@ -197,7 +197,7 @@ def canonicalize(
     if not (result.found and result.optimal):
         return result
     model.clear_hints()  # type: ignore[no-untyped-call]
-    model.clear_objective()
+    model.clear_objective()  # type: ignore[no-untyped-call]
     model.name = "canonical"
     solver, status = _solve(model, problem.ctx.options, deadline, canonical=True)
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
