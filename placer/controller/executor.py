@@ -204,6 +204,7 @@ def execute(
             lost[w.jobset] = "JobSet is gone"
             report.dropped.append((w, "JobSet is gone"))
             continue
-        log.info("%s%s", w.describe(), "" if outcome == "done" else " (object gone)")
+        if log.isEnabledFor(logging.INFO):  # one line per write: thousands on a large plan
+            log.info("%s%s", w.describe(), "" if outcome == "done" else " (object gone)")
         report.done.append(w)
     return report

@@ -80,13 +80,17 @@ def matches_selector(labels: Mapping[str, str], selector: list[Requirement]) -> 
     return True
 
 
+_SCALARS = (str, int, float, type(None))
+
+
 def copy_json(obj: Any) -> Any:
     """A deep copy of JSON-shaped data (dicts, lists, scalars), several times faster than
-    `copy.deepcopy`: every object the API server or a patch carries is of that shape."""
+    `copy.deepcopy`: every object the API server or a patch carries is of that shape. Scalars,
+    most of the values, are shared without a call."""
     if isinstance(obj, dict):
-        return {k: copy_json(v) for k, v in obj.items()}
+        return {k: v if isinstance(v, _SCALARS) else copy_json(v) for k, v in obj.items()}
     if isinstance(obj, list):
-        return [copy_json(v) for v in obj]
+        return [v if isinstance(v, _SCALARS) else copy_json(v) for v in obj]
     return obj
 
 

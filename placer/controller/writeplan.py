@@ -94,8 +94,9 @@ def _pod_writes(ms: ManagedJobSet, record: Assignment, state: ClusterState) -> l
         reqs = job_requirements(job, p.ref.completion_index, hostnames=hostnames)
         patch = ungate_patch(p.pod, reqs)
         if patch is not None:
+            # model_construct: one per pod, built from the cache's objects and the record
             writes.append(
-                UngatePod(
+                UngatePod.model_construct(
                     jobset=ms.key,
                     namespace=ms.namespace,
                     name=p.name,
