@@ -72,12 +72,27 @@ def _running_jobs(state: ClusterState) -> dict[str, set[str]]:
     return result
 
 
-def _pod_writes(ms: ManagedJobSet, record: Assignment, state: ClusterState) -> list[Write]:
-    hostnames = (
-        {n: (o["metadata"].get("labels") or {}).get(HOSTNAME, n) for n, o in state.nodes.items()}
-        if record.pinned or any(j.domain is None for j in record.jobs.values())
-        else {}
-    )
+class _Hostnames:
+    """node name -> its `kubernetes.io/hostname` label, read once per cycle and only when a record
+    pins nodes (or has child Jobs without a domain): every node of the cache is read."""
+
+    def __init__(self, state: ClusterState) -> None:
+        self._state = state
+        self._found: dict[str, str] | None = None
+
+    def of(self, record: Assignment) -> Mapping[str, str]:
+        if not record.pinned and all(j.domain is not None for j in record.jobs.values()):
+            return {}
+        if self._found is None:
+            self._found = {
+                n: (o["metadata"].get("labels") or {}).get(HOSTNAME, n)
+                for n, o in self._state.nodes.items()
+            }
+        return self._found
+
+
+def _pod_writes(ms: ManagedJobSet, record: Assignment, hostnames: _Hostnames) -> list[Write]:
+    key, namespace = ms.key, ms.namespace
     writes: list[Write] = []
     for p in ms.pods:
         if p.terminal or p.deleting or not p.gated or p.ref.restart_attempt < ms.restarts:
@@ -86,19 +101,19 @@ def _pod_writes(ms: ManagedJobSet, record: Assignment, state: ClusterState) -> l
         if job is None:
             log.warning(
                 "%s: pod %s belongs to %s, which the record does not know",
-                ms.key,
+                key,
                 p.name,
                 p.ref.job_name,
             )
             continue
-        reqs = job_requirements(job, p.ref.completion_index, hostnames=hostnames)
+        reqs = job_requirements(job, p.ref.completion_index, hostnames=hostnames.of(record))
         patch = ungate_patch(p.pod, reqs)
         if patch is not None:
             # model_construct: one per pod, built from the cache's objects and the record
             writes.append(
                 UngatePod.model_construct(
-                    jobset=ms.key,
-                    namespace=ms.namespace,
+                    jobset=key,
+                    namespace=namespace,
                     name=p.name,
                     uid=str(p.pod["metadata"].get("uid") or ""),
                     job=p.ref.job_name,
@@ -180,6 +195,7 @@ def plan_writes(
     answered 409 when the event already exists.
     """
     announced = announced or {}
+    hostnames = _Hostnames(state)
     writes: list[Write] = []
     labeled: list[tuple[str, Assignment]] = []
     unschedulable_events: list[Write] = []
@@ -245,7 +261,7 @@ def plan_writes(
             )
         labeled.append((ms.key, record))
         if settings.binding == "gate":
-            writes.extend(_pod_writes(ms, record, state))
+            writes.extend(_pod_writes(ms, record, hostnames))
     writes.extend(unschedulable_events)
     if settings.binding == "node-labels":
         writes.extend(_node_writes(labeled, state, index, settings.namespaces))
