@@ -12,7 +12,7 @@ distinct signature: a fleet runs the same few DaemonSet and JobSet pod specs tho
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Literal
@@ -42,7 +42,8 @@ __all__ = [
 
 _EFFECTS = frozenset({"NoSchedule", "PreferNoSchedule", "NoExecute"})
 _EMPTY: Mapping[str, Any] = {}
-"""Shared stand-in for an absent object; never written to."""
+_NONE: list[Any] = []
+"""Shared stand-ins for an absent object or list; never written to."""
 
 
 # --- the schemas: the reference for what is accepted, and the source of every error message ----
@@ -134,57 +135,54 @@ class PodFields:
 
 # --- fast checks: None means "not sure", and the schema decides --------------------------------
 
-
-def _str_keys(d: Mapping[Any, Any]) -> bool:
-    """Every model level rejects a non-string key, even among the fields it keeps unread."""
-    return all(type(k) is str for k in d)
+_STR = frozenset({str})
 
 
-def _object(value: Any) -> Mapping[str, Any] | None:
-    """A plain dict with string keys, or None; an absent part is passed in as `_EMPTY`."""
-    if type(value) is dict and _str_keys(value):
-        return value
-    return None
+def _all_str(values: Iterable[Any]) -> bool:
+    """Exactly `str`, every one (a subclass is left to the schema); at C speed, no generator."""
+    return set(map(type, values)) <= _STR
 
 
-def _meta(value: Any) -> tuple[str, str, Mapping[str, str]] | None:
-    meta = _object(value)
-    if meta is None:
-        return None
+def _meta(meta: Mapping[str, Any], check_keys: bool) -> tuple[str, str, Mapping[str, str]] | None:
     name = meta.get("name")
     namespace = meta.get("namespace", "default")
     labels = meta.get("labels", _EMPTY)
     if type(name) is not str or type(namespace) is not str or type(labels) is not dict:
         return None
-    if not all(type(k) is str and type(v) is str for k, v in labels.items()):
+    if not _all_str(labels.values()) or (check_keys and not (_all_str(meta) and _all_str(labels))):
         return None
     return name, namespace, labels
 
 
-def _fast_node(obj: Mapping[str, Any]) -> NodeFields | None:
-    top = _object(obj)
-    if top is None:
+def _fast_node(obj: Mapping[str, Any], check_keys: bool) -> NodeFields | None:
+    """Every model level (object, metadata, spec, status, each taint and condition) refuses a
+    non-string key, even among the fields it keeps unread: `check_keys` checks them."""
+    if type(obj) is not dict:
         return None
-    meta = _meta(top.get("metadata"))
-    spec = _object(top.get("spec", _EMPTY))
-    status = _object(top.get("status", _EMPTY))
-    if meta is None or spec is None or status is None:
+    raw_meta = obj.get("metadata")
+    spec = obj.get("spec", _EMPTY)
+    status = obj.get("status", _EMPTY)
+    if type(raw_meta) is not dict or type(spec) is not dict or type(status) is not dict:
         return None
-    raw_taints = spec.get("taints", [])
+    if check_keys and not (_all_str(obj) and _all_str(spec) and _all_str(status)):
+        return None
+    meta = _meta(raw_meta, check_keys)
+    raw_taints = spec.get("taints", _NONE)
     unschedulable = spec.get("unschedulable", False)
-    allocatable = _object(status.get("allocatable", _EMPTY))
-    raw_conditions = status.get("conditions", [])
+    allocatable = status.get("allocatable", _EMPTY)
+    raw_conditions = status.get("conditions", _NONE)
     if (
-        type(raw_taints) is not list
+        meta is None
+        or type(raw_taints) is not list
         or type(unschedulable) is not bool
-        or allocatable is None
+        or type(allocatable) is not dict
         or type(raw_conditions) is not list
+        or (check_keys and not _all_str(allocatable))
     ):
         return None
     taints: list[tuple[str, str, str]] = []
-    for raw in raw_taints:
-        t = _object(raw)
-        if t is None:
+    for t in raw_taints:
+        if type(t) is not dict or (check_keys and not _all_str(t)):
             return None
         key, value, effect = t.get("key"), t.get("value", ""), t.get("effect")
         if type(key) is not str or type(value) is not str or type(effect) is not str:
@@ -193,9 +191,8 @@ def _fast_node(obj: Mapping[str, Any]) -> NodeFields | None:
             return None
         taints.append((key, value, effect))
     conditions: list[tuple[str, str]] = []
-    for raw in raw_conditions:
-        c = _object(raw)
-        if c is None:
+    for c in raw_conditions:
+        if type(c) is not dict or (check_keys and not _all_str(c)):
             return None
         kind, state = c.get("type"), c.get("status")
         if type(kind) is not str or type(state) is not str:
@@ -211,17 +208,22 @@ def _fast_node(obj: Mapping[str, Any]) -> NodeFields | None:
     )
 
 
-def _fast_pod(obj: Mapping[str, Any]) -> PodFields | None:
-    top = _object(obj)
-    if top is None:
+def _fast_pod(obj: Mapping[str, Any], check_keys: bool) -> PodFields | None:
+    """As `_fast_node`: object, metadata, spec and status refuse non-string keys."""
+    if type(obj) is not dict:
         return None
-    meta = _meta(top.get("metadata"))
-    spec = _object(top.get("spec", _EMPTY))
-    status = _object(top.get("status", _EMPTY))
-    if meta is None or spec is None or status is None:
+    raw_meta = obj.get("metadata")
+    spec = obj.get("spec", _EMPTY)
+    status = obj.get("status", _EMPTY)
+    if type(raw_meta) is not dict or type(spec) is not dict or type(status) is not dict:
         return None
+    if check_keys and not (_all_str(obj) and _all_str(spec) and _all_str(status)):
+        return None
+    meta = _meta(raw_meta, check_keys)
     node_name = spec.get("nodeName")
     phase = status.get("phase")
+    if meta is None:
+        return None
     if node_name is not None and type(node_name) is not str:
         return None
     if phase is not None and type(phase) is not str:
@@ -232,9 +234,13 @@ def _fast_pod(obj: Mapping[str, Any]) -> PodFields | None:
 # --- readers ------------------------------------------------------------------------------------
 
 
-def read_node(obj: Mapping[str, Any], source: str) -> NodeFields:
-    """The Node's fields, or the schema's InputError naming the file, `Node/name` and the field."""
-    fields = _fast_node(obj)
+def read_node(obj: Mapping[str, Any], source: str, *, keys_are_strings: bool = False) -> NodeFields:
+    """The Node's fields, or the schema's InputError naming the file, `Node/name` and the field.
+
+    `keys_are_strings`: the caller knows every mapping key in `obj` is a `str` (the JSON parser
+    made it), so the fast path need not check them.
+    """
+    fields = _fast_node(obj, not keys_are_strings)
     if fields is not None:
         return fields
     try:
@@ -251,9 +257,10 @@ def read_node(obj: Mapping[str, Any], source: str) -> NodeFields:
     )
 
 
-def read_pod(obj: Mapping[str, Any], source: str) -> PodFields:
-    """The Pod's fields, or the schema's InputError naming the file, the pod and the field."""
-    fields = _fast_pod(obj)
+def read_pod(obj: Mapping[str, Any], source: str, *, keys_are_strings: bool = False) -> PodFields:
+    """The Pod's fields, or the schema's InputError naming the file, the pod and the field;
+    `keys_are_strings` as for `read_node`."""
+    fields = _fast_pod(obj, not keys_are_strings)
     if fields is not None:
         return fields
     try:

@@ -29,6 +29,7 @@ __all__ = [
     "Document",
     "expand_paths",
     "object_key",
+    "parsed_as_json",
     "paused_gc",
     "read_documents",
     "validation_error",
@@ -98,12 +99,18 @@ def expand_paths(paths: Sequence[str | Path]) -> list[Path]:
     return files
 
 
+def parsed_as_json(source: str) -> bool:
+    """Whether `read_documents` parses this file with the JSON parser, so that every mapping key
+    in its documents is a `str` (YAML allows others); readers may then skip checking keys."""
+    return Path(source).suffix == ".json"
+
+
 def _load_text(path: Path) -> list[Any]:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(f"cannot read: {e}", source=str(path), code="read") from e
-    if path.suffix == ".json":
+    if parsed_as_json(str(path)):
         try:
             return [json.loads(text)]
         except json.JSONDecodeError as e:

@@ -25,7 +25,7 @@ from placer.model.cluster import ClusterSnapshot, JobSetUsage, Node
 from placer.model.compact import DESCRIPTION_KIND, parse_description
 from placer.model.errors import InputError
 from placer.model.kube_objects import PodFootprints, read_node, read_pod, read_priority_class
-from placer.model.manifests import object_key, paused_gc, read_documents
+from placer.model.manifests import object_key, parsed_as_json, paused_gc, read_documents
 from placer.model.resources import (
     PODS,
     ResourceMap,
@@ -58,7 +58,7 @@ _ZERO = Decimal(0)
 
 def _node(obj: Mapping[str, Any], source: str, taints: dict[tuple[str, str, str], Taint]) -> Node:
     """One Node model per object, built once; `taints` shares equal Taints across nodes."""
-    n = read_node(obj, source)
+    n = read_node(obj, source, keys_are_strings=parsed_as_json(source))
     allocatable = parse_resource_map(
         n.allocatable, source=source, obj=object_key(obj), field="status.allocatable"
     )
@@ -108,8 +108,12 @@ def _apply_pods(
     owners: dict[str, set[str]] = {}
     usage: dict[str, dict[str, _Usage]] = {}
     footprint = PodFootprints()
+    json_sources: dict[str, bool] = {}
     for source, obj in pods:
-        pod = read_pod(obj, source)
+        json_source = json_sources.get(source)
+        if json_source is None:
+            json_source = json_sources[source] = parsed_as_json(source)
+        pod = read_pod(obj, source, keys_are_strings=json_source)
         node = pod.node_name
         if pod.phase in TERMINAL_PHASES or not node:
             continue

@@ -1,7 +1,7 @@
 """The fast Node/Pod readers agree with the pydantic schemas they shortcut, on odd input too.
 
-Each case builds an object that is mostly valid with, here and there, a value of the wrong type, a
-missing or null part, or a non-string key (YAML allows those). Whatever the fast path accepts the
+Each case is a valid object with up to two faults anywhere in it: a part dropped, a value of the
+wrong type, or a non-string key (YAML allows those). Whatever the fast path accepts the
 schema must accept with the same fields; whatever it refuses must fail with the schema's error.
 `PodFootprints` must give what `pod_request` and `pod_host_ports` give, pod by pod.
 """
@@ -23,82 +23,97 @@ from placer.model.jobset import pod_host_ports
 from placer.model.kube_objects import PodFootprints, read_node, read_pod
 from placer.model.resources import PODS, pod_request
 
-ABSENT = object()
-"""Marks a key left out of the object."""
-
-ODD = st.sampled_from([None, 1, 1.5, True, "", "x", [], {}, ["x"], {"a": 1}, {1: "x"}])
-
-
-def maybe(good: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
-    """Mostly the good value; sometimes absent or odd."""
-    return st.one_of(good, good, good, st.just(ABSENT), ODD)
-
-
-def obj(**fields: st.SearchStrategy[Any]) -> st.SearchStrategy[dict[str, Any]]:
-    """A dict of the given fields, absent ones dropped."""
-    return st.fixed_dictionaries(fields).map(
-        lambda values: {k: v for k, v in values.items() if v is not ABSENT}
-    )
-
-
-def odd_keys(s: st.SearchStrategy[dict[Any, Any]]) -> st.SearchStrategy[dict[Any, Any]]:
-    """Sometimes with a non-string key, which every schema level refuses."""
-    return st.one_of(s, s, s, s.map(lambda d: {**d, 7: "seven"}))
+ODD = st.sampled_from(
+    [None, 1, 1.5, True, "", "x", "Sometimes", [], {}, ["x"], {"a": 1}, {"a": "b"}, {1: "x"}]
+)
 
 
 LABELS = st.dictionaries(st.sampled_from(["a", "b", "kubernetes.io/hostname"]), st.just("v"))
-META = odd_keys(
-    obj(
-        name=maybe(st.sampled_from(["n1", "n2"])),
-        namespace=maybe(st.sampled_from(["default", "team"])),
-        labels=maybe(odd_keys(LABELS) | st.just({"a": 1})),
-        uid=st.just("u"),
-    )
+META = st.fixed_dictionaries(
+    {"name": st.sampled_from(["n1", "n2"]), "labels": LABELS},
+    optional={"namespace": st.just("team"), "uid": st.just("u")},
 )
-TAINT = odd_keys(
-    obj(
-        key=maybe(st.just("google.com/tpu")),
-        value=maybe(st.just("present")),
-        effect=maybe(st.sampled_from(["NoSchedule", "NoExecute", "Sometimes"])),
-    )
+TAINT = st.fixed_dictionaries(
+    {"key": st.just("google.com/tpu"), "effect": st.sampled_from(["NoSchedule", "NoExecute"])},
+    optional={"value": st.just("present")},
 )
-CONDITION = odd_keys(
-    obj(
-        type=maybe(st.sampled_from(["Ready", "DiskPressure"])),
-        status=maybe(st.sampled_from(["True", "False"])),
-    )
+CONDITION = st.fixed_dictionaries(
+    {
+        "type": st.sampled_from(["Ready", "DiskPressure"]),
+        "status": st.sampled_from(["True", "False"]),
+    },
+    optional={"reason": st.just("KubeletReady")},
 )
-NODE = odd_keys(
-    obj(
-        kind=st.just("Node"),
-        metadata=maybe(META),
-        spec=maybe(
-            odd_keys(
-                obj(
-                    taints=maybe(st.lists(st.one_of(TAINT, TAINT, ODD), max_size=2)),
-                    unschedulable=maybe(st.booleans()),
-                    podCIDR=st.just("10.0.0.0/24"),
-                )
-            )
+# Every part present: the faults drop parts, so absent ones are covered too.
+VALID_NODE = st.fixed_dictionaries(
+    {
+        "kind": st.just("Node"),
+        "metadata": META,
+        "spec": st.fixed_dictionaries(
+            {"taints": st.lists(TAINT, min_size=1, max_size=2)},
+            optional={"unschedulable": st.booleans(), "podCIDR": st.just("10.0.0.0/24")},
         ),
-        status=maybe(
-            odd_keys(
-                obj(
-                    allocatable=maybe(odd_keys(st.just({"cpu": "8", "pods": "110"}))),
-                    conditions=maybe(st.lists(st.one_of(CONDITION, CONDITION, ODD), max_size=2)),
-                )
-            )
+        "status": st.fixed_dictionaries(
+            {
+                "allocatable": st.just({"cpu": "8", "pods": "110"}),
+                "conditions": st.lists(CONDITION, min_size=1, max_size=2),
+            }
         ),
-    )
+    }
 )
-POD = odd_keys(
-    obj(
-        kind=st.just("Pod"),
-        metadata=maybe(META),
-        spec=maybe(odd_keys(obj(nodeName=maybe(st.just("n1")), containers=st.just([])))),
-        status=maybe(odd_keys(obj(phase=maybe(st.sampled_from(["Running", "Succeeded"]))))),
-    )
+VALID_POD = st.fixed_dictionaries(
+    {
+        "kind": st.just("Pod"),
+        "metadata": META,
+        "spec": st.fixed_dictionaries({"nodeName": st.just("n1"), "containers": st.just([])}),
+        "status": st.fixed_dictionaries({"phase": st.sampled_from(["Running", "Succeeded"])}),
+    }
 )
+
+
+def _places(o: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every path to a value inside `o`."""
+    out = [path]
+    items = o.items() if isinstance(o, dict) else enumerate(o) if isinstance(o, list) else ()
+    for k, v in items:
+        out += _places(v, (*path, k))
+    return out
+
+
+@st.composite
+def faulty(draw: st.DrawFn, valid: st.SearchStrategy[dict[str, Any]]) -> dict[Any, Any]:
+    """A valid object with up to two faults: a part dropped, a value of the wrong type or an
+    unknown word, or a non-string key (YAML allows those; every schema level refuses them)."""
+    o = copy.deepcopy(draw(valid))
+    for _ in range(draw(st.sampled_from([0, 1, 1, 1, 2]))):
+        places = _places(o)
+        kind = draw(st.sampled_from(["drop", "odd", "word", "key"]))
+        if kind == "key":
+            target = _at(o, draw(st.sampled_from([p for p in places if type(_at(o, p)) is dict])))
+            target[7] = "seven"
+            continue
+        inner = [p for p in places if p]
+        if kind == "word":
+            inner = [p for p in inner if type(_at(o, p)) is str] or inner
+        if not inner:
+            continue
+        path = draw(st.sampled_from(inner))
+        parent = _at(o, path[:-1])
+        if kind == "drop" and type(parent) is dict:
+            del parent[path[-1]]
+        else:
+            parent[path[-1]] = "Sometimes" if kind == "word" else draw(ODD)
+    return o
+
+
+def _at(o: Any, path: tuple[Any, ...]) -> Any:
+    for k in path:
+        o = o[k]
+    return o
+
+
+NODE = faulty(VALID_NODE)
+POD = faulty(VALID_POD)
 
 
 def schema_node(o: Any) -> ko.NodeFields:
@@ -125,41 +140,105 @@ def outcome(read: Any, o: Any) -> Any:
         return (e.message, e.source, e.obj, e.field, e.code)
 
 
-SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def string_keys(o: Any) -> bool:
+    """No mapping anywhere in `o` has a non-string key (as after the JSON parser)."""
+    if isinstance(o, dict):
+        return all(isinstance(k, str) and string_keys(v) for k, v in o.items())
+    if isinstance(o, list):
+        return all(string_keys(v) for v in o)
+    return True
+
+
+def agrees(fast: Any, read: Any, schema: Any, o: Any) -> None:
+    """The fast path (keys checked, and unchecked where they are all strings) and the reader
+    agree with the schema; a refused object is the schema's InputError."""
+    try:
+        expected: Any = schema(o)
+    except ValidationError:
+        expected = None
+    checked = fast(o, True)
+    assert checked is None or checked == expected, "the fast path accepted what the schema refuses"
+    if string_keys(o):
+        unchecked = fast(o, False)
+        assert unchecked is None or unchecked == expected
+        assert outcome(lambda x, s: read(x, s, keys_are_strings=True), o) == outcome(read, o)
+    if expected is None:
+        assert isinstance(outcome(read, o), tuple)
+    else:
+        assert read(o, "f.json") == expected
 
 
 @SETTINGS
 @given(NODE)
 def test_node_reader_agrees_with_the_schema(o: dict[Any, Any]) -> None:
-    fast = ko._fast_node(o)
-    try:
-        expected: Any = schema_node(o)
-    except ValidationError:
-        assert fast is None, "the fast path accepted what the schema refuses"
-        expected = None
-    if fast is not None:
-        assert fast == expected
-    if expected is None:
-        assert isinstance(outcome(read_node, o), tuple)
-    else:
-        assert read_node(o, "f.json") == expected
+    agrees(ko._fast_node, read_node, schema_node, o)
 
 
 @SETTINGS
 @given(POD)
 def test_pod_reader_agrees_with_the_schema(o: dict[Any, Any]) -> None:
-    fast = ko._fast_pod(o)
-    try:
-        expected: Any = schema_pod(o)
-    except ValidationError:
-        assert fast is None, "the fast path accepted what the schema refuses"
-        expected = None
-    if fast is not None:
-        assert fast == expected
-    if expected is None:
-        assert isinstance(outcome(read_pod, o), tuple)
-    else:
-        assert read_pod(o, "f.json") == expected
+    agrees(ko._fast_pod, read_pod, schema_pod, o)
+
+
+FULL_NODE = {
+    "kind": "Node",
+    "metadata": {"name": "n1", "namespace": "x", "labels": {"a": "b"}, "uid": "u"},
+    "spec": {"taints": [{"key": "k", "value": "v", "effect": "NoSchedule"}], "unschedulable": True},
+    "status": {
+        "allocatable": {"cpu": "8"},
+        "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+    },
+}
+FULL_POD = {
+    "kind": "Pod",
+    "metadata": {"name": "p", "namespace": "ns", "labels": {"a": "b"}},
+    "spec": {"nodeName": "n1", "containers": [{"name": "c"}]},
+    "status": {"phase": "Running"},
+}
+ABSENT = object()
+"""Marks a part to drop."""
+ODD_VALUES = [None, 1, 1.5, True, "", "Sometimes", [], {}, ["x"], {"a": 1}, {1: "x"}]
+
+
+def single_faults(o: dict[str, Any]) -> list[Any]:
+    """Every one-fault variant of `o`: each part dropped, set to each odd value, or given a
+    non-string key."""
+    out: list[Any] = []
+    for path in _places(o):
+        if type(_at(o, path)) is dict:
+            variant = copy.deepcopy(o)
+            _at(variant, path)[7] = "seven"
+            out.append(variant)
+        if not path:
+            continue
+        for value in [ABSENT, *ODD_VALUES]:
+            variant = copy.deepcopy(o)
+            parent = _at(variant, path[:-1])
+            if value is ABSENT and type(parent) is dict:
+                del parent[path[-1]]
+            elif value is not ABSENT:
+                parent[path[-1]] = value
+            out.append(variant)
+    return out
+
+
+@pytest.mark.parametrize(
+    ("base", "fast", "read", "schema"),
+    [
+        pytest.param(FULL_NODE, ko._fast_node, read_node, schema_node, id="node"),
+        pytest.param(FULL_POD, ko._fast_pod, read_pod, schema_pod, id="pod"),
+    ],
+)
+def test_every_single_fault_agrees_with_the_schema(
+    base: Any, fast: Any, read: Any, schema: Any
+) -> None:
+    variants = single_faults(base)
+    assert len(variants) > 100
+    for o in variants:
+        agrees(fast, read, schema, o)
 
 
 def test_typical_objects_take_the_fast_path() -> None:
@@ -173,10 +252,11 @@ def test_typical_objects_take_the_fast_path() -> None:
         },
     }
     pod = {"kind": "Pod", "metadata": {"name": "p"}, "spec": {"nodeName": "n1"}, "status": {}}
-    assert ko._fast_node(node) == ko.NodeFields(
-        "n1", {"a": "b"}, (("k", "", "NoSchedule"),), False, {"cpu": "8"}, (("Ready", "True"),)
-    )
-    assert ko._fast_pod(pod) == ko.PodFields("default", {}, "n1", None)
+    for check_keys in (True, False):
+        assert ko._fast_node(node, check_keys) == ko.NodeFields(
+            "n1", {"a": "b"}, (("k", "", "NoSchedule"),), False, {"cpu": "8"}, (("Ready", "True"),)
+        )
+        assert ko._fast_pod(pod, check_keys) == ko.PodFields("default", {}, "n1", None)
 
 
 def test_schema_errors_name_the_object_and_field() -> None:
