@@ -13,6 +13,7 @@ the loaders run inside `paused_gc()`.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import json
 from collections.abc import Iterator, Mapping, Sequence
@@ -99,6 +100,7 @@ def expand_paths(paths: Sequence[str | Path]) -> list[Path]:
     return files
 
 
+@functools.lru_cache(maxsize=256)
 def parsed_as_json(source: str) -> bool:
     """Whether `read_documents` parses this file with the JSON parser, so that every mapping key
     in its documents is a `str` (YAML allows others); readers may then skip checking keys."""

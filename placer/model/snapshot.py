@@ -108,12 +108,8 @@ def _apply_pods(
     owners: dict[str, set[str]] = {}
     usage: dict[str, dict[str, _Usage]] = {}
     footprint = PodFootprints()
-    json_sources: dict[str, bool] = {}
     for source, obj in pods:
-        json_source = json_sources.get(source)
-        if json_source is None:
-            json_source = json_sources[source] = parsed_as_json(source)
-        pod = read_pod(obj, source, keys_are_strings=json_source)
+        pod = read_pod(obj, source, keys_are_strings=parsed_as_json(source))
         node = pod.node_name
         if pod.phase in TERMINAL_PHASES or not node:
             continue
