@@ -26,7 +26,10 @@ from placer.model.topology import Domain, DomainPath
 from placer.model.workload import JobSetRequest, PodShape
 from placer.solver.context import JobClass, PlacementContext, node_exclusion, node_pod_capacity
 from placer.solver.explain.result import ReasonCount, ReplicatedJobDiagnosis
-from placer.solver.reasons import _limiting, _owner_list, _plural, format_shape
+from placer.solver.reason_facts import limiting as _limiting
+from placer.solver.reason_facts import owner_list as _owner_list
+from placer.solver.reason_facts import plural as _plural
+from placer.solver.reasons import format_shape
 
 __all__ = ["Occupancy", "diagnose", "diagnosis_line", "domain_verdict", "occupancy_from_plan"]
 
