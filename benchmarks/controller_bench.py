@@ -8,12 +8,14 @@ block), a share of them running unmanaged JobSets whose pods are bound there (so
 pools and their nodes have less room). The queue: gated JobSets of 1, 2, 4 or 8 child Jobs of 4
 pods of 4 chips, exclusive per node pool, with their pods already created (gated) as JobSet's
 own controllers would; a few more child Jobs than free pools, so some JobSets stay pending with
-an Unschedulable event. The controller plans them all in one cycle (`run_cycle(force_plan=True)`,
-no gather window) and writes through the memory adapter.
+an Unschedulable event. The controller lists the cluster as its watch loop does
+(`Controller.relist`), plans them all in one cycle (`run_cycle(force_plan=True)`, no gather
+window) and writes through the memory adapter, whose API-server work counts in the cycle.
 
-Reported: the cycle's wall time and its parts (observe + survey + snapshot + review, plan, write
-planning, write execution), the writes made, and a second cycle with nothing changed. Run from the
-repository root:
+Reported: the cycle's wall and CPU time and its parts (observe + survey + snapshot + review, plan,
+write planning, write execution; measured by wrapping the functions `reconcile` calls for them),
+the solver's phases, the writes made, and a second cycle with nothing changed (the JobSets left
+unschedulable are planned again). Run from the repository root:
 
     python -m benchmarks.controller_bench --solver cpsat --time-limit 10
 """
@@ -29,6 +31,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any
 
 from placer.controller import decisions, reconcile, writeplan
@@ -140,7 +143,7 @@ class _Timer:
 @contextmanager
 def _timing(timer: _Timer) -> Iterator[None]:
     """Time the plan, write-planning and write-execution phases of the cycles run inside."""
-    patched = [
+    patched: list[tuple[ModuleType, str, Callable[..., Any], str]] = [
         (reconcile, "solve_targets", decisions.solve_targets, "plan"),
         (reconcile, "plan_writes", writeplan.plan_writes, "write planning"),
         (reconcile, "execute", executor_module.execute, "write execution"),

@@ -89,9 +89,7 @@ class ReasonBuilder:
             for i in sorted(touching):
                 self._see_as(jc, shape.base, i, counts, takers, per_enclosing)
             names = [o for o, n in takers.items() if n > 0]
-            parts = listing(
-                counts, lambda b: f" ({_owner_list(names)})" if b == TAKEN_HIGHER else ""
-            )
+            parts = listing(counts, _naming(TAKEN_HIGHER, names))
         else:
             parts = shape.listing()
         available = counts[None]
