@@ -1,7 +1,7 @@
 """Node and Pod objects as the snapshot loader reads them: the few fields it uses, checked fast.
 
 `placer.model.snapshot` turns tens of thousands of API objects into a `ClusterSnapshot`; passing
-each whole object through a pydantic model took a fifth of a 10,000-node load. Each reader here
+each whole object through a pydantic model took a seventh of a 10,000-node load. Each reader here
 first checks the fields it needs with plain type tests. An object that passes is one the pydantic
 schema accepts, with the same values; anything else (no name, a wrong type, a YAML key that is not
 a string) goes through the schema, so the error, its field path and its message are pydantic's.
