@@ -56,8 +56,54 @@ TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 _ZERO = Decimal(0)
 
 
-def _node(obj: Mapping[str, Any], source: str, taints: dict[tuple[str, str, str], Taint]) -> Node:
-    """One Node model per object, built once; `taints` shares equal Taints across nodes."""
+@dataclass(frozen=True, slots=True)
+class _NodeDraft:
+    """A Node object read, its model not built yet: built once, after its pods are counted,
+    instead of built bare and then copied with new free capacity."""
+
+    name: str
+    labels: dict[str, str]
+    taints: tuple[Taint, ...]
+    allocatable: ResourceMap
+    ready: bool
+    unschedulable: bool
+
+    def build(
+        self,
+        free: ResourceMap,
+        used_host_ports: tuple[tuple[int, str], ...] = (),
+        jobsets: tuple[str, ...] = (),
+        jobset_usage: dict[str, JobSetUsage] | None = None,
+    ) -> Node:
+        """The Node; the defaults are what a node without pods gets (and fields it leaves unset)."""
+        if jobset_usage is None:
+            return Node(
+                name=self.name,
+                labels=self.labels,
+                taints=self.taints,
+                allocatable=self.allocatable,
+                free=free,
+                ready=self.ready,
+                unschedulable=self.unschedulable,
+            )
+        return Node(
+            name=self.name,
+            labels=self.labels,
+            taints=self.taints,
+            allocatable=self.allocatable,
+            free=free,
+            ready=self.ready,
+            unschedulable=self.unschedulable,
+            used_host_ports=used_host_ports,
+            jobsets=jobsets,
+            jobset_usage=jobset_usage,
+        )
+
+
+def _node(
+    obj: Mapping[str, Any], source: str, taints: dict[tuple[str, str, str], Taint]
+) -> _NodeDraft:
+    """A Node object read; `taints` shares equal Taints across nodes."""
     n = read_node(obj, source, keys_are_strings=parsed_as_json(source))
     allocatable = parse_resource_map(
         n.allocatable, source=source, obj=object_key(obj), field="status.allocatable"
@@ -68,12 +114,11 @@ def _node(obj: Mapping[str, Any], source: str, taints: dict[tuple[str, str, str]
         if taint is None:
             taint = taints[t] = Taint(key=t[0], value=t[1], effect=t[2])  # type: ignore[arg-type]
         node_taints.append(taint)
-    return Node(
+    return _NodeDraft(
         name=n.name,
         labels=dict(sorted(n.labels.items())),
         taints=tuple(node_taints),
         allocatable=allocatable,
-        free=dict(allocatable),
         # A node object without conditions (hand-written, or from a simulator) counts as ready.
         ready=all(status == "True" for kind, status in n.conditions if kind == "Ready"),
         unschedulable=n.unschedulable,
@@ -96,12 +141,15 @@ def _pod_priority(
 
 
 def _apply_pods(
-    nodes: list[Node],
+    nodes: Sequence[Node | _NodeDraft],
     pods: Iterable[tuple[str, Mapping[str, Any]]],
     classes: Mapping[str, int] | None = None,
 ) -> list[Node]:
     """Subtract the non-terminal pods bound to each node; collect host ports and JobSet owners,
-    and what each JobSet's pods use per node (for what-ifs that let a JobSet finish)."""
+    and what each JobSet's pods use per node (for what-ifs that let a JobSet finish).
+
+    Nodes from a compact description come as models (copied with the pods' usage added), nodes
+    from API objects as drafts (built once, here)."""
     index = {n.name: i for i, n in enumerate(nodes)}
     used: dict[str, ResourceMap] = {}
     ports: dict[str, set[tuple[int, str]]] = {}
@@ -134,9 +182,12 @@ def _apply_pods(
                 entry.priority = max(
                     priority, entry.priority if entry.priority is not None else priority
                 )
-    result = list(nodes)
-    for name, total in used.items():
-        n = result[index[name]]
+    result: list[Node] = []
+    for n in nodes:
+        total = used.get(n.name)
+        if total is None:
+            result.append(n.build(dict(n.allocatable)) if isinstance(n, _NodeDraft) else n)
+            continue
         # Only what the node offers can be used up; anything else the pod asks is not ours to count.
         total = {k: v for k, v in total.items() if k in n.allocatable}
         per_jobset = {
@@ -145,15 +196,27 @@ def _apply_pods(
                 host_ports=tuple(sorted(u.ports)),
                 priority=u.priority,
             )
-            for owner, u in sorted(usage.get(name, {}).items())
+            for owner, u in sorted(usage.get(n.name, {}).items())
         }
-        result[index[name]] = n.model_copy(
-            update={
-                "free": subtract_resources(n.free, total),
-                "used_host_ports": tuple(sorted({*n.used_host_ports, *ports.get(name, ())})),
-                "jobsets": tuple(sorted({*n.jobsets, *owners.get(name, ())})),
-                "jobset_usage": {**n.jobset_usage, **per_jobset},
-            }
+        if isinstance(n, _NodeDraft):
+            result.append(
+                n.build(
+                    free=subtract_resources(n.allocatable, total),
+                    used_host_ports=tuple(sorted(ports.get(n.name, ()))),
+                    jobsets=tuple(sorted(owners.get(n.name, ()))),
+                    jobset_usage=per_jobset,
+                )
+            )
+            continue
+        result.append(
+            n.model_copy(
+                update={
+                    "free": subtract_resources(n.free, total),
+                    "used_host_ports": tuple(sorted({*n.used_host_ports, *ports.get(n.name, ())})),
+                    "jobsets": tuple(sorted({*n.jobsets, *owners.get(n.name, ())})),
+                    "jobset_usage": {**n.jobset_usage, **per_jobset},
+                }
+            )
         )
     return result
 
@@ -200,7 +263,7 @@ def snapshot_from_objects(
     )
 
 
-def _check_unique(nodes: list[Node], source: str) -> list[Node]:
+def _check_unique(nodes: list[Node | _NodeDraft], source: str) -> list[Node | _NodeDraft]:
     seen: set[str] = set()
     for n in nodes:
         if n.name in seen:
@@ -219,7 +282,7 @@ def load_snapshot(paths: Sequence[str | Path]) -> ClusterSnapshot:
 
 
 def _load_snapshot(paths: Sequence[str | Path]) -> ClusterSnapshot:
-    nodes: list[Node] = []
+    nodes: list[Node | _NodeDraft] = []
     pods: list[tuple[str, Mapping[str, Any]]] = []
     classes: dict[str, int] = {}
     taints: dict[tuple[str, str, str], Taint] = {}
