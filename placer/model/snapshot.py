@@ -75,17 +75,16 @@ class _NodeDraft:
         jobsets: tuple[str, ...] = (),
         jobset_usage: dict[str, JobSetUsage] | None = None,
     ) -> Node:
-        """The Node; the defaults are what a node without pods gets (and fields it leaves unset)."""
-        if jobset_usage is None:
-            return Node(
-                name=self.name,
-                labels=self.labels,
-                taints=self.taints,
-                allocatable=self.allocatable,
-                free=free,
-                ready=self.ready,
-                unschedulable=self.unschedulable,
-            )
+        """The Node; without `jobset_usage`, a node without pods (those fields left unset)."""
+        pods: dict[str, Any] = (
+            {}
+            if jobset_usage is None
+            else {
+                "used_host_ports": used_host_ports,
+                "jobsets": jobsets,
+                "jobset_usage": jobset_usage,
+            }
+        )
         return Node(
             name=self.name,
             labels=self.labels,
@@ -94,9 +93,7 @@ class _NodeDraft:
             free=free,
             ready=self.ready,
             unschedulable=self.unschedulable,
-            used_host_ports=used_host_ports,
-            jobsets=jobsets,
-            jobset_usage=jobset_usage,
+            **pods,
         )
 
 
