@@ -15,7 +15,7 @@ loads in about two seconds.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -54,6 +54,11 @@ TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 """Pods in these phases hold no capacity."""
 
 _ZERO = Decimal(0)
+
+
+def _unknown(source: str) -> bool:
+    """Objects handed in (watch caches, the live loader): nothing is known of their keys."""
+    return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,10 +103,13 @@ class _NodeDraft:
 
 
 def _node(
-    obj: Mapping[str, Any], source: str, taints: dict[tuple[str, str, str], Taint]
+    obj: Mapping[str, Any],
+    source: str,
+    taints: dict[tuple[str, str, str], Taint],
+    keys_are_strings: Callable[[str], bool],
 ) -> _NodeDraft:
     """A Node object read; `taints` shares equal Taints across nodes."""
-    n = read_node(obj, source, keys_are_strings=parsed_as_json(source))
+    n = read_node(obj, source, keys_are_strings=keys_are_strings(source))
     allocatable = parse_resource_map(
         n.allocatable, source=source, obj=object_key(obj), field="status.allocatable"
     )
@@ -141,12 +149,14 @@ def _apply_pods(
     nodes: Sequence[Node | _NodeDraft],
     pods: Iterable[tuple[str, Mapping[str, Any]]],
     classes: Mapping[str, int] | None = None,
+    keys_are_strings: Callable[[str], bool] = _unknown,
 ) -> list[Node]:
     """Subtract the non-terminal pods bound to each node; collect host ports and JobSet owners,
     and what each JobSet's pods use per node (for what-ifs that let a JobSet finish).
 
     Nodes from a compact description come as models (copied with the pods' usage added), nodes
-    from API objects as drafts (built once, here)."""
+    from API objects as drafts (built once, here). `keys_are_strings(source)` says whether the
+    objects of a source came from the JSON parser (see `read_pod`)."""
     index = {n.name: i for i, n in enumerate(nodes)}
     used: dict[str, ResourceMap] = {}
     ports: dict[str, set[tuple[int, str]]] = {}
@@ -154,7 +164,7 @@ def _apply_pods(
     usage: dict[str, dict[str, _Usage]] = {}
     footprint = PodFootprints()
     for source, obj in pods:
-        pod = read_pod(obj, source, keys_are_strings=parsed_as_json(source))
+        pod = read_pod(obj, source, keys_are_strings=keys_are_strings(source))
         node = pod.node_name
         if pod.phase in TERMINAL_PHASES or not node:
             continue
@@ -250,7 +260,7 @@ def snapshot_from_objects(
 ) -> ClusterSnapshot:
     """Snapshot from Node, Pod and PriorityClass objects (dicts in API JSON shape)."""
     taints: dict[tuple[str, str, str], Taint] = {}
-    node_list = _check_unique([_node(obj, source, taints) for obj in nodes], source)
+    node_list = _check_unique([_node(obj, source, taints, _unknown) for obj in nodes], source)
     classes = _priority_classes((source, p) for p in priority_classes)
     return ClusterSnapshot(
         nodes=tuple(_apply_pods(node_list, ((source, p) for p in pods), classes)),
@@ -300,7 +310,7 @@ def _load_snapshot(paths: Sequence[str | Path]) -> ClusterSnapshot:
                 )
             levels = levels or part.levels
         elif kind == "Node":
-            nodes.append(_node(doc, source, taints))
+            nodes.append(_node(doc, source, taints, parsed_as_json))
         elif kind == "Pod":
             pods.append((source, doc))
         elif kind == "PriorityClass":
@@ -316,7 +326,9 @@ def _load_snapshot(paths: Sequence[str | Path]) -> ClusterSnapshot:
             code="no-nodes",
         )
     return ClusterSnapshot(
-        nodes=tuple(_apply_pods(_check_unique(nodes, ", ".join(sources)), pods, classes)),
+        nodes=tuple(
+            _apply_pods(_check_unique(nodes, ", ".join(sources)), pods, classes, parsed_as_json)
+        ),
         priority_classes=dict(sorted(classes.items())),
         levels=levels,
         source=", ".join(sources),

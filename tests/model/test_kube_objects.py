@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import copy
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
@@ -22,6 +24,7 @@ from placer.model.errors import InputError
 from placer.model.jobset import pod_host_ports
 from placer.model.kube_objects import PodFootprints, read_node, read_pod
 from placer.model.resources import PODS, pod_request
+from placer.model.snapshot import load_snapshot, snapshot_from_objects
 
 ODD = st.sampled_from(
     [None, 1, 1.5, True, "", "x", "Sometimes", [], {}, ["x"], {"a": 1}, {"a": "b"}, {1: "x"}]
@@ -346,3 +349,22 @@ def test_footprint_errors_name_each_bad_pod() -> None:
             f"ns/{name}",
             "spec.containers[0].resources.requests.cpu",
         )
+
+
+def test_loaders_check_keys_unless_the_json_parser_made_the_objects(tmp_path: Path) -> None:
+    """A YAML file may hold a non-string key, and objects handed in may too, whatever their
+    source is called: both still go through the schema's check."""
+    node = {"kind": "Node", "metadata": {"name": "n1", 7: "seven"}}
+    path = tmp_path / "nodes.yaml"
+    path.write_text(yaml.safe_dump({"kind": "List", "items": [node]}))
+    with pytest.raises(InputError) as e:
+        load_snapshot([path])
+    assert (e.value.obj, e.value.field, e.value.code) == ("Node/n1", "metadata[7]", "schema")
+    with pytest.raises(InputError) as e:
+        snapshot_from_objects([node], [], source="cluster.json")
+    assert (e.value.obj, e.value.field) == ("Node/n1", "metadata[7]")
+    pod = {"kind": "Pod", "metadata": {"name": "p", 7: "x"}, "spec": {"nodeName": "n1"}}
+    ok = {"kind": "Node", "metadata": {"name": "n1"}}
+    with pytest.raises(InputError) as e:
+        snapshot_from_objects([ok], [pod], source="cluster.json")
+    assert (e.value.obj, e.value.field) == ("default/p", "metadata[7]")
