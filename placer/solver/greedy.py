@@ -30,6 +30,7 @@ import time
 from collections.abc import Sequence
 
 from placer.model.cluster import ClusterSnapshot
+from placer.model.manifests import paused_gc
 from placer.model.options import SolveOptions
 from placer.model.plan import JobPlacement, JobSetOutcome, Plan, SolverReport
 from placer.model.topology import Domain, DomainPath
@@ -57,7 +58,10 @@ def greedy_plan(ctx: PlacementContext, policy: str, *, explain: bool = True) -> 
     if policy not in POLICIES:
         raise ValueError(f"unknown greedy policy {policy!r}")
     started = time.perf_counter()
-    outcomes = _Greedy(ctx, policy, explain=explain).run()
+    # A greedy pass allocates an object or more per decision and holds no reference cycles:
+    # collections in between would only rescan the snapshot (a third of the pass at 10,000 nodes).
+    with paused_gc():
+        outcomes = _Greedy(ctx, policy, explain=explain).run()
     wall = time.perf_counter() - started
     objective = sum(o.accelerators for o in outcomes.values() if o.status == "placed")
     bound = sum(js.accelerator_units for js in ctx.jobsets)
