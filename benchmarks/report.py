@@ -340,6 +340,21 @@ def _scaling_section(rec: RunRecord) -> list[str]:
     return lines
 
 
+SEPARATE_RESULTS = [
+    "## Controller and extender",
+    "",
+    "Measured separately (each file states its command, machine and load):",
+    "",
+    "- [RESULTS-controller.md](RESULTS-controller.md): one controller reconcile cycle at 10,000",
+    "  nodes and 500 pending JobSets on the simulated cluster (`python -m",
+    "  benchmarks.controller_bench --solver cpsat --time-limit 10`).",
+    "- [RESULTS-extender.md](RESULTS-extender.md): extender filter latency and throughput over",
+    "  loopback (`python -m benchmarks.extender_bench --out benchmarks/RESULTS-extender.md`).",
+    "",
+]
+"""Benchmarks with their own scripts and result files, linked from every generated report."""
+
+
 def write_report(rec: RunRecord, out: Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     m = rec.machine
@@ -376,6 +391,7 @@ def write_report(rec: RunRecord, out: Path) -> Path:
     if rec.scaling or rec.e2e:
         lines += _scaling_section(rec)
     lines += ["## Assumptions", "", *[f"- {a}" for a in [*FLEET_ASSUMPTIONS, *ASSUMPTIONS]], ""]
+    lines += SEPARATE_RESULTS
     path = out / "RESULTS.md"
     path.write_text("\n".join(lines))
     raw = {
