@@ -154,9 +154,11 @@ def _meta(meta: Mapping[str, Any], check_keys: bool) -> tuple[str, str, Mapping[
     return name, namespace, labels
 
 
-def _fast_node(obj: Mapping[str, Any], check_keys: bool) -> NodeFields | None:
-    """Every model level (object, metadata, spec, status, each taint and condition) refuses a
-    non-string key, even among the fields it keeps unread: `check_keys` checks them."""
+def _sections(
+    obj: Mapping[str, Any], check_keys: bool
+) -> tuple[tuple[str, str, Mapping[str, str]] | None, dict[str, Any], dict[str, Any]] | None:
+    """metadata (read), spec and status of an API object, or None if they are not all mappings
+    (with string keys, when `check_keys`)."""
     if type(obj) is not dict:
         return None
     raw_meta = obj.get("metadata")
@@ -166,7 +168,16 @@ def _fast_node(obj: Mapping[str, Any], check_keys: bool) -> NodeFields | None:
         return None
     if check_keys and not (_all_str(obj) and _all_str(spec) and _all_str(status)):
         return None
-    meta = _meta(raw_meta, check_keys)
+    return _meta(raw_meta, check_keys), spec, status
+
+
+def _fast_node(obj: Mapping[str, Any], check_keys: bool) -> NodeFields | None:
+    """Every model level (object, metadata, spec, status, each taint and condition) refuses a
+    non-string key, even among the fields it keeps unread: `check_keys` checks them."""
+    parts = _sections(obj, check_keys)
+    if parts is None:
+        return None
+    meta, spec, status = parts
     raw_taints = spec.get("taints", _NONE)
     unschedulable = spec.get("unschedulable", False)
     allocatable = status.get("allocatable", _EMPTY)
@@ -210,16 +221,10 @@ def _fast_node(obj: Mapping[str, Any], check_keys: bool) -> NodeFields | None:
 
 def _fast_pod(obj: Mapping[str, Any], check_keys: bool) -> PodFields | None:
     """As `_fast_node`: object, metadata, spec and status refuse non-string keys."""
-    if type(obj) is not dict:
+    parts = _sections(obj, check_keys)
+    if parts is None:
         return None
-    raw_meta = obj.get("metadata")
-    spec = obj.get("spec", _EMPTY)
-    status = obj.get("status", _EMPTY)
-    if type(raw_meta) is not dict or type(spec) is not dict or type(status) is not dict:
-        return None
-    if check_keys and not (_all_str(obj) and _all_str(spec) and _all_str(status)):
-        return None
-    meta = _meta(raw_meta, check_keys)
+    meta, spec, status = parts
     node_name = spec.get("nodeName")
     phase = status.get("phase")
     if meta is None:
