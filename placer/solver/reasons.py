@@ -26,7 +26,6 @@ from placer.solver.context import JobClass, PlacementContext
 from placer.solver.memo import context_memo
 from placer.solver.reason_counts import PlanState
 from placer.solver.reason_facts import RESERVED, TAKEN_HIGHER, Baseline, Bucket, DomainKey, listing
-from placer.solver.reason_facts import limiting as _limiting  # noqa: F401  (for explain)
 from placer.solver.reason_facts import owner_list as _owner_list
 from placer.solver.reason_facts import plural as _plural
 
