@@ -9,6 +9,7 @@ HTTP status, so the retry policy (409 -> rebase, 429/5xx -> back off) is written
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any, Literal, Protocol
 
@@ -97,6 +98,11 @@ class ClusterAdapter(Protocol):
         retry_period_s: int,
         on_started: Callable[[], None],
         on_stopped: Callable[[], None],
+        stop: threading.Event,
     ) -> None:
-        """Block, running `on_started` while this identity holds the Lease; `on_stopped` after."""
+        """Block, running `on_started` while this identity holds the Lease; `on_stopped` after.
+
+        Once `stop` is set the election makes no more API calls and returns soon (a replica that
+        stops lets its lease expire rather than keep talking to the API server).
+        """
         ...

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -247,6 +248,7 @@ class KubeAdapter:
         retry_period_s: int,
         on_started: Callable[[], None],
         on_stopped: Callable[[], None],
+        stop: threading.Event,
     ) -> None:
         lock: Any = LeaseLock(lease, namespace, identity)  # type: ignore[no-untyped-call]
         # The lock builds its API object from the process-wide default configuration; give it
@@ -260,5 +262,23 @@ class KubeAdapter:
             onstarted_leading=on_started,
             onstopped_leading=on_stopped,
         )
-        elector: Any = leaderelection.LeaderElection(cfg)  # type: ignore[no-untyped-call]
+        elector: Any = _StoppableElection(cfg, stop)
         elector.run()
+
+
+class _StoppableElection(leaderelection.LeaderElection):
+    """The client's elector, except that once `stop` is set it neither acquires nor renews.
+
+    Upstream's loops have no way to be cancelled; refusing to renew ends the leader's loop after
+    the renew deadline (then `on_stopped` runs), and a follower's loop only sleeps, with no more
+    API calls or logging from a thread that outlives its controller.
+    """
+
+    def __init__(self, config: Any, stop: threading.Event) -> None:
+        super().__init__(config)  # type: ignore[no-untyped-call]
+        self._stop = stop
+
+    def try_acquire_or_renew(self) -> bool:
+        if self._stop.is_set():
+            return False
+        return bool(super().try_acquire_or_renew())  # type: ignore[no-untyped-call]

@@ -89,6 +89,7 @@ def run_elected(
                 retry_period_s=settings.retry_period_s,
                 on_started=started,
                 on_stopped=stopped,
+                stop=stop,
             )
         except Exception:
             log.exception("leader election failed")

@@ -305,6 +305,7 @@ class MemoryCluster:
         retry_period_s: int,
         on_started: Callable[[], None],
         on_stopped: Callable[[], None],
+        stop: threading.Event,
     ) -> None:
         """A one-replica cluster: this identity always leads."""
         try:
