@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from placer.model.plan import JobPlacement, JobSetOutcome, Plan, SolverReport
+from placer.model.workload import JobSetRequest
 from placer.solver.context import PlacementContext
 from placer.solver.cpsat.aggregate import AggregatedProblem
 from placer.solver.cpsat.variables import Variables
@@ -61,11 +62,11 @@ def _exclusive_jobs(
     ledger: Ledger,
     problem: AggregatedProblem,
     chosen: Chosen,
-    key: str,
+    jobset: JobSetRequest,
     next_member: dict[str, int],
 ) -> list[JobPlacement] | None:
     jobs: list[JobPlacement] = []
-    for jc in [c for c in problem.exclusive if c.jobset.key == key]:
+    for jc in [c for c in problem.ctx.classes_of(jobset) if c.exclusive_key]:
         job_index = 0
         for c in problem.classes_for(jc):
             for _ in range(chosen.counts.get((jc.index, c.id), 0)):
@@ -91,14 +92,14 @@ def materialize(
     placements: dict[str, list[JobPlacement]] = {}
     for js in ctx.jobsets:
         if js.key in chosen.admitted:
-            jobs = _exclusive_jobs(ledger, problem, chosen, js.key, next_member)
+            jobs = _exclusive_jobs(ledger, problem, chosen, js, next_member)
             if jobs is None:
                 return None
             placements[js.key] = jobs
     for js in ctx.jobsets:
         if js.key not in placements:
             continue
-        for jc in [c for c in problem.shared if c.jobset.key == js.key]:
+        for jc in [c for c in ctx.classes_of(js) if not c.exclusive_key]:
             within = _enclosing_nodes(
                 ctx, jc.rjob.required_topology, chosen.enclosing.get(jc.index)
             )

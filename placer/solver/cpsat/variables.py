@@ -81,7 +81,7 @@ def create_variables(model: cp_model.CpModel, problem: AggregatedProblem) -> Var
                 f"local[{jc.name},{level},{parent}]"
             )
     for js in ctx.jobsets:
-        classes = [jc for jc in problem.exclusive if jc.jobset.key == js.key]
+        classes = [jc for jc in ctx.classes_of(js) if jc.exclusive_key]
         if sum(jc.rjob.replicas for jc in classes) < 2:
             continue
         for jc in classes:
