@@ -15,6 +15,8 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
+from placer.controller.lease import LeaderSettings
+
 __all__ = [
     "KINDS",
     "ClusterAdapter",
@@ -89,13 +91,8 @@ class ClusterAdapter(Protocol):
 
     def lead(
         self,
+        settings: LeaderSettings,
         *,
-        lease: str,
-        namespace: str,
-        identity: str,
-        lease_duration_s: int,
-        renew_deadline_s: int,
-        retry_period_s: int,
         on_started: Callable[[], None],
         on_stopped: Callable[[], None],
         stop: threading.Event,

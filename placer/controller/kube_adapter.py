@@ -26,6 +26,7 @@ from kubernetes.leaderelection import electionconfig, leaderelection
 from kubernetes.leaderelection.resourcelock.leaselock import LeaseLock
 
 from placer.controller.adapter import Kind, Listing, Obj, WatchEvent
+from placer.controller.lease import LeaderSettings
 from placer.model.errors import ClusterError
 
 __all__ = ["JOBSET_GROUP", "JOBSET_PLURAL", "JOBSET_VERSION", "KubeAdapter"]
@@ -239,26 +240,21 @@ class KubeAdapter:
 
     def lead(
         self,
+        settings: LeaderSettings,
         *,
-        lease: str,
-        namespace: str,
-        identity: str,
-        lease_duration_s: int,
-        renew_deadline_s: int,
-        retry_period_s: int,
         on_started: Callable[[], None],
         on_stopped: Callable[[], None],
         stop: threading.Event,
     ) -> None:
-        lock: Any = LeaseLock(lease, namespace, identity)  # type: ignore[no-untyped-call]
+        lock: Any = LeaseLock(settings.lease, settings.namespace, settings.identity)  # type: ignore[no-untyped-call]
         # The lock builds its API object from the process-wide default configuration; give it
         # ours, so a kubeconfig passed on the command line is the one that is used.
         lock.api_instance = self.coordination
         cfg = electionconfig.Config(  # type: ignore[no-untyped-call]
             lock,
-            lease_duration=lease_duration_s,
-            renew_deadline=renew_deadline_s,
-            retry_period=retry_period_s,
+            lease_duration=settings.lease_duration_s,
+            renew_deadline=settings.renew_deadline_s,
+            retry_period=settings.retry_period_s,
             onstarted_leading=on_started,
             onstopped_leading=on_stopped,
         )

@@ -12,46 +12,15 @@ record of the same JobSet (the later one is dropped, see writes.py).
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import threading
-import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
 
 from placer.controller.adapter import ClusterAdapter
+from placer.controller.lease import LeaderSettings, default_identity, default_namespace
 
 __all__ = ["LeaderSettings", "default_identity", "default_namespace", "run_elected"]
 
 log = logging.getLogger(__name__)
-
-_SA_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
-
-
-def default_identity() -> str:
-    """Pod name (the hostname in a pod) plus a random suffix: unique across restarts."""
-    return f"{socket.gethostname()}-{uuid.uuid4().hex[:6]}"
-
-
-def default_namespace() -> str:
-    """The namespace the controller runs in: $POD_NAMESPACE, the service account's, else default."""
-    if os.environ.get("POD_NAMESPACE"):
-        return os.environ["POD_NAMESPACE"]
-    try:
-        return _SA_NAMESPACE.read_text().strip() or "placer-system"
-    except OSError:
-        return "placer-system"
-
-
-@dataclass(frozen=True)
-class LeaderSettings:
-    lease: str = "placer-controller"
-    namespace: str = field(default_factory=default_namespace)
-    identity: str = field(default_factory=default_identity)
-    lease_duration_s: int = 15
-    renew_deadline_s: int = 10
-    retry_period_s: int = 2
 
 
 def run_elected(
@@ -81,12 +50,7 @@ def run_elected(
     def elect() -> None:
         try:
             adapter.lead(
-                lease=settings.lease,
-                namespace=settings.namespace,
-                identity=settings.identity,
-                lease_duration_s=settings.lease_duration_s,
-                renew_deadline_s=settings.renew_deadline_s,
-                retry_period_s=settings.retry_period_s,
+                settings,
                 on_started=started,
                 on_stopped=stopped,
                 stop=stop,

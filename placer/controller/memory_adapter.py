@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from placer.controller.adapter import KINDS, Kind, Listing, Obj, WatchEvent
+from placer.controller.lease import LeaderSettings
 from placer.controller.selectors import copy_json, matches_selector, merge_patch, parse_selector
 from placer.model.errors import ClusterError
 
@@ -296,13 +297,8 @@ class MemoryCluster:
 
     def lead(
         self,
+        settings: LeaderSettings,
         *,
-        lease: str,
-        namespace: str,
-        identity: str,
-        lease_duration_s: int,
-        renew_deadline_s: int,
-        retry_period_s: int,
         on_started: Callable[[], None],
         on_stopped: Callable[[], None],
         stop: threading.Event,

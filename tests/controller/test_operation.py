@@ -51,7 +51,7 @@ def test_json_logs_carry_extra_fields() -> None:
 class _LosingCluster(MemoryCluster):
     """Leads, then loses the lease while the work runs."""
 
-    def lead(self, **kw: Any) -> None:
+    def lead(self, settings: Any, **kw: Any) -> None:
         started = threading.Thread(target=kw["on_started"], daemon=True)
         started.start()
         kw["on_stopped"]()

@@ -252,8 +252,8 @@ class Dying:
         self._write()
         return self.cluster.create(kind, obj)
 
-    def lead(self, **kw: Any) -> None:
-        self.cluster.lead(**kw)
+    def lead(self, settings: Any, **kw: Any) -> None:
+        self.cluster.lead(settings, **kw)
 
 
 @pytest.mark.parametrize("after", range(6))
