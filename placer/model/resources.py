@@ -87,7 +87,19 @@ def _container_request(
     container: Mapping[str, Any], *, source: str, obj: str, field: str
 ) -> ResourceMap:
     """Requests default to limits, per resource, when only the limit is set."""
+    if not isinstance(container, Mapping):
+        raise InputError(
+            "a container must be a mapping", source=source, obj=obj, field=field, code="container"
+        )
     resources = container.get("resources") or {}
+    if not isinstance(resources, Mapping):
+        raise InputError(
+            "resources must be a mapping",
+            source=source,
+            obj=obj,
+            field=f"{field}.resources",
+            code="container",
+        )
     limits = parse_resource_map(
         resources.get("limits"), source=source, obj=obj, field=f"{field}.resources.limits"
     )
@@ -95,6 +107,21 @@ def _container_request(
         resources.get("requests"), source=source, obj=obj, field=f"{field}.resources.requests"
     )
     return {**limits, **requests}
+
+
+def _container_list(
+    pod_spec: Mapping[str, Any], key: str, source: str, obj: str, field: str
+) -> list[Any]:
+    containers = pod_spec.get(key) or []
+    if not isinstance(containers, list):
+        raise InputError(
+            f"{key} must be a list",
+            source=source,
+            obj=obj,
+            field=f"{field}.{key}",
+            code="container",
+        )
+    return containers
 
 
 def pod_request(
@@ -109,12 +136,12 @@ def pod_request(
     app = add_resources(
         *(
             _container_request(c, source=source, obj=obj, field=f"{field}.containers[{i}]")
-            for i, c in enumerate(pod_spec.get("containers") or [])
+            for i, c in enumerate(_container_list(pod_spec, "containers", source, obj, field))
         )
     )
     sidecars_so_far: ResourceMap = {}
     init_peak: ResourceMap = {}
-    for i, c in enumerate(pod_spec.get("initContainers") or []):
+    for i, c in enumerate(_container_list(pod_spec, "initContainers", source, obj, field)):
         req = _container_request(c, source=source, obj=obj, field=f"{field}.initContainers[{i}]")
         if c.get("restartPolicy") == "Always":
             sidecars_so_far = add_resources(sidecars_so_far, req)

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -107,6 +108,35 @@ def test_negative_replicas(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     code, _, err = run(capsys, "--cluster", write_cluster(tmp_path), jobsets)
     assert code == 2
     assert_one_line_error(err, str(jobsets), "team-a/neg", "replicas")
+
+
+@pytest.mark.parametrize(
+    ("container", "field"),
+    [
+        pytest.param({"name": "c", "resources": 5}, "containers[0].resources", id="resources"),
+        pytest.param("c", "containers[0]", id="container"),
+    ],
+)
+def test_malformed_running_pod_in_snapshot(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], container: Any, field: str
+) -> None:
+    """A bad pod in a kubectl snapshot is named like a bad JobSet: one line, no traceback."""
+    cluster = write_cluster(tmp_path)
+    snapshot = json.loads(cluster.read_text())
+    snapshot["items"].append(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "x"},
+            "spec": {"nodeName": "tpu-pool-0-host-0", "containers": [container]},
+            "status": {"phase": "Running"},
+        }
+    )
+    cluster.write_text(json.dumps(snapshot))
+    jobsets = write_jobsets(tmp_path, jobset_manifest("ok", namespace="team-a"))
+    code, _, err = run(capsys, "--cluster", cluster, jobsets)
+    assert code == 2
+    assert_one_line_error(err, str(cluster), "x/p", field)
 
 
 @needs_snapshot
