@@ -51,10 +51,13 @@ class Assignment(BaseModel):
             jobset=outcome.key,
             pinned=pinned,
             plan_id=plan_id,
-            jobs={j.name: JobAssignment(
-                domain=j.domain,
-                nodes={p.index: p.node for p in j.pods} if pinned or j.domain is None else {})
-                for j in outcome.jobs},
+            jobs={
+                j.name: JobAssignment(
+                    domain=j.domain,
+                    nodes={p.index: p.node for p in j.pods} if pinned or j.domain is None else {},
+                )
+                for j in outcome.jobs
+            },
         )
 
     def to_annotation(self) -> str:
@@ -65,6 +68,9 @@ class Assignment(BaseModel):
         try:
             return cls.model_validate(json.loads(text))
         except (ValueError, ValidationError) as e:
-            raise InputError(f"unreadable placement record: {e}", obj=obj,
-                             field=f"metadata.annotations[{ASSIGNMENT_ANNOTATION}]",
-                             code="assignment") from e
+            raise InputError(
+                f"unreadable placement record: {e}",
+                obj=obj,
+                field=f"metadata.annotations[{ASSIGNMENT_ANNOTATION}]",
+                code="assignment",
+            ) from e

@@ -110,4 +110,5 @@ def matches_term(labels: Mapping[str, str], node_name: str, term: NodeSelectorTe
         return False
     name_labels = {"metadata.name": node_name}
     return all(matches_requirement(labels, r) for r in term.match_expressions) and all(
-        matches_requirement(name_labels, r) for r in term.match_node_names)
+        matches_requirement(name_labels, r) for r in term.match_node_names
+    )

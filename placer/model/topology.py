@@ -111,8 +111,10 @@ class Topology:
             path = self._path_of(node, key)
             if path is not None:
                 members.setdefault(path, []).append(node.name)
-        return [Domain(key=key, value=p[-1][1], path=p, nodes=tuple(sorted(ns)))
-                for p, ns in sorted(members.items())]
+        return [
+            Domain(key=key, value=p[-1][1], path=p, nodes=tuple(sorted(ns)))
+            for p, ns in sorted(members.items())
+        ]
 
     def domain_of(self, node: Node, key: str) -> DomainPath | None:
         return self._path_of(node, key)

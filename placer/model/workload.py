@@ -105,8 +105,11 @@ class JobSetRequest(BaseModel):
 
     def child_jobs(self) -> list[tuple[ReplicatedJobRequest, int, str]]:
         """(replicated job, job index, child Job name) in JobSet's creation order."""
-        return [(r, i, child_job_name(self.name, r.name, i))
-                for r in self.replicated_jobs for i in range(r.replicas)]
+        return [
+            (r, i, child_job_name(self.name, r.name, i))
+            for r in self.replicated_jobs
+            for i in range(r.replicas)
+        ]
 
     def queue_key(self) -> tuple[int, float, int, str]:
         """Queue order: priority descending, then creation time, then order given, then name."""

@@ -20,8 +20,11 @@ SOLVER_NAMES: tuple[str, ...] = tuple(_SOLVERS)
 
 def get_solver(name: str) -> Solver:
     if name not in _SOLVERS:
-        raise InputError(f"unknown solver {name!r}; choose one of {', '.join(SOLVER_NAMES)}",
-                         field="--solver", code="usage")
+        raise InputError(
+            f"unknown solver {name!r}; choose one of {', '.join(SOLVER_NAMES)}",
+            field="--solver",
+            code="usage",
+        )
     module, cls = _SOLVERS[name]
     solver: Solver = getattr(importlib.import_module(module), cls)()
     return solver
