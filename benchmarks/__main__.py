@@ -42,7 +42,7 @@ def _available(policies: Sequence[str]) -> list[str]:
     for p in policies:
         if p == "cpsat":
             try:
-                import placer.solver.cpsat.planner  # noqa: F401
+                import placer.solver.cpsat  # noqa: F401
             except ImportError as e:
                 log.warning("cpsat is not available (%s): running the greedy policies only", e)
                 continue

@@ -97,7 +97,7 @@ def _static_section(rec: RunRecord) -> list[str]:
                     m["stranded_units"],
                     _f(m["spanned"]),
                     _f(r.wall_s, 3),
-                    f"{r.status}" + (f" gap {r.gap:.3f}" if r.policy == "cpsat" else ""),
+                    f"{r.status}" + (f" gap {_f(r.gap, 3)}" if r.policy == "cpsat" else ""),
                     _f(r.peak_mb, 0),
                 ]
             )
@@ -245,7 +245,7 @@ def _scaling_section(rec: RunRecord) -> list[str]:
                     _f(ph.get("check")),
                     _f(r["solve_wall_s"]),
                     ratio,
-                    f"{r['status']} {r['gap']:.3f}",
+                    f"{r['status']} {_f(r['gap'], 3)}",
                     r["placed"],
                     _f(r["load_peak_mb"], 0),
                     _f(r["solve_peak_mb"], 0),

@@ -91,7 +91,7 @@ def _worker(
     ctx = PlacementContext(snapshot, requests, options)
     out["domains"] = len(ctx.exclusive_domains)
     try:
-        from placer.solver.cpsat.aggregate import aggregate
+        from placer.solver.cpsat import aggregate
 
         out["domain_classes"] = len(aggregate(ctx).domain_classes)
     except ImportError:

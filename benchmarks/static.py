@@ -38,9 +38,9 @@ class StaticRow:
     wall_s: float
     wall_runs: list[float]
     status: str
-    gap: float
+    gap: float | None
     objective: float
-    bound: float
+    bound: float | None
     peak_mb: float
     phases: dict[str, float] = field(default_factory=dict)
     checked: bool = False

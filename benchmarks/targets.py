@@ -225,7 +225,8 @@ def _planner(e2e: Sequence[dict[str, Any]]) -> list[Verdict]:
     r = rows[0]
     ok_status = r["status"] == "OPTIMAL" or (r["gap"] is not None and r["gap"] <= 0.01)
     measured = (
-        f"{wall:.1f} s wall (median of {len(rows)}), {r['status']} gap {r['gap']:.4f}, "
+        f"{wall:.1f} s wall (median of {len(rows)}), {r['status']} gap "
+        f"{'-' if r['gap'] is None else format(r['gap'], '.4f')}, "
         f"peak RSS {peak:.0f} MB, {r['nodes']} nodes"
     )
     ok = wall <= 15 and ok_status and peak < 2048

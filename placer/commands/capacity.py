@@ -65,6 +65,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "export_model", None):
+        raise InputError(
+            "capacity writes no CP-SAT model; --export-model is for plan and explain",
+            field="--export-model",
+            code="usage",
+        )
     options = options_from_args(args)
     if args.cheapest:
         return _cheapest(args)

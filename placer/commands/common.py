@@ -129,14 +129,16 @@ def add_solver_args(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         type=_positive_float,
         default=_DEFAULTS.time_limit_s,
-        help=f"CP-SAT wall time limit (default {_DEFAULTS.time_limit_s:g})",
+        help="wall-clock budget of the whole CP-SAT solve, model building included; search "
+        "stops when it is spent and the best plan found is returned (default "
+        f"{_DEFAULTS.time_limit_s:g})",
     )
     group.add_argument(
         "--workers",
         metavar="N",
         type=_non_negative_int,
         default=_DEFAULTS.workers,
-        help="CP-SAT search workers; 0 = one per core (default)",
+        help="CP-SAT search workers; 0 = CP-SAT's portfolio of 8 whatever the cores (default)",
     )
     group.add_argument(
         "--seed",
@@ -156,7 +158,8 @@ def add_solver_args(parser: argparse.ArgumentParser) -> None:
         "--export-model",
         metavar="PATH",
         dest="export_model",
-        help="write the CP-SAT model here for offline reproduction",
+        help="write each CP-SAT stage's model, objective included, to PATH with the stage "
+        "before the extension (model.pbtxt -> model.01-tier-0.pbtxt, ...; *txt = text proto)",
     )
 
 

@@ -208,13 +208,14 @@ class Controller:
         if due:
             self.metrics.plan_seconds.observe(self.clock() - plan_start)
             for plan, _, _ in planned.plans:
-                self.metrics.gap.set(plan.solver.gap)
+                gap = plan.solver.gap  # None: nothing proven
+                self.metrics.gap.set(float("nan") if gap is None else gap)
                 log.info(
-                    "planned %d JobSet(s) with %s: %s, gap %.3f, %.2fs",
+                    "planned %d JobSet(s) with %s: %s, gap %s, %.2fs",
                     len(plan.jobsets),
                     plan.solver.name,
                     plan.solver.status,
-                    plan.solver.gap,
+                    "unknown" if gap is None else f"{gap:.3f}",
                     plan.solver.wall_seconds,
                 )
         settings = WriteSettings(

@@ -17,6 +17,7 @@ __all__ = [
     "Plan",
     "PodPlacement",
     "SolverReport",
+    "relative_gap",
 ]
 
 OutcomeStatus = Literal["placed", "unschedulable", "partial"]
@@ -69,13 +70,29 @@ class SolverReport(BaseModel):
     """OPTIMAL, FEASIBLE (cpsat), HEURISTIC (greedy) or FALLBACK (cpsat fell back to greedy)."""
     objective: float = 0
     """Accelerator units admitted (summed over all tiers)."""
-    bound: float = 0
-    """Proven upper bound on `objective` (equal to it for OPTIMAL)."""
-    gap: float = 0
+    bound: float | None = None
+    """Proven upper bound on the admitted units of the best plan (the lexicographic optimum:
+    tiers highest first): for CP-SAT the sum of its proven bound per tier, None when some tier
+    proved nothing (ran out of time, or its model was rejected); equal to `objective` for OPTIMAL.
+    Greedy solvers prove only the trivial bound, every unit requested."""
+    gap: float | None = None
+    """`relative_gap(objective, bound)`; None when there is no bound."""
     wall_seconds: float = 0
     phases: dict[str, float] = Field(default_factory=dict)
     """Wall seconds per planner phase (aggregate, greedy, build, solve, materialize, check)."""
     notes: list[str] = Field(default_factory=list)
+
+
+def relative_gap(objective: float, bound: float | None) -> float | None:
+    """(bound - objective) / bound: the share of the proven bound the plan may still miss.
+
+    None when nothing is proven, or when the bound is below the objective (a greedy fallback can
+    admit more units in total than the lexicographic optimum, which puts higher tiers first)."""
+    if bound is None or bound < objective:
+        return None
+    if bound == 0:
+        return 0.0
+    return (bound - objective) / bound
 
 
 class Plan(BaseModel):

@@ -80,7 +80,7 @@ def gap_percent(report: SolverReport) -> float | None:
     Derived from `objective` and `bound` (not `gap`) so every solver is shown on the same footing:
     greedy solvers prove no bound and report one below their objective (or none at all).
     """
-    if report.bound <= 0 or report.bound < report.objective:
+    if report.bound is None or report.bound <= 0 or report.bound < report.objective:
         return 0.0 if report.status == "OPTIMAL" else None
     return 100.0 * (report.bound - report.objective) / report.bound
 
@@ -92,7 +92,7 @@ def _num(x: float) -> str:
 def solver_line(report: SolverReport) -> str:
     """`solver cpsat: OPTIMAL, objective 16, bound 16, gap 0.00%, 1.23 s (load 0.10 s, ...)`."""
     gap = gap_percent(report)
-    bound = _num(report.bound) if gap is not None else "-"
+    bound = _num(report.bound) if gap is not None and report.bound is not None else "-"
     gap_text = f"{gap:.2f}%" if gap is not None else "-"
     line = (
         f"solver {report.name}: {report.status}, objective {_num(report.objective)}, "

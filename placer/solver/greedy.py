@@ -30,9 +30,10 @@ import time
 from collections.abc import Sequence
 
 from placer.model.cluster import ClusterSnapshot
+from placer.model.errors import InputError
 from placer.model.manifests import paused_gc
 from placer.model.options import SolveOptions
-from placer.model.plan import JobPlacement, JobSetOutcome, Plan, SolverReport
+from placer.model.plan import JobPlacement, JobSetOutcome, Plan, SolverReport, relative_gap
 from placer.model.topology import Domain, DomainPath
 from placer.model.workload import JobSetRequest
 from placer.solver.context import JobClass, PlacementContext
@@ -70,7 +71,7 @@ def greedy_plan(ctx: PlacementContext, policy: str, *, explain: bool = True) -> 
         status="HEURISTIC",
         objective=objective,
         bound=bound,
-        gap=(bound - objective) / max(bound, 1),
+        gap=relative_gap(objective, bound),
         wall_seconds=wall,
         phases={"greedy": wall},
     )
@@ -83,6 +84,12 @@ class _GreedySolver:
     def solve(
         self, snapshot: ClusterSnapshot, jobsets: Sequence[JobSetRequest], options: SolveOptions
     ) -> Plan:
+        if options.export_model_path:
+            raise InputError(
+                f"the {self.name} solver builds no CP-SAT model to write; use --solver cpsat",
+                field="--export-model",
+                code="usage",
+            )
         return greedy_plan(PlacementContext(snapshot, jobsets, options), self.name)
 
 

@@ -10,7 +10,7 @@ from placer.solver.interface import Solver
 __all__ = ["SOLVER_NAMES", "get_solver"]
 
 _SOLVERS: dict[str, tuple[str, str]] = {
-    "cpsat": ("placer.solver.cpsat.planner", "CpSatSolver"),
+    "cpsat": ("placer.solver.cpsat", "CpSatSolver"),
     "first-fit": ("placer.solver.greedy", "FirstFitSolver"),
     "best-fit": ("placer.solver.greedy", "BestFitSolver"),
     "largest-first": ("placer.solver.greedy", "LargestFirstSolver"),

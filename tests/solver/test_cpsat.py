@@ -15,10 +15,10 @@ from placer.model.plan import Plan
 from placer.model.workload import JobSetRequest
 from placer.solver.checker import check
 from placer.solver.context import PlacementContext
-from placer.solver.cpsat.aggregate import aggregate
+from placer.solver.cpsat import aggregate, build_model
 from placer.solver.cpsat.coarsen import coarsen
-from placer.solver.cpsat.hints import hint_from_plan
-from placer.solver.cpsat.planner import best_greedy, build_model
+from placer.solver.cpsat.hints import assignment_from_plan
+from placer.solver.cpsat.planner import best_greedy
 from placer.solver.registry import get_solver
 from tests.strategies import (
     BLOCK,
@@ -211,8 +211,9 @@ def test_greedy_hint_is_a_feasible_solution_of_the_model(scenario) -> None:  # t
     ctx = PlacementContext(snapshot, jobsets, OPTIONS)
     problem = coarsen(aggregate(ctx))
     greedy = best_greedy(ctx)
-    model, v = build_model(problem)
-    hint_from_plan(model, v, problem, greedy)
+    built = build_model(problem)
+    model, v = built.model, built.variables
+    assignment_from_plan(v, problem, greedy).hint(model, v)
     solver = cp_model.CpSolver()
     solver.parameters.fix_variables_to_their_hinted_value = True
     solver.parameters.num_workers = 1

@@ -33,9 +33,7 @@ from placer.solver.capacity.catalog import Catalog
 from placer.solver.capacity.copies import plan_copies
 from placer.solver.capacity.result import CheapestReport, PoolPurchase
 from placer.solver.context import JobClass, PlacementContext
-from placer.solver.cpsat import constraints
-from placer.solver.cpsat.aggregate import AggregatedProblem, aggregate
-from placer.solver.cpsat.variables import Variables, create_variables
+from placer.solver.cpsat import BuiltModel, aggregate, build_model, make_solver, placement_of
 
 __all__ = ["cheapest_pools"]
 
@@ -127,16 +125,12 @@ def _build(
     jobsets: Sequence[JobSetRequest],
     options: SolveOptions,
 ) -> _Model:
-    model = cp_model.CpModel()
     ctx = base or PlacementContext(ClusterSnapshot(nodes=()), jobsets, options)
     classes = ctx.job_classes
-    problem: AggregatedProblem | None = aggregate(base) if base is not None else None
-    v: Variables | None = create_variables(model, problem) if problem is not None else None
-    if problem is not None and v is not None:
-        # the existing cluster, as the planner sees it; every JobSet must be admitted
-        constraints.add_domain_exclusivity(model, v, problem)
-        constraints.add_overlapping_domains(model, v, problem)
-        constraints.add_shared_fit(model, v, problem)
+    # the existing cluster as the planner sees it (its fit, exclusivity, overlap and shared-room
+    # rules), taking any part of each JobSet; bought pools take the rest
+    existing = build_model(aggregate(base), "partial") if base is not None else None
+    model = existing.model if existing is not None else cp_model.CpModel()
     bought: dict[tuple[int, str], cp_model.IntVar] = {}
     totals: dict[int, cp_model.LinearExpr] = {}
     supply: dict[int, list[cp_model.LinearExpr]] = defaultdict(list)
@@ -158,10 +152,10 @@ def _build(
         if (t, SHARED) in bought:
             _shared_pools(model, t, kind, shared, bought[(t, SHARED)], supply)
     for jc in classes:
-        existing = _existing(problem, v, jc)
+        here = _existing(existing, jc)
         per_job = 1 if jc.exclusive_key else jc.rjob.pods_per_job
         supplied = cp_model.LinearExpr.sum(supply[jc.index])
-        model.add(existing + supplied == jc.rjob.replicas * per_job)
+        model.add(here + supplied == jc.rjob.replicas * per_job)
     price = cp_model.LinearExpr.weighted_sum(
         [totals[t] for t in range(len(catalog.poolTypes))],
         [round(ptype.pricePerHour * _PRICE_SCALE) for ptype in catalog.poolTypes],
@@ -197,23 +191,11 @@ def _shared_pools(
         model.add(sum(terms) <= int(have / scale) * x)
 
 
-def _existing(
-    problem: AggregatedProblem | None, v: Variables | None, jc: JobClass
-) -> cp_model.LinearExpr:
+def _existing(existing: BuiltModel | None, jc: JobClass) -> cp_model.LinearExpr:
     """Child Jobs (or shared pods) of `jc` placed on the existing cluster."""
-    zero = cp_model.LinearExpr.constant(0)
-    if problem is None or v is None:
-        return zero
-    if jc.exclusive_key:
-        return sum((v.count[(jc.index, c.id)] for c in problem.classes_for(jc)), zero)
-    return sum(
-        (
-            x
-            for (i, _), x in (*v.shared_in_class.items(), *v.shared_in_group.items())
-            if i == jc.index
-        ),
-        zero,
-    )
+    if existing is None:
+        return cp_model.LinearExpr.constant(0)
+    return placement_of(existing.variables, existing.problem, jc)
 
 
 def _snapshot(
@@ -257,14 +239,14 @@ def cheapest_pools(
     m = _build(catalog, kinds, ctx, jobsets, options)
     notes: list[str] = []
     for rounds in range(1, _MAX_ROUNDS + 1):
-        solver_ = cp_model.CpSolver()
-        solver_.parameters.max_time_in_seconds = options.time_limit_s
-        solver_.parameters.num_workers = options.workers or 8
-        solver_.parameters.random_seed = options.seed
+        solver_ = make_solver(options, "purchase")
         status = solver_.solve(m.model)
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             why = "no purchase within the catalogue's maxCount fits every JobSet"
-            if status != cp_model.INFEASIBLE:
+            if status == cp_model.MODEL_INVALID:
+                info = solver_.solution_info()
+                why = f"CP-SAT rejected the purchase model (MODEL_INVALID: {info})"
+            elif status != cp_model.INFEASIBLE:
                 why = f"CP-SAT found no purchase in time ({solver_.status_name(status)})"
             return CheapestReport(
                 whatif=list(whatif), status="INFEASIBLE", iterations=rounds, notes=[*notes, why]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Hashable
 
-from placer.solver.cpsat.aggregate import AggregatedProblem, DomainClass
+from placer.solver.cpsat.problem import AggregatedProblem, DomainClass
 
 __all__ = ["coarsen"]
 
@@ -55,12 +55,8 @@ def coarsen(problem: AggregatedProblem) -> AggregatedProblem:
         ctx=problem.ctx,
         exclusive=problem.exclusive,
         shared=problem.shared,
-        domain_classes=classes,
+        domain_classes=tuple(classes),
         node_groups=problem.node_groups,
-        overlaps=[],
-        span_levels={},
-        required_level={},
-        preferred_level={},
         impossible=problem.impossible,
         resource_scale=problem.resource_scale,
     )

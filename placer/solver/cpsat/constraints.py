@@ -1,7 +1,8 @@
 """The rules of placement, one function per family, each stating its rule in domain words.
 
-`build_model` in planner.py calls these in order. Each returns nothing: hard rules only. The
-objective terms live in objectives.py.
+`build_model` (builder.py) calls these in order. Each returns nothing: hard rules only (the
+objective terms live in objectives.py). A family reads the mode from the variables it finds: copy
+counts in `admit` (copies mode), a guarded target's `placed` counts and literals (explain).
 """
 
 from __future__ import annotations
@@ -12,11 +13,14 @@ from collections import defaultdict
 
 from ortools.sat.python import cp_model
 
-from placer.solver.cpsat.aggregate import AggregatedProblem
-from placer.solver.cpsat.variables import Variables
+from placer.solver.context import JobClass
+from placer.solver.cpsat.problem import AggregatedProblem
+from placer.solver.cpsat.variables import Variables, placement_of
 
 __all__ = [
+    "add_admitted_guards",
     "add_all_or_nothing",
+    "add_copy_locality",
     "add_domain_exclusivity",
     "add_impossible",
     "add_locality",
@@ -27,14 +31,18 @@ __all__ = [
 
 
 def add_all_or_nothing(model: cp_model.CpModel, v: Variables, problem: AggregatedProblem) -> None:
-    """A JobSet runs whole or not at all: every child Job of every replicatedJob gets its place."""
-    for jc in problem.exclusive:
-        terms = [v.count[(jc.index, c.id)] for c in problem.classes_for(jc)]
-        model.add(sum(terms) == jc.rjob.replicas * v.admit[jc.jobset.key])
-    for jc in problem.shared:
-        pods = [x for (i, _), x in v.shared_in_class.items() if i == jc.index]
-        pods += [x for (i, _), x in v.shared_in_group.items() if i == jc.index]
-        model.add(sum(pods) == jc.rjob.replicas * jc.rjob.pods_per_job * v.admit[jc.jobset.key])
+    """A JobSet runs whole or not at all: every child Job of every replicatedJob gets its place
+    (per copy, in copies mode). For a guarded target, "all" is a requirement behind a literal."""
+    for jc in (*problem.exclusive, *problem.shared):
+        per_job = 1 if jc.exclusive_key else jc.rjob.pods_per_job
+        placed = placement_of(v, problem, jc)
+        if jc.index in v.placed:
+            model.add(placed == per_job * v.placed[jc.index])
+            model.add(v.placed[jc.index] == jc.rjob.replicas).only_enforce_if(
+                v.replicas_guard[jc.index]
+            )
+        else:
+            model.add(placed == jc.rjob.replicas * per_job * v.admit[jc.jobset.key])
 
 
 def add_domain_exclusivity(
@@ -60,14 +68,14 @@ def add_overlapping_domains(
     shared: dict[str, list[tuple[int, cp_model.IntVar]]] = defaultdict(list)
     for (i, cid), x in v.shared_in_class.items():
         shared[cid].append((i, x))
-    room = {c.id: c.shared_capacity for c in problem.domain_classes}
     for a, b in problem.overlaps:
         if used[a] and used[b]:
             model.add(sum(used[a]) + sum(used[b]) <= 1)
         for mine, other in ((a, b), (b, a)):
+            room = problem.class_by_id(mine).shared_capacity
             for i, x in shared[mine]:
                 if used[other]:
-                    model.add(x <= room[mine][i] * (1 - sum(used[other])))
+                    model.add(x <= room[i] * (1 - sum(used[other])))
 
 
 def add_shared_fit(model: cp_model.CpModel, v: Variables, problem: AggregatedProblem) -> None:
@@ -84,10 +92,16 @@ def add_shared_fit(model: cp_model.CpModel, v: Variables, problem: AggregatedPro
         req = ctx.job_classes[jc_index].rjob.pod.requests
         return {r: math.ceil(q / scale[r]) for r, q in req.items() if r in scale}
 
+    taken_in: dict[str, list[cp_model.IntVar]] = defaultdict(list)
+    for (_, cid), x in v.count.items():
+        taken_in[cid].append(x)
+    shared_in: dict[str, list[tuple[int, cp_model.IntVar]]] = defaultdict(list)
+    for (i, where), x in (*v.shared_in_class.items(), *v.shared_in_group.items()):
+        shared_in[where].append((i, x))
     for c in problem.domain_classes:
-        taken = [x for (_, cid), x in v.count.items() if cid == c.id]
+        taken = taken_in[c.id]
         left = c.size - sum(taken) if taken else c.size
-        shapes = [(i, x) for (i, cid), x in v.shared_in_class.items() if cid == c.id]
+        shapes = shared_in[c.id]
         for i, x in shapes:
             model.add(x <= left * c.shared_capacity[i])
         if len(shapes) > 1:
@@ -95,7 +109,7 @@ def add_shared_fit(model: cp_model.CpModel, v: Variables, problem: AggregatedPro
                 terms = [int(scaled_request(i).get(r, 0)) * x for i, x in shapes]
                 model.add(sum(terms) <= left * free)
     for g in problem.node_groups:
-        shapes = [(i, x) for (i, gid), x in v.shared_in_group.items() if gid == g.id]
+        shapes = shared_in[g.id]
         if len(shapes) > 1:
             for r, free in g.resources.items():
                 terms = [int(scaled_request(i).get(r, 0)) * x for i, x in shapes]
@@ -106,11 +120,15 @@ def add_locality(model: cp_model.CpModel, v: Variables, problem: AggregatedProbl
     """Kueue required topology: all child Jobs of the replicatedJob inside one higher domain.
 
     Preferred topology gets the same indicator variables, but only as an objective term; and every
-    JobSet's span indicators are raised by any child Job placed inside that higher domain.
+    JobSet's span indicators are raised by any child Job placed inside that higher domain. For a
+    guarded target the required topology is a requirement behind its literal.
     """
     for jc in problem.exclusive:
-        for level in {problem.required_level.get(jc.index), problem.preferred_level.get(jc.index)}:
-            if level is None:
+        if jc.index in v.locality_guard:
+            _guarded_exclusive_locality(model, v, problem, jc)
+        required = problem.required_level.get(jc.index)
+        for level in {required, problem.preferred_level.get(jc.index)}:
+            if level is None or (level == required and jc.index in v.locality_guard):
                 continue
             choices = {p: x for (i, lv, p), x in v.local.items() if i == jc.index and lv == level}
             for c in problem.classes_for(jc):
@@ -119,37 +137,82 @@ def add_locality(model: cp_model.CpModel, v: Variables, problem: AggregatedProbl
                     model.add(v.count[(jc.index, c.id)] == 0)
                 else:
                     model.add(v.count[(jc.index, c.id)] <= jc.rjob.replicas * choices[parent])
-            if problem.required_level.get(jc.index) == level:
+            if required == level:
                 model.add(sum(choices.values()) == v.admit[jc.jobset.key])
     _add_shared_locality(model, v, problem)
     for jc in problem.exclusive:
         assert jc.exclusive_key is not None
-        for level in problem.span_levels.get(jc.exclusive_key, []):
+        for level in problem.span_levels.get(jc.exclusive_key, ()):
             for c in problem.classes_for(jc):
                 z = v.span.get((jc.jobset.key, level, c.parents.get(level, "")))
                 if z is not None:
                     model.add(v.count[(jc.index, c.id)] <= jc.rjob.replicas * z)
 
 
+def _guarded_exclusive_locality(
+    model: cp_model.CpModel, v: Variables, problem: AggregatedProblem, jc: JobClass
+) -> None:
+    """The target's required topology behind its literal: with it, all its child Jobs in one
+    domain of the level (or none placed, when the level does not hold whole domains of its key)."""
+    guard = v.locality_guard[jc.index]
+    level = jc.rjob.required_topology
+    if problem.required_level.get(jc.index) != level:
+        if level == jc.exclusive_key and jc.rjob.replicas == 1:
+            return
+        model.add(placement_of(v, problem, jc) == 0).only_enforce_if(guard)
+        return
+    choices = {p: x for (i, lv, p), x in v.local.items() if i == jc.index and lv == level}
+    for c in problem.classes_for(jc):
+        parent = c.parents.get(level) if level else None
+        x = v.count[(jc.index, c.id)]
+        if parent is None or parent not in choices:
+            model.add(x == 0).only_enforce_if(guard)
+        else:
+            model.add(x <= jc.rjob.replicas * choices[parent]).only_enforce_if(guard)
+    model.add(sum(choices.values(), cp_model.LinearExpr.constant(0)) <= 1)
+
+
 def _add_shared_locality(model: cp_model.CpModel, v: Variables, problem: AggregatedProblem) -> None:
     """Pods without an exclusive key but with a required topology stay in one such domain."""
-    parents_of = {c.id: c.parents for c in problem.domain_classes}
-    parents_of.update({g.id: g.parents for g in problem.node_groups})
     for jc in problem.shared:
         level = jc.rjob.required_topology
         if level is None:
             continue
+        guard = v.locality_guard.get(jc.index)
         choices = {p: x for (i, lv, p), x in v.local.items() if i == jc.index and lv == level}
         need = jc.rjob.replicas * jc.rjob.pods_per_job
         for (i, where), x in [*v.shared_in_class.items(), *v.shared_in_group.items()]:
             if i != jc.index:
                 continue
-            parent = parents_of[where].get(level)
+            parent = problem.parents_of(where).get(level)
+            ct = model.add(x == 0) if parent is None else model.add(x <= need * choices[parent])
+            if guard is not None:
+                ct.only_enforce_if(guard)
+        if guard is None:
+            model.add(sum(choices.values()) == v.admit[jc.jobset.key])
+        else:
+            model.add(sum(choices.values(), cp_model.LinearExpr.constant(0)) <= 1)
+
+
+def add_copy_locality(model: cp_model.CpModel, v: Variables, problem: AggregatedProblem) -> None:
+    """Required topology with copies: per enclosing domain, whole copies of the replicated job."""
+    for jc in problem.exclusive:
+        level = problem.required_level.get(jc.index)
+        if level is None:
+            continue
+        per_parent: dict[str, list[cp_model.IntVar]] = {}
+        for c in problem.classes_for(jc):
+            parent = c.parents.get(level)
             if parent is None:
-                model.add(x == 0)
+                model.add(v.count[(jc.index, c.id)] == 0)
             else:
-                model.add(x <= need * choices[parent])
-        model.add(sum(choices.values()) == v.admit[jc.jobset.key])
+                per_parent.setdefault(parent, []).append(v.count[(jc.index, c.id)])
+        inside: list[cp_model.IntVar] = []
+        for parent, counts in sorted(per_parent.items()):
+            m = v.copies_in[(jc.index, level, parent)]
+            model.add(sum(counts) == jc.rjob.replicas * m)
+            inside.append(m)
+        model.add(sum(inside, cp_model.LinearExpr.constant(0)) == v.admit[jc.jobset.key])
 
 
 def add_strict_fifo(model: cp_model.CpModel, v: Variables, problem: AggregatedProblem) -> None:
@@ -163,9 +226,19 @@ def add_strict_fifo(model: cp_model.CpModel, v: Variables, problem: AggregatedPr
 
 
 def add_impossible(model: cp_model.CpModel, v: Variables, problem: AggregatedProblem) -> None:
-    """JobSets found unplaceable before solving (or with a child Job no domain fits) stay out."""
+    """JobSets found unplaceable before solving (or with a child Job no domain fits) stay out.
+
+    A guarded target is left to its requirements: which of them cannot hold is the question."""
+    guarded = {problem.ctx.job_classes[i].jobset.key for i in v.placed}
     for key in problem.impossible:
-        model.add(v.admit[key] == 0)
+        if key not in guarded:
+            model.add(v.admit[key] == 0)
     for jc in problem.exclusive:
-        if not problem.classes_for(jc):
+        if not problem.classes_for(jc) and jc.jobset.key not in guarded:
             model.add(v.admit[jc.jobset.key] == 0)
+
+
+def add_admitted_guards(model: cp_model.CpModel, v: Variables, problem: AggregatedProblem) -> None:
+    """A JobSet the plan placed stays admitted (anywhere it fits), behind its literal."""
+    for key, lit in v.admitted_guard.items():
+        model.add(v.admit[key] == 1).only_enforce_if(lit)

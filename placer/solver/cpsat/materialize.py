@@ -7,17 +7,18 @@ through the same `Ledger` the greedy baselines use.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from placer.model.plan import JobPlacement, JobSetOutcome, Plan, SolverReport
+from placer.model.plan import JobPlacement, JobSetOutcome, Plan, SolverReport, relative_gap
 from placer.model.workload import JobSetRequest
 from placer.solver.context import PlacementContext
-from placer.solver.cpsat.aggregate import AggregatedProblem
-from placer.solver.cpsat.variables import Variables
+from placer.solver.cpsat.problem import AggregatedProblem
+from placer.solver.cpsat.solution import Assignment
 from placer.solver.ledger import Ledger
 from placer.solver.reasons import unschedulable_reason
 
-__all__ = ["Chosen", "chosen_from_values", "materialize"]
+__all__ = ["Chosen", "chosen_from", "materialize"]
 
 
 @dataclass(frozen=True)
@@ -25,23 +26,24 @@ class Chosen:
     """A solution in class terms, whatever produced it: what materialization needs."""
 
     admitted: frozenset[str]
-    counts: dict[tuple[int, str], int]
+    counts: Mapping[tuple[int, str], int]
     """(JobClass, DomainClass) -> child Jobs placed in domains of that class."""
-    enclosing: dict[int, str] = field(default_factory=dict)
+    enclosing: Mapping[int, str] = field(default_factory=dict)
     """Shared JobClass with a required topology -> id of the domain chosen for its pods."""
 
 
-def chosen_from_values(problem: AggregatedProblem, v: Variables, values: dict[str, int]) -> Chosen:
+def chosen_from(problem: AggregatedProblem, solved: Assignment) -> Chosen:
+    """What to materialize from a solution of the model."""
     enclosing = {
         i: parent
-        for (i, level, parent), x in v.local.items()
-        if values.get(x.name)
+        for (i, level, parent), x in solved.local.items()
+        if x
         and problem.ctx.job_classes[i].rjob.required_topology == level
         and not problem.ctx.job_classes[i].exclusive_key
     }
     return Chosen(
-        admitted=frozenset(key for key, x in v.admit.items() if values.get(x.name)),
-        counts={k: values[x.name] for k, x in v.count.items() if values.get(x.name)},
+        admitted=solved.admitted,
+        counts={k: n for k, n in solved.count.items() if n},
         enclosing=enclosing,
     )
 
@@ -133,8 +135,7 @@ def materialize(
                 priority=js.priority,
             )
     objective = sum(o.accelerators for o in outcomes.values() if o.status == "placed")
-    bound = max(report.bound, objective)
     final = report.model_copy(
-        update={"objective": objective, "bound": bound, "gap": (bound - objective) / max(bound, 1)}
+        update={"objective": objective, "gap": relative_gap(objective, report.bound)}
     )
     return Plan(solver=final, jobsets=[outcomes[j.key] for j in ctx.jobsets_given])

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ortools.sat.python import cp_model
 
-from placer.solver.cpsat.aggregate import AggregatedProblem
+from placer.solver.cpsat.problem import AggregatedProblem
 from placer.solver.cpsat.variables import Variables
 
 __all__ = [
@@ -51,12 +51,11 @@ def queue_preference(v: Variables, problem: AggregatedProblem) -> cp_model.Linea
 
 def stranded_accelerators(v: Variables, problem: AggregatedProblem) -> cp_model.LinearExpr:
     """Best fit: free accelerators left idle in the domains chosen, so large domains stay whole."""
-    by_id = {c.id: c for c in problem.domain_classes}
     return sum(
         (
-            by_id[cid].stranded[i] * x
+            problem.class_by_id(cid).stranded[i] * x
             for (i, cid), x in v.count.items()
-            if by_id[cid].stranded.get(i)
+            if problem.class_by_id(cid).stranded.get(i)
         ),
         cp_model.LinearExpr.constant(0),
     )

@@ -5,10 +5,17 @@ Phases, each one function, timed into `SolverReport.phases`:
   aggregate    fold interchangeable child Jobs and domains into classes (and a coarser admission
                view when locality does not constrain admission)
   greedy       best-fit and largest-first plans; the better one hints CP-SAT and is the fallback
-  build        variables, then the rules, one constraint family per call
+  build        the one model builder (builder.py): variables, then the rules, one family per call
   solve        admission per priority tier, then packing (best fit, locality); see solve.py
   materialize  class counts -> concrete domains and nodes, through the ledger greedy uses
   check        the independent plan checker; a plan that fails it is never returned
+
+The time limit (`SolveOptions.time_limit_s`, `--time-limit`) is a wall-clock budget for the whole
+`solve` call, counted from its start: snapshot, aggregation, greedy and model building use it up
+before any search does. Admission searches until `ADMISSION_SHARE` of it has passed, packing and
+the tie-break until all of it has; a stage with no time left is not searched (its note says so).
+Materializing and checking the plan found still run after the budget, taking what they take
+(typically well under a second).
 """
 
 from __future__ import annotations
@@ -18,29 +25,38 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from ortools.sat.python import cp_model
-
 from placer.model.cluster import ClusterSnapshot
+from placer.model.errors import PlacerError
 from placer.model.options import SolveOptions
-from placer.model.plan import Plan, SolverReport
+from placer.model.plan import Plan, SolverReport, relative_gap
 from placer.model.workload import JobSetRequest
 from placer.solver.checker import check
 from placer.solver.context import PlacementContext
-from placer.solver.cpsat import constraints
-from placer.solver.cpsat.aggregate import AggregatedProblem, aggregate
+from placer.solver.cpsat.aggregate import aggregate
+from placer.solver.cpsat.builder import BuiltModel, build_model
 from placer.solver.cpsat.coarsen import coarsen
-from placer.solver.cpsat.hints import hint_from_chosen, hint_from_plan, spread_counts
-from placer.solver.cpsat.materialize import Chosen, chosen_from_values, materialize
+from placer.solver.cpsat.export import check_export_path
+from placer.solver.cpsat.hints import assignment_from_chosen, assignment_from_plan, spread_counts
+from placer.solver.cpsat.materialize import Chosen, chosen_from, materialize
+from placer.solver.cpsat.problem import AggregatedProblem
 from placer.solver.cpsat.solve import (
+    NOT_SEARCHED,
     SolveResult,
+    StageRunner,
     canonicalize,
     solve_admission,
     solve_packing,
 )
-from placer.solver.cpsat.variables import Variables, create_variables
 from placer.solver.greedy import greedy_plan
 
-__all__ = ["ADMISSION_SHARE", "PACKING_SHARE", "CpSatSolver", "build_model", "plan_with_context"]
+__all__ = [
+    "ADMISSION_SHARE",
+    "PACKING_SHARE",
+    "CpSatSolver",
+    "admission_key",
+    "best_greedy",
+    "plan_with_context",
+]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -52,8 +68,13 @@ PACKING_MODEL_LIMIT = 15_000
 and presolve than it can gain; the admission solution is then spread heuristically."""
 PACKING_SHARE = 0.2
 """Packing (best fit, locality) searches for at most this share of the time limit (at least 1 s,
-and always 0.5 s): at fleet scale it is rarely proven and improves slowly after the first seconds.
-Model building is not counted: the time limit bounds search."""
+never past the budget): at fleet scale it is rarely proven and improves slowly after the first
+seconds."""
+CANONICAL_S = 0.5
+"""The single-worker tie-break may search this long past packing's own deadline (within budget)."""
+_CPSAT_ERRORS = (OverflowError, TypeError, ValueError, RuntimeError, MemoryError)
+"""What OR-Tools raises on a model it cannot represent (coefficients beyond 64 bits, say): named
+in the report's notes, and the greedy plan is returned."""
 
 
 class CpSatSolver:
@@ -64,8 +85,10 @@ class CpSatSolver:
     ) -> Plan:
         phases: dict[str, float] = {}
         started = time.perf_counter()
+        if options.export_model_path:
+            check_export_path(options.export_model_path)
         ctx = _timed(phases, "snapshot", lambda: snapshot_phase(snapshot, jobsets, options))
-        plan = plan_with_context(ctx, phases)
+        plan = plan_with_context(ctx, phases, started=started)
         return plan.model_copy(
             update={
                 "solver": plan.solver.model_copy(
@@ -91,48 +114,46 @@ def snapshot_phase(
     return ctx
 
 
-def build_model(problem: AggregatedProblem) -> tuple[cp_model.CpModel, Variables]:
-    """The model as a list of rules; solve.py sets the objective of each stage."""
-    model = cp_model.CpModel()
-    v = create_variables(model, problem)
-    constraints.add_all_or_nothing(model, v, problem)
-    constraints.add_domain_exclusivity(model, v, problem)
-    constraints.add_overlapping_domains(model, v, problem)
-    constraints.add_shared_fit(model, v, problem)
-    constraints.add_locality(model, v, problem)
-    constraints.add_strict_fifo(model, v, problem)
-    constraints.add_impossible(model, v, problem)
-    return model, v
-
-
-def plan_with_context(ctx: PlacementContext, phases: dict[str, float] | None = None) -> Plan:
+def plan_with_context(
+    ctx: PlacementContext, phases: dict[str, float] | None = None, *, started: float | None = None
+) -> Plan:
+    """Plan with the budget counted from `started` (default: now)."""
     phases = phases if phases is not None else {}
-    start = time.perf_counter()
+    started = time.perf_counter() if started is None else started
     limit = ctx.options.time_limit_s
+    runner = StageRunner(ctx.options)
     fine = _timed(phases, "aggregate", lambda: aggregate(ctx))
     coarse = _timed(phases, "aggregate", lambda: coarsen(fine))
     greedy = _timed(phases, "greedy", lambda: best_greedy(ctx))
-    model, v = _timed(phases, "build", lambda: build_model(coarse))
-    _timed(phases, "build", lambda: hint_from_plan(model, v, coarse, greedy))
-    if ctx.options.export_model_path:
-        model.export_to_file(ctx.options.export_model_path)
-    admission = _timed(
-        phases, "solve", lambda: solve_admission(model, v, coarse, start + ADMISSION_SHARE * limit)
-    )
     plan: Plan | None = None
-    if admission.found:
-        plan = _pack_and_materialize(ctx, fine, coarse, model, v, admission, start + limit, phases)
+    try:
+        built = _timed(phases, "build", lambda: build_model(coarse))
+        _timed(phases, "build", lambda: _hint_greedy(built, greedy))
+        admission_deadline = started + ADMISSION_SHARE * limit
+        admission = _timed(
+            phases, "solve", lambda: solve_admission(built, runner, admission_deadline)
+        )
+        if admission.found:
+            plan = _pack_and_materialize(ctx, fine, built, admission, runner, started, phases)
+    except PlacerError:
+        raise
+    except _CPSAT_ERRORS as e:
+        log.debug("CP-SAT raised", exc_info=True)
+        note = f"CP-SAT raised {type(e).__name__}: {' '.join(str(e).split())[:200]}"
+        admission = SolveResult(optimal=False, notes=(note,), failure="EXCEPTION")
     if plan is None or admission_key(plan) < admission_key(greedy):
-        why = "no CP-SAT solution in time" if plan is None else "CP-SAT admits less than greedy"
+        why = _fallback_reason(plan, admission)
         log.warning("falling back to the greedy plan: %s", why)
         greedy = greedy_plan(ctx, greedy.solver.name)
+        objective = greedy.solver.objective
         plan = greedy.model_copy(
             update={
                 "solver": SolverReport(
                     name="cpsat",
                     status="FALLBACK",
-                    objective=greedy.solver.objective,
-                    bound=max(admission.bound, greedy.solver.objective),
+                    objective=objective,
+                    bound=admission.bound,
+                    gap=relative_gap(objective, admission.bound),
                     notes=[why, *admission.notes],
                 )
             }
@@ -146,19 +167,41 @@ def plan_with_context(ctx: PlacementContext, phases: dict[str, float] | None = N
     return plan
 
 
+def _hint_greedy(built: BuiltModel, greedy: Plan) -> None:
+    assignment_from_plan(built.variables, built.problem, greedy).hint(built.model, built.variables)
+
+
+def _fallback_reason(plan: Plan | None, admission: SolveResult) -> str:
+    """Why the greedy plan is returned, naming what CP-SAT said."""
+    if plan is not None:
+        return "CP-SAT admits less than greedy"
+    if admission.found:
+        return "the CP-SAT solution did not pack onto nodes"
+    if admission.failure == "MODEL_INVALID":
+        return "CP-SAT rejected the model or its parameters (MODEL_INVALID)"
+    if admission.failure == "EXCEPTION":
+        return "CP-SAT raised an exception building or solving the model"
+    if admission.failure in ("UNKNOWN", NOT_SEARCHED):
+        return "no CP-SAT solution within the time limit"
+    return f"CP-SAT found no solution ({admission.failure})"
+
+
 def _pack_and_materialize(
     ctx: PlacementContext,
     fine: AggregatedProblem,
-    coarse: AggregatedProblem,
-    model: cp_model.CpModel,
-    v: Variables,
+    built: BuiltModel,
     admission: SolveResult,
-    deadline: float,
+    runner: StageRunner,
+    started: float,
     phases: dict[str, float],
 ) -> Plan | None:
     """Packing on the fine classes with admissions fixed; if it finds nothing in time, the
     admission solution itself is materialized (valid, just not best-packed)."""
-    admitted = {key: admission.values[x.name] for key, x in v.admit.items()}
+    solved = admission.assignment
+    assert solved is not None
+    coarse = built.problem
+    limit = ctx.options.time_limit_s
+    deadline = started + limit
     report = SolverReport(
         name="cpsat",
         status="OPTIMAL" if admission.optimal else "FEASIBLE",
@@ -167,11 +210,9 @@ def _pack_and_materialize(
         notes=list(admission.notes),
     )
     if fine is coarse:
-        start_from = chosen_from_values(coarse, v, admission.values)
+        start_from = chosen_from(coarse, solved)
     else:
-        start_from = _timed(
-            phases, "solve", lambda: spread_counts(fine, coarse, v, admission.values)
-        )
+        start_from = _timed(phases, "solve", lambda: spread_counts(fine, coarse, solved))
         size = sum(len(fine.classes_for(jc)) for jc in fine.exclusive)
         if size > PACKING_MODEL_LIMIT:
             note = (
@@ -185,19 +226,20 @@ def _pack_and_materialize(
 
     def pack() -> tuple[Chosen, SolveResult]:
         if fine is coarse:
-            fine_model, fv = model, v
+            fine_built = built
         else:
-            fine_model, fv = build_model(fine)
-            hint_from_chosen(fine_model, fv, fine, start_from)
-        budget = max(1.0, PACKING_SHARE * ctx.options.time_limit_s)
+            fine_built = build_model(fine)
+            hint = assignment_from_chosen(fine_built.variables, fine, start_from)
+            hint.hint(fine_built.model, fine_built.variables)
         now = time.perf_counter()
-        search_deadline = max(min(deadline, now + budget), now + 0.5)
-        packing = solve_packing(fine_model, fv, fine, search_deadline, admitted)
+        search_deadline = min(deadline, now + max(1.0, PACKING_SHARE * limit))
+        packing = solve_packing(fine_built, runner, search_deadline, solved.admitted)
         if admission.optimal:
-            packing = canonicalize(fine_model, fv, fine, search_deadline + 0.5, packing)
-        if not packing.found:
+            tie_break = min(deadline, search_deadline + CANONICAL_S)
+            packing = canonicalize(fine_built, runner, tie_break, packing)
+        if packing.assignment is None:
             return start_from, packing
-        return chosen_from_values(fine, fv, packing.values), packing
+        return chosen_from(fine, packing.assignment), packing
 
     chosen, packing = _timed(phases, "solve", pack)
     report = report.model_copy(

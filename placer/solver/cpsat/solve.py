@@ -3,28 +3,35 @@
 Admission first, one solve per priority tier (highest first), each maximizing that tier's
 accelerator units, each optimum then fixed as a constraint before the next tier; then queue order
 as the tie-breaker. Packing last, with admissions fixed: fewest stranded accelerators, then fewest
-higher-level domains spanned. Every solve is
-hinted with the previous solution, so a stage that runs out of time still returns at least what the
-stage before found.
+higher-level domains spanned. Every solve is hinted with the previous solution, so a stage that
+runs out of time still returns at least what the stage before found.
+
+What the result claims is what CP-SAT proved: a tier's bound is the solver's best objective bound
+(equal to its value when proven optimal), the total bound is their sum when every tier reported
+one, and None as soon as one tier found nothing (CP-SAT then proves nothing about it or the tiers
+below). A stage that is not searched because the time limit is spent says so in the notes, and a
+model or parameter CP-SAT rejects is named MODEL_INVALID with CP-SAT's own message.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
 from placer.model.options import SolveOptions
 from placer.solver.cpsat import objectives
-from placer.solver.cpsat.aggregate import AggregatedProblem
-from placer.solver.cpsat.variables import Variables
+from placer.solver.cpsat.builder import BuiltModel
+from placer.solver.cpsat.export import export_stage
+from placer.solver.cpsat.settings import SolverPurpose, make_solver
+from placer.solver.cpsat.solution import Assignment
 
 __all__ = [
+    "NOT_SEARCHED",
     "SolveResult",
-    "apply_parameters",
+    "StageRunner",
     "canonicalize",
     "solve_admission",
     "solve_packing",
@@ -32,121 +39,136 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+NOT_SEARCHED = "NOT_SEARCHED"
+"""Stage status when the time limit was spent before the stage could start searching."""
 
-@dataclass
+
+@dataclass(frozen=True)
 class SolveResult:
-    values: dict[str, int] = field(default_factory=dict)
-    """Variable name -> value in the best solution found."""
-    found: bool = False
+    assignment: Assignment | None = None
+    """The best solution found; None when no stage found one."""
     optimal: bool = True
+    """Every stage run was proven optimal (a stage cut short or not run makes it False)."""
     objective: int = 0
     """Accelerator units admitted, summed over tiers."""
-    bound: int = 0
-    """Proven upper bound on `objective`."""
-    notes: list[str] = field(default_factory=list)
+    bound: int | None = None
+    """Sum of the tiers' proven bounds on admitted units; None when a tier proved nothing."""
+    notes: tuple[str, ...] = ()
+    failure: str | None = None
+    """Status of the stage that found nothing (UNKNOWN, MODEL_INVALID, NOT_SEARCHED...)."""
+
+    @property
+    def found(self) -> bool:
+        return self.assignment is not None
 
 
-def apply_parameters(
-    solver: cp_model.CpSolver, options: SolveOptions, time_left_s: float, *, canonical: bool = False
-) -> None:
-    """All solver parameters in one place.
+@dataclass(frozen=True)
+class StageOutcome:
+    status: str
+    solver: cp_model.CpSolver | None
+    note: str = ""
+    """Why the stage found nothing, in words, when it did not."""
 
-    Stages run CP-SAT's parallel portfolio, which proves these models several times faster than
-    its deterministic interleaved search, but may return any of several equally good solutions.
-    `canonical` is the single-worker search `canonicalize` uses to pick one reproducibly.
-    """
-    solver.parameters.max_time_in_seconds = max(0.05, time_left_s)
-    solver.parameters.num_workers = 1 if canonical else (options.workers or 8)
-    solver.parameters.random_seed = options.seed
+    @property
+    def found(self) -> bool:
+        return self.status in ("OPTIMAL", "FEASIBLE")
 
-
-def _all_vars(v: Variables) -> list[cp_model.IntVar]:
-    return [
-        *v.admit.values(),
-        *v.count.values(),
-        *v.shared_in_class.values(),
-        *v.shared_in_group.values(),
-        *v.local.values(),
-        *v.span.values(),
-    ]
+    @property
+    def optimal(self) -> bool:
+        return self.status == "OPTIMAL"
 
 
-def _solve(
-    model: cp_model.CpModel, options: SolveOptions, deadline: float, *, canonical: bool = False
-) -> tuple[cp_model.CpSolver, Any]:
-    solver = cp_model.CpSolver()
-    apply_parameters(solver, options, deadline - time.perf_counter(), canonical=canonical)
-    status = solver.solve(model)
-    log.debug(
-        "stage %s: %s, objective %s, bound %s, %.2f s",
-        model.name or "-",
-        solver.status_name(status),
-        solver.objective_value,
-        solver.best_objective_bound,
-        solver.wall_time,
-    )
-    return solver, status
+class StageRunner:
+    """Runs the planner's stages: one solver each, exported first when `--export-model` asks."""
+
+    def __init__(self, options: SolveOptions) -> None:
+        self.options = options
+        self.exported: list[str] = []
+
+    def run(
+        self,
+        model: cp_model.CpModel,
+        name: str,
+        deadline: float,
+        purpose: SolverPurpose = "stage",
+        *,
+        export: bool = True,
+    ) -> StageOutcome:
+        if export and self.options.export_model_path:
+            path = export_stage(model, self.options.export_model_path, len(self.exported) + 1, name)
+            self.exported.append(path)
+        left_s = deadline - time.perf_counter()
+        if left_s <= 0:
+            return StageOutcome(NOT_SEARCHED, None, f"{name}: not searched, time limit spent")
+        solver = make_solver(self.options, purpose, left_s)
+        status = solver.status_name(solver.solve(model))
+        log.debug(
+            "stage %s: %s, objective %s, bound %s, %.2f s",
+            name,
+            status,
+            solver.objective_value,
+            solver.best_objective_bound,
+            solver.wall_time,
+        )
+        if status in ("OPTIMAL", "FEASIBLE"):
+            return StageOutcome(status, solver)
+        if status == "MODEL_INVALID":
+            info = solver.solution_info() or "no detail"
+            return StageOutcome(status, solver, f"{name}: MODEL_INVALID ({info})")
+        if status == "UNKNOWN":
+            return StageOutcome(status, solver, f"{name}: UNKNOWN (no solution within the time)")
+        return StageOutcome(status, solver, f"{name}: {status}")
 
 
-def _rehint(
-    model: cp_model.CpModel, variables: list[cp_model.IntVar], values: dict[str, int]
-) -> None:
-    model.clear_hints()  # type: ignore[no-untyped-call]
-    for x in variables:
-        model.add_hint(x, values[x.name])
-
-
-def solve_admission(
-    model: cp_model.CpModel, v: Variables, problem: AggregatedProblem, deadline: float
-) -> SolveResult:
+def solve_admission(built: BuiltModel, runner: StageRunner, deadline: float) -> SolveResult:
     """Each tier's accelerator units, highest tier first, each fixed once found; then queue order.
 
     Queue order (earlier JobSets first among equal admissions) comes after every tier's units: it
     is a tie-breaker whose optimality is hard to prove with many similar JobSets, and a stage that
     may not finish must not starve the tiers below of solve time.
     """
-    result = SolveResult()
-    variables = _all_vars(v)
+    model, v, problem = built.model, built.variables, built.problem
     stages = [
         (f"tier {t}", objectives.admitted_units(v, problem, t), True)
         for t in objectives.tiers(problem)
     ]
     stages.append(("queue order", objectives.queue_preference(v, problem), False))
+    assignment: Assignment | None = None
+    objective, bound, optimal = 0, 0, True
+    bound_known = True
+    notes: list[str] = []
     for name, expr, counts_units in stages:
         model.name = name
         model.maximize(expr)
-        solver, status = _solve(model, problem.ctx.options, deadline)
-        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            result.notes.append(f"{name}: {solver.status_name(status)}")
-            result.optimal = False
-            return result if not result.found else _stop(result)
-        value = round(solver.objective_value)
-        bound = round(solver.best_objective_bound)
-        result.found = True
+        out = runner.run(model, name, deadline)
+        if not out.found or out.solver is None:
+            notes.append(out.note)
+            bound_known = bound_known and not counts_units
+            failure = out.status if assignment is None else None
+            return SolveResult(
+                assignment,
+                False,
+                objective,
+                bound if bound_known else None,
+                tuple(notes),
+                failure,
+            )
+        value = round(out.solver.objective_value)
+        proven = value if out.optimal else round(out.solver.best_objective_bound)
         if counts_units:
-            result.objective += value
-            result.bound += bound
-        if status != cp_model.OPTIMAL:
-            result.optimal = False
-            result.notes.append(f"{name}: FEASIBLE, {value} (bound {bound})")
-        result.values = {x.name: solver.value(x) for x in variables}
+            objective += value
+            bound += proven
+        if not out.optimal:
+            optimal = False
+            notes.append(f"{name}: FEASIBLE, {value} (bound {proven})")
+        assignment = Assignment.read(out.solver, v)
         model.add(expr >= value)
-        _rehint(model, variables, result.values)
-    return result
-
-
-def _stop(result: SolveResult) -> SolveResult:
-    """A later tier found nothing in time: keep what the earlier tiers found (bound unknown)."""
-    result.bound = max(result.bound, result.objective)
-    return result
+        assignment.hint(model, v)
+    return SolveResult(assignment, optimal, objective, bound, tuple(notes))
 
 
 def solve_packing(
-    model: cp_model.CpModel,
-    v: Variables,
-    problem: AggregatedProblem,
-    deadline: float,
-    admitted: dict[str, int],
+    built: BuiltModel, runner: StageRunner, deadline: float, admitted: frozenset[str]
 ) -> SolveResult:
     """Best fit, then locality, with admissions fixed; a hint must already be on the model.
 
@@ -154,39 +176,31 @@ def solve_packing(
     never outweigh one accelerator): at fleet scale each presolve of the fine model costs a second
     or more, and locality, a facility-location problem, is rarely proven anyway.
     """
+    model, v, problem = built.model, built.variables, built.problem
     for key, x in v.admit.items():
-        model.add(x == admitted.get(key, 0))
+        model.add(x == int(key in admitted))
     stranded = objectives.stranded_accelerators(v, problem)
     spans = objectives.domains_spanned(v)
     weight = len(v.span) + len(v.local) + 1
     model.name = "packing"
     model.minimize(stranded * weight + spans)
-    solver, status = _solve(model, problem.ctx.options, deadline)
-    result = SolveResult(found=False, optimal=True)
-    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        result.optimal = False
-        result.notes.append(f"packing: {solver.status_name(status)}")
-        return result
-    value = round(solver.objective_value)
-    result.found = True
-    if status != cp_model.OPTIMAL:
-        result.optimal = False
-        bound = round(solver.best_objective_bound)
-        result.notes.append(
+    out = runner.run(model, "packing", deadline)
+    if not out.found or out.solver is None:
+        return SolveResult(optimal=False, notes=(out.note,), failure=out.status)
+    value = round(out.solver.objective_value)
+    notes: tuple[str, ...] = ()
+    if not out.optimal:
+        lower = round(out.solver.best_objective_bound)
+        notes = (
             f"packing: FEASIBLE, {value // weight} stranded and {value % weight} spans "
-            f"(bound {bound // weight} and {bound % weight})"
+            f"(bound {lower // weight} and {lower % weight})",
         )
-    result.values = {x.name: solver.value(x) for x in _all_vars(v)}
     model.add(stranded * weight + spans <= value)
-    return result
+    return SolveResult(Assignment.read(out.solver, v), out.optimal, notes=notes)
 
 
 def canonicalize(
-    model: cp_model.CpModel,
-    v: Variables,
-    problem: AggregatedProblem,
-    deadline: float,
-    result: SolveResult,
+    built: BuiltModel, runner: StageRunner, deadline: float, result: SolveResult
 ) -> SolveResult:
     """The same input gives the same plan: with every objective fixed at its proven optimum, a
     single-worker search without hints finds one solution of the tied set deterministically.
@@ -196,12 +210,15 @@ def canonicalize(
     """
     if not (result.found and result.optimal):
         return result
+    model = built.model
     model.clear_hints()  # type: ignore[no-untyped-call]
     model.clear_objective()  # type: ignore[no-untyped-call]
     model.name = "canonical"
-    solver, status = _solve(model, problem.ctx.options, deadline, canonical=True)
-    if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        result.values = {x.name: solver.value(x) for x in _all_vars(v)}
-    else:
-        result.notes.append("canonical: not found in time; an equally good plan may vary per run")
-    return result
+    out = runner.run(model, "canonical", deadline, "canonical", export=False)
+    if out.found and out.solver is not None:
+        assignment = Assignment.read(out.solver, built.variables)
+        return SolveResult(assignment, True, result.objective, result.bound, result.notes)
+    note = "canonical: not found in time; an equally good plan may vary per run"
+    return SolveResult(
+        result.assignment, True, result.objective, result.bound, (*result.notes, note)
+    )

@@ -1,0 +1,55 @@
+"""Every CP-SAT parameter placer sets, in one function: `make_solver(options, purpose)`.
+
+Purposes differ in what they need from the search:
+- `stage`      a planner stage: the parallel portfolio, which proves these models several times
+               faster than a single worker, though it may return any of several equally good
+               solutions;
+- `canonical`  the planner's tie-break: one worker, so the same input gives the same plan;
+- `conflict`   explain's assumption cores: one worker, so cores and their minimization repeat;
+- `count`      capacity counting: the portfolio with interleaved search (many similar copies);
+- `purchase`   cheapest node pools: the portfolio.
+
+`SolveOptions.workers == 0` means `DEFAULT_WORKERS`: CP-SAT's full portfolio, even on fewer cores
+(its subsolvers then take turns; on 2 cores that still proves the planner's models faster than 2
+workers do). Every purpose uses the options' seed.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from ortools.sat.python import cp_model
+
+from placer.model.options import SolveOptions
+
+__all__ = ["CONFLICT_TIME_CAP_S", "DEFAULT_WORKERS", "SolverPurpose", "make_solver", "workers_for"]
+
+SolverPurpose = Literal["stage", "canonical", "conflict", "count", "purchase"]
+
+DEFAULT_WORKERS = 8
+"""Workers when `SolveOptions.workers` is 0: the size of CP-SAT's default parallel portfolio."""
+CONFLICT_TIME_CAP_S = 10.0
+"""One conflict check searches at most this long, whatever the time limit: explain asks many."""
+_SINGLE_WORKER: frozenset[SolverPurpose] = frozenset({"canonical", "conflict"})
+
+
+def workers_for(options: SolveOptions, purpose: SolverPurpose) -> int:
+    if purpose in _SINGLE_WORKER:
+        return 1
+    return options.workers or DEFAULT_WORKERS
+
+
+def make_solver(
+    options: SolveOptions, purpose: SolverPurpose, time_left_s: float | None = None
+) -> cp_model.CpSolver:
+    """A solver for one search; `time_left_s` (default: the options' time limit) bounds it."""
+    limit_s = options.time_limit_s if time_left_s is None else time_left_s
+    if purpose == "conflict":
+        limit_s = min(limit_s, CONFLICT_TIME_CAP_S)
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = max(0.0, limit_s)
+    solver.parameters.num_workers = workers_for(options, purpose)
+    solver.parameters.random_seed = options.seed
+    if purpose == "count":
+        solver.parameters.interleave_search = True
+    return solver
