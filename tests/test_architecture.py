@@ -105,3 +105,33 @@ def test_public_surface_is_declared(module: str) -> None:
     missing = [n for n in declared if not hasattr(mod, n)]
     assert not missing, f"{module}.__all__ names missing attributes {missing}"
     assert len(set(declared)) == len(declared), f"{module}.__all__ repeats a name"
+
+
+CPSAT = "placer.solver.cpsat"
+
+
+@pytest.mark.parametrize("path", _sources(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_cpsat_internals_stay_inside_cpsat(path: Path) -> None:
+    """Outside placer/solver/cpsat/ only the package's public surface (`__all__` of its
+    `__init__`) is imported: `from placer.solver.cpsat import build_model`, never a module of it.
+    (The package's own tests may test its modules.)"""
+    rel = path.relative_to(ROOT).as_posix()
+    if rel.startswith("placer/solver/cpsat/"):
+        return
+    inside = [n for n in _imports(path) if n.startswith(CPSAT + ".")]
+    assert not inside, f"{rel} imports CP-SAT internals {inside}; use {CPSAT}'s public surface"
+    public = set(importlib.import_module(CPSAT).__all__)
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module == CPSAT:
+            private = [a.name for a in node.names if a.name not in public]
+            assert not private, f"{rel} imports {private} from {CPSAT}, not in its __all__"
+    text = path.read_text()
+    assert f'"{CPSAT}.' not in text and f"'{CPSAT}." not in text, f"{rel} names a cpsat module"
+
+
+def test_cpsat_public_surface_is_small_and_declared() -> None:
+    import placer.solver.cpsat as cpsat
+
+    assert sorted(cpsat.__all__) == sorted(set(cpsat.__all__))
+    assert {"CpSatSolver", "build_model", "make_solver", "aggregate"} <= set(cpsat.__all__)
+    assert len(cpsat.__all__) <= 20
