@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from placer.model.cluster import ClusterSnapshot
+from placer.model.errors import InputError
 from placer.model.options import SolveOptions
 from placer.model.workload import JobSetRequest, ReplicatedJobRequest
 from placer.solver.capacity.copies import copies_of
-from placer.solver.capacity.counting import make_copies
+from placer.solver.capacity.counting import count_copies, make_copies
 from placer.solver.capacity.mix import largest_mix
 from placer.solver.checker import check
 from tests.capacity.brute import fits_together
@@ -148,3 +150,13 @@ def test_a_mix_prefers_more_accelerators() -> None:
     ]
     assert mix.accelerators == 32 and mix.verified
     assert plan is not None and check(plan, snap, copies, OPTIONS) == []
+
+
+def test_counting_names_a_model_cp_sat_rejects() -> None:
+    """MODEL_INVALID is not "0 copies fit": it is an error naming what CP-SAT said."""
+    snap = ClusterSnapshot(nodes=tuple(pool("p0", 2)), levels=(BLOCK, NODEPOOL, HOSTNAME))
+    shape = jobset("s", rjob())
+    options = OPTIONS.model_copy(update={"workers": 100_000})
+    with pytest.raises(InputError, match=r"MODEL_INVALID.*num_workers"):
+        count_copies(snap, [shape], options, {shape.key: 1})
+    assert count_copies(snap, [shape], OPTIONS, {shape.key: 1}).copies == {shape.key: 1}

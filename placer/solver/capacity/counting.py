@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from ortools.sat.python import cp_model
 
 from placer.model.cluster import ClusterSnapshot
+from placer.model.errors import InputError
 from placer.model.options import SolveOptions
 from placer.model.workload import JobSetRequest
 from placer.solver.context import PlacementContext
@@ -72,6 +73,12 @@ def count_copies(
     )
     solver = make_solver(options, "count")
     status = solver.solve(model)
+    if status == cp_model.MODEL_INVALID:
+        # not "nothing fits": CP-SAT refused the question (a flag or quantity out of its range)
+        raise InputError(
+            f"CP-SAT rejected the counting model (MODEL_INVALID: {solver.solution_info()})",
+            code="model-invalid",
+        )
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return CountResult({k: 0 for k in v.admit}, solver.status_name(status))
     copies = {k: int(solver.value(x)) for k, x in v.admit.items()}
