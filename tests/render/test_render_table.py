@@ -73,3 +73,18 @@ def test_empty_plan() -> None:
     text = render_table(Plan(solver=SolverReport(name="cpsat", status="OPTIMAL"), jobsets=[]))
     assert text.splitlines()[0] == "no JobSets"
     assert text.endswith("gap 0.00%, 0.00 s\n")
+
+
+def test_solver_line_when_nothing_was_proven() -> None:
+    report = SolverReport(
+        name="cpsat",
+        status="FALLBACK",
+        objective=6752,
+        bound=None,
+        wall_seconds=1.0,
+        notes=["no CP-SAT solution within the time limit"],
+    )
+    assert gap_percent(report) is None
+    text = render_table(Plan(solver=report, jobsets=[]))
+    assert "solver cpsat: FALLBACK, objective 6752, bound -, gap -, 1.00 s" in text
+    assert "note: no CP-SAT solution within the time limit" in text

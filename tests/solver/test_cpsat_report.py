@@ -63,6 +63,21 @@ def test_a_tier_that_proves_nothing_leaves_the_bound_unknown() -> None:
     assert result.notes == ("tier 0: not searched, time limit spent",)
 
 
+def test_a_plan_with_an_unproven_tier_is_feasible_with_no_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import placer.solver.cpsat.planner as planner
+
+    monkeypatch.setattr(planner, "StageRunner", _SkipTier)
+    snapshot, jobsets = _queue()
+    plan = solve_checked("cpsat", snapshot, jobsets, OPTIONS)  # type: ignore[arg-type]
+    assert plan.solver.status == "FEASIBLE"
+    assert plan.outcome("team-a/high").status == "placed"
+    assert plan.solver.objective == plan.accelerators_admitted >= 16
+    assert plan.solver.bound is None and plan.solver.gap is None
+    assert "tier 0: not searched, time limit spent" in plan.solver.notes
+
+
 def test_budget_spent_before_search_falls_back_with_no_bound() -> None:
     """The time limit counts everything from the start of the solve call: with the budget used
     up before planning, no stage searches and nothing is claimed as proven."""
