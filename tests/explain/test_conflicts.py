@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import pytest
+from ortools.sat.python import cp_model
+
 from placer.model.cluster import ClusterSnapshot
 from placer.model.options import SolveOptions
 from placer.model.workload import JobSetRequest
+from placer.solver.cpsat import SolverPurpose, make_solver
 from placer.solver.explain import explain_jobset
 from placer.solver.explain.conflicts import ConflictInputs, find_conflict, max_replicas, min_drops
 from tests.strategies import BLOCK, HOSTNAME, NODEPOOL, cluster, jobset, pool, rjob, solve_checked
@@ -114,3 +118,21 @@ def test_max_replicas_and_min_drops() -> None:
     assert max_replicas(inputs, "workers") == 1
     assert min_drops(inputs, ["team-a/low", "team-a/other"]) == ["team-a/low", "team-a/other"]
     assert min_drops(inputs, ["team-a/low"]) is None
+
+
+def test_a_model_cp_sat_rejects_is_named_not_called_a_timeout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import placer.solver.explain.conflicts as conflicts
+
+    def invalid(options: SolveOptions, purpose: SolverPurpose) -> cp_model.CpSolver:
+        solver = make_solver(options, purpose)
+        solver.parameters.num_workers = 100_000  # outside CP-SAT's range: MODEL_INVALID
+        return solver
+
+    monkeypatch.setattr(conflicts, "make_solver", invalid)
+    high, target = _queue()
+    conflict = find_conflict(ConflictInputs(_blocks(), target, (high,), OPTIONS))
+    assert conflict.status == "unknown"
+    assert conflict.text.startswith("CP-SAT rejected the model (MODEL_INVALID")
+    assert "num_workers" in conflict.text

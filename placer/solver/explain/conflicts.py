@@ -124,7 +124,8 @@ def _placed_of(m: _Model, rjob: str) -> cp_model.IntVar | None:
 
 
 def _check(m: _Model, ids: Sequence[str], options: SolveOptions) -> tuple[str, list[str]]:
-    """("infeasible", core ids) | ("feasible", []) | ("unknown", []) under the given assumptions."""
+    """Under the given assumptions: ("infeasible", core ids) | ("feasible", []) |
+    ("unknown", [what CP-SAT said]) when it decided nothing (out of time, or MODEL_INVALID)."""
     m.model.clear_assumptions()
     m.model.add_assumptions([m.literals[i] for i in ids])
     solver = make_solver(options, "conflict")
@@ -135,7 +136,9 @@ def _check(m: _Model, ids: Sequence[str], options: SolveOptions) -> tuple[str, l
         return "infeasible", [i for i in ids if i in core] or list(ids)
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return "feasible", []
-    return "unknown", []
+    if status == cp_model.MODEL_INVALID:
+        return "unknown", [f"CP-SAT rejected the model (MODEL_INVALID: {solver.solution_info()})"]
+    return "unknown", ["the solver ran out of time before deciding"]
 
 
 def _deletion_order(m: _Model, target: JobSetRequest) -> list[str]:
@@ -161,7 +164,7 @@ def find_conflict(inputs: ConflictInputs) -> Conflict:
             "placed; the solver's choice left it out (queue order, or a greedy solver)",
         )
     if status == "unknown":
-        return Conflict(status="unknown", text="the solver ran out of time before deciding")
+        return Conflict(status="unknown", text=core[0])
     minimal = True
     current = list(core)
     for rid in _deletion_order(m, inputs.target):

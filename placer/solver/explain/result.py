@@ -92,7 +92,8 @@ class Conflict(BaseModel):
     model_config = ConfigDict(frozen=True)
     status: Literal["conflict", "no-conflict", "unknown"]
     """`conflict`: `requirements` is a minimal conflicting set; `no-conflict`: some plan admits the
-    JobSet beside every JobSet the plan placed; `unknown`: the solver ran out of time."""
+    JobSet beside every JobSet the plan placed; `unknown`: the solver decided nothing (out of time,
+    or it rejected the model: `text` says which)."""
     requirements: list[Requirement] = Field(default_factory=list)
     minimal: bool = True
     """False when a time limit stopped the minimization: it conflicts but may not be minimal."""
