@@ -72,7 +72,7 @@ never past the budget): at fleet scale it is rarely proven and improves slowly a
 seconds."""
 CANONICAL_S = 0.5
 """The single-worker tie-break may search this long past packing's own deadline (within budget)."""
-_CPSAT_ERRORS = (OverflowError, TypeError, ValueError, RuntimeError, MemoryError)
+_CPSAT_ERRORS = (OverflowError, TypeError, ValueError, RuntimeError)
 """What OR-Tools raises on a model it cannot represent (coefficients beyond 64 bits, say): named
 in the report's notes, and the greedy plan is returned."""
 
