@@ -2,6 +2,10 @@
 
 Each command module exposes `register(subparsers)` (which sets `func`) and returns an exit code.
 Errors the user can fix are `PlacerError`s: printed as one line, exit 2, no traceback.
+
+The same entry point serves `placer`, `python -m placer` and `kubectl-placer` (so `kubectl placer
+plan ...` works as a kubectl plugin); the program name in usage lines follows argv[0]. Global flags
+(`-v`) are accepted before and after the subcommand.
 """
 
 from __future__ import annotations
@@ -11,21 +15,49 @@ import importlib
 import logging
 import sys
 from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 
 from placer.model.errors import PlacerError
 
-__all__ = ["main"]
+__all__ = ["build_parser", "main", "placer_version", "prog_name"]
 
-COMMANDS = ("plan", "explain", "capacity", "prepare", "controller", "extender")
+COMMANDS = ("plan", "explain", "capacity", "prepare", "controller", "extender", "completion")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="placer", description=__doc__.splitlines()[0])
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
-    sub = parser.add_subparsers(dest="command", required=True)
+def placer_version() -> str:
+    """The installed distribution's version, or `unknown` when run from a bare tree."""
+    try:
+        return version("placer")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def prog_name(argv0: str | None = None) -> str:
+    """`kubectl placer` when run as the kubectl plugin `kubectl-placer`, else `placer`."""
+    name = Path(argv0 if argv0 is not None else sys.argv[0]).name
+    return "kubectl placer" if name.startswith("kubectl-placer") else "placer"
+
+
+def _add_global_flags(parser: argparse.ArgumentParser, *, top: bool) -> None:
+    """The flags every command takes; on subcommands they default to SUPPRESS so a value given
+    before the subcommand is not reset by the subparser."""
+    default: object = False if top else argparse.SUPPRESS
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", default=default, help="debug logging on stderr"
+    )
+
+
+def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog or prog_name(), description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"%(prog)s {placer_version()}")
+    _add_global_flags(parser, top=True)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
         module = importlib.import_module(f"placer.commands.{name}")
         module.register(sub)
+    for subparser in sub.choices.values():
+        _add_global_flags(subparser, top=False)
     return parser
 
 
@@ -40,7 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.func(args)
     except PlacerError as e:
-        print(f"placer: error: {e}", file=sys.stderr)
+        print(f"{parser.prog}: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -19,6 +19,13 @@ from placer.commands.common import (
     load_inputs,
     options_from_args,
 )
+from placer.commands.output import (
+    add_output_arg,
+    as_yaml,
+    clip_lines,
+    output_width,
+    progress_for,
+)
 from placer.commands.whatif import add_whatif_args, apply_whatif_args
 from placer.model.errors import InputError
 from placer.render.capacity import (
@@ -29,7 +36,7 @@ from placer.render.capacity import (
 
 __all__ = ["register", "run"]
 
-FORMATS = ("table", "json")
+FORMATS = ("table", "wide", "json", "yaml")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -57,8 +64,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="FILE",
         help="node-pool catalogue (kind: NodePoolCatalog) for --cheapest",
     )
-    parser.add_argument(
-        "--format", choices=FORMATS, default="table", help="table (default) or json"
+    add_output_arg(
+        parser,
+        FORMATS,
+        "table (default; lines cut to the terminal), wide (lines not cut), or json/yaml",
     )
     add_jobset_args(parser)
     parser.set_defaults(func=run)
@@ -78,13 +87,19 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--catalog is only used with --cheapest", field="--catalog", code="usage")
     from placer.solver.capacity import capacity_report
 
-    snapshot, jobsets = load_inputs(args)
-    snapshot, jobsets, notes = apply_whatif_args(args, snapshot, jobsets)
-    report = capacity_report(snapshot, jobsets, options, solver=args.solver, whatif=notes)
+    with progress_for(args) as progress:
+        progress.phase("load")
+        snapshot, jobsets = load_inputs(args)
+        snapshot, jobsets, notes = apply_whatif_args(args, snapshot, jobsets)
+        report = capacity_report(
+            snapshot, jobsets, options, solver=args.solver, whatif=notes, progress=progress
+        )
     if args.format == "json":
         sys.stdout.write(render_report_json(report))
+    elif args.format == "yaml":
+        sys.stdout.write(as_yaml(render_report_json(report)))
     else:
-        sys.stdout.write(render_capacity(report))
+        sys.stdout.write(clip_lines(render_capacity(report), output_width(args.format)))
     return 0
 
 
@@ -109,13 +124,18 @@ def _cheapest(args: argparse.Namespace) -> int:
         raise InputError(
             "what-if flags need --cluster", field="--drain/--add-pool/--remove", code="usage"
         )
-    report = cheapest_pools(
-        catalog, jobsets, options_from_args(args), base=base, solver=args.solver, whatif=notes
-    )
+    with progress_for(args) as progress:
+        progress.phase(f"cheapest pools for {len(jobsets)} JobSets")
+        report = cheapest_pools(
+            catalog, jobsets, options_from_args(args), base=base, solver=args.solver, whatif=notes
+        )
     if args.format == "json":
         sys.stdout.write(render_report_json(report))
+    elif args.format == "yaml":
+        sys.stdout.write(as_yaml(render_report_json(report)))
     else:
-        sys.stdout.write(render_cheapest(report, jobsets))
+        width = output_width(args.format)
+        sys.stdout.write(clip_lines(render_cheapest(report, jobsets), width))
     return 0
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from placer.commands.common import (
     add_cluster_args,
@@ -17,12 +18,14 @@ from placer.commands.common import (
     load_inputs,
     options_from_args,
 )
+from placer.commands.output import add_output_arg, as_yaml, output_width, progress_for
 from placer.commands.whatif import add_whatif_args, apply_whatif_args
+from placer.model.errors import InputError
 from placer.render.explain import render_explanation, render_explanation_json
 
 __all__ = ["register", "run"]
 
-FORMATS = ("table", "json")
+FORMATS = ("table", "wide", "json", "yaml")
 
 
 def _budget(text: str) -> int:
@@ -46,8 +49,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_cluster_args(parser)
     add_solver_args(parser)
     add_whatif_args(parser)
-    parser.add_argument(
-        "--format", choices=FORMATS, default="table", help="table (default) or json"
+    add_output_arg(
+        parser,
+        FORMATS,
+        "table (default; repeated reasons grouped, lines cut to the terminal), wide (lines not "
+        "cut), or json/yaml: every reason, conflict and remedy",
     )
     parser.add_argument(
         "--no-remedies",
@@ -79,20 +85,37 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     from placer.solver.explain import explain_jobset
 
-    snapshot, jobsets = load_inputs(args)
-    snapshot, jobsets, notes = apply_whatif_args(args, snapshot, jobsets)
-    explanation = explain_jobset(
-        snapshot,
-        jobsets,
-        args.target,
-        options_from_args(args),
-        solver=args.solver,
-        whatif=notes,
-        remedies=args.remedies,
-        replan_budget=args.replans,
-    )
+    _check_target(args.target)
+    with progress_for(args) as progress:
+        progress.phase("load")
+        snapshot, jobsets = load_inputs(args)
+        snapshot, jobsets, notes = apply_whatif_args(args, snapshot, jobsets)
+        explanation = explain_jobset(
+            snapshot,
+            jobsets,
+            args.target,
+            options_from_args(args),
+            solver=args.solver,
+            whatif=notes,
+            remedies=args.remedies,
+            replan_budget=args.replans,
+            progress=progress,
+        )
     if args.format == "json":
         sys.stdout.write(render_explanation_json(explanation))
+    elif args.format == "yaml":
+        sys.stdout.write(as_yaml(render_explanation_json(explanation)))
     else:
-        sys.stdout.write(render_explanation(explanation))
+        sys.stdout.write(render_explanation(explanation, width=output_width(args.format)))
     return 0
+
+
+def _check_target(target: str) -> None:
+    """A forgotten NAMESPACE/NAME leaves the last JobSet path in its place: say so."""
+    if Path(target).exists():
+        raise InputError(
+            f"the JobSet to explain is missing: {target!r} is a file or directory; give "
+            "NAMESPACE/NAME after the JobSet files",
+            field="NAMESPACE/NAME",
+            code="usage",
+        )

@@ -18,6 +18,7 @@ from placer.commands.common import (
     load_inputs,
     run_solver,
 )
+from placer.commands.output import TABLE_ROWS, add_output_arg, output_width, progress_for
 from placer.model.errors import InputError
 from placer.render.document import render_json, render_yaml
 from placer.render.emit import emit_files, write_files
@@ -25,7 +26,7 @@ from placer.render.table import render_table
 
 __all__ = ["register", "run"]
 
-FORMATS = ("table", "json", "yaml")
+FORMATS = ("table", "wide", "json", "yaml")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -37,11 +38,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     add_cluster_args(parser)
     add_solver_args(parser)
-    parser.add_argument(
-        "--format",
-        choices=FORMATS,
-        default="table",
-        help="table (default), or json/yaml: the plan document other tools read",
+    add_output_arg(
+        parser,
+        FORMATS,
+        "table (default; summarized beyond 40 JobSets, lines cut to the terminal), wide (every "
+        "row, nothing cut), or json/yaml: the plan document other tools read",
     )
     parser.add_argument(
         "--emit",
@@ -55,8 +56,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
-    snapshot, jobsets = load_inputs(args)
-    plan = run_solver(args, snapshot, jobsets, load_seconds=time.perf_counter() - started)
+    with progress_for(args) as progress:
+        progress.phase("load")
+        snapshot, jobsets = load_inputs(args)
+        progress.phase(f"solve ({args.solver}, {len(jobsets)} JobSets)")
+        plan = run_solver(args, snapshot, jobsets, load_seconds=time.perf_counter() - started)
     if args.emit:
         root = Path(args.emit)
         try:
@@ -74,5 +78,7 @@ def run(args: argparse.Namespace) -> int:
     elif args.format == "yaml":
         sys.stdout.write(render_yaml(plan))
     else:
-        sys.stdout.write(render_table(plan, jobsets))
+        width = output_width(args.format)
+        rows = TABLE_ROWS if width is not None else None
+        sys.stdout.write(render_table(plan, jobsets, width=width, max_rows=rows))
     return 0

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from placer.model.plan import JobPlacement
 from placer.render.table import compact_list, solver_line
@@ -17,8 +17,14 @@ from placer.render.table import compact_list, solver_line
 if TYPE_CHECKING:
     from placer.solver.explain.result import Explanation, ReplicatedJobDiagnosis
 
-__all__ = ["format_rows", "render_explanation", "render_explanation_json"]
+__all__ = ["format_rows", "group_reasons", "render_explanation", "render_explanation_json"]
 
+GROUP_AT = 4
+"""Reasons of one kind are listed one a line up to this many; more become one grouped line
+(`324  held by running JobSets: a, b, c +321`). The JSON document keeps every one."""
+NAMES_SHOWN = 3
+MAX_REMEDIES = 10
+MAX_JOBS = 40
 MAX_OTHERS = 8
 """Other JobSets listed in a conflict before the rest are counted (a full cluster makes every
 JobSet holding a domain the target could use part of the conflict)."""
@@ -38,10 +44,60 @@ def render_explanation_json(e: Explanation) -> str:
 
 def _where(jobs: Sequence[JobPlacement]) -> list[str]:
     rows = [("JOB", "DOMAIN", "NODES")]
-    for j in jobs:
+    for j in jobs[:MAX_JOBS]:
         nodes = sorted({p.node for p in j.pods})
         rows.append((j.name, j.domain.value if j.domain else "-", compact_list(nodes)))
-    return ["  " + line for line in format_rows(rows)]
+    lines = ["  " + line for line in format_rows(rows)]
+    if len(jobs) > MAX_JOBS:
+        lines.append(f"  ... and {len(jobs) - MAX_JOBS} more child Jobs (all of them in -o json)")
+    return lines
+
+
+class _Reason(Protocol):
+    """What the grouping reads of a reason count (the solver's `ReasonCount`)."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def count(self) -> int: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def jobsets(self) -> list[str]: ...
+
+
+def group_reasons(reasons: Sequence[_Reason]) -> list[tuple[int, str]]:
+    """(count, text) lines: reasons of one kind as they are, or one line when there are more
+    than `GROUP_AT` of them, at the place of the kind's first reason."""
+    kinds: dict[str, list[_Reason]] = {}
+    for r in reasons:
+        kinds.setdefault(r.kind, []).append(r)
+    lines: list[tuple[int, str]] = []
+    for kind, group in kinds.items():
+        if len(group) <= GROUP_AT:
+            lines.extend((r.count, r.text) for r in group)
+        else:
+            lines.append((sum(r.count for r in group), _grouped_text(kind, group)))
+    return lines
+
+
+def _grouped_text(kind: str, group: Sequence[_Reason]) -> str:
+    """`held by running JobSets: a, b, c +321`: the words the texts share, then what differs."""
+    texts = [r.text.split() for r in group]
+    shared = 0
+    while all(len(words) > shared and words[shared] == texts[0][shared] for words in texts):
+        shared += 1
+    label = " ".join(texts[0][:shared]) or kind
+    names = list(dict.fromkeys(name for r in group for name in r.jobsets))
+    if names and len(names) >= len(group):
+        if "JobSet" not in label:
+            label += " JobSets"
+        items = names
+    else:
+        items = list(dict.fromkeys(" ".join(words[shared:]) or kind for words in texts))
+    head = ", ".join(items[:NAMES_SHOWN])
+    rest = len(items) - NAMES_SHOWN
+    return f"{label}: {head} +{rest}" if rest > 0 else f"{label}: {head}"
 
 
 def _domains(jobs: Sequence[JobPlacement]) -> str:
@@ -64,14 +120,16 @@ def _diagnosis(d: ReplicatedJobDiagnosis) -> list[str]:
             f"for {d.available} on {d.nodes_with_room or 0} of {d.total} nodes ({verdict})"
         )
     lines = [head]
-    width = max((len(str(r.count)) for r in d.reasons), default=1)
-    lines.extend(f"  {str(r.count).rjust(width)}  {r.text}" for r in d.reasons)
+    counted = group_reasons(d.reasons)
+    width = max((len(str(count)) for count, _ in counted), default=1)
+    lines.extend(f"  {str(count).rjust(width)}  {text}" for count, text in counted)
     if d.locality:
         lines.append(f"  {d.locality}")
     return lines
 
 
-def render_explanation(e: Explanation) -> str:
+def render_explanation(e: Explanation, *, width: int | None = None) -> str:
+    """The text; `width` (None: no limit, `-o wide`) cuts every line to that many characters."""
     head = f"{e.jobset}: {e.status}"
     lines = [head if e.status == "running" else f"{head} (priority {e.priority})"]
     lines.extend(f"what-if: {w}" for w in e.whatif)
@@ -104,11 +162,19 @@ def render_explanation(e: Explanation) -> str:
     if e.remedies:
         lines.append("")
         lines.append(f"what would make it fit (each checked by re-planning with {e.solver.name}):")
-        lines.extend(f"  - {r.text}: {_domains(r.jobs)}" for r in e.remedies)
+        lines.extend(f"  - {r.text}: {_domains(r.jobs)}" for r in e.remedies[:MAX_REMEDIES])
+        if len(e.remedies) > MAX_REMEDIES:
+            lines.append(
+                f"  - ... and {len(e.remedies) - MAX_REMEDIES} more (all of them in -o json)"
+            )
     if e.notes:
         lines.append("")
         lines.extend(f"note: {n}" for n in e.notes)
     if e.status != "running":
         lines.append("")
         lines.append(solver_line(e.solver))
+    if width is not None:
+        lines = [
+            line if len(line) <= width else line[: max(width - 3, 1)] + "..." for line in lines
+        ]
     return "\n".join(lines) + "\n"

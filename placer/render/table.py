@@ -1,11 +1,16 @@
 """The human view of a plan: one row per JobSet, the reasons for what did not fit, the solver line.
 
 `placer plan` prints this by default. It favors a glance over completeness (domains are abbreviated
-as the first few values plus a count); the JSON document is the full record.
+as the first few values plus a count); the JSON document is the full record. At fleet scale the
+CLI passes a width and a row limit: beyond the limit the table becomes a summary (counts by status,
+the highest-priority JobSets left out, with their reasons), and no line is longer than the width
+(rows are cut, the solver line wrapped). `-o wide` passes neither.
 """
 
 from __future__ import annotations
 
+import textwrap
+from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from placer.model.plan import JobPlacement, JobSetOutcome, Plan, SolverReport
@@ -15,6 +20,8 @@ __all__ = ["compact_list", "gap_percent", "render_table", "solver_line"]
 
 HEADERS = ("JOBSET", "STATUS", "PRIORITY", "JOBS", "DOMAINS", "ACCELERATORS")
 DOMAINS_SHOWN = 3
+DOMAINS_COLUMN = HEADERS.index("DOMAINS")
+STATUS_ORDER = ("placed", "partial", "unschedulable")
 
 
 def compact_list(values: Sequence[str], shown: int = DOMAINS_SHOWN) -> str:
@@ -67,11 +74,35 @@ def _row(outcome: JobSetOutcome, request: JobSetRequest | None) -> tuple[str, ..
     )
 
 
-def _format_rows(rows: Sequence[Sequence[str]]) -> list[str]:
+def _format_rows(rows: Sequence[Sequence[str]], width: int | None = None) -> list[str]:
+    """Columns two spaces apart; beyond `width`, the DOMAINS column gives way first, then rows
+    are cut (the full values are in `-o wide` and the JSON document)."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return [
-        "  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows
-    ]
+    if width is not None:
+        over = sum(widths) + 2 * (len(widths) - 1) - width
+        shrinkable = widths[DOMAINS_COLUMN] - len(HEADERS[DOMAINS_COLUMN])
+        if over > 0 and shrinkable > 0:
+            widths[DOMAINS_COLUMN] -= min(over, shrinkable)
+    lines = []
+    for r in rows:
+        cells = [_cut(cell, w) for cell, w in zip(r, widths, strict=True)]
+        line = "  ".join(cell.ljust(w) for cell, w in zip(cells, widths, strict=True)).rstrip()
+        lines.append(_cut(line, width))
+    return lines
+
+
+def _cut(text: str, width: int | None) -> str:
+    """`text`, or its first `width - 3` characters and `...` when it is longer than `width`."""
+    if width is None or len(text) <= width:
+        return text
+    return text[: max(width - 3, 1)] + "..."
+
+
+def _wrap(text: str, width: int | None) -> list[str]:
+    """Long prose lines (the solver line, notes) wrapped, not cut: every word stays."""
+    if width is None or len(text) <= width:
+        return [text]
+    return textwrap.wrap(text, width=width, subsequent_indent="  ", break_on_hyphens=False)
 
 
 def gap_percent(report: SolverReport) -> float | None:
@@ -104,21 +135,61 @@ def solver_line(report: SolverReport) -> str:
     return line
 
 
-def render_table(plan: Plan, jobsets: Sequence[JobSetRequest] = ()) -> str:
-    """The whole text block; `jobsets` (optional) adds totals the plan alone does not carry."""
+def render_table(
+    plan: Plan,
+    jobsets: Sequence[JobSetRequest] = (),
+    *,
+    width: int | None = None,
+    max_rows: int | None = None,
+) -> str:
+    """The whole text block; `jobsets` (optional) adds totals the plan alone does not carry.
+
+    `width` caps every line (None: no cap, `-o wide`); with more JobSets than `max_rows` the table
+    becomes a summary: counts by status, the highest-priority JobSets left out, and a hint.
+    """
     requests = {js.key: js for js in jobsets}
     lines: list[str] = []
-    if plan.jobsets:
-        rows = [HEADERS, *(_row(o, requests.get(o.key)) for o in plan.jobsets)]
-        lines.extend(_format_rows(rows))
+    if max_rows is not None and len(plan.jobsets) > max_rows:
+        shown = _summary(plan, requests, lines, max_rows)
+        summarize = True
     else:
+        shown, summarize = list(plan.jobsets), False
+    if shown:
+        rows = [HEADERS, *(_row(o, requests.get(o.key)) for o in shown)]
+        lines.extend(_format_rows(rows, width))
+    elif not plan.jobsets:
         lines.append("no JobSets")
-    reasons = [o for o in plan.jobsets if o.reason]
+    reasons = [o for o in shown if o.reason]
     if reasons:
         lines.append("")
-        for o in reasons:
-            lines.append(f"{o.key} {o.status}: {o.reason}")
+        lines.extend(_cut(f"{o.key} {o.status}: {o.reason}", width) for o in reasons)
+    if summarize:
+        lines.append("")
+        lines.append(f"all {len(plan.jobsets)} JobSets: -o wide (table) or -o json")
     lines.append("")
-    lines.append(solver_line(plan.solver))
-    lines.extend(f"note: {n}" for n in plan.solver.notes)
+    lines.extend(_wrap(solver_line(plan.solver), width))
+    for note in plan.solver.notes:
+        lines.extend(_wrap(f"note: {note}", width))
     return "\n".join(lines) + "\n"
+
+
+def _summary(
+    plan: Plan, requests: dict[str, JobSetRequest], lines: list[str], max_rows: int
+) -> list[JobSetOutcome]:
+    """Append the counts by status; return the unplaced JobSets to list, highest priority first
+    (queue order within a priority), at most half of `max_rows` (their reasons follow them)."""
+    by_status: Counter[str] = Counter(o.status for o in plan.jobsets)
+    counts = ", ".join(f"{by_status[s]} {s}" for s in STATUS_ORDER if by_status[s])
+    held = sum(o.accelerators for o in plan.jobsets)
+    asked = sum(r.accelerator_units for r in requests.values())
+    units = f"; accelerators {held}/{asked}" if asked else f"; accelerators {held}"
+    lines.append(f"{len(plan.jobsets)} JobSets: {counts}{units}")
+    unplaced = [o for o in plan.jobsets if o.status != "placed"]
+    order = {o.key: i for i, o in enumerate(plan.jobsets)}
+    unplaced.sort(key=lambda o: (-o.priority, order[o.key]))
+    top = unplaced[: max(max_rows // 2, 1)]
+    if top:
+        rest = len(unplaced) - len(top)
+        more = f" ({rest} more not shown)" if rest else ""
+        lines.append(f"not placed, highest priority first{more}:")
+    return top

@@ -18,6 +18,7 @@ from placer.solver.capacity.copies import copies_of
 from placer.solver.capacity.mix import largest_mix
 from placer.solver.capacity.result import CapacityReport
 from placer.solver.capacity.stranded import domain_type_usage
+from placer.solver.progress import SILENT, ProgressHook
 
 __all__ = ["capacity_report"]
 
@@ -29,22 +30,28 @@ def capacity_report(
     *,
     solver: str = "cpsat",
     whatif: Sequence[str] = (),
+    progress: ProgressHook = SILENT,
 ) -> CapacityReport:
+    """The whole report; `progress` hears each phase and each shape counted."""
     if not shapes:
         raise InputError("give at least one JobSet shape", field="JOBSETS", code="usage")
     notes: list[str] = []
     per_shape = []
-    for shape in shapes:
+    progress.phase("copies")
+    for done, shape in enumerate(shapes):
+        progress.step(done, len(shapes), shape.key)
         result, _ = copies_of(snapshot, shape, options, solver=solver)
         if not result.verified:
             notes.append(f"{shape.key}: {result.copies} copies counted, too many to re-plan")
         per_shape.append(result)
+    progress.phase("mix")
     mix, plan, copies = largest_mix(snapshot, shapes, options, solver=solver)
     if not mix.verified:
         notes.append(
             "largest mix: the planner placed fewer copies than counted (or too many to re-plan); "
             "the mix shows what it placed"
         )
+    progress.phase("stranded")
     rows = domain_type_usage(snapshot, shapes, options, mix_plan=plan, mix_jobsets=copies)
     return CapacityReport(
         whatif=list(whatif), shapes=per_shape, mix=mix, domain_types=rows, notes=notes

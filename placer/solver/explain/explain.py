@@ -25,6 +25,7 @@ from placer.solver.explain.conflicts import ConflictInputs, find_conflict
 from placer.solver.explain.reasons_detail import diagnose, occupancy_from_plan
 from placer.solver.explain.remedies import Replanner, find_remedies
 from placer.solver.explain.result import Explanation
+from placer.solver.progress import SILENT, ProgressHook
 from placer.solver.registry import get_solver
 
 __all__ = ["explain_jobset", "find_target"]
@@ -52,11 +53,16 @@ def explain_jobset(
     whatif: Sequence[str] = (),
     remedies: bool = True,
     replan_budget: int = 24,
+    progress: ProgressHook = SILENT,
 ) -> Explanation:
-    """Why JobSet `name` is (not) placed when `jobsets` are planned onto `snapshot`."""
+    """Why JobSet `name` is (not) placed when `jobsets` are planned onto `snapshot`.
+
+    `progress` hears each phase (plan, count, conflict, remedies) and each re-plan.
+    """
     target = find_target(jobsets, name)
     if target is None:
         return _not_pending(snapshot, jobsets, name, options, whatif)
+    progress.phase("plan")
     plan = _plan(snapshot, jobsets, options, solver)
     notes = [f"plan check: {v}" for v in check(plan, snapshot, jobsets, options)]
     outcome = plan.outcome(target.key)
@@ -71,12 +77,14 @@ def explain_jobset(
     }
     if outcome.status == "placed":
         return Explanation(**base, notes=notes)  # type: ignore[arg-type]
+    progress.phase("count")
     ctx = PlacementContext(snapshot, jobsets, options)
     diagnosis = diagnose(ctx, target, occupancy_from_plan(ctx, plan))
     others = tuple(
         js for js in jobsets if js.key != target.key and plan.outcome(js.key).status == "placed"
     )
     inputs = ConflictInputs(snapshot=snapshot, target=target, others=others, options=options)
+    progress.phase("conflict")
     conflict = find_conflict(inputs)
     if outcome.reason.startswith("strict-fifo"):
         notes.append(
@@ -85,7 +93,15 @@ def explain_jobset(
         )
     found = []
     if remedies:
-        replanner = Replanner(snapshot, list(jobsets), options, solver=solver, budget=replan_budget)
+        progress.phase("remedies")
+        replanner = Replanner(
+            snapshot,
+            list(jobsets),
+            options,
+            solver=solver,
+            budget=replan_budget,
+            progress=progress,
+        )
         found = find_remedies(replanner, inputs, diagnosis)
         notes.extend(replanner.notes)
         if not found:

@@ -31,6 +31,7 @@ from placer.solver.checker import check
 from placer.solver.context import PlacementContext
 from placer.solver.explain.conflicts import ConflictInputs, max_replicas, min_drops
 from placer.solver.explain.result import Remedy, ReplicatedJobDiagnosis
+from placer.solver.progress import SILENT, ProgressHook
 from placer.solver.registry import get_solver
 
 __all__ = ["Replanner", "find_remedies"]
@@ -50,6 +51,8 @@ class Replanner:
     budget: int = 24
     used: int = 0
     notes: list[str] = field(default_factory=list)
+    progress: ProgressHook = SILENT
+    """Told before each re-plan (`used` of `budget`), so a terminal can show a bar."""
     _memo: dict[tuple[str, ...], list[JobPlacement] | None] = field(default_factory=dict)
 
     def try_plan(
@@ -82,6 +85,7 @@ class Replanner:
             if note not in self.notes:
                 self.notes.append(note)
             return None
+        self.progress.step(self.used, self.budget, f"re-plan {self.used + 1}")
         self.used += 1
         snap = snapshot or self.snapshot
         queue = list(jobsets if jobsets is not None else self.jobsets)
