@@ -69,6 +69,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    if not args.verbose:
+        # the Kubernetes client's transport logs each retry; the failure is reported once, below
+        logging.getLogger("urllib3").setLevel(logging.ERROR)
     try:
         code: int = args.func(args)
     except PlacerError as e:

@@ -28,6 +28,7 @@ from kubernetes.leaderelection.resourcelock.leaselock import LeaseLock
 from placer.controller.adapter import Kind, Listing, Obj, WatchEvent
 from placer.controller.lease import LeaderSettings
 from placer.model.errors import ClusterError
+from placer.model.kubeconfig import config_error
 
 __all__ = ["JOBSET_GROUP", "JOBSET_PLURAL", "JOBSET_VERSION", "KubeAdapter"]
 
@@ -83,7 +84,7 @@ class KubeAdapter:
             except ConfigException:
                 return cls(config.new_client_from_config())  # type: ignore[no-untyped-call]
         except (ConfigException, OSError) as e:
-            raise ClusterError(f"cannot load Kubernetes configuration: {e}") from e
+            raise ClusterError(config_error(kubeconfig, e)) from e
 
     # --- dispatch ------------------------------------------------------------------------------
 

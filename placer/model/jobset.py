@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, Strict
 
 from placer.model.errors import InputError
 from placer.model.manifests import (
-    expand_paths,
+    describe_object,
     object_key,
     paused_gc,
     read_documents,
@@ -372,24 +372,21 @@ def _load_jobsets(
 ) -> list[JobSetRequest]:
     result: list[JobSetRequest] = []
     seen: dict[str, str] = {}
-    for path in expand_paths(paths):
+    for given in paths:
+        # per path given: a file with no JobSet is an error, a directory only if none of its
+        # files holds one (other kinds beside JobSets are skipped with a warning)
         found = 0
-        for source, doc in read_documents([path]):
-            kind = doc.get("kind")
-            if kind != "JobSet":
-                log.warning(
-                    "%s: skipping %s %s (not a JobSet)",
-                    source,
-                    kind or "object without kind",
-                    object_key(doc),
-                )
+        for source, doc in read_documents([given]):
+            if doc.get("kind") != "JobSet":
+                log.warning("%s: skipping %s (not a JobSet)", source, describe_object(doc))
                 continue
             js = parse_jobset(
                 doc, source=source, order=len(result), priority_classes=priority_classes
             )
             if js.key in seen:
                 raise InputError(
-                    f"JobSet defined twice (first in {seen[js.key]})",
+                    f"JobSet defined twice (first in {seen[js.key]}); names must be unique in "
+                    "one run: give only one of the two files, or rename one (metadata.name)",
                     source=source,
                     obj=js.key,
                     code="duplicate",
@@ -398,5 +395,5 @@ def _load_jobsets(
             result.append(js)
             found += 1
         if not found:
-            raise InputError("contains no JobSet", source=str(path), code="no-jobset")
+            raise InputError("contains no JobSet", source=str(given), code="no-jobset")
     return result

@@ -21,6 +21,7 @@ from kubernetes.config.config_exception import ConfigException
 
 from placer.model.cluster import ClusterSnapshot
 from placer.model.errors import ClusterError
+from placer.model.kubeconfig import config_error
 from placer.model.snapshot import TERMINAL_PHASES, snapshot_from_objects
 
 __all__ = ["PAGE_SIZE", "load_live_snapshot"]
@@ -50,7 +51,7 @@ def _api_client(kubeconfig: str | None) -> client.ApiClient:
         except ConfigException:
             return cast(client.ApiClient, config.new_client_from_config())  # type: ignore[no-untyped-call]
     except (ConfigException, OSError) as e:
-        raise ClusterError(f"cannot load Kubernetes configuration: {e}") from e
+        raise ClusterError(config_error(kubeconfig, e)) from e
 
 
 def _list_all(call: Callable[..., Any], what: str, **kwargs: Any) -> list[Mapping[str, Any]]:
@@ -68,13 +69,25 @@ def _list_all(call: Callable[..., Any], what: str, **kwargs: Any) -> list[Mappin
                 temporary=e.status in (429, 500, 502, 503, 504),
             ) from e
         except (urllib3.exceptions.HTTPError, OSError) as e:
-            raise ClusterError(f"listing {what} failed: {e}", temporary=True) from e
+            raise ClusterError(
+                f"listing {what} failed: {_transport_reason(e)}", temporary=True
+            ) from e
         except ValueError as e:
             raise ClusterError(f"listing {what} returned invalid JSON: {e}") from e
         items.extend(data.get("items") or [])
         token = (data.get("metadata") or {}).get("continue") or None
         if not token:
             return items
+
+
+def _transport_reason(error: Exception) -> str:
+    """`cannot connect to HOST:PORT: [Errno 111] Connection refused`, not urllib3's retry story."""
+    if isinstance(error, urllib3.exceptions.MaxRetryError):
+        reason = error.reason or error
+        where = f"{error.pool.host}:{error.pool.port}" if error.pool is not None else "the server"
+        text = str(reason).rsplit(": ", 1)[-1] if ": " in str(reason) else str(reason)
+        return f"cannot connect to {where}: {text}"
+    return " ".join(str(error).split())
 
 
 def load_live_snapshot(

@@ -28,6 +28,7 @@ from placer.model.errors import InputError
 __all__ = [
     "MANIFEST_SUFFIXES",
     "Document",
+    "describe_object",
     "expand_paths",
     "object_key",
     "parsed_as_json",
@@ -173,6 +174,16 @@ def object_key(obj: Mapping[str, Any]) -> str:
     if kind in _CLUSTER_SCOPED:
         return f"{kind}/{name}"
     return f"{meta.get('namespace') or 'default'}/{name}"
+
+
+def describe_object(obj: Mapping[str, Any]) -> str:
+    """`ConfigMap default/cfg`, `Node/n1`, or the bare kind when the object has no name: for
+    "skipping ..." warnings, which would otherwise say `NodePoolCatalog NodePoolCatalog`."""
+    kind = str(obj.get("kind") or "object without kind")
+    key = object_key(obj)
+    if key in (kind, "object") or key.startswith(f"{kind}/"):
+        return key if key.startswith(f"{kind}/") else kind
+    return f"{kind} {key}"
 
 
 def _loc(loc: Sequence[int | str]) -> str:

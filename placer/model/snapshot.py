@@ -25,7 +25,13 @@ from placer.model.cluster import ClusterSnapshot, JobSetUsage, Node
 from placer.model.compact import DESCRIPTION_KIND, parse_description
 from placer.model.errors import InputError
 from placer.model.kube_objects import PodFootprints, read_node, read_pod, read_priority_class
-from placer.model.manifests import object_key, parsed_as_json, paused_gc, read_documents
+from placer.model.manifests import (
+    describe_object,
+    object_key,
+    parsed_as_json,
+    paused_gc,
+    read_documents,
+)
 from placer.model.resources import (
     PODS,
     ResourceMap,
@@ -315,10 +321,12 @@ def _load_snapshot(paths: Sequence[str | Path]) -> ClusterSnapshot:
             pods.append((source, doc))
         elif kind == "PriorityClass":
             classes.update(_priority_classes([(source, doc)]))
+        elif kind == "JobSet":
+            # `kubectl get nodes,pods,priorityclasses,jobsets -A -o json` (the README's command)
+            # carries them: pending JobSets come from the JOBSETS arguments, running ones from pods
+            log.debug("%s: JobSet %s in the snapshot not read", source, object_key(doc))
         else:
-            log.warning(
-                "%s: skipping %s %s", source, kind or "object without kind", object_key(doc)
-            )
+            log.warning("%s: skipping %s", source, describe_object(doc))
     if not nodes:
         raise InputError(
             "no Node objects and no ClusterDescription found",
