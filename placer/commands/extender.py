@@ -11,6 +11,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from placer.model.errors import InputError
+
 __all__ = ["register", "run"]
 
 
@@ -66,6 +68,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.pinned and not args.plan:
+        raise InputError(
+            "--pinned holds pods to the nodes of a plan file: give --plan PLAN.json",
+            field="--pinned",
+            code="usage",
+        )
     from plugins.extender.service import ServiceOptions, serve
 
     options = ServiceOptions(

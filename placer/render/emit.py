@@ -38,8 +38,10 @@ from placer.model.workload import JobSetRequest
 __all__ = [
     "NAMESPACED_JOB_LABEL",
     "NO_SCHEDULE_TAINT",
+    "OWN_FILES",
     "NodeLabelPatch",
     "affinity_patch",
+    "clear_previous",
     "domain_requirements",
     "emit_files",
     "node_label_patches",
@@ -265,9 +267,7 @@ def emit_files(
                 f"kubectl patch job {shlex.quote(job.name)} -n {shlex.quote(outcome.namespace)}"
                 f" --type strategic --patch-file {shlex.quote(rel)}"
             )
-            files[rel] = f"# {outcome.key} child Job {job.name}\n# {cmd}\n" + yaml.safe_dump(
-                patch, sort_keys=False
-            )
+            files[rel] = f"# {outcome.key} child Job {job.name}\n# {cmd}\n" + _dump(patch)
             job_cmds.append(cmd)
         if request is not None and request.node_selector_strategy:
             node_patches.extend(node_label_patches(outcome, snapshot))
@@ -275,15 +275,53 @@ def emit_files(
         files["jobs.sh"] = _script(job_cmds)
     if node_patches:
         node_patches.sort(key=lambda p: p.node)
-        files["nodes.yaml"] = yaml.safe_dump(
-            [{"node": p.node, "patch": p.patch()} for p in node_patches], sort_keys=False
-        )
+        files["nodes.yaml"] = _dump([{"node": p.node, "patch": p.patch()} for p in node_patches])
         files["nodes.sh"] = _script([c for p in node_patches for c in p.commands()])
     return files
 
 
+class _NoAliasDumper(yaml.SafeDumper):
+    """Repeated values (one template's terms shared by several patches) written out in full:
+    a patch file is read by people and by `kubectl patch`, and `&id001`/`*id001` help neither."""
+
+    def ignore_aliases(self, data: object) -> bool:
+        return True
+
+
+def _dump(data: object) -> str:
+    return yaml.dump(data, Dumper=_NoAliasDumper, sort_keys=False)
+
+
+OWN_FILES = ("jobs.sh", "nodes.yaml", "nodes.sh")
+"""What `write_files` writes at the top of its directory, besides the patches under `jobs/`."""
+
+
+def clear_previous(root: Path) -> list[Path]:
+    """Remove what an earlier `--emit` into `root` wrote (and only that: `jobs/<ns>/*.yaml`, the
+    scripts and nodes.yaml), so no stale patch from another plan is left beside the new ones."""
+    removed: list[Path] = []
+    for name in OWN_FILES:
+        path = root / name
+        if path.is_file():
+            path.unlink()
+            removed.append(path)
+    jobs = root / "jobs"
+    if jobs.is_dir():
+        for ns in sorted(p for p in jobs.iterdir() if p.is_dir()):
+            for patch in sorted(ns.glob("*.yaml")):
+                patch.unlink()
+                removed.append(patch)
+            if not any(ns.iterdir()):
+                ns.rmdir()
+        if not any(jobs.iterdir()):
+            jobs.rmdir()
+    return removed
+
+
 def write_files(root: Path, files: Mapping[str, str]) -> list[Path]:
-    """Write `emit_files` output under `root`; scripts become executable. Returns paths written."""
+    """Write `emit_files` output under `root`, after clearing an earlier run's files; scripts
+    become executable. Returns paths written."""
+    clear_previous(root)
     written: list[Path] = []
     for rel, content in sorted(files.items()):
         path = root / rel

@@ -71,7 +71,15 @@ def copies_of(
     queue = [*(make_copies(shape, placed) if plan is not None else []), extra]
     ctx = PlacementContext(snapshot, queue, options)
     occ = occupancy_from_plan(ctx, plan) if plan is not None else Occupancy()
-    lines = _limit_lines(ctx, extra, occ, placed)
+    if plan is None and counted > 0:
+        # counted, not planned: no plan says which domains the copies take, so a diagnosis of
+        # one more copy on the free cluster would wrongly say it fits
+        lines = [
+            f"copy {counted + 1} does not fit by the counting model; the {counted} copies were "
+            f"counted, not planned (more than {verify_limit}), so what stops one more is not named"
+        ]
+    else:
+        lines = _limit_lines(ctx, extra, occ, placed)
     result = ShapeCopies(
         jobset=shape.key,
         accelerators_per_copy=shape.accelerator_units,
@@ -106,6 +114,13 @@ def _limit_lines(
         return short
     if not diagnosis:
         return ["no child Jobs to place"]
+    locality = [d.locality for d in diagnosis if d.locality]
+    if len(diagnosis) == 1:
+        why = f" ({locality[0]})" if locality else ""
+        return [
+            f"{diagnosis[0].line}, yet the planner placed no further copy beside the "
+            f"{placed} above{why}"
+        ]
     return [
         "each replicated job fits alone, but not all together: "
         + "; ".join(d.line for d in diagnosis)

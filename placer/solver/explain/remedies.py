@@ -155,19 +155,53 @@ def _fewer_replicas(rp: Replanner, inputs: ConflictInputs) -> list[Remedy]:
     return out
 
 
+def _is_hardware_key(key: str) -> bool:
+    """Labels naming the hardware (accelerator type, machine type): another value is another
+    program, never a placement remedy."""
+    name = key.rsplit("/", 1)[-1].lower()
+    return "accelerator" in name or name in ("gpu.product", "instance-type", "machine-family")
+
+
 def _selector_alternatives(
     snapshot: ClusterSnapshot, rjob: ReplicatedJobRequest
 ) -> list[dict[str, str]]:
+    """Other values of the pod's nodeSelector that usable nodes carry, most common first; the
+    hardware labels (`_is_hardware_key`) keep their values."""
     keys = sorted(rjob.pod.node_selector)
     current = tuple(rjob.pod.node_selector[k] for k in keys)
+    fixed = [i for i, k in enumerate(keys) if _is_hardware_key(k)]
     seen: Counter[tuple[str, ...]] = Counter()
     for n in snapshot.nodes:
         if n.usable and all(k in n.labels for k in keys):
             values = tuple(n.labels[k] for k in keys)
-            if values != current:
+            if values != current and all(values[i] == current[i] for i in fixed):
                 seen[values] += 1
     ordered = sorted(seen, key=lambda v: (-seen[v], v))
     return [dict(zip(keys, v, strict=True)) for v in ordered]
+
+
+def _domain_sizes(ctx: PlacementContext, key: str, selector: dict[str, str]) -> set[int]:
+    """Host counts of the domains of `key` whose nodes all carry `selector`."""
+    sizes: set[int] = set()
+    for d in ctx.domains(key):
+        nodes = [ctx.nodes[name] for name in d.nodes if name in ctx.nodes]
+        if nodes and all(all(n.labels.get(k) == v for k, v in selector.items()) for n in nodes):
+            sizes.add(len(nodes))
+    return sizes
+
+
+def _same_shape(
+    ctx: PlacementContext, rjob: ReplicatedJobRequest, selector: dict[str, str]
+) -> bool:
+    """The new selector leads to domains of the size the current one does (the child Job's pod
+    count when the current selector matches no domain): a 2-host slice's child Job is never
+    offered 8-host slices, where it would strand six hosts."""
+    key = rjob.exclusive_key
+    if not key:
+        return True
+    wanted = _domain_sizes(ctx, key, dict(rjob.pod.node_selector)) or {rjob.pods_per_job}
+    offered = _domain_sizes(ctx, key, selector)
+    return bool(offered) and offered <= wanted
 
 
 def _fits_alone(snapshot: ClusterSnapshot, js: JobSetRequest, options: SolveOptions) -> bool:
@@ -198,6 +232,7 @@ def _other_topology(rp: Replanner, inputs: ConflictInputs) -> list[Remedy]:
             if o.pod.node_selector and o.pod.node_selector == r.pod.node_selector
         ]
         done.update(same)
+        shapes = PlacementContext(inputs.snapshot, [target], inputs.options)
         tries = 0
         for alt in _selector_alternatives(inputs.snapshot, r):
             if tries >= _MAX_TOPOLOGY_TRIES:
@@ -211,6 +246,8 @@ def _other_topology(rp: Replanner, inputs: ConflictInputs) -> list[Remedy]:
                 }
                 for name in same
             }
+            if not _same_shape(shapes, r, selector):
+                continue
             new = _with_rjobs(target, change)
             if not _fits_alone(inputs.snapshot, new, inputs.options):
                 continue
