@@ -16,6 +16,7 @@ from tests.strategies import (
     TPU_TOPOLOGY,
     cluster,
     jobset,
+    node,
     pool,
     resources,
     rjob,
@@ -62,6 +63,26 @@ def test_another_topology_value_with_room() -> None:
     assert r.change == {"replicated_jobs": ["workers"], "node_selector": {TPU_TOPOLOGY: "4x4"}}
     assert r.jobs[0].domain is not None and r.jobs[0].domain.value == "big-0"
     assert _placed(snap, [jobset("t", rjob(node_selector={TPU_TOPOLOGY: "4x4"}))])
+
+
+def test_another_topology_value_keeps_the_domain_size() -> None:
+    # a 2-host child Job is not offered the 8-host slices of another topology value (it would
+    # strand six hosts), though they are free and it would fit there
+    snap = cluster(pool("small-0", 2, jobsets=["team-z/run"]), pool("big-0", 8, topology="4x8"))
+    e = _explain(snap, [jobset("t", rjob(node_selector={TPU_TOPOLOGY: "2x4"}))])
+    assert "other-topology" not in _kinds(e)
+    assert _placed(snap, [jobset("t", rjob(node_selector={TPU_TOPOLOGY: "4x8"}))])
+
+
+def test_another_topology_value_keeps_the_accelerator() -> None:
+    accelerator = "cloud.google.com/gke-tpu-accelerator"
+    v6e = [node(f"a-{i}", labels={NODEPOOL: "a", accelerator: "v6e"}) for i in range(2)]
+    v5p = [node(f"b-{i}", labels={NODEPOOL: "b", accelerator: "v5p"}) for i in range(2)]
+    snap = cluster(v6e, v5p)
+    busy = jobset("busy", rjob(node_selector={accelerator: "v6e"}), priority=10)
+    target = jobset("t", rjob(node_selector={accelerator: "v6e"}))
+    e = _explain(snap, [busy, target])
+    assert "other-topology" not in _kinds(e)
 
 
 def test_relaxing_required_locality() -> None:
