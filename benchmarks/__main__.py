@@ -2,8 +2,10 @@
 
 Runs the static comparison, the over-time simulation, the scaling points and the planner's end-to-
 end target of the chosen suite with every solver in the registry (cpsat only if it imports), then
-judges the issue's targets and writes `RESULTS.md`, `results.json` and `plots/*.png` into `--out`
-(default: this directory). Progress goes to stderr; the report is the only output.
+judges the issue's targets and writes `RESULTS.md`, `results.json` and `plots/*.png` into `--out`.
+The default is a fresh scratch directory (its path is printed), so a trial run never overwrites
+the committed report; `--out benchmarks/` replaces it on purpose. Progress goes to stderr (a bar
+on a terminal); the report is the only output.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import logging
 import os
 import shlex
 import sys
+import tempfile
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -159,6 +162,14 @@ def run_suite(
     return write_report(rec, out)
 
 
+def _scratch_dir(suite: str) -> Path:
+    """A new directory for one run's report, e.g. /tmp/placer-benchmarks/quick-20261201-061500."""
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    root = Path(tempfile.gettempdir()) / "placer-benchmarks"
+    root.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f"{suite}-{stamp}-", dir=root))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks", description=__doc__.splitlines()[0]
@@ -169,8 +180,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     run.add_argument(
         "--out",
         type=Path,
-        default=Path(__file__).resolve().parent,
-        help="directory for RESULTS.md, results.json and plots/ (default: benchmarks/)",
+        default=None,
+        help="directory for RESULTS.md, results.json and plots/ (default: a new scratch "
+        "directory under the system's temp dir; `--out benchmarks/` replaces the committed report)",
     )
     run.add_argument(
         "--policies",
@@ -192,10 +204,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         stream=sys.stderr,
     )
     argv_text = " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
+    out = args.out if args.out is not None else _scratch_dir(args.suite)
+    print(f"benchmarks: writing to {out}", file=sys.stderr)
     try:
         path = run_suite(
             SUITES[args.suite],
-            args.out,
+            out,
             policies=[p for p in args.policies.split(",") if p],
             seed=args.seed,
             command=f"python -m benchmarks {argv_text}",

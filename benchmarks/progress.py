@@ -1,16 +1,23 @@
-"""A one-line progress display on stderr for long benchmark runs (no dependency needed).
+"""Progress for long benchmark runs: a bar on a terminal, log lines (shown with -v) otherwise.
 
-On a terminal the line is redrawn in place; in CI logs (not a tty) each step is its own line, so
-a stuck run still shows where it stopped.
+On a terminal the bar is redrawn in place on stderr; anywhere else (CI logs, pipes) each step is
+logged at INFO, so `-v` still shows where a stuck run stopped and a default run prints nothing
+but its final line, as the CLI's progress does.
 """
 
 from __future__ import annotations
 
+import logging
+import shutil
 import sys
 import time
 from typing import TextIO
 
+from placer.render.progress import progress_line
+
 __all__ = ["Progress"]
+
+log = logging.getLogger("benchmarks.progress")
 
 
 class Progress:
@@ -30,15 +37,13 @@ class Progress:
         if not self.enabled:
             return
         elapsed = time.perf_counter() - self.start
-        width = 24
-        filled = int(width * self.done / self.total)
-        bar = "#" * filled + "." * (width - filled)
-        line = f"[{bar}] {self.done}/{self.total} {elapsed:6.0f}s {self.label}: {what}"
         if self.tty:
-            self.stream.write("\r" + line[:150].ljust(150))
+            width = shutil.get_terminal_size().columns
+            line = progress_line(self.label, "", self.done, self.total, what, elapsed, width)
+            self.stream.write("\r\x1b[2K" + line)
+            self.stream.flush()
         else:
-            self.stream.write(line + "\n")
-        self.stream.flush()
+            log.info("%d/%d %.0fs %s: %s", self.done, self.total, elapsed, self.label, what)
 
     def advance(self) -> None:
         self.done += 1

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from placer.model.plan import Plan, SolverReport
+from placer.model.plan import JobSetOutcome, Plan, SolverReport
 from placer.render.table import compact_list, gap_percent, render_table, solver_line
-from tests.render.plans import sample_plan
+from tests.render.plans import job, sample_plan
 from tests.strategies import jobset, rjob
 
 
@@ -88,3 +88,71 @@ def test_solver_line_when_nothing_was_proven() -> None:
     text = render_table(Plan(solver=report, jobsets=[]))
     assert "solver cpsat: FALLBACK, objective 6752, bound -, gap -, 1.00 s" in text
     assert "note: no CP-SAT solution within the time limit" in text
+
+
+def _fleet_plan(jobsets: int, *, pool_name: str = "pool") -> Plan:
+    """`jobsets` JobSets: every third unschedulable with a long reason, the rest placed."""
+    outcomes = []
+    for i in range(jobsets):
+        if i % 3 == 0:
+            outcomes.append(
+                JobSetOutcome(
+                    namespace="team",
+                    name=f"js-{i:03d}",
+                    status="unschedulable",
+                    priority=i % 7,
+                    reason="needs 8 domains; held by " + ", ".join(f"x/{k}" for k in range(900)),
+                )
+            )
+        else:
+            jobs = [job(f"js-{i:03d}", k, f"{pool_name}-{i}-{k}") for k in range(6)]
+            outcomes.append(
+                JobSetOutcome(
+                    namespace="team",
+                    name=f"js-{i:03d}",
+                    status="placed",
+                    accelerators=48,
+                    jobs=jobs,
+                )
+            )
+    report = SolverReport(
+        name="cpsat",
+        status="OPTIMAL",
+        objective=48,
+        bound=48,
+        phases={f"phase-{k}": 0.5 for k in range(12)},
+    )
+    return Plan(solver=report, jobsets=outcomes)
+
+
+def test_fleet_table_is_summarized_and_fits_the_width() -> None:
+    plan = _fleet_plan(120, pool_name="a-very-long-node-pool-name-for-this-fleet")
+    text = render_table(plan, width=100, max_rows=40)
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= 100
+    assert lines[0] == "120 JobSets: 80 placed, 40 unschedulable; accelerators 3840"
+    assert lines[1] == "not placed, highest priority first (20 more not shown):"
+    rows = [line.split()[0] for line in lines[3:23]]
+    assert len(rows) == 20 and all(r.startswith("team/js-") for r in rows)
+    unplaced = [o for o in plan.jobsets if o.status != "placed"]
+    expected = sorted(unplaced, key=lambda o: -o.priority)[:20]  # stable: queue order in a tier
+    assert rows == [o.key for o in expected]
+    assert "all 120 JobSets: -o wide (table) or -o json" in lines
+    # the solver line is wrapped, not cut: every phase is still there
+    assert all(f"phase-{k} 0.50 s" in text.replace("\n  ", " ") for k in range(12))
+
+
+def test_wide_table_keeps_every_row_and_every_character() -> None:
+    plan = _fleet_plan(120)
+    text = render_table(plan)
+    assert len(text.splitlines()) > 120 + 40
+    assert max(len(line) for line in text.splitlines()) > 5000
+
+
+def test_narrow_width_shrinks_the_domains_column_first() -> None:
+    plan = _fleet_plan(3, pool_name="a-very-long-node-pool-name-for-this-fleet")
+    lines = render_table(plan, width=90, max_rows=40).splitlines()
+    header, placed = lines[0], lines[2]
+    assert len(placed) <= 90 and placed.endswith("48")  # ACCELERATORS kept, DOMAINS cut
+    assert header.split()[-1] == "ACCELERATORS"
+    assert "..." in placed
