@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from benchmarks.__main__ import main
 
 EXPECTED_SECTIONS = (
@@ -40,3 +42,25 @@ def test_smoke_suite_writes_a_checked_report(tmp_path: Path) -> None:
         assert (tmp_path / "plots" / png).stat().st_size > 1000
     # first-fit is the only policy allowed to leave JobSets partial
     assert all(r["metrics"]["partial"] == 0 for r in static if r["policy"] != "first-fit")
+
+
+def test_reports_go_to_a_scratch_directory_unless_out_is_given(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import benchmarks.__main__ as entry
+
+    seen: list[Path] = []
+
+    def fake_run_suite(suite: object, out: Path, **_: object) -> Path:
+        seen.append(out)
+        return out / "RESULTS.md"
+
+    monkeypatch.setattr(entry, "run_suite", fake_run_suite)
+    assert main(["run", "--suite", "smoke"]) == 0
+    assert main(["run", "--suite", "smoke"]) == 0
+    committed = Path(entry.__file__).resolve().parent
+    assert seen[0] != seen[1], "each run gets its own directory"
+    assert all(committed not in p.resolve().parents and p.resolve() != committed for p in seen)
+    assert all(p.is_dir() and not any(p.iterdir()) for p in seen)
+    for p in seen:
+        p.rmdir()

@@ -132,6 +132,19 @@ def test_limit_names_what_the_copies_took() -> None:
     )
 
 
+def test_copies_counted_but_not_planned_do_not_claim_one_more_fits() -> None:
+    # more copies than re-planned (the 10,000-node case): no plan says which domains they take,
+    # so the limit must not diagnose one more copy on the free cluster ("fits alone")
+    snap = cluster(*(pool(f"p{i}", 2) for i in range(5)))
+    result, plan = copies_of(snap, jobset("train"), OPTIONS, verify_limit=2)
+    assert (result.copies, result.verified, plan) == (5, False, None)
+    assert result.limit == (
+        "copy 6 does not fit by the counting model; the 5 copies were counted, not planned "
+        "(more than 2), so what stops one more is not named"
+    )
+    assert "fits alone" not in result.limit
+
+
 def test_copies_do_not_reuse_the_domains_of_a_running_jobset_of_the_same_name() -> None:
     snap = cluster(pool("p0", 2, jobsets=["team-a/train"]), pool("p1", 2))
     result, _ = copies_of(snap, jobset("train"), OPTIONS)

@@ -137,3 +137,21 @@ def test_completion_scripts(capsys: pytest.CaptureFixture[str]) -> None:
     ]
     assert set(complete("placer", "explain", "-o", "")) == {"table", "wide", "json", "yaml"}
     assert "--time-limit" in complete("placer", "capacity", "--time")
+
+
+def test_unreachable_cluster_is_one_line_without_retry_warnings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: c, cluster: {server: 'http://127.0.0.1:1'}}]\n"
+        "users: [{name: u, user: {token: t}}]\n"
+        "contexts: [{name: c, context: {cluster: c, user: u}}]\n"
+    )
+    jobsets = write_jobsets(tmp_path, jobset_manifest("a"))
+    assert main(["plan", "--kubeconfig", str(kubeconfig), str(jobsets)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("placer: error: listing nodes failed: cannot connect to 127.0.0.1:1: ")
+    assert err.count("\n") == 1
+    assert not [r for r in caplog.records if r.name.startswith("urllib3")]

@@ -577,6 +577,38 @@ def test_duplicate_jobset_across_files(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="defined twice") as e:
         load_jobsets([tmp_path])
     assert (e.value.source, e.value.obj) == (str(tmp_path / "b.yaml"), "team/js")
+    assert str(tmp_path / "a.yaml") in str(e.value)
+    assert "give only one of the two files, or rename one" in str(e.value)
+
+
+def test_directory_with_a_jobset_and_another_kind_loads(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / "jobset.yaml").write_text(yaml.safe_dump(manifest()))
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"}}
+    (tmp_path / "configmap.yaml").write_text(yaml.safe_dump(cm))
+    with caplog.at_level(logging.WARNING):
+        jobsets = load_jobsets([tmp_path])
+    assert [j.key for j in jobsets] == ["team/js"]
+    skipped = [r.getMessage() for r in caplog.records if "skipping" in r.getMessage()]
+    assert skipped == [
+        f"{tmp_path / 'configmap.yaml'}: skipping ConfigMap default/cfg (not a JobSet)"
+    ]
+    with pytest.raises(InputError, match="contains no JobSet") as e:
+        load_jobsets([tmp_path / "jobset.yaml", tmp_path / "configmap.yaml"])
+    assert e.value.source == str(tmp_path / "configmap.yaml")
+
+
+def test_an_object_without_a_name_is_named_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "mixed.yaml"
+    path.write_text(yaml.safe_dump_all([manifest(), {"kind": "NodePoolCatalog", "poolTypes": []}]))
+    with caplog.at_level(logging.WARNING):
+        load_jobsets([path])
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{path}: skipping NodePoolCatalog (not a JobSet)"
+    ]
 
 
 def test_document_that_is_not_an_object(tmp_path: Path) -> None:

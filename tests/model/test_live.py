@@ -166,6 +166,31 @@ def test_unreachable_server_is_a_temporary_cluster_error(tmp_path: Path) -> None
     assert isinstance(e.value.__cause__, Exception)
 
 
+def test_refused_connection_is_one_line_naming_the_server(tmp_path: Path) -> None:
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", "http://127.0.0.1:1")
+    with pytest.raises(ClusterError) as e:
+        load_live_snapshot(kubeconfig)
+    assert str(e.value).startswith("listing nodes failed: cannot connect to 127.0.0.1:1: ")
+    assert "Retry" not in str(e.value) and "\n" not in str(e.value)
+
+
+def test_no_configuration_names_the_path_tried(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setattr(
+        config.kube_config, "KUBE_CONFIG_DEFAULT_LOCATION", str(tmp_path / ".kube" / "config")
+    )
+    with pytest.raises(ClusterError) as e:
+        load_live_snapshot(None)
+    assert str(e.value) == (
+        f"no Kubernetes configuration: not running in a cluster, and {tmp_path}/.kube/config: "
+        "no such file; give one with --kubeconfig PATH (or set KUBECONFIG)"
+    )
+
+
 def test_bad_kubeconfig_is_a_cluster_error(tmp_path: Path) -> None:
     path = tmp_path / "kubeconfig"
     path.write_text("apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n")

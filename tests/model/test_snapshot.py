@@ -211,6 +211,32 @@ def test_kubectl_list_file(tmp_path: Path) -> None:
     assert snap.source == str(path)
 
 
+def test_the_readmes_snapshot_command_output_loads_quietly(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`kubectl get nodes,pods,priorityclasses,jobsets -A -o json`: one List, JobSets included."""
+    jobset = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "js", "namespace": "team"},
+        "spec": {"replicatedJobs": []},
+    }
+    priority_class = {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": "high"},
+        "value": 100,
+    }
+    doc = {"apiVersion": "v1", "kind": "List", "items": [node("a"), priority_class, jobset]}
+    path = tmp_path / "cluster.json"
+    path.write_text(json.dumps(doc))
+    with caplog.at_level("WARNING"):
+        snap = load_snapshot([path])
+    assert snap.priority_classes == {"high": 100}
+    assert [n.name for n in snap.nodes] == ["a"]
+    assert caplog.records == []
+
+
 def test_separate_node_and_pod_lists(tmp_path: Path) -> None:
     nodes = tmp_path / "nodes.yaml"
     nodes.write_text(

@@ -6,6 +6,7 @@ from pathlib import Path
 import yaml
 
 from placer.model.plan import DomainRef, JobPlacement, JobSetOutcome
+from placer.model.workload import JobSetRequest
 from placer.render.emit import (
     NAMESPACED_JOB_LABEL,
     affinity_patch,
@@ -226,3 +227,53 @@ def test_partial_jobset_emits_only_the_jobs_it_holds() -> None:
     plan = sample_plan().model_copy(update={"jobsets": [outcome]})
     files = emit_files(plan, [], cluster(pool("pool0", 2)))
     assert sorted(files) == ["jobs.sh", "jobs/ns/p-workers-0.yaml"]
+
+
+def _two_term_request() -> JobSetRequest:
+    """team-a/multislice whose pod template already requires one of two zones (two terms)."""
+    terms = [
+        {"matchExpressions": [{"key": "zone", "operator": "In", "values": [z]}]} for z in ("a", "b")
+    ]
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}
+        }
+    }
+    manifest = {
+        "spec": {
+            "replicatedJobs": [
+                {
+                    "name": "workers",
+                    "template": {"spec": {"template": {"spec": {"affinity": affinity}}}},
+                }
+            ]
+        }
+    }
+    request = jobset("multislice", rjob(replicas=5), namespace="team-a")
+    return request.model_copy(update={"manifest": manifest})
+
+
+def test_patches_spell_out_repeated_values_without_yaml_anchors() -> None:
+    snapshot = cluster(*(pool(f"pool{i}", 2, block="b0") for i in range(5)))
+    files = emit_files(sample_plan(), [_two_term_request()], snapshot)
+    text = files["jobs/team-a/multislice-workers-3.yaml"]
+    assert "&id" not in text and "*id" not in text
+    terms = terms_of(yaml.safe_load(text))
+    assert [t["matchExpressions"][0]["values"] for t in terms] == [["a"], ["b"]]
+    assert all(t["matchExpressions"][-1]["values"] == ["pool3"] for t in terms)
+
+
+def test_write_files_clears_an_earlier_runs_files_only(tmp_path: Path) -> None:
+    stale = tmp_path / "jobs" / "team-z" / "old-job-0.yaml"
+    stale.parent.mkdir(parents=True)
+    stale.write_text("stale")
+    (tmp_path / "nodes.sh").write_text("stale")
+    mine = tmp_path / "README.txt"
+    mine.write_text("the user's")
+    snapshot = cluster(*(pool(f"pool{i}", 2, block="b0") for i in range(5)))
+    requests = [jobset("multislice", rjob(replicas=5), namespace="team-a")]
+    write_files(tmp_path, emit_files(sample_plan(), requests, snapshot))
+    assert not stale.exists() and not stale.parent.exists()
+    assert not (tmp_path / "nodes.sh").exists(), "no node-selector JobSet in this plan"
+    assert mine.read_text() == "the user's"
+    assert (tmp_path / "jobs" / "team-a" / "multislice-workers-0.yaml").exists()
