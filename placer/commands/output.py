@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import yaml
 
 from placer.render.progress import TerminalProgress
+from placer.render.table import fit_lines
 
 __all__ = [
     "PIPE_WIDTH",
@@ -64,14 +65,8 @@ def output_width(fmt: str) -> int | None:
 
 
 def clip_lines(text: str, width: int | None) -> str:
-    """Each line cut to `width` with `...` (a safety net for reports not laid out to a width)."""
-    if width is None:
-        return text
-    out = [
-        line if len(line) <= width else line[: max(width - 3, 1)] + "..."
-        for line in text.split("\n")
-    ]
-    return "\n".join(out)
+    """A report laid out without a width made to fit one: rows cut, prose wrapped."""
+    return "\n".join(fit_lines(text.split("\n"), width))
 
 
 def progress_for(args: argparse.Namespace) -> TerminalProgress:

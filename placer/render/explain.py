@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from placer.model.plan import JobPlacement
-from placer.render.table import compact_list, solver_line
+from placer.render.table import compact_list, fit_lines, solver_line
 
 if TYPE_CHECKING:
     from placer.solver.explain.result import Explanation, ReplicatedJobDiagnosis
@@ -129,7 +129,7 @@ def _diagnosis(d: ReplicatedJobDiagnosis) -> list[str]:
 
 
 def render_explanation(e: Explanation, *, width: int | None = None) -> str:
-    """The text; `width` (None: no limit, `-o wide`) cuts every line to that many characters."""
+    """The text; with a `width` (None: no limit, `-o wide`) long rows are cut, prose wrapped."""
     head = f"{e.jobset}: {e.status}"
     lines = [head if e.status == "running" else f"{head} (priority {e.priority})"]
     lines.extend(f"what-if: {w}" for w in e.whatif)
@@ -173,8 +173,4 @@ def render_explanation(e: Explanation, *, width: int | None = None) -> str:
     if e.status != "running":
         lines.append("")
         lines.append(solver_line(e.solver))
-    if width is not None:
-        lines = [
-            line if len(line) <= width else line[: max(width - 3, 1)] + "..." for line in lines
-        ]
-    return "\n".join(lines) + "\n"
+    return "\n".join(fit_lines(lines, width)) + "\n"

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from placer.model.plan import JobPlacement, JobSetOutcome, Plan, SolverReport
 from placer.model.workload import JobSetRequest
 
-__all__ = ["compact_list", "gap_percent", "render_table", "solver_line"]
+__all__ = ["compact_list", "fit_lines", "gap_percent", "render_table", "solver_line"]
 
 HEADERS = ("JOBSET", "STATUS", "PRIORITY", "JOBS", "DOMAINS", "ACCELERATORS")
 DOMAINS_SHOWN = 3
@@ -102,7 +102,28 @@ def _wrap(text: str, width: int | None) -> list[str]:
     """Long prose lines (the solver line, notes) wrapped, not cut: every word stays."""
     if width is None or len(text) <= width:
         return [text]
-    return textwrap.wrap(text, width=width, subsequent_indent="  ", break_on_hyphens=False)
+    indent = text[: len(text) - len(text.lstrip(" "))]
+    return textwrap.wrap(
+        text,
+        width=width,
+        initial_indent="",
+        subsequent_indent=indent + "  ",
+        break_on_hyphens=False,
+    )
+
+
+def fit_lines(lines: Iterable[str], width: int | None) -> list[str]:
+    """Every line within `width` (None: as they are): table rows (cells two spaces apart) are cut
+    with `...`, prose lines are wrapped with a hanging indent, so no word of a sentence is lost."""
+    out: list[str] = []
+    for line in lines:
+        if width is None or len(line) <= width:
+            out.append(line)
+        elif "  " in line.strip():
+            out.append(_cut(line, width))
+        else:
+            out.extend(_wrap(line, width))
+    return out
 
 
 def gap_percent(report: SolverReport) -> float | None:
