@@ -22,6 +22,10 @@ from placer.model.errors import PlacerError
 
 __all__ = ["build_parser", "main", "placer_version", "prog_name"]
 
+DESCRIPTION = (
+    "Plan pending Kubernetes JobSets jointly with CP-SAT: one topology domain per child Job, "
+    "all-or-nothing per JobSet, priority first."
+)
 COMMANDS = ("plan", "explain", "capacity", "prepare", "controller", "extender", "completion")
 
 
@@ -49,7 +53,7 @@ def _add_global_flags(parser: argparse.ArgumentParser, *, top: bool) -> None:
 
 
 def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=prog or prog_name(), description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=prog or prog_name(), description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"%(prog)s {placer_version()}")
     _add_global_flags(parser, top=True)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
