@@ -55,6 +55,7 @@ class TerminalProgress:
         self._total = 0
         self._what = ""
         self._drawn = False
+        self._last = ""
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -102,9 +103,11 @@ class TerminalProgress:
                 line = progress_line(
                     self.label, self._phase, self._done, self._total, self._what, elapsed, width
                 )
-                self.stream.write("\r\x1b[2K" + line)
-                self.stream.flush()
-                self._drawn = True
+                if line != self._last:  # redrawn when something (at least the seconds) changed
+                    self.stream.write("\r\x1b[2K" + line)
+                    self.stream.flush()
+                    self._last = line
+                    self._drawn = True
 
 
 def _isatty(stream: TextIO) -> bool:
