@@ -89,9 +89,9 @@ def add_cluster_args(parser: argparse.ArgumentParser) -> None:
         "--cluster",
         metavar="PATH",
         action="append",
-        help="cluster snapshot file, repeatable: `kubectl get nodes,pods -A -o json` output "
-        "(nodes, pods and PriorityClasses may be separate files) or placer's compact cluster "
-        "description",
+        help="cluster snapshot file, repeatable: `kubectl get nodes,pods,priorityclasses,jobsets "
+        "-A -o json` output (nodes, pods and PriorityClasses may be separate files) or placer's "
+        "compact cluster description",
     )
     source.add_argument(
         "--kubeconfig",
