@@ -19,6 +19,7 @@ from placer.commands.common import (
     load_inputs,
     options_from_args,
 )
+from placer.commands.map_option import add_map_arg, check_map_arg, draw_map
 from placer.commands.output import (
     add_output_arg,
     as_yaml,
@@ -54,6 +55,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         group.required = False
     add_solver_args(parser)
     add_whatif_args(parser)
+    add_map_arg(parser)
     parser.add_argument(
         "--cheapest",
         action="store_true",
@@ -81,6 +83,9 @@ def run(args: argparse.Namespace) -> int:
             code="usage",
         )
     options = options_from_args(args)
+    check_map_arg(args)
+    if args.cheapest and args.map:
+        raise InputError("not available with --cheapest", field="--map", code="usage")
     if args.cheapest:
         return _cheapest(args)
     if args.catalog:
@@ -94,6 +99,15 @@ def run(args: argparse.Namespace) -> int:
         report = capacity_report(
             snapshot, jobsets, options, solver=args.solver, whatif=notes, progress=progress
         )
+    stranded = [n for row in report.domain_types for n in row.stranded_nodes]
+    draw_map(
+        args,
+        snapshot,
+        report.mix_plan,
+        jobsets,
+        title="placer capacity: the largest mix, and stranded hosts",
+        stranded=stranded,
+    )
     if args.format == "json":
         sys.stdout.write(render_report_json(report))
     elif args.format == "yaml":

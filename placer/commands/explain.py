@@ -18,6 +18,7 @@ from placer.commands.common import (
     load_inputs,
     options_from_args,
 )
+from placer.commands.map_option import add_map_arg, check_map_arg, draw_map
 from placer.commands.output import add_output_arg, as_yaml, output_width, progress_for
 from placer.commands.whatif import add_whatif_args, apply_whatif_args
 from placer.model.errors import InputError
@@ -49,6 +50,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_cluster_args(parser)
     add_solver_args(parser)
     add_whatif_args(parser)
+    add_map_arg(parser)
     add_output_arg(
         parser,
         FORMATS,
@@ -85,6 +87,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     from placer.solver.explain import explain_jobset
 
+    check_map_arg(args)
     _check_target(args.target)
     with progress_for(args) as progress:
         progress.phase("load")
@@ -101,6 +104,8 @@ def run(args: argparse.Namespace) -> int:
             replan_budget=args.replans,
             progress=progress,
         )
+    title = f"placer explain {explanation.jobset}: {explanation.status}"
+    draw_map(args, snapshot, explanation.plan, jobsets, title=title, highlight=explanation.jobset)
     if args.format == "json":
         sys.stdout.write(render_explanation_json(explanation))
     elif args.format == "yaml":

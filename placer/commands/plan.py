@@ -18,6 +18,7 @@ from placer.commands.common import (
     load_inputs,
     run_solver,
 )
+from placer.commands.map_option import add_map_arg, check_map_arg, draw_map
 from placer.commands.output import TABLE_ROWS, add_output_arg, output_width, progress_for
 from placer.model.errors import InputError
 from placer.render.document import render_json, render_yaml
@@ -50,17 +51,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="write per child Job node-affinity patches (and node labels/taints "
         "for the node-selector strategy) under DIR",
     )
+    add_map_arg(parser)
     add_jobset_args(parser)
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    check_map_arg(args)
     started = time.perf_counter()
     with progress_for(args) as progress:
         progress.phase("load")
         snapshot, jobsets = load_inputs(args)
         progress.phase(f"solve ({args.solver}, {len(jobsets)} JobSets)")
         plan = run_solver(args, snapshot, jobsets, load_seconds=time.perf_counter() - started)
+    draw_map(args, snapshot, plan, jobsets, title="placer plan")
     if args.emit:
         root = Path(args.emit)
         try:

@@ -54,5 +54,10 @@ def capacity_report(
     progress.phase("stranded")
     rows = domain_type_usage(snapshot, shapes, options, mix_plan=plan, mix_jobsets=copies)
     return CapacityReport(
-        whatif=list(whatif), shapes=per_shape, mix=mix, domain_types=rows, notes=notes
+        whatif=list(whatif),
+        shapes=per_shape,
+        mix=mix,
+        domain_types=rows,
+        notes=notes,
+        mix_plan=plan,
     )

@@ -69,6 +69,8 @@ class DomainTypeUsage(BaseModel):
     """Stranded units by reason: held by running JobSets, NotReady node, too small, ..."""
     idle_after_mix: int | None = None
     """Free units still idle once the largest mix is placed (None without a mix)."""
+    stranded_nodes: tuple[str, ...] = Field(default=(), exclude=True)
+    """Usable nodes with free units counted as stranded (for `--map`); not in the JSON document."""
 
 
 class CapacityReport(BaseModel):
@@ -78,6 +80,8 @@ class CapacityReport(BaseModel):
     mix: Mix | None
     domain_types: list[DomainTypeUsage]
     notes: list[str] = Field(default_factory=list)
+    mix_plan: Plan | None = Field(default=None, exclude=True)
+    """The checked plan of the largest mix (copies named `<name>-copy-<j>`), for `--map`."""
 
 
 class PoolPurchase(BaseModel):

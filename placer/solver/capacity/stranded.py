@@ -43,6 +43,11 @@ def _accelerators(resources: dict[str, Decimal]) -> int:
     return int(sum((v for k, v in resources.items() if is_accelerator(k)), Decimal(0)))
 
 
+def _free_units(node: Node) -> int:
+    """Free accelerator units a node offers (none when NotReady or cordoned)."""
+    return _accelerators(node.free) if node.usable else 0
+
+
 def _node_type(node: Node) -> str:
     for label in TYPE_LABELS:
         if label in node.labels:
@@ -96,6 +101,7 @@ def domain_type_usage(
         for kind, domains in sorted(groups.items()):
             total = free = usable = idle = 0
             stranded_by: Counter[str] = Counter()
+            stranded_nodes: list[str] = []
             for d in domains:
                 nodes = [ctx.nodes[n] for n in d.nodes]
                 total += sum(_accelerators(n.allocatable) for n in nodes)
@@ -107,6 +113,7 @@ def domain_type_usage(
                 elif f:
                     verdict = domain_verdict(ctx, classes[0], d)
                     stranded_by[verdict[0] if verdict else "other"] += f
+                    stranded_nodes.extend(n.name for n in nodes if _free_units(n))
             rows.append(
                 DomainTypeUsage(
                     key=key,
@@ -118,6 +125,7 @@ def domain_type_usage(
                     stranded=free - usable,
                     stranded_by=dict(sorted(stranded_by.items())),
                     idle_after_mix=idle if mix_plan is not None else None,
+                    stranded_nodes=tuple(stranded_nodes),
                 )
             )
     rows.extend(_outside(ctx, in_domain, used, mix_plan is not None))
@@ -144,6 +152,11 @@ def _outside(
         if n.usable and any(ctx.node_capacity(jc, n) for jc in shared)
     )
     stranded = free - usable
+    unused = [
+        n.name
+        for n in nodes
+        if _free_units(n) and not any(ctx.node_capacity(jc, n) for jc in shared)
+    ]
     return [
         DomainTypeUsage(
             key="-",
@@ -155,5 +168,6 @@ def _outside(
             stranded=stranded,
             stranded_by={"no shape without an exclusive key fits": stranded} if stranded else {},
             idle_after_mix=free - sum(used.get(n.name, 0) for n in nodes) if with_mix else None,
+            stranded_nodes=tuple(unused),
         )
     ]

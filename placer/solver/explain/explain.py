@@ -74,6 +74,7 @@ def explain_jobset(
         "whatif": list(whatif),
         "jobs": list(outcome.jobs),
         "solver": plan.solver,
+        "plan": plan,
     }
     if outcome.status == "placed":
         return Explanation(**base, notes=notes)  # type: ignore[arg-type]

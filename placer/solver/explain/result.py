@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from placer.model.plan import JobPlacement, SolverReport
+from placer.model.plan import JobPlacement, Plan, SolverReport
 
 __all__ = [
     "Conflict",
@@ -131,3 +131,5 @@ class Explanation(BaseModel):
     remedies: list[Remedy] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     solver: SolverReport
+    plan: Plan | None = Field(default=None, exclude=True)
+    """The whole plan explained against (for `--map`); not part of the JSON document."""
