@@ -4,8 +4,7 @@
 turn it into pixels, so both show the same thing. It reads the cluster snapshot and a `Plan` (the
 plan document's model) and nothing of the solvers.
 
-Structure: blocks (the topology path above a host's domain) hold domains (the finest topology
-level the host carries, or else the first exclusive key it has a label for), which hold hosts.
+Structure: blocks hold domains, which hold hosts (`map_tree` decides which host goes where).
 Each host gets one state, the first that applies:
 
   running   pods of a running JobSet are on it (colored by that JobSet, solid)
@@ -21,7 +20,6 @@ Colors go to the JobSets covering the most hosts (the explained one first); the 
 
 from __future__ import annotations
 
-import re
 from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -31,7 +29,8 @@ from typing import Literal
 from placer.model.cluster import ClusterSnapshot, Node
 from placer.model.plan import DomainRef, Plan
 from placer.model.resources import is_accelerator
-from placer.model.topology import HOSTNAME, default_levels
+from placer.model.topology import HOSTNAME
+from placer.render.map_tree import BlockPath, block_title, place_hosts
 
 __all__ = [
     "OTHERS",
@@ -87,15 +86,6 @@ STRANDED_NOTES: dict[StrandedRule, str] = {
     "given": "free accelerators in a domain no JobSet shape given can take "
     "(from the capacity count)",
 }
-NO_TOPOLOGY = "no topology labels"
-KIND_LABELS = (
-    "cloud.google.com/gke-tpu-accelerator",
-    "cloud.google.com/gke-accelerator",
-    "nvidia.com/gpu.product",
-    "node.kubernetes.io/instance-type",
-)
-"""Node labels naming the machine kind, most telling first (for grouping hosts without blocks)."""
-TPU_TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
 
 
 @dataclass(frozen=True)
@@ -165,21 +155,6 @@ def _accelerators(resources: dict[str, Decimal]) -> int:
     return int(sum((v for k, v in resources.items() if is_accelerator(k)), Decimal(0)))
 
 
-def _natural(text: str) -> tuple[tuple[int, int | str], ...]:
-    """Sort key reading digit runs as numbers, so pool-10 follows pool-9."""
-    return tuple(
-        (0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", text) if part
-    )
-
-
-def _path_key(path: Iterable[tuple[str, str]]) -> tuple[tuple[tuple[int, int | str], ...], ...]:
-    return tuple(_natural(f"{k}\0{v}") for k, v in path)
-
-
-def _short(key: str) -> str:
-    return key.rsplit("/", 1)[-1]
-
-
 def _planned_hosts(plan: Plan | None) -> dict[str, list[str]]:
     """node -> JobSets the plan puts pods of there."""
     out: dict[str, list[str]] = defaultdict(list)
@@ -213,45 +188,6 @@ def _domain_keys(plan: Plan | None, keys: Iterable[str]) -> list[str]:
         if ref.key != HOSTNAME and ref.key not in found:
             found.append(ref.key)
     return found
-
-
-def _kind(node: Node) -> str:
-    """What kind of machine a host is (`tpu-v6e-slice 4x4`), to group hosts with no block level."""
-    kind = next((node.labels[k] for k in KIND_LABELS if k in node.labels), "")
-    shape = node.labels.get(TPU_TOPOLOGY_LABEL, "")
-    return f"{kind} {shape}".strip()
-
-
-def _place(
-    node: Node, levels: Sequence[str], keys: Sequence[str]
-) -> tuple[tuple[tuple[str, str], ...], tuple[str, str]]:
-    """(block path, (domain key, domain value)) of a host.
-
-    The block is the topology path above the domain; hosts without one (a TPU fleet has node
-    pools but no blocks) are grouped by machine kind instead, as `("", kind)`.
-    """
-    path: list[tuple[str, str]] = []
-    for level in levels:
-        if level not in node.labels:
-            break
-        path.append((level, node.labels[level]))
-    if path:
-        block, domain = tuple(path[:-1]), path[-1]
-    else:
-        key = next((k for k in keys if k in node.labels), None)
-        if key is None:
-            return (), ("", NO_TOPOLOGY)
-        block, domain = ((key, "*"),), (key, node.labels[key])
-    if (not block or block[-1][1] == "*") and (kind := _kind(node)):
-        block = (*block, ("", kind))
-    return block, domain
-
-
-def _block_title(path: tuple[tuple[str, str], ...]) -> str:
-    if not path:
-        return "all hosts"
-    parts = [v if not k else f"by {_short(k)}" if v == "*" else f"{_short(k)} {v}" for k, v in path]
-    return " / ".join(parts)
 
 
 def _colors(counts: Counter[str], first: str | None, top_n: int) -> dict[str, str]:
@@ -320,17 +256,10 @@ def build_fleet_map(
     in a domain some JobSet occupies are. `highlight` (a JobSet key) gets the first color.
     """
     domain_keys = _domain_keys(plan, keys)
-    all_levels = tuple(levels) or default_levels(snapshot, domain_keys)
-    tree_levels = [lv for lv in all_levels if lv != HOSTNAME]
+    placed = place_hosts(snapshot, tuple(levels) or snapshot.levels, domain_keys)
     occ = _occupancy(snapshot, plan)
     rule: StrandedRule = "held-domain" if stranded is None else "given"
     stranded_set = frozenset(stranded or ())
-
-    placed: dict[tuple[tuple[tuple[str, str], ...], tuple[str, str]], list[Node]] = defaultdict(
-        list
-    )
-    for node in sorted(snapshot.nodes, key=lambda n: _natural(n.name)):
-        placed[_place(node, tree_levels, domain_keys)].append(node)
 
     states = {n.name: _state(n, occ) for n in snapshot.nodes}
     counts: Counter[str] = Counter(js for _, js in states.values() if js is not None)
@@ -339,10 +268,8 @@ def build_fleet_map(
     def color_of(js: str | None) -> str:
         return OTHERS if js is None else colors.get(js, OTHERS)
 
-    by_block: dict[tuple[tuple[str, str], ...], list[MapDomain]] = defaultdict(list)
-    for (block, (key, value)), nodes in sorted(
-        placed.items(), key=lambda item: (_path_key(item[0][0]), _path_key([item[0][1]]))
-    ):
+    by_block: dict[BlockPath, list[MapDomain]] = {}
+    for (block, (key, value)), nodes in placed.items():
         holders = Counter(js for n in nodes if (js := states[n.name][1]) is not None)
         for n in nodes:
             holders.update(occ.reserved.get(n.name, ()))
@@ -372,7 +299,7 @@ def build_fleet_map(
         holder_planned = holder is not None and not any(
             holder in occ.running.get(n.name, ()) for n in nodes
         )
-        by_block[block].append(
+        by_block.setdefault(block, []).append(
             MapDomain(
                 label=value,
                 key=key,
@@ -383,8 +310,8 @@ def build_fleet_map(
             )
         )
     blocks = tuple(
-        MapBlock(title=_block_title(path), domains=tuple(domains))
-        for path, domains in sorted(by_block.items(), key=lambda item: _path_key(item[0]))
+        MapBlock(title=block_title(path), domains=tuple(domains))
+        for path, domains in by_block.items()
     )
     all_hosts = [h for b in blocks for d in b.domains for h in d.hosts]
     jobsets = sorted({js for h in all_hosts for js in (*h.running, *h.planned)} | set(counts))

@@ -155,7 +155,7 @@ def test_hosts_without_block_levels_group_by_machine_kind() -> None:
     )
     fleet = build_fleet_map(snap, None)
     titles = [(b.title, [d.label for d in b.domains]) for b in fleet.blocks]
-    assert titles == [("all hosts", ["no topology labels"]), ("2x4", ["v5e-0"]), ("4x4", ["v6e-0"])]
+    assert titles == [("2x4", ["v5e-0"]), ("4x4", ["v6e-0"]), ("all hosts", ["no topology labels"])]
     assert all(h.color == STATE_COLORS["free"] for h in _hosts(fleet).values())
 
 
