@@ -124,7 +124,7 @@ def _size_domain(d: MapDomain, cell: float, gap: float, labelled: bool) -> _Size
     label = short_label(d.label) if labelled else ""
     if label:
         w = max(w, text_width_px(label, LABEL_PX) + 4)
-        h += LABEL_PX + 4
+        h += LABEL_PX + 6
     return _Sized(d, w, h, cols, label)
 
 
