@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
         snapshot,
         report.mix_plan,
         jobsets,
-        title="placer capacity: the largest mix, and stranded hosts",
+        title="placer capacity: the largest mix (planned) and stranded hosts",
         stranded=stranded,
     )
     if args.format == "json":
