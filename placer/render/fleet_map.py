@@ -317,7 +317,8 @@ def build_fleet_map(
     jobsets = sorted({js for h in all_hosts for js in (*h.running, *h.planned)} | set(counts))
     return FleetMap(
         title=title or "placement map",
-        subtitle=_subtitle(snapshot, plan, blocks),
+        subtitle=_subtitle(snapshot, plan, blocks)
+        + (f"; {highlight} is on no host" if highlight and highlight not in counts else ""),
         blocks=blocks,
         legend=_legend(all_hosts, colors, counts, rule),
         stranded_rule=rule,

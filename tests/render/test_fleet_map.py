@@ -180,3 +180,12 @@ def test_geometry_keeps_cells_inside_their_domains_and_apart() -> None:
     for b in geo.blocks:
         assert b.rect.x + b.rect.w <= geo.width + 1e-6
         assert b.rect.y + b.rect.h <= geo.height + 1e-6
+
+
+def test_a_highlighted_jobset_on_no_host_is_named_in_the_subtitle() -> None:
+    placed = build_fleet_map(_snapshot(), _plan(), keys=[NODEPOOL], highlight="team-r/run")
+    missing = build_fleet_map(_snapshot(), _plan(), keys=[NODEPOOL], highlight="team-a/big")
+    assert "on no host" not in placed.subtitle
+    assert missing.subtitle.endswith("; team-a/big is on no host")
+    first = next(e for e in placed.legend if e.kind != "state")
+    assert first.label == "team-r/run"  # on 1 host, team-a/new on 2: first only when highlighted
