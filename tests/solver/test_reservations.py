@@ -1,0 +1,135 @@
+"""The reservation pass: earliest starts in queue order, no two holds overlapping on one unit."""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from placer.solver.reservations import Candidate, Need, Reservation, Unit, UnitId, reserve
+
+KEY = "pool"
+
+
+def _units(*free_at: float) -> list[Unit]:
+    return [Unit((KEY, f"d{i}"), t) for i, t in enumerate(free_at)]
+
+
+def _all(units: list[Unit]) -> frozenset[UnitId]:
+    return frozenset(u.id for u in units)
+
+
+def _wide(name: str, count: int, duration: float, units: list[Unit]) -> Candidate:
+    return Candidate(name, duration, (Need("w", count, _all(units)),))
+
+
+def test_a_jobset_that_fits_now_starts_now() -> None:
+    units = _units(0, 0, 100)
+    [r] = reserve(units, [_wide("a", 2, 50, units)])
+    assert (r.start_s, r.end_s) == (0, 50)
+    assert r.units == {"w": ((KEY, "d0"), (KEY, "d1"))}
+
+
+def test_wide_jobset_waits_for_enough_domains_then_holds_them() -> None:
+    units = _units(0, 30, 100, 200)
+    [r] = reserve(units, [_wide("wide", 3, 10, units)])
+    assert r.start_s == 100
+    assert set(r.units["w"]) == {(KEY, "d0"), (KEY, "d1"), (KEY, "d2")}
+
+
+def test_later_candidates_see_earlier_reservations_as_busy() -> None:
+    units = _units(0, 0, 100)
+    wide = _wide("wide", 3, 50, units)
+    long_narrow = _wide("long", 1, 500, units)
+    short_narrow = _wide("short", 1, 80, units)
+    result = reserve(units, [wide, long_narrow, short_narrow])
+    by_name = {r.jobset: r for r in result}
+    assert by_name["wide"].start_s == 100
+    # the long one cannot run before the wide reservation ends: it waits until 150
+    assert by_name["long"].start_s == 150
+    # the short one fits in the gap before the wide reservation: it starts now (backfill)
+    assert by_name["short"].start_s == 0
+
+
+def test_limit_stops_after_that_many_delayed_candidates() -> None:
+    units = _units(0, 100)
+    cands = [_wide("now", 1, 10, units), _wide("head", 2, 10, units), _wide("next", 2, 10, units)]
+    result = reserve(units, cands, limit=1)
+    assert [r.jobset for r in result] == ["now", "head"]
+
+
+def test_never_fitting_candidate_has_no_start() -> None:
+    units = [*_units(0), Unit((KEY, "broken"), math.inf)]
+    [r] = reserve(units, [_wide("big", 2, 10, units)])
+    assert r == Reservation("big", None, None)
+
+
+def test_overlapping_needs_are_matched_not_greedily_blocked() -> None:
+    # need "a" may use d0 or d1, need "b" only d0: a greedy pick of d0 for "a" would block "b"
+    units = _units(0, 0)
+    cand = Candidate(
+        "x",
+        10,
+        (
+            Need("a", 1, frozenset({(KEY, "d0"), (KEY, "d1")})),
+            Need("b", 1, frozenset({(KEY, "d0")})),
+        ),
+    )
+    [r] = reserve(units, [cand])
+    assert r.start_s == 0
+    assert r.units == {"a": ((KEY, "d1"),), "b": ((KEY, "d0"),)}
+
+
+def test_gap_filling_prefers_the_unit_busy_soonest_after_the_run() -> None:
+    units = _units(0, 0, 100)
+    wide = Candidate("wide", 50, (Need("w", 2, frozenset({(KEY, "d1"), (KEY, "d2")})),))
+    short = Candidate("short", 50, (Need("w", 1, frozenset({(KEY, "d0"), (KEY, "d1")})),))
+    _, r = reserve(units, [wide, short])
+    # d1 is reserved from 100: running the short one there keeps d0 free for long stretches
+    assert (r.start_s, r.units) == (0, {"w": ((KEY, "d1"),)})
+
+
+@st.composite
+def _scenarios(draw: st.DrawFn) -> tuple[list[Unit], list[Candidate]]:
+    n_units = draw(st.integers(1, 6))
+    units = [
+        Unit((KEY, f"d{i}"), draw(st.sampled_from([0.0, 10.0, 25.0, 60.0, math.inf])))
+        for i in range(n_units)
+    ]
+    ids = [u.id for u in units]
+    cands = []
+    for c in range(draw(st.integers(1, 5))):
+        needs = []
+        for r in range(draw(st.integers(1, 2))):
+            eligible = draw(st.sets(st.sampled_from(ids), min_size=1))
+            needs.append(Need(f"r{r}", draw(st.integers(1, 3)), frozenset(eligible)))
+        cands.append(Candidate(f"j{c}", draw(st.sampled_from([5.0, 20.0, 40.0])), tuple(needs)))
+    return units, cands
+
+
+@settings(max_examples=150, deadline=None)
+@given(_scenarios())
+def test_reservations_are_consistent_and_earliest(
+    scenario: tuple[list[Unit], list[Candidate]],
+) -> None:
+    units, cands = scenario
+    result = reserve(units, cands)
+    assert [r.jobset for r in result] == [c.jobset for c in cands]
+    free_at = {u.id: u.free_at_s for u in units}
+    held: dict[UnitId, list[tuple[float, float]]] = {u.id: [] for u in units}
+    for cand, r in zip(cands, result, strict=True):
+        if r.start_s is None:
+            assert r.units == {}
+            continue
+        assert r.end_s == r.start_s + cand.duration_s
+        taken = [u for group in r.units.values() for u in group]
+        assert len(taken) == len(set(taken)), "a unit serves two child Jobs"
+        for need in cand.needs:
+            assert len(r.units[need.name]) == need.count
+            assert set(r.units[need.name]) <= need.eligible
+        for u in taken:
+            assert free_at[u] <= r.start_s, "reserved before its running JobSets end"
+            for s, e in held[u]:
+                assert e <= r.start_s or r.end_s <= s, "two reservations overlap on one unit"
+            held[u].append((r.start_s, r.end_s))
