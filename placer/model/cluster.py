@@ -7,12 +7,15 @@ already net of the requests of non-terminal pods bound to each node, so solvers 
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from pydantic import BaseModel, ConfigDict, Field
 
+from placer.model.durations import DurationSource
 from placer.model.resources import ResourceMap
 from placer.model.scheduling import Taint
 
-__all__ = ["ClusterSnapshot", "JobSetUsage", "Node"]
+__all__ = ["ClusterSnapshot", "JobSetUsage", "Node", "RunningJobSet"]
 
 
 class JobSetUsage(BaseModel):
@@ -28,6 +31,20 @@ class JobSetUsage(BaseModel):
     host_ports: tuple[tuple[int, str], ...] = ()
     priority: int | None = None
     """Its pods' priority when the source states it (pod `spec.priority`, PriorityClass)."""
+
+
+class RunningJobSet(BaseModel):
+    """When a running JobSet started and how long it is expected to run, for the release timeline.
+
+    Loaders fill it from the pods' `status.startTime` (the earliest) and, when the snapshot holds
+    the JobSet object, its expected duration; the controller from its placement record.
+    """
+
+    model_config = ConfigDict(frozen=True)
+    started_at: datetime | None = None
+    expected_duration_s: float | None = None
+    """None: the planner's default duration applies."""
+    duration_source: DurationSource = "default"
 
 
 class Node(BaseModel):
@@ -58,6 +75,8 @@ class ClusterSnapshot(BaseModel):
     levels: tuple[str, ...] = ()
     """Topology levels (node label keys) coarse to fine, when the source states them."""
     source: str = ""
+    running: dict[str, RunningJobSet] = Field(default_factory=dict)
+    """`namespace/name` -> start and expected duration, for the JobSets the source dated."""
 
     def node(self, name: str) -> Node:
         for n in self.nodes:

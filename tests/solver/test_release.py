@@ -1,0 +1,57 @@
+"""The release timeline: expected ends of running JobSets, overdue and undated runs."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from placer.model.cluster import ClusterSnapshot, JobSetUsage, Node, RunningJobSet
+from placer.solver.release import OVERDUE_FLOOR_S, ReleaseTimeline, expected_end_s
+
+NOW = datetime(2026, 12, 1, 6, 0, tzinfo=UTC)
+
+
+def test_remaining_time_is_duration_minus_elapsed() -> None:
+    assert expected_end_s(NOW - timedelta(minutes=30), 3600, NOW) == (1800, False)
+
+
+def test_undated_run_is_taken_to_start_now() -> None:
+    assert expected_end_s(None, 3600, NOW) == (3600, False)
+
+
+@pytest.mark.parametrize(
+    ("duration_s", "expected"), [(600, OVERDUE_FLOOR_S), (36000, 3600)], ids=["floor", "share"]
+)
+def test_overdue_run_ends_soon_never_never(duration_s: float, expected: float) -> None:
+    started = NOW - timedelta(seconds=duration_s * 3)
+    assert expected_end_s(started, duration_s, NOW) == (expected, True)
+
+
+def _node(name: str, *jobsets: str, priority: int | None = None) -> Node:
+    usage = {k: JobSetUsage(priority=priority) for k in jobsets}
+    return Node(name=name, jobsets=tuple(sorted(jobsets)), jobset_usage=usage)
+
+
+def test_domain_frees_when_its_last_jobset_ends_and_names_who_it_waits_for() -> None:
+    snap = ClusterSnapshot(
+        nodes=(_node("a", "ns/short"), _node("b", "ns/long"), _node("c")),
+        running={
+            "ns/short": RunningJobSet(started_at=NOW, expected_duration_s=600),
+            "ns/long": RunningJobSet(started_at=NOW, expected_duration_s=7200),
+        },
+    )
+    timeline = ReleaseTimeline.build(snap, NOW, default_duration_s=3600)
+    assert timeline.free_at_s(snap.nodes) == 7200
+    assert timeline.node_free_at_s(snap.nodes[2]) == 0
+    assert timeline.waiting_for(snap.nodes) == ["ns/long", "ns/short"]
+    assert timeline.defaulted == frozenset()
+
+
+def test_default_duration_applies_per_priority_when_the_source_says_nothing() -> None:
+    snap = ClusterSnapshot(nodes=(_node("a", "ns/x", priority=1000), _node("b", "ns/y")))
+    timeline = ReleaseTimeline.build(
+        snap, NOW, default_duration_s=3600, default_for_priority={1000: 600}
+    )
+    assert timeline.ends_s == {"ns/x": 600, "ns/y": 3600}
+    assert timeline.defaulted == {"ns/x", "ns/y"}
