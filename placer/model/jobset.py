@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError
 
+from placer.model.durations import jobset_expected_duration
 from placer.model.errors import InputError
 from placer.model.manifests import (
     describe_object,
@@ -341,6 +342,7 @@ def parse_jobset(
             )
         )
         priorities.append(_priority(pod, priority_classes, source=source, obj=key, field=pod_field))
+    duration = jobset_expected_duration(obj, source=source, key=key)
     return JobSetRequest(
         namespace=m.metadata.namespace,
         name=m.metadata.name,
@@ -350,6 +352,8 @@ def parse_jobset(
         order=order,
         replicated_jobs=tuple(rjobs),
         node_selector_strategy=NODE_SELECTOR_STRATEGY in m.metadata.annotations,
+        expected_duration_s=duration.seconds,
+        duration_source=duration.source,
         source=source,
         manifest=dict(obj),
     )

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from placer.model.durations import DurationSource
 from placer.model.resources import ResourceMap, is_accelerator
 from placer.model.scheduling import NodeSelectorTerm, Toleration
 
@@ -92,6 +93,10 @@ class JobSetRequest(BaseModel):
     """Position on the command line or in the watch; the last tie-breaker of queue order."""
     replicated_jobs: tuple[ReplicatedJobRequest, ...]
     node_selector_strategy: bool = False
+    expected_duration_s: float | None = None
+    """Expected run time (`placer.dev/expected-duration`, else the child Jobs' longest
+    activeDeadlineSeconds); None leaves it to the planner's default."""
+    duration_source: DurationSource = "default"
     source: str = ""
     manifest: dict[str, Any] = Field(default_factory=dict, repr=False)
 

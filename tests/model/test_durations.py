@@ -112,3 +112,17 @@ def test_bad_deadline_and_bad_annotation_name_file_object_and_field() -> None:
     with pytest.raises(InputError) as err:
         jobset_expected_duration(_jobset({EXPECTED_DURATION: "soon"}), source="f.yaml", key="ns/a")
     assert str(err.value).startswith(f"f.yaml: ns/a: metadata.annotations[{EXPECTED_DURATION}]: ")
+
+
+def test_parsed_jobset_carries_its_expected_duration() -> None:
+    from placer.model.jobset import parse_jobset
+
+    js = _jobset({EXPECTED_DURATION: "90m"})
+    js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"] = {
+        "spec": {"containers": [{"name": "c"}]}
+    }
+    parsed = parse_jobset(js, source="a.yaml")
+    assert (parsed.expected_duration_s, parsed.duration_source) == (5400.0, "annotation")
+    js["metadata"]["annotations"][EXPECTED_DURATION] = "-1h"
+    with pytest.raises(InputError, match=r"^a.yaml: ns/a: metadata.annotations\[.*negative"):
+        parse_jobset(js, source="a.yaml")
