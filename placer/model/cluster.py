@@ -15,7 +15,7 @@ from placer.model.durations import DurationSource
 from placer.model.resources import ResourceMap
 from placer.model.scheduling import Taint
 
-__all__ = ["ClusterSnapshot", "JobSetUsage", "Node", "RunningJobSet"]
+__all__ = ["ClusterSnapshot", "DomainReservation", "JobSetUsage", "Node", "RunningJobSet"]
 
 
 class JobSetUsage(BaseModel):
@@ -45,6 +45,21 @@ class RunningJobSet(BaseModel):
     expected_duration_s: float | None = None
     """None: the planner's default duration applies."""
     duration_source: DurationSource = "default"
+
+
+class DomainReservation(BaseModel):
+    """A domain held for a pending JobSet's expected start (time-aware planning).
+
+    Times are seconds after the planning instant. Until `start_s` the domain may run a JobSet
+    expected to end by then (backfill); from `start_s` it is the pending JobSet's alone.
+    """
+
+    model_config = ConfigDict(frozen=True)
+    jobset: str
+    key: str
+    path: tuple[tuple[str, str], ...]
+    start_s: float
+    end_s: float
 
 
 class Node(BaseModel):
@@ -77,6 +92,9 @@ class ClusterSnapshot(BaseModel):
     source: str = ""
     running: dict[str, RunningJobSet] = Field(default_factory=dict)
     """`namespace/name` -> start and expected duration, for the JobSets the source dated."""
+    reservations: tuple[DomainReservation, ...] = ()
+    """Domains held for pending JobSets' future starts (the reservation pass, or the controller's
+    ledger); every solver treats them through `PlacementContext.domain_open_to`."""
 
     def node(self, name: str) -> Node:
         for n in self.nodes:

@@ -2,13 +2,42 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["QueuePolicy", "SolveOptions"]
+__all__ = ["DEFAULT_DURATION_S", "QueuePolicy", "ReservationPolicy", "SolveOptions", "TimePolicy"]
 
 QueuePolicy = Literal["priority", "strict-fifo"]
+ReservationPolicy = Literal["none", "head", "all"]
+DEFAULT_DURATION_S = 4 * 3600.0
+"""Expected run time of a JobSet that states none: a typical training or fine-tuning run."""
+
+
+class TimePolicy(BaseModel):
+    """Time-aware planning: when waiting JobSets start, and what is held for them meanwhile."""
+
+    model_config = ConfigDict(frozen=True)
+    now: datetime | None = None
+    """The planning instant (timezone-aware); None means the wall clock when planning starts."""
+    reservations: ReservationPolicy = "none"
+    """`none`: plan who starts now only; `head`: reserve the future start of the first `head`
+    JobSets in queue order that cannot start now (EASY backfill); `all`: of every one
+    (conservative backfill). Others start now only where they delay no reservation."""
+    head: int = Field(default=1, ge=1)
+    default_duration_s: float = Field(default=DEFAULT_DURATION_S, gt=0)
+    default_duration_by_priority: dict[int, float] = Field(default_factory=dict)
+    """Priority value -> default duration, from `--default-duration CLASS=DURATION`."""
+    aging_per_hour: float = Field(default=0.0, ge=0)
+    """Priority points a pending JobSet gains per hour waited, for queue order; 0 keeps tiers
+    strict."""
+    max_wait_s: float | None = Field(default=None, gt=0)
+    """A JobSet waiting longer than this always gets a reservation, whatever the policy."""
+
+    @property
+    def active(self) -> bool:
+        return self.reservations != "none" or self.max_wait_s is not None
 
 
 class SolveOptions(BaseModel):
@@ -32,3 +61,4 @@ class SolveOptions(BaseModel):
     see placer/solver/cpsat/export.py) for offline reproduction; greedy solvers refuse it."""
     check: bool = True
     """Run the independent plan checker on the result and refuse a plan that fails it."""
+    time: TimePolicy = Field(default_factory=TimePolicy)

@@ -57,6 +57,15 @@ class JobSetOutcome(BaseModel):
     accelerators: int = 0
     """Accelerator units this JobSet holds in the plan (pods where it requests none)."""
     jobs: list[JobPlacement] = Field(default_factory=list)
+    expected_start_seconds: float | None = None
+    """Seconds after the planning instant it is expected to start: 0 when placed now; None when
+    it cannot start even on an empty cluster (or when time was not planned)."""
+    reserved_domains: list[DomainRef] = Field(default_factory=list)
+    """Domains held for its expected start (empty when placed now or not reserved)."""
+    backfill: bool = False
+    """Placed now on domains reserved for a later JobSet, expected to end before that starts."""
+    waits_for: list[str] = Field(default_factory=list)
+    """Running JobSets whose end its expected start waits for, the last to end first."""
 
     @property
     def key(self) -> str:

@@ -17,7 +17,7 @@ combined with others in any order the user gives.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from decimal import Decimal
 from pathlib import Path
 
@@ -35,6 +35,7 @@ __all__ = [
     "remove_jobset",
     "running_jobsets",
     "running_priority",
+    "without_jobsets",
 ]
 
 WhatIf = tuple[str, str]
@@ -110,36 +111,52 @@ def running_priority(snapshot: ClusterSnapshot, key: str) -> int | None:
     return max(found) if found else None
 
 
-def remove_jobset(snapshot: ClusterSnapshot, key: str) -> tuple[ClusterSnapshot, str]:
-    """The snapshot after running JobSet `key` (`namespace/name`) finished; returns a note."""
+def without_jobsets(
+    snapshot: ClusterSnapshot, keys: Collection[str]
+) -> tuple[ClusterSnapshot, int, int]:
+    """The snapshot after the running JobSets `keys` finished, in one pass over the nodes.
+
+    Returns it with the number of nodes touched and of those whose usage was not recorded (there
+    only the hold is released). The reservation pass empties every running JobSet at once this way.
+    """
+    gone = set(keys)
     nodes: list[Node] = []
     touched = 0
     unknown = 0
     for n in snapshot.nodes:
-        if key not in n.jobsets:
+        leaving = gone.intersection(n.jobsets)
+        if not leaving:
             nodes.append(n)
             continue
         touched += 1
-        usage = n.jobset_usage.get(key)
         free = dict(n.free)
-        ports = n.used_host_ports
-        if usage is None:
-            unknown += 1
-        else:
+        freed_ports: set[tuple[int, str]] = set()
+        for key in leaving:
+            usage = n.jobset_usage.get(key)
+            if usage is None:
+                unknown += 1
+                continue
             free = add_resources(free, usage.requests)
-            free = {k: min(v, n.allocatable.get(k, v)) for k, v in free.items()}
-            others = {p for j, u in n.jobset_usage.items() if j != key for p in u.host_ports}
-            ports = tuple(p for p in ports if p not in usage.host_ports or p in others)
+            freed_ports.update(usage.host_ports)
+        free = {k: min(v, n.allocatable.get(k, v)) for k, v in free.items()}
+        kept = {p for j, u in n.jobset_usage.items() if j not in gone for p in u.host_ports}
+        ports = tuple(p for p in n.used_host_ports if p not in freed_ports or p in kept)
         nodes.append(
             n.model_copy(
                 update={
                     "free": {k: Decimal(v) for k, v in free.items()},
                     "used_host_ports": ports,
-                    "jobsets": tuple(j for j in n.jobsets if j != key),
-                    "jobset_usage": {j: u for j, u in n.jobset_usage.items() if j != key},
+                    "jobsets": tuple(j for j in n.jobsets if j not in gone),
+                    "jobset_usage": {j: u for j, u in n.jobset_usage.items() if j not in gone},
                 }
             )
         )
+    return snapshot.model_copy(update={"nodes": tuple(nodes)}), touched, unknown
+
+
+def remove_jobset(snapshot: ClusterSnapshot, key: str) -> tuple[ClusterSnapshot, str]:
+    """The snapshot after running JobSet `key` (`namespace/name`) finished; returns a note."""
+    result, touched, unknown = without_jobsets(snapshot, (key,))
     if not touched:
         raise InputError(
             "no running JobSet of that name on the cluster",
@@ -153,7 +170,7 @@ def remove_jobset(snapshot: ClusterSnapshot, key: str) -> tuple[ClusterSnapshot,
             f"; its usage on {_count(unknown, 'node')} is not recorded in the snapshot, so only "
             "its hold on domains was released there"
         )
-    return snapshot.model_copy(update={"nodes": tuple(nodes)}), note
+    return result, note
 
 
 def apply_whatifs(

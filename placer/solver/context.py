@@ -12,12 +12,13 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import cached_property
 
-from placer.model.cluster import ClusterSnapshot, Node
+from placer.model.cluster import ClusterSnapshot, DomainReservation, Node
 from placer.model.options import SolveOptions
 from placer.model.resources import is_accelerator, is_extended_resource, pods_that_fit
 from placer.model.scheduling import Toleration, matches_term, tolerates
 from placer.model.topology import Domain, Topology, default_levels
 from placer.model.workload import JobSetRequest, PodShape, ReplicatedJobRequest
+from placer.solver.release import expected_duration_s
 
 __all__ = ["JobClass", "PlacementContext", "ShapeFacts", "node_exclusion", "node_pod_capacity"]
 
@@ -213,8 +214,29 @@ class PlacementContext:
     def domain_held_by(self, domain: Domain) -> tuple[str, ...]:
         return self.held_by.get((domain.key, domain.path), ())
 
+    @cached_property
+    def reserved(
+        self,
+    ) -> dict[tuple[str, tuple[tuple[str, str], ...]], tuple[DomainReservation, ...]]:
+        """(key, path) -> reservations of the domain for pending JobSets' future starts."""
+        found: dict[tuple[str, tuple[tuple[str, str], ...]], list[DomainReservation]] = {}
+        for r in self.snapshot.reservations:
+            found.setdefault((r.key, r.path), []).append(r)
+        return {k: tuple(sorted(v, key=lambda r: r.start_s)) for k, v in found.items()}
+
+    def domain_reservations(self, domain: Domain) -> tuple[DomainReservation, ...]:
+        return self.reserved.get((domain.key, domain.path), ())
+
     def domain_open_to(self, domain: Domain, jobset: JobSetRequest) -> bool:
-        return all(owner == jobset.key for owner in self.domain_held_by(domain))
+        """No other JobSet runs there, and every reservation of it is the JobSet's own or starts
+        after the JobSet is expected to end (backfill)."""
+        if any(owner != jobset.key for owner in self.domain_held_by(domain)):
+            return False
+        reservations = self.domain_reservations(domain)
+        if not reservations:
+            return True
+        duration = expected_duration_s(jobset, self.options.time)
+        return all(r.jobset == jobset.key or duration <= r.start_s for r in reservations)
 
     @cached_property
     def _node_states(self) -> dict[str, int]:

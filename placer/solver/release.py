@@ -17,11 +17,26 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from placer.model.cluster import ClusterSnapshot, Node
+from placer.model.options import TimePolicy
+from placer.model.workload import JobSetRequest
 
-__all__ = ["OVERDUE_FLOOR_S", "OVERDUE_SHARE", "ReleaseTimeline", "expected_end_s"]
+__all__ = [
+    "OVERDUE_FLOOR_S",
+    "OVERDUE_SHARE",
+    "ReleaseTimeline",
+    "expected_duration_s",
+    "expected_end_s",
+]
 
 OVERDUE_SHARE = 0.1
 OVERDUE_FLOOR_S = 300.0
+
+
+def expected_duration_s(jobset: JobSetRequest, policy: TimePolicy) -> float:
+    """What the JobSet states, else the default for its priority, else the default."""
+    if jobset.expected_duration_s is not None:
+        return jobset.expected_duration_s
+    return policy.default_duration_by_priority.get(jobset.priority, policy.default_duration_s)
 
 
 def expected_end_s(

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -169,21 +169,30 @@ def _fits_empty(candidate: Candidate, known: Mapping[UnitId, Unit]) -> bool:
 
 
 def reserve(
-    units: Sequence[Unit], candidates: Sequence[Candidate], *, limit: int | None = None
+    units: Sequence[Unit],
+    candidates: Sequence[Candidate],
+    *,
+    limit: int | None = None,
+    always: Collection[str] = (),
+    holds: Iterable[tuple[UnitId, float, float]] = (),
 ) -> list[Reservation]:
     """Reservations for `candidates` in the order given (queue order), each the earliest it can be.
 
-    `limit` stops after that many candidates got a start later than now (EASY backfill reserves
-    for the head of the queue only; None reserves for everyone, conservative backfill). Every
-    candidate before that point is in the result, including those that start now.
+    `limit` stops reserving after that many candidates got a start later than now (EASY backfill
+    reserves for the head of the queue only; None reserves for everyone, conservative backfill);
+    candidates named in `always` (waited too long) are still reserved for past it. `holds` are
+    (unit, start, end) periods already promised (runs planned now, reservations kept from an
+    earlier round).
     """
     known = {u.id: u for u in units}
     calendar = _Calendar(units)
+    for unit, start, end in holds:
+        calendar.hold(unit, start, end)
     result: list[Reservation] = []
     delayed = 0
     for candidate in candidates:
-        if limit is not None and delayed >= limit:
-            break
+        if limit is not None and delayed >= limit and candidate.jobset not in always:
+            continue
         if not _fits_empty(candidate, known):
             result.append(Reservation(candidate.jobset, None, None))
             continue

@@ -57,6 +57,8 @@ def test_limit_stops_after_that_many_delayed_candidates() -> None:
     cands = [_wide("now", 1, 10, units), _wide("head", 2, 10, units), _wide("next", 2, 10, units)]
     result = reserve(units, cands, limit=1)
     assert [r.jobset for r in result] == ["now", "head"]
+    forced = reserve(units, cands, limit=1, always={"next"})
+    assert [r.jobset for r in forced] == ["now", "head", "next"]
 
 
 def test_never_fitting_candidate_has_no_start() -> None:

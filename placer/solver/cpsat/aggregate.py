@@ -195,6 +195,7 @@ def domain_classes(
                 tuple(sorted(parents.items())),
                 tuple(sorted(view.node_signature(ctx.nodes[n]) for n in d.nodes)),
                 _holders_seen_by_queue(ctx.domain_held_by(d), queued),
+                tuple((r.jobset, r.start_s) for r in ctx.domain_reservations(d)),
             )
             groups[signature].append(d)
         for signature, members in sorted(groups.items(), key=lambda kv: kv[1][0].path):

@@ -1,0 +1,96 @@
+"""Time-aware planning: reservations for the head, backfill that ends in time, ETAs for the rest."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from placer.model.cluster import ClusterSnapshot, RunningJobSet
+from placer.model.options import ReservationPolicy, SolveOptions, TimePolicy
+from placer.model.plan import Plan
+from placer.model.workload import JobSetRequest
+from placer.solver.checker import check
+from placer.solver.registry import get_solver
+from placer.solver.timeaware import TimeAwareSolver
+from tests.strategies import cluster, jobset, pool, rjob
+
+NOW = datetime(2026, 12, 1, 6, 0, tzinfo=UTC)
+H = 3600.0
+
+
+def _fleet() -> ClusterSnapshot:
+    busy = {"free": {"cpu": 32, "pods": 110, "google.com/tpu": 0}}
+    snap = cluster(
+        pool("pool-0", 2, jobsets=["ns/run-a"], **busy),  # type: ignore[arg-type]
+        pool("pool-1", 2, jobsets=["ns/run-b"], **busy),  # type: ignore[arg-type]
+        pool("pool-2", 2),
+        pool("pool-3", 2),
+    )
+    running = {
+        "ns/run-a": RunningJobSet(started_at=NOW - timedelta(hours=1), expected_duration_s=2 * H),
+        "ns/run-b": RunningJobSet(started_at=NOW, expected_duration_s=2 * H),
+    }
+    return snap.model_copy(update={"running": running})
+
+
+def _queue() -> list[JobSetRequest]:
+    def timed(js: JobSetRequest, hours: float, minutes_ago: int) -> JobSetRequest:
+        return js.model_copy(
+            update={
+                "expected_duration_s": hours * H,
+                "duration_source": "annotation",
+                "creation_timestamp": NOW - timedelta(minutes=minutes_ago),
+            }
+        )
+
+    return [
+        timed(jobset("wide", rjob(replicas=4)), 1, 30),
+        timed(jobset("short", rjob(replicas=1)), 0.5, 20),
+        timed(jobset("long", rjob(replicas=1)), 5, 10),
+    ]
+
+
+def _plan(solver: str, policy: ReservationPolicy) -> Plan:
+    snap, queue = _fleet(), _queue()
+    options = SolveOptions(workers=1, time=TimePolicy(now=NOW, reservations=policy))
+    plan = TimeAwareSolver(get_solver(solver)).solve(snap, queue, options)
+    assert check(plan, snap, queue, options) == []
+    return plan
+
+
+@pytest.mark.parametrize("solver", ["cpsat", "best-fit"])
+def test_head_reservation_lets_only_jobsets_that_end_in_time_start_now(solver: str) -> None:
+    plan = _plan(solver, "head")
+    wide, short, long = (plan.outcome(f"team-a/{n}") for n in ("wide", "short", "long"))
+    # the wide one waits for both running JobSets: run-b ends last, in 2 h
+    assert (wide.status, wide.expected_start_seconds) == ("unschedulable", 2 * H)
+    assert {d.value for d in wide.reserved_domains} == {"pool-0", "pool-1", "pool-2", "pool-3"}
+    assert wide.waits_for == ["ns/run-b", "ns/run-a"]
+    # the short one ends before the reservation starts: backfilled now
+    assert (short.status, short.expected_start_seconds, short.backfill) == ("placed", 0.0, True)
+    # the long one would delay the wide one: it waits until the wide one ends (2 h + 1 h)
+    assert (long.status, long.expected_start_seconds) == ("unschedulable", 3 * H)
+    assert long.reserved_domains == []
+
+
+def test_without_reservations_narrow_jobsets_take_what_is_free_and_the_wide_one_waits_longer() -> (
+    None
+):
+    plan = _plan("cpsat", "none")
+    assert plan.outcome("team-a/short").status == "placed"
+    assert plan.outcome("team-a/long").status == "placed"
+    wide = plan.outcome("team-a/wide")
+    # four pools are free only once the long one (5 h) ends
+    assert (wide.status, wide.expected_start_seconds, wide.reserved_domains) == (
+        "unschedulable",
+        5 * H,
+        [],
+    )
+
+
+def test_jobset_that_fits_nowhere_even_empty_has_no_expected_start() -> None:
+    snap, queue = _fleet(), [jobset("huge", rjob(replicas=5))]
+    options = SolveOptions(workers=1, time=TimePolicy(now=NOW, reservations="all"))
+    plan = TimeAwareSolver(get_solver("best-fit")).solve(snap, queue, options)
+    assert plan.outcome("team-a/huge").expected_start_seconds is None
