@@ -25,6 +25,7 @@ from placer.model.plan import JobPlacement, JobSetOutcome, Plan
 from placer.model.resources import PODS, add_resources, is_accelerator, is_extended_resource
 from placer.model.scheduling import NodeSelectorRequirement, Taint, Toleration
 from placer.model.workload import JobSetRequest, PodShape, ReplicatedJobRequest
+from placer.solver.checker_time import check_reservations
 
 __all__ = ["check"]
 
@@ -75,6 +76,7 @@ def _check(
     tolerations = _Tolerations(options)
     for name, pods in on_node.items():
         _check_node(nodes[name], pods, tolerations, problems)
+    check_reservations(outcomes, given, options, problems)
     by_label = _label_index(snapshot, outcomes.values())
     for key, outcome in outcomes.items():
         _check_exclusivity(given[key], outcome, by_label, on_node, problems)

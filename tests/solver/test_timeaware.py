@@ -94,3 +94,30 @@ def test_jobset_that_fits_nowhere_even_empty_has_no_expected_start() -> None:
     options = SolveOptions(workers=1, time=TimePolicy(now=NOW, reservations="all"))
     plan = TimeAwareSolver(get_solver("best-fit")).solve(snap, queue, options)
     assert plan.outcome("team-a/huge").expected_start_seconds is None
+
+
+def test_checker_refuses_backfill_that_outlasts_a_reservation_and_overlapping_reservations() -> (
+    None
+):
+    snap, queue = _fleet(), _queue()
+    options = SolveOptions(workers=1, time=TimePolicy(now=NOW, reservations="head"))
+    plan = _plan("best-fit", "head")
+    wide = plan.outcome("team-a/wide")
+    short = plan.outcome("team-a/short")
+    # the long JobSet (5 h) pretends to run where the wide one is reserved from 2 h
+    long_js = next(js for js in queue if js.name == "long")
+    stretched = [
+        o.model_copy(update={"name": "long", "status": "placed"}) if o.key == short.key else o
+        for o in plan.jobsets
+        if o.name != "long"
+    ]
+    bad = plan.model_copy(update={"jobsets": stretched})
+    problems = check(bad, snap, [js for js in queue if js.name != "short"], options)
+    assert any("reserved for team-a/wide from 7200 s" in p for p in problems), problems
+    assert long_js.expected_duration_s == 5 * H
+    # a second reservation of the same domains inside the wide one's window
+    twin = wide.model_copy(update={"name": "twin", "expected_start_seconds": 2.5 * H})
+    doubled = plan.model_copy(update={"jobsets": [*plan.jobsets, twin]})
+    twin_js = next(js for js in queue if js.name == "wide").model_copy(update={"name": "twin"})
+    problems = check(doubled, snap, [*queue, twin_js], options)
+    assert any("overlap" in p for p in problems), problems

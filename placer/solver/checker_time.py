@@ -1,0 +1,93 @@
+"""The plan checker's rules for time: reservations never overlap, backfill ends in time.
+
+Part of the independent checker (`checker.check` calls it on every plan): judged from the plan's
+own fields (`expected_start_seconds`, `reserved_domains`, `backfill`) and the JobSets' expected
+durations, sharing nothing with the reservation pass that produced them.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Mapping
+
+from placer.model.options import SolveOptions
+from placer.model.plan import DomainRef, JobSetOutcome
+from placer.model.workload import JobSetRequest
+from placer.solver.release import expected_duration_s
+
+__all__ = ["check_reservations"]
+
+_DomainId = tuple[str, tuple[tuple[str, str], ...]]
+
+
+def _id(ref: DomainRef) -> _DomainId:
+    return (ref.key, tuple(ref.path))
+
+
+def check_reservations(
+    outcomes: Mapping[str, JobSetOutcome],
+    given: Mapping[str, JobSetRequest],
+    options: SolveOptions,
+    problems: set[str],
+) -> None:
+    duration = {k: expected_duration_s(js, options.time) for k, js in given.items()}
+    windows: dict[_DomainId, list[tuple[float, float, str]]] = {}
+    for key, o in outcomes.items():
+        if not o.reserved_domains:
+            continue
+        start = o.expected_start_seconds
+        if o.status == "placed" or start is None or start <= 0:
+            problems.add(f"{key}: reserved domains without a future expected start")
+            continue
+        exclusive_jobs = sum(
+            r.replicas for r in given[key].replicated_jobs if r.exclusive_key is not None
+        )
+        if len(o.reserved_domains) != exclusive_jobs:
+            problems.add(
+                f"{key}: {len(o.reserved_domains)} domains reserved for {exclusive_jobs} child Jobs"
+            )
+        for ref in o.reserved_domains:
+            windows.setdefault(_id(ref), []).append((start, start + duration[key], key))
+    for domain, spans in windows.items():
+        _check_overlaps(domain, spans, problems)
+    for key, o in outcomes.items():
+        if o.status == "placed":
+            _check_backfill(key, o, duration[key], windows, problems)
+
+
+def _check_overlaps(
+    domain: _DomainId, spans: Iterable[tuple[float, float, str]], problems: set[str]
+) -> None:
+    ordered = sorted(spans)
+    for (s1, e1, k1), (s2, _, k2) in itertools.pairwise(ordered):
+        if s2 < e1:
+            problems.add(
+                f"{domain[0]}={'/'.join(v for _, v in domain[1])}: reservations of {k1} "
+                f"({s1:.0f}-{e1:.0f} s) and {k2} (from {s2:.0f} s) overlap"
+            )
+
+
+def _check_backfill(
+    key: str,
+    o: JobSetOutcome,
+    duration_s: float,
+    windows: Mapping[_DomainId, list[tuple[float, float, str]]],
+    problems: set[str],
+) -> None:
+    ahead = False
+    for job in o.jobs:
+        if job.domain is None:
+            continue
+        for start, _, holder in windows.get(_id(job.domain), []):
+            if holder == key:
+                continue
+            ahead = True
+            if duration_s > start:
+                problems.add(
+                    f"{key}: {job.name} runs {duration_s:.0f} s on {job.domain.value}, "
+                    f"reserved for {holder} from {start:.0f} s"
+                )
+    if ahead and not o.backfill:
+        problems.add(
+            f"{key}: runs on domains reserved for later JobSets but is not marked backfill"
+        )
