@@ -258,10 +258,14 @@ def run_solver(
     load_seconds: float | None = None,
 ) -> Plan:
     """Solve with the solver named by --solver; `load_seconds` is recorded as the `load` phase."""
+    from placer.commands.timing import time_policy_from_args
     from placer.solver.registry import get_solver
+    from placer.solver.timeaware import TimeAwareSolver
 
-    solver = get_solver(getattr(args, "solver", "cpsat"))
-    options = options_from_args(args)
+    solver = TimeAwareSolver(get_solver(getattr(args, "solver", "cpsat")))
+    options = options_from_args(args).model_copy(
+        update={"time": time_policy_from_args(args, snapshot.priority_classes)}
+    )
     started = time.perf_counter()
     plan = solver.solve(snapshot, jobsets, options)
     log.debug("solver %s returned in %.3f s", solver.name, time.perf_counter() - started)

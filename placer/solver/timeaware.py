@@ -26,6 +26,7 @@ without one are planned now and never reserved for.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
@@ -137,6 +138,7 @@ class TimeAwareSolver:
     ) -> Plan:
         policy = options.time
         now = policy.now or datetime.now(UTC)
+        started = time.perf_counter()
         timeline = ReleaseTimeline.build(
             snapshot,
             now,
@@ -144,6 +146,7 @@ class TimeAwareSolver:
             default_for_priority=policy.default_duration_by_priority,
         )
         units = _Units(snapshot, jobsets, options, timeline)
+        phases = {"timeline": time.perf_counter() - started}
         durations = {js.key: expected_duration_s(js, policy) for js in jobsets}
         order = sorted(
             jobsets, key=lambda js: (-queue_standing(js, policy, now), *js.queue_key()[1:])
@@ -165,6 +168,7 @@ class TimeAwareSolver:
                 always=overdue,
             )
             reservations = {r.jobset: r for r in found}
+        phases["reserve"] = time.perf_counter() - started - phases["timeline"]
         start_now = {k for k, r in reservations.items() if r.start_s == 0}
         future = [r for r in reservations.values() if r.start_s]
         held = tuple(
@@ -185,10 +189,19 @@ class TimeAwareSolver:
             js.model_copy(update={"priority": top}) if js.key in start_now else js for js in jobsets
         ]
         plan = self.inner.solve(inner_snapshot, inner_jobsets, options)
+        estimating = time.perf_counter()
         estimates = _estimates(units, plan, order, reservations, held, durations)
         priorities = {js.key: js.priority for js in jobsets}
         after = _Annotator(units, reservations, estimates, held, priorities)
-        return plan.model_copy(update={"jobsets": [after.outcome(o) for o in plan.jobsets]})
+        outcomes = [after.outcome(o) for o in plan.jobsets]
+        phases["estimate"] = time.perf_counter() - estimating
+        report = plan.solver.model_copy(
+            update={
+                "phases": {**phases, **plan.solver.phases},
+                "wall_seconds": time.perf_counter() - started,
+            }
+        )
+        return plan.model_copy(update={"jobsets": outcomes, "solver": report})
 
 
 def _estimates(

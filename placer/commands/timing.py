@@ -1,0 +1,120 @@
+"""Flags of time-aware planning, shared by `plan` and `explain`: --reservations and friends.
+
+They become a `TimePolicy` only once the cluster is read, because `--default-duration CLASS=D`
+names a PriorityClass whose value the snapshot knows.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+
+from placer.model.durations import parse_go_duration, parse_rfc3339
+from placer.model.errors import InputError
+from placer.model.options import DEFAULT_DURATION_S, TimePolicy
+
+__all__ = ["add_time_args", "time_policy_from_args"]
+
+_DEFAULTS = TimePolicy()
+
+
+def _non_negative(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not (value >= 0 and value < float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
+    return value
+
+
+def _head(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if not 1 <= value <= 100_000:
+        raise argparse.ArgumentTypeError(f"must be between 1 and 100000, got {text}")
+    return value
+
+
+def add_time_args(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("time-aware planning")
+    group.add_argument(
+        "--reservations",
+        choices=("none", "head", "all"),
+        default=_DEFAULTS.reservations,
+        help="none: plan who starts now (default); head: reserve the future start of the first "
+        "--reservation-head JobSets that must wait (EASY backfill); all: of every waiting JobSet "
+        "(conservative backfill). Others start now only where they delay no reservation",
+    )
+    group.add_argument(
+        "--reservation-head",
+        metavar="N",
+        type=_head,
+        default=_DEFAULTS.head,
+        help=f"with --reservations head: how many waiting JobSets get one (default "
+        f"{_DEFAULTS.head})",
+    )
+    group.add_argument(
+        "--default-duration",
+        metavar="[CLASS=]DURATION",
+        action="append",
+        default=[],
+        help="expected run time of JobSets that state none (no placer.dev/expected-duration "
+        "annotation, no activeDeadlineSeconds), as a Go duration; CLASS=DURATION sets it for one "
+        "PriorityClass; repeatable (default 4h)",
+    )
+    group.add_argument(
+        "--now",
+        metavar="RFC3339",
+        help="the planning instant, e.g. 2026-12-01T06:00:00Z (default: the wall clock), so a "
+        "plan over time is reproducible",
+    )
+    group.add_argument(
+        "--aging-rate",
+        metavar="POINTS_PER_HOUR",
+        type=_non_negative,
+        default=_DEFAULTS.aging_per_hour,
+        help="priority points a waiting JobSet gains per hour in the reservation order "
+        "(default 0: strict priority tiers)",
+    )
+    group.add_argument(
+        "--max-wait",
+        metavar="DURATION",
+        help="a JobSet waiting longer than this (since creation) always gets a reservation",
+    )
+
+
+def time_policy_from_args(
+    args: argparse.Namespace, priority_classes: Mapping[str, int]
+) -> TimePolicy:
+    default_s = DEFAULT_DURATION_S
+    by_priority: dict[int, float] = {}
+    for text in getattr(args, "default_duration", None) or []:
+        name, sep, value = text.rpartition("=")
+        seconds = parse_go_duration(value, field="--default-duration")
+        if seconds <= 0:
+            raise InputError("must be longer than 0s", field="--default-duration", code="usage")
+        if not sep:
+            default_s = seconds
+            continue
+        if name not in priority_classes:
+            known = ", ".join(sorted(priority_classes)) or "none in the snapshot"
+            raise InputError(
+                f"unknown PriorityClass {name!r} (known: {known})",
+                field="--default-duration",
+                code="usage",
+            )
+        by_priority[priority_classes[name]] = seconds
+    max_wait = getattr(args, "max_wait", None)
+    now = getattr(args, "now", None)
+    return TimePolicy(
+        now=parse_rfc3339(now) if now else None,
+        reservations=getattr(args, "reservations", _DEFAULTS.reservations),
+        head=getattr(args, "reservation_head", _DEFAULTS.head),
+        default_duration_s=default_s,
+        default_duration_by_priority=by_priority,
+        aging_per_hour=getattr(args, "aging_rate", _DEFAULTS.aging_per_hour),
+        max_wait_s=parse_go_duration(max_wait, field="--max-wait") or None if max_wait else None,
+    )
