@@ -24,18 +24,53 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
 from benchmarks.metrics import checked
 from benchmarks.progress import Progress
-from benchmarks.queues import JobSetSpec
+from benchmarks.queues import BASE_TIME, JobSetSpec
 from benchmarks.simworld import SimConfig, SimWorld
-from placer.model.cluster import ClusterSnapshot, Node
-from placer.model.options import SolveOptions
+from placer.model.cluster import ClusterSnapshot, Node, RunningJobSet
+from placer.model.options import QueuePolicy, ReservationPolicy, SolveOptions, TimePolicy
+from placer.solver.interface import Solver
 from placer.solver.registry import get_solver
+from placer.solver.timeaware import TimeAwareSolver
 
-__all__ = ["SimResult", "simulate"]
+__all__ = ["POLICIES", "Policy", "SimResult", "simulate"]
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A placement policy over time: a solver, its queue rule, and what it reserves."""
+
+    name: str
+    solver: str
+    queue: QueuePolicy = "priority"
+    reservations: ReservationPolicy = "none"
+
+    def build(self) -> Solver:
+        inner = get_solver(self.solver)
+        return inner if self.reservations == "none" else TimeAwareSolver(inner)
+
+
+POLICIES: dict[str, Policy] = {
+    p.name: p
+    for p in (
+        Policy("first-fit", "first-fit"),
+        Policy("best-fit", "best-fit"),
+        Policy("largest-first", "largest-first"),
+        Policy("cpsat", "cpsat"),
+        Policy("best-fit-strict", "best-fit", queue="strict-fifo"),
+        Policy("easy", "best-fit", reservations="head"),
+        Policy("conservative", "best-fit", reservations="all"),
+        Policy("cpsat-head", "cpsat", reservations="head"),
+        Policy("cpsat-all", "cpsat", reservations="all"),
+    )
+}
+"""`best-fit` is Kueue's BestEffortFIFO, `best-fit-strict` its StrictFIFO; `easy` and
+`conservative` are the classic greedy backfills (reservation for the queue head / for everyone)."""
 
 
 @dataclass
@@ -46,6 +81,8 @@ class _Job:
     state: str = "waiting"
     first_start: float | None = None
     run_start: float = 0.0
+    run_remaining_s: float = 0.0
+    """What was left of the run when it last started."""
     epoch: int = 0
     restarts: int = 0
     held: dict[str, int] = field(default_factory=dict)
@@ -117,9 +154,19 @@ def _time_average(steps: Sequence[tuple[float, float, float]], until: float) -> 
 
 
 class _Sim:
-    def __init__(self, world: SimWorld, policy: str, options: SolveOptions, cfg: SimConfig):
-        self.world, self.policy, self.options, self.cfg = world, policy, options, cfg
-        self.solver = get_solver(policy)
+    def __init__(
+        self,
+        world: SimWorld,
+        policy: Policy,
+        options: SolveOptions,
+        cfg: SimConfig,
+        estimates: dict[str, float | None] | None = None,
+    ):
+        self.world, self.policy, self.options, self.cfg = world, policy.name, options, cfg
+        self.spec = policy
+        self.solver = policy.build()
+        self.estimates = estimates or {js.key: js.duration_s for js in world.queue}
+        """JobSet -> the run time it announces (None: it announces none)."""
         self.nodes: dict[str, Node] = {n.name: n for n in world.snapshot.nodes}
         self.jobs = {js.key: _Job(js, js.arrival_s, js.duration_s) for js in world.queue}
         self.events: list[tuple[float, int, str, str, int]] = []
@@ -233,16 +280,39 @@ class _Sim:
         for j in pending:
             counts = {r.name: r.replicas - j.held.get(r.name, 0) for r in j.spec.rjobs}
             requests.append(j.spec.to_request(replicas=counts if j.held else None))
-        snapshot = ClusterSnapshot.model_construct(
+        requests = [
+            r.model_copy(update={"expected_duration_s": self._announced(self.jobs[r.key])})
+            for r in requests
+        ]
+        running = {
+            key: RunningJobSet(
+                started_at=BASE_TIME + timedelta(seconds=j.run_start),
+                expected_duration_s=self._announced(j, at_start=True),
+            )
+            for key, j in self.jobs.items()
+            if j.state == "running"
+        }
+        snapshot = ClusterSnapshot(
             nodes=tuple(self.nodes.values()),
             priority_classes=self.world.snapshot.priority_classes,
             levels=self.world.snapshot.levels,
             source=self.world.name,
+            running=running,
         )
-        plan = self.solver.solve(snapshot, requests, self.options)
+        options = self.options.model_copy(
+            update={
+                "queue": self.spec.queue,
+                "time": TimePolicy(
+                    now=BASE_TIME + timedelta(seconds=t),
+                    reservations=self.spec.reservations,
+                    default_duration_s=self.cfg.default_duration_s,
+                ),
+            }
+        )
+        plan = self.solver.solve(snapshot, requests, options)
         self.rounds += 1
         self.walls.append(plan.solver.wall_seconds)
-        if checked(plan, snapshot, requests, self.options, where=f"sim {self.world.name} t={t}"):
+        if checked(plan, snapshot, requests, options, where=f"sim {self.world.name} t={t}"):
             self.checked += 1
         by_key = {r.key: r for r in requests}
         for o in plan.jobsets:
@@ -261,9 +331,18 @@ class _Sim:
                 self._start(t, job)
         self._record(t)
 
+    def _announced(self, job: _Job, *, at_start: bool = False) -> float | None:
+        """The run time the JobSet announces for what is left of it (restarts shorten it)."""
+        estimate = self.estimates.get(job.spec.key)
+        if estimate is None:
+            return None
+        left = job.remaining_s if not at_start else job.run_remaining_s
+        return max(1.0, estimate * left / job.spec.duration_s)
+
     def _start(self, t: float, job: _Job) -> None:
         job.state = "running"
         job.run_start = t
+        job.run_remaining_s = job.remaining_s
         if job.first_start is None:
             job.first_start = t
         self.busy += job.units_held
@@ -281,12 +360,15 @@ def simulate(
     cfg: SimConfig,
     *,
     progress: Progress | None = None,
+    estimates: dict[str, float | None] | None = None,
 ) -> list[SimResult]:
+    """Each policy (a name in `POLICIES`) over the same arrivals; `estimates` are the run times
+    the JobSets announce (default: exact)."""
     results = []
     for policy in policies:
         if progress:
             progress.step(f"over time {world.name} {policy}")
-        results.append(_Sim(world, policy, options, cfg).run())
+        results.append(_Sim(world, POLICIES[policy], options, cfg, estimates).run())
         if progress:
             progress.advance()
     return results

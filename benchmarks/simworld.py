@@ -46,6 +46,8 @@ class SimConfig:
     repair_s: float = 2 * HOUR
     checkpoint_s: float = 1800.0
     starve_s: float = HOUR
+    default_duration_s: float = 4 * HOUR
+    """What the planner assumes for a JobSet that announces no run time."""
     size: float = 1.0
 
 
