@@ -133,6 +133,6 @@ def test_run_solver_records_the_load_phase_first(monkeypatch: pytest.MonkeyPatch
     args = parse("--cluster", "c.json", "--seed", "4", "j.yaml")
     plan = common.run_solver(args, ClusterSnapshot(nodes=()), [], load_seconds=0.25)
     phases = plan.solver.phases
-    assert list(phases)[0] == "load" and phases["load"] == 0.25 and phases["solve"] == 0.5
+    assert next(iter(phases)) == "load" and phases["load"] == 0.25 and phases["solve"] == 0.5
     assert {"timeline", "reserve", "estimate"} <= set(phases)
     assert fake.seen is not None and fake.seen.seed == 4

@@ -121,3 +121,41 @@ def test_checker_refuses_backfill_that_outlasts_a_reservation_and_overlapping_re
     twin_js = next(js for js in queue if js.name == "wide").model_copy(update={"name": "twin"})
     problems = check(doubled, snap, [*queue, twin_js], options)
     assert any("overlap" in p for p in problems), problems
+
+
+def test_aging_lets_a_long_waiting_lower_tier_jobset_take_the_head_reservation() -> None:
+    snap = _fleet()
+    old_low = jobset("old-low", rjob(replicas=4), priority=0).model_copy(
+        update={"creation_timestamp": NOW - timedelta(hours=30), "expected_duration_s": H}
+    )
+    new_high = jobset("new-high", rjob(replicas=4), priority=10).model_copy(
+        update={"creation_timestamp": NOW - timedelta(minutes=5), "expected_duration_s": H}
+    )
+    queue = [old_low, new_high]
+
+    def head(aging: float) -> str:
+        policy = TimePolicy(now=NOW, reservations="head", aging_per_hour=aging)
+        options = SolveOptions(workers=1, time=policy)
+        plan = TimeAwareSolver(get_solver("best-fit")).solve(snap, queue, options)
+        assert check(plan, snap, queue, options) == []
+        [reserved] = [o.key for o in plan.jobsets if o.reserved_domains]
+        return reserved
+
+    assert head(0.0) == "team-a/new-high"  # strict tiers
+    assert head(1.0) == "team-a/old-low"  # 0 + 30 h x 1 point > 10
+
+
+def test_max_wait_always_reserves_even_without_a_reservation_policy() -> None:
+    snap = _fleet()
+    waited = jobset("waited", rjob(replicas=4)).model_copy(
+        update={"creation_timestamp": NOW - timedelta(hours=3), "expected_duration_s": H}
+    )
+    fresh = jobset("fresh", rjob(replicas=3)).model_copy(
+        update={"creation_timestamp": NOW, "expected_duration_s": H}
+    )
+    policy = TimePolicy(now=NOW, reservations="none", max_wait_s=2 * H)
+    options = SolveOptions(workers=1, time=policy)
+    plan = TimeAwareSolver(get_solver("cpsat")).solve(snap, [waited, fresh], options)
+    assert check(plan, snap, [waited, fresh], options) == []
+    assert len(plan.outcome("team-a/waited").reserved_domains) == 4
+    assert plan.outcome("team-a/fresh").reserved_domains == []
