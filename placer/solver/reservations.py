@@ -5,9 +5,9 @@ waits forever. Slurm's answer is backfill: reserve the future start of the JobSe
 the queue, and let others start now only where they do not delay a reservation. This module works
 out those reservations on a deliberately small view of the cluster, so it can be run every round:
 
-- a **unit** is something a child Job takes whole: one domain of an exclusive key, or one node
-  (for child Jobs without an exclusive key); it is busy until its running JobSets end
-  (`free_at_s`), and then free except where a reservation holds it;
+- a **unit** is something a child Job takes whole: one domain of an exclusive key; it is busy
+  until the running JobSets on its nodes end, and then free except where a reservation holds
+  one of its nodes;
 - a **candidate** is a pending JobSet with an expected duration and, per replicated job, how many
   units it needs and which units could ever take one child Job (static: selectors, taints, size).
 
@@ -44,9 +44,9 @@ UnitId = tuple[str, str]
 @dataclass(frozen=True)
 class Unit:
     id: UnitId
-    free_at_s: float
-    """Seconds after now when the running JobSets holding it are expected to end (0: free now;
-    `math.inf`: never, e.g. NotReady or cordoned)."""
+    nodes: frozenset[str]
+    """Its nodes: two units sharing a node (a node pool inside a block, both exclusive keys of
+    the queue) are never held by two JobSets at once."""
 
 
 @dataclass(frozen=True)
@@ -77,31 +77,63 @@ class Reservation:
 
 
 class _Calendar:
-    """Busy intervals per unit, kept sorted by start; intervals never overlap."""
+    """Busy intervals per cell, kept sorted by start; intervals of a cell never overlap.
 
-    def __init__(self, units: Iterable[Unit]) -> None:
-        self._busy: dict[UnitId, list[tuple[float, float]]] = {}
+    A cell is a set of nodes that every unit takes whole or not at all (nodes in the same units);
+    with non-overlapping keys each unit is one cell, so checking a unit is one lookup.
+    """
+
+    def __init__(self, units: Iterable[Unit], free_at: Mapping[str, float]) -> None:
+        members: dict[str, list[UnitId]] = {}
+        units = list(units)
         for u in units:
-            self._busy[u.id] = [(0.0, u.free_at_s)] if u.free_at_s > 0 else []
+            for n in u.nodes:
+                members.setdefault(n, []).append(u.id)
+        cell_of: dict[tuple[UnitId, ...], int] = {}
+        cell_free: dict[int, float] = {}
+        self._cells: dict[UnitId, tuple[int, ...]] = {}
+        node_cell: dict[str, int] = {}
+        for n, ids in sorted(members.items()):
+            cell = cell_of.setdefault(tuple(sorted(ids)), len(cell_of))
+            node_cell[n] = cell
+            cell_free[cell] = max(cell_free.get(cell, 0.0), free_at.get(n, 0.0))
+        for u in units:
+            self._cells[u.id] = tuple(sorted({node_cell[n] for n in u.nodes}))
+        self._busy: dict[int, list[tuple[float, float]]] = {
+            c: [(0.0, f)] if f > 0 else [] for c, f in cell_free.items()
+        }
 
-    def known(self, unit: UnitId) -> bool:
-        return unit in self._busy
+    def cells(self, unit: UnitId) -> tuple[int, ...]:
+        return self._cells[unit]
 
     def is_free(self, unit: UnitId, start: float, end: float) -> bool:
-        intervals = self._busy[unit]
-        i = bisect.bisect_left(intervals, (end, -math.inf))
-        # only the interval starting before `end` with the latest start can overlap
-        return i == 0 or intervals[i - 1][1] <= start
+        for cell in self._cells[unit]:
+            intervals = self._busy[cell]
+            i = bisect.bisect_left(intervals, (end, -math.inf))
+            # intervals do not overlap: only the last one starting before `end` can reach `start`
+            if i > 0 and intervals[i - 1][1] > start:
+                return False
+        return True
+
+    def never_free(self, unit: UnitId) -> bool:
+        return any(
+            intervals and math.isinf(intervals[-1][1])
+            for intervals in (self._busy[c] for c in self._cells[unit])
+        )
 
     def next_busy_after(self, unit: UnitId, t: float) -> float:
-        """Start of the first busy interval at or after t (inf when none)."""
-        for s, _ in self._busy[unit]:
-            if s >= t:
-                return s
-        return math.inf
+        """Start of the first busy interval at or after t in any of its cells (inf when none)."""
+        found = math.inf
+        for cell in self._cells[unit]:
+            for s, _ in self._busy[cell]:
+                if s >= t:
+                    found = min(found, s)
+                    break
+        return found
 
     def hold(self, unit: UnitId, start: float, end: float) -> None:
-        bisect.insort(self._busy[unit], (start, end))
+        for cell in self._cells[unit]:
+            bisect.insort(self._busy[cell], (start, end))
 
     def event_times(self) -> list[float]:
         """Every instant a unit may become free: 0 and the end of every busy interval."""
@@ -135,8 +167,49 @@ def _assign(
             break
         seen.update(pool)
     if disjoint:
-        return {n.name: tuple(pool[: n.count]) for n, pool in zip(needs, pools, strict=True)}
-    return _assign_by_flow(needs, pools)
+        chosen = {n.name: tuple(pool[: n.count]) for n, pool in zip(needs, pools, strict=True)}
+    else:
+        found = _assign_by_flow(needs, pools)
+        if found is None:
+            return None
+        chosen = found
+    if _cells_disjoint(chosen, calendar):
+        return chosen
+    return _assign_avoiding_overlap(needs, pools, calendar)
+
+
+def _cells_disjoint(chosen: Mapping[str, Sequence[UnitId]], calendar: _Calendar) -> bool:
+    seen: set[int] = set()
+    for group in chosen.values():
+        for unit in group:
+            cells = calendar.cells(unit)
+            if seen.intersection(cells):
+                return False
+            seen.update(cells)
+    return True
+
+
+def _assign_avoiding_overlap(
+    needs: Sequence[Need], pools: Sequence[list[UnitId]], calendar: _Calendar
+) -> dict[str, tuple[UnitId, ...]] | None:
+    """Overlapping units (a node pool and its block): take them in preference order, skipping
+    any that shares nodes with one already taken. Not exhaustive: a miss only delays the start."""
+    taken: set[int] = set()
+    result: dict[str, tuple[UnitId, ...]] = {}
+    for need, pool in sorted(zip(needs, pools, strict=True), key=lambda np: len(np[1])):
+        picked: list[UnitId] = []
+        for unit in pool:
+            cells = calendar.cells(unit)
+            if taken.intersection(cells):
+                continue
+            picked.append(unit)
+            taken.update(cells)
+            if len(picked) == need.count:
+                break
+        if len(picked) < need.count:
+            return None
+        result[need.name] = tuple(picked)
+    return result
 
 
 def _assign_by_flow(
@@ -162,43 +235,46 @@ def _assign_by_flow(
     return result
 
 
-def _fits_empty(candidate: Candidate, known: Mapping[UnitId, Unit]) -> bool:
-    usable = {u for u, unit in known.items() if math.isfinite(unit.free_at_s)}
-    calendar = _Calendar(Unit(u, 0.0) for u in usable)
-    return _assign(candidate.needs, usable, calendar, 0.0) is not None
+def _fits_empty(candidate: Candidate, units: Sequence[Unit], calendar: _Calendar) -> bool:
+    """Would it fit once every running JobSet ended (units never free left out)?"""
+    empty = _Calendar(units, {})
+    usable = {u.id for u in units if not calendar.never_free(u.id)}
+    return _assign(candidate.needs, usable, empty, 0.0) is not None
 
 
 def reserve(
     units: Sequence[Unit],
     candidates: Sequence[Candidate],
     *,
+    free_at: Mapping[str, float] | None = None,
     limit: int | None = None,
     always: Collection[str] = (),
     holds: Iterable[tuple[UnitId, float, float]] = (),
 ) -> list[Reservation]:
     """Reservations for `candidates` in the order given (queue order), each the earliest it can be.
 
-    `limit` stops reserving after that many candidates got a start later than now (EASY backfill
-    reserves for the head of the queue only; None reserves for everyone, conservative backfill);
-    candidates named in `always` (waited too long) are still reserved for past it. `holds` are
-    (unit, start, end) periods already promised (runs planned now, reservations kept from an
-    earlier round).
+    `free_at` maps a node to the seconds until its running JobSets end (missing: free now;
+    `math.inf`: never, e.g. NotReady). `limit` stops reserving after that many candidates got a
+    start later than now (EASY backfill reserves for the head of the queue only; None reserves
+    for everyone, conservative backfill); candidates named in `always` (waited too long) are
+    still reserved for past it. `holds` are (unit, start, end) periods already promised (runs
+    planned now, reservations kept from an earlier round).
     """
-    known = {u.id: u for u in units}
-    calendar = _Calendar(units)
+    calendar = _Calendar(units, free_at or {})
     for unit, start, end in holds:
         calendar.hold(unit, start, end)
+    ids = [u.id for u in units]
     result: list[Reservation] = []
     delayed = 0
     for candidate in candidates:
         if limit is not None and delayed >= limit and candidate.jobset not in always:
             continue
-        if not _fits_empty(candidate, known):
+        if not _fits_empty(candidate, units, calendar):
             result.append(Reservation(candidate.jobset, None, None))
             continue
         for t in calendar.event_times():
             end = t + candidate.duration_s
-            free = {u for u in known if calendar.is_free(u, t, end)}
+            free = {u for u in ids if calendar.is_free(u, t, end)}
             chosen = _assign(candidate.needs, free, calendar, end)
             if chosen is None:
                 continue
@@ -208,6 +284,6 @@ def reserve(
             result.append(Reservation(candidate.jobset, t, end, chosen))
             delayed += t > 0
             break
-        else:  # pragma: no cover - the last event time frees every finite unit
+        else:  # the last event time frees every unit that is ever free; an overlap miss lands here
             result.append(Reservation(candidate.jobset, None, None))
     return result

@@ -25,7 +25,6 @@ without one are planned now and never reserved for.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -93,11 +92,11 @@ class _Units:
             for d in self.ctx.domains(key):
                 unit_id = (key, d.id)
                 self.domains[unit_id] = d
-                members = [live[n] for n in d.nodes if n in live]
-                usable = all(n.usable for n in members)
-                free_at = timeline.free_at_s(members) if usable else math.inf
-                units.append(Unit(unit_id, free_at))
+                units.append(Unit(unit_id, frozenset(d.nodes)))
         self.units = units
+        # NotReady and cordoned hosts are not waited for: a domain's size once empty says
+        # whether it can take a child Job without them
+        self.free_at = {n.name: f for n in snapshot.nodes if (f := timeline.node_free_at_s(n)) > 0}
         self.timeline = timeline
         self.live = live
 
@@ -164,6 +163,7 @@ class TimeAwareSolver:
             found = reserve(
                 units.units,
                 [units.candidate(js, durations[js.key]) for js in order],
+                free_at=units.free_at,
                 limit=limit,
                 always=overdue,
             )
@@ -229,7 +229,10 @@ def _estimates(
     if not rest:
         return {}
     found = reserve(
-        units.units, [units.candidate(js, durations[js.key]) for js in rest], holds=holds
+        units.units,
+        [units.candidate(js, durations[js.key]) for js in rest],
+        free_at=units.free_at,
+        holds=holds,
     )
     return {r.jobset: r for r in found}
 

@@ -13,7 +13,11 @@ KEY = "pool"
 
 
 def _units(*free_at: float) -> list[Unit]:
-    return [Unit((KEY, f"d{i}"), t) for i, t in enumerate(free_at)]
+    return [Unit((KEY, f"d{i}"), frozenset({f"n{i}"})) for i in range(len(free_at))]
+
+
+def _free(*free_at: float) -> dict[str, float]:
+    return {f"n{i}": t for i, t in enumerate(free_at)}
 
 
 def _all(units: list[Unit]) -> frozenset[UnitId]:
@@ -26,14 +30,14 @@ def _wide(name: str, count: int, duration: float, units: list[Unit]) -> Candidat
 
 def test_a_jobset_that_fits_now_starts_now() -> None:
     units = _units(0, 0, 100)
-    [r] = reserve(units, [_wide("a", 2, 50, units)])
+    [r] = reserve(units, [_wide("a", 2, 50, units)], free_at=_free(0, 0, 100))
     assert (r.start_s, r.end_s) == (0, 50)
     assert r.units == {"w": ((KEY, "d0"), (KEY, "d1"))}
 
 
 def test_wide_jobset_waits_for_enough_domains_then_holds_them() -> None:
     units = _units(0, 30, 100, 200)
-    [r] = reserve(units, [_wide("wide", 3, 10, units)])
+    [r] = reserve(units, [_wide("wide", 3, 10, units)], free_at=_free(0, 30, 100, 200))
     assert r.start_s == 100
     assert set(r.units["w"]) == {(KEY, "d0"), (KEY, "d1"), (KEY, "d2")}
 
@@ -43,7 +47,7 @@ def test_later_candidates_see_earlier_reservations_as_busy() -> None:
     wide = _wide("wide", 3, 50, units)
     long_narrow = _wide("long", 1, 500, units)
     short_narrow = _wide("short", 1, 80, units)
-    result = reserve(units, [wide, long_narrow, short_narrow])
+    result = reserve(units, [wide, long_narrow, short_narrow], free_at=_free(0, 0, 100))
     by_name = {r.jobset: r for r in result}
     assert by_name["wide"].start_s == 100
     # the long one cannot run before the wide reservation ends: it waits until 150
@@ -55,15 +59,15 @@ def test_later_candidates_see_earlier_reservations_as_busy() -> None:
 def test_limit_stops_after_that_many_delayed_candidates() -> None:
     units = _units(0, 100)
     cands = [_wide("now", 1, 10, units), _wide("head", 2, 10, units), _wide("next", 2, 10, units)]
-    result = reserve(units, cands, limit=1)
+    result = reserve(units, cands, free_at=_free(0, 100), limit=1)
     assert [r.jobset for r in result] == ["now", "head"]
-    forced = reserve(units, cands, limit=1, always={"next"})
+    forced = reserve(units, cands, free_at=_free(0, 100), limit=1, always={"next"})
     assert [r.jobset for r in forced] == ["now", "head", "next"]
 
 
 def test_never_fitting_candidate_has_no_start() -> None:
-    units = [*_units(0), Unit((KEY, "broken"), math.inf)]
-    [r] = reserve(units, [_wide("big", 2, 10, units)])
+    units = [*_units(0), Unit((KEY, "broken"), frozenset({"broken"}))]
+    [r] = reserve(units, [_wide("big", 2, 10, units)], free_at={"broken": math.inf})
     assert r == Reservation("big", None, None)
 
 
@@ -87,18 +91,31 @@ def test_gap_filling_prefers_the_unit_busy_soonest_after_the_run() -> None:
     units = _units(0, 0, 100)
     wide = Candidate("wide", 50, (Need("w", 2, frozenset({(KEY, "d1"), (KEY, "d2")})),))
     short = Candidate("short", 50, (Need("w", 1, frozenset({(KEY, "d0"), (KEY, "d1")})),))
-    _, r = reserve(units, [wide, short])
+    _, r = reserve(units, [wide, short], free_at=_free(0, 0, 100))
     # d1 is reserved from 100: running the short one there keeps d0 free for long stretches
     assert (r.start_s, r.units) == (0, {"w": ((KEY, "d1"),)})
 
 
+def test_a_block_and_a_pool_inside_it_are_never_held_at_once() -> None:
+    # exclusive keys of two JobSets overlap: pool p1 lies inside block b0
+    pool = Unit(("pool", "p1"), frozenset({"n1", "n2"}))
+    block = Unit(("block", "b0"), frozenset({"n0", "n1", "n2", "n3"}))
+    on_pool = Candidate("pool-job", 100, (Need("w", 1, frozenset({pool.id})),))
+    on_block = Candidate("block-job", 50, (Need("w", 1, frozenset({block.id})),))
+    first, second = reserve([pool, block], [on_pool, on_block])
+    assert (first.start_s, second.start_s) == (0, 100)
+
+
 @st.composite
-def _scenarios(draw: st.DrawFn) -> tuple[list[Unit], list[Candidate]]:
-    n_units = draw(st.integers(1, 6))
-    units = [
-        Unit((KEY, f"d{i}"), draw(st.sampled_from([0.0, 10.0, 25.0, 60.0, math.inf])))
-        for i in range(n_units)
-    ]
+def _scenarios(draw: st.DrawFn) -> tuple[list[Unit], dict[str, float], list[Candidate]]:
+    n_nodes = draw(st.integers(1, 6))
+    free_at = {
+        f"n{i}": draw(st.sampled_from([0.0, 10.0, 25.0, 60.0, math.inf])) for i in range(n_nodes)
+    }
+    nodes = sorted(free_at)
+    units = [Unit(("pool", n), frozenset({n})) for n in nodes]
+    if n_nodes > 1 and draw(st.booleans()):  # an overlapping coarser key
+        units.append(Unit(("block", "b"), frozenset(nodes[:2])))
     ids = [u.id for u in units]
     cands = []
     for c in range(draw(st.integers(1, 5))):
@@ -107,31 +124,32 @@ def _scenarios(draw: st.DrawFn) -> tuple[list[Unit], list[Candidate]]:
             eligible = draw(st.sets(st.sampled_from(ids), min_size=1))
             needs.append(Need(f"r{r}", draw(st.integers(1, 3)), frozenset(eligible)))
         cands.append(Candidate(f"j{c}", draw(st.sampled_from([5.0, 20.0, 40.0])), tuple(needs)))
-    return units, cands
+    return units, free_at, cands
 
 
 @settings(max_examples=150, deadline=None)
 @given(_scenarios())
-def test_reservations_are_consistent_and_earliest(
-    scenario: tuple[list[Unit], list[Candidate]],
+def test_reservations_are_consistent(
+    scenario: tuple[list[Unit], dict[str, float], list[Candidate]],
 ) -> None:
-    units, cands = scenario
-    result = reserve(units, cands)
+    units, free_at, cands = scenario
+    result = reserve(units, cands, free_at=free_at)
     assert [r.jobset for r in result] == [c.jobset for c in cands]
-    free_at = {u.id: u.free_at_s for u in units}
-    held: dict[UnitId, list[tuple[float, float]]] = {u.id: [] for u in units}
+    nodes_of = {u.id: u.nodes for u in units}
+    held: dict[str, list[tuple[float, float]]] = {n: [] for n in free_at}
     for cand, r in zip(cands, result, strict=True):
         if r.start_s is None:
             assert r.units == {}
             continue
         assert r.end_s == r.start_s + cand.duration_s
         taken = [u for group in r.units.values() for u in group]
-        assert len(taken) == len(set(taken)), "a unit serves two child Jobs"
         for need in cand.needs:
             assert len(r.units[need.name]) == need.count
             assert set(r.units[need.name]) <= need.eligible
-        for u in taken:
-            assert free_at[u] <= r.start_s, "reserved before its running JobSets end"
-            for s, e in held[u]:
-                assert e <= r.start_s or r.end_s <= s, "two reservations overlap on one unit"
-            held[u].append((r.start_s, r.end_s))
+        nodes = [n for u in taken for n in nodes_of[u]]
+        assert len(nodes) == len(set(nodes)), "two child Jobs share a node"
+        for n in nodes:
+            assert free_at[n] <= r.start_s, "reserved before its running JobSets end"
+            for s, e in held[n]:
+                assert e <= r.start_s or r.end_s <= s, "two reservations overlap on one node"
+            held[n].append((r.start_s, r.end_s))
