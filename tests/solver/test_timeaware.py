@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from placer.model.cluster import ClusterSnapshot, RunningJobSet
 from placer.model.options import ReservationPolicy, SolveOptions, TimePolicy
@@ -13,7 +15,7 @@ from placer.model.workload import JobSetRequest
 from placer.solver.checker import check
 from placer.solver.registry import get_solver
 from placer.solver.timeaware import TimeAwareSolver
-from tests.strategies import cluster, jobset, pool, rjob
+from tests.strategies import cluster, jobset, pool, rjob, scenarios
 
 NOW = datetime(2026, 12, 1, 6, 0, tzinfo=UTC)
 H = 3600.0
@@ -159,3 +161,36 @@ def test_max_wait_always_reserves_even_without_a_reservation_policy() -> None:
     assert check(plan, snap, [waited, fresh], options) == []
     assert len(plan.outcome("team-a/waited").reserved_domains) == 4
     assert plan.outcome("team-a/fresh").reserved_domains == []
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    scenario=scenarios(),
+    durations=st.lists(st.sampled_from([None, 600.0, 3600.0, 5 * H]), min_size=5, max_size=5),
+    running_end_h=st.sampled_from([0.5, 2.0, 10.0]),
+    policy=st.sampled_from(["head", "all"]),
+    solver=st.sampled_from(["best-fit", "cpsat"]),
+)
+def test_time_aware_plans_pass_the_checker_on_random_queues(
+    scenario: tuple[ClusterSnapshot, list[JobSetRequest]],
+    durations: list[float | None],
+    running_end_h: float,
+    policy: ReservationPolicy,
+    solver: str,
+) -> None:
+    snap, queue = scenario
+    snap = snap.model_copy(
+        update={"running": {"team-z/running": RunningJobSet(expected_duration_s=running_end_h * H)}}
+    )
+    queue = [
+        js.model_copy(update={"expected_duration_s": d})
+        for js, d in zip(queue, durations, strict=False)
+    ]
+    options = SolveOptions(workers=1, time=TimePolicy(now=NOW, reservations=policy))
+    plan = TimeAwareSolver(get_solver(solver)).solve(snap, queue, options)
+    assert check(plan, snap, queue, options) == []
+    for o in plan.jobsets:
+        if o.status == "placed":
+            assert o.expected_start_seconds == 0 and not o.reserved_domains
+        elif o.reserved_domains:
+            assert o.expected_start_seconds is not None and o.expected_start_seconds > 0
