@@ -262,10 +262,12 @@ def run_solver(
     from placer.solver.registry import get_solver
     from placer.solver.timeaware import TimeAwareSolver
 
-    solver = TimeAwareSolver(get_solver(getattr(args, "solver", "cpsat")))
     options = options_from_args(args).model_copy(
         update={"time": time_policy_from_args(args, snapshot.priority_classes)}
     )
+    solver = get_solver(getattr(args, "solver", "cpsat"))
+    if options.time.active:
+        solver = TimeAwareSolver(solver)
     started = time.perf_counter()
     plan = solver.solve(snapshot, jobsets, options)
     log.debug("solver %s returned in %.3f s", solver.name, time.perf_counter() - started)

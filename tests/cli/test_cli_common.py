@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from placer.commands import common
+from placer.commands.timing import add_time_args
 from placer.model.cluster import ClusterSnapshot
 from placer.model.errors import InputError
 from placer.model.options import SolveOptions
@@ -20,6 +21,7 @@ def parse(*argv: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     common.add_cluster_args(parser)
     common.add_solver_args(parser)
+    add_time_args(parser)
     common.add_jobset_args(parser)
     return parser.parse_args(list(argv))
 
@@ -132,7 +134,16 @@ def test_run_solver_records_the_load_phase_first(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr("placer.solver.registry.get_solver", lambda name: fake)
     args = parse("--cluster", "c.json", "--seed", "4", "j.yaml")
     plan = common.run_solver(args, ClusterSnapshot(nodes=()), [], load_seconds=0.25)
-    phases = plan.solver.phases
-    assert next(iter(phases)) == "load" and phases["load"] == 0.25 and phases["solve"] == 0.5
-    assert {"timeline", "reserve", "estimate"} <= set(phases)
+    assert list(plan.solver.phases.items()) == [("load", 0.25), ("solve", 0.5)]
     assert fake.seen is not None and fake.seen.seed == 4
+
+
+def test_reservations_wrap_the_solver_and_time_its_phases(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = _FakeSolver()
+    monkeypatch.setattr("placer.solver.registry.get_solver", lambda name: fake)
+    args = parse("--cluster", "c.json", "--reservations", "head", "j.yaml")
+    plan = common.run_solver(args, ClusterSnapshot(nodes=()), [], load_seconds=0.25)
+    phases = plan.solver.phases
+    assert next(iter(phases)) == "load" and phases["solve"] == 0.5
+    assert {"timeline", "reserve", "estimate"} <= set(phases)
+    assert fake.seen is not None and fake.seen.time.reservations == "head"

@@ -1,0 +1,66 @@
+"""`placer plan` with time-aware planning: the flags, the plan fields, one-line input errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from placer.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+CLUSTER = str(REPO / "examples/clusters/tpu-v5e-v6e.yaml")
+QUEUE = str(REPO / "examples/jobsets/queue")
+NOW = "2026-12-01T06:00:00Z"
+
+
+def test_head_reservation_gives_the_waiting_jobset_domains_and_an_eta(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["plan", "--cluster", CLUSTER, "--workers", "1", "--reservations", "head"]
+    argv += ["--now", NOW, "--default-duration", "2h", "--format", "json", QUEUE]
+    assert main(argv) == 0
+    doc = json.loads(capsys.readouterr().out)
+    waiting = [j for j in doc["jobsets"] if j["status"] != "placed"]
+    placed = [j for j in doc["jobsets"] if j["status"] == "placed"]
+    assert placed and all(j["expected_start_seconds"] == 0 for j in placed)
+    reserved = [j for j in waiting if j["reserved_domains"]]
+    assert len(reserved) == 1  # the head only
+    [head] = reserved
+    # running JobSets of the example have no start time: they end a default duration from now
+    assert head["expected_start_seconds"] == 7200
+    assert head["waits_for"]
+    assert {"timeline", "reserve", "estimate"} <= set(doc["solver"]["phases"])
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        pytest.param(["--now", "yesterday"], "--now: 'yesterday' is not an RFC 3339", id="now"),
+        pytest.param(["--default-duration=-1h"], "--default-duration: negative", id="neg"),
+        pytest.param(["--default-duration", "gold=1h"], "unknown PriorityClass 'gold'", id="cls"),
+        pytest.param(["--max-wait", "2d"], "--max-wait: invalid duration '2d'", id="max-wait"),
+    ],
+)
+def test_bad_time_flags_exit_2_with_one_line(
+    flags: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["plan", "--cluster", CLUSTER, "--reservations", "all", *flags, QUEUE]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
+
+
+def test_bad_expected_duration_annotation_names_file_jobset_and_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = (REPO / "examples/jobsets/queue/01-prod-sft-v5e.yaml").read_text()
+    bad = text.replace(
+        "  annotations:\n", "  annotations:\n    placer.dev/expected-duration: soon\n", 1
+    )
+    path = tmp_path / "bad.yaml"
+    path.write_text(bad)
+    assert main(["plan", "--cluster", CLUSTER, str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "bad.yaml: prod/llm-sft: metadata.annotations[placer.dev/expected-duration]" in err
