@@ -13,10 +13,11 @@ import textwrap
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
+from placer.model.durations import format_go_duration
 from placer.model.plan import JobPlacement, JobSetOutcome, Plan, SolverReport
 from placer.model.workload import JobSetRequest
 
-__all__ = ["compact_list", "fit_lines", "gap_percent", "render_table", "solver_line"]
+__all__ = ["compact_list", "eta", "fit_lines", "gap_percent", "render_table", "solver_line"]
 
 HEADERS = ("JOBSET", "STATUS", "PRIORITY", "JOBS", "DOMAINS", "ACCELERATORS")
 DOMAINS_SHOWN = 3
@@ -156,6 +157,23 @@ def solver_line(report: SolverReport) -> str:
     return line
 
 
+def _timed(plan: Plan) -> bool:
+    """Time-aware planning ran: placed JobSets then carry an expected start of 0."""
+    return any(o.expected_start_seconds is not None for o in plan.jobsets)
+
+
+def eta(outcome: JobSetOutcome) -> str:
+    """`now`, `now (backfill)`, `in 2h30m (reserved)`, `in 5h`, or `never` (it fits no empty
+    cluster)."""
+    start = outcome.expected_start_seconds
+    if start is None:
+        return "never"
+    if start <= 0:
+        return "now (backfill)" if outcome.backfill else "now"
+    text = f"in {format_go_duration(start)}"
+    return f"{text} (reserved)" if outcome.reserved_domains else text
+
+
 def render_table(
     plan: Plan,
     jobsets: Sequence[JobSetRequest] = (),
@@ -177,6 +195,11 @@ def render_table(
         shown, summarize = list(plan.jobsets), False
     if shown:
         rows = [HEADERS, *(_row(o, requests.get(o.key)) for o in shown)]
+        if _timed(plan):
+            rows = [
+                (*rows[0], "ETA"),
+                *((*r, eta(o)) for r, o in zip(rows[1:], shown, strict=True)),
+            ]
         lines.extend(_format_rows(rows, width))
     elif not plan.jobsets:
         lines.append("no JobSets")

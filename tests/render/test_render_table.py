@@ -156,3 +156,27 @@ def test_narrow_width_shrinks_the_domains_column_first() -> None:
     assert len(placed) <= 90 and placed.endswith("48")  # ACCELERATORS kept, DOMAINS cut
     assert header.split()[-1] == "ACCELERATORS"
     assert "..." in placed
+
+
+def test_eta_column_appears_only_when_time_was_planned() -> None:
+    from placer.model.plan import DomainRef
+    from placer.render.table import eta
+
+    report = SolverReport(name="cpsat", status="OPTIMAL", objective=8, bound=8)
+    waiting = JobSetOutcome(
+        name="wide",
+        status="unschedulable",
+        expected_start_seconds=9000,
+        reserved_domains=[DomainRef(key="pool", value="p0")],
+    )
+    placed = JobSetOutcome(name="short", status="placed", expected_start_seconds=0, backfill=True)
+    never = JobSetOutcome(name="huge", status="unschedulable")
+    assert [eta(o) for o in (waiting, placed, never)] == [
+        "in 2h30m (reserved)",
+        "now (backfill)",
+        "never",
+    ]
+    timed = render_table(Plan(solver=report, jobsets=[waiting, placed, never]))
+    assert timed.splitlines()[0].split()[-1] == "ETA"
+    untimed = render_table(Plan(solver=report, jobsets=[never]))
+    assert "ETA" not in untimed
