@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from placer.model.workload import JobSetRequest
 from placer.render.explain import format_rows
 from placer.render.table import render_table
+from placer.solver.reasons.wording import stranded_text
 
 if TYPE_CHECKING:
     from placer.solver.capacity.result import CapacityReport, CheapestReport
@@ -24,17 +25,6 @@ __all__ = ["render_capacity", "render_cheapest", "render_report_json"]
 
 def render_report_json(report: BaseModel) -> str:
     return json.dumps(report.model_dump(mode="json"), indent=2) + "\n"
-
-
-_REASON_WORDS = {
-    "held": "held by running JobSets",
-    "node-selector": "not matching the shapes' nodeSelector",
-    "affinity": "not matching the shapes' node affinity",
-    "taint": "with a taint the shapes do not tolerate",
-    "not-ready": "NotReady",
-    "cordoned": "cordoned",
-    "too-small": "too small for every shape",
-}
 
 
 def _yes(flag: bool) -> str:
@@ -90,8 +80,7 @@ def render_capacity(report: CapacityReport) -> str:
         for d in report.domain_types:
             if d.stranded_by:
                 why = ", ".join(
-                    f"{n} {_REASON_WORDS.get(reason, reason)}"
-                    for reason, n in d.stranded_by.items()
+                    f"{n} {stranded_text(reason)}" for reason, n in d.stranded_by.items()
                 )
                 lines.append(f"  stranded in {d.type}: {why}")
     lines.extend(f"note: {n}" for n in report.notes)

@@ -21,7 +21,7 @@ Algorithm overview (`_Greedy.run`):
   order       JobSets in the policy's order
   place       per JobSet: exclusive replicated jobs first, then the shared ones
   commit      all-or-nothing (rollback) for best-fit and largest-first; first-fit keeps what it got
-  explain     reasons for the JobSets left out, from the plan as it stood when they failed
+  explain     reasons for the JobSets left out, against the finished plan (`placer.solver.reasons`)
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from placer.model.workload import JobSetRequest
 from placer.solver.context import JobClass, PlacementContext
 from placer.solver.ledger import Ledger
 from placer.solver.memo import context_memo
-from placer.solver.reasons import ReasonBuilder
+from placer.solver.reasons import Classifier, jobset_reason, occupancy_of
 
 __all__ = ["POLICIES", "BestFitSolver", "FirstFitSolver", "LargestFirstSolver", "greedy_plan"]
 
@@ -114,7 +114,9 @@ class LargestFirstSolver(_GreedySolver):
 class _Greedy:
     def __init__(self, ctx: PlacementContext, policy: str, *, explain: bool = True) -> None:
         self.ctx = ctx
-        self._reasons = ReasonBuilder(ctx) if explain else None
+        self._explain_reasons = explain
+        self._unexplained: dict[str, str] = {}
+        """JobSet left out (or partial) -> what its reason starts with; worded after the run."""
         self.policy = policy
         self.ledger = Ledger(ctx)
         self._memo = context_memo(ctx)
@@ -159,15 +161,23 @@ class _Greedy:
             outcomes[js.key] = outcome
             if outcome.status != "placed":
                 failed_in_tier.setdefault(js.priority, js.key)
+        if self._explain_reasons and self._unexplained:
+            self._explain_all(outcomes)
         return outcomes
 
-    def _explain(self, js: JobSetRequest) -> str:
-        """The reason against the plan as it stands: it only grew since the last JobSet explained
-        (failures roll back), so the builder follows it cheaply."""
-        if self._reasons is None:
-            return ""
-        self._reasons.update(self.ledger.taken_by(), self.ledger.shared_by())
-        return self._reasons.reason(js)
+    def _explain(self, js: JobSetRequest, prefix: str = "") -> str:
+        """Mark `js` to be explained once the plan is complete; the reason is filled in then."""
+        self._unexplained[js.key] = prefix
+        return prefix
+
+    def _explain_all(self, outcomes: dict[str, JobSetOutcome]) -> None:
+        """Reasons for the JobSets left out, against the finished plan: the plan `placer explain`
+        diagnoses, so both report the same counts."""
+        classifier = Classifier(self.ctx, occupancy_of(self.ctx, outcomes.values()))
+        by_key = {js.key: js for js in self.ctx.jobsets}
+        for key, prefix in self._unexplained.items():
+            reason = prefix + jobset_reason(classifier.diagnose(by_key[key]))
+            outcomes[key] = outcomes[key].model_copy(update={"reason": reason})
 
     def _checkpoint(self) -> tuple[object, dict[_ListKey, int]]:
         """The plan as it is now, and the cursors that are valid for it."""
@@ -247,9 +257,8 @@ class _Greedy:
         if not jobs:
             return _outcome(js, "unschedulable", reason=self._explain(js))
         total = len(jobs) + len(missing)
-        reason = (
-            f"{len(missing)} of {total} child Jobs could not be placed "
-            f"({', '.join(missing)}): {self._explain(js)}"
+        reason = self._explain(
+            js, f"{len(missing)} of {total} child Jobs could not be placed ({', '.join(missing)}): "
         )
         return _outcome(js, "partial", jobs=jobs, accelerators=units, reason=reason)
 

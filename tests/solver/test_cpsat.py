@@ -162,7 +162,7 @@ def test_domains_held_by_running_jobsets_are_closed() -> None:
     snapshot = cluster(pool("p0", 2, jobsets=["team-b/other"]), pool("p1", 2))
     plan = solve(snapshot, [jobset("two", rjob(replicas=2))])
     assert statuses(plan) == {"two": "unschedulable"}
-    assert "held by team-b/other" in plan.jobsets[0].reason
+    assert "held by running team-b/other" in plan.jobsets[0].reason
 
 
 def test_aggregation_folds_identical_domains_into_one_class() -> None:

@@ -1,4 +1,5 @@
-"""Unschedulable reasons: exact strings on small hand-built clusters."""
+"""Unschedulable reasons as the planners word them: exact strings on small hand-built clusters,
+one per reason kind (`placer.solver.reasons`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from placer.model.plan import Plan
 from placer.model.scheduling import NodeSelectorRequirement, NodeSelectorTerm
 from placer.model.workload import PodShape
 from placer.solver.context import PlacementContext
-from placer.solver.reasons import format_shape, unschedulable_reason
+from placer.solver.reasons import Occupancy, diagnose, format_shape, jobset_reason
 from tests.strategies import (
     BLOCK,
     HOSTNAME,
@@ -28,8 +29,9 @@ from tests.strategies import (
 SEL = {TPU_TOPOLOGY: "2x4"}
 POOL_HEAD = f"workers: needs 4 domains of {NODEPOOL} for 2 pods of {{google.com/tpu: 4}}"
 FILTERED = (
-    "1 held by team-b/other, 1 with a NotReady node, 1 with a cordoned node, "
-    f"3 not matching nodeSelector {TPU_TOPOLOGY}=2x4"
+    f"1 held by running team-b/other, 3 not matching nodeSelector {TPU_TOPOLOGY}=2x4, "
+    "1 too small: fits 1 of 2 pods (1 host cordoned), "
+    "1 too small: fits 1 of 2 pods (1 host NotReady)"
 )
 
 
@@ -63,7 +65,7 @@ def test_the_issue_example_word_for_word() -> None:
     plan = solve_checked("best-fit", _issue_cluster(), _issue_queue())
     assert _reason(plan, "team-a/multislice") == (
         f"{POOL_HEAD}; 3 available of 13: {FILTERED}, "
-        "4 taken by higher-priority or earlier JobSets (team-a/x, team-a/y)"
+        "4 taken by same-priority JobSets in this plan (team-a/x, team-a/y)"
     )
 
 
@@ -71,27 +73,28 @@ def test_a_partial_jobset_counts_its_own_domains_apart() -> None:
     plan = solve_checked("first-fit", _issue_cluster(), _issue_queue())
     assert _reason(plan, "team-a/multislice") == (
         f"1 of 4 child Jobs could not be placed (workers-3): {POOL_HEAD}; 0 available of 13: "
-        f"{FILTERED}, 4 taken by higher-priority or earlier JobSets (team-a/x, team-a/y), "
+        f"{FILTERED}, 4 taken by same-priority JobSets in this plan (team-a/x, team-a/y), "
         "3 taken by its own child Jobs"
     )
 
 
-def test_reason_from_a_taken_map_built_by_hand() -> None:
+def test_reason_from_an_occupancy_built_by_hand() -> None:
     ctx = PlacementContext(_issue_cluster(), _issue_queue(), SolveOptions())
     ms = ctx.jobsets[2]
-    taken = {(NODEPOOL, ((NODEPOOL, f"a{i}"),)): "team-a/x" for i in range(5)}
-    assert unschedulable_reason(ctx, ms, taken) == (
+    taken = {f"a{i}-host-{h}": frozenset({"team-a/x"}) for i in range(5) for h in range(2)}
+    assert jobset_reason(diagnose(ctx, ms, Occupancy(reserved=taken))) == (
         f"{POOL_HEAD}; 2 available of 13: {FILTERED}, "
-        "5 taken by higher-priority or earlier JobSets (team-a/x)"
+        "5 taken by same-priority JobSets in this plan (team-a/x)"
     )
-    shared = {"a5-host-1": ["team-c/web"]}
-    assert unschedulable_reason(ctx, ms, taken, shared=shared) == (
+    shared = {"a5-host-1": frozenset({"team-c/web"})}
+    assert jobset_reason(diagnose(ctx, ms, Occupancy(reserved=taken, shared=shared))) == (
         f"{POOL_HEAD}; 1 available of 13: {FILTERED}, "
-        "6 taken by higher-priority or earlier JobSets (team-a/x, team-c/web)"
+        "5 taken by same-priority JobSets in this plan (team-a/x), "
+        "1 taken by higher-priority JobSets in this plan (team-c/web)"
     )
 
 
-def test_too_small_names_the_limiting_resource() -> None:
+def test_too_small_names_what_is_in_use_or_short() -> None:
     half = resources(cpu=32, pods=110, tpu=2)
     snap = cluster(
         pool("one", 1),
@@ -102,10 +105,10 @@ def test_too_small_names_the_limiting_resource() -> None:
     plan = solve_checked("best-fit", snap, [jobset("a", rjob())])
     assert _reason(plan, "team-a/a") == (
         f"workers: needs 1 domain of {NODEPOOL} for 2 pods of {{google.com/tpu: 4}}; "
-        "0 available of 4: 1 too small: fits 0 pods, short of cpu, "
-        "1 too small: fits 0 pods, short of google.com/tpu, "
-        "1 too small: fits 0 pods, short of pods, "
-        "1 too small: fits 1 pod, short of google.com/tpu"
+        "0 available of 4: 1 too small: fits 0 of 2 pods (2 hosts with cpu in use), "
+        "1 too small: fits 0 of 2 pods (2 hosts with google.com/tpu in use), "
+        "1 too small: fits 0 of 2 pods (2 hosts with pods in use), "
+        "1 too small: fits 1 of 2 pods (1 host, short of google.com/tpu)"
     )
 
 
@@ -115,8 +118,8 @@ def test_single_host_pool_is_too_small_and_a_port_counts_as_a_limit() -> None:
     plan = solve_checked("best-fit", snap, [jobset("a", rjob(host_ports=[port]))])
     assert _reason(plan, "team-a/a") == (
         f"workers: needs 1 domain of {NODEPOOL} for 2 pods of {{google.com/tpu: 4}}; "
-        "0 available of 2: 1 too small: fits 0 pods, short of host port 8471/TCP, "
-        "1 too small: fits 1 pod, short of google.com/tpu"
+        "0 available of 2: 1 too small: fits 0 of 2 pods (2 hosts with host port 8471/TCP in use), "
+        "1 too small: fits 1 of 2 pods (1 host, short of google.com/tpu)"
     )
 
 
@@ -128,7 +131,7 @@ def test_affinity_and_taint_exclusions() -> None:
     assert _reason(plan, "team-a/a") == (
         f"workers: needs 1 domain of {NODEPOOL} for 2 pods of {{google.com/tpu: 4}}; "
         f"0 available of 2: 1 not matching node affinity {NODEPOOL} In [p0], "
-        "1 taken by higher-priority or earlier JobSets (team-a/x)"
+        "1 taken by same-priority JobSets in this plan (team-a/x)"
     )
     no_ert = SolveOptions(extended_resource_toleration=False)
     plan = solve_checked("best-fit", snap, [a], no_ert)
@@ -162,8 +165,9 @@ def test_shared_replicated_job_counts_pods_and_nodes() -> None:
     )
     plan = solve_checked("best-fit", snap, [a])
     assert _reason(plan, "team-a/a") == (
-        "driver: needs 4 pods of {cpu: 4}; fits 1 on 1 of 6 nodes; excluded: 1 NotReady, "
-        "4 by nodeSelector zone=x"
+        # cpu-2 is NotReady too, but would not match even when ready: the rule comes first
+        "driver: needs 4 pods of {cpu: 4}; fits 1 on 1 of 6 nodes; excluded: "
+        "5 not matching nodeSelector zone=x"
     )
 
 
@@ -177,7 +181,7 @@ def test_shared_pods_see_nodes_reserved_for_exclusive_child_jobs() -> None:
     plan = solve_checked("best-fit", snap, [x, cpu_only], SolveOptions())
     assert _reason(plan, "team-a/c") == (
         "cpu: needs 2 pods of {cpu: 4}; fits 1 on 1 of 2 nodes; excluded: "
-        "1 by taint google.com/tpu=present:NoSchedule"
+        "1 with untolerated taint google.com/tpu=present:NoSchedule"
     )
     untainted = cluster(
         node("t0", tpu=4, taints=[], labels={NODEPOOL: "p0"}), node("cpu-0", tpu=0, cpu=4)

@@ -5,7 +5,8 @@ the snapshot's free capacity; running JobSets keep their nodes and domains, and 
 given are shapes, not placed first. The count comes from the counting model (`counting`), then the
 planner places that many copies and the independent checker accepts the plan, so the number shown
 is one a real plan achieves. The limiting factor is the diagnosis of one more copy beside them
-(`placer.solver.explain.diagnose`), with "taken" reworded as taken by the copies.
+(`placer.solver.reasons`, the classifier the planners and `placer explain` use), with "taken"
+worded as taken by the copies.
 """
 
 from __future__ import annotations
@@ -20,13 +21,7 @@ from placer.solver.capacity.counting import count_copies, make_copies
 from placer.solver.capacity.result import ShapeCopies
 from placer.solver.checker import check
 from placer.solver.context import PlacementContext
-from placer.solver.explain.reasons_detail import (
-    Occupancy,
-    diagnose,
-    diagnosis_line,
-    occupancy_from_plan,
-)
-from placer.solver.explain.result import ReasonCount
+from placer.solver.reasons import Occupancy, diagnose, occupancy_from_plan, reason_lines
 from placer.solver.registry import get_solver
 
 __all__ = ["copies_of", "plan_copies"]
@@ -79,7 +74,7 @@ def copies_of(
             f"counted, not planned (more than {verify_limit}), so what stops one more is not named"
         ]
     else:
-        lines = _limit_lines(ctx, extra, occ, placed)
+        lines = reason_lines(diagnose(ctx, extra, occ), taken_by_copies=placed)
     result = ShapeCopies(
         jobset=shape.key,
         accelerators_per_copy=shape.accelerator_units,
@@ -89,39 +84,3 @@ def copies_of(
         verified=verified,
     )
     return result, plan
-
-
-def _limit_lines(
-    ctx: PlacementContext, extra: JobSetRequest, occ: Occupancy, placed: int
-) -> list[str]:
-    """The replicated jobs of one more copy that fall short, in words."""
-    diagnosis = []
-    for d in diagnose(ctx, extra, occ):
-        reasons = [
-            ReasonCount(
-                kind=r.kind,
-                count=r.count,
-                text=f"taken by the {placed} cop{'y' if placed == 1 else 'ies'} above",
-            )
-            if r.kind == "taken"
-            else r
-            for r in d.reasons
-        ]
-        d = d.model_copy(update={"reasons": reasons})
-        diagnosis.append(d.model_copy(update={"line": diagnosis_line(d)}))
-    short = [d.line for d in diagnosis if not d.fits]
-    if short:
-        return short
-    if not diagnosis:
-        return ["no child Jobs to place"]
-    locality = [d.locality for d in diagnosis if d.locality]
-    if len(diagnosis) == 1:
-        why = f" ({locality[0]})" if locality else ""
-        return [
-            f"{diagnosis[0].line}, yet the planner placed no further copy beside the "
-            f"{placed} above{why}"
-        ]
-    return [
-        "each replicated job fits alone, but not all together: "
-        + "; ".join(d.line for d in diagnosis)
-    ]

@@ -3,10 +3,11 @@
 For every exclusive key the shapes use, domains are grouped by type (the instance types of their
 nodes and how many nodes they have, e.g. `ct5lp-hightpu-4t x2`). Per type: accelerators in total,
 free ones (on usable nodes), the free ones in domains at least one shape can take (usable), and the
-rest, stranded, by the reason the first shape of that key cannot take the domain (held by a running
-JobSet, not matching, too small). Accelerator nodes in no domain of those keys form one more row,
-usable when a shape without an exclusive key fits there. With a largest mix given, `idle_after_mix`
-says what stays free once the mix runs.
+rest, stranded, by reason (`placer.solver.reasons`): the reason of the shape that gets furthest
+through the rule order, so a domain is "not matching nodeSelector" only when it matches no shape's
+selector, and "too small" when some shape matches but needs more. Accelerator nodes in no domain
+of those keys form one more row, usable when a shape without an exclusive key fits there. With a
+largest mix given, `idle_after_mix` says what stays free once the mix runs.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from placer.model.topology import Domain
 from placer.model.workload import JobSetRequest
 from placer.solver.capacity.result import DomainTypeUsage
 from placer.solver.context import PlacementContext
-from placer.solver.explain.reasons_detail import domain_verdict
+from placer.solver.reasons import Classifier, Reason
+from placer.solver.reasons.data import RANK
 
 __all__ = ["TYPE_LABELS", "domain_type", "domain_type_usage"]
 
@@ -87,32 +89,33 @@ def domain_type_usage(
     mix_jobsets: Sequence[JobSetRequest] = (),
 ) -> list[DomainTypeUsage]:
     ctx = PlacementContext(snapshot, shapes, options)
+    classifier = Classifier(ctx)
     used = _mix_use(mix_plan, mix_jobsets)
     rows: list[DomainTypeUsage] = []
     in_domain: set[str] = set()
     for key in ctx.exclusive_keys:
         classes = [jc for jc in ctx.job_classes if jc.exclusive_key == key]
-        groups: dict[str, list[Domain]] = defaultdict(list)
-        for d in ctx.domains(key):
+        groups: dict[str, list[tuple[int, Domain]]] = defaultdict(list)
+        for i, d in enumerate(ctx.domains(key)):
             in_domain.update(d.nodes)
             nodes = [ctx.nodes[n] for n in d.nodes]
             if any(_accelerators(n.allocatable) for n in nodes):
-                groups[domain_type(nodes)].append(d)
+                groups[domain_type(nodes)].append((i, d))
         for kind, domains in sorted(groups.items()):
             total = free = usable = idle = 0
             stranded_by: Counter[str] = Counter()
             stranded_nodes: list[str] = []
-            for d in domains:
+            for i, d in domains:
                 nodes = [ctx.nodes[n] for n in d.nodes]
                 total += sum(_accelerators(n.allocatable) for n in nodes)
                 f = ctx.free_accelerators(d)
                 free += f
                 idle += f - sum(used.get(n, 0) for n in d.nodes)
-                if any(ctx.fits(jc, d) for jc in classes):
+                reasons = [classifier.static_reason(jc, i) for jc in classes]
+                if any(r is None for r in reasons):
                     usable += f
                 elif f:
-                    verdict = domain_verdict(ctx, classes[0], d)
-                    stranded_by[verdict[0] if verdict else "other"] += f
+                    stranded_by[_furthest(reasons).kind] += f
                     stranded_nodes.extend(n.name for n in nodes if _free_units(n))
             rows.append(
                 DomainTypeUsage(
@@ -130,6 +133,11 @@ def domain_type_usage(
             )
     rows.extend(_outside(ctx, in_domain, used, mix_plan is not None))
     return rows
+
+
+def _furthest(reasons: Sequence[Reason | None]) -> Reason:
+    """The reason of the shape that got furthest through the rule order (all rule it out)."""
+    return max((r for r in reasons if r is not None), key=lambda r: RANK[r.kind])
 
 
 def _outside(

@@ -16,7 +16,7 @@ from placer.solver.context import PlacementContext
 from placer.solver.cpsat.problem import AggregatedProblem
 from placer.solver.cpsat.solution import Assignment
 from placer.solver.ledger import Ledger
-from placer.solver.reasons import unschedulable_reason
+from placer.solver.reasons import Classifier, jobset_reason, occupancy_of
 
 __all__ = ["Chosen", "chosen_from", "materialize"]
 
@@ -110,7 +110,6 @@ def materialize(
                 if placed is None:
                     return None
                 placements[js.key].append(placed)
-    taken, shared = ledger.taken_by(), ledger.shared_by()
     outcomes: dict[str, JobSetOutcome] = {}
     for js in ctx.jobsets:
         if js.key in placements:
@@ -123,10 +122,10 @@ def materialize(
                 accelerators=js.accelerator_units,
                 jobs=sorted(placements[js.key], key=lambda j: order[j.name]),
             )
-        else:
-            reason = problem.impossible.get(js.key) or unschedulable_reason(
-                ctx, js, taken, shared=shared
-            )
+    classifier = Classifier(ctx, occupancy_of(ctx, outcomes.values()))
+    for js in ctx.jobsets:
+        if js.key not in placements:
+            reason = problem.impossible.get(js.key) or jobset_reason(classifier.diagnose(js))
             outcomes[js.key] = JobSetOutcome(
                 namespace=js.namespace,
                 name=js.name,

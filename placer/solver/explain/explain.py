@@ -3,7 +3,7 @@
 Phases, each one function below:
   plan        the same solver and options as `placer plan`, on the same snapshot and queue
   locate      where the JobSet went (placed: done; running on the snapshot: say where)
-  count       per replicated job, domains or nodes by reason (`reasons_detail.diagnose`)
+  count       per replicated job, domains or nodes by reason (`placer.solver.reasons`)
   conflict    a minimal set of requirements that cannot hold together (`conflicts.find_conflict`)
   remedies    changes that make it fit, each checked by re-planning (`remedies.find_remedies`)
 """
@@ -22,10 +22,10 @@ from placer.model.workload import JobSetRequest
 from placer.solver.checker import check
 from placer.solver.context import PlacementContext
 from placer.solver.explain.conflicts import ConflictInputs, find_conflict
-from placer.solver.explain.reasons_detail import diagnose, occupancy_from_plan
 from placer.solver.explain.remedies import Replanner, find_remedies
-from placer.solver.explain.result import Explanation
+from placer.solver.explain.result import Explanation, diagnosis_document
 from placer.solver.progress import SILENT, ProgressHook
+from placer.solver.reasons import diagnose, occupancy_from_plan
 from placer.solver.registry import get_solver
 
 __all__ = ["explain_jobset", "find_target"]
@@ -80,7 +80,9 @@ def explain_jobset(
         return Explanation(**base, notes=notes)  # type: ignore[arg-type]
     progress.phase("count")
     ctx = PlacementContext(snapshot, jobsets, options)
-    diagnosis = diagnose(ctx, target, occupancy_from_plan(ctx, plan))
+    diagnosis = [
+        diagnosis_document(d) for d in diagnose(ctx, target, occupancy_from_plan(ctx, plan))
+    ]
     others = tuple(
         js for js in jobsets if js.key != target.key and plan.outcome(js.key).status == "placed"
     )

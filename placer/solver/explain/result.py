@@ -11,6 +11,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from placer.model.plan import JobPlacement, Plan, SolverReport
+from placer.solver.reasons.data import ReasonKind, RjobDiagnosis
+from placer.solver.reasons.wording import format_shape, locality_text, reason_text, rjob_line
 
 __all__ = [
     "Conflict",
@@ -19,20 +21,7 @@ __all__ = [
     "Remedy",
     "ReplicatedJobDiagnosis",
     "Requirement",
-]
-
-ReasonKind = Literal[
-    "held",
-    "not-ready",
-    "cordoned",
-    "node-selector",
-    "affinity",
-    "taint",
-    "too-small",
-    "reserved",
-    "no-room",
-    "taken",
-    "own",
+    "diagnosis_document",
 ]
 
 
@@ -73,6 +62,30 @@ class ReplicatedJobDiagnosis(BaseModel):
     """Shared replicated jobs: nodes with room for at least one pod."""
     line: str = ""
     """The whole diagnosis in one Kueue-style line."""
+
+
+def diagnosis_document(d: RjobDiagnosis) -> ReplicatedJobDiagnosis:
+    """The classifier's diagnosis (`placer.solver.reasons`) as explain's JSON: the same counts,
+    with the texts `placer.solver.reasons.wording` gives them."""
+    return ReplicatedJobDiagnosis(
+        name=d.name,
+        exclusive_key=d.exclusive_key,
+        replicas=d.replicas,
+        pods_per_job=d.pods_per_job,
+        shape=format_shape(d.pod),
+        unit=d.unit,
+        needed=d.needed,
+        available=d.available,
+        total=d.total,
+        reasons=[
+            ReasonCount(kind=t.kind, count=t.count, text=reason_text(t), jobsets=list(t.jobsets))
+            for t in d.tallies
+        ],
+        locality=locality_text(d),
+        fits=d.fits,
+        nodes_with_room=d.nodes_with_room,
+        line=rjob_line(d),
+    )
 
 
 class Requirement(BaseModel):

@@ -1,0 +1,143 @@
+"""What the classifier finds, as plain frozen data: the one diagnosis every command words.
+
+A `Reason` is why one domain (or node) is ruled out for a replicated job: its kind, in the rule
+order of `KINDS`, and what identifies it (the rule broken, the running holders, the priority
+relation of the takers, why a domain is too small). A `ReasonTally` counts the domains or nodes
+with one reason and names the JobSets involved; an `RjobDiagnosis` is one replicated job against
+the cluster and the rest of the plan. `placer.solver.reasons.wording` turns these into text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from placer.model.workload import PodShape
+
+__all__ = [
+    "KINDS",
+    "RANK",
+    "HealthKind",
+    "HostCause",
+    "HostCauseKind",
+    "Locality",
+    "Reason",
+    "ReasonKind",
+    "ReasonTally",
+    "RjobDiagnosis",
+    "RuleKind",
+]
+
+ReasonKind = Literal[
+    "held",
+    "node-selector",
+    "affinity",
+    "taint",
+    "not-ready",
+    "cordoned",
+    "too-small",
+    "reserved",
+    "no-room",
+    "taken",
+    "own",
+]
+
+KINDS: tuple[ReasonKind, ...] = (
+    "held",
+    "node-selector",
+    "affinity",
+    "taint",
+    "not-ready",
+    "cordoned",
+    "too-small",
+    "reserved",
+    "no-room",
+    "taken",
+    "own",
+)
+"""The rule order: a domain or node is counted by the first kind that rules it out."""
+
+RANK: dict[str, int] = {k: i for i, k in enumerate(KINDS)}
+
+RuleKind = Literal["node-selector", "affinity", "taint"]
+HealthKind = Literal["not-ready", "cordoned"]
+HostCauseKind = RuleKind | HealthKind | Literal["in-use", "short"]
+
+
+@dataclass(frozen=True, order=True)
+class HostCause:
+    """Why some hosts of a too-small domain add fewer pods than they could.
+
+    `in-use`: a resource or host port (`what`) is partly taken; `short`: nothing is wrong with the
+    hosts, there are too few of them (`what`: the resource that runs out first); the rule kinds
+    name the rule broken in `what`."""
+
+    kind: HostCauseKind
+    what: str
+    hosts: int
+
+
+@dataclass(frozen=True, order=True)
+class Reason:
+    """Why a domain (or node) cannot take a child Job (or pod); equal reasons count together."""
+
+    kind: ReasonKind
+    rule: str = ""
+    """node-selector, affinity, taint: the term or taint broken; no-room: what runs out."""
+    holders: tuple[str, ...] = ()
+    """held: the running JobSets holding the domain, sorted."""
+    relations: tuple[str, ...] = ()
+    """taken: the priority relations of the takers to the JobSet (`higher-priority`...), sorted."""
+    fits: int = 0
+    """too-small: pods of the shape the domain's nodes fit."""
+    needed: int = 0
+    """too-small: pods one child Job has."""
+    hosts: tuple[HostCause, ...] = ()
+    """too-small: why, most hosts first."""
+
+
+@dataclass(frozen=True)
+class ReasonTally:
+    """How many domains (or nodes) one reason rules out, and the JobSets it names."""
+
+    reason: Reason
+    count: int
+    jobsets: tuple[str, ...] = ()
+    """Holders (held), takers (taken), JobSets whose exclusive child Jobs reserve (reserved)."""
+
+    @property
+    def kind(self) -> ReasonKind:
+        return self.reason.kind
+
+
+@dataclass(frozen=True)
+class Locality:
+    """Enough is available, but not inside one domain of the required level."""
+
+    level: str
+    most: int
+    """Most domains (exclusive) or pods (shared) available inside one domain of `level`."""
+
+
+@dataclass(frozen=True)
+class RjobDiagnosis:
+    """One replicated job of a JobSet against the cluster and the rest of a plan."""
+
+    name: str
+    exclusive_key: str | None
+    replicas: int
+    pods_per_job: int
+    pod: PodShape
+    unit: Literal["domain", "pod"]
+    needed: int
+    """Domains (exclusive) or pods (shared) it needs."""
+    available: int
+    """Domains (exclusive) or pods (shared) it could get beside the rest of the plan."""
+    total: int
+    """Domains of its key (exclusive) or nodes (shared)."""
+    tallies: tuple[ReasonTally, ...]
+    """By rule order, then most counted first."""
+    locality: Locality | None
+    fits: bool
+    nodes_with_room: int | None = None
+    """Shared replicated jobs: nodes with room for at least one pod."""

@@ -1,0 +1,75 @@
+"""What the rest of a plan uses, as the classifier reads it: reserved nodes, shared pods, requests.
+
+Built from the plan's outcomes (placed and partial JobSets), so the planners, `placer explain` and
+`placer capacity` all judge a JobSet against the same thing: the plan as it ends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from placer.model.plan import JobSetOutcome, Plan
+from placer.model.resources import PODS, ResourceMap
+from placer.model.topology import Domain, DomainPath
+from placer.solver.context import PlacementContext
+
+__all__ = ["Occupancy", "occupancy_from_plan", "occupancy_of"]
+
+
+@dataclass(frozen=True)
+class Occupancy:
+    """What the rest of a plan uses: nodes reserved by exclusive child Jobs, pods sharing nodes."""
+
+    reserved: dict[str, frozenset[str]] = field(default_factory=dict)
+    """node -> JobSets whose exclusive child Job's domain contains it."""
+    shared: dict[str, frozenset[str]] = field(default_factory=dict)
+    """node -> JobSets with planned non-exclusive pods on it."""
+    requests: dict[str, ResourceMap] = field(default_factory=dict)
+    """node -> summed requests of every planned pod on it (one `pods` slot each)."""
+
+    def owners(self, node: str) -> frozenset[str]:
+        """JobSets with planned pods on `node` or a domain around it taken."""
+        return self.reserved.get(node, frozenset()) | self.shared.get(node, frozenset())
+
+
+def occupancy_from_plan(ctx: PlacementContext, plan: Plan) -> Occupancy:
+    """Occupancy of every JobSet the plan placed (fully or partly), resolved against `ctx`."""
+    return occupancy_of(ctx, plan.jobsets)
+
+
+def occupancy_of(ctx: PlacementContext, outcomes: Iterable[JobSetOutcome]) -> Occupancy:
+    """Occupancy of the child Jobs in `outcomes`, resolved against `ctx` (unknown ones skipped)."""
+    reserved: dict[str, set[str]] = {}
+    shared: dict[str, set[str]] = {}
+    requests: dict[str, dict[str, Decimal]] = {}
+    rjobs = {js.key: {r.name: r for r in js.replicated_jobs} for js in ctx.jobsets_given}
+    paths: dict[str, dict[DomainPath, Domain]] = {}
+    for o in outcomes:
+        known = rjobs.get(o.key)
+        if known is None or not o.jobs:
+            continue
+        for job in o.jobs:
+            if job.domain is not None:
+                by_path = paths.get(job.domain.key)
+                if by_path is None:
+                    by_path = paths[job.domain.key] = {
+                        d.path: d for d in ctx.domains(job.domain.key)
+                    }
+                domain = by_path.get(tuple((str(k), str(v)) for k, v in job.domain.path))
+                for n in domain.nodes if domain else ():
+                    reserved.setdefault(n, set()).add(o.key)
+            rjob = known.get(job.replicated_job)
+            per_pod = {**rjob.pod.requests, PODS: Decimal(1)} if rjob is not None else {}
+            for p in job.pods:
+                if job.domain is None:
+                    shared.setdefault(p.node, set()).add(o.key)
+                used = requests.setdefault(p.node, {})
+                for name, value in per_pod.items():
+                    used[name] = used.get(name, Decimal(0)) + value
+    return Occupancy(
+        reserved={n: frozenset(s) for n, s in reserved.items()},
+        shared={n: frozenset(s) for n, s in shared.items()},
+        requests={n: dict(r) for n, r in requests.items() if r},
+    )

@@ -1,0 +1,190 @@
+"""The one place reasons become words: the one-line form and the detailed form.
+
+The one-line form is what `placer plan` prints for each JobSet it leaves out and what `placer
+capacity` prints for "copy N does not fit": per replicated job, Kueue-style, `<count> <reason>`
+after what it needs and what is available. The detailed form is what `placer explain` lists (one
+`reason_text` per line, the same text) and what `placer capacity` says about stranded capacity.
+Everything here reads `placer.solver.reasons.data`; nothing counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from decimal import Decimal
+
+from placer.model.workload import PodShape
+from placer.solver.reasons.data import HostCause, Reason, ReasonTally, RjobDiagnosis
+
+__all__ = [
+    "MAX_NAMED",
+    "TOGETHER",
+    "format_shape",
+    "jobset_reason",
+    "locality_text",
+    "owner_list",
+    "plural",
+    "reason_lines",
+    "reason_text",
+    "rjob_line",
+    "stranded_text",
+]
+
+MAX_NAMED = 5
+"""JobSets a reason names before it counts the rest: reasons stay short on a busy fleet."""
+
+TOGETHER = "each replicated job fits alone, but not all together beside the rest of the plan: "
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def owner_list(keys: Collection[str]) -> str:
+    """The first JobSets by name and how many more."""
+    ordered = sorted(set(keys))
+    shown = ", ".join(ordered[:MAX_NAMED])
+    more = len(ordered) - MAX_NAMED
+    return f"{shown}, +{more} more" if more > 0 else shown
+
+
+def format_shape(pod: PodShape) -> str:
+    """`{google.com/tpu: 4}`: the accelerators a pod asks for, else all its requests."""
+    shown = pod.accelerators or pod.requests
+    return "{" + ", ".join(f"{k}: {_quantity(v, k)}" for k, v in sorted(shown.items())) + "}"
+
+
+def _quantity(value: Decimal, name: str = "") -> str:
+    if name == "memory" or name.endswith("storage"):
+        for suffix, unit in (("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
+            if value >= unit and value % unit == 0:
+                return f"{int(value // unit)}{suffix}"
+    if value == value.to_integral_value():
+        return str(int(value))
+    if name == "cpu" and (value * 1000) == (value * 1000).to_integral_value():
+        return f"{int(value * 1000)}m"
+    return str(value.normalize())
+
+
+# -- one reason --
+
+
+def reason_text(tally: ReasonTally, *, taken_by_copies: int | None = None) -> str:
+    """The reason as it follows its count: `held by running research/finetune-v5e`.
+
+    `taken_by_copies`: the plan is N copies of one shape (`placer capacity`), so "taken" says so.
+    """
+    r = tally.reason
+    if r.kind == "held":
+        return f"held by running {owner_list(r.holders)}"
+    if r.kind in ("node-selector", "affinity"):
+        return f"not matching {r.rule}"
+    if r.kind == "taint":
+        return f"with untolerated {r.rule}"
+    if r.kind == "not-ready":
+        return "NotReady"
+    if r.kind == "cordoned":
+        return "cordoned"
+    if r.kind == "too-small":
+        return _too_small(r)
+    if r.kind == "reserved":
+        return f"reserved for exclusive child Jobs ({owner_list(tally.jobsets)})"
+    if r.kind == "no-room":
+        return f"no room for one pod ({r.rule})"
+    if r.kind == "taken":
+        if taken_by_copies is not None:
+            return (
+                f"taken by the {taken_by_copies} cop{'y' if taken_by_copies == 1 else 'ies'} above"
+            )
+        takers = owner_list(tally.jobsets)
+        return f"taken by {' or '.join(r.relations)} JobSets in this plan ({takers})"
+    return "taken by its own child Jobs"
+
+
+def _too_small(r: Reason) -> str:
+    return (
+        f"too small: fits {r.fits} of {plural(r.needed, 'pod')} ({', '.join(map(_host, r.hosts))})"
+    )
+
+
+def _host(cause: HostCause) -> str:
+    hosts = plural(cause.hosts, "host")
+    if cause.kind == "short":
+        return f"{hosts}, short of {cause.what}"
+    if cause.kind == "in-use":
+        return f"{hosts} with {cause.what} in use"
+    if cause.kind == "not-ready":
+        return f"{hosts} NotReady"
+    if cause.kind == "cordoned":
+        return f"{hosts} cordoned"
+    if cause.kind == "taint":
+        return f"{hosts} with untolerated {cause.what}"
+    return f"{hosts} not matching {cause.what}"
+
+
+def locality_text(d: RjobDiagnosis) -> str:
+    """`at most 1 in one domain of <level> (required)`, or empty when locality is not the cause."""
+    if d.locality is None:
+        return ""
+    unit = " pods" if d.unit == "pod" else ""
+    return f"at most {d.locality.most}{unit} in one domain of {d.locality.level} (required)"
+
+
+# -- one replicated job, one JobSet --
+
+
+def rjob_line(d: RjobDiagnosis, *, taken_by_copies: int | None = None) -> str:
+    """The diagnosis of one replicated job as one Kueue-style line."""
+    reasons = ", ".join(
+        f"{t.count} {reason_text(t, taken_by_copies=taken_by_copies)}" for t in d.tallies
+    )
+    if d.unit == "domain":
+        line = (
+            f"{d.name}: needs {plural(d.needed, 'domain')} of {d.exclusive_key} for "
+            f"{plural(d.pods_per_job, 'pod')} of {format_shape(d.pod)}; "
+            f"{d.available} available of {d.total}"
+        )
+        line += f": {reasons}" if reasons else ""
+    else:
+        line = (
+            f"{d.name}: needs {plural(d.needed, 'pod')} of {format_shape(d.pod)}; fits "
+            f"{d.available} on {d.nodes_with_room or 0} of {plural(d.total, 'node')}"
+        )
+        line += f"; excluded: {reasons}" if reasons else ""
+    locality = locality_text(d)
+    return line + (f"; {locality}" if locality else "")
+
+
+def reason_lines(
+    diagnosis: Sequence[RjobDiagnosis], *, taken_by_copies: int | None = None
+) -> list[str]:
+    """The replicated jobs that cannot get what they need, one line each; when each could alone,
+    one line saying they do not fit together."""
+    short = [rjob_line(d, taken_by_copies=taken_by_copies) for d in diagnosis if not d.fits]
+    if short:
+        return short
+    if not diagnosis:
+        return ["no child Jobs to place"]
+    return [TOGETHER + "; ".join(rjob_line(d, taken_by_copies=taken_by_copies) for d in diagnosis)]
+
+
+def jobset_reason(diagnosis: Sequence[RjobDiagnosis]) -> str:
+    """Why a JobSet is left out of a plan, in one line: what `placer plan` prints."""
+    return "; ".join(reason_lines(diagnosis))
+
+
+# -- stranded capacity --
+
+_STRANDED = {
+    "held": "held by running JobSets",
+    "node-selector": "not matching the shapes' nodeSelector",
+    "affinity": "not matching the shapes' node affinity",
+    "taint": "with a taint the shapes do not tolerate",
+    "not-ready": "NotReady",
+    "cordoned": "cordoned",
+    "too-small": "too small for every shape",
+}
+
+
+def stranded_text(kind: str) -> str:
+    """Why free accelerators of a domain type are stranded, after their count."""
+    return _STRANDED.get(kind, kind)
