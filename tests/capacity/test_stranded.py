@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from placer.model.jobset import load_jobsets
 from placer.model.options import SolveOptions
+from placer.model.snapshot import load_snapshot
 from placer.solver.capacity import capacity_report
 from placer.solver.capacity.stranded import domain_type_usage
 from tests.strategies import NODEPOOL, TPU_TOPOLOGY, cluster, jobset, node, pool, resources, rjob
 
 OPTIONS = SolveOptions(workers=1, time_limit_s=5)
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 HALF = {NODEPOOL: "half", TPU_TOPOLOGY: "2x4", "node.kubernetes.io/instance-type": "ct5lp"}
 
 
@@ -75,3 +80,33 @@ def test_report_puts_copies_mix_and_idle_capacity_together() -> None:
         ("node x2", 16, 0),
         ("node x4", 16, 0),
     ]
+
+
+def test_a_domain_one_shape_matches_but_is_too_small_for_is_too_small() -> None:
+    """Stranded reasons weigh every shape: "not matching" only when no shape's selector matches."""
+    snap = cluster(_typed("v5e", 2, "ct5lp"), _typed("v6e", 2, "ct6e", topology="4x4"))
+    v5e = jobset("v5e", rjob(node_selector={TPU_TOPOLOGY: "2x4"}))
+    v6e = jobset("v6e", rjob(pods_per_job=4, node_selector={TPU_TOPOLOGY: "4x4"}))
+    alone = {r.type: r.stranded_by for r in domain_type_usage(snap, [v6e], OPTIONS)}
+    assert alone == {"ct5lp x2": {"node-selector": 8}, "ct6e x2": {"too-small": 8}}
+    both = {r.type: r.stranded_by for r in domain_type_usage(snap, [v5e, v6e], OPTIONS)}
+    assert both == {"ct5lp x2": {}, "ct6e x2": {"too-small": 8}}
+    first_v6e = {r.type: r.stranded_by for r in domain_type_usage(snap, [v6e, v5e], OPTIONS)}
+    assert first_v6e == both, "the order the shapes are given in does not change the reason"
+
+
+def test_the_queue_example_strands_v6e_hosts_as_too_small() -> None:
+    """The regression of issue 9: the two queue shapes on the bundled TPU cluster."""
+    snapshot = load_snapshot([EXAMPLES / "clusters" / "tpu-v5e-v6e.yaml"])
+    shapes = load_jobsets(
+        [
+            EXAMPLES / "jobsets" / "queue" / "01-prod-sft-v5e.yaml",
+            EXAMPLES / "jobsets" / "queue" / "02-research-pretrain-v6e.yaml",
+        ]
+    )
+    rows = {r.type: r for r in domain_type_usage(snapshot, shapes, OPTIONS)}
+    v6e = rows["ct6e-standard-4t x4"]
+    assert v6e.stranded == 12
+    assert v6e.stranded_by == {"too-small": 12}
+    alone = {r.type: r for r in domain_type_usage(snapshot, shapes[1:], OPTIONS)}
+    assert alone["ct6e-standard-4t x4"].stranded_by == {"too-small": 12}

@@ -5,13 +5,23 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from placer.model.cluster import ClusterSnapshot
 from placer.model.options import SolveOptions
 from placer.model.plan import Plan
 from placer.model.scheduling import NodeSelectorRequirement, NodeSelectorTerm
-from placer.model.workload import PodShape
+from placer.model.workload import JobSetRequest, PodShape
 from placer.solver.context import PlacementContext
-from placer.solver.reasons import Occupancy, diagnose, format_shape, jobset_reason
+from placer.solver.reasons import (
+    KINDS,
+    Classifier,
+    Occupancy,
+    diagnose,
+    format_shape,
+    jobset_reason,
+)
 from tests.strategies import (
     BLOCK,
     HOSTNAME,
@@ -23,6 +33,7 @@ from tests.strategies import (
     pool,
     resources,
     rjob,
+    scenarios,
     solve_checked,
 )
 
@@ -220,3 +231,157 @@ def test_shape_formatting() -> None:
     assert format_shape(shape) == "{cpu: 500m, memory: 16Gi}"
     gpu = PodShape(requests={"cpu": Decimal(8), "nvidia.com/gpu": Decimal(8)})
     assert format_shape(gpu) == "{nvidia.com/gpu: 8}"
+
+
+# -- against occupancies built by hand -------------------------------------------------------------
+
+
+def _hosts(*pools: str, hosts: int = 2) -> list[str]:
+    return [f"{p}-host-{h}" for p in pools for h in range(hosts)]
+
+
+def _reserve(**owners: list[str]) -> Occupancy:
+    """Occupancy with the nodes of each JobSet (keyword `team_b__z` -> `team-b/z`) reserved."""
+    reserved: dict[str, frozenset[str]] = {}
+    for owner, nodes in owners.items():
+        key = owner.replace("__", "/").replace("_", "-")
+        for n in nodes:
+            reserved[n] = reserved.get(n, frozenset()) | {key}
+    return Occupancy(reserved=reserved)
+
+
+def test_the_reason_names_what_each_plan_took() -> None:
+    snap = cluster(*(pool(f"p{i}", 2) for i in range(3)))
+    x, y = jobset("x", rjob(replicas=3), order=0), jobset("y", rjob(), order=1)
+    ctx = PlacementContext(snap, [x, y], SolveOptions())
+    head = f"workers: needs 3 domains of {NODEPOOL} for 2 pods of {{google.com/tpu: 4}}"
+    one = _reserve(team_a__x=_hosts("p0"))
+    assert jobset_reason(diagnose(ctx, x, one)) == (
+        f"{head}; 2 available of 3: 1 taken by its own child Jobs"
+    )
+    two = _reserve(team_a__x=_hosts("p0"), team_b__z=_hosts("p1"))
+    assert jobset_reason(diagnose(ctx, x, two)) == (
+        f"{head}; 1 available of 3: 1 taken by higher-priority JobSets in this plan (team-b/z), "
+        "1 taken by its own child Jobs"
+    )
+    shared = Occupancy(shared={"p2-host-0": frozenset({"team-c/web"})})
+    assert jobset_reason(diagnose(ctx, x, shared)) == (
+        f"{head}; 2 available of 3: 1 taken by higher-priority JobSets in this plan (team-c/web)"
+    )
+
+
+def test_taken_by_a_lower_priority_jobset_says_so() -> None:
+    snap = cluster(pool("p0", 2), pool("p1", 2))
+    high = jobset("high", rjob(replicas=2), priority=5, order=0)
+    low = jobset("low", rjob(), order=1)
+    ctx = PlacementContext(snap, [high, low], SolveOptions())
+    assert jobset_reason(diagnose(ctx, high, _reserve(team_a__low=_hosts("p1")))) == (
+        f"workers: needs 2 domains of {NODEPOOL} for 2 pods of {{google.com/tpu: 4}}; "
+        "1 available of 2: 1 taken by lower-priority JobSets in this plan (team-a/low)"
+    )
+
+
+def test_required_locality_follows_the_plan() -> None:
+    snap = cluster(*(pool(f"p{i}", 2, block=f"b{i // 2}") for i in range(4)))
+    x = jobset("x", rjob(replicas=2, required=BLOCK))
+    ctx = PlacementContext(snap, [x], SolveOptions())
+    head = f"workers: needs 2 domains of {NODEPOOL} for 2 pods of {{google.com/tpu: 4}}"
+    assert diagnose(ctx, x)[0].fits
+    assert jobset_reason(diagnose(ctx, x, _reserve(team_b__z=_hosts("p0")))).startswith(
+        "each replicated job fits alone"
+    )
+    assert jobset_reason(diagnose(ctx, x, _reserve(team_b__z=_hosts("p0", "p3")))) == (
+        f"{head}; 2 available of 4: 2 taken by higher-priority JobSets in this plan (team-b/z); "
+        f"at most 1 in one domain of {BLOCK} (required)"
+    )
+
+
+def test_shared_required_locality_follows_reservations() -> None:
+    snap = cluster(
+        *(
+            node(f"{b}-{i}", tpu=0, cpu=8, labels={BLOCK: b, NODEPOOL: f"{b}-{i}"})
+            for b in ("b0", "b1")
+            for i in range(2)
+        )
+    )
+    web = jobset("web", rjob(pods_per_job=3, exclusive=None, tpu=0, cpu=4, required=BLOCK))
+    ctx = PlacementContext(snap, [web], SolveOptions())
+    assert diagnose(ctx, web)[0].fits
+    occupancy = _reserve(team_b__z=["b0-0"], team_b__y=["b1-1"])
+    assert jobset_reason(diagnose(ctx, web, occupancy)) == (
+        "workers: needs 3 pods of {cpu: 4}; fits 4 on 2 of 4 nodes; excluded: "
+        "2 reserved for exclusive child Jobs (team-b/y, team-b/z); "
+        f"at most 2 pods in one domain of {BLOCK} (required)"
+    )
+
+
+def test_shared_pods_count_cordoned_nodes_and_nodes_the_plan_filled() -> None:
+    snap = cluster(
+        node("cpu-0", tpu=0, cpu=8),
+        node("cpu-1", tpu=0, cpu=8, unschedulable=True),
+        node("cpu-2", tpu=0, cpu=8),
+    )
+    web = jobset("web", rjob(pods_per_job=3, exclusive=None, tpu=0, cpu=4))
+    ctx = PlacementContext(snap, [web], SolveOptions())
+    planned = Occupancy(
+        shared={"cpu-2": frozenset({"team-b/z"})},
+        requests={"cpu-2": {"cpu": Decimal(6), "pods": Decimal(1)}},
+    )
+    assert jobset_reason(diagnose(ctx, web, planned)) == (
+        "workers: needs 3 pods of {cpu: 4}; fits 2 on 1 of 3 nodes; excluded: 1 cordoned, "
+        "1 no room for one pod (cpu)"
+    )
+
+
+def test_a_too_small_domain_names_hosts_that_do_not_match() -> None:
+    mixed = [
+        node("m-0", labels={NODEPOOL: "m", TPU_TOPOLOGY: "2x4"}),
+        node("m-1", labels={NODEPOOL: "m", TPU_TOPOLOGY: "4x4"}),
+    ]
+    a = jobset("a", rjob(node_selector=SEL))
+    ctx = PlacementContext(cluster(mixed), [a], SolveOptions())
+    assert jobset_reason(diagnose(ctx, a)) == (
+        f"workers: needs 1 domain of {NODEPOOL} for 2 pods of {{google.com/tpu: 4}}; "
+        "0 available of 1: 1 too small: fits 1 of 2 pods "
+        f"(1 host not matching nodeSelector {TPU_TOPOLOGY}=2x4)"
+    )
+
+
+# -- every domain and node counted once ------------------------------------------------------------
+
+
+@st.composite
+def _occupancies(draw: st.DrawFn, snapshot: ClusterSnapshot, keys: list[str]) -> Occupancy:
+    names = sorted(n.name for n in snapshot.nodes)
+    owners = st.sampled_from([*keys, "team-z/running", "team-q/other"])
+    reserved = draw(st.dictionaries(st.sampled_from(names), owners.map(lambda o: frozenset({o}))))
+    shared = draw(st.dictionaries(st.sampled_from(names), owners.map(lambda o: frozenset({o}))))
+    return Occupancy(reserved=reserved, shared=shared)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data(), scenarios())
+def test_every_domain_or_node_is_counted_once(
+    data: st.DataObject, scenario: tuple[ClusterSnapshot, list[JobSetRequest]]
+) -> None:
+    snapshot, jobsets = scenario
+    ctx = PlacementContext(snapshot, jobsets, SolveOptions())
+    occupancy = data.draw(_occupancies(snapshot, [js.key for js in jobsets]))
+    classifier = Classifier(ctx, occupancy)
+    for js in jobsets:
+        for d, jc in zip(classifier.diagnose(js), ctx.classes_of(js), strict=True):
+            assert [t.kind for t in d.tallies] == sorted(
+                (t.kind for t in d.tallies), key=KINDS.index
+            )
+            assert all(t.count > 0 for t in d.tallies)
+            if d.unit == "domain":
+                assert d.available + sum(t.count for t in d.tallies) == d.total
+                assert d.total == len(ctx.domains(jc.exclusive_key or ""))
+                assert d.fits == (d.available >= d.needed and d.locality is None)
+            else:
+                assert (d.nodes_with_room or 0) + sum(t.count for t in d.tallies) == d.total
+                assert d.total == len(ctx.nodes)
+                assert d.fits == (d.available >= d.needed and d.locality is None)
+            held = [t for t in d.tallies if t.kind == "held"]
+            assert all(js.key not in t.jobsets for t in held), "its own running pods hold nothing"
+            assert all(t.jobsets for t in d.tallies if t.kind in ("held", "taken", "reserved"))

@@ -1,0 +1,83 @@
+"""One diagnosis: for every JobSet a plan leaves out, the planner's reason and `placer explain`'s
+counts come from the same classifier data, on the bundled examples and on random scenarios."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from placer.model.cluster import ClusterSnapshot
+from placer.model.jobset import load_jobsets
+from placer.model.options import SolveOptions
+from placer.model.snapshot import load_snapshot
+from placer.model.workload import JobSetRequest
+from placer.solver.context import PlacementContext
+from placer.solver.explain import diagnosis_document, explain_jobset
+from placer.solver.reasons import diagnose, jobset_reason, occupancy_from_plan
+from tests.strategies import scenarios, solve_checked
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+OPTIONS = SolveOptions(workers=1, seed=1, time_limit_s=5)
+SOLVERS = ("cpsat", "first-fit", "best-fit", "largest-first")
+
+
+def _assert_agree(snapshot: ClusterSnapshot, jobsets: Sequence[JobSetRequest], solver: str) -> int:
+    """Check every unplaced JobSet of one plan; returns how many were checked."""
+    plan = solve_checked(solver, snapshot, jobsets, OPTIONS)
+    ctx = PlacementContext(snapshot, jobsets, OPTIONS)
+    occupancy = occupancy_from_plan(ctx, plan)
+    checked = 0
+    for js in ctx.jobsets:
+        outcome = plan.outcome(js.key)
+        if outcome.status == "placed" or outcome.reason.startswith("strict-fifo"):
+            continue
+        diagnosis = diagnose(ctx, js, occupancy)
+        if not outcome.reason.endswith(jobset_reason(diagnosis)):
+            # only the CP-SAT model's own verdicts (e.g. required topology finer than the key)
+            # are worded elsewhere; they say "required topology"
+            assert solver == "cpsat" and "required topology" in outcome.reason, outcome.reason
+            continue
+        explanation = explain_jobset(
+            snapshot, jobsets, js.key, OPTIONS, solver=solver, remedies=False
+        )
+        assert explanation.reason == outcome.reason
+        assert explanation.replicated_jobs == [diagnosis_document(d) for d in diagnosis]
+        counts = [
+            [(r.kind, r.count, tuple(r.jobsets)) for r in d.reasons]
+            for d in explanation.replicated_jobs
+        ]
+        assert counts == [[(t.kind, t.count, t.jobsets) for t in d.tallies] for d in diagnosis]
+        checked += 1
+    return checked
+
+
+def _example_queues() -> list[pytest.ParameterSet]:
+    params = []
+    for cluster in sorted((EXAMPLES / "clusters").glob("*.yaml")):
+        for name, paths in (
+            ("queue", [EXAMPLES / "jobsets" / "queue"]),
+            ("all", [EXAMPLES / "jobsets"]),
+        ):
+            params.append(pytest.param(cluster, paths, id=f"{cluster.stem}-{name}"))
+    return params
+
+
+@pytest.mark.parametrize(("cluster", "paths"), _example_queues())
+def test_examples_plan_and_explain_count_the_same(cluster: Path, paths: list[Path]) -> None:
+    snapshot = load_snapshot([cluster])
+    jobsets = load_jobsets(paths, priority_classes=snapshot.priority_classes)
+    checked = sum(_assert_agree(snapshot, jobsets, solver) for solver in SOLVERS)
+    assert checked > 0, "the examples leave JobSets out: the comparison must run"
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios(), st.sampled_from(SOLVERS))
+def test_random_plans_and_explain_count_the_same(
+    scenario: tuple[ClusterSnapshot, list[JobSetRequest]], solver: str
+) -> None:
+    snapshot, jobsets = scenario
+    _assert_agree(snapshot, jobsets, solver)
