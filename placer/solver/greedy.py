@@ -39,7 +39,7 @@ from placer.model.workload import JobSetRequest
 from placer.solver.context import JobClass, PlacementContext
 from placer.solver.ledger import Ledger
 from placer.solver.memo import context_memo
-from placer.solver.reasons import Classifier, jobset_reason, occupancy_of
+from placer.solver.reasons import Classifier, ReasonTally, jobset_reason, occupancy_of
 
 __all__ = ["POLICIES", "BestFitSolver", "FirstFitSolver", "LargestFirstSolver", "greedy_plan"]
 
@@ -175,8 +175,9 @@ class _Greedy:
         diagnoses, so both report the same counts."""
         classifier = Classifier(self.ctx, occupancy_of(self.ctx, outcomes.values()))
         by_key = {js.key: js for js in self.ctx.jobsets}
+        listings: dict[tuple[ReasonTally, ...], str] = {}
         for key, prefix in self._unexplained.items():
-            reason = prefix + jobset_reason(classifier.diagnose(by_key[key]))
+            reason = prefix + jobset_reason(classifier.diagnose(by_key[key]), listings=listings)
             outcomes[key] = outcomes[key].model_copy(update={"reason": reason})
 
     def _checkpoint(self) -> tuple[object, dict[_ListKey, int]]:

@@ -3,6 +3,7 @@ one per reason kind (`placer.solver.reasons`)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from decimal import Decimal
 
 from hypothesis import HealthCheck, given, settings
@@ -18,6 +19,7 @@ from placer.solver.reasons import (
     KINDS,
     Classifier,
     Occupancy,
+    Reason,
     diagnose,
     format_shape,
     jobset_reason,
@@ -365,6 +367,10 @@ def test_every_domain_or_node_is_counted_once(
     data: st.DataObject, scenario: tuple[ClusterSnapshot, list[JobSetRequest]]
 ) -> None:
     snapshot, jobsets = scenario
+    if data.draw(st.booleans()) and all(js.key != "team-z/running" for js in jobsets):
+        # a queued JobSet that also runs: its own running pods hold nothing for it
+        jobsets = [jobsets[0].model_copy(update={"namespace": "team-z", "name": "running"})]
+        jobsets += scenario[1][1:]
     ctx = PlacementContext(snapshot, jobsets, SolveOptions())
     occupancy = data.draw(_occupancies(snapshot, [js.key for js in jobsets]))
     classifier = Classifier(ctx, occupancy)
@@ -382,6 +388,30 @@ def test_every_domain_or_node_is_counted_once(
                 assert (d.nodes_with_room or 0) + sum(t.count for t in d.tallies) == d.total
                 assert d.total == len(ctx.nodes)
                 assert d.fits == (d.available >= d.needed and d.locality is None)
+            # the shape's shared view, corrected where this JobSet holds or has planned pods,
+            # counts what judging every domain (node) one by one as this JobSet finds
+            counts: Counter[Reason] = Counter()
+            named: dict[Reason, set[str]] = {}
+            for v in classifier.verdicts(jc):
+                if v is not None:
+                    counts[v[0]] += 1
+                    named.setdefault(v[0], set()).update(v[1])
+            assert {t.reason: (t.count, set(t.jobsets)) for t in d.tallies} == {
+                r: (n, named[r]) for r, n in counts.items()
+            }
+            if d.unit == "domain":
+                assert d.available == sum(1 for v in classifier.verdicts(jc) if v is None)
             held = [t for t in d.tallies if t.kind == "held"]
             assert all(js.key not in t.jobsets for t in held), "its own running pods hold nothing"
             assert all(t.jobsets for t in d.tallies if t.kind in ("held", "taken", "reserved"))
+
+
+def test_its_own_reservations_do_not_close_nodes_to_a_jobset() -> None:
+    snap = cluster(node("cpu-0", tpu=0, cpu=8), node("cpu-1", tpu=0, cpu=8))
+    web = jobset("web", rjob(pods_per_job=3, exclusive=None, tpu=0, cpu=4))
+    ctx = PlacementContext(snap, [web], SolveOptions())
+    reserved = _reserve(team_a__web=["cpu-0"], team_b__z=["cpu-1"])
+    assert jobset_reason(diagnose(ctx, web, reserved)) == (
+        "workers: needs 3 pods of {cpu: 4}; fits 2 on 1 of 2 nodes; excluded: "
+        "1 reserved for exclusive child Jobs (team-b/z)"
+    )

@@ -16,7 +16,7 @@ from placer.solver.context import PlacementContext
 from placer.solver.cpsat.problem import AggregatedProblem
 from placer.solver.cpsat.solution import Assignment
 from placer.solver.ledger import Ledger
-from placer.solver.reasons import Classifier, jobset_reason, occupancy_of
+from placer.solver.reasons import Classifier, ReasonTally, jobset_reason, occupancy_of
 
 __all__ = ["Chosen", "chosen_from", "materialize"]
 
@@ -123,9 +123,12 @@ def materialize(
                 jobs=sorted(placements[js.key], key=lambda j: order[j.name]),
             )
     classifier = Classifier(ctx, occupancy_of(ctx, outcomes.values()))
+    listings: dict[tuple[ReasonTally, ...], str] = {}
     for js in ctx.jobsets:
         if js.key not in placements:
-            reason = problem.impossible.get(js.key) or jobset_reason(classifier.diagnose(js))
+            reason = problem.impossible.get(js.key) or jobset_reason(
+                classifier.diagnose(js), listings=listings
+            )
             outcomes[js.key] = JobSetOutcome(
                 namespace=js.namespace,
                 name=js.name,

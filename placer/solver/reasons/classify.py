@@ -5,18 +5,22 @@ The rule order (`data.KINDS`): held by a running JobSet; not matching the pod's 
 node affinity or taints (no node of the domain does: the most common rule is named); too small
 for one child Job (with why: hosts NotReady or cordoned, a resource or host port in use, too few
 hosts); taken in this plan by higher-, same- or lower-priority JobSets (named); taken by its own
-child Jobs. A replicated job without an exclusive key is counted per node: rule, NotReady,
-cordoned, reserved for exclusive child Jobs of other JobSets, no room for one pod.
+child Jobs. A replicated job without an exclusive key is counted per node: nodeSelector, node
+affinity, taint, NotReady, cordoned, reserved for exclusive child Jobs of other JobSets, no room
+for one pod beside the plan's pods.
 
 The planners (for each JobSet they leave out), `placer explain` and `placer capacity` all call
-`Classifier`, so they report the same counts. One classifier serves one plan: what does not depend
-on the JobSet asking (a shape's verdict on each domain, who planned pods where) is worked out once,
-in one pass over the domains of a key or the nodes, and reused for every JobSet of that shape.
+`Classifier`, so they report the same counts. One classifier serves one plan. A plan leaves
+hundreds of JobSets out on a large fleet, and most of them see the cluster the same way: so each
+pod shape's view is counted once, in one pass over the domains of its key (or over the nodes), as a
+JobSet that holds nothing and has no pods in the plan sees it (`_View`); a JobSet then recounts
+only the domains (nodes) it holds or has planned pods in, where its own view differs.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from placer.model.cluster import Node
@@ -47,35 +51,55 @@ __all__ = ["Classifier", "diagnose"]
 
 _NOBODY: frozenset[str] = frozenset()
 
+Verdict = tuple[Reason, Collection[str]] | None
+"""Why one domain (node) is ruled out and the JobSets the reason names; None: available."""
+
 
 @dataclass
 class _Tallies:
-    """Reasons counted so far, with the JobSets each names."""
+    """Reasons counted so far; per reason, how many domains (nodes) name each JobSet."""
 
     counts: Counter[Reason] = field(default_factory=Counter)
-    named: dict[Reason, set[str]] = field(default_factory=dict)
+    named: dict[Reason, Counter[str]] = field(default_factory=dict)
 
-    def add(self, reason: Reason, names: frozenset[str] | tuple[str, ...] = ()) -> None:
-        self.counts[reason] += 1
+    def add(self, verdict: Verdict, sign: int = 1) -> None:
+        if verdict is None:
+            return
+        reason, names = verdict
+        self.counts[reason] += sign
         if names:
-            self.named.setdefault(reason, set()).update(names)
+            per = self.named.setdefault(reason, Counter())
+            for n in names:
+                per[n] += sign
+
+    def copy(self) -> _Tallies:
+        return _Tallies(Counter(self.counts), {r: Counter(c) for r, c in self.named.items()})
 
     def sorted(self) -> tuple[ReasonTally, ...]:
         """By rule order, then the most common, then the reason itself (stable text)."""
-        order = sorted(self.counts, key=lambda r: (RANK[r.kind], -self.counts[r], r))
+        present = [r for r, n in self.counts.items() if n > 0]
+        present.sort(key=lambda r: (RANK[r.kind], -self.counts[r], r))
         return tuple(
-            ReasonTally(r, self.counts[r], tuple(sorted(self.named.get(r, ())))) for r in order
+            ReasonTally(r, self.counts[r], tuple(sorted(_present(self.named.get(r)))))
+            for r in present
         )
 
 
-@dataclass(frozen=True)
-class _SharedNode:
-    """One node for one shared pod shape, whoever asks: a rule or health reason, else the room
-    left beside the plan's pods (no-room reason when none)."""
+def _present(names: Counter[str] | None) -> list[str]:
+    return [n for n, k in names.items() if k > 0] if names else []
 
-    name: str
-    reason: Reason | None
-    room: int
+
+@dataclass
+class _View:
+    """A shape's verdict on every domain of its key (or every node), as an outsider sees it."""
+
+    verdicts: list[Verdict]
+    tallies: _Tallies
+    room: list[int]
+    """Per domain (node): 1 (pods that fit, for nodes) when available to the outsider, else 0."""
+    by_level: dict[str, Counter[DomainPath]] = field(default_factory=dict)
+    """level -> room inside each domain of the level (levels asked about so far)."""
+    listed: tuple[ReasonTally, ...] | None = None
 
 
 class Classifier:
@@ -85,72 +109,93 @@ class Classifier:
         self.ctx = ctx
         self.occupancy = occupancy or Occupancy()
         self._priority = {js.key: js.priority for js in ctx.jobsets}
-        self._static: dict[tuple[str, int, str], list[Reason | None]] = {}
+        self._signatures: dict[int, str] = {}
+        self._static: dict[tuple[str, int, str], dict[int, Reason | None]] = {}
         """(pod signature, pods per child Job, key) -> per domain of the key: the reason the
         cluster alone rules it out (held aside), None when big enough."""
-        self._planned: dict[str, list[frozenset[str]]] = {}
-        """key -> per domain: JobSets with planned pods in it."""
-        self._enclosing: dict[tuple[str, str], list[DomainPath | None]] = {}
-        """(key, level) -> per domain of the key: the one domain of `level` around it, or None."""
-        self._shared: dict[str, list[_SharedNode]] = {}
-        """pod signature -> every node, sorted by name, as `_SharedNode`."""
-        self._signatures: dict[int, str] = {}
+        self._keys: dict[str, _KeyIndex] = {}
+        self._views: dict[tuple[str, int, str, int], _View] = {}
+        """(pod signature, pods per child Job, key, viewer priority) -> the outsider's view."""
+        self._node_views: dict[str, _View] = {}
+        """pod signature -> the outsider's view of every node, sorted by name."""
+        self._node_names = sorted(ctx.nodes)
+        self._node_index = {n: i for i, n in enumerate(self._node_names)}
+        self._reserved_in: dict[str, list[int]] = {}
+        """JobSet -> nodes (indices) reserved for its exclusive child Jobs."""
+        for n, owners in self.occupancy.reserved.items():
+            i = self._node_index.get(n)
+            if i is not None:
+                for o in owners:
+                    self._reserved_in.setdefault(o, []).append(i)
 
     # -- per JobSet --
 
     def diagnose(self, jobset: JobSetRequest) -> tuple[RjobDiagnosis, ...]:
         """One diagnosis per replicated job of `jobset` (with replicas), beside the plan."""
         return tuple(
-            self._exclusive(jc) if jc.exclusive_key else self._shared_rjob(jc)
+            self._exclusive(jc) if jc.exclusive_key else self._shared(jc)
             for jc in self.ctx.classes_of(jobset)
         )
+
+    def verdicts(self, jc: JobClass) -> list[tuple[Reason, tuple[str, ...]] | None]:
+        """Each domain of `jc`'s key (each node, sorted by name, without one) as `jc`'s JobSet
+        sees it, judged one by one: the reason and the JobSets it names, None when available.
+        What `diagnose` counts (through the shape's shared view); for callers that need to know
+        which domain is which."""
+        if jc.exclusive_key:
+            index = self._key(jc.exclusive_key)
+            found = [
+                self._domain_verdict(jc, index, i, jc.jobset) for i in range(len(index.domains))
+            ]
+        else:
+            found = [self._node_verdict(jc, i, jc.jobset.key) for i in range(len(self._node_names))]
+        return [None if v is None else (v[0], tuple(sorted(v[1]))) for v in found]
 
     def static_reason(self, jc: JobClass, index: int) -> Reason | None:
         """Why the cluster alone (no plan) rules out domain `index` of `jc`'s key for one child Job
         of `jc`; None when the domain can take one (what `PlacementContext.fits` says)."""
         key = jc.exclusive_key
         assert key is not None
-        domain = self.ctx.domains(key)[index]
-        holders = tuple(sorted(o for o in self.ctx.domain_held_by(domain) if o != jc.jobset.key))
-        if holders:
-            return Reason("held", holders=holders)
-        return self._static_of(jc)[index]
+        held = tuple(o for o in self._key(key).held[index] if o != jc.jobset.key)
+        return Reason("held", holders=held) if held else self._static_at(jc, index)
 
     # -- exclusive replicated jobs: domains --
 
     def _exclusive(self, jc: JobClass) -> RjobDiagnosis:
         key = jc.exclusive_key
         assert key is not None
-        me = jc.jobset.key
-        domains = self.ctx.domains(key)
-        static = self._static_of(jc)
-        planned = self._planned_of(key)
-        tallies = _Tallies()
-        available: list[int] = []
-        for i, d in enumerate(domains):
-            held = tuple(sorted(o for o in self.ctx.domain_held_by(d) if o != me))
-            if held:
-                tallies.add(Reason("held", holders=held), held)
-                continue
-            fixed = static[i]
-            if fixed is not None:
-                tallies.add(fixed)
-                continue
-            others = planned[i] - {me}
-            if others:
-                relations = tuple(sorted({self._relation(jc.jobset, o) for o in others}))
-                tallies.add(Reason("taken", relations=relations), others)
-            elif planned[i]:
-                tallies.add(Reason("own"))
-            else:
-                available.append(i)
+        me = jc.jobset
+        index = self._key(key)
+        view = self._view(jc)
+        touching = sorted(
+            set(index.held_in.get(me.key, ())) | set(index.planned_in.get(me.key, ()))
+        )
+        tallies = view.tallies
+        available = sum(view.room)
+        level = jc.rjob.required_topology
+        per_level = self._by_level(view, level, index.enclosing(self.ctx, level)) if level else None
+        if touching:
+            tallies = tallies.copy()
+            per_level = Counter(per_level) if per_level is not None else None
+            enclosing = index.enclosing(self.ctx, level) if level else []
+            for i in touching:
+                own = self._domain_verdict(jc, index, i, me)
+                tallies.add(view.verdicts[i], -1)
+                tallies.add(own, +1)
+                delta = (own is None) - view.room[i]
+                available += delta
+                path = enclosing[i] if per_level is not None else None
+                if per_level is not None and delta and path is not None:
+                    per_level[path] += delta
+            listed = tallies.sorted()
+        else:
+            if view.listed is None:
+                view.listed = tallies.sorted()
+            listed = view.listed
         replicas = jc.rjob.replicas
         locality = None
-        level = jc.rjob.required_topology
-        if len(available) >= replicas and level:
-            enclosing = self._enclosing_of(key, level)
-            per = Counter(enclosing[i] for i in available if enclosing[i] is not None)
-            most = max(per.values(), default=0)
+        if available >= replicas and level and per_level is not None:
+            most = max(per_level.values(), default=0)
             if most < replicas:
                 locality = Locality(level, most)
         return RjobDiagnosis(
@@ -161,18 +206,53 @@ class Classifier:
             pod=jc.rjob.pod,
             unit="domain",
             needed=replicas,
-            available=len(available),
-            total=len(domains),
-            tallies=tallies.sorted(),
+            available=available,
+            total=len(view.verdicts),
+            tallies=listed,
             locality=locality,
-            fits=len(available) >= replicas and locality is None,
+            fits=available >= replicas and locality is None,
         )
 
-    def _relation(self, me: JobSetRequest, other: str) -> str:
-        theirs = self._priority.get(other)
-        if theirs is None or theirs > me.priority:
-            return "higher-priority"
-        return "lower-priority" if theirs < me.priority else "same-priority"
+    def _view(self, jc: JobClass) -> _View:
+        """The outsider's view of `jc`'s key for its shape and size, counted in one pass."""
+        key = jc.exclusive_key
+        assert key is not None
+        shape = (self._signature(jc), jc.rjob.pods_per_job, key, jc.jobset.priority)
+        found = self._views.get(shape)
+        if found is None:
+            index = self._key(key)
+            verdicts = [self._domain_verdict(jc, index, i, None) for i in range(len(index.domains))]
+            tallies = _Tallies()
+            for v in verdicts:
+                tallies.add(v)
+            room = [1 if v is None else 0 for v in verdicts]
+            found = self._views[shape] = _View(verdicts, tallies, room)
+        return found
+
+    def _domain_verdict(
+        self, jc: JobClass, index: _KeyIndex, i: int, viewer: JobSetRequest | None
+    ) -> Verdict:
+        """Domain `i` as `viewer` sees it (None: a JobSet holding nothing, with no planned pods,
+        at `jc`'s priority): its own running pods hold nothing, its own planned pods are "own"."""
+        me = viewer.key if viewer is not None else None
+        held = tuple(o for o in index.held[i] if o != me)
+        if held:
+            return Reason("held", holders=held), held
+        fixed = self._static_at(jc, i)
+        if fixed is not None:
+            return fixed, ()
+        planned = index.planned[i]
+        others = planned - {me} if me is not None else planned
+        if not others:
+            return (Reason("own"), ()) if planned else None
+        priority = jc.jobset.priority
+        if others is planned:
+            # an outsider: the relations follow from the priorities present, however many takers
+            theirs = index.planned_priorities[i]
+        else:
+            theirs = frozenset(self._priority.get(o) for o in others)
+        relations = tuple(sorted({_relation(priority, p) for p in theirs}))
+        return Reason("taken", relations=relations), others
 
     def _signature(self, jc: JobClass) -> str:
         found = self._signatures.get(jc.index)
@@ -180,15 +260,24 @@ class Classifier:
             found = self._signatures[jc.index] = jc.rjob.pod.signature()
         return found
 
-    def _static_of(self, jc: JobClass) -> list[Reason | None]:
-        """Each domain's verdict for one child Job of `jc`, computed in one pass over the key."""
+    def _key(self, key: str) -> _KeyIndex:
+        found = self._keys.get(key)
+        if found is None:
+            found = self._keys[key] = _KeyIndex(self.ctx, key, self.occupancy, self._priority)
+        return found
+
+    def _static_at(self, jc: JobClass, i: int) -> Reason | None:
+        """Domain `i`'s verdict for one child Job of `jc`, judged once per shape and size (held
+        domains are only judged when their holder asks)."""
         key = jc.exclusive_key
         assert key is not None
         shape = (self._signature(jc), jc.rjob.pods_per_job, key)
-        found = self._static.get(shape)
-        if found is None:
-            found = self._static[shape] = [self._judge(jc, d) for d in self.ctx.domains(key)]
-        return found
+        judged = self._static.get(shape)
+        if judged is None:
+            judged = self._static[shape] = {}
+        if i not in judged:
+            judged[i] = self._judge(jc, self._key(key).domains[i])
+        return judged[i]
 
     def _judge(self, jc: JobClass, domain: Domain) -> Reason | None:
         """Rule (every node breaks one), too small (with why), or None when one child Job fits."""
@@ -197,8 +286,9 @@ class Classifier:
         if fits >= need:
             return None
         pod = jc.rjob.pod
+        facts = self.ctx.class_facts(jc)
         nodes = [self.ctx.nodes[n] for n in domain.nodes]
-        rules = [node_rule(self.ctx, n, pod) for n in nodes]
+        rules = [node_rule(self.ctx, n, pod, facts) for n in nodes]
         if rules and all(rules):
             counts = Counter(r for r in rules if r)
             rule = min(counts, key=lambda r: (-counts[r], r))
@@ -213,7 +303,7 @@ class Classifier:
                 causes[(health, "")] += 1
             else:
                 eligible.append(n)
-                if capacity_beside(n, pod, None) < empty_capacity(n, pod):
+                if facts.raw(n.name) < empty_capacity(n, pod):
                     causes[("in-use", limiting(n.free, set(n.used_host_ports), pod))] += 1
         if not causes:
             limits = Counter(limiting(n.free, set(n.used_host_ports), pod) for n in eligible)
@@ -222,59 +312,56 @@ class Classifier:
         hosts = sorted((HostCause(k, w, c) for (k, w), c in causes.items()), key=_most_first)
         return Reason("too-small", fits=fits, needed=need, hosts=tuple(hosts))
 
-    def _planned_of(self, key: str) -> list[frozenset[str]]:
-        found = self._planned.get(key)
+    @staticmethod
+    def _by_level(
+        view: _View, level: str, enclosing: list[DomainPath | None]
+    ) -> Counter[DomainPath]:
+        """The outsider's room per domain of `level`."""
+        found = view.by_level.get(level)
         if found is None:
-            occ = self.occupancy
-            found = self._planned[key] = [
-                frozenset(o for n in d.nodes for o in occ.owners(n))
-                if occ.reserved or occ.shared
-                else _NOBODY
-                for d in self.ctx.domains(key)
-            ]
-        return found
-
-    def _enclosing_of(self, key: str, level: str) -> list[DomainPath | None]:
-        found = self._enclosing.get((key, level))
-        if found is None:
-            topology, nodes = self.ctx.topology, self.ctx.nodes
-            found = []
-            for d in self.ctx.domains(key):
-                paths = {topology.enclosing(nodes[n], level) for n in d.nodes}
-                found.append(paths.pop() if len(paths) == 1 else None)
-            self._enclosing[(key, level)] = found
+            found = Counter()
+            for i, r in enumerate(view.room):
+                path = enclosing[i]
+                if r and path is not None:
+                    found[path] += r
+            view.by_level[level] = found
         return found
 
     # -- shared replicated jobs: nodes --
 
-    def _shared_rjob(self, jc: JobClass) -> RjobDiagnosis:
+    def _shared(self, jc: JobClass) -> RjobDiagnosis:
         me = jc.jobset.key
-        reserved = self.occupancy.reserved
-        tallies = _Tallies()
-        room: dict[str, int] = {}
-        for node in self._shared_nodes(jc):
-            if node.reason is not None:
-                tallies.add(node.reason)
-                continue
-            others = reserved.get(node.name, _NOBODY) - {me}
-            if others:
-                tallies.add(Reason("reserved"), others)
-            elif node.room == 0:
-                limit = self._limit_beside(node.name, jc)
-                tallies.add(Reason("no-room", rule=limit))
-            else:
-                room[node.name] = node.room
-        need = jc.rjob.replicas * jc.rjob.pods_per_job
-        fits = sum(room.values())
-        locality = None
+        view = self._node_view(jc)
+        touching = self._reserved_in.get(me, [])
+        tallies = view.tallies
+        fits = sum(view.room)
+        with_room = sum(1 for r in view.room if r)
         level = jc.rjob.required_topology
-        if fits >= need and level:
-            per: Counter[DomainPath] = Counter()
-            for name, n in room.items():
-                path = self.ctx.topology.enclosing(self.ctx.nodes[name], level)
-                if path is not None:
-                    per[path] += n
-            most = max(per.values(), default=0)
+        enclosing = self._node_enclosing(level) if level else []
+        per_level = self._by_level(view, level, enclosing) if level else None
+        if touching:
+            tallies = tallies.copy()
+            per_level = Counter(per_level) if per_level is not None else None
+            for i in touching:
+                own = self._node_verdict(jc, i, me)
+                tallies.add(view.verdicts[i], -1)
+                tallies.add(own, +1)
+                room = self._node_room(jc, i) if own is None else 0
+                delta = room - view.room[i]
+                fits += delta
+                with_room += bool(room) - bool(view.room[i])
+                path = enclosing[i] if per_level is not None else None
+                if per_level is not None and delta and path is not None:
+                    per_level[path] += delta
+            listed = tallies.sorted()
+        else:
+            if view.listed is None:
+                view.listed = tallies.sorted()
+            listed = view.listed
+        need = jc.rjob.replicas * jc.rjob.pods_per_job
+        locality = None
+        if fits >= need and level and per_level is not None:
+            most = max(per_level.values(), default=0)
             if most < need:
                 locality = Locality(level, most)
         return RjobDiagnosis(
@@ -286,44 +373,105 @@ class Classifier:
             unit="pod",
             needed=need,
             available=fits,
-            total=len(self.ctx.nodes),
-            tallies=tallies.sorted(),
+            total=len(view.verdicts),
+            tallies=listed,
             locality=locality,
             fits=fits >= need and locality is None,
-            nodes_with_room=len(room),
+            nodes_with_room=with_room,
         )
 
-    def _shared_nodes(self, jc: JobClass) -> list[_SharedNode]:
-        """Every node for `jc`'s pod shape, worked out in one pass and kept for the shape."""
+    def _node_view(self, jc: JobClass) -> _View:
+        """The outsider's view of every node for `jc`'s pod shape, counted in one pass."""
         signature = self._signature(jc)
-        found = self._shared.get(signature)
+        found = self._node_views.get(signature)
         if found is None:
-            pod = jc.rjob.pod
-            requests = self.occupancy.requests
-            found = []
-            for name in sorted(self.ctx.nodes):
-                node = self.ctx.nodes[name]
-                rule = node_rule(self.ctx, node, pod)
-                health = health_kind(node)
-                if rule:
-                    found.append(_SharedNode(name, Reason(rule_kind(rule), rule=rule), 0))
-                elif health is not None:
-                    found.append(_SharedNode(name, Reason(health), 0))
-                else:
-                    found.append(
-                        _SharedNode(name, None, capacity_beside(node, pod, requests.get(name)))
-                    )
-            self._shared[signature] = found
+            verdicts = [self._node_verdict(jc, i, None) for i in range(len(self._node_names))]
+            tallies = _Tallies()
+            for v in verdicts:
+                tallies.add(v)
+            room = [self._node_room(jc, i) if v is None else 0 for i, v in enumerate(verdicts)]
+            found = self._node_views[signature] = _View(verdicts, tallies, room)
         return found
 
-    def _limit_beside(self, name: str, jc: JobClass) -> str:
-        """What runs out on node `name` for `jc`'s pod once the plan's pods are placed."""
+    def _node_verdict(self, jc: JobClass, i: int, me: str | None) -> Verdict:
+        """Node `i` for `jc`'s pod, as JobSet `me` (None: an outsider) sees it."""
+        name = self._node_names[i]
         node = self.ctx.nodes[name]
-        planned = self.occupancy.requests.get(name)
-        free = node.free
-        if planned:
-            free = subtract_resources(free, planned)
-        return limiting(free, set(node.used_host_ports), jc.rjob.pod)
+        pod = jc.rjob.pod
+        rule = node_rule(self.ctx, node, pod, self.ctx.class_facts(jc))
+        if rule:
+            return Reason(rule_kind(rule), rule=rule), ()
+        health = health_kind(node)
+        if health is not None:
+            return Reason(health), ()
+        reserved = self.occupancy.reserved.get(name, _NOBODY)
+        others = reserved - {me} if me is not None else reserved
+        if others:
+            return Reason("reserved"), others
+        if self._node_room(jc, i) == 0:
+            free = node.free
+            planned = self.occupancy.requests.get(name)
+            if planned:
+                free = subtract_resources(free, planned)
+            return Reason("no-room", rule=limiting(free, set(node.used_host_ports), pod)), ()
+        return None
+
+    def _node_room(self, jc: JobClass, i: int) -> int:
+        name = self._node_names[i]
+        return capacity_beside(self.ctx.nodes[name], jc.rjob.pod, self.occupancy.requests.get(name))
+
+    def _node_enclosing(self, level: str) -> list[DomainPath | None]:
+        topology, nodes = self.ctx.topology, self.ctx.nodes
+        return [topology.enclosing(nodes[n], level) for n in self._node_names]
+
+
+class _KeyIndex:
+    """The domains of one key, for one plan: who holds and who has planned pods in each."""
+
+    def __init__(
+        self, ctx: PlacementContext, key: str, occupancy: Occupancy, priority: dict[str, int]
+    ) -> None:
+        self.domains = ctx.domains(key)
+        self.held: list[tuple[str, ...]] = [ctx.domain_held_by(d) for d in self.domains]
+        busy = occupancy.reserved or occupancy.shared
+        self.planned: list[frozenset[str]] = [
+            frozenset(o for n in d.nodes for o in occupancy.owners(n)) if busy else _NOBODY
+            for d in self.domains
+        ]
+        self.planned_priorities: list[frozenset[int | None]] = [
+            frozenset(priority.get(o) for o in owners) for owners in self.planned
+        ]
+        """Per domain: the priorities of the JobSets with planned pods in it (None: not queued)."""
+        self.held_in: dict[str, list[int]] = {}
+        """running JobSet -> the domains it holds."""
+        self.planned_in: dict[str, list[int]] = {}
+        """JobSet -> the domains with its planned pods."""
+        for i, owners in enumerate(self.held):
+            for o in owners:
+                self.held_in.setdefault(o, []).append(i)
+        for i, planned in enumerate(self.planned):
+            for o in planned:
+                self.planned_in.setdefault(o, []).append(i)
+        self._enclosing: dict[str, list[DomainPath | None]] = {}
+
+    def enclosing(self, ctx: PlacementContext, level: str) -> list[DomainPath | None]:
+        """Per domain, the one domain of `level` around all its nodes (None if it spans several)."""
+        found = self._enclosing.get(level)
+        if found is None:
+            topology, nodes = ctx.topology, ctx.nodes
+            found = []
+            for d in self.domains:
+                paths = {topology.enclosing(nodes[n], level) for n in d.nodes}
+                found.append(paths.pop() if len(paths) == 1 else None)
+            self._enclosing[level] = found
+        return found
+
+
+def _relation(priority: int, theirs: int | None) -> str:
+    """How a taker's priority compares (a JobSet not in the queue counts as higher)."""
+    if theirs is None or theirs > priority:
+        return "higher-priority"
+    return "lower-priority" if theirs < priority else "same-priority"
 
 
 def _most_first(cause: HostCause) -> tuple[int, HostCause]:

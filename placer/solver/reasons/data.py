@@ -9,7 +9,7 @@ the cluster and the rest of the plan. `placer.solver.reasons.wording` turns thes
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from placer.model.workload import PodShape
@@ -94,6 +94,23 @@ class Reason:
     """too-small: pods one child Job has."""
     hosts: tuple[HostCause, ...] = ()
     """too-small: why, most hosts first."""
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # Reasons are dict keys counted once per domain and JobSet: hash the fields once.
+        key = (
+            self.kind,
+            self.rule,
+            self.holders,
+            self.relations,
+            self.fits,
+            self.needed,
+            self.hosts,
+        )
+        object.__setattr__(self, "_hash", hash(key))
+
+    def __hash__(self) -> int:
+        return self._hash
 
 
 @dataclass(frozen=True)
@@ -104,6 +121,14 @@ class ReasonTally:
     count: int
     jobsets: tuple[str, ...] = ()
     """Holders (held), takers (taken), JobSets whose exclusive child Jobs reserve (reserved)."""
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # A plan's diagnoses share their tallies; wording looks them up by value: hash once.
+        object.__setattr__(self, "_hash", hash((self.reason, self.count, self.jobsets)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     @property
     def kind(self) -> ReasonKind:

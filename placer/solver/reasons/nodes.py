@@ -14,7 +14,12 @@ from decimal import Decimal
 from placer.model.cluster import Node
 from placer.model.resources import PODS, pods_that_fit, subtract_resources
 from placer.model.workload import PodShape
-from placer.solver.context import PlacementContext, node_exclusion, node_pod_capacity
+from placer.solver.context import (
+    PlacementContext,
+    ShapeFacts,
+    node_exclusion,
+    node_pod_capacity,
+)
 from placer.solver.reasons.data import HealthKind, RuleKind
 
 __all__ = [
@@ -27,15 +32,16 @@ __all__ = [
 ]
 
 
-def node_rule(ctx: PlacementContext, node: Node, pod: PodShape) -> str | None:
-    """The nodeSelector, node affinity or taint rule `node` breaks for `pod`, health aside."""
-    if node.usable and ctx.nodes.get(node.name) is node:
-        return ctx.shape_facts(pod).exclusion(node.name)
-    if not node.usable:
+def node_rule(ctx: PlacementContext, node: Node, pod: PodShape, facts: ShapeFacts) -> str | None:
+    """The nodeSelector, node affinity or taint rule `node` breaks for `pod` (whose
+    `ctx.shape_facts` are `facts`), health aside."""
+    if node.usable:
+        return facts.exclusion(node.name)
+    else:
         node = node.model_copy(update={"ready": True, "unschedulable": False})
-    return node_exclusion(
-        node, pod, extended_resource_toleration=ctx.options.extended_resource_toleration
-    )
+        return node_exclusion(
+            node, pod, extended_resource_toleration=ctx.options.extended_resource_toleration
+        )
 
 
 def rule_kind(rule: str) -> RuleKind:

@@ -132,11 +132,31 @@ def locality_text(d: RjobDiagnosis) -> str:
 # -- one replicated job, one JobSet --
 
 
-def rjob_line(d: RjobDiagnosis, *, taken_by_copies: int | None = None) -> str:
-    """The diagnosis of one replicated job as one Kueue-style line."""
-    reasons = ", ".join(
-        f"{t.count} {reason_text(t, taken_by_copies=taken_by_copies)}" for t in d.tallies
+def _listing(tallies: tuple[ReasonTally, ...], taken_by_copies: int | None) -> str:
+    return ", ".join(
+        f"{t.count} {reason_text(t, taken_by_copies=taken_by_copies)}" for t in tallies
     )
+
+
+def rjob_line(
+    d: RjobDiagnosis,
+    *,
+    taken_by_copies: int | None = None,
+    listings: dict[tuple[ReasonTally, ...], str] | None = None,
+) -> str:
+    """The diagnosis of one replicated job as one Kueue-style line.
+
+    `listings` keeps the worded counts of a `reason_lines` call to the next: the JobSets a plan
+    leaves out mostly see the cluster alike (the same counts), and on a large fleet those counts
+    run to hundreds of reasons.
+    """
+    if listings is None:
+        reasons = _listing(d.tallies, taken_by_copies)
+    else:
+        found = listings.get(d.tallies)
+        if found is None:
+            found = listings[d.tallies] = _listing(d.tallies, taken_by_copies)
+        reasons = found
     if d.unit == "domain":
         line = (
             f"{d.name}: needs {plural(d.needed, 'domain')} of {d.exclusive_key} for "
@@ -155,21 +175,30 @@ def rjob_line(d: RjobDiagnosis, *, taken_by_copies: int | None = None) -> str:
 
 
 def reason_lines(
-    diagnosis: Sequence[RjobDiagnosis], *, taken_by_copies: int | None = None
+    diagnosis: Sequence[RjobDiagnosis],
+    *,
+    taken_by_copies: int | None = None,
+    listings: dict[tuple[ReasonTally, ...], str] | None = None,
 ) -> list[str]:
     """The replicated jobs that cannot get what they need, one line each; when each could alone,
     one line saying they do not fit together."""
-    short = [rjob_line(d, taken_by_copies=taken_by_copies) for d in diagnosis if not d.fits]
+    lines = [rjob_line(d, taken_by_copies=taken_by_copies, listings=listings) for d in diagnosis]
+    short = [line for line, d in zip(lines, diagnosis, strict=True) if not d.fits]
     if short:
         return short
     if not diagnosis:
         return ["no child Jobs to place"]
-    return [TOGETHER + "; ".join(rjob_line(d, taken_by_copies=taken_by_copies) for d in diagnosis)]
+    return [TOGETHER + "; ".join(lines)]
 
 
-def jobset_reason(diagnosis: Sequence[RjobDiagnosis]) -> str:
-    """Why a JobSet is left out of a plan, in one line: what `placer plan` prints."""
-    return "; ".join(reason_lines(diagnosis))
+def jobset_reason(
+    diagnosis: Sequence[RjobDiagnosis],
+    *,
+    listings: dict[tuple[ReasonTally, ...], str] | None = None,
+) -> str:
+    """Why a JobSet is left out of a plan, in one line: what `placer plan` prints. A planner
+    wording every JobSet it leaves out passes one `listings` dict to all the calls."""
+    return "; ".join(reason_lines(diagnosis, listings=listings))
 
 
 # -- stranded capacity --
