@@ -113,6 +113,12 @@ class Classifier:
         self._static: dict[tuple[str, int, str], dict[int, Reason | None]] = {}
         """(pod signature, pods per child Job, key) -> per domain of the key: the reason the
         cluster alone rules it out (held aside), None when big enough."""
+        self._by_kind: dict[tuple[str, int, str], dict[tuple[object, ...], Reason | None]] = {}
+        """The same per kind of domain: nodes that offer the shape the same (`ShapeFacts`
+        profile) with the same allocatable resources, in the same order. A fleet has many
+        domains of few kinds; each kind is judged once."""
+        self._allocatables: dict[tuple[object, ...], int] = {}
+        self._allocatable_ids: dict[str, int] = {}
         self._keys: dict[str, _KeyIndex] = {}
         self._views: dict[tuple[str, int, str, int], _View] = {}
         """(pod signature, pods per child Job, key, viewer priority) -> the outsider's view."""
@@ -235,9 +241,13 @@ class Classifier:
         """Domain `i` as `viewer` sees it (None: a JobSet holding nothing, with no planned pods,
         at `jc`'s priority): its own running pods hold nothing, its own planned pods are "own"."""
         me = viewer.key if viewer is not None else None
-        held = tuple(o for o in index.held[i] if o != me)
+        held = index.held[i]
         if held:
-            return Reason("held", holders=held), held
+            if me not in held:
+                return index.held_reasons[i], held
+            held = tuple(o for o in held if o != me)
+            if held:
+                return Reason("held", holders=held), held
         fixed = self._static_at(jc, i)
         if fixed is not None:
             return fixed, ()
@@ -275,9 +285,25 @@ class Classifier:
         judged = self._static.get(shape)
         if judged is None:
             judged = self._static[shape] = {}
+            self._by_kind[shape] = {}
         if i not in judged:
-            judged[i] = self._judge(jc, self._key(key).domains[i])
+            domain = self._key(key).domains[i]
+            facts = self.ctx.class_facts(jc)
+            kind = tuple((facts.profile(n), self._allocatable_id(n)) for n in domain.nodes)
+            by_kind = self._by_kind[shape]
+            if kind not in by_kind:
+                by_kind[kind] = self._judge(jc, domain)
+            judged[i] = by_kind[kind]
         return judged[i]
+
+    def _allocatable_id(self, name: str) -> int:
+        """Equal for nodes with equal allocatable resources (what "in use" is measured against)."""
+        found = self._allocatable_ids.get(name)
+        if found is None:
+            allocatable = tuple(sorted(self.ctx.nodes[name].allocatable.items()))
+            found = self._allocatables.setdefault(allocatable, len(self._allocatables))
+            self._allocatable_ids[name] = found
+        return found
 
     def _judge(self, jc: JobClass, domain: Domain) -> Reason | None:
         """Rule (every node breaks one), too small (with why), or None when one child Job fits."""
@@ -438,6 +464,10 @@ class _KeyIndex:
             frozenset(o for n in d.nodes for o in occupancy.owners(n)) if busy else _NOBODY
             for d in self.domains
         ]
+        self.held_reasons: dict[int, Reason] = {
+            i: Reason("held", holders=h) for i, h in enumerate(self.held) if h
+        }
+        """Per domain: the held reason an outsider sees."""
         self.planned_priorities: list[frozenset[int | None]] = [
             frozenset(priority.get(o) for o in owners) for owners in self.planned
         ]

@@ -1,0 +1,74 @@
+"""Reasons at scale: what explaining every JobSet a plan leaves out costs on a large fleet.
+
+`python -m benchmarks.reasons_bench --nodes 10000 --pending 1000` builds the scaling scenario
+(`build_tpu_pool_fleet`), plans it with best-fit and largest-first without reasons (the CP-SAT
+planner's hint), then times, on that plan: the occupancy (`occupancy_of`), the classifier over every
+JobSet left out (`Classifier.diagnose`) and the one-line wording (`jobset_reason`, one `listings`
+dict as the planners pass). Each is timed on a fresh context, as the planners meet it (the shape
+facts of the greedy passes warm), and once more on the same context. Figures go to
+benchmarks/RESULTS-reasons.md by hand, with the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Sequence
+
+from benchmarks.scaling import HOSTS_PER_POOL
+from benchmarks.scenarios import build_tpu_pool_fleet
+from placer.model.options import SolveOptions
+from placer.solver.context import PlacementContext
+from placer.solver.greedy import greedy_plan
+from placer.solver.reasons import Classifier, ReasonTally, jobset_reason, occupancy_of
+from placer.solver.registry import get_solver
+
+__all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.reasons_bench")
+    parser.add_argument("--nodes", type=int, default=10_000)
+    parser.add_argument("--pending", type=int, default=1_000)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--solvers",
+        default="",
+        help="comma-separated solvers to time end to end on the same scenario (reasons included)",
+    )
+    args = parser.parse_args(argv)
+    sc = build_tpu_pool_fleet(args.seed, max(3, round(args.nodes / HOSTS_PER_POOL)), args.pending)
+    snapshot, requests = sc.snapshot, sc.requests
+    ctx = PlacementContext(snapshot, requests, SolveOptions())
+    greedy_plan(ctx, "best-fit", explain=False)
+    plan = greedy_plan(ctx, "largest-first", explain=False)
+    left_out = [js for js in ctx.jobsets if plan.outcome(js.key).status != "placed"]
+    print(f"{len(snapshot.nodes)} nodes, {len(requests)} pending, {len(left_out)} left out")
+    for run in ("first", "again"):
+        started = time.perf_counter()
+        occupancy = occupancy_of(ctx, plan.jobsets)
+        counted = time.perf_counter()
+        classifier = Classifier(ctx, occupancy)
+        diagnoses = [classifier.diagnose(js) for js in left_out]
+        classified = time.perf_counter()
+        listings: dict[tuple[ReasonTally, ...], str] = {}
+        texts = [jobset_reason(d, listings=listings) for d in diagnoses]
+        worded = time.perf_counter()
+        mean = sum(map(len, texts)) / max(len(texts), 1)
+        print(
+            f"{run}: occupancy {counted - started:.2f} s, classify {classified - counted:.2f} s, "
+            f"word {worded - classified:.2f} s, total {worded - started:.2f} s "
+            f"(mean reason {mean:.0f} characters)"
+        )
+    options = SolveOptions(workers=2, seed=args.seed, time_limit_s=10)
+    for solver in filter(None, args.solvers.split(",")):
+        started = time.perf_counter()
+        solved = get_solver(solver).solve(snapshot, requests, options)
+        wall = time.perf_counter() - started
+        phases = ", ".join(f"{k} {v:.2f}" for k, v in solved.solver.phases.items())
+        out = sum(1 for o in solved.jobsets if o.status != "placed")
+        print(f"{solver}: {out} left out, wall {wall:.2f} s ({phases})")
+
+
+if __name__ == "__main__":
+    main()
