@@ -327,7 +327,7 @@ def test_shared_pods_count_cordoned_nodes_and_nodes_the_plan_filled() -> None:
     ctx = PlacementContext(snap, [web], SolveOptions())
     planned = Occupancy(
         shared={"cpu-2": frozenset({"team-b/z"})},
-        requests={"cpu-2": {"cpu": Decimal(6), "pods": Decimal(1)}},
+        pods={"cpu-2": ({"cpu": Decimal(6), "pods": Decimal(1)},)},
     )
     assert jobset_reason(diagnose(ctx, web, planned)) == (
         "workers: needs 3 pods of {cpu: 4}; fits 2 on 1 of 3 nodes; excluded: 1 cordoned, "

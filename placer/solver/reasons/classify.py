@@ -436,7 +436,7 @@ class Classifier:
             return Reason("reserved"), others
         if self._node_room(jc, i) == 0:
             free = node.free
-            planned = self.occupancy.requests.get(name)
+            planned = self.occupancy.requests_on(name)
             if planned:
                 free = subtract_resources(free, planned)
             return Reason("no-room", rule=limiting(free, set(node.used_host_ports), pod)), ()
@@ -444,7 +444,7 @@ class Classifier:
 
     def _node_room(self, jc: JobClass, i: int) -> int:
         name = self._node_names[i]
-        return capacity_beside(self.ctx.nodes[name], jc.rjob.pod, self.occupancy.requests.get(name))
+        return capacity_beside(self.ctx.nodes[name], jc.rjob.pod, self.occupancy.requests_on(name))
 
     def _node_enclosing(self, level: str) -> list[DomainPath | None]:
         topology, nodes = self.ctx.topology, self.ctx.nodes

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from placer.model.plan import JobSetOutcome, Plan
-from placer.model.resources import PODS, ResourceMap
+from placer.model.resources import PODS, ResourceMap, add_resources
 from placer.model.topology import Domain, DomainPath
 from placer.solver.context import PlacementContext
 
@@ -26,12 +26,18 @@ class Occupancy:
     """node -> JobSets whose exclusive child Job's domain contains it."""
     shared: dict[str, frozenset[str]] = field(default_factory=dict)
     """node -> JobSets with planned non-exclusive pods on it."""
-    requests: dict[str, ResourceMap] = field(default_factory=dict)
-    """node -> summed requests of every planned pod on it (one `pods` slot each)."""
+    pods: dict[str, tuple[ResourceMap, ...]] = field(default_factory=dict)
+    """node -> the requests of each planned pod on it (one `pods` slot each)."""
 
     def owners(self, node: str) -> frozenset[str]:
         """JobSets with planned pods on `node` or a domain around it taken."""
         return self.reserved.get(node, frozenset()) | self.shared.get(node, frozenset())
+
+    def requests_on(self, node: str) -> ResourceMap | None:
+        """What the planned pods on `node` request together; None when it has none. Summed
+        when asked: only nodes that could take a shared pod are."""
+        pods = self.pods.get(node)
+        return add_resources(*pods) if pods else None
 
 
 def occupancy_from_plan(ctx: PlacementContext, plan: Plan) -> Occupancy:
@@ -43,7 +49,8 @@ def occupancy_of(ctx: PlacementContext, outcomes: Iterable[JobSetOutcome]) -> Oc
     """Occupancy of the child Jobs in `outcomes`, resolved against `ctx` (unknown ones skipped)."""
     reserved: dict[str, set[str]] = {}
     shared: dict[str, set[str]] = {}
-    requests: dict[str, dict[str, Decimal]] = {}
+    pods: dict[str, list[ResourceMap]] = {}
+    per_pod: dict[tuple[str, str], ResourceMap] = {}
     rjobs = {js.key: {r.name: r for r in js.replicated_jobs} for js in ctx.jobsets_given}
     paths: dict[str, dict[DomainPath, Domain]] = {}
     for o in outcomes:
@@ -61,15 +68,20 @@ def occupancy_of(ctx: PlacementContext, outcomes: Iterable[JobSetOutcome]) -> Oc
                 for n in domain.nodes if domain else ():
                     reserved.setdefault(n, set()).add(o.key)
             rjob = known.get(job.replicated_job)
-            per_pod = {**rjob.pod.requests, PODS: Decimal(1)} if rjob is not None else {}
+            if rjob is None:
+                requests = None
+            else:
+                requests = per_pod.get((o.key, rjob.name))
+                if requests is None:
+                    requests = {**rjob.pod.requests, PODS: Decimal(1)}
+                    per_pod[(o.key, rjob.name)] = requests
             for p in job.pods:
                 if job.domain is None:
                     shared.setdefault(p.node, set()).add(o.key)
-                used = requests.setdefault(p.node, {})
-                for name, value in per_pod.items():
-                    used[name] = used.get(name, Decimal(0)) + value
+                if requests is not None:
+                    pods.setdefault(p.node, []).append(requests)
     return Occupancy(
         reserved={n: frozenset(s) for n, s in reserved.items()},
         shared={n: frozenset(s) for n, s in shared.items()},
-        requests={n: dict(r) for n, r in requests.items() if r},
+        pods={n: tuple(r) for n, r in pods.items()},
     )
