@@ -23,6 +23,7 @@ from placer.solver.reasons import (
     diagnose,
     format_shape,
     jobset_reason,
+    reason_lines,
 )
 from tests.strategies import (
     BLOCK,
@@ -415,3 +416,19 @@ def test_its_own_reservations_do_not_close_nodes_to_a_jobset() -> None:
         "workers: needs 3 pods of {cpu: 4}; fits 2 on 1 of 2 nodes; excluded: "
         "1 reserved for exclusive child Jobs (team-b/z)"
     )
+
+
+def test_capacity_words_taken_domains_as_the_copies_above() -> None:
+    snap = cluster(pool("p0", 2), pool("p1", 2), pool("p2", 2))
+    shape = jobset("c", rjob(replicas=2))
+    ctx = PlacementContext(snap, [shape], SolveOptions())
+    head = f"workers: needs 2 domains of {NODEPOOL} for 2 pods of {{google.com/tpu: 4}}"
+    two = diagnose(ctx, shape, _reserve(team_a__c_0=_hosts("p0", "p1")))
+    assert reason_lines(two, taken_by_copies=1) == [
+        f"{head}; 1 available of 3: 2 taken by the 1 copy above"
+    ]
+    one = diagnose(ctx, shape, _reserve(team_a__c_0=_hosts("p0")))
+    assert reason_lines(one, taken_by_copies=1) == [
+        f"{head}; 2 available of 3: 1 taken by the 1 copy above, "
+        "yet the planner placed no further copy beside the 1 above"
+    ]

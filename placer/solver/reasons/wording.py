@@ -188,6 +188,10 @@ def reason_lines(
         return short
     if not diagnosis:
         return ["no child Jobs to place"]
+    if taken_by_copies is not None and len(lines) == 1:
+        # by these counts one more copy fits, yet the planner placed no further copy
+        copies = taken_by_copies
+        return [f"{lines[0]}, yet the planner placed no further copy beside the {copies} above"]
     return [TOGETHER + "; ".join(lines)]
 
 
