@@ -23,29 +23,27 @@ from collections import Counter
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
-from placer.model.cluster import Node
 from placer.model.resources import subtract_resources
-from placer.model.topology import Domain, DomainPath
+from placer.model.topology import DomainPath
 from placer.model.workload import JobSetRequest
 from placer.solver.context import JobClass, PlacementContext
 from placer.solver.reasons.data import (
     RANK,
-    HostCause,
-    HostCauseKind,
     Locality,
     Reason,
     ReasonTally,
     RjobDiagnosis,
 )
+from placer.solver.reasons.keys import KeyIndex
 from placer.solver.reasons.nodes import (
     capacity_beside,
-    empty_capacity,
     health_kind,
     limiting,
     node_rule,
     rule_kind,
 )
 from placer.solver.reasons.occupancy import Occupancy
+from placer.solver.reasons.static import judge_domain
 
 __all__ = ["Classifier", "diagnose"]
 
@@ -119,7 +117,7 @@ class Classifier:
         domains of few kinds; each kind is judged once."""
         self._allocatables: dict[tuple[object, ...], int] = {}
         self._allocatable_ids: dict[str, int] = {}
-        self._keys: dict[str, _KeyIndex] = {}
+        self._keys: dict[str, KeyIndex] = {}
         self._views: dict[tuple[str, int, str, int], _View] = {}
         """(pod signature, pods per child Job, key, viewer priority) -> the outsider's view."""
         self._node_views: dict[str, _View] = {}
@@ -236,7 +234,7 @@ class Classifier:
         return found
 
     def _domain_verdict(
-        self, jc: JobClass, index: _KeyIndex, i: int, viewer: JobSetRequest | None
+        self, jc: JobClass, index: KeyIndex, i: int, viewer: JobSetRequest | None
     ) -> Verdict:
         """Domain `i` as `viewer` sees it (None: a JobSet holding nothing, with no planned pods,
         at `jc`'s priority): its own running pods hold nothing, its own planned pods are "own"."""
@@ -270,10 +268,10 @@ class Classifier:
             found = self._signatures[jc.index] = jc.rjob.pod.signature()
         return found
 
-    def _key(self, key: str) -> _KeyIndex:
+    def _key(self, key: str) -> KeyIndex:
         found = self._keys.get(key)
         if found is None:
-            found = self._keys[key] = _KeyIndex(self.ctx, key, self.occupancy, self._priority)
+            found = self._keys[key] = KeyIndex(self.ctx, key, self.occupancy, self._priority)
         return found
 
     def _static_at(self, jc: JobClass, i: int) -> Reason | None:
@@ -292,7 +290,7 @@ class Classifier:
             kind = tuple((facts.profile(n), self._allocatable_id(n)) for n in domain.nodes)
             by_kind = self._by_kind[shape]
             if kind not in by_kind:
-                by_kind[kind] = self._judge(jc, domain)
+                by_kind[kind] = judge_domain(self.ctx, jc, domain)
             judged[i] = by_kind[kind]
         return judged[i]
 
@@ -304,39 +302,6 @@ class Classifier:
             found = self._allocatables.setdefault(allocatable, len(self._allocatables))
             self._allocatable_ids[name] = found
         return found
-
-    def _judge(self, jc: JobClass, domain: Domain) -> Reason | None:
-        """Rule (every node breaks one), too small (with why), or None when one child Job fits."""
-        need = jc.rjob.pods_per_job
-        fits = self.ctx.domain_capacity(jc, domain)
-        if fits >= need:
-            return None
-        pod = jc.rjob.pod
-        facts = self.ctx.class_facts(jc)
-        nodes = [self.ctx.nodes[n] for n in domain.nodes]
-        rules = [node_rule(self.ctx, n, pod, facts) for n in nodes]
-        if rules and all(rules):
-            counts = Counter(r for r in rules if r)
-            rule = min(counts, key=lambda r: (-counts[r], r))
-            return Reason(rule_kind(rule), rule=rule)
-        causes: Counter[tuple[HostCauseKind, str]] = Counter()
-        eligible: list[Node] = []
-        for n, broken in zip(nodes, rules, strict=True):
-            health = health_kind(n)
-            if broken:
-                causes[(rule_kind(broken), broken)] += 1
-            elif health is not None:
-                causes[(health, "")] += 1
-            else:
-                eligible.append(n)
-                if facts.raw(n.name) < empty_capacity(n, pod):
-                    causes[("in-use", limiting(n.free, set(n.used_host_ports), pod))] += 1
-        if not causes:
-            limits = Counter(limiting(n.free, set(n.used_host_ports), pod) for n in eligible)
-            limit = min(limits, key=lambda s: (-limits[s], s)) if limits else "eligible nodes"
-            causes[("short", limit)] = len(eligible)
-        hosts = sorted((HostCause(k, w, c) for (k, w), c in causes.items()), key=_most_first)
-        return Reason("too-small", fits=fits, needed=need, hosts=tuple(hosts))
 
     @staticmethod
     def _by_level(
@@ -451,61 +416,11 @@ class Classifier:
         return [topology.enclosing(nodes[n], level) for n in self._node_names]
 
 
-class _KeyIndex:
-    """The domains of one key, for one plan: who holds and who has planned pods in each."""
-
-    def __init__(
-        self, ctx: PlacementContext, key: str, occupancy: Occupancy, priority: dict[str, int]
-    ) -> None:
-        self.domains = ctx.domains(key)
-        self.held: list[tuple[str, ...]] = [ctx.domain_held_by(d) for d in self.domains]
-        busy = occupancy.reserved or occupancy.shared
-        self.planned: list[frozenset[str]] = [
-            frozenset(o for n in d.nodes for o in occupancy.owners(n)) if busy else _NOBODY
-            for d in self.domains
-        ]
-        self.held_reasons: dict[int, Reason] = {
-            i: Reason("held", holders=h) for i, h in enumerate(self.held) if h
-        }
-        """Per domain: the held reason an outsider sees."""
-        self.planned_priorities: list[frozenset[int | None]] = [
-            frozenset(priority.get(o) for o in owners) for owners in self.planned
-        ]
-        """Per domain: the priorities of the JobSets with planned pods in it (None: not queued)."""
-        self.held_in: dict[str, list[int]] = {}
-        """running JobSet -> the domains it holds."""
-        self.planned_in: dict[str, list[int]] = {}
-        """JobSet -> the domains with its planned pods."""
-        for i, owners in enumerate(self.held):
-            for o in owners:
-                self.held_in.setdefault(o, []).append(i)
-        for i, planned in enumerate(self.planned):
-            for o in planned:
-                self.planned_in.setdefault(o, []).append(i)
-        self._enclosing: dict[str, list[DomainPath | None]] = {}
-
-    def enclosing(self, ctx: PlacementContext, level: str) -> list[DomainPath | None]:
-        """Per domain, the one domain of `level` around all its nodes (None if it spans several)."""
-        found = self._enclosing.get(level)
-        if found is None:
-            topology, nodes = ctx.topology, ctx.nodes
-            found = []
-            for d in self.domains:
-                paths = {topology.enclosing(nodes[n], level) for n in d.nodes}
-                found.append(paths.pop() if len(paths) == 1 else None)
-            self._enclosing[level] = found
-        return found
-
-
 def _relation(priority: int, theirs: int | None) -> str:
     """How a taker's priority compares (a JobSet not in the queue counts as higher)."""
     if theirs is None or theirs > priority:
         return "higher-priority"
     return "lower-priority" if theirs < priority else "same-priority"
-
-
-def _most_first(cause: HostCause) -> tuple[int, HostCause]:
-    return (-cause.hosts, cause)
 
 
 def diagnose(
