@@ -34,9 +34,9 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+from benchmarks import cluster_sim as sim
 from placer.controller import decisions, reconcile, writeplan
 from placer.controller import executor as executor_module
-from placer.controller import simulate as sim
 from placer.controller.memory_adapter import MemoryCluster
 from placer.controller.reconcile import Controller, ControllerConfig, CycleReport
 from placer.model.options import SolveOptions

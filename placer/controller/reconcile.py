@@ -31,9 +31,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from placer.controller.adapter import ClusterAdapter
 from placer.controller.cache import ClusterCache, ClusterState
 from placer.controller.decisions import PlannedRound, Review, Target, review, solve_targets
+from placer.controller.domains import DomainIndex
 from placer.controller.executor import ExecReport, RetryPolicy, execute
-from placer.controller.holds import DomainIndex, planning_snapshot
 from placer.controller.metrics import Metrics
+from placer.controller.snapshot import planning_snapshot
 from placer.controller.survey import Binding, ManagedJobSet, ParseMemo, RefMemo, survey
 from placer.controller.writeplan import WriteSettings, plan_writes
 from placer.controller.writes import EmitEvent, Write

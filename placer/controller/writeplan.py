@@ -25,7 +25,7 @@ from placer.controller.bindings import (
 )
 from placer.controller.cache import ClusterState
 from placer.controller.decisions import PlannedRound, Review
-from placer.controller.holds import DomainIndex, domain_id
+from placer.controller.domains import DomainIndex, domain_id
 from placer.controller.survey import Binding, ManagedJobSet
 from placer.controller.writes import EmitEvent, LabelNode, RecordAssignment, UngatePod, Write
 from placer.model.assignment import Assignment

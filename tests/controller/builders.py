@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from placer.controller import simulate as sim
+from benchmarks import cluster_sim as sim
 from placer.controller.adapter import ClusterAdapter, Obj
 from placer.controller.memory_adapter import MemoryCluster
 from placer.controller.reconcile import Controller, ControllerConfig, CycleReport

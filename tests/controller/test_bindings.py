@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from benchmarks.cluster_sim import jobset_object, node_object
 from placer.controller.bindings import (
     LABELED_BY_ANNOTATION,
     NAMESPACED_JOB_LABEL,
@@ -19,7 +20,6 @@ from placer.controller.bindings import (
 from placer.controller.memory_adapter import pod_update_violation
 from placer.controller.prepare import prepare_jobset
 from placer.controller.selectors import merge_patch
-from placer.controller.simulate import jobset_object, node_object
 from placer.model.assignment import PLACEMENT_GATE, JobAssignment
 from placer.model.errors import InputError
 from placer.model.plan import DomainRef

@@ -7,10 +7,10 @@ import time
 
 import pytest
 
+from benchmarks.cluster_sim import node_object
 from placer.controller.cache import ClusterCache, Stream
 from placer.controller.memory_adapter import MemoryCluster
 from placer.controller.selectors import matches_selector, merge_patch, parse_selector
-from placer.controller.simulate import node_object
 from placer.model.errors import ClusterError, InputError
 
 

@@ -95,7 +95,7 @@ def test_unreachable_cluster_is_one_line(tmp_path: Path, capsys: Any) -> None:
 
 def test_prepare_prints_gated_manifests(tmp_path: Path, capsys: Any) -> None:
     src = tmp_path / "js.yaml"
-    from placer.controller.simulate import jobset_object
+    from benchmarks.cluster_sim import jobset_object
 
     src.write_text(
         yaml.safe_dump_all(

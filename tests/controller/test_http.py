@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from placer.controller import simulate as sim
+from benchmarks import cluster_sim as sim
 from placer.controller.kube_adapter import KubeAdapter
 from placer.controller.leader import LeaderSettings, run_elected
 from placer.controller.reconcile import Controller

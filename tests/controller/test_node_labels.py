@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from placer.controller import simulate as sim
+from benchmarks import cluster_sim as sim
 from placer.controller.bindings import (
     LABELED_BY_ANNOTATION,
     NAMESPACED_JOB_LABEL,

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from placer.controller import simulate as sim
+from benchmarks import cluster_sim as sim
 from placer.controller.adapter import Kind, Listing, Obj
 from placer.controller.memory_adapter import MemoryCluster
 from placer.model.errors import ClusterError
