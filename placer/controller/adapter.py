@@ -27,9 +27,18 @@ __all__ = [
     "resource_version",
 ]
 
-Kind = Literal["nodes", "pods", "jobsets", "priorityclasses", "events"]
-KINDS: tuple[Kind, ...] = ("nodes", "pods", "jobsets", "priorityclasses", "events")
-"""Cluster-scoped: nodes, priorityclasses. Namespaced: pods, jobsets, events."""
+Kind = Literal["nodes", "pods", "jobsets", "priorityclasses", "events", "configmaps", "leases"]
+KINDS: tuple[Kind, ...] = (
+    "nodes",
+    "pods",
+    "jobsets",
+    "priorityclasses",
+    "events",
+    "configmaps",
+    "leases",
+)
+"""Cluster-scoped: nodes, priorityclasses. Namespaced: pods, jobsets, events, configmaps (the
+placement ledger) and leases (read for leader election)."""
 
 Obj = dict[str, Any]
 
@@ -77,8 +86,13 @@ class ClusterAdapter(Protocol):
         namespace: str | None = None,
         label_selector: str = "",
         timeout_s: float = 60.0,
+        on_connected: Callable[[], None] | None = None,
     ) -> Iterator[WatchEvent]:
-        """Changes after `resource_version` until `timeout_s`; ClusterError(410) if too old."""
+        """Changes after `resource_version` until `timeout_s`; ClusterError(410) if too old.
+
+        `on_connected` runs once the API server has accepted the watch (before any event), so a
+        caller can tell a healthy, quiet watch from one that keeps failing.
+        """
         ...
 
     def get(self, kind: Kind, name: str, *, namespace: str | None = None) -> Obj: ...

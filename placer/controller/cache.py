@@ -1,10 +1,13 @@
 """The controller's picture of the cluster: listed once, then kept current by watch events.
 
-Relists happen only on start, on a 410 Gone (the watch fell behind etcd compaction) and on the
-periodic resync. The controller's own writes are recorded as soon as the API server answers, so the
-next cycle sees them even before their watch events arrive; an older event never overwrites a newer
-object. `state()` hands the decision code an immutable view (`ClusterState`), so a cycle decides on
-one consistent picture while the watch threads keep updating the cache.
+Relists happen on start, on a 410 Gone (the watch fell behind etcd compaction), on the periodic
+resync, and at least every `--replan-interval` while a watch keeps failing (`unhealthy`). JobSets
+are listed in every namespace whatever the controller manages, so their records and states are
+known to every controller; the placement ledger (a ConfigMap, see ledger.py) is watched too. The
+controller's own writes are recorded as soon as the API server answers, so the next cycle sees them
+even before their watch events arrive; an older event never overwrites a newer object. `state()`
+hands the decision code an immutable view (`ClusterState`), so a cycle decides on one consistent
+picture while the watch threads keep updating the cache.
 """
 
 from __future__ import annotations
@@ -20,11 +23,15 @@ from placer.controller.adapter import ClusterAdapter, Kind, Obj, object_key, res
 from placer.model.errors import ClusterError
 from placer.model.workload import JOBSET_NAME_LABEL
 
-__all__ = ["ClusterCache", "ClusterState", "Stream"]
+__all__ = ["STOP_POLL_S", "WATCH_MAX_BACKOFF_S", "ClusterCache", "ClusterState", "Stream"]
 
 log = logging.getLogger(__name__)
 
 Key = tuple[str, str]
+
+STOP_POLL_S = 0.2
+"""How often a waiting controller loop looks at its stop event (SIGTERM acts within this)."""
+WATCH_MAX_BACKOFF_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -35,6 +42,8 @@ class ClusterState:
     pods: Mapping[Key, Obj] = field(default_factory=dict)
     jobsets: Mapping[Key, Obj] = field(default_factory=dict)
     priority_classes: Mapping[str, Obj] = field(default_factory=dict)
+    configmaps: Mapping[Key, Obj] = field(default_factory=dict)
+    """The placement ledger (the only ConfigMap the controller watches)."""
     version: int = 0
     """Bumped by every change the cache sees."""
     capacity_version: int = 0
@@ -85,12 +94,15 @@ class ClusterCache:
         namespaces: tuple[str, ...] = (),
         all_pods: bool = True,
         watch_timeout_s: float = 300.0,
+        ledger: Stream | None = None,
     ) -> None:
         self.adapter = adapter
         self.watch_timeout_s = watch_timeout_s
         scopes: tuple[str | None, ...] = tuple(sorted(namespaces)) or (None,)
-        self.streams: list[Stream] = [Stream("nodes")]
-        self.streams += [Stream("jobsets", ns) for ns in scopes]
+        # Every JobSet, whatever is managed: other controllers' records and finished states count.
+        self.streams: list[Stream] = [Stream("nodes"), Stream("jobsets")]
+        if ledger is not None:
+            self.streams.append(ledger)
         if all_pods:
             # Free capacity is allocatable minus every bound pod, whoever owns it.
             self.streams.append(Stream("pods"))
@@ -101,8 +113,11 @@ class ClusterCache:
             "pods": {},
             "jobsets": {},
             "priorityclasses": {},
+            "configmaps": {},
         }
         self._rv: dict[Stream, str] = {}
+        self.unhealthy: set[Stream] = set()
+        """Streams whose last watch attempt failed (cleared when one connects)."""
         self._lock = threading.Condition()
         self._version = 0
         self._capacity_version = 0
@@ -171,6 +186,7 @@ class ClusterCache:
                 pods=dict(self._objects["pods"]),
                 jobsets=dict(self._objects["jobsets"]),
                 priority_classes={k[1]: o for k, o in self._objects["priorityclasses"].items()},
+                configmaps=dict(self._objects["configmaps"]),
                 version=self._version,
                 capacity_version=self._capacity_version,
             )
@@ -179,18 +195,39 @@ class ClusterCache:
     def version(self) -> int:
         return self._version
 
-    def wait_for_change(self, since: int, timeout_s: float) -> bool:
-        """Block until the version passes `since` or the timeout ends; True if it changed."""
+    def wait_for_change(
+        self, since: int, timeout_s: float, stop: threading.Event | None = None
+    ) -> bool:
+        """Block until the version passes `since`, the timeout ends or `stop` is set (looked at
+        every `STOP_POLL_S`); True if it changed."""
+        deadline = time.monotonic() + timeout_s
         with self._lock:
-            return self._lock.wait_for(lambda: self._version != since, timeout=timeout_s)
+            while self._version == since:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or (stop is not None and stop.is_set()):
+                    return False
+                self._lock.wait(min(remaining, STOP_POLL_S) if stop is not None else remaining)
+            return True
 
     # --- watching ------------------------------------------------------------------------------
 
     def watch_forever(
-        self, stream: Stream, stop: threading.Event, sleep: Callable[[float], None] = time.sleep
+        self, stream: Stream, stop: threading.Event, sleep: Callable[[float], None] | None = None
     ) -> None:
-        """Follow one stream until `stop`: relist on 410, back off on other errors."""
+        """Follow one stream until `stop`: relist on 410, back off on other errors.
+
+        The backoff starts again from its shortest delay as soon as a watch connects, whether or
+        not events follow: a quiet, healthy stream is not a failing one. Waits end early on
+        `stop`, so a stopping controller does not wait out a backoff.
+        """
+        wait: Callable[[float], object] = sleep or stop.wait
         failures = 0
+
+        def connected() -> None:
+            nonlocal failures
+            failures = 0
+            self.unhealthy.discard(stream)
+
         while not stop.is_set():
             try:
                 for event in self.adapter.watch(
@@ -199,26 +236,26 @@ class ClusterCache:
                     namespace=stream.namespace,
                     label_selector=stream.label_selector,
                     timeout_s=self.watch_timeout_s,
+                    on_connected=connected,
                 ):
-                    if event.type == "BOOKMARK":
-                        self._rv[stream] = resource_version(event.object) or self._rv[stream]
-                    else:
+                    if event.type != "BOOKMARK":
                         self.apply(stream.kind, event.type, event.object)
-                        self._rv[stream] = resource_version(event.object) or self._rv[stream]
-                    failures = 0
+                    self._rv[stream] = resource_version(event.object) or self._rv.get(stream, "")
                     if stop.is_set():
                         return
             except ClusterError as e:
                 if e.status == 410:
                     log.info("watch %s expired; relisting", stream)
-                    self._relist_quietly(stream, stop, sleep)
+                    self._relist_quietly(stream, stop, wait)
                     continue
                 failures += 1
-                log.warning("watch %s failed (%s); retrying", stream, e)
-                sleep(min(30.0, 0.5 * 2 ** min(failures, 6)))
+                self.unhealthy.add(stream)
+                delay = min(WATCH_MAX_BACKOFF_S, 0.5 * 2 ** min(failures - 1, 6))
+                log.warning("watch %s failed (%s); retrying in %.1fs", stream, e, delay)
+                wait(delay)
 
     def _relist_quietly(
-        self, stream: Stream, stop: threading.Event, sleep: Callable[[float], None]
+        self, stream: Stream, stop: threading.Event, wait: Callable[[float], object]
     ) -> None:
         delay = 0.5
         while not stop.is_set():
@@ -227,8 +264,8 @@ class ClusterCache:
                 return
             except ClusterError as e:
                 log.warning("relist %s failed (%s); retrying", stream, e)
-                sleep(delay)
-                delay = min(30.0, delay * 2)
+                wait(delay)
+                delay = min(WATCH_MAX_BACKOFF_S, delay * 2)
 
     def start_watches(self, stop: threading.Event) -> list[threading.Thread]:
         threads = []

@@ -21,7 +21,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from placer.controller.domains import DomainIndex, hold_token, reserve
+from placer.controller.domains import HOLD_PREFIX, DomainIndex, hold_token, reserve
 from placer.controller.survey import ManagedJobSet
 from placer.controller.validity import job_problem, own_usage
 from placer.model.assignment import Assignment, JobAssignment
@@ -170,15 +170,23 @@ def _merge(target: Target, outcome: JobSetOutcome, *, pinned: bool) -> Assignmen
 
 
 def _holders(
-    records: Mapping[str, Mapping[str, JobAssignment]], index: DomainIndex
+    records: Mapping[str, Mapping[str, JobAssignment]],
+    index: DomainIndex,
+    foreign: Mapping[str, Mapping[str, JobAssignment]],
 ) -> dict[str, list[str]]:
-    """node -> holder tokens, for every recorded child Job (`records`: JobSet key -> jobs)."""
+    """node -> holder tokens, for every recorded child Job (`records`: JobSet key -> jobs) and
+    every child Job held by someone this controller does not manage (`foreign`: holder label ->
+    jobs; their tokens never equal a managed child Job's)."""
     result: dict[str, list[str]] = {}
     for key, jobs in sorted(records.items()):
         namespace = key.split("/", 1)[0]
         for name, job in sorted(jobs.items()):
             for node in index.job_nodes(job):
                 result.setdefault(node, []).append(hold_token(namespace, name))
+    for label, jobs in sorted(foreign.items()):
+        for name, job in sorted(jobs.items()):
+            for node in index.job_nodes(job):
+                result.setdefault(node, []).append(f"{HOLD_PREFIX}{label}:{name}")
     return result
 
 
@@ -209,8 +217,9 @@ def _solve_pass(
     *,
     pinned: bool,
     result: PlannedRound,
+    foreign: Mapping[str, Mapping[str, JobAssignment]],
 ) -> dict[str, tuple[Assignment | None, str]]:
-    held = _holders(records, index)
+    held = _holders(records, index, foreign)
     snapshot = reserve(base, held)
     requests = [t.request for t in targets]
     plan = solver.solve(snapshot, requests, options)
@@ -254,8 +263,11 @@ def solve_targets(
     options: SolveOptions,
     *,
     pinned: bool,
+    foreign: Mapping[str, Mapping[str, JobAssignment]] | None = None,
 ) -> PlannedRound:
-    """Plan `targets` (a subset of `rev.targets`) around the records in force."""
+    """Plan `targets` (a subset of `rev.targets`) around the records in force and everything
+    `foreign` holds (other controllers' placements, see ledgerplan.view_ledger)."""
+    foreign = foreign or {}
     result = PlannedRound()
     if not targets:
         return result
@@ -276,6 +288,7 @@ def solve_targets(
         options,
         pinned=pinned,
         result=result,
+        foreign=foreign,
     )
     retry: list[Target] = []
     for t in targets:
@@ -298,6 +311,7 @@ def solve_targets(
             options,
             pinned=pinned,
             result=result,
+            foreign=foreign,
         )
         for t in retry:
             record, reason = second[t.key]

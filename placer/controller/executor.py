@@ -30,7 +30,7 @@ from placer.controller.writes import (
 )
 from placer.model.errors import ClusterError
 
-__all__ = ["ExecReport", "RetryPolicy", "execute"]
+__all__ = ["ExecReport", "RetriesExhausted", "RetryPolicy", "execute", "with_retries"]
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +107,36 @@ class _Failed(Exception):
     pass
 
 
+class RetriesExhausted(ClusterError):
+    """A temporary API error persisted through every try of the retry policy."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, temporary=True)
+
+
+def with_retries(
+    call: Callable[[], Obj],
+    policy: RetryPolicy,
+    sleep: Callable[[float], None],
+    on_call: Callable[[], None] = lambda: None,
+) -> Obj:
+    """`call()`, retried with backoff on temporary errors (429, 5xx, transport); raises
+    `RetriesExhausted` after `policy.attempts` tries, and any other `ClusterError` at once."""
+    failures = 0
+    while True:
+        on_call()
+        try:
+            return call()
+        except ClusterError as e:
+            if e.status in (404, 409) or not (e.temporary or e.status is None):
+                raise
+            failures += 1
+            if failures >= policy.attempts:
+                raise RetriesExhausted(f"gave up after {failures} tries: {e}") from e
+            log.info("temporary API error (%s); retrying in %.1fs", e, policy.delay(failures))
+            sleep(policy.delay(failures))
+
+
 def _attempt(
     adapter: ClusterAdapter,
     call: Callable[[], Obj],
@@ -115,19 +145,14 @@ def _attempt(
     sleep: Callable[[float], None],
 ) -> Obj:
     """One call, retried on temporary errors; 404/409/others are raised to the caller."""
-    failures = 0
-    while True:
+
+    def count() -> None:
         report.calls += 1
-        try:
-            return call()
-        except ClusterError as e:
-            if e.status in (404, 409) or not (e.temporary or e.status is None):
-                raise
-            failures += 1
-            if failures >= policy.attempts:
-                raise _Failed(f"gave up after {failures} tries: {e}") from e
-            log.info("temporary API error (%s); retrying in %.1fs", e, policy.delay(failures))
-            sleep(policy.delay(failures))
+
+    try:
+        return with_retries(call, policy, sleep, count)
+    except RetriesExhausted as e:
+        raise _Failed(str(e)) from e
 
 
 def _apply(

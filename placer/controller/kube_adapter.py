@@ -3,10 +3,11 @@
 Objects travel as raw JSON (`_preload_content=False`), never as client model objects, so fields this
 client version does not know survive and the decision code sees exactly what kubectl would show.
 Writes are JSON merge patches carrying `metadata.resourceVersion` (optimistic concurrency) and the
-create of Events. Watches use the client's `watch.Watch` with a server-side timeout; a 410 answer
-becomes `ClusterError(status=410)` so the cache relists. Leader election uses the client's
-`leaderelection` module on a coordination.k8s.io Lease. Every client or transport failure becomes a
-`ClusterError` here, marked temporary for 429, 5xx and connection problems.
+creates of Events and of the placement ledger (a ConfigMap). Watches use the client's
+`watch.Watch` with a server-side timeout; a 410 answer becomes `ClusterError(status=410)` so the
+cache relists. Leader election uses the client's `leaderelection` module on a coordination.k8s.io
+Lease. Every client or transport failure becomes a `ClusterError` here, marked temporary for 429,
+5xx and connection problems.
 """
 
 from __future__ import annotations
@@ -109,6 +110,18 @@ class KubeAdapter:
                 args = (JOBSET_GROUP, JOBSET_VERSION, JOBSET_PLURAL)
         elif kind == "priorityclasses":
             fn = self.scheduling.list_priority_class
+        elif kind == "configmaps":
+            fn, args = (
+                (self.core.list_namespaced_config_map, (namespace,))
+                if namespace
+                else (self.core.list_config_map_for_all_namespaces, ())
+            )
+        elif kind == "leases":
+            fn, args = (
+                (self.coordination.list_namespaced_lease, (namespace,))
+                if namespace
+                else (self.coordination.list_lease_for_all_namespaces, ())
+            )
         else:
             fn, args = (
                 (self.core.list_namespaced_event, (namespace,))
@@ -156,8 +169,17 @@ class KubeAdapter:
         namespace: str | None = None,
         label_selector: str = "",
         timeout_s: float = 60.0,
+        on_connected: Callable[[], None] | None = None,
     ) -> Iterator[WatchEvent]:
         w: Any = watch.Watch()  # type: ignore[no-untyped-call]
+        lister = self._lister(kind, namespace)
+
+        def connect(**kw):  # type: ignore[no-untyped-def]  # unannotated: see `_lister`
+            response = lister(**kw)  # returns once the server answered 200 (headers read)
+            if on_connected is not None:
+                on_connected()
+            return response
+
         kwargs: dict[str, Any] = {
             "timeout_seconds": max(1, int(timeout_s)),
             "allow_watch_bookmarks": True,
@@ -167,7 +189,7 @@ class KubeAdapter:
         if label_selector:
             kwargs["label_selector"] = label_selector
         try:
-            for event in w.stream(self._lister(kind, namespace), **kwargs):
+            for event in w.stream(connect, **kwargs):
                 if event.get("type") in ("ADDED", "MODIFIED", "DELETED", "BOOKMARK"):
                     yield WatchEvent(type=event["type"], object=event["raw_object"])
         except (ApiException, urllib3.exceptions.HTTPError, OSError) as e:
@@ -177,9 +199,14 @@ class KubeAdapter:
 
     def get(self, kind: Kind, name: str, *, namespace: str | None = None) -> Obj:
         opts: dict[str, Any] = {"_preload_content": False, "_request_timeout": self.timeout}
+        ns = namespace or "default"
         try:
             if kind == "nodes":
                 return _json(self.core.read_node(name, **opts))
+            if kind == "configmaps":
+                return _json(self.core.read_namespaced_config_map(name, ns, **opts))
+            if kind == "leases":
+                return _json(self.coordination.read_namespaced_lease(name, ns, **opts))
             if kind == "pods":
                 return _json(self.core.read_namespaced_pod(name, namespace or "default", **opts))
             if kind == "jobsets":
@@ -206,6 +233,12 @@ class KubeAdapter:
         try:
             if kind == "nodes":
                 return _json(self.core.patch_node(name, patch, **opts))
+            if kind == "configmaps":
+                return _json(
+                    self.core.patch_namespaced_config_map(
+                        name, namespace or "default", patch, **opts
+                    )
+                )
             if kind == "pods":
                 return _json(
                     self.core.patch_namespaced_pod(name, namespace or "default", patch, **opts)
@@ -227,17 +260,21 @@ class KubeAdapter:
         raise ClusterError(f"patching {kind} is not supported")
 
     def create(self, kind: Kind, obj: Obj) -> Obj:
-        if kind != "events":
+        creators = {
+            "events": self.core.create_namespaced_event,
+            "configmaps": self.core.create_namespaced_config_map,
+        }
+        if kind not in creators:
             raise ClusterError(f"creating {kind} is not supported")
         namespace = str((obj.get("metadata") or {}).get("namespace") or "default")
         try:
             return _json(
-                self.core.create_namespaced_event(
+                creators[kind](
                     namespace, obj, _preload_content=False, _request_timeout=self.timeout
                 )
             )
         except (ApiException, urllib3.exceptions.HTTPError, OSError) as e:
-            raise _error(e, "creating an event") from e
+            raise _error(e, f"creating {kind}") from e
 
     def lead(
         self,

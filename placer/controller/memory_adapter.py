@@ -108,7 +108,7 @@ class MemoryCluster:
 
     def __init__(self, *, history: int = 100_000) -> None:
         # Leases too: the HTTP stand-in serves them to the client's leader election.
-        self._objects: dict[str, dict[tuple[str, str], Obj]] = {k: {} for k in (*KINDS, "leases")}
+        self._objects: dict[str, dict[tuple[str, str], Obj]] = {k: {} for k in KINDS}
         self._rv = 0
         self._uid = 0
         self._log: dict[str, deque[tuple[int, str, Obj | None, Obj | None]]] = {
@@ -192,6 +192,7 @@ class MemoryCluster:
         namespace: str | None = None,
         label_selector: str = "",
         timeout_s: float = 60.0,
+        on_connected: Callable[[], None] | None = None,
     ) -> Iterator[WatchEvent]:
         selector = parse_selector(label_selector)
         deadline = time.monotonic() + timeout_s
@@ -200,6 +201,8 @@ class MemoryCluster:
             self._maybe_fail("watch", kind)
             if since < self._trimmed[kind]:
                 raise ClusterError(f"too old resource version: {since}", status=410)
+        if on_connected is not None:
+            on_connected()
 
         def visible(obj: Obj | None) -> bool:
             if obj is None:

@@ -52,6 +52,12 @@ class Metrics:
             ["kind"],
             registry=r,
         )
+        self.ledger_commits = Counter(
+            "placer_ledger_commits",
+            "Commits to the placement ledger, by outcome (committed, conflict).",
+            ["outcome"],
+            registry=r,
+        )
         self.leader = Gauge("placer_leader", "1 while this replica leads.", registry=r)
 
     def serve(self, port: int, addr: str = "0.0.0.0") -> None:

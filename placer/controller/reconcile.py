@@ -1,19 +1,37 @@
-"""The reconcile loop: observe, decide (pure), write back through the adapter, repeat.
+"""The reconcile loop: observe, decide (pure), commit to the ledger, write back, repeat.
 
-One cycle (`Controller.run_cycle`):
+Why one global cycle rather than a work queue of objects, the usual controller shape: placement is
+a joint decision. Which domain one JobSet should get depends on every other pending JobSet (the
+solver trades them off together: priorities, fragmentation, all-or-nothing), so reconciling
+JobSets one at a time, each key popped from a queue by a worker, would be exactly the greedy,
+order-dependent placement placer exists to replace, and several workers would race for domains.
+A cycle therefore observes the whole cluster once, plans every due JobSet in one solver call and
+commits the result in one ledger write; the per-object work (a record, pod ungates, node labels)
+follows from that one decision. Watches only tell the loop when to run a cycle.
 
-1. observe   - `ClusterCache.state()`: one consistent view of nodes, pods, JobSets.
-2. survey    - the managed JobSets, their records and pods (survey.py).
-3. snapshot  - the planner's snapshot of that view (holds.planning_snapshot), rebuilt only when
+One cycle (`Controller.run_cycle`); each phase's wall time goes into `CycleReport.phases`:
+
+1. observe   - `ClusterCache.state()` and the ledger in it: one consistent view.
+2. survey    - the managed JobSets, their records (ledger entry, else annotation) and pods.
+3. snapshot  - the planner's snapshot of that view (snapshot.planning_snapshot), rebuilt only when
                something that changes capacity changed.
-4. review    - records in force, broken, and the targets to plan (decisions.review).
+4. review    - records in force, broken, and the targets to plan (decisions.review); what the
+               ledger holds for others, and what it can release (ledgerplan.view_ledger).
 5. plan      - once the oldest target has waited the gather window, plan every due target in one
-               solver call (decisions.solve_targets); a target that was unschedulable is retried
-               only after capacity changed, or every `replan_s`.
-6. writes    - `writeplan.plan_writes`, then `executor.execute` (or only logged with --dry-run).
+               solver call around everything held (decisions.solve_targets); a target that was
+               unschedulable is retried only after capacity changed, or every `replan_s`.
+6. commit    - new placements, adopted records and releases in one compare-and-swap of the ledger
+               (commit.commit). When another writer committed first, the round starts again at 1
+               from the fresh ledger (at most `MAX_ROUNDS` rounds; then nothing new is written
+               and the next cycle tries again). A leader whose ledger term was taken over raises
+               `Deposed` and writes nothing.
+7. writes    - `writeplan.plan_writes` ("write planning"), then `executor.execute` ("writes"),
+               or only logged with --dry-run.
 
 `run()` keeps the cache fed by watches and runs a cycle after every change (debounced), when the
-gather window closes, and every `replan_s`; it relists everything every `resync_s`.
+gather window closes, and every `replan_s`; it relists everything every `resync_s`, and at least
+every `replan_s` while a watch keeps failing. `run_leading()` is the elected leader's work: claim
+the ledger, then `run()`.
 """
 
 from __future__ import annotations
@@ -22,39 +40,54 @@ import gc
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from placer.controller.adapter import ClusterAdapter
-from placer.controller.cache import ClusterCache, ClusterState
+from placer.controller.cache import ClusterCache, ClusterState, Stream
+from placer.controller.commit import claim, commit, confirm_gone
 from placer.controller.decisions import PlannedRound, Review, Target, review, solve_targets
 from placer.controller.domains import DomainIndex
 from placer.controller.executor import ExecReport, RetryPolicy, execute
+from placer.controller.ledger import (
+    LEDGER_LABEL,
+    LEDGER_NAME,
+    Deposed,
+    Fence,
+    Ledger,
+    read_ledger,
+)
+from placer.controller.ledgerplan import ledger_change, view_ledger
 from placer.controller.metrics import Metrics
+from placer.controller.observed import Announced, Observed
 from placer.controller.snapshot import planning_snapshot
 from placer.controller.survey import Binding, ManagedJobSet, ParseMemo, RefMemo, survey
 from placer.controller.writeplan import WriteSettings, plan_writes
 from placer.controller.writes import EmitEvent, Write
 from placer.model.cluster import ClusterSnapshot
-from placer.model.errors import PlacerError
+from placer.model.errors import ClusterError, PlacerError
 from placer.model.manifests import paused_gc
 from placer.model.options import SolveOptions
 from placer.solver.interface import Solver
 from placer.solver.registry import get_solver
 
-__all__ = ["Controller", "ControllerConfig", "CycleReport"]
+__all__ = ["MAX_ROUNDS", "Controller", "ControllerConfig", "CycleReport"]
 
 log = logging.getLogger(__name__)
+
+MAX_ROUNDS = 4
+"""Plan-and-commit rounds per cycle when other writers keep committing first."""
 
 
 class ControllerConfig(BaseModel):
     model_config = ConfigDict(frozen=True)
     binding: Binding = "gate"
     namespaces: tuple[str, ...] = ()
-    """Manage JobSets in these namespaces only (empty: all)."""
+    """Manage JobSets in these namespaces only (empty: all). Every namespace is still read."""
     pin_nodes: bool = False
     """Also pin each pod to the node the plan gave it (gate binding)."""
     dry_run: bool = False
@@ -63,7 +96,8 @@ class ControllerConfig(BaseModel):
     window_s: float = 2.0
     """Gather window: plan once the oldest pending JobSet has waited this long."""
     replan_s: float = 60.0
-    """Retry unschedulable JobSets at least this often, even when nothing changed."""
+    """Retry unschedulable JobSets at least this often, even when nothing changed; relist at
+    least this often while a watch keeps failing."""
     resync_s: float = 600.0
     """Relist everything this often (watches are trusted in between)."""
     debounce_s: float = 0.1
@@ -71,6 +105,11 @@ class ControllerConfig(BaseModel):
     """Watch every pod (true free capacity) rather than only JobSet pods."""
     watch_timeout_s: float = 300.0
     identity: str = ""
+    ledger_namespace: str = "placer-system"
+    """Where the placement ledger (ConfigMap `placer-ledger`) lives: the same for every
+    controller of a cluster."""
+    list_retry_s: float = 30.0
+    """How long a first list keeps retrying temporary API errors before giving up (--once)."""
 
 
 @dataclass
@@ -87,6 +126,32 @@ class CycleReport:
     wake_in_s: float | None = None
     """Seconds until a pending target's gather window closes (None: nothing waiting)."""
     deferred: list[str] = field(default_factory=list)
+    phases: dict[str, float] = field(default_factory=dict)
+    """Wall seconds per phase (observe, survey, snapshot, review, plan, commit, write planning,
+    writes), summed over the cycle's rounds."""
+    rounds: int = 1
+    committed: bool | None = None
+    """True: the ledger took this cycle's commit; False: other writers kept committing first
+    (nothing new written); None: nothing to commit (or a dry run)."""
+    refused: dict[str, str] = field(default_factory=dict)
+    """Placements the final ledger check refused (JobSet key -> why)."""
+    ledger: Ledger | None = None
+
+
+class _Phases:
+    """Accumulates wall time per named phase, the way the planner reports its phases."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        start = self.clock()
+        try:
+            yield
+        finally:
+            self.seconds[name] = self.seconds.get(name, 0.0) + self.clock() - start
 
 
 class Controller:
@@ -115,6 +180,7 @@ class Controller:
             namespaces=config.namespaces,
             all_pods=config.all_pods,
             watch_timeout_s=config.watch_timeout_s,
+            ledger=Stream("configmaps", config.ledger_namespace, LEDGER_LABEL),
         )
         self.announced: dict[str, str] = {}
         """JobSet -> the Unschedulable message already emitted."""
@@ -123,7 +189,12 @@ class Controller:
         self.pending_since: dict[str, float] = {}
         self.failed_at: dict[str, tuple[int, float]] = {}
         """JobSet -> (capacity version, time) of its last unschedulable plan."""
+        self.fence: Fence | None = None
+        """Set while this replica leads: the ledger term it claimed (see ledger.py)."""
+        self.deposed = False
+        """A newer leader claimed the ledger: this replica stopped writing."""
         self._snapshot: tuple[int, ClusterSnapshot] | None = None
+        self._ledger: tuple[str, Ledger] | None = None
         self._parsed: ParseMemo = {}
         self._refs: RefMemo = {}
 
@@ -136,6 +207,38 @@ class Controller:
             )
             self._snapshot = (state.capacity_version, snap)
         return self._snapshot[1]
+
+    def _read_ledger(self, state: ClusterState) -> Ledger:
+        namespace = self.config.ledger_namespace
+        obj = state.configmaps.get((namespace, LEDGER_NAME))
+        version = str(((obj or {}).get("metadata") or {}).get("resourceVersion") or "")
+        if self._ledger is None or self._ledger[0] != version:
+            self._ledger = (version, read_ledger(obj, namespace))
+        return self._ledger[1]
+
+    def _observe(self, phase: _Phases) -> Observed:
+        with phase("observe"):
+            state = self.cache.state()
+            ledger = self._read_ledger(state)
+        if len(self._parsed) > 4 * len(state.jobsets) + 100:
+            self._parsed.clear()  # forget deleted and superseded manifests
+        if len(self._refs) > 2 * len(state.pods) + 100:
+            self._refs.clear()  # forget deleted pods and superseded versions
+        with phase("survey"):
+            managed = survey(
+                state,
+                binding=self.config.binding,
+                namespaces=self.config.namespaces,
+                memo=self._parsed,
+                refs=self._refs,
+                ledger=ledger,
+            )
+        with phase("snapshot"):
+            snapshot = self._planning_snapshot(state)
+            index = DomainIndex(snapshot)
+        return Observed(
+            state=state, ledger=ledger, managed=tuple(managed), snapshot=snapshot, index=index
+        )
 
     def _due(
         self, rev: Review, state: ClusterState, now: float, *, force: bool
@@ -179,89 +282,139 @@ class Controller:
 
     def _run_cycle(self, *, force_plan: bool) -> CycleReport:
         start = self.clock()
-        state = self.cache.state()
-        if len(self._parsed) > 4 * len(state.jobsets) + 100:
-            self._parsed.clear()  # forget deleted and superseded manifests
-        if len(self._refs) > 2 * len(state.pods) + 100:
-            self._refs.clear()  # forget deleted pods and superseded versions
-        managed = survey(
-            state,
-            binding=self.config.binding,
-            namespaces=self.config.namespaces,
-            memo=self._parsed,
-            refs=self._refs,
-        )
-        snapshot = self._planning_snapshot(state)
-        index = DomainIndex(snapshot)
-        rev = review(managed, index, self.config.options)
-        now = self.clock()
-        due, deferred, wake = self._due(rev, state, now, force=force_plan)
-        plan_start = self.clock()
-        planned = solve_targets(
-            rev,
-            due,
-            snapshot,
-            index,
-            self.solver,
-            self.config.options,
-            pinned=self.config.pin_nodes,
-        )
-        if due:
-            self.metrics.plan_seconds.observe(self.clock() - plan_start)
-            for plan, _, _ in planned.plans:
-                gap = plan.solver.gap  # None: nothing proven
-                self.metrics.gap.set(float("nan") if gap is None else gap)
-                log.info(
-                    "planned %d JobSet(s) with %s: %s, gap %s, %.2fs",
-                    len(plan.jobsets),
-                    plan.solver.name,
-                    plan.solver.status,
-                    "unknown" if gap is None else f"{gap:.3f}",
-                    plan.solver.wall_seconds,
+        phase = _Phases(self.clock)
+        gone: frozenset[str] | None = None
+        rounds, committed = 0, None
+        refused: dict[str, str] = {}
+        while True:
+            rounds += 1
+            observed = self._observe(phase)
+            with phase("review"):
+                rev = review(observed.managed, observed.index, self.config.options)
+                view = view_ledger(observed.ledger, observed.state, observed.managed)
+            if view.suspects and not self.config.dry_run:
+                with phase("commit"):
+                    if gone is None:
+                        gone = frozenset(
+                            confirm_gone(
+                                self.adapter, view.suspects, policy=self.retry, sleep=self.sleep
+                            )
+                        )
+                    # Confirmed gone: planned around no longer, released by this round's commit.
+                    view = view.without(gone)
+            now = self.clock()
+            due, deferred, wake = self._due(rev, observed.state, now, force=force_plan)
+            with phase("plan"):
+                planned = solve_targets(
+                    rev,
+                    due,
+                    observed.snapshot,
+                    observed.index,
+                    self.solver,
+                    self.config.options,
+                    pinned=self.config.pin_nodes,
+                    foreign=view.foreign,
                 )
+            self._log_plans(planned, due, phase)
+            if self.config.dry_run:
+                break
+            with phase("commit"):
+                change, refused = ledger_change(
+                    observed.ledger,
+                    view,
+                    observed.managed,
+                    planned.placed,
+                    observed.index,
+                    fence=self.fence,
+                )
+                for key, why in refused.items():
+                    planned.placed.pop(key, None)
+                    planned.unschedulable[key] = f"not committed: {why}"
+                if not change:
+                    change.check_fence(observed.ledger)  # a deposed leader writes nothing
+                    break
+                result = commit(
+                    self.adapter,
+                    observed.ledger,
+                    change,
+                    policy=self.retry,
+                    sleep=self.sleep,
+                    on_object=self.cache.record,
+                )
+            self.metrics.ledger_commits.labels(
+                outcome="committed" if result.committed else "conflict"
+            ).inc()
+            committed = result.committed
+            if result.committed:
+                break
+            if rounds >= MAX_ROUNDS:
+                log.warning(
+                    "the ledger kept changing under %d rounds; nothing new written this cycle",
+                    rounds,
+                )
+                planned = PlannedRound(plans=planned.plans)
+                wake = 0.0
+                break
         settings = WriteSettings(
             binding=self.config.binding,
             namespaces=self.config.namespaces,
             now=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             instance=self.config.identity,
         )
-        writes = plan_writes(
-            state,
-            managed,
-            rev,
-            planned,
-            index,
-            settings,
-            announced=self.announced,
-            placed_announced=self.placed_announced,
+        announced = Announced(
+            unschedulable=dict(self.announced), placed=frozenset(self.placed_announced)
         )
+        with phase("write planning"):
+            writes = plan_writes(observed, rev, planned, settings, announced)
         executed = None
         if self.config.dry_run:
             for w in writes:
                 log.info("dry run: would %s", w.describe())
         elif writes:
-            executed = execute(
-                self.adapter,
-                writes,
-                policy=self.retry,
-                on_object=self.cache.record,
-                sleep=self.sleep,
-            )
+            with phase("writes"):
+                executed = execute(
+                    self.adapter,
+                    writes,
+                    policy=self.retry,
+                    on_object=self.cache.record,
+                    sleep=self.sleep,
+                )
             self._account(executed)
-        self._remember(planned, state, now, executed, writes)
+        self._remember(planned, observed.state, now, executed, writes)
         report = CycleReport(
-            managed=managed,
+            managed=list(observed.managed),
             review=rev,
             planned=planned,
             writes=writes,
             executed=executed,
-            snapshot=snapshot,
+            snapshot=observed.snapshot,
             wall_s=self.clock() - start,
             wake_in_s=wake,
             deferred=deferred,
+            phases=phase.seconds,
+            rounds=rounds,
+            committed=committed,
+            refused=refused,
+            ledger=observed.ledger,
         )
-        self._observe(report)
+        self._observe_metrics(report)
         return report
+
+    def _log_plans(self, planned: PlannedRound, due: list[Target], phase: _Phases) -> None:
+        if not due:
+            return
+        self.metrics.plan_seconds.observe(phase.seconds.get("plan", 0.0))
+        for plan, _, _ in planned.plans:
+            gap = plan.solver.gap  # None: nothing proven
+            self.metrics.gap.set(float("nan") if gap is None else gap)
+            log.info(
+                "planned %d JobSet(s) with %s: %s, gap %s, %.2fs",
+                len(plan.jobsets),
+                plan.solver.name,
+                plan.solver.status,
+                "unknown" if gap is None else f"{gap:.3f}",
+                plan.solver.wall_seconds,
+            )
 
     def _account(self, executed: ExecReport) -> None:
         for w in executed.done:
@@ -289,7 +442,7 @@ class Controller:
             elif isinstance(w, EmitEvent) and w.reason == "Placed":
                 self.placed_announced.add((w.jobset, w.plan_id))
 
-    def _observe(self, report: CycleReport) -> None:
+    def _observe_metrics(self, report: CycleReport) -> None:
         m = self.metrics
         m.cycles.inc()
         m.cycle_seconds.observe(report.wall_s)
@@ -301,13 +454,14 @@ class Controller:
         m.unschedulable.set(len(report.planned.unschedulable))
         log.debug(
             "cycle: %d managed, %d in force, %d targets, %d placed, %d unschedulable, "
-            "%d writes, %.3fs",
+            "%d writes, %d round(s), %.3fs",
             len(report.managed),
             len(report.review.in_force),
             len(report.review.targets),
             len(report.planned.placed),
             len(report.planned.unschedulable),
             len(report.writes),
+            report.rounds,
             report.wall_s,
         )
 
@@ -327,18 +481,67 @@ class Controller:
         self.cache.relist()
         gc.freeze()
 
+    def relist_with_retries(self, stop: threading.Event | None = None) -> None:
+        """`relist`, retrying temporary API errors (429, 5xx, connection errors) with backoff for
+        up to `list_retry_s`; then (or at once for any other error) the `ClusterError` is
+        raised."""
+        deadline = self.clock() + self.config.list_retry_s
+        delay = 0.5
+        while True:
+            try:
+                self.relist()
+                return
+            except ClusterError as e:
+                left = deadline - self.clock()
+                if not e.temporary or left <= 0 or (stop is not None and stop.is_set()):
+                    raise
+                wait = min(delay, left)
+                log.warning("listing failed (%s); retrying in %.1fs", e, wait)
+                if stop is not None:
+                    stop.wait(wait)
+                else:
+                    self.sleep(wait)
+                delay = min(10.0, delay * 2)
+
     def run_once(self) -> CycleReport:
-        """List everything, run one full cycle planning every pending JobSet now, return."""
-        self.relist()
+        """List everything (retrying temporary errors), run one full cycle planning every pending
+        JobSet now, return."""
+        self.relist_with_retries()
         return self.run_cycle(force_plan=True)
 
+    def claim_ledger(self, stop: threading.Event) -> bool:
+        """An elected leader's first write: a new term in the ledger (retried until `stop`)."""
+        delay = 0.5
+        while not stop.is_set():
+            try:
+                self.fence = claim(
+                    self.adapter,
+                    self.config.ledger_namespace,
+                    LEDGER_NAME,
+                    self.config.identity,
+                    policy=self.retry,
+                    sleep=self.sleep,
+                    on_object=self.cache.record,
+                )
+                return True
+            except ClusterError as e:
+                log.warning("claiming the ledger failed (%s); retrying in %.1fs", e, delay)
+                stop.wait(delay)
+                delay = min(10.0, delay * 2)
+        return False
+
+    def run_leading(self, stop: threading.Event) -> None:
+        """The elected leader's work: claim the ledger, then watch and reconcile until `stop`."""
+        if self.claim_ledger(stop):
+            self.run(stop)
+
     def run(self, stop: threading.Event) -> None:
-        """Watch and reconcile until `stop` is set."""
+        """Watch and reconcile until `stop` is set (or this replica is deposed)."""
         self.metrics.leader.set(1)
         try:
             self._relist_until_ok(stop)
             self.cache.start_watches(stop)
-            last_resync = self.clock()
+            last_resync = last_relist = self.clock()
             seen = -1
             wake: float | None = None
             failures = 0
@@ -347,19 +550,26 @@ class Controller:
                 timeout = min(
                     timeout, max(0.0, self.config.resync_s - (self.clock() - last_resync))
                 )
-                self.cache.wait_for_change(seen, timeout)
+                self.cache.wait_for_change(seen, timeout, stop)
                 if stop.is_set():
                     break
                 stop.wait(self.config.debounce_s)
                 seen = self.cache.version
                 try:
-                    if self.clock() - last_resync >= self.config.resync_s:
+                    now = self.clock()
+                    if now - last_resync >= self.config.resync_s or (
+                        self.cache.unhealthy and now - last_relist >= self.config.replan_s
+                    ):
                         self.relist()
-                        last_resync = self.clock()
+                        last_resync = last_relist = self.clock()
                         seen = self.cache.version
                     report = self.run_cycle()
                     wake = report.wake_in_s
                     failures = 0
+                except Deposed as e:
+                    log.error("deposed: %s; stopping", e)
+                    self.deposed = True
+                    stop.set()
                 except PlacerError as e:
                     failures += 1
                     log.error("reconcile cycle failed: %s", e)

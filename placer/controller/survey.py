@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from placer.controller.adapter import Obj
 from placer.controller.cache import ClusterState
+from placer.controller.ledger import Ledger
 from placer.model.assignment import ASSIGNMENT_ANNOTATION, PLACEMENT_GATE, Assignment
 from placer.model.errors import InputError
 from placer.model.jobset import parse_jobset
@@ -34,6 +35,7 @@ __all__ = [
     "is_finished",
     "is_managed",
     "jobset_pods",
+    "read_record",
     "survey",
 ]
 
@@ -129,6 +131,8 @@ class ManagedJobSet:
     suspended: bool
     restarts: int
     pods: tuple[PodEntry, ...]
+    committed: bool = False
+    """`assignment` is the JobSet's entry in the placement ledger (else it is the annotation's)."""
 
     @property
     def namespace(self) -> str:
@@ -177,7 +181,9 @@ def jobset_pods(state: ClusterState, refs: RefMemo | None = None) -> dict[str, l
     return result
 
 
-def _read_record(obj: Obj, key: str) -> tuple[Assignment | None, str | None]:
+def read_record(obj: Obj, key: str) -> tuple[Assignment | None, str | None]:
+    """The placement record annotation on a JobSet (None when absent or not trusted), and its
+    raw text."""
     text = ((obj.get("metadata") or {}).get("annotations") or {}).get(ASSIGNMENT_ANNOTATION)
     if text is None:
         return None, None
@@ -241,9 +247,12 @@ def survey(
     namespaces: Sequence[str] = (),
     memo: ParseMemo | None = None,
     refs: RefMemo | None = None,
+    ledger: Ledger | None = None,
 ) -> list[ManagedJobSet]:
-    """Every managed JobSet in `namespaces` (all when empty), in key order. `memo` and `refs`
-    (kept by the caller across cycles) save re-parsing unchanged manifests and pod labels."""
+    """Every managed JobSet in `namespaces` (all when empty), in key order. A JobSet's record is
+    its entry in `ledger` when there is one (the commit is what counts), else its annotation.
+    `memo` and `refs` (kept by the caller across cycles) save re-parsing unchanged manifests and
+    pod labels."""
     priorities = {name: int(pc.get("value") or 0) for name, pc in state.priority_classes.items()}
     pods = jobset_pods(state, refs)
     result: list[ManagedJobSet] = []
@@ -254,8 +263,14 @@ def survey(
             continue
         key = f"{ns}/{name}"
         request, error = _parse(obj, order, priorities, memo)
-        record, text = _read_record(obj, key)
+        record, text = read_record(obj, key)
         uid = str(obj["metadata"].get("uid") or "")
+        entry = ledger.placement(key, uid) if ledger is not None else None
+        if entry is not None and entry.record.jobset != key:
+            log.warning("%s: ignoring ledger entry written for %s", key, entry.record.jobset)
+            entry = None
+        if entry is not None:
+            record = entry.record
         mine = tuple(
             p
             for p in pods.get(key, ())
@@ -273,6 +288,7 @@ def survey(
                 suspended=bool((obj.get("spec") or {}).get("suspend")),
                 restarts=int(status.get("restarts") or 0),
                 pods=mine,
+                committed=entry is not None,
             )
         )
     return result

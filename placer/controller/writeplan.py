@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from placer.controller.bindings import (
@@ -26,6 +25,7 @@ from placer.controller.bindings import (
 from placer.controller.cache import ClusterState
 from placer.controller.decisions import PlannedRound, Review
 from placer.controller.domains import DomainIndex, domain_id
+from placer.controller.observed import Announced, Observed
 from placer.controller.survey import Binding, ManagedJobSet
 from placer.controller.writes import EmitEvent, LabelNode, RecordAssignment, UngatePod, Write
 from placer.model.assignment import Assignment
@@ -176,25 +176,23 @@ def _node_writes(
 
 
 def plan_writes(
-    state: ClusterState,
-    managed: Sequence[ManagedJobSet],
+    observed: Observed,
     rev: Review,
     planned: PlannedRound,
-    index: DomainIndex,
     settings: WriteSettings,
-    *,
-    announced: Mapping[str, str] | None = None,
-    placed_announced: AbstractSet[tuple[str, str]] = frozenset(),
+    announced: Announced | None = None,
 ) -> list[Write]:
     """Every write this cycle needs, in the order they must happen.
 
-    `announced` maps JobSet key -> the last `Unschedulable` message already emitted, so the same
-    reason is not repeated every cycle; `placed_announced` holds the (JobSet key, plan id) pairs
-    whose `Placed` event this process already sent. A record this process has not announced (new,
-    or found on start) gets its `Placed` event; after a restart that is one create per JobSet,
-    answered 409 when the event already exists.
+    `planned.placed` holds only placements already committed to the ledger. A committed record the
+    JobSet's annotation does not show yet (the controller stopped between the two writes, or the
+    commit was made in an earlier round) is written first, like a new one. `announced` says which
+    events were already sent: the same `Unschedulable` reason is not repeated, and a record this
+    process has not announced (new, or found on start) gets its `Placed` event; after a restart
+    that is one create per JobSet, answered 409 when the event already exists.
     """
-    announced = announced or {}
+    announced = announced or Announced()
+    state, managed, index = observed.state, observed.managed, observed.index
     hostnames = _Hostnames(state)
     writes: list[Write] = []
     labeled: list[tuple[str, Assignment]] = []
@@ -208,7 +206,7 @@ def plan_writes(
         if ms.key in rev.broken and new is None and reason:
             problems = "; ".join(f"{j}: {why}" for j, why in sorted(rev.broken[ms.key].items()))
             reason = f"{problems}; cannot re-place: {reason}"
-        if reason and announced.get(ms.key) != reason:
+        if reason and announced.unschedulable.get(ms.key) != reason:
             unschedulable_events.append(
                 EmitEvent(
                     jobset=ms.key,
@@ -224,7 +222,11 @@ def plan_writes(
                     ),
                 )
             )
-        if new is not None:
+        rewrite = new is None and record is not None and ms.committed
+        if rewrite and record is not None and ms.annotation == record.to_annotation():
+            rewrite = False
+        if new is not None or rewrite:
+            assert record is not None
             writes.append(
                 RecordAssignment(
                     jobset=ms.key,
@@ -233,7 +235,7 @@ def plan_writes(
                     uid=ms.uid,
                     resource_version=ms.resource_version,
                     previous=ms.annotation,
-                    annotation=new.to_annotation(),
+                    annotation=record.to_annotation(),
                 )
             )
         if record is None and ms.key in rev.broken and ms.assignment is not None:
@@ -242,7 +244,7 @@ def plan_writes(
             continue
         if record is None:
             continue
-        if (ms.key, record.plan_id) not in placed_announced:
+        if (ms.key, record.plan_id) not in announced.placed:
             writes.append(
                 EmitEvent(
                     jobset=ms.key,

@@ -13,6 +13,7 @@ Paths served (all the adapter and the client's leader election use):
     /api/v1/nodes[/{name}]                                   list, watch, get, patch
     /api/v1/pods, /api/v1/namespaces/{ns}/pods[/{name}]      list, watch, get, patch
     /api/v1/namespaces/{ns}/events                           create, list
+    /api/v1/namespaces/{ns}/configmaps[/{name}]              list, watch, get, patch, create
     /apis/jobset.x-k8s.io/v1alpha2[/namespaces/{ns}]/jobsets[/{name}]   list, watch, get, patch
     /apis/scheduling.k8s.io/v1/priorityclasses               list
     /apis/coordination.k8s.io/v1/namespaces/{ns}/leases[/{name}]        get, create, replace
@@ -39,6 +40,11 @@ _ROUTES = [
     (re.compile(r"^/api/v1/pods$"), "pods"),
     (re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods(?:/(?P<name>[^/]+))?$"), "pods"),
     (re.compile(r"^/api/v1/events$"), "events"),
+    (re.compile(r"^/api/v1/configmaps$"), "configmaps"),
+    (
+        re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/configmaps(?:/(?P<name>[^/]+))?$"),
+        "configmaps",
+    ),
     (re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/events(?:/(?P<name>[^/]+))?$"), "events"),
     (re.compile(r"^/apis/jobset\.x-k8s\.io/v1alpha2/jobsets$"), "jobsets"),
     (
@@ -68,6 +74,7 @@ _LIST_KIND = {
     "jobsets": "JobSetList",
     "priorityclasses": "PriorityClassList",
     "leases": "LeaseList",
+    "configmaps": "ConfigMapList",
 }
 
 

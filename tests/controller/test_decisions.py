@@ -10,6 +10,8 @@ from placer.controller.decisions import PlannedRound, review, solve_targets
 from placer.controller.domains import DomainIndex, hold_token, reserve
 from placer.controller.memory_adapter import MemoryCluster
 from placer.controller.snapshot import planning_snapshot
+from placer.controller.ledger import Ledger
+from placer.controller.observed import Announced, Observed
 from placer.controller.survey import ManagedJobSet, is_finished, is_managed, survey
 from placer.controller.writeplan import WriteSettings, plan_writes
 from placer.controller.writes import Write
@@ -46,15 +48,19 @@ def decide(
     )
     for plan, snap, requests in planned.plans:
         assert check(plan, snap, requests, OPTIONS) == []
+    observed = Observed(
+        state=state,
+        ledger=Ledger(namespace="placer-system"),
+        managed=tuple(managed),
+        snapshot=snapshot,
+        index=index,
+    )
     writes = plan_writes(
-        state,
-        managed,
+        observed,
         rev,
         planned,
-        index,
         WriteSettings(binding=binding),
-        announced=announced,  # type: ignore
-        placed_announced=placed_announced,
+        Announced(unschedulable=announced or {}, placed=frozenset(placed_announced)),
     )
     return writes, rev, planned
 

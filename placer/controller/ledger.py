@@ -1,0 +1,242 @@
+"""The placement ledger: every placement in the cluster, in one object, committed before any write.
+
+Exclusivity is the product's promise, and it must hold whoever runs a controller: several
+`--once` runs, controllers with different `--namespace` flags, bindings or solvers, or two leaders
+while a lease changes hands. Records on the JobSets alone cannot promise it (a controller reads
+only what its cache holds, and two writers decide on the same stale picture), so every placement is
+first committed into one ledger object, with the API server's optimistic concurrency:
+
+- every controller reads the ledger before it plans and holds every entry's domains;
+- it commits its new placements (and releases of finished JobSets' entries) in one merge patch
+  preconditioned on the ledger's resourceVersion, before it writes a record, an event, a pod or a
+  node; a concurrent or stale writer's patch is answered 409 and that controller re-plans from the
+  new ledger;
+- an elected leader first claims the ledger (`term` + 1, `holder` = its identity) and every later
+  commit of its own requires both unchanged: once a newer leader has claimed, a deposed leader's
+  commit is refused (it reads a term that is not its own) and it writes nothing more.
+
+One object rather than one per domain: a commit covering several child Jobs is atomic, domains of
+different levels (a block and its sub-blocks) are compared node by node, and no orphan is left by a
+crash between two creates. The object is a ConfigMap in the controller's namespace (no CRD to
+install; a namespaced Role grants exactly get/list/watch/create/patch on it); its 1 MiB limit holds
+some thousands of placed JobSets (an entry is the JobSet's record: ~100 bytes plus ~80 per child
+Job).
+
+Entries are keyed `<kind>.<namespace>.<name>` and carry a `kind` ("placement" today; issue 11's
+reservations will be another kind in the same object, held the same way). Pure functions here; the
+commit itself (the API calls) is in commit.py.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Set
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from placer.controller.adapter import Obj, resource_version
+from placer.controller.domains import DomainIndex
+from placer.model.assignment import PREFIX, Assignment, JobAssignment
+
+__all__ = [
+    "HOLDER_ANNOTATION",
+    "LEDGER_LABEL",
+    "LEDGER_NAME",
+    "PLACEMENT",
+    "TERM_ANNOTATION",
+    "Deposed",
+    "Fence",
+    "Ledger",
+    "LedgerChange",
+    "LedgerEntry",
+    "entry_key",
+    "exclusive_clashes",
+    "ledger_object",
+    "ledger_patch",
+    "read_ledger",
+]
+
+log = logging.getLogger(__name__)
+
+LEDGER_NAME = "placer-ledger"
+LEDGER_LABEL = f"{PREFIX}/ledger"
+"""Label on the ledger ConfigMap (value "placements"): what the controller lists and watches."""
+TERM_ANNOTATION = f"{PREFIX}/ledger-term"
+"""Fencing: bumped by every leader when it starts; a leader commits only under its own term."""
+HOLDER_ANNOTATION = f"{PREFIX}/ledger-holder"
+"""The identity of the leader that claimed the current term."""
+PLACEMENT = "placement"
+
+
+class Deposed(Exception):
+    """The ledger was claimed by a newer leader: this replica must write nothing more."""
+
+
+@dataclass(frozen=True)
+class Fence:
+    """An elected leader's claim on the ledger: its identity and the term it raised it to."""
+
+    holder: str
+    term: int
+
+
+class LedgerEntry(BaseModel):
+    """One placement (or, later, another kind of hold) committed in the ledger."""
+
+    model_config = ConfigDict(frozen=True)
+    kind: str = PLACEMENT
+    owner: str
+    """`namespace/name` of the JobSet the entry belongs to."""
+    uid: str = ""
+    """The JobSet's uid: an entry of a deleted and recreated JobSet is not the new one's."""
+    record: Assignment
+
+    def to_text(self) -> str:
+        return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+
+
+def entry_key(kind: str, owner: str) -> str:
+    """`<kind>.<namespace>.<name>`: a valid ConfigMap key (namespaces hold no dots)."""
+    return f"{kind}.{owner.replace('/', '.', 1)}"
+
+
+@dataclass(frozen=True)
+class Ledger:
+    """The ledger as read: its version (precondition of the next commit), fence and entries."""
+
+    namespace: str
+    name: str = LEDGER_NAME
+    resource_version: str = ""
+    """"" while the ledger does not exist (the first commit creates it)."""
+    term: int = 0
+    holder: str = ""
+    entries: Mapping[str, LedgerEntry] = field(default_factory=dict)
+    unreadable: Set[str] = frozenset()
+    """Keys whose value does not parse: kept as they are, and their owners planned around."""
+
+    @property
+    def exists(self) -> bool:
+        return bool(self.resource_version)
+
+    def placement(self, owner: str, uid: str) -> LedgerEntry | None:
+        """The committed placement of this JobSet (this incarnation of it), if any."""
+        entry = self.entries.get(entry_key(PLACEMENT, owner))
+        if entry is None or (uid and entry.uid and entry.uid != uid):
+            return None
+        return entry
+
+
+def read_ledger(obj: Obj | None, namespace: str) -> Ledger:
+    """The ledger from its ConfigMap (None: not created yet). Bad entries are logged, kept."""
+    if obj is None:
+        return Ledger(namespace=namespace)
+    meta = obj.get("metadata") or {}
+    annotations = meta.get("annotations") or {}
+    entries: dict[str, LedgerEntry] = {}
+    unreadable: set[str] = set()
+    for key, text in sorted((obj.get("data") or {}).items()):
+        try:
+            entries[key] = LedgerEntry.model_validate(json.loads(text))
+        except (ValueError, ValidationError) as e:
+            log.warning("ledger %s: unreadable entry %s: %s", meta.get("name"), key, e)
+            unreadable.add(key)
+    try:
+        term = int(annotations.get(TERM_ANNOTATION) or 0)
+    except ValueError:
+        term = 0
+    return Ledger(
+        namespace=str(meta.get("namespace") or namespace),
+        name=str(meta.get("name") or LEDGER_NAME),
+        resource_version=resource_version(obj),
+        term=term,
+        holder=str(annotations.get(HOLDER_ANNOTATION) or ""),
+        entries=entries,
+        unreadable=frozenset(unreadable),
+    )
+
+
+@dataclass(frozen=True)
+class LedgerChange:
+    """One commit: entries put (new or replaced) and removed, and the fence it is made under."""
+
+    put: Mapping[str, LedgerEntry] = field(default_factory=dict)
+    remove: frozenset[str] = frozenset()
+    fence: Fence | None = None
+    claim: bool = False
+    """Set the ledger's term and holder to `fence` (a leader starting) instead of requiring them."""
+
+    def __bool__(self) -> bool:
+        return bool(self.put or self.remove or self.claim)
+
+    def check_fence(self, ledger: Ledger) -> None:
+        """Raise `Deposed` when a leader's commit would follow a newer leader's claim."""
+        if self.fence is None or self.claim:
+            return
+        if (ledger.term, ledger.holder) != (self.fence.term, self.fence.holder):
+            raise Deposed(
+                f"the ledger is at term {ledger.term} of {ledger.holder or 'nobody'}; this "
+                f"replica led term {self.fence.term}"
+            )
+
+
+def _annotations(ledger: Ledger, change: LedgerChange) -> dict[str, str]:
+    if change.fence is not None and change.claim:
+        return {
+            TERM_ANNOTATION: str(max(ledger.term, change.fence.term)),
+            HOLDER_ANNOTATION: change.fence.holder,
+        }
+    return {}
+
+
+def ledger_object(ledger: Ledger, change: LedgerChange) -> Obj:
+    """The ConfigMap that creates the ledger with `change` applied (the first commit ever)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": ledger.name,
+            "namespace": ledger.namespace,
+            "labels": {LEDGER_LABEL: "placements"},
+            "annotations": {TERM_ANNOTATION: "0", **_annotations(ledger, change)},
+        },
+        "data": {k: e.to_text() for k, e in sorted(change.put.items())},
+    }
+
+
+def ledger_patch(ledger: Ledger, change: LedgerChange) -> Obj:
+    """The merge patch committing `change`, preconditioned on the version it was decided on."""
+    data: dict[str, str | None] = {k: None for k in sorted(change.remove - change.put.keys())}
+    data.update({k: e.to_text() for k, e in sorted(change.put.items())})
+    meta: Obj = {"resourceVersion": ledger.resource_version}
+    annotations = _annotations(ledger, change)
+    if annotations:
+        meta["annotations"] = annotations
+    patch: Obj = {"metadata": meta}
+    if data:
+        patch["data"] = data
+    return patch
+
+
+def _job_nodes(index: DomainIndex, job: JobAssignment) -> tuple[str, ...]:
+    return index.job_nodes(job)
+
+
+def exclusive_clashes(
+    entries: Mapping[str, LedgerEntry], index: DomainIndex
+) -> list[tuple[str, str, str]]:
+    """(entry key, entry key, node) for every node an exclusive child Job shares with any other
+    child Job in `entries`: what a ledger may never hold. Sorted, so the first is stable."""
+    owner_of: dict[str, list[tuple[str, str, bool]]] = {}
+    for key, entry in sorted(entries.items()):
+        for name, job in sorted(entry.record.jobs.items()):
+            for node in _job_nodes(index, job):
+                owner_of.setdefault(node, []).append((key, name, job.domain is not None))
+    clashes: list[tuple[str, str, str]] = []
+    for node, holders in sorted(owner_of.items()):
+        if len(holders) > 1 and any(exclusive for _, _, exclusive in holders):
+            first = holders[0]
+            for other in holders[1:]:
+                clashes.append((first[0], other[0], node))
+    return clashes

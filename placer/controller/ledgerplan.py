@@ -1,0 +1,141 @@
+"""What a cycle holds from the ledger and what it commits into it: pure functions.
+
+- `view_ledger`: sorts the ledger's entries against the observed JobSets (every namespace): an
+  entry of a managed, unfinished JobSet is that JobSet's record (survey.py reads it, review.py
+  judges it); every other live entry is held as it is (`foreign`), as is the placement record of an
+  unmanaged JobSet that the ledger does not know (written before the ledger existed); an entry
+  whose JobSet finished is released; an entry whose JobSet the cache does not show (or shows with
+  another uid) is held until a read confirms it is gone (`suspects`, see commit.confirm_gone).
+- `ledger_change`: the cycle's commit: its new placements, the records it adopts (a managed
+  JobSet's record that the ledger lacks), and the releases. Before anything is sent, the ledger it
+  would produce is checked node by node (`ledger.exclusive_clashes`): a new placement that would
+  share a node with another entry is dropped, whatever the planner said.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence, Set
+from dataclasses import dataclass, field
+
+from placer.controller.adapter import Obj
+from placer.controller.cache import ClusterState
+from placer.controller.domains import DomainIndex
+from placer.controller.ledger import (
+    PLACEMENT,
+    Fence,
+    Ledger,
+    LedgerChange,
+    LedgerEntry,
+    entry_key,
+    exclusive_clashes,
+)
+from placer.controller.survey import ManagedJobSet, is_finished, read_record
+from placer.model.assignment import Assignment, JobAssignment
+
+__all__ = ["LedgerView", "ledger_change", "view_ledger"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class LedgerView:
+    foreign: Mapping[str, Mapping[str, JobAssignment]] = field(default_factory=dict)
+    """Holder label (an entry key, or `record.<namespace>.<name>`) -> the child Jobs it holds."""
+    release: frozenset[str] = frozenset()
+    """Entry keys whose JobSet finished: their domains go back to the pool."""
+    suspects: Mapping[str, LedgerEntry] = field(default_factory=dict)
+    """Entry keys whose JobSet the cache does not show as it was placed: held until confirmed."""
+
+    def without(self, gone: Set[str]) -> LedgerView:
+        """The view once the suspects in `gone` are confirmed gone: released, no longer held."""
+        gone = gone & self.suspects.keys()
+        if not gone:
+            return self
+        return LedgerView(
+            foreign={k: v for k, v in self.foreign.items() if k not in gone},
+            release=self.release | gone,
+            suspects={k: v for k, v in self.suspects.items() if k not in gone},
+        )
+
+
+def _uid(obj: Obj) -> str:
+    return str((obj.get("metadata") or {}).get("uid") or "")
+
+
+def view_ledger(
+    ledger: Ledger, state: ClusterState, managed: Sequence[ManagedJobSet]
+) -> LedgerView:
+    mine = {ms.key for ms in managed if ms.committed and not ms.finished}
+    foreign: dict[str, Mapping[str, JobAssignment]] = {}
+    release: set[str] = set()
+    suspects: dict[str, LedgerEntry] = {}
+    owners: set[str] = set()
+    for key, entry in sorted(ledger.entries.items()):
+        owners.add(entry.owner)
+        namespace, _, name = entry.owner.partition("/")
+        obj = state.jobsets.get((namespace, name))
+        if obj is None or (entry.uid and _uid(obj) != entry.uid):
+            suspects[key] = entry
+            foreign[key] = entry.record.jobs
+        elif is_finished(obj):
+            if entry.kind == PLACEMENT:
+                release.add(key)
+            else:
+                foreign[key] = entry.record.jobs
+        elif entry.kind != PLACEMENT or entry.owner not in mine:
+            foreign[key] = entry.record.jobs
+    managed_keys = {ms.key for ms in managed}
+    for (namespace, name), obj in sorted(state.jobsets.items()):
+        owner = f"{namespace}/{name}"
+        if owner in owners or owner in managed_keys or is_finished(obj):
+            continue
+        record, _ = read_record(obj, owner)
+        if record is not None:
+            foreign[f"record.{namespace}.{name}"] = record.jobs
+    return LedgerView(foreign=foreign, release=frozenset(release), suspects=suspects)
+
+
+def ledger_change(
+    ledger: Ledger,
+    view: LedgerView,
+    managed: Sequence[ManagedJobSet],
+    placed: Mapping[str, Assignment],
+    index: DomainIndex,
+    *,
+    fence: Fence | None = None,
+) -> tuple[LedgerChange, dict[str, str]]:
+    """The commit for this cycle, and the new placements refused by the final node check
+    (JobSet key -> why)."""
+    by_key = {ms.key: ms for ms in managed}
+    put: dict[str, LedgerEntry] = {}
+    for key, record in sorted(placed.items()):
+        ms = by_key[key]
+        put[entry_key(PLACEMENT, key)] = LedgerEntry(owner=key, uid=ms.uid, record=record)
+    for ms in managed:
+        k = entry_key(PLACEMENT, ms.key)
+        if ms.finished or ms.assignment is None or ms.committed or k in put:
+            continue
+        if k not in ledger.entries and k not in ledger.unreadable:
+            put[k] = LedgerEntry(owner=ms.key, uid=ms.uid, record=ms.assignment)  # adopted
+    remove = view.release - put.keys()
+    refused: dict[str, str] = {}
+    while True:
+        after = {k: e for k, e in ledger.entries.items() if k not in remove}
+        after.update(put)
+        clashes = [c for c in exclusive_clashes(after, index) if c[0] in put or c[1] in put]
+        if not clashes:
+            break
+        a, b, node = clashes[0]
+        drop = b if b in put else a
+        other = a if drop == b else b
+        owner = put.pop(drop).owner
+        why = f"would share node {node} with the ledger's {other}"
+        log.error("%s: not committed: %s", owner, why)
+        if owner in placed:
+            refused[owner] = why
+    for a, b, node in exclusive_clashes(
+        {k: e for k, e in ledger.entries.items() if k not in remove}, index
+    )[:1]:
+        log.error("the ledger already holds node %s for both %s and %s", node, a, b)
+    return LedgerChange(put=put, remove=frozenset(remove), fence=fence), refused
