@@ -351,6 +351,12 @@ class MemoryCluster:
             self._trimmed[kind] = self._rv
             self._cond.notify_all()
 
+    def changes(self, kind: str) -> builtins.list[tuple[int, str, Obj | None, Obj | None]]:
+        """Every change of `kind` still in the history: (resourceVersion, type, old, new), oldest
+        first. For tests that judge what happened over time, not only the end state."""
+        with self._cond:
+            return builtins.list(self._log[kind])
+
     @property
     def resource_version(self) -> str:
         return str(self._rv)

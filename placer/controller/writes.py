@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict
 from placer.controller.adapter import Obj, resource_version
 from placer.controller.bindings import node_label_patch, ungate_patch
 from placer.model.assignment import ASSIGNMENT_ANNOTATION
+from placer.model.snapshot import TERMINAL_PHASES
 
 __all__ = [
     "Aborted",
@@ -93,6 +94,10 @@ class UngatePod(_Write):
     def rebase(self, current: Obj) -> UngatePod | None:
         if self.uid and _uid(current) != self.uid:
             raise Aborted(f"pod {self.namespace}/{self.name} was replaced")
+        if (current.get("status") or {}).get("phase") in TERMINAL_PHASES or (
+            current.get("metadata") or {}
+        ).get("deletionTimestamp"):
+            return None  # ended or going away meanwhile: nothing left to release
         patch = ungate_patch(current, list(self.requirements))
         return None if patch is None else self.model_copy(update={"patch": patch})
 

@@ -18,13 +18,16 @@ Paths served (all the adapter and the client's leader election use):
     /apis/scheduling.k8s.io/v1/priorityclasses               list
     /apis/coordination.k8s.io/v1/namespaces/{ns}/leases[/{name}]        get, create, replace
 
-Faults are injected through `MemoryCluster.inject(verb, kind, status)`.
+Faults are injected through `MemoryCluster.inject(verb, kind, status)`; `ApiServer.reset` drops
+connections without an answer (a connection reset), and `ApiServer.partition` answers 503 to one
+client (told apart by its User-Agent) on some paths, e.g. a leader cut off from its Lease.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -126,10 +129,28 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         return json.loads(self.rfile.read(length) or b"{}")
 
+    def _cut_off(self, method: str, kind: str) -> bool:
+        """An injected connection reset, or a partition of this client from this path."""
+        agent = self.headers.get("User-Agent", "")
+        with self.server.lock:
+            if any(a in agent and f in self.path for a, f in self.server.partitions):
+                raise ClusterError("partitioned from this client", status=503)
+            for fault in self.server.resets:
+                if fault[0] == method and fault[1] == kind and fault[2] > 0:
+                    fault[2] -= 1
+                    break
+            else:
+                return False
+        self.close_connection = True
+        self.connection.shutdown(socket.SHUT_RDWR)
+        return True
+
     def _handle(self, method: str) -> None:
         self.server.requests.append((method, self.path))
         try:
             kind, ns, name, query = self._route()
+            if self._cut_off(method, kind):
+                return
             store = self.server.cluster
             if method == "GET" and name is None and query.get("watch", [""])[0] == "true":
                 return self._watch(kind, ns, query)
@@ -233,6 +254,9 @@ class _Server(ThreadingHTTPServer):
         self.cluster = cluster
         self.stopping = threading.Event()
         self.requests: list[tuple[str, str]] = []
+        self.lock = threading.Lock()
+        self.resets: list[list[Any]] = []
+        self.partitions: set[tuple[str, str]] = set()
 
 
 class ApiServer:
@@ -254,12 +278,29 @@ class ApiServer:
     def requests(self) -> list[tuple[str, str]]:
         return self._server.requests
 
-    def client(self) -> Any:
+    def client(self, agent: str = "") -> Any:
+        """An ApiClient for this server; `agent` is added to its User-Agent (see `partition`)."""
         from kubernetes import client
 
         cfg = client.Configuration()
         cfg.host = self.url
-        return client.ApiClient(cfg)
+        api = client.ApiClient(cfg)
+        if agent:
+            api.user_agent = f"{api.user_agent} {agent}"
+        return api
+
+    def reset(self, method: str, kind: str, times: int = 1) -> None:
+        """Close the next `times` connections of `method` on `kind` without an answer."""
+        with self._server.lock:
+            self._server.resets.append([method, kind, times])
+
+    def partition(self, agent: str, path_fragment: str, *, on: bool = True) -> None:
+        """Answer 503 to every request of the client `agent` whose path holds `path_fragment`."""
+        with self._server.lock:
+            if on:
+                self._server.partitions.add((agent, path_fragment))
+            else:
+                self._server.partitions.discard((agent, path_fragment))
 
     def __enter__(self) -> ApiServer:
         self._thread.start()
