@@ -109,6 +109,9 @@ class TrialResult:
     commits: int = 0
     conflicts: int = 0
     deposed: int = 0
+    """Leaders that found the ledger claimed by a newer leader and stopped writing."""
+    leaders: int = 0
+    """Replicas that led (2 after a takeover)."""
 
     @property
     def ok(self) -> bool:
@@ -454,5 +457,6 @@ def run_trial(trial: Trial, *, settle_s: float = 15.0) -> TrialResult:
             reg.get_sample_value("placer_ledger_commits_total", {"outcome": "conflict"}) or 0
         )
         result.deposed += int(ctl.deposed)
+    result.leaders = len(run.leaders)
     result.wall_s = time.monotonic() - start
     return result
