@@ -1,0 +1,65 @@
+"""Many seeded concurrency trials of the controller: is a block ever released to two JobSets?
+
+Runs `tests/controller/race.py`'s trials (two or three controllers at once, over HTTP against the
+API-server stand-in: `--once` runs, long-running controllers, leader-elected replicas whose leader
+is cut off from its Lease mid-cycle; different namespaces and solvers; JobSets arriving and
+finishing meanwhile) for seeds `--first` .. `--first + --trials - 1`, and prints one line per
+trial and a summary. Issue 10's target: 0 double placements in at least 200 trials. Run from the
+repository root (the trials live with the tests, next to the API-server stand-in):
+
+    python -m benchmarks.controller_race --trials 200
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import time
+from collections.abc import Sequence
+
+from tests.controller.race import draw_trial, run_trial
+
+__all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
+    parser.add_argument("--trials", type=int, default=200)
+    parser.add_argument("--first", type=int, default=0, help="first seed")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.CRITICAL)
+    start = time.monotonic()
+    doubles = unplaced = elected = cut = deposed = conflicts = left = 0
+    for seed in range(args.first, args.first + args.trials):
+        trial = draw_trial(seed)
+        result = run_trial(trial)
+        kinds = "+".join(r.kind for r in trial.roles)
+        solvers = "+".join(r.solver for r in trial.roles)
+        print(
+            f"seed {seed}: {kinds} ({solvers}){' cut' if trial.cut_leader_at_s else ''}: "
+            f"{len(result.double_placements)} double placements, {result.placed} placed, "
+            f"{len(result.unplaced)} fitting left unplaced, {result.conflicts} lost commits, "
+            f"{result.deposed} deposed, {result.wall_s:.1f}s",
+            flush=True,
+        )
+        for problem in result.double_placements + result.unplaced:
+            print(f"  {problem}", flush=True)
+        doubles += bool(result.double_placements)
+        unplaced += bool(result.unplaced)
+        elected += any(r.kind == "elected" for r in trial.roles)
+        cut += trial.cut_leader_at_s is not None
+        deposed += result.deposed
+        conflicts += result.conflicts
+        left += result.left_by_trial > 0
+    print(
+        f"{doubles} trials with a double placement and {unplaced} with a fitting JobSet left "
+        f"unplaced, in {args.trials} trials ({elected} with leader election, {cut} with the "
+        f"leader cut off mid-cycle, {deposed} deposed leaders refused; {conflicts} commits lost "
+        f"to a concurrent writer and re-planned; {left} trials where a greedy solver's choice "
+        f"left a fitting JobSet to the final pass); {time.monotonic() - start:.0f} s"
+    )
+    return 1 if doubles or unplaced else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
