@@ -1,29 +1,39 @@
 """`placer controller`: run the in-cluster controller (or one pass of it with --once).
 
-Exit codes: 0 after a clean stop or a `--once` pass whose writes all succeeded; 1 when leadership
-was lost or a write failed in `--once`; 2 on bad flags or configuration (through `placer.cli`).
+Exit codes:
+
+- 0: a clean stop (SIGTERM, SIGINT), or a `--once` pass whose writes all succeeded;
+- 1: leadership lost, or deposed (a newer leader claimed the placement ledger), or a write that
+  still failed after its retries in `--once`;
+- 2: bad flags or configuration, or an API error that no retry can fix (401, 403, a missing CRD):
+  one line on stderr (through `placer.cli`);
+- 3: the API server stayed unavailable (429, 5xx, connection errors) for all of `--retry-timeout`.
+
+The controller works in a thread of its own; the main thread only waits for a signal or for the
+work to end, so SIGTERM stops the process within a second in every mode, even in the middle of a
+solve (a stop mid-cycle is safe: every write is idempotent, see deploy/controller/README.md).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from placer.commands.common import add_solver_args, options_from_args
-from placer.model.errors import InputError
+from placer.model.errors import ClusterError, InputError
 
 __all__ = ["register", "run"]
 
 log = logging.getLogger(__name__)
 
-EXTENDER_HOOK = "plugins.extender.embedded"
-"""Module providing `serve(controller, port) -> None` (non-blocking) for `--extender-port`: the
-scheduler extender served from the controller process, reading the controller's cache."""
+EXIT_UNAVAILABLE = 3
+STOP_GRACE_S = 0.5
+"""After a signal, how long the work thread may take to finish what it is doing."""
 
 
 def _levels(text: str) -> tuple[str, ...]:
@@ -132,6 +142,21 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     ha.add_argument("--lease-name", default="placer-controller", help="Lease name")
     ha.add_argument(
+        "--ledger-namespace",
+        metavar="NS",
+        help="namespace of the placement ledger (ConfigMap placer-ledger), the same for every "
+        "controller of the cluster (default: $POD_NAMESPACE or the pod's namespace, else "
+        "placer-system)",
+    )
+    ha.add_argument(
+        "--retry-timeout",
+        metavar="SECONDS",
+        type=_seconds,
+        default=30.0,
+        help="keep retrying a first list that meets temporary API errors (429, 5xx, connection "
+        "errors) this long before exiting 3 (default 30)",
+    )
+    ha.add_argument(
         "--lease-namespace",
         metavar="NS",
         help="Lease namespace (default: $POD_NAMESPACE or the pod's namespace)",
@@ -162,6 +187,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _config(args: argparse.Namespace, identity: str) -> Any:
+    from placer.controller.lease import default_namespace
     from placer.controller.reconcile import ControllerConfig
 
     return ControllerConfig(
@@ -176,6 +202,8 @@ def _config(args: argparse.Namespace, identity: str) -> Any:
         resync_s=args.resync_interval,
         all_pods=args.pod_scope == "all",
         identity=identity,
+        ledger_namespace=args.ledger_namespace or default_namespace(),
+        list_retry_s=args.retry_timeout,
     )
 
 
@@ -191,6 +219,24 @@ def _summary(report: Any) -> str:
     )
 
 
+def _work_in_thread(work: Callable[[threading.Event], Any], stop: threading.Event) -> None:
+    """Run `work(stop)` in a daemon thread; return once it ends or `stop` is set (by a signal),
+    giving it `STOP_GRACE_S` to finish. The main thread stays free to handle signals, even while
+    the work is inside a long solver call."""
+    done = threading.Event()
+
+    def target() -> None:
+        try:
+            work(stop)
+        finally:
+            done.set()
+
+    threading.Thread(target=target, daemon=True, name="controller").start()
+    while not done.is_set() and not stop.is_set():
+        done.wait(0.1)
+    done.wait(STOP_GRACE_S)
+
+
 def run(args: argparse.Namespace) -> int:
     if args.pin_nodes and args.binding != "gate":
         raise InputError("--pin-nodes needs --binding gate", field="--pin-nodes", code="usage")
@@ -203,6 +249,7 @@ def run(args: argparse.Namespace) -> int:
         logging.getLogger().setLevel(level)
     from placer.controller.kube_adapter import KubeAdapter
     from placer.controller.leader import LeaderSettings, default_identity, run_elected
+    from placer.controller.ledger import Deposed
     from placer.controller.metrics import Metrics
     from placer.controller.reconcile import Controller
 
@@ -211,33 +258,46 @@ def run(args: argparse.Namespace) -> int:
     metrics = Metrics()
     controller = Controller(adapter, _config(args, identity), metrics=metrics)
     if args.once:
-        report = controller.run_once()
+        try:
+            report = controller.run_once()
+        except ClusterError as e:
+            if not e.temporary:
+                raise
+            print(f"placer: error: the API server stayed unavailable: {e}", file=sys.stderr)
+            return EXIT_UNAVAILABLE
+        except Deposed as e:  # pragma: no cover - --once holds no fence
+            print(f"placer: error: {e}", file=sys.stderr)
+            return 1
         print(f"placer controller: {_summary(report)}")
         return 1 if report.executed and report.executed.failed else 0
     if args.metrics_port:
         metrics.serve(args.metrics_port, args.metrics_address)
     if args.extender_port:
         try:
-            hook = importlib.import_module(EXTENDER_HOOK)
+            from plugins.extender.embedded import serve as serve_extender
         except ImportError as e:
             raise InputError(
                 "the scheduler extender is not available in this build",
                 field="--extender-port",
                 code="usage",
             ) from e
-        hook.serve(controller, args.extender_port)
+        serve_extender(controller, args.extender_port)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     if not args.leader_elect:
-        controller.run(stop)
-        return 0
+        _work_in_thread(controller.run, stop)
+        return 1 if controller.deposed else 0
     settings = LeaderSettings(
         lease=args.lease_name,
         identity=identity,
         **({"namespace": args.lease_namespace} if args.lease_namespace else {}),
     )
-    lost = run_elected(adapter, settings, controller.run, stop)
+    outcome: list[bool] = []
+    _work_in_thread(
+        lambda s: outcome.append(run_elected(adapter, settings, controller.run_leading, s)), stop
+    )
+    lost = bool(outcome and outcome[0]) or controller.deposed
     print(
         "placer controller: lost leadership" if lost else "placer controller: stopped",
         file=sys.stderr,
