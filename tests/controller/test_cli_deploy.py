@@ -14,6 +14,8 @@ import yaml
 
 import placer.controller
 from placer.cli import build_parser, main
+from placer.controller.ledger import LEDGER_NAME
+from placer.controller.reconcile import ControllerConfig
 from placer.model.assignment import PLACEMENT_GATE
 from tests.controller.apiserver import ApiServer
 from tests.controller.builders import add_jobset, gated, jobset_pods, record, tpu_cluster
@@ -183,6 +185,25 @@ def test_rbac_is_exactly_what_the_adapter_calls() -> None:
         ("leases", "create"),
         ("leases", "update"),
     }
+    ledger = docs[("Role", "placer-controller-ledger")]
+    assert rules(docs, "Role", "placer-controller-ledger") == {
+        ("configmaps", "list"),
+        ("configmaps", "watch"),
+        ("configmaps", "create"),
+        ("configmaps", "get"),
+        ("configmaps", "patch"),
+    }
+    by_name = [r for r in ledger["rules"] if "resourceNames" in r]
+    assert by_name == [
+        {
+            "apiGroups": [""],
+            "resources": ["configmaps"],
+            "resourceNames": [LEDGER_NAME],
+            "verbs": ["get", "patch"],
+        }
+    ]
+    assert ledger["metadata"]["namespace"] == ControllerConfig().ledger_namespace
+    assert ("RoleBinding", "placer-controller-ledger") in docs
     kustomization = yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())
     assert "rbac-gate.yaml" in kustomization["resources"]
     assert all((DEPLOY / r).exists() for r in kustomization["resources"])
