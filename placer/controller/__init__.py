@@ -1,8 +1,10 @@
 """The in-cluster controller: plan pending JobSets together and write placements back.
 
-Decisions are pure functions (survey -> review -> solve -> plan_writes) over one `ClusterState`;
-everything that touches a cluster goes through the `ClusterAdapter` protocol, implemented over the
-official client (`kube_adapter.KubeAdapter`, the only module importing `kubernetes`) and in memory
+Decisions are pure functions (survey -> review -> solve -> ledger change -> plan_writes) over one
+observed view (`observed.Observed`); every placement is committed to the cluster-wide placement
+ledger (ledger.py, commit.py) before anything else is written. Everything that touches a cluster
+goes through the `ClusterAdapter` protocol, implemented over the official client
+(`kube_adapter.KubeAdapter`, the only module importing `kubernetes`) and in memory
 (`memory_adapter.MemoryCluster`, for tests and simulations). `Controller` runs the loop.
 """
 

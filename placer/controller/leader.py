@@ -4,9 +4,10 @@ The adapter holds the mechanics (`ClusterAdapter.lead`, the client's `leaderelec
 coordination.k8s.io Lease for the real cluster); this module holds the policy: identity and lease
 defaults, running the controller only while leading, and stopping the process when leadership is
 lost, so a replica that lost the lease never writes again (the Deployment restarts it as a
-follower). The renew deadline is shorter than the lease, so the old leader stops before a new one
-can take over. Writes also carry a resourceVersion: two writers never overwrite each other's
-record of the same JobSet (the later one is dropped, see writes.py).
+follower). The renew deadline is shorter than the lease, so the old leader normally stops before
+a new one can take over. Timing alone promises nothing (a paused process, a slow solve), so the
+work of a leader (`Controller.run_leading`) first claims the placement ledger, and a leader whose
+claim was superseded has every later commit refused (ledger.py).
 """
 
 from __future__ import annotations
