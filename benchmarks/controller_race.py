@@ -8,26 +8,63 @@ trial and a summary. Issue 10's target: 0 double placements in at least 200 tria
 repository root (the trials live with the tests, next to the API-server stand-in):
 
     python -m benchmarks.controller_race --trials 200
+
+`--without-ledger` is the control experiment: the same trials with the ledger taken out of the
+cycle (nothing committed, nothing held but the controller's own records), as the controller was
+before it; the verdict must then find double placements, or the trials could not fail.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
+from placer.controller import reconcile
+from placer.controller.commit import CommitResult
+from placer.controller.ledgerplan import LedgerView
 from tests.controller.race import draw_trial, run_trial
 
 __all__ = ["main"]
+
+
+@contextlib.contextmanager
+def _without_ledger() -> Iterator[None]:
+    """Cycles that commit nothing and hold only their own records (the control experiment)."""
+
+    def commit(adapter: Any, ledger: Any, change: Any, **kw: Any) -> CommitResult:
+        return CommitResult(committed=True, ledger=ledger)
+
+    def view_ledger(ledger: Any, state: Any, managed: Any) -> LedgerView:
+        return LedgerView()
+
+    saved = reconcile.commit, reconcile.view_ledger
+    reconcile.commit, reconcile.view_ledger = commit, view_ledger  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        reconcile.commit, reconcile.view_ledger = saved
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
     parser.add_argument("--trials", type=int, default=200)
     parser.add_argument("--first", type=int, default=0, help="first seed")
+    parser.add_argument(
+        "--without-ledger", action="store_true", help="control experiment (see the docstring)"
+    )
     args = parser.parse_args(argv)
+    with _without_ledger() if args.without_ledger else contextlib.nullcontext():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.CRITICAL)
+    if args.without_ledger:
+        print("control experiment: the ledger is taken out of the cycle")
     start = time.monotonic()
     doubles = unplaced = elected = cut = deposed = conflicts = left = 0
     for seed in range(args.first, args.first + args.trials):
