@@ -79,3 +79,21 @@ def test_a_stopped_leader_is_not_a_loss() -> None:
         run_elected(MemoryCluster(), LeaderSettings(namespace="ns", identity="me"), work, stop)
         is False
     )
+
+
+def test_a_cycle_times_its_phases() -> None:
+    cluster = tpu_cluster(blocks=2)
+    add_jobset(cluster, "a", jobs=1)
+    report = controller(cluster).run_once()
+    assert list(report.phases) == [
+        "observe",
+        "survey",
+        "snapshot",
+        "review",
+        "plan",
+        "commit",
+        "write planning",
+        "writes",
+    ]
+    assert all(seconds >= 0 for seconds in report.phases.values())
+    assert sum(report.phases.values()) <= report.wall_s
