@@ -28,10 +28,9 @@ One cycle (`Controller.run_cycle`); each phase's wall time goes into `CycleRepor
 7. writes    - `writeplan.plan_writes` ("write planning"), then `executor.execute` ("writes"),
                or only logged with --dry-run.
 
-`run()` keeps the cache fed by watches and runs a cycle after every change (debounced), when the
-gather window closes, and every `replan_s`; it relists everything every `resync_s`, and at least
-every `replan_s` while a watch keeps failing. `run_leading()` is the elected leader's work: claim
-the ledger, then `run()`.
+When cycles run (the watch loop, `--once`, an elected leader's work) is loop.py's business;
+`run`, `run_once` and `run_leading` here hand over to it. The settings are config.py's
+`ControllerConfig`, the report report.py's `CycleReport`.
 """
 
 from __future__ import annotations
@@ -40,23 +39,20 @@ import gc
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from datetime import UTC, datetime
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from placer.controller import loop
 from placer.controller.adapter import ClusterAdapter
 from placer.controller.cache import ClusterCache, ClusterState, Stream
-from placer.controller.commit import claim, commit, confirm_gone
+from placer.controller.commit import commit, confirm_gone
+from placer.controller.config import ControllerConfig
 from placer.controller.decisions import PlannedRound, Review, Target, review, solve_targets
 from placer.controller.domains import DomainIndex
 from placer.controller.executor import ExecReport, RetryPolicy, execute
 from placer.controller.ledger import (
     LEDGER_LABEL,
     LEDGER_NAME,
-    Deposed,
     Fence,
     Ledger,
     read_ledger,
@@ -64,14 +60,13 @@ from placer.controller.ledger import (
 from placer.controller.ledgerplan import ledger_change, view_ledger
 from placer.controller.metrics import Metrics
 from placer.controller.observed import Announced, Observed
+from placer.controller.report import CycleReport, PhaseTimer
 from placer.controller.snapshot import planning_snapshot
-from placer.controller.survey import Binding, ManagedJobSet, ParseMemo, RefMemo, survey
+from placer.controller.survey import ParseMemo, RefMemo, survey
 from placer.controller.writeplan import WriteSettings, plan_writes
 from placer.controller.writes import EmitEvent, Write
 from placer.model.cluster import ClusterSnapshot
-from placer.model.errors import ClusterError, PlacerError
 from placer.model.manifests import paused_gc
-from placer.model.options import SolveOptions
 from placer.solver.interface import Solver
 from placer.solver.registry import get_solver
 
@@ -81,77 +76,6 @@ log = logging.getLogger(__name__)
 
 MAX_ROUNDS = 4
 """Plan-and-commit rounds per cycle when other writers keep committing first."""
-
-
-class ControllerConfig(BaseModel):
-    model_config = ConfigDict(frozen=True)
-    binding: Binding = "gate"
-    namespaces: tuple[str, ...] = ()
-    """Manage JobSets in these namespaces only (empty: all). Every namespace is still read."""
-    pin_nodes: bool = False
-    """Also pin each pod to the node the plan gave it (gate binding)."""
-    dry_run: bool = False
-    solver: str = "cpsat"
-    options: SolveOptions = Field(default_factory=lambda: SolveOptions(time_limit_s=10.0))
-    window_s: float = 2.0
-    """Gather window: plan once the oldest pending JobSet has waited this long."""
-    replan_s: float = 60.0
-    """Retry unschedulable JobSets at least this often, even when nothing changed; relist at
-    least this often while a watch keeps failing."""
-    resync_s: float = 600.0
-    """Relist everything this often (watches are trusted in between)."""
-    debounce_s: float = 0.1
-    all_pods: bool = True
-    """Watch every pod (true free capacity) rather than only JobSet pods."""
-    watch_timeout_s: float = 300.0
-    identity: str = ""
-    ledger_namespace: str = "placer-system"
-    """Where the placement ledger (ConfigMap `placer-ledger`) lives: the same for every
-    controller of a cluster."""
-    list_retry_s: float = 30.0
-    """How long a first list keeps retrying temporary API errors before giving up (--once)."""
-
-
-@dataclass
-class CycleReport:
-    """What one cycle saw, decided and did: for logs, metrics and tests."""
-
-    managed: list[ManagedJobSet]
-    review: Review
-    planned: PlannedRound
-    writes: list[Write]
-    executed: ExecReport | None
-    snapshot: ClusterSnapshot
-    wall_s: float
-    wake_in_s: float | None = None
-    """Seconds until a pending target's gather window closes (None: nothing waiting)."""
-    deferred: list[str] = field(default_factory=list)
-    phases: dict[str, float] = field(default_factory=dict)
-    """Wall seconds per phase (observe, survey, snapshot, review, plan, commit, write planning,
-    writes), summed over the cycle's rounds."""
-    rounds: int = 1
-    committed: bool | None = None
-    """True: the ledger took this cycle's commit; False: other writers kept committing first
-    (nothing new written); None: nothing to commit (or a dry run)."""
-    refused: dict[str, str] = field(default_factory=dict)
-    """Placements the final ledger check refused (JobSet key -> why)."""
-    ledger: Ledger | None = None
-
-
-class _Phases:
-    """Accumulates wall time per named phase, the way the planner reports its phases."""
-
-    def __init__(self, clock: Callable[[], float]) -> None:
-        self.clock = clock
-        self.seconds: dict[str, float] = {}
-
-    @contextmanager
-    def __call__(self, name: str) -> Iterator[None]:
-        start = self.clock()
-        try:
-            yield
-        finally:
-            self.seconds[name] = self.seconds.get(name, 0.0) + self.clock() - start
 
 
 class Controller:
@@ -216,7 +140,7 @@ class Controller:
             self._ledger = (version, read_ledger(obj, namespace))
         return self._ledger[1]
 
-    def _observe(self, phase: _Phases) -> Observed:
+    def _observe(self, phase: PhaseTimer) -> Observed:
         with phase("observe"):
             state = self.cache.state()
             ledger = self._read_ledger(state)
@@ -282,7 +206,7 @@ class Controller:
 
     def _run_cycle(self, *, force_plan: bool) -> CycleReport:
         start = self.clock()
-        phase = _Phases(self.clock)
+        phase = PhaseTimer(self.clock)
         gone: frozenset[str] | None = None
         rounds, committed = 0, None
         refused: dict[str, str] = {}
@@ -400,7 +324,7 @@ class Controller:
         self._observe_metrics(report)
         return report
 
-    def _log_plans(self, planned: PlannedRound, due: list[Target], phase: _Phases) -> None:
+    def _log_plans(self, planned: PlannedRound, due: list[Target], phase: PhaseTimer) -> None:
         if not due:
             return
         self.metrics.plan_seconds.observe(phase.seconds.get("plan", 0.0))
@@ -482,112 +406,17 @@ class Controller:
         gc.freeze()
 
     def relist_with_retries(self, stop: threading.Event | None = None) -> None:
-        """`relist`, retrying temporary API errors (429, 5xx, connection errors) with backoff for
-        up to `list_retry_s`; then (or at once for any other error) the `ClusterError` is
-        raised."""
-        deadline = self.clock() + self.config.list_retry_s
-        delay = 0.5
-        while True:
-            try:
-                self.relist()
-                return
-            except ClusterError as e:
-                left = deadline - self.clock()
-                if not e.temporary or left <= 0 or (stop is not None and stop.is_set()):
-                    raise
-                wait = min(delay, left)
-                log.warning("listing failed (%s); retrying in %.1fs", e, wait)
-                if stop is not None:
-                    stop.wait(wait)
-                else:
-                    self.sleep(wait)
-                delay = min(10.0, delay * 2)
+        loop.relist_with_retries(self, stop)
 
     def run_once(self) -> CycleReport:
         """List everything (retrying temporary errors), run one full cycle planning every pending
         JobSet now, return."""
-        self.relist_with_retries()
-        return self.run_cycle(force_plan=True)
-
-    def claim_ledger(self, stop: threading.Event) -> bool:
-        """An elected leader's first write: a new term in the ledger (retried until `stop`)."""
-        delay = 0.5
-        while not stop.is_set():
-            try:
-                self.fence = claim(
-                    self.adapter,
-                    self.config.ledger_namespace,
-                    LEDGER_NAME,
-                    self.config.identity,
-                    policy=self.retry,
-                    sleep=self.sleep,
-                    on_object=self.cache.record,
-                )
-                return True
-            except ClusterError as e:
-                log.warning("claiming the ledger failed (%s); retrying in %.1fs", e, delay)
-                stop.wait(delay)
-                delay = min(10.0, delay * 2)
-        return False
+        return loop.run_once(self)
 
     def run_leading(self, stop: threading.Event) -> None:
         """The elected leader's work: claim the ledger, then watch and reconcile until `stop`."""
-        if self.claim_ledger(stop):
-            self.run(stop)
+        loop.run_leading(self, stop)
 
     def run(self, stop: threading.Event) -> None:
         """Watch and reconcile until `stop` is set (or this replica is deposed)."""
-        self.metrics.leader.set(1)
-        try:
-            self._relist_until_ok(stop)
-            self.cache.start_watches(stop)
-            last_resync = last_relist = self.clock()
-            seen = -1
-            wake: float | None = None
-            failures = 0
-            while not stop.is_set():
-                timeout = self.config.replan_s if wake is None else max(0.0, wake)
-                timeout = min(
-                    timeout, max(0.0, self.config.resync_s - (self.clock() - last_resync))
-                )
-                self.cache.wait_for_change(seen, timeout, stop)
-                if stop.is_set():
-                    break
-                stop.wait(self.config.debounce_s)
-                seen = self.cache.version
-                try:
-                    now = self.clock()
-                    if now - last_resync >= self.config.resync_s or (
-                        self.cache.unhealthy and now - last_relist >= self.config.replan_s
-                    ):
-                        self.relist()
-                        last_resync = last_relist = self.clock()
-                        seen = self.cache.version
-                    report = self.run_cycle()
-                    wake = report.wake_in_s
-                    failures = 0
-                except Deposed as e:
-                    log.error("deposed: %s; stopping", e)
-                    self.deposed = True
-                    stop.set()
-                except PlacerError as e:
-                    failures += 1
-                    log.error("reconcile cycle failed: %s", e)
-                    stop.wait(min(30.0, 0.5 * 2 ** min(failures, 6)))
-                except Exception:  # a bug must not take the controller down with it
-                    failures += 1
-                    log.exception("reconcile cycle crashed")
-                    stop.wait(min(30.0, 0.5 * 2 ** min(failures, 6)))
-        finally:
-            self.metrics.leader.set(0)
-
-    def _relist_until_ok(self, stop: threading.Event) -> None:
-        delay = 0.5
-        while not stop.is_set():
-            try:
-                self.relist()
-                return
-            except PlacerError as e:
-                log.warning("initial list failed (%s); retrying in %.1fs", e, delay)
-                stop.wait(delay)
-                delay = min(30.0, delay * 2)
+        loop.run_loop(self, stop)

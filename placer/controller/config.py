@@ -1,0 +1,39 @@
+"""The controller's settings: one frozen object, built by `placer controller` from its flags."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from placer.controller.survey import Binding
+from placer.model.options import SolveOptions
+
+__all__ = ["ControllerConfig"]
+
+
+class ControllerConfig(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    binding: Binding = "gate"
+    namespaces: tuple[str, ...] = ()
+    """Manage JobSets in these namespaces only (empty: all). Every namespace is still read."""
+    pin_nodes: bool = False
+    """Also pin each pod to the node the plan gave it (gate binding)."""
+    dry_run: bool = False
+    solver: str = "cpsat"
+    options: SolveOptions = Field(default_factory=lambda: SolveOptions(time_limit_s=10.0))
+    window_s: float = 2.0
+    """Gather window: plan once the oldest pending JobSet has waited this long."""
+    replan_s: float = 60.0
+    """Retry unschedulable JobSets at least this often, even when nothing changed; relist at
+    least this often while a watch keeps failing."""
+    resync_s: float = 600.0
+    """Relist everything this often (watches are trusted in between)."""
+    debounce_s: float = 0.1
+    all_pods: bool = True
+    """Watch every pod (true free capacity) rather than only JobSet pods."""
+    watch_timeout_s: float = 300.0
+    identity: str = ""
+    ledger_namespace: str = "placer-system"
+    """Where the placement ledger (ConfigMap `placer-ledger`) lives: the same for every
+    controller of a cluster."""
+    list_retry_s: float = 30.0
+    """How long a first list keeps retrying temporary API errors before giving up (--once)."""
