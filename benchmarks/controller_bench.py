@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchmarks import cluster_sim as sim
+from placer.controller.ledger import LEDGER_NAME
 from placer.controller.memory_adapter import MemoryCluster
 from placer.controller.reconcile import Controller, ControllerConfig, CycleReport
 from placer.model.options import SolveOptions
@@ -131,6 +132,12 @@ def _cycle(controller: Controller) -> tuple[CycleReport, dict[str, tuple[float, 
     return report, parts
 
 
+def _ledger_bytes(cluster: MemoryCluster, config: ControllerConfig) -> int:
+    """Size of the ledger's data after the first cycle: what the 1 MiB ConfigMap limit bounds."""
+    obj = cluster.get("configmaps", LEDGER_NAME, namespace=config.ledger_namespace)
+    return sum(len(k) + len(v) for k, v in (obj.get("data") or {}).items())
+
+
 def measure(fleet: Fleet, solver: str, time_limit_s: float) -> dict[str, Any]:
     """Build the cluster, list it, run two cycles; the figures of both."""
     start = time.perf_counter()
@@ -160,6 +167,8 @@ def measure(fleet: Fleet, solver: str, time_limit_s: float) -> dict[str, Any]:
         "first": parts,
         "second": again,
         "second_writes": len(second.writes),
+        "ledger_bytes": _ledger_bytes(cluster, config),
+        "ledger_entries": len(first.ledger.entries) if first.ledger else 0,
     }
 
 
@@ -190,6 +199,7 @@ def _print(fleet: Fleet, solver: str, limit: float, r: dict[str, Any]) -> None:
         print(f"  solver {name}: {status}, {wall:.2f} s ({shown})")
     for name, (wall, cpu) in r["first"].items():
         print(f"  {name}: {wall:.2f} s wall" + (f", {cpu:.2f} s CPU" if cpu else ""))
+    print(f"placement ledger: {r['ledger_bytes']:,} bytes of data (ConfigMap limit 1 MiB)")
     print(f"second cycle (nothing changed): {r['second_writes']} writes")
     for name, (wall, cpu) in r["second"].items():
         print(f"  {name}: {wall:.2f} s wall" + (f", {cpu:.2f} s CPU" if cpu else ""))

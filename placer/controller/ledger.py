@@ -18,9 +18,10 @@ first committed into one ledger object, with the API server's optimistic concurr
 One object rather than one per domain: a commit covering several child Jobs is atomic, domains of
 different levels (a block and its sub-blocks) are compared node by node, and no orphan is left by a
 crash between two creates. The object is a ConfigMap in the controller's namespace (no CRD to
-install; a namespaced Role grants exactly get/list/watch/create/patch on it); its 1 MiB limit holds
-some thousands of placed JobSets (an entry is the JobSet's record: ~100 bytes plus ~80 per child
-Job).
+install; a namespaced Role grants exactly get/list/watch/create/patch on it). Its 1 MiB limit
+bounds the placed JobSets it can hold: an entry is about 140 bytes plus 80 per child Job
+(`to_text`), so about 2,300 JobSets of 4 child Jobs; past that the commit is refused and nothing
+new is placed.
 
 Entries are keyed `<kind>.<namespace>.<name>` and carry a `kind` ("placement" today; issue 11's
 reservations will be another kind in the same object, held the same way). Pure functions here; the
@@ -39,6 +40,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from placer.controller.adapter import Obj, resource_version
 from placer.controller.domains import DomainIndex
 from placer.model.assignment import PREFIX, Assignment, JobAssignment
+from placer.model.plan import DomainRef
 
 __all__ = [
     "HOLDER_ANNOTATION",
@@ -94,7 +96,71 @@ class LedgerEntry(BaseModel):
     record: Assignment
 
     def to_text(self) -> str:
-        return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        """Compact JSON (the ledger's size is bounded): a child Job whose domain path ends at its
+        level and that pins no node is just its path, `[[level, value], ...]`."""
+        data: dict[str, object] = {
+            "kind": self.kind,
+            "owner": self.owner,
+            "uid": self.uid,
+            "plan": self.record.plan_id,
+            "jobs": {name: _job_data(job) for name, job in sorted(self.record.jobs.items())},
+        }
+        if self.record.pinned:
+            data["pinned"] = True
+        if self.record.jobset != self.owner:
+            data["jobset"] = self.record.jobset
+        return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+    @classmethod
+    def from_text(cls, text: str) -> LedgerEntry:
+        """The inverse of `to_text`; ValueError or ValidationError when it does not parse."""
+        data = json.loads(text)
+        if not isinstance(data, dict) or not isinstance(data.get("jobs"), dict):
+            raise ValueError("a ledger entry is an object with jobs")
+        owner = str(data.get("owner") or "")
+        record = Assignment(
+            jobset=str(data.get("jobset") or owner),
+            jobs={str(n): _job_from(j) for n, j in data["jobs"].items()},
+            pinned=bool(data.get("pinned")),
+            plan_id=str(data.get("plan") or ""),
+        )
+        return cls(
+            kind=str(data.get("kind") or PLACEMENT),
+            owner=owner,
+            uid=str(data.get("uid") or ""),
+            record=record,
+        )
+
+
+def _job_data(job: JobAssignment) -> object:
+    domain = job.domain
+    if domain is not None and not job.nodes and domain.path[-1:] == [(domain.key, domain.value)]:
+        return [list(pair) for pair in domain.path]
+    data: dict[str, object] = {}
+    if domain is not None:
+        data.update(key=domain.key, value=domain.value, path=[list(p) for p in domain.path])
+    if job.nodes:
+        data["nodes"] = {str(i): node for i, node in sorted(job.nodes.items())}
+    return data
+
+
+def _job_from(data: object) -> JobAssignment:
+    if isinstance(data, list):
+        path = [(str(k), str(v)) for k, v in data]
+        if not path:
+            raise ValueError("an empty domain path")
+        return JobAssignment(domain=DomainRef(key=path[-1][0], value=path[-1][1], path=path))
+    if not isinstance(data, dict):
+        raise ValueError("a child Job is a domain path or an object")
+    domain = None
+    if "key" in data:
+        domain = DomainRef(
+            key=str(data["key"]),
+            value=str(data["value"]),
+            path=[(str(k), str(v)) for k, v in data.get("path") or []],
+        )
+    nodes = {int(i): str(n) for i, n in (data.get("nodes") or {}).items()}
+    return JobAssignment(domain=domain, nodes=nodes)
 
 
 def entry_key(kind: str, owner: str) -> str:
@@ -138,7 +204,7 @@ def read_ledger(obj: Obj | None, namespace: str) -> Ledger:
     unreadable: set[str] = set()
     for key, text in sorted((obj.get("data") or {}).items()):
         try:
-            entries[key] = LedgerEntry.model_validate(json.loads(text))
+            entries[key] = LedgerEntry.from_text(text)
         except (ValueError, ValidationError) as e:
             log.warning("ledger %s: unreadable entry %s: %s", meta.get("name"), key, e)
             unreadable.add(key)

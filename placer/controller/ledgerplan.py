@@ -75,15 +75,14 @@ def view_ledger(
         owners.add(entry.owner)
         namespace, _, name = entry.owner.partition("/")
         obj = state.jobsets.get((namespace, name))
-        if obj is None or (entry.uid and _uid(obj) != entry.uid):
+        if entry.kind != PLACEMENT:
+            foreign[key] = entry.record.jobs  # another kind (reservations): released by its own
+        elif obj is None or (entry.uid and _uid(obj) != entry.uid):
             suspects[key] = entry
             foreign[key] = entry.record.jobs
         elif is_finished(obj):
-            if entry.kind == PLACEMENT:
-                release.add(key)
-            else:
-                foreign[key] = entry.record.jobs
-        elif entry.kind != PLACEMENT or entry.owner not in mine:
+            release.add(key)
+        elif entry.owner not in mine:
             foreign[key] = entry.record.jobs
     managed_keys = {ms.key for ms in managed}
     for (namespace, name), obj in sorted(state.jobsets.items()):

@@ -140,8 +140,9 @@ def _start(args: list[str]) -> subprocess.Popen[str]:
 def test_sigterm_stops_a_running_controller_within_a_second_in_every_mode(
     tmp_path: Path,
 ) -> None:
-    """Both modes at once (two processes, two API servers): each has placed its JobSet and waits
-    for the next event, up to its 60 s replan interval, when SIGTERM arrives."""
+    """Three processes at once: the two long-running modes (two API servers), each having placed
+    its JobSet and waiting for the next event, up to its 60 s replan interval; and a `--once` run
+    retrying an unreachable API server for up to 60 s."""
     modes = {
         "no-leader-elect": ["--no-leader-elect"],
         "leader-elect": ["--leader-elect", "--lease-namespace", "placer-system"],
@@ -169,10 +170,21 @@ def test_sigterm_stops_a_running_controller_within_a_second_in_every_mode(
                     *modes[mode],
                 ]
             )
+        procs["once"] = _start(
+            [
+                "controller",
+                "--once",
+                "--retry-timeout",
+                "60",
+                "--kubeconfig",
+                str(kubeconfig(_dir(tmp_path / "once"), "http://127.0.0.1:9")),
+            ]
+        )
         try:
             for api in apis.values():
                 eventually(lambda api=api: record(api.cluster, "train") is not None, timeout_s=60)
             time.sleep(0.3)
+            assert procs["once"].poll() is None  # still retrying
             elapsed, codes = {}, {}
             for mode, proc in procs.items():
                 sent = time.monotonic()
@@ -183,7 +195,9 @@ def test_sigterm_stops_a_running_controller_within_a_second_in_every_mode(
             for proc in procs.values():
                 if proc.poll() is None:
                     proc.kill()
-    assert codes == dict.fromkeys(modes, 0)
+    # The long-running modes stop cleanly; --once keeps the default action (nothing to clean up:
+    # every write is idempotent) and ends at once.
+    assert codes == {**dict.fromkeys(modes, 0), "once": -signal.SIGTERM}
     assert all(seconds < 1.0 for seconds in elapsed.values()), elapsed
 
 

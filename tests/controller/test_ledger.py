@@ -249,3 +249,52 @@ def test_exclusive_clashes_compare_nodes_across_levels() -> None:
     elsewhere = on_blocks("ns/b", {"b-w-0": "b1"})
     entries["placement.ns.b"] = LedgerEntry(owner="ns/b", record=elsewhere)
     assert exclusive_clashes(entries, index) == []
+
+
+def test_entries_of_another_kind_are_held_and_never_released_here() -> None:
+    """Room for issue 11's reservations: an entry of another kind holds its domains, and placement
+    logic neither plans over it nor releases it, whatever its owner's state."""
+    cluster = tpu_cluster(blocks=2)
+    reservation = LedgerEntry(
+        kind="reservation", owner="ns9/gone", record=on_blocks("ns9/gone", {"r-0": "b0"})
+    )
+    commit(
+        cluster,
+        read_ledger(None, NS),
+        LedgerChange(put={entry_key("reservation", "ns9/gone"): reservation}),
+    )
+    add_jobset(cluster, "y", jobs=2, namespace="ns1")
+    report = controller(cluster).run_once()
+    assert "ns1/y" in report.planned.unschedulable
+    add_jobset(cluster, "z", jobs=1, namespace="ns1")
+    report = controller(cluster).run_once()
+    assert list(report.planned.placed) == ["ns1/z"]
+    z = record(cluster, "z", "ns1")
+    assert z is not None and block_of(z, "z-w-0") == "b1"
+    assert "reservation.ns9.gone" in ledger(cluster)
+
+
+@pytest.mark.parametrize(
+    "job",
+    [
+        pytest.param(
+            JobAssignment(domain=DomainRef(key=BLOCK, value="b0", path=[(BLOCK, "b0")])),
+            id="path",
+        ),
+        pytest.param(JobAssignment(domain=DomainRef(key=BLOCK, value="b0")), id="no-path"),
+        pytest.param(JobAssignment(nodes={0: "n-0-0", 1: "n-0-1"}), id="nodes-only"),
+        pytest.param(
+            JobAssignment(
+                domain=DomainRef(key=BLOCK, value="b1", path=[(BLOCK, "b1")]), nodes={0: "n-1-0"}
+            ),
+            id="pinned",
+        ),
+    ],
+)
+def test_ledger_entries_read_back_exactly(job: JobAssignment) -> None:
+    """An entry must read back equal, or a record read from the ledger would be rewritten on
+    every cycle (and a commit compared wrongly)."""
+    record = Assignment(jobset="ns/a", jobs={"a-w-0": job}, pinned=bool(job.nodes), plan_id="p")
+    entry = LedgerEntry(owner="ns/a", uid="u", record=record)
+    assert LedgerEntry.from_text(entry.to_text()) == entry
+    assert len(entry.to_text()) < len(record.to_annotation()) + 60
