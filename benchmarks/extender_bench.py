@@ -5,7 +5,9 @@ Measures (issue 6 targets in brackets):
 1. filter with 5,000 node names (nodeCacheCapable: true): p50/p99 latency [p99 <= 5 ms];
 2. filter with a full NodeList of 1,000 realistic Node objects (~9 KB each, as a
    nodeCacheCapable: false scheduler sends them): p50/p99 latency [p99 <= 100 ms];
-3. sustained filter requests per second from several keep-alive connections [1,000/s on 2 cores].
+3. sustained filter requests per second from several keep-alive connections [1,000/s on 2 cores];
+4. abuse at the default limits (`benchmarks.extender_abuse`, issue 10): resident memory after
+   hostile requests [under 1 GiB] and `/healthz` latency under 500 slow clients [within 100 ms].
 
 The extender runs as `placer extender --plan ... --cluster ...` in its own process, exactly as a
 user starts it; the clients are plain sockets with pre-built requests so that they cost the shared
@@ -33,6 +35,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks.extender_abuse import memory_series, rss_mib, slow_client_probe
 from placer.model.plan import (
     DomainRef,
     JobPlacement,
@@ -424,10 +427,44 @@ def row(name: str, values: list[float], cpu_s: float, target: str) -> str:
     )
 
 
+def abuse_tables(url: str, pid: int, slow_clients: int) -> list[str]:
+    """Markdown tables of the abuse series, at the server's default limits (8 MiB bodies)."""
+    base_rss, _ = rss_mib(pid)
+    lines = [
+        "## Under abuse (default limits: 8 MiB bodies, 32 requests / 32 MiB in flight)",
+        "",
+        f"Server resident set before: {base_rss:.0f} MiB. One request of each kind, in order; "
+        "peak is the process's high-water mark (VmHWM) so far. Target: under 1 GiB.",
+        "",
+        "| request | answer | RSS after, MiB | peak so far, MiB |",
+        "|---|---|---|---|",
+    ]
+    for r in memory_series(url, pid, 8 * 1024 * 1024):
+        lines.append(f"| {r.request} | {r.answer} | {r.rss_mib:.0f} | {r.peak_mib:.0f} |")
+    probe = slow_client_probe(url, pid, clients=slow_clients)
+    verdict = "met" if probe.probe_failures == 0 and probe.max_ms <= 100 else "MISSED"
+    lines += [
+        "",
+        "| slow clients held | server threads | /healthz probes | p50 ms | max ms | failed "
+        "| a filter call meanwhile | target |",
+        "|---|---|---|---|---|---|---|---|",
+        f"| {probe.connected} of {probe.slow_clients} | {probe.server_threads} "
+        f"| {len(probe.probes_ms)} | {probe.p50_ms:.2f} | {probe.max_ms:.2f} "
+        f"| {probe.probe_failures} | {probe.filter_answer} | every probe within 100 ms: "
+        f"{verdict} |",
+    ]
+    return lines
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=5000)
-    parser.add_argument("--nodelist", type=int, default=1000, help="Node objects per NodeList")
+    parser.add_argument(
+        "--nodelist",
+        type=int,
+        default=900,
+        help="Node objects per NodeList (900 of ~9 KB fit the default 8 MiB body limit)",
+    )
     parser.add_argument("--reserved-share", type=float, default=0.6)
     parser.add_argument("--count", type=int, default=1000, help="requests per latency series")
     parser.add_argument("--nodelist-count", type=int, default=100)
@@ -441,6 +478,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="node names per request in the throughput runs",
     )
     parser.add_argument("--cap-s", type=float, default=60.0, help="wall-clock cap per series")
+    parser.add_argument("--slow-clients", type=int, default=500)
     parser.add_argument("--out", type=Path, help="write the markdown report here")
     args = parser.parse_args(argv)
 
@@ -497,9 +535,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                     f"{cpu_ms:.2f} | 1,000/s |"
                 )
                 print(loads[-1], flush=True)
+            abuse = abuse_tables(url, proc.pid, args.slow_clients)
+            print("\n".join(abuse), flush=True)
         finally:
             proc.terminate()
-            proc.wait(timeout=10)
+            exit_code = proc.wait(timeout=60)
 
     info = machine()
     report = "\n".join([
@@ -529,6 +569,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "| throughput | requests | wall | rate | server CPU ms/request | target |",
         "|---|---|---|---|---|---|",
         *loads,
+        "",
+        *abuse,
+        "",
+        f"SIGTERM at the end: the extender drained and exited with code {exit_code}.",
         "",
     ])  # fmt: skip
     print(report)

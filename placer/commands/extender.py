@@ -26,6 +26,16 @@ def _port(text: str) -> int:
     return value
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if not 1 <= value <= 2**40:
+        raise argparse.ArgumentTypeError(f"out of range 1..{2**40}: {value}")
+    return value
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "extender",
@@ -64,6 +74,21 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="serve the bind verb: create each pod's Binding through the pods/binding API",
     )
+    parser.add_argument(
+        "--max-body-bytes",
+        type=_positive,
+        default=8 * 1024 * 1024,
+        help="largest request body accepted; bigger ones get 413 (8 MiB: node names for "
+        "about 250,000 nodes with nodeCacheCapable: true, or about 900 full Node objects)",
+    )
+    parser.add_argument(
+        "--max-in-flight",
+        type=_positive,
+        default=32,
+        help="requests decided at once; more get 503 at once (32; /healthz is never refused)",
+    )
+    parser.add_argument("--tls-cert-file", metavar="PEM", help="serve HTTPS with this certificate")
+    parser.add_argument("--tls-key-file", metavar="PEM", help="the key of --tls-cert-file")
     parser.set_defaults(func=run)
 
 
@@ -84,6 +109,10 @@ def run(args: argparse.Namespace) -> int:
         kubeconfig=args.kubeconfig,
         pinned=args.pinned,
         bind=args.bind,
+        max_body_bytes=args.max_body_bytes,
+        max_in_flight=args.max_in_flight,
+        tls_cert_file=Path(args.tls_cert_file) if args.tls_cert_file else None,
+        tls_key_file=Path(args.tls_key_file) if args.tls_key_file else None,
     )
     serve(options, announce=lambda line: print(line, file=sys.stderr, flush=True))
     return 0

@@ -24,6 +24,7 @@ import yaml
 from pydantic import ValidationError
 
 from placer.model.errors import InputError
+from placer.model.limits import MAX_NESTING_DEPTH
 
 __all__ = [
     "MANIFEST_SUFFIXES",
@@ -116,12 +117,16 @@ def _load_text(path: Path) -> list[Any]:
     if parsed_as_json(str(path)):
         try:
             return [json.loads(text)]
+        except RecursionError as e:  # the C parser's own guard, near 1,000 levels
+            raise _too_deep(path) from e
         except json.JSONDecodeError as e:
             raise InputError(
                 f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}",
                 source=str(path),
                 code="syntax",
             ) from e
+    if _yaml_depth_over(text, MAX_NESTING_DEPTH):
+        raise _too_deep(path)
     if _FastLoader is not None:
         try:
             return [d for d in yaml.load_all(text, Loader=_FastLoader) if d is not None]
@@ -129,11 +134,47 @@ def _load_text(path: Path) -> list[Any]:
             pass  # parsed again below, for the pure-Python loader's message
     try:
         return [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
+    except RecursionError as e:
+        raise _too_deep(path) from e
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
         where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
         problem = getattr(e, "problem", None) or str(e)
         raise InputError(f"invalid YAML{where}: {problem}", source=str(path), code="syntax") from e
+
+
+def _too_deep(path: Path) -> InputError:
+    return InputError(
+        f"nested deeper than {MAX_NESTING_DEPTH} levels", source=str(path), code="nesting"
+    )
+
+
+_NESTING_MARKS = "[{-:?"
+"""Every YAML nesting level needs one of these characters (a flow bracket, a sequence dash, a
+mapping colon, a complex-key mark), so a text with fewer of them cannot nest deeper."""
+
+
+def _yaml_depth_over(text: str, limit: int) -> bool:
+    """Whether YAML `text` nests deeper than `limit`, read from the parser's events (a loop, not a
+    recursion: libyaml's composer recurses in C and crashes the process on very deep input).
+    Skipped for texts too short in nesting marks to be that deep; otherwise it costs about a
+    seventh of a load. A syntax error is left to the loaders, which report it."""
+    if sum(map(text.count, _NESTING_MARKS)) <= limit:
+        return False
+    opening = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
+    closing = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
+    depth = 0
+    try:
+        for event in yaml.parse(text, Loader=_FastLoader or _Loader):
+            if isinstance(event, opening):
+                depth += 1
+                if depth > limit:
+                    return True
+            elif isinstance(event, closing):
+                depth -= 1
+    except yaml.YAMLError:
+        return False
+    return False
 
 
 def read_documents(paths: Sequence[str | Path]) -> Iterator[Document]:

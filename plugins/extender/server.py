@@ -1,10 +1,12 @@
 """The HTTP face of the extender: routes kube-scheduler's POSTs to the pure decisions and back.
 
 `ExtenderApp.handle(method, path, body)` does everything but sockets (decode, decide, encode, map
-errors to status codes), so the routing rules read in one place; `ExtenderServer` puts it on a
-standard-library `ThreadingHTTPServer` with HTTP/1.1 keep-alive, which is what the scheduler's Go
-client reuses. Nothing here may raise into the socket layer: a bad payload is a 400 with the
-reason in `Error`, a bug is a 500 with the reason in `Error`, never a dropped connection.
+errors to status codes), so the routing rules read in one place; `ExtenderServer` puts it on
+aiohttp through `placer.serving`, which adds the guards every placer server shares (body limit,
+bounded in-flight requests and connections, graceful drain on SIGTERM) and HTTP/1.1 keep-alive,
+which the scheduler's Go client reuses. Every answer is JSON in the extender's own shape: a bad
+payload is a 400, a refused one 411/413/503, a wrong method 405, a bug 500, each with the reason
+in `Error`; never a dropped connection or an HTML page.
 
 Routes (the last path segment counts, so any `urlPrefix` path works):
 
@@ -14,8 +16,8 @@ Routes (the last path segment counts, so any `urlPrefix` path works):
     GET  /healthz        200 while the process serves (liveness)
     GET  /readyz         200 once the plan state is synced, else 503 (readiness)
 
-Time budget: the scheduler gives up after `httpTimeout` (5 s by default). Reads of a request are
-bounded by the socket timeout (`io_timeout_s`), bodies by `max_body_bytes`, and every decision is a
+Time budget: the scheduler gives up after `httpTimeout` (5 s by default). Reads of a body are
+bounded by `ServingLimits.body_timeout_s`, bodies by `max_body_bytes`, and every decision is a
 linear pass over the candidate nodes (benchmarks/RESULTS-extender.md); requests slower than
 `budget_s` are logged as warnings so a drift shows before the scheduler times out.
 """
@@ -24,12 +26,14 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
+import ssl
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Protocol
 
+from aiohttp import web
+
 from placer.model.errors import ClusterError, InputError
+from placer.serving import HttpServer, ServingLimits, make_application, run_blocking
 from plugins.extender.decide import filter_nodes, prioritize
 from plugins.extender.pods import pod_info
 from plugins.extender.state import ExtenderStore
@@ -42,13 +46,15 @@ from plugins.extender.wire import (
     encode_priorities,
 )
 
-__all__ = ["Binder", "ExtenderApp", "ExtenderServer", "Response"]
+__all__ = ["PROBES", "Binder", "ExtenderApp", "ExtenderServer", "Response"]
 
 log = logging.getLogger(__name__)
 
 JSON = "application/json"
 Response = tuple[int, bytes, str]
 """(HTTP status, body, content type)."""
+PROBES = ("healthz", "readyz")
+"""Paths answered whatever the load: never counted against the in-flight limits."""
 
 
 class Binder(Protocol):
@@ -88,9 +94,11 @@ class ExtenderApp:
         return response
 
     def _route(self, method: str, verb: str, body: bytes) -> Response:
-        if method == "GET" and verb == "healthz":
+        if verb in PROBES and method not in ("GET", "HEAD"):
+            return 405, encode_error(f"{verb} takes GET, not {method}"), JSON
+        if verb == "healthz":
             return 200, self._status(), JSON
-        if method == "GET" and verb == "readyz":
+        if verb == "readyz":
             return (200 if self.store.synced else 503), self._status(), JSON
         if verb not in ("filter", "prioritize", "bind"):
             return 404, encode_error(f"no such verb {verb!r}: filter, prioritize, bind"), JSON
@@ -147,81 +155,32 @@ class ExtenderApp:
         ).encode()
 
 
-class _Handler(BaseHTTPRequestHandler):
-    """Socket glue only: read the body, call the app, write the answer."""
-
-    protocol_version = "HTTP/1.1"  # keep-alive: the scheduler's client reuses connections
-    disable_nagle_algorithm = True  # headers and body are two writes: no 40 ms delayed-ACK stall
-    server: _Server
-
-    def _serve(self) -> None:
-        body = b""
-        if self.command == "POST":
-            length_text = self.headers.get("Content-Length")
-            if length_text is None or not length_text.strip().isdigit():
-                self._send(411, encode_error("Content-Length required"))
-                self.close_connection = True
-                return
-            length = int(length_text)
-            if length > self.server.max_body_bytes:
-                self._send(413, encode_error(f"body over {self.server.max_body_bytes} bytes"))
-                self.close_connection = True
-                return
-            try:
-                body = self.rfile.read(length)
-            except OSError as e:  # includes the socket timeout: give the thread back
-                log.debug("reading a request from %s: %s", self.address_string(), e)
-                self.close_connection = True
-                return
-            if len(body) != length:
-                self.close_connection = True
-                return
-        status, payload, content_type = self.server.app.handle(self.command, self.path, body)
-        self._send(status, payload, content_type)
-
-    def _send(self, status: int, payload: bytes, content_type: str = JSON) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    do_GET = _serve
-    do_POST = _serve
-
-    def do_PUT(self) -> None:
-        self._serve()
-
-    def log_message(self, format: str, *args: object) -> None:
-        log.debug("%s " + format, self.address_string(), *args)
+_EXTENDER = web.AppKey("placer_extender_app", ExtenderApp)
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    request_queue_size = 128
+async def _answer(request: web.Request) -> web.Response:
+    """Every route: the app decides; probes on the event loop (never queued behind decisions),
+    verbs in the worker threads (so a large request never delays a probe)."""
+    app: ExtenderApp = request.app[_EXTENDER]
+    body = await request.read()
+    if request.path.rstrip("/").rsplit("/", 1)[-1] in PROBES:
+        status, payload, content_type = app.handle(request.method, request.path, body)
+    else:
+        status, payload, content_type = await run_blocking(
+            request, app.handle, request.method, request.path, body
+        )
+    return web.Response(status=status, body=payload, content_type=content_type)
 
-    def __init__(
-        self,
-        address: tuple[str, int],
-        app: ExtenderApp,
-        *,
-        io_timeout_s: float,
-        max_body_bytes: int,
-    ) -> None:
-        self.app = app
-        self.max_body_bytes = max_body_bytes
-        handler = type("Handler", (_Handler,), {"timeout": io_timeout_s})
-        super().__init__(address, handler)
 
-    def handle_error(self, request: object, client_address: object) -> None:
-        """A client that went away mid-answer is routine; log it instead of printing a trace."""
-        log.debug("connection from %s ended with an error", client_address, exc_info=True)
+def _error_body(status: int, message: str) -> bytes:
+    return encode_error(message)
 
 
 class ExtenderServer:
-    """The extender on a TCP port; `start()` serves from a background thread (tests, the
-    controller's `--extender-port`), `serve_forever()` from the caller's (the CLI)."""
+    """The extender on a TCP port, on aiohttp with the guards of `placer.serving` (body limit,
+    bounded in-flight work and connections, JSON errors, graceful drain). `start()` serves from a
+    background thread (tests, the controller's `--extender-port`); `serve_until_signalled()`
+    serves until SIGTERM or SIGINT, then drains (the CLI)."""
 
     def __init__(
         self,
@@ -229,40 +188,47 @@ class ExtenderServer:
         host: str = "127.0.0.1",
         port: int = 8888,
         *,
-        io_timeout_s: float = 30.0,
-        max_body_bytes: int = 256 * 1024 * 1024,
+        limits: ServingLimits | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.app = app
-        self._httpd = _Server(
-            (host, port), app, io_timeout_s=io_timeout_s, max_body_bytes=max_body_bytes
+        self.limits = limits or ServingLimits()
+        web_app = make_application(
+            [web.route("*", "/{path:.*}", _answer)],
+            limits=self.limits,
+            error_body=_error_body,
+            exempt=tuple(f"/{p}" for p in PROBES),
         )
-        self._thread: threading.Thread | None = None
+        web_app[_EXTENDER] = app
+        self._http = HttpServer(
+            web_app,
+            host,
+            port,
+            limits=self.limits,
+            ssl_context=ssl_context,
+            error_body=_error_body,
+            name="placer-extender",
+        )
 
     @property
     def port(self) -> int:
-        return int(self._httpd.server_address[1])
+        return self._http.port
 
     @property
     def url(self) -> str:
-        host = str(self._httpd.server_address[0])
-        return f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else host}:{self.port}"
-
-    def serve_forever(self) -> None:
-        self._httpd.serve_forever(poll_interval=0.1)
+        return self._http.url
 
     def start(self) -> ExtenderServer:
-        self._thread = threading.Thread(
-            target=self.serve_forever, name="placer-extender", daemon=True
-        )
-        self._thread.start()
+        self._http.start()
         return self
 
+    def serve_until_signalled(self) -> int:
+        """Serve until SIGTERM/SIGINT, then stop accepting, finish in-flight requests, return."""
+        return self._http.serve_until_signalled()
+
     def shutdown(self) -> None:
-        if self._thread is not None:
-            self._httpd.shutdown()
-            self._thread.join(timeout=5)
-            self._thread = None
-        self._httpd.server_close()
+        """Drain and stop: in-flight requests are answered, then the port closes."""
+        self._http.stop()
 
     def __enter__(self) -> ExtenderServer:
         return self.start()

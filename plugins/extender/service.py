@@ -15,6 +15,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from placer.model.errors import InputError
+from placer.serving import ServingLimits, server_ssl_context
 from plugins.extender.server import Binder, ExtenderApp, ExtenderServer
 from plugins.extender.sources import store_from_files
 from plugins.extender.state import ExtenderStore
@@ -38,6 +39,20 @@ class ServiceOptions(BaseModel):
     """`--plan` mode: hold planned pods to their planned nodes, not just to their domains."""
     bind: bool = False
     budget_s: float = 1.0
+    max_body_bytes: int = ServingLimits().max_body_bytes
+    """Largest request body; sized for node names (`nodeCacheCapable: true`), see the README."""
+    max_in_flight: int = ServingLimits().max_in_flight
+    """Requests decided at once; the next gets 503 (probes are never refused)."""
+    tls_cert_file: Path | None = None
+    tls_key_file: Path | None = None
+    """Serve HTTPS with this PEM certificate chain and key (`enableHTTPS: true` in the stanza)."""
+
+    def limits(self) -> ServingLimits:
+        return ServingLimits(
+            max_body_bytes=self.max_body_bytes,
+            max_in_flight=self.max_in_flight,
+            max_in_flight_bytes=max(ServingLimits().max_in_flight_bytes, self.max_body_bytes),
+        )
 
 
 class Service:
@@ -85,7 +100,21 @@ def build(options: ServiceOptions) -> Service:
         store, binder, learn_labels=options.plan is not None, budget_s=options.budget_s
     )
     try:
-        server = ExtenderServer(app, options.host, options.port)
+        limits = options.limits()
+    except ValueError as e:
+        raise InputError(str(e), field="--max-body-bytes/--max-in-flight", code="usage") from e
+    context = None
+    if options.tls_cert_file is not None or options.tls_key_file is not None:
+        if options.tls_cert_file is None or options.tls_key_file is None:
+            raise InputError("give both or neither", field="--tls-cert-file/--tls-key-file")
+        try:
+            context = server_ssl_context(options.tls_cert_file, options.tls_key_file)
+        except (OSError, ValueError) as e:  # ssl.SSLError is an OSError
+            raise InputError(
+                f"cannot load the certificate or key: {e}", field="--tls-cert-file", code="tls"
+            ) from e
+    try:
+        server = ExtenderServer(app, options.host, options.port, limits=limits, ssl_context=context)
     except OSError as e:
         if stop_source is not None:
             stop_source()
@@ -98,7 +127,8 @@ def build(options: ServiceOptions) -> Service:
 
 
 def serve(options: ServiceOptions, announce: Callable[[str], None] = log.info) -> None:
-    """Build and serve until interrupted."""
+    """Build and serve until SIGTERM or SIGINT; then stop accepting, answer the requests in
+    flight, and return (the CLI exits 0)."""
     service = build(options)
     # Everything loaded so far (modules, the client, the plan) lives as long as the process: move
     # it out of the collector's reach, so full collections, which otherwise walk it all and stall
@@ -110,6 +140,7 @@ def serve(options: ServiceOptions, announce: Callable[[str], None] = log.info) -
         f"{', bind' if options.bind else ''}; /healthz, /readyz)"
     )
     try:
-        service.server.serve_forever()
+        service.server.serve_until_signalled()
+        announce("placer extender: stopped after draining")
     finally:
         service.close()

@@ -27,6 +27,7 @@ from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Any
 
 from placer.model.errors import InputError
+from placer.model.limits import MAX_NESTING_DEPTH, nesting_depth
 from plugins.extender.decide import FilterResult, HostScore
 
 __all__ = [
@@ -107,8 +108,13 @@ def _skip(s: str, i: int) -> int:
 def _value(s: str, i: int, field: str) -> tuple[Any, int]:
     try:
         return _DECODER.raw_decode(s, i)
+    except RecursionError as e:  # the C decoder's own guard, near 1,000 levels
+        raise _bad(_TOO_DEEP, field) from e
     except json.JSONDecodeError as e:
         raise _bad(f"malformed JSON: {e.msg} at line {e.lineno} column {e.colno}", field) from e
+
+
+_TOO_DEEP = f"nested deeper than {MAX_NESTING_DEPTH} levels"
 
 
 def _walk_object(s: str, i: int, field: str, handle: Any) -> int:
@@ -241,6 +247,8 @@ def decode_args(body: bytes) -> ExtenderArgs:
     pod = found.get("Pod")
     if not isinstance(pod, dict):
         raise _bad("Pod must be a Pod object", "Pod")
+    if nesting_depth(pod, MAX_NESTING_DEPTH) > MAX_NESTING_DEPTH:
+        raise _bad(_TOO_DEEP, "Pod")
     names = found.get("NodeNames")
     if names is not None:
         if not isinstance(names, list) or not set(map(type, names)) <= {str}:
@@ -264,6 +272,8 @@ def decode_binding(body: bytes) -> BindingArgs:
     obj = "ExtenderBindingArgs"
     try:
         doc = json.loads(body)
+    except RecursionError as e:
+        raise _bad(_TOO_DEEP, obj=obj) from e
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise _bad(f"malformed JSON: {e}", obj=obj) from e
     if not isinstance(doc, dict):

@@ -106,6 +106,21 @@ def test_keys_match_like_gos_decoder() -> None:
             b'{"Pod": {}, "Nodes": {"items": [{"spec": {}}]}}', "metadata.name", id="nameless-node"
         ),
         pytest.param(b"\xff\xfe", "not UTF-8", id="binary"),
+        pytest.param(
+            b'{"NodeNames": [], "Pod": {"spec": ' + b"[" * 101 + b"]" * 101 + b"}}",
+            r"^ExtenderArgs: Pod: nested deeper than 100 levels$",
+            id="deep-pod",
+        ),
+        pytest.param(
+            b'{"NodeNames": [], "X": ' + b"[" * 100_000 + b"]" * 100_000 + b', "Pod": {}}',
+            r"^ExtenderArgs: X: nested deeper than 100 levels$",
+            id="past-the-parser-guard",
+        ),
+        pytest.param(
+            b'{"Pod": {}, "Nodes": {"items": [' + b"[" * 100_000 + b"]" * 100_000 + b"]}}",
+            r"^ExtenderArgs: Nodes.items\[0\]: nested deeper than 100 levels$",
+            id="deep-node",
+        ),
     ],
 )
 def test_bad_bodies_are_input_errors(body: bytes, message: str) -> None:
@@ -116,6 +131,11 @@ def test_bad_bodies_are_input_errors(body: bytes, message: str) -> None:
 def test_binding_needs_pod_and_node() -> None:
     with pytest.raises(InputError, match="Node: required"):
         decode_binding(b'{"PodName": "p", "PodNamespace": "ns"}')
+
+
+def test_a_deeply_nested_binding_is_an_input_error() -> None:
+    with pytest.raises(InputError, match=r"^ExtenderBindingArgs: nested deeper than 100 levels$"):
+        decode_binding(b'{"PodName": ' + b"[" * 100_000 + b"]" * 100_000 + b"}")
 
 
 names = st.text(min_size=1, max_size=12)

@@ -1,0 +1,123 @@
+"""The extender under abuse, over real HTTP on 127.0.0.1: every refusal is JSON in the extender's
+own shape (`Error` set), oversize and malformed bodies never reach the decisions, and SIGTERM
+drains the request in flight before the process exits 0."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from plugins.extender.service import ServiceOptions, build
+from tests.extender.builders import plain_pod, post, request, write_inputs
+
+ROOT = Path(__file__).resolve().parents[2]
+ERROR_KEYS = {"Nodes", "NodeNames", "FailedNodes", "FailedAndUnresolvableNodes", "Error"}
+
+
+@pytest.fixture(scope="module")
+def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    plan, cluster = write_inputs(tmp_path_factory.mktemp("abuse"))
+    options = ServiceOptions(
+        host="127.0.0.1", port=0, plan=plan, cluster=(cluster,), max_body_bytes=4096
+    )
+    service = build(options).start()
+    try:
+        yield service.server.url
+    finally:
+        service.close()
+
+
+def error_of(raw: bytes) -> str:
+    answer = json.loads(raw)
+    assert set(answer) == ERROR_KEYS
+    return str(answer["Error"])
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "message"),
+    [
+        pytest.param("GET", "/filter", "filter takes POST, not GET", id="get-filter"),
+        pytest.param("PUT", "/prioritize", "prioritize takes POST, not PUT", id="put-prioritize"),
+        pytest.param("POST", "/healthz", "healthz takes GET, not POST", id="post-healthz"),
+        pytest.param("DELETE", "/readyz", "readyz takes GET, not DELETE", id="delete-readyz"),
+    ],
+)
+def test_wrong_methods_are_405_json(url: str, method: str, path: str, message: str) -> None:
+    status, raw = request(url, method, path, b"{}" if method != "GET" else None)
+    assert status == 405
+    assert error_of(raw) == message
+
+
+def test_a_deeply_nested_pod_is_a_400_naming_the_field(url: str) -> None:
+    body = '{"NodeNames":["n3"],"Pod":{"metadata":{"name":"p"},"spec":' + "[" * 150
+    status, answer = post(url, "filter", (body + "]" * 150 + "}}").encode())
+    assert status == 400
+    assert answer["Error"] == "ExtenderArgs: Pod: nested deeper than 100 levels"
+
+
+def test_nesting_past_the_parser_guard_is_a_400_at_default_limits(tmp_path: Path) -> None:
+    plan, cluster = write_inputs(tmp_path)
+    service = build(ServiceOptions(host="127.0.0.1", port=0, plan=plan, cluster=(cluster,)))
+    service.start()
+    try:
+        body = ('{"NodeNames":["n3"],"Pod":' + "[" * 100_000 + "]" * 100_000 + "}").encode()
+        status, answer = post(service.server.url, "prioritize", body)
+        assert status == 400
+        assert answer["Error"] == "ExtenderArgs: Pod: nested deeper than 100 levels"
+        status, answer = post(service.server.url, "filter", {"Pod": plain_pod(), "NodeNames": []})
+        assert status == 200  # still serving
+    finally:
+        service.close()
+
+
+def test_an_oversize_body_is_a_413_in_the_extender_shape(url: str) -> None:
+    names = [f"node-{i:05d}" for i in range(1000)]
+    status, answer = post(url, "filter", {"Pod": plain_pod(), "NodeNames": names})
+    assert status == 413
+    assert answer["Error"].startswith("body of ") and "over the limit of 4096" in answer["Error"]
+    assert set(answer) == ERROR_KEYS
+    status, answer = post(url, "filter", {"Pod": plain_pod(), "NodeNames": ["n3"]})
+    assert (status, answer["NodeNames"]) == (200, ["n3"])
+
+
+def test_sigterm_drains_the_request_in_flight_and_exits_0(tmp_path: Path) -> None:
+    plan, cluster = write_inputs(tmp_path)
+    command = [sys.executable, "-m", "placer.cli", "extender", "--host", "127.0.0.1"]
+    command += ["--port", "0", "--plan", str(plan), "--cluster", str(cluster)]
+    proc = subprocess.Popen(command, cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        host, port = line.split()[3].removeprefix("http://").split(":")
+        body = json.dumps({"Pod": plain_pod(), "NodeNames": ["n2", "n3"]}).encode()
+        head = f"POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n\r\n"
+        with socket.create_connection((host, int(port)), timeout=20) as sock:
+            sock.sendall(head.encode() + body[:10])  # admitted, body unfinished
+            time.sleep(0.3)
+            proc.send_signal(signal.SIGTERM)
+            deadline = time.monotonic() + 10
+            while True:  # stops accepting new connections first (bounded)
+                try:
+                    socket.create_connection((host, int(port)), timeout=1).close()
+                except OSError:
+                    break
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            sock.sendall(body[10:])
+            answer = sock.makefile("rb").read()
+        assert answer.startswith(b"HTTP/1.1 200")
+        assert json.loads(answer.split(b"\r\n\r\n", 1)[1])["NodeNames"] == ["n3"]
+        assert proc.wait(timeout=20) == 0
+        assert "stopped after draining" in proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
