@@ -10,6 +10,7 @@ from urllib.parse import urlparse
 import yaml
 
 from placer.cli import build_parser
+from plugins.extender.service import ServiceOptions
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "scheduler"
 
@@ -74,15 +75,48 @@ def test_service_deployment_and_config_line_up() -> None:
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
 
 
-def test_rbac_covers_the_watch_and_the_binding() -> None:
-    rules = documents()["ClusterRole"]["rules"]
-    granted = {
+def granted(path: Path) -> set[tuple[str, str, str]]:
+    with path.open(encoding="utf-8") as f:
+        [role] = [d for d in yaml.safe_load_all(f) if d["kind"] == "ClusterRole"]
+    return {
         (g, r, v)
-        for rule in rules
+        for rule in role["rules"]
         for g in rule["apiGroups"]
         for r in rule["resources"]
         for v in rule["verbs"]
     }
-    assert ("jobset.x-k8s.io", "jobsets", "watch") in granted
-    assert ("", "nodes", "watch") in granted
-    assert ("", "pods/binding", "create") in granted
+
+
+def test_rbac_is_exactly_what_the_flags_need() -> None:
+    """The Deployment watches (no --plan) and does not bind: its role lists and watches JobSets
+    and Nodes, nothing more; pods/binding comes only with the separate --bind manifest."""
+    [container] = documents()["Deployment"]["spec"]["template"]["spec"]["containers"]
+    args = build_parser().parse_args(container["command"][1:])
+    assert args.plan is None and not args.bind
+    assert granted(DEPLOY / "extender.yaml") == {
+        ("jobset.x-k8s.io", "jobsets", "list"),
+        ("jobset.x-k8s.io", "jobsets", "watch"),
+        ("", "nodes", "list"),
+        ("", "nodes", "watch"),
+    }
+    assert granted(DEPLOY / "extender-bind.yaml") == {("", "pods/binding", "create")}
+    with (DEPLOY / "extender-bind.yaml").open(encoding="utf-8") as f:
+        [binding] = [d for d in yaml.safe_load_all(f) if d["kind"] == "ClusterRoleBinding"]
+    account = documents()["ServiceAccount"]["metadata"]
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": account["name"], "namespace": account["namespace"]}
+    ]
+
+
+def test_limits_fit_the_memory_limit() -> None:
+    """The body and in-flight limits the Deployment passes keep the worst case (about 25 bytes
+    of decoded objects per body byte, benchmarks/RESULTS-extender.md) under its memory limit."""
+    [container] = documents()["Deployment"]["spec"]["template"]["spec"]["containers"]
+    args = build_parser().parse_args(container["command"][1:])
+    memory = container["resources"]["limits"]["memory"]
+    assert memory == "2Gi"
+    assert args.max_body_bytes <= 8 * 1024 * 1024
+    assert args.max_body_bytes * 25 < 1024**3  # any single request under 1 GiB
+    options = ServiceOptions(max_body_bytes=args.max_body_bytes, max_in_flight=args.max_in_flight)
+    in_flight = options.limits().max_in_flight_bytes
+    assert in_flight * 25 + 256 * 1024**2 < 2 * 1024**3  # every request at once, plus the state
