@@ -24,6 +24,7 @@ from pydantic import ValidationError
 
 from placer.model.cluster import ClusterSnapshot
 from placer.model.errors import InputError
+from placer.model.limits import SEED_MAX
 from placer.model.options import SolveOptions
 from placer.model.plan import Plan
 from placer.model.workload import JobSetRequest
@@ -67,6 +68,14 @@ def _non_negative_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return value
+
+
+def _seed(text: str) -> int:
+    """CP-SAT's random seed is an int32: larger values would fail inside the solver."""
+    value = _non_negative_int(text)
+    if value > SEED_MAX:
+        raise argparse.ArgumentTypeError(f"must be at most {SEED_MAX}, got {text}")
     return value
 
 
@@ -143,7 +152,7 @@ def add_solver_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--seed",
         metavar="N",
-        type=_non_negative_int,
+        type=_seed,
         default=_DEFAULTS.seed,
         help=f"CP-SAT random seed (default {_DEFAULTS.seed})",
     )

@@ -67,7 +67,7 @@ class Assignment(BaseModel):
     def from_annotation(cls, text: str, *, obj: str = "") -> Assignment:
         try:
             return cls.model_validate(json.loads(text))
-        except (ValueError, ValidationError) as e:
+        except (ValueError, ValidationError, RecursionError) as e:
             raise InputError(
                 f"unreadable placement record: {e}",
                 obj=obj,

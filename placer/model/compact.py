@@ -57,6 +57,14 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, Strict
 
 from placer.model.cluster import ClusterSnapshot, JobSetUsage, Node
 from placer.model.errors import InputError
+from placer.model.limits import (
+    INT32_MAX,
+    MAX_DESCRIPTION_NODES,
+    MAX_POOL_HOSTS,
+    Int32,
+    Port,
+    check_nesting_depth,
+)
 from placer.model.manifests import validation_error
 from placer.model.resources import (
     PODS,
@@ -95,9 +103,9 @@ class TaintSpec(_Closed):
 
 class PoolSpec(_Closed):
     name: StrictStr = Field(min_length=1)
-    count: StrictInt = Field(default=1, ge=0)
-    start: StrictInt = Field(default=0, ge=0)
-    hosts: StrictInt = Field(default=1, ge=1)
+    count: StrictInt = Field(default=1, ge=0, le=MAX_DESCRIPTION_NODES)
+    start: StrictInt = Field(default=0, ge=0, le=INT32_MAX)
+    hosts: StrictInt = Field(default=1, ge=1, le=MAX_POOL_HOSTS)
     nodeName: StrictStr = "{pool}-{h}"
     poolLabel: StrictStr | None = DEFAULT_POOL_LABEL
     labels: dict[str, Scalar] = Field(default_factory=dict)
@@ -121,9 +129,9 @@ class RunningSpec(_Closed):
     pools: list[StrictStr] = Field(default_factory=list)
     nodes: list[StrictStr] = Field(default_factory=list)
     requests: dict[str, Scalar] | None = None
-    pods: StrictInt = Field(default=1, ge=0)
-    hostPorts: list[StrictInt] = Field(default_factory=list)
-    priority: StrictInt | StrictStr | None = None
+    pods: StrictInt = Field(default=1, ge=0, le=INT32_MAX)
+    hostPorts: list[Port] = Field(default_factory=list)
+    priority: Int32 | StrictStr | None = None
 
 
 class Description(_Closed):
@@ -131,7 +139,7 @@ class Description(_Closed):
     kind: Literal["ClusterDescription"]
     metadata: dict[str, Any] = Field(default_factory=dict)
     levels: list[StrictStr] = Field(default_factory=list)
-    priorityClasses: dict[str, StrictInt] = Field(default_factory=dict)
+    priorityClasses: dict[str, Int32] = Field(default_factory=dict)
     pools: list[dict[str, Any]] = Field(default_factory=list)
     """Validated by `expand_pools`, so `--add-pool` reports the same errors."""
     nodes: list[NodeOverride] = Field(default_factory=list)
@@ -143,6 +151,8 @@ class Description(_Closed):
 _FIELD = re.compile(r"\{([^{}]*)\}")
 _EXPR = re.compile(r"^\s*([A-Za-z_]\w*)((?:\s*(?://|%|\+|-|\*)\s*\d+)*)\s*(?::([^{}]*))?$")
 _OP = re.compile(r"(//|%|\+|-|\*)\s*(\d+)")
+_MAX_WIDTH = 253
+"""Longest Kubernetes name: a wider format spec (`{h:09999999999d}`) only allocates."""
 
 
 def render_template(
@@ -175,8 +185,16 @@ def render_template(
                     f"division by zero in {template!r}", source=source, field=field, code="template"
                 )
             value = _apply(op, value, k)
+        spec = expr.group(3) or ""
+        if any(int(width) > _MAX_WIDTH for width in re.findall(r"\d+", spec)):
+            raise InputError(
+                f"format width over {_MAX_WIDTH} in {m.group(0)!r}",
+                source=source,
+                field=field,
+                code="template",
+            )
         try:
-            return format(value, expr.group(3) or "")
+            return format(value, spec)
         except ValueError as e:
             raise InputError(
                 f"bad format spec in {m.group(0)!r}: {e}",
@@ -214,12 +232,10 @@ def _taints(specs: Sequence[TaintSpec]) -> tuple[Taint, ...]:
 # --- expansion ----------------------------------------------------------------------------------
 
 
-def _expand(
-    pools: Sequence[Mapping[str, Any]], *, source: str, prefix: str = "pools"
-) -> list[tuple[str, Node]]:
-    """(pool name, node) for every node of every pool, in description order."""
-    out: list[tuple[str, Node]] = []
-    names: set[str] = set()
+def _pool_specs(pools: Sequence[Mapping[str, Any]], *, source: str, prefix: str) -> list[PoolSpec]:
+    """Validated pool specs, refused before expansion if they make too many nodes together."""
+    specs: list[PoolSpec] = []
+    total = 0
     for p, raw in enumerate(pools):
         field = f"{prefix}[{p}]"
         if not isinstance(raw, Mapping):
@@ -228,6 +244,26 @@ def _expand(
             spec = PoolSpec.model_validate(raw)
         except ValidationError as e:
             raise validation_error(e, source=source, obj="", prefix=field) from e
+        total += spec.count * spec.hosts
+        if total > MAX_DESCRIPTION_NODES:
+            raise InputError(
+                f"the pools make {total} nodes so far; at most {MAX_DESCRIPTION_NODES}",
+                source=source,
+                field=f"{field}.count",
+                code="too-many-nodes",
+            )
+        specs.append(spec)
+    return specs
+
+
+def _expand(
+    pools: Sequence[Mapping[str, Any]], *, source: str, prefix: str = "pools"
+) -> list[tuple[str, Node]]:
+    """(pool name, node) for every node of every pool, in description order."""
+    out: list[tuple[str, Node]] = []
+    names: set[str] = set()
+    for p, spec in enumerate(_pool_specs(pools, source=source, prefix=prefix)):
+        field = f"{prefix}[{p}]"
         allocatable = parse_resource_map(
             {k: _scalar(v) for k, v in spec.allocatable.items()},
             source=source,
@@ -381,6 +417,7 @@ def _running_priority(
 
 def parse_description(doc: Mapping[str, Any], *, source: str = "") -> ClusterSnapshot:
     """A `kind: ClusterDescription` document -> snapshot (overrides applied, running load taken)."""
+    check_nesting_depth(doc, source, obj_name=DESCRIPTION_KIND)
     try:
         desc = Description.model_validate(doc)
     except ValidationError as e:

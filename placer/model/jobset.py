@@ -18,6 +18,12 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, Strict
 
 from placer.model.durations import jobset_expected_duration
 from placer.model.errors import InputError
+from placer.model.limits import (
+    INT32_MAX,
+    check_nesting_depth,
+    check_pods_per_jobset,
+    check_pods_per_plan,
+)
 from placer.model.manifests import (
     describe_object,
     object_key,
@@ -123,7 +129,7 @@ class PodSpec(_Open):
     affinity: AffinitySpec | None = None
     tolerations: list[TolerationSpec] = Field(default_factory=list)
     hostNetwork: StrictBool = False
-    priority: StrictInt | None = None
+    priority: StrictInt | None = Field(default=None, ge=-INT32_MAX - 1, le=INT32_MAX)
     priorityClassName: StrictStr | None = None
 
 
@@ -133,8 +139,8 @@ class PodTemplate(_Open):
 
 
 class JobSpec(_Open):
-    parallelism: StrictInt | None = Field(default=None, ge=0)
-    completions: StrictInt | None = Field(default=None, ge=0)
+    parallelism: StrictInt | None = Field(default=None, ge=0, le=INT32_MAX)
+    completions: StrictInt | None = Field(default=None, ge=0, le=INT32_MAX)
     template: PodTemplate
 
 
@@ -146,7 +152,7 @@ class JobTemplate(_Open):
 class ReplicatedJobSpec(_Open):
     name: StrictStr = Field(min_length=1)
     groupName: StrictStr = "default"
-    replicas: StrictInt = Field(default=1, ge=0)
+    replicas: StrictInt = Field(default=1, ge=0, le=INT32_MAX)
     template: JobTemplate
 
 
@@ -279,6 +285,25 @@ def _priority(
     return 0
 
 
+def _pods_of(replicas: int, parallelism: int | None, completions: int | None) -> int:
+    """Pods a replicated job runs at once, counting each child Job as at least one (a Job of no
+    pods is still an object to plan)."""
+    per_job = 1 if parallelism is None else parallelism
+    per_job = min(per_job, per_job if completions is None else completions)
+    return replicas * max(per_job, 1)
+
+
+def _check_size(m: JobSetManifest, *, source: str, obj: str) -> None:
+    """The pod limit, from the validated integers alone: before anything is made per pod."""
+    total = 0
+    for i, rj in enumerate(m.spec.replicatedJobs):
+        job = rj.template.spec
+        total += _pods_of(rj.replicas, job.parallelism, job.completions)
+        check_pods_per_jobset(
+            total, source=source, obj=obj, field=f"spec.replicatedJobs[{i}].replicas"
+        )
+
+
 def parse_jobset(
     obj: Mapping[str, Any],
     *,
@@ -292,11 +317,13 @@ def parse_jobset(
     template's priority; mixed priorities inside one JobSet are unusual).
     """
     key = object_key(obj)
+    check_nesting_depth(obj, source, obj_name=key)
     try:
         m = JobSetManifest.model_validate(obj)
     except ValidationError as e:
         raise validation_error(e, source=source, obj=key) from e
     key = f"{m.metadata.namespace}/{m.metadata.name}"
+    _check_size(m, source=source, obj=key)
     js_exclusive = m.metadata.annotations.get(EXCLUSIVE_TOPOLOGY) or None
     rjobs: list[ReplicatedJobRequest] = []
     priorities: list[int] = []
@@ -376,6 +403,7 @@ def _load_jobsets(
 ) -> list[JobSetRequest]:
     result: list[JobSetRequest] = []
     seen: dict[str, str] = {}
+    pods = 0
     for given in paths:
         # per path given: a file with no JobSet is an error, a directory only if none of its
         # files holds one (other kinds beside JobSets are skipped with a warning)
@@ -397,6 +425,8 @@ def _load_jobsets(
                 )
             seen[js.key] = source
             result.append(js)
+            pods += sum(_pods_of(r.replicas, r.pods_per_job, None) for r in js.replicated_jobs)
+            check_pods_per_plan(pods, source=source, obj=js.key)
             found += 1
         if not found:
             raise InputError("contains no JobSet", source=str(given), code="no-jobset")

@@ -14,7 +14,9 @@ counts; `Int32`/`Int64`-style bounds are plain constants for pydantic fields and
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field, StrictInt
 
 from placer.model.errors import InputError
 
@@ -25,8 +27,11 @@ __all__ = [
     "MAX_NESTING_DEPTH",
     "MAX_PODS_PER_JOBSET",
     "MAX_PODS_PER_PLAN",
+    "MAX_POOL_HOSTS",
     "MAX_PRICE_PER_HOUR",
     "SEED_MAX",
+    "Int32",
+    "Port",
     "check_nesting_depth",
     "check_pods_per_jobset",
     "check_pods_per_plan",
@@ -44,12 +49,20 @@ MAX_PODS_PER_JOBSET = 100_000
 """Pods one JobSet may ask for at once (sum of replicas x pods per child Job)."""
 MAX_PODS_PER_PLAN = 1_000_000
 """Pods of all JobSets of one plan together: each becomes a placement row in the plan."""
+MAX_POOL_HOSTS = 4096
+"""Hosts in one pool (a multi-host TPU slice has at most a few thousand): a pool is expanded whole
+to be looked at, so its size bounds the time of every step that does."""
 MAX_DESCRIPTION_NODES = 100_000
 """Nodes a compact cluster description may expand to (twice the largest benchmark)."""
 MAX_CATALOG_NODES = 100_000
 """Nodes a node-pool catalog may offer (maxCount x hosts summed over pool types)."""
 MAX_PRICE_PER_HOUR = 1_000_000.0
 """Catalog prices stay finite and small enough to scale into CP-SAT's 64-bit objective."""
+
+
+Int32 = Annotated[StrictInt, Field(ge=-INT32_MAX - 1, le=INT32_MAX)]
+"""An integer field Kubernetes declares int32 (priorities, PriorityClass values)."""
+Port = Annotated[StrictInt, Field(ge=1, le=65535)]
 
 
 def nesting_depth(obj: Any, limit: int | None = None) -> int:

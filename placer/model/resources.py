@@ -17,6 +17,7 @@ from kubernetes.utils import parse_quantity
 from placer.model.errors import InputError
 
 __all__ = [
+    "MAX_QUANTITY",
     "PODS",
     "ResourceMap",
     "add_resources",
@@ -43,25 +44,50 @@ def _quantity(value: str | int | float) -> Decimal:
     return Decimal(parse_quantity(value))  # type: ignore[no-untyped-call]
 
 
+MAX_QUANTITY = Decimal(2**63 - 1)
+"""Kubernetes quantities are int64 underneath (in milli-units for fractional ones); larger values
+are refused, so that nothing downstream scales a 10^24 into a solver model."""
+
+
 def parse_resource_map(
     raw: Mapping[str, Any] | None, *, source: str = "", obj: str = "", field: str = ""
 ) -> ResourceMap:
-    """Parse `{name: quantity}`; a bad quantity is an InputError naming the field."""
+    """Parse `{name: quantity}` by the API server's rules: a valid quantity, not negative, not
+    over int64, and a whole number for extended resources (`google.com/tpu`, `nvidia.com/gpu`:
+    devices are not divided). A violation is an InputError naming the field."""
     result: ResourceMap = {}
     for name, value in (raw or {}).items():
+        where = f"{field}.{name}" if field else str(name)
         try:
             if not isinstance(value, str | int | float) or isinstance(value, bool):
                 raise TypeError(f"quantity of type {type(value).__name__}")
-            result[str(name)] = _quantity(value)
+            quantity = _quantity(value)
         except (ValueError, TypeError, ArithmeticError) as e:
             raise InputError(
-                f"invalid quantity {value!r}",
-                source=source,
-                obj=obj,
-                field=f"{field}.{name}" if field else str(name),
-                code="quantity",
+                f"invalid quantity {value!r}", source=source, obj=obj, field=where, code="quantity"
             ) from e
+        problem = _rule_broken(str(name), quantity)
+        if problem:
+            raise InputError(
+                f"{problem}, got {value!r}", source=source, obj=obj, field=where, code="quantity"
+            )
+        result[str(name)] = quantity
     return result
+
+
+def _rule_broken(name: str, quantity: Decimal) -> str:
+    if quantity < 0:
+        return "must be greater than or equal to 0"
+    if quantity > MAX_QUANTITY:
+        return f"must be at most {MAX_QUANTITY}"
+    if _whole_numbers_only(name) and quantity != quantity.to_integral_value():
+        return "must be a whole number (an extended resource)"
+    return ""
+
+
+@functools.lru_cache(maxsize=1024)
+def _whole_numbers_only(name: str) -> bool:
+    return is_extended_resource(name)
 
 
 def add_resources(*maps: Mapping[str, Decimal]) -> ResourceMap:
@@ -106,6 +132,23 @@ def _container_request(
     requests = parse_resource_map(
         resources.get("requests"), source=source, obj=obj, field=f"{field}.resources.requests"
     )
+    for name, request in requests.items():
+        limit = limits.get(name)
+        if limit is None:
+            continue
+        problem = ""
+        if is_extended_resource(name) and request != limit:
+            problem = f"must equal the limit {limit} (extended resources are not overcommitted)"
+        elif request > limit:
+            problem = f"must be less than or equal to the limit {limit}"
+        if problem:
+            raise InputError(
+                problem,
+                source=source,
+                obj=obj,
+                field=f"{field}.resources.requests.{name}",
+                code="quantity",
+            )
     return {**limits, **requests}
 
 

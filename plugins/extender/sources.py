@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from placer.model.assignment import ASSIGNMENT_ANNOTATION, Assignment
 from placer.model.errors import InputError
+from placer.model.limits import MAX_NESTING_DEPTH
 from placer.model.plan import Plan
 from plugins.extender.state import (
     ExtenderStore,
@@ -53,6 +54,10 @@ def load_plan(path: str | Path) -> Plan:
         raise InputError(f"cannot read: {e.strerror or e}", source=source, code="plan") from e
     try:
         return Plan.model_validate(json.loads(text))
+    except RecursionError as e:  # the C parser's own guard, near 1,000 levels
+        raise InputError(
+            f"nested deeper than {MAX_NESTING_DEPTH} levels", source=source, code="nesting"
+        ) from e
     except json.JSONDecodeError as e:
         raise InputError(
             f"not JSON: {e.msg} at line {e.lineno} column {e.colno}", source=source, code="plan"

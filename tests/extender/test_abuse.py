@@ -121,3 +121,14 @@ def test_sigterm_drains_the_request_in_flight_and_exits_0(tmp_path: Path) -> Non
         if proc.poll() is None:
             proc.kill()
             proc.wait(timeout=10)
+
+
+def test_a_deeply_nested_plan_file_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from placer.cli import main
+
+    plan = tmp_path / "plan.json"
+    plan.write_text('{"jobsets": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    assert main(["extender", "--port", "0", "--plan", str(plan)]) == 2
+    assert capsys.readouterr().err == f"placer: error: {plan}: nested deeper than 100 levels\n"

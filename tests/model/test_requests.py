@@ -19,8 +19,11 @@ amounts = st.dictionaries(st.sampled_from(RESOURCES), st.integers(0, 64), max_si
 @st.composite
 def containers(draw: st.DrawFn, *, init: bool = False) -> dict[str, Any]:
     requests, limits = draw(amounts), draw(amounts)
-    # Kubernetes requires request <= limit where both are set
+    # Kubernetes requires request <= limit where both are set, and request == limit for
+    # extended resources
     limits = {k: max(v, requests.get(k, 0)) for k, v in limits.items()}
+    if "google.com/tpu" in limits and "google.com/tpu" in requests:
+        limits["google.com/tpu"] = requests["google.com/tpu"]
     c: dict[str, Any] = {
         "name": "c",
         "resources": {

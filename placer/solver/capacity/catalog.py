@@ -30,6 +30,13 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, Validat
 from placer.model.cluster import Node
 from placer.model.compact import expand_pools
 from placer.model.errors import InputError
+from placer.model.limits import (
+    MAX_CATALOG_NODES,
+    MAX_POOL_HOSTS,
+    MAX_PRICE_PER_HOUR,
+    Int32,
+    check_nesting_depth,
+)
 from placer.model.manifests import object_key, read_documents, validation_error
 
 __all__ = ["CATALOG_KIND", "Catalog", "PoolType", "load_catalog"]
@@ -43,8 +50,8 @@ class _Closed(BaseModel):
 
 class PoolType(_Closed):
     name: StrictStr = Field(min_length=1)
-    pricePerHour: float = Field(ge=0)
-    maxCount: StrictInt = Field(ge=0)
+    pricePerHour: float = Field(ge=0, le=MAX_PRICE_PER_HOUR, allow_inf_nan=False)
+    maxCount: StrictInt = Field(ge=0, le=MAX_CATALOG_NODES)
     pool: dict[str, Any]
 
     @property
@@ -58,7 +65,7 @@ class Catalog(_Closed):
     kind: Literal["NodePoolCatalog"]
     metadata: dict[str, Any] = Field(default_factory=dict)
     levels: list[StrictStr] = Field(default_factory=list)
-    priorityClasses: dict[str, StrictInt] = Field(default_factory=dict)
+    priorityClasses: dict[str, Int32] = Field(default_factory=dict)
     poolTypes: list[PoolType] = Field(min_length=1)
     source: str = Field(default="", exclude=True)
     """The file it came from (set by `load_catalog`), for error messages."""
@@ -71,6 +78,7 @@ class Catalog(_Closed):
 
 def _validate(catalog: Catalog) -> Catalog:
     seen: set[str] = set()
+    offered = 0
     for k, t in enumerate(catalog.poolTypes):
         field = f"poolTypes[{k}]"
         if t.name in seen:
@@ -97,6 +105,23 @@ def _validate(catalog: Catalog) -> Catalog:
                 field=f"{field}.pool.name",
                 code="catalog",
             )
+        hosts = t.pool.get("hosts", 1)
+        if isinstance(hosts, int) and not isinstance(hosts, bool) and hosts > MAX_POOL_HOSTS:
+            raise InputError(
+                f"{hosts} hosts in one pool; at most {MAX_POOL_HOSTS}",
+                source=catalog.source,
+                field=f"{field}.pool.hosts",
+                code="too-many-nodes",
+            )
+        offered += t.maxCount * t.hosts
+        if offered > MAX_CATALOG_NODES:
+            raise InputError(
+                f"the catalog offers {offered} nodes so far (maxCount x hosts); "
+                f"at most {MAX_CATALOG_NODES}",
+                source=catalog.source,
+                field=f"{field}.maxCount",
+                code="too-many-nodes",
+            )
         # expands two pools now, so template and quantity errors surface before solving
         catalog.expand(k, 2)
     return catalog
@@ -114,6 +139,7 @@ def load_catalog(paths: Sequence[str | Path]) -> Catalog:
                 field="kind",
                 code="catalog",
             )
+        check_nesting_depth(doc, source, obj_name=CATALOG_KIND)
         try:
             catalog = Catalog.model_validate(doc).model_copy(update={"source": source})
         except ValidationError as e:
