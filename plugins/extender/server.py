@@ -46,7 +46,7 @@ from plugins.extender.wire import (
     encode_priorities,
 )
 
-__all__ = ["PROBES", "Binder", "ExtenderApp", "ExtenderServer", "Response"]
+__all__ = ["INLINE_BODY_BYTES", "PROBES", "Binder", "ExtenderApp", "ExtenderServer", "Response"]
 
 log = logging.getLogger(__name__)
 
@@ -158,12 +158,19 @@ class ExtenderApp:
 _EXTENDER = web.AppKey("placer_extender_app", ExtenderApp)
 
 
+INLINE_BODY_BYTES = 64 * 1024
+"""Bodies up to this size (about 2,000 node names) are decided on the event loop: under about
+2 ms each, less than handing them to a thread costs (benchmarks/RESULTS-extender.md), and even a
+full in-flight queue of them delays a probe by well under 100 ms. Larger ones go to the worker
+threads, so a probe never waits for them."""
+
+
 async def _answer(request: web.Request) -> web.Response:
-    """Every route: the app decides; probes on the event loop (never queued behind decisions),
-    verbs in the worker threads (so a large request never delays a probe)."""
+    """Every route: the app decides; probes and small requests on the event loop, large ones in
+    the worker threads."""
     app: ExtenderApp = request.app[_EXTENDER]
     body = await request.read()
-    if request.path.rstrip("/").rsplit("/", 1)[-1] in PROBES:
+    if len(body) <= INLINE_BODY_BYTES:
         status, payload, content_type = app.handle(request.method, request.path, body)
     else:
         status, payload, content_type = await run_blocking(
