@@ -56,13 +56,6 @@ def test_wrong_methods_are_405_json(url: str, method: str, path: str, message: s
     assert error_of(raw) == message
 
 
-def test_a_deeply_nested_pod_is_a_400_naming_the_field(url: str) -> None:
-    body = '{"NodeNames":["n3"],"Pod":{"metadata":{"name":"p"},"spec":' + "[" * 150
-    status, answer = post(url, "filter", (body + "]" * 150 + "}}").encode())
-    assert status == 400
-    assert answer["Error"] == "ExtenderArgs: Pod: nested deeper than 100 levels"
-
-
 def test_nesting_past_the_parser_guard_is_a_400_at_default_limits(tmp_path: Path) -> None:
     plan, cluster = write_inputs(tmp_path)
     service = build(ServiceOptions(host="127.0.0.1", port=0, plan=plan, cluster=(cluster,)))

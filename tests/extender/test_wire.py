@@ -107,7 +107,7 @@ def test_keys_match_like_gos_decoder() -> None:
         ),
         pytest.param(b"\xff\xfe", "not UTF-8", id="binary"),
         pytest.param(
-            b'{"NodeNames": [], "Pod": {"spec": ' + b"[" * 101 + b"]" * 101 + b"}}",
+            b'{"NodeNames": [], "Pod": {"spec": ' + b"[" * 100_000 + b"]" * 100_000 + b"}}",
             r"^ExtenderArgs: Pod: nested deeper than 100 levels$",
             id="deep-pod",
         ),
