@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,6 +24,7 @@ from placer.serving import (
     json_error_body,
     make_application,
     run_blocking,
+    server_ssl_context,
 )
 
 RELEASE = threading.Event()
@@ -246,3 +249,32 @@ def test_limits_are_checked() -> None:
     with pytest.raises(ValueError, match="max_in_flight must be at least 1"):
         ServingLimits(max_in_flight=0)
     assert json.loads(json_error_body(418, "teapot")) == {"error": "teapot", "status": 418}
+
+
+TLS = Path(__file__).resolve().parent / "data" / "tls"
+
+
+def test_tls_serves_https_and_a_plain_client_gets_no_answer() -> None:
+    settings = ServingLimits()
+    app = make_application([web.get("/healthz", healthz)], limits=settings)
+    context = server_ssl_context(TLS / "server.crt", TLS / "server.key")
+    srv = HttpServer(app, "127.0.0.1", 0, limits=settings, ssl_context=context).start()
+    try:
+        assert srv.url.startswith("https://127.0.0.1:")
+        client = ssl.create_default_context(cafile=str(TLS / "server.crt"))
+        with (
+            socket.create_connection(("127.0.0.1", srv.port), timeout=10) as raw,
+            client.wrap_socket(raw, server_hostname="127.0.0.1") as sock,
+        ):
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
+            status, _, answer = read_answer(sock)
+        assert (status, answer) == (200, {"ok": True})
+        with connect(srv) as plain:  # HTTP to an HTTPS port: the handshake fails, no answer
+            plain.sendall(b"GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
+            try:
+                reply = plain.recv(100)
+            except ConnectionResetError:
+                reply = b""
+            assert not reply.startswith(b"HTTP/1.1")
+    finally:
+        srv.stop()
