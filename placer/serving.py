@@ -17,8 +17,8 @@ reach the port, so both need the same guards. They live here once, on aiohttp:
   (aiohttp's keep-alive timer), and a body within `body_timeout_s` (else 408).
 - **JSON errors for every status the application answers**: router misses (404, 405), limits
   (411, 413, 408, 503) and handler exceptions (500) all go through one middleware that asks the
-  caller's `error_body(status, message)` for the payload. Requests that are not HTTP at all are
-  refused by aiohttp's parser before any middleware runs (a plain-text 400).
+  caller's `error_body(status, message)` for the payload; so do aiohttp's own refusals of
+  requests that are not valid HTTP, which come before any middleware (a JSON 400).
 - **Graceful stop**: `HttpServer.stop()` closes the listening socket, lets admitted requests
   finish, bodies still arriving included (up to `shutdown_timeout_s`), closes idle keep-alive
   connections, and returns;
@@ -49,6 +49,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from aiohttp import web
+from aiohttp.web_protocol import RequestHandler
+from aiohttp.web_request import BaseRequest
 
 __all__ = [
     "ErrorBody",
@@ -266,11 +268,44 @@ class _Refusal(asyncio.Protocol):
         transport.close()
 
 
+class _JsonErrorHandler(RequestHandler):
+    """aiohttp's connection handler, with its own error answers (a request that is not valid HTTP,
+    a header too long: refused before any middleware runs) in the server's JSON shape too."""
+
+    error_body: ErrorBody = staticmethod(json_error_body)
+
+    def handle_error(
+        self,
+        request: BaseRequest,
+        status: int = 500,
+        exc: BaseException | None = None,
+        message: str | None = None,
+    ) -> web.StreamResponse:
+        if status >= 500:
+            log.error("error handling a request from %s", request.remote, exc_info=exc)
+        else:  # a client's mistake, logged quietly: anyone can send these
+            log.debug("refused a request from %s: %s", request.remote, message)
+        if request.writer.output_size > 0:
+            raise ConnectionError("the answer has started; no error answer can follow")
+        text = message if status < 500 and message else HTTPStatus(status).phrase
+        answer = web.Response(
+            status=status,
+            body=type(self).error_body(status, " ".join(text.split())),
+            content_type="application/json",
+        )
+        answer.force_close()
+        return answer
+
+
+def _handler_class(error_body: ErrorBody) -> type[_JsonErrorHandler]:
+    return type("JsonErrorHandler", (_JsonErrorHandler,), {"error_body": staticmethod(error_body)})
+
+
 class _CappedSite(web.BaseSite):
     """aiohttp's socket site with a connection cap in front of its protocol factory (as
     `web.SockSite` does, plus the cap: aiohttp has no connection limit of its own)."""
 
-    __slots__ = ("_cap", "_refusal", "_sock")
+    __slots__ = ("_cap", "_handler", "_refusal", "_sock")
 
     def __init__(
         self,
@@ -279,12 +314,13 @@ class _CappedSite(web.BaseSite):
         *,
         ssl_context: ssl.SSLContext | None,
         max_connections: int,
-        refusal: bytes,
+        error_body: ErrorBody,
     ) -> None:
         super().__init__(runner, ssl_context=ssl_context, backlog=128)
         self._sock = sock
         self._cap = max_connections
-        self._refusal = refusal
+        self._refusal = _refusal_bytes(error_body)
+        self._handler = _handler_class(error_body)
 
     @property
     def name(self) -> str:
@@ -295,14 +331,17 @@ class _CappedSite(web.BaseSite):
         await super().start()
         server = self._runner.server
         assert server is not None
-        cap, refusal = self._cap, self._refusal
+        cap, refusal, handler = self._cap, self._refusal, self._handler
+        loop = asyncio.get_running_loop()
+        # `Server.__call__` builds aiohttp's own handler from the runner's settings (`_kwargs`,
+        # the only private name used); the same settings build ours.
+        settings = server._kwargs
 
         def protocol() -> asyncio.BaseProtocol:
             if len(server.connections) >= cap:
                 return _Refusal(refusal)
-            return server()
+            return handler(server, loop=loop, **settings)
 
-        loop = asyncio.get_running_loop()
         self._server = await loop.create_server(
             protocol, sock=self._sock, ssl=self._ssl_context, backlog=self._backlog
         )
@@ -398,7 +437,7 @@ class HttpServer:
                 self._sock,
                 ssl_context=self.ssl_context,
                 max_connections=self.limits.max_connections,
-                refusal=_refusal_bytes(self._error_body),
+                error_body=self._error_body,
             )
             await site.start()
             self._ready.set()

@@ -278,3 +278,25 @@ def test_tls_serves_https_and_a_plain_client_gets_no_answer() -> None:
             assert not reply.startswith(b"HTTP/1.1")
     finally:
         srv.stop()
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        pytest.param(b"HELLO THERE\r\n\r\n", id="not-http"),
+        pytest.param(
+            b"GET /healthz HTTP/1.1\r\nX: " + b"a" * 10_000 + b"\r\n\r\n", id="long-header"
+        ),
+        pytest.param(
+            b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+            id="bad-chunk",
+        ),
+    ],
+)
+def test_requests_that_are_not_http_get_a_json_400(server: HttpServer, raw: bytes) -> None:
+    status, headers, answer = exchange(server, raw)
+    assert 400 <= status < 500
+    assert headers["content-type"].startswith("application/json")
+    assert answer["status"] == status and answer["error"]
+    assert "\n" not in answer["error"]
+    assert exchange(server, post_head("/echo", 2) + b"ok")[0] == 200

@@ -71,6 +71,15 @@ def test_nesting_past_the_parser_guard_is_a_400_at_default_limits(tmp_path: Path
         service.close()
 
 
+def test_a_request_that_is_not_http_is_a_400_in_the_extender_shape(url: str) -> None:
+    host, port = url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(b"HELLO THERE\r\n\r\n")
+        answer = sock.makefile("rb").read()
+    assert answer.split(b" ", 2)[1] == b"400"
+    assert error_of(answer.split(b"\r\n\r\n", 1)[1]).startswith("Invalid method encountered")
+
+
 def test_an_oversize_body_is_a_413_in_the_extender_shape(url: str) -> None:
     names = [f"node-{i:05d}" for i in range(1000)]
     status, answer = post(url, "filter", {"Pod": plain_pod(), "NodeNames": names})
