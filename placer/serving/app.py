@@ -141,7 +141,8 @@ def make_application(
     exempt: Collection[str] = ("/healthz", "/readyz"),
 ) -> web.Application:
     """An aiohttp application with the guards above around `routes`. Handlers find the body
-    already read (`await request.read()` returns it at once) and within the limits."""
+    already read (`await request.read()` returns it at once) and within the limits. Handlers of
+    `exempt` paths (probes) are not admitted and must not read a body: it would not be counted."""
     admission = _Admission(limits)
     exempt_paths = frozenset(exempt)
 

@@ -169,6 +169,9 @@ async def _answer(request: web.Request) -> web.Response:
     """Every route: the app decides; probes and small requests on the event loop, large ones in
     the worker threads."""
     app: ExtenderApp = request.app[_EXTENDER]
+    if request.path.rstrip("/").rsplit("/", 1)[-1] in PROBES:
+        # never read a probe's body: probes are not admitted, so their bodies are not counted
+        return _response(*app.handle(request.method, request.path, b""))
     body = await request.read()
     if len(body) <= INLINE_BODY_BYTES:
         status, payload, content_type = app.handle(request.method, request.path, body)
@@ -176,6 +179,10 @@ async def _answer(request: web.Request) -> web.Response:
         status, payload, content_type = await run_blocking(
             request, app.handle, request.method, request.path, body
         )
+    return _response(status, payload, content_type)
+
+
+def _response(status: int, payload: bytes, content_type: str) -> web.Response:
     return web.Response(status=status, body=payload, content_type=content_type)
 
 

@@ -134,3 +134,13 @@ def test_a_deeply_nested_plan_file_is_one_line_and_exit_2(
     plan.write_text('{"jobsets": ' + "[" * 100_000 + "]" * 100_000 + "}")
     assert main(["extender", "--port", "0", "--plan", str(plan)]) == 2
     assert capsys.readouterr().err == f"placer: error: {plan}: nested deeper than 100 levels\n"
+
+
+def test_a_probe_never_reads_a_body(url: str) -> None:
+    """Probes are not admitted (so they answer under any load); a body sent to one must not be
+    read, or it would use memory no limit counts. The server answers before the body arrives."""
+    host, port = url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(b"POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 4000\r\n\r\n{")
+        status_line = sock.makefile("rb").readline()
+    assert status_line.split(b" ")[1] == b"405"
