@@ -5,8 +5,9 @@ them for a test or the benchmarks' over-time simulation to mean anything. These 
 the real components do, as far as placement can tell:
 
 - `create_pods`: JobSet + Job controllers: pods of every child Job of the current restart attempt,
-  from the pod template (gates included), with JobSet's labels (and, for the node-selector
-  strategy, the per-child-Job node selector and toleration JobSet adds).
+  from the pod template (gates included), with JobSet's labels and the exclusive-topology and
+  node-selector annotations it copies (and, for the node-selector strategy, the per-child-Job node
+  selector and toleration JobSet adds).
 - `schedule`: kube-scheduler: binds each ungated pending pod to the first node (by name) that is
   ready, schedulable, matches its node selector and required node affinity, tolerates its taints
   and has room; a pod that fits nowhere stays pending.
@@ -158,6 +159,21 @@ def _select_labeled_nodes(spec: dict[str, Any], namespace: str, job: str) -> Non
     )
 
 
+def _exclusive_annotations(js: Obj, rjob: Mapping[str, Any]) -> dict[str, str]:
+    """What JobSet copies onto every pod from the JobSet's, then the replicatedJob's, annotations:
+    exclusive-topology and, only next to it, the node-selector flag (no other annotation)."""
+    copied: dict[str, str] = {}
+    for source in (
+        js["metadata"].get("annotations") or {},
+        ((rjob.get("template") or {}).get("metadata") or {}).get("annotations") or {},
+    ):
+        if EXCLUSIVE_TOPOLOGY in source:
+            copied[EXCLUSIVE_TOPOLOGY] = source[EXCLUSIVE_TOPOLOGY]
+            if NODE_SELECTOR_STRATEGY in source:
+                copied[NODE_SELECTOR_STRATEGY] = source[NODE_SELECTOR_STRATEGY]
+    return copied
+
+
 def create_pods(cluster: MemoryCluster, namespace: str, name: str) -> list[Obj]:
     """Create the missing pods of the JobSet's current restart attempt; returns the new ones."""
     js = cluster.get("jobsets", name, namespace=namespace)
@@ -200,6 +216,10 @@ def create_pods(cluster: MemoryCluster, namespace: str, name: str) -> list[Obj]:
                         "name": f"{job}-{idx}-{_suffix(uid, attempt, idx)}",
                         "namespace": namespace,
                         "labels": labels,
+                        "annotations": {
+                            **((template.get("metadata") or {}).get("annotations") or {}),
+                            **_exclusive_annotations(js, rj),
+                        },
                     },
                     "spec": copy.deepcopy(template["spec"]),
                     "status": {"phase": "Pending"},

@@ -26,7 +26,16 @@ DESCRIPTION = (
     "Plan pending Kubernetes JobSets jointly with CP-SAT: one topology domain per child Job, "
     "all-or-nothing per JobSet, priority first."
 )
-COMMANDS = ("plan", "explain", "capacity", "prepare", "controller", "extender", "completion")
+COMMANDS = (
+    "plan",
+    "explain",
+    "capacity",
+    "prepare",
+    "controller",
+    "extender",
+    "webhook",
+    "completion",
+)
 
 
 def placer_version() -> str:

@@ -2,9 +2,10 @@
 
 Pure functions over a `ClusterState`; the first step of every reconcile cycle. A JobSet is managed
 when it opted in for the binding in use: the placement gate on a pod template (gate binding), or the
-exclusive-topology plus node-selector annotations (node-labels binding). Its `Assignment` record is
-read back from the annotation; a record copied from another object or unreadable is ignored with a
-warning, never trusted.
+exclusive-topology plus node-selector annotations (node-labels binding); under the gate binding
+also when `placer webhook` gated its pods (then its placement keeps it managed once they run). Its
+`Assignment` record is read back from the annotation; a record copied from another object or
+unreadable is ignored with a warning, never trusted.
 """
 
 from __future__ import annotations
@@ -71,6 +72,16 @@ def is_managed(obj: Mapping[str, Any], binding: Binding) -> bool:
         for t in _templates(obj)
     )
     return exclusive and NODE_SELECTOR_STRATEGY in annotations
+
+
+def _gated_by_webhook(obj: Obj, key: str, pods: Sequence[PodEntry], *, committed: bool) -> bool:
+    """Opted in through `placer webhook` (gate binding): its pods carry the gate although the
+    template does not, or, once they are all ungated, placer holds its placement (a ledger
+    entry, or its own record annotation)."""
+    if committed or any(p.gated for p in pods):
+        return True
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    return ASSIGNMENT_ANNOTATION in annotations and read_record(obj, key)[0] is not None
 
 
 def is_finished(obj: Mapping[str, Any]) -> bool:
@@ -259,23 +270,25 @@ def survey(
     for order, ((ns, name), obj) in enumerate(sorted(state.jobsets.items())):
         if namespaces and ns not in namespaces:
             continue
-        if not is_managed(obj, binding):
-            continue
         key = f"{ns}/{name}"
-        request, error = _parse(obj, order, priorities, memo)
-        record, text = read_record(obj, key)
         uid = str(obj["metadata"].get("uid") or "")
         entry = ledger.placement(key, uid) if ledger is not None else None
         if entry is not None and entry.record.jobset != key:
             log.warning("%s: ignoring ledger entry written for %s", key, entry.record.jobset)
             entry = None
-        if entry is not None:
-            record = entry.record
         mine = tuple(
             p
             for p in pods.get(key, ())
             if not uid or not p.ref.jobset_uid or p.ref.jobset_uid == uid
         )
+        if not is_managed(obj, binding) and not (
+            binding == "gate" and _gated_by_webhook(obj, key, mine, committed=entry is not None)
+        ):
+            continue
+        request, error = _parse(obj, order, priorities, memo)
+        record, text = read_record(obj, key)
+        if entry is not None:
+            record = entry.record
         status = obj.get("status") or {}
         result.append(
             ManagedJobSet(

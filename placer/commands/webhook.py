@@ -1,0 +1,102 @@
+"""`placer webhook`: serve the mutating admission webhook that gates opted-in JobSets' pods.
+
+A thin flag parser. The server lives in `plugins/webhook/` and is imported inside `run`, so the
+`placer` package does not depend on `plugins` (or aiohttp) at import time and other commands never
+load it. See deploy/webhook/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+__all__ = ["register", "run"]
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"port out of range: {value}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 <= value <= 86400:
+        raise argparse.ArgumentTypeError(f"seconds out of range 0..86400: {value}")
+    return value
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser(
+        "webhook",
+        help="serve the admission webhook that gates opted-in JobSets' pods",
+        description="Serve a mutating admission webhook (AdmissionReview v1 over HTTPS) that adds "
+        "the placer.dev/placement scheduling gate to the pods of JobSets in opted-in namespaces, "
+        "so `placer controller` places them without `placer prepare`. "
+        "See deploy/webhook/README.md.",
+    )
+    parser.add_argument(
+        "--tls-cert-file",
+        metavar="FILE",
+        required=True,
+        help="PEM server certificate (chain) for the HTTPS port, e.g. a cert-manager Secret's "
+        "tls.crt; reloaded when it changes",
+    )
+    parser.add_argument(
+        "--tls-private-key-file", metavar="FILE", required=True, help="PEM private key (tls.key)"
+    )
+    parser.add_argument("--host", default="0.0.0.0", help="HTTPS address (0.0.0.0)")
+    parser.add_argument("--port", type=_port, default=9443, help="HTTPS port (9443)")
+    parser.add_argument(
+        "--metrics-port",
+        type=_port,
+        default=8080,
+        help="plain-HTTP port for /healthz, /readyz and /metrics; 0 disables (8080)",
+    )
+    parser.add_argument("--metrics-address", default="0.0.0.0", help="metrics bind address")
+    parser.add_argument(
+        "--tls-reload-interval",
+        metavar="SECONDS",
+        type=_seconds,
+        default=60.0,
+        help="check the certificate files for renewal this often; 0 never (60)",
+    )
+    parser.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default="text",
+        help="json: one structured object per line",
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from plugins.webhook.server import WebhookOptions, serve
+
+    level = logging.DEBUG if args.verbose else logging.INFO
+    if args.log_format == "json":
+        from placer.controller.logs import use_json_logs
+
+        use_json_logs(level)
+    else:
+        logging.getLogger().setLevel(level)
+    options = WebhookOptions(
+        cert_file=Path(args.tls_cert_file),
+        key_file=Path(args.tls_private_key_file),
+        host=args.host,
+        port=args.port,
+        metrics_host=args.metrics_address,
+        metrics_port=args.metrics_port or None,
+        reload_interval_s=args.tls_reload_interval,
+    )
+    serve(options, announce=lambda line: print(line, file=sys.stderr, flush=True))
+    return 0
