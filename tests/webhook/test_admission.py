@@ -70,7 +70,7 @@ def test_gate_added_whatever_gates_the_pod_had(existing: Any, after: list[Any]) 
     spec = {} if existing is None else {"schedulingGates": None if existing == "null" else existing}
     pod = jobset_pod(**spec)
     before = copy.deepcopy(pod)
-    response, patched = admitted(pod)
+    _, patched = admitted(pod)
     assert patched["spec"]["schedulingGates"] == after
     # Nothing else changes: the patch touches the gates only.
     patched["spec"].pop("schedulingGates")
