@@ -28,6 +28,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram
 from prometheus_client.exposition import generate_latest
 
+from placer.model.errors import InputError
 from plugins.webhook.admission import MalformedReview, answer_review, error_review
 from plugins.webhook.tls import ServingCertificate
 
@@ -148,7 +149,15 @@ class WebhookServer:
         )
         await runner.setup()
         self._runners.append(runner)
-        sock = _listen(host, port)
+        try:
+            sock = _listen(host, port)
+        except OSError as e:
+            await runner.cleanup()
+            raise InputError(
+                f"cannot listen on {host}:{port}: {e.strerror or e}",
+                field="--port" if tls else "--metrics-port",
+                code="usage",
+            ) from None
         bound = int(sock.getsockname()[1])
         site = web.SockSite(runner, sock, ssl_context=self.certificate.context if tls else None)
         await site.start()
@@ -199,6 +208,7 @@ async def _serve_until_signal(server: WebhookServer, announce: Callable[[str], N
 
 
 def serve(options: WebhookOptions, announce: Callable[[str], None]) -> None:
-    """Run until SIGTERM or SIGINT. Bad TLS files raise `InputError` before anything listens."""
+    """Run until SIGTERM or SIGINT. Bad TLS files raise `InputError` before anything listens, a
+    port that cannot be bound raises it too."""
     server = WebhookServer(options)
     asyncio.run(_serve_until_signal(server, announce))

@@ -139,6 +139,17 @@ def test_bad_tls_files_are_one_line_errors(tmp_path: Path, capsys: Any) -> None:
     assert err.count("\n") == 1 and "not a PEM certificate and its private key" in err
 
 
+def test_port_in_use_is_a_one_line_error(tmp_path: Path, capsys: Any) -> None:
+    files = make_server_files(tmp_path)
+    with RunningWebhook(files) as hook:
+        code = main(["webhook", "--host", "127.0.0.1", "--port", str(hook.server.port),
+                     "--tls-cert-file", str(files.cert),
+                     "--tls-private-key-file", str(files.key)])  # fmt: skip
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"cannot listen on 127.0.0.1:{hook.server.port}" in err
+
+
 def test_command_serves_until_sigterm_and_exits_0(tmp_path: Path) -> None:
     """`placer webhook` as a process: announces both listeners, answers, stops cleanly."""
     files = make_server_files(tmp_path)
