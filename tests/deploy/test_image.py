@@ -139,13 +139,15 @@ def test_installed_entrypoint_runs_from_a_fresh_environment(wheel: Path, tmp_pat
         return subprocess.run(args, capture_output=True, text=True, env=env, cwd=tmp_path)
 
     probe = (
-        "import placer, plugins.webhook; from placer.cli import build_parser; "
-        "print(placer.__file__); print(build_parser().format_help())"
+        "import placer, plugins.webhook; from placer.cli import build_parser, placer_version; "
+        "print(placer.__file__); print(placer_version()); print(build_parser().format_help())"
     )
     where = run(str(python), "-c", probe)
     assert where.returncode == 0, where.stderr
-    path, top = where.stdout.split("\n", 1)
+    path, version, top = where.stdout.split("\n", 2)
     assert Path(path).is_relative_to(venv)  # the wheel's copy, not the work tree's
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert version == project["version"]  # what `placer --version` prints in the image
     assert "webhook" in top and "controller" in top
     # The console script the image's ENTRYPOINT runs: usage errors are one line, exit 2.
     missing = run(str(venv / "bin" / "placer"), "webhook")
