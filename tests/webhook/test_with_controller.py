@@ -11,7 +11,7 @@ from typing import Any
 import jsonpatch
 import pytest
 
-from placer.controller import simulate as sim
+from benchmarks import cluster_sim as sim
 from placer.controller.adapter import Kind, Obj
 from placer.controller.memory_adapter import MemoryCluster
 from plugins.webhook.admission import MANAGED_LABEL, answer_review
