@@ -35,6 +35,16 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {value}")
+    return value
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "webhook",
@@ -71,6 +81,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="check the certificate files for renewal this often; 0 never (60)",
     )
     parser.add_argument(
+        "--max-body-bytes",
+        type=_positive,
+        default=8 * 1024 * 1024,
+        help="largest AdmissionReview accepted; bigger ones are refused with 413 (8 MiB; a pod "
+        "is at most about 1.5 MiB)",
+    )
+    parser.add_argument(
+        "--max-in-flight",
+        type=_positive,
+        default=32,
+        help="reviews answered at once; more get 503 at once, which the API server treats as a "
+        "webhook failure (32)",
+    )
+    parser.add_argument(
         "--log-format",
         choices=("text", "json"),
         default="text",
@@ -80,6 +104,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from placer.serving import ServingLimits
     from plugins.webhook.server import WebhookOptions, serve
 
     level = logging.DEBUG if args.verbose else logging.INFO
@@ -97,6 +122,12 @@ def run(args: argparse.Namespace) -> int:
         metrics_host=args.metrics_address,
         metrics_port=args.metrics_port or None,
         reload_interval_s=args.tls_reload_interval,
+        limits=ServingLimits(
+            max_body_bytes=args.max_body_bytes,
+            max_in_flight=args.max_in_flight,
+            max_in_flight_bytes=max(32 * 1024 * 1024, args.max_body_bytes),
+            shutdown_timeout_s=10.0,
+        ),
     )
     serve(options, announce=lambda line: print(line, file=sys.stderr, flush=True))
     return 0

@@ -1,15 +1,17 @@
-"""`placer webhook`'s servers, on aiohttp: the admission endpoint over HTTPS, probes and metrics
-over plain HTTP on a second port.
+"""`placer webhook`'s servers: the admission endpoint over HTTPS, probes and metrics over plain
+HTTP on a second port, both on placer's shared serving plumbing (`placer.serving`, aiohttp).
 
     HTTPS  POST /mutate-pods   AdmissionReview v1 in, AdmissionReview v1 out (admission.py)
     HTTP   GET  /healthz       200 while the process serves (liveness)
-    HTTP   GET  /readyz        200 once the HTTPS listener is up, 503 while shutting down
+    HTTP   GET  /readyz        200 while the HTTPS listener serves, 503 once it stops
     HTTP   GET  /metrics       Prometheus text: admissions by outcome, answer latency
 
-Probes and metrics stay off the TLS port so the kubelet and Prometheus need no certificate. The
-request body is capped (`max_body_bytes`; aiohttp's client_max_size): a larger one is answered 413
-with an AdmissionReview error. SIGTERM stops accepting, lets answers in flight finish (up to
-`shutdown_timeout_s`), then exits. Called by placer/commands/webhook.py and the tests.
+Probes and metrics stay off the TLS port so the kubelet and Prometheus need no certificate.
+`placer.serving` brings the body limit, bounded in-flight work and connections, the drain on
+SIGTERM; every refusal it makes on the HTTPS port (413, 408, 503, 404, ...) is written as an
+AdmissionReview error, so the API server always reads an answer it understands. The serving
+certificate is checked for renewal every `reload_interval_s` (tls.py). Called by
+placer/commands/webhook.py and the tests.
 """
 
 from __future__ import annotations
@@ -17,11 +19,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import signal
-import socket
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from aiohttp import web
@@ -29,6 +29,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, H
 from prometheus_client.exposition import generate_latest
 
 from placer.model.errors import InputError
+from placer.serving import HttpServer, ServingLimits, json_error_body, make_application
 from plugins.webhook.admission import MalformedReview, answer_review, error_review
 from plugins.webhook.tls import ServingCertificate
 
@@ -38,6 +39,13 @@ log = logging.getLogger(__name__)
 
 MUTATE_PATH = "/mutate-pods"
 JSON = "application/json"
+PROBE_PATHS = ("/healthz", "/readyz", "/metrics")
+
+
+def _default_limits() -> ServingLimits:
+    # A pod is at most ~1.5 MiB in etcd; its review (plus escaping) stays well below 8 MiB.
+    # Answers take about a millisecond: 32 at once is plenty (the next gets a 503 and a retry).
+    return ServingLimits(max_body_bytes=8 * 1024 * 1024, shutdown_timeout_s=10.0)
 
 
 @dataclass(frozen=True)
@@ -51,9 +59,7 @@ class WebhookOptions:
     """None: no probe/metrics listener (0 binds a free port, like `port`)."""
     reload_interval_s: float = 60.0
     """How often the certificate files are checked for renewal; 0: never."""
-    max_body_bytes: int = 8 * 1024 * 1024
-    """A pod is at most ~1.5 MiB in etcd; its review (plus escaping) stays well below this."""
-    shutdown_timeout_s: float = 10.0
+    limits: ServingLimits = field(default_factory=_default_limits)
 
 
 class WebhookMetrics:
@@ -69,53 +75,102 @@ class WebhookMetrics:
         )
         self.latency = Histogram(
             "placer_webhook_admission_seconds",
-            "Time to read, decide and answer one admission review",
+            "Time to decide and answer one admission review (body already read)",
             buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0),
             registry=self.registry,
         )
 
 
-def _listen(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    return socket.create_server((host, port), family=family, reuse_port=False)
+def _review_error_body(status: int, message: str) -> bytes:
+    """`placer.serving`'s error answers, as AdmissionReviews refusing the request."""
+    return error_review(message, code=status)
 
 
 class WebhookServer:
-    """Both listeners; `start()` binds them (port 0 picks a free one), `stop()` drains them."""
+    """Both listeners, bound in the constructor (port 0 picks a free one; a busy port or bad TLS
+    files raise `InputError` here); `start()` serves them from their threads, `stop()` drains."""
 
     def __init__(self, options: WebhookOptions, metrics: WebhookMetrics | None = None) -> None:
         self.options = options
         self.metrics = metrics or WebhookMetrics()
         self.certificate = ServingCertificate(options.cert_file, options.key_file)
+        self.https = self._bind(self._webhook_app(), options.host, options.port, tls=True)
+        self.probes: HttpServer | None = None
+        if options.metrics_port is not None:
+            try:
+                self.probes = self._bind(
+                    self._probe_app(), options.metrics_host, options.metrics_port, tls=False
+                )
+            except InputError:
+                self.https.stop()  # closes its socket
+                raise
         self.ready = False
-        self.port = 0
-        self.metrics_port = 0
-        self._runners: list[web.AppRunner] = []
-        self._reloader: asyncio.Task[None] | None = None
+
+    @property
+    def port(self) -> int:
+        return self.https.port
+
+    @property
+    def metrics_port(self) -> int:
+        return self.probes.port if self.probes is not None else 0
+
+    def _bind(self, app: web.Application, host: str, port: int, *, tls: bool) -> HttpServer:
+        try:
+            return HttpServer(
+                app,
+                host,
+                port,
+                limits=self.options.limits,
+                ssl_context=self.certificate.context if tls else None,
+                error_body=_review_error_body if tls else json_error_body,
+                name="placer-webhook" if tls else "placer-webhook-probes",
+            )
+        except OSError as e:
+            raise InputError(
+                f"cannot listen on {host}:{port}: {e.strerror or e}",
+                field="--port" if tls else "--metrics-port",
+                code="usage",
+            ) from None
 
     async def _mutate(self, request: web.Request) -> web.Response:
+        body = await request.read()  # already read within the limits by placer.serving
         started = time.perf_counter()
         status = 200
         try:
-            body = await request.read()
             payload, answer = answer_review(body)
             outcome: str = answer.outcome
-        except web.HTTPRequestEntityTooLarge:
-            status, outcome = 413, "malformed"
-            payload = error_review(
-                f"request body over {self.options.max_body_bytes} bytes", code=413
-            )
         except MalformedReview as e:
             status, outcome = 400, "malformed"
             payload = error_review(str(e), uid=e.uid)
-        except Exception:  # never a crash: the API server gets an answer and a log line says why
-            log.exception("admission review failed")
-            status, outcome = 500, "error"
-            payload = error_review("internal error", code=500)
         self.metrics.admissions.labels(outcome=outcome).inc()
         self.metrics.latency.observe(time.perf_counter() - started)
         log.debug("admission: %s (HTTP %d)", outcome, status)
         return web.Response(body=payload, status=status, content_type=JSON)
+
+    async def _reload_certificate(self, _: web.Application) -> AsyncIterator[None]:
+        """While the HTTPS application runs: check the certificate files now and then."""
+
+        async def loop() -> None:
+            while True:
+                await asyncio.sleep(self.options.reload_interval_s)
+                self.certificate.reload_if_changed()
+
+        task = asyncio.create_task(loop()) if self.options.reload_interval_s > 0 else None
+        yield
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    def _webhook_app(self) -> web.Application:
+        app = make_application(
+            [web.post(MUTATE_PATH, self._mutate)],
+            limits=self.options.limits,
+            error_body=_review_error_body,
+            exempt=(),
+        )
+        app.cleanup_ctx.append(self._reload_certificate)
+        return app
 
     async def _healthz(self, _: web.Request) -> web.Response:
         return web.Response(text="ok\n")
@@ -131,84 +186,54 @@ class WebhookServer:
             headers={"Content-Type": CONTENT_TYPE_LATEST},
         )
 
-    def webhook_app(self) -> web.Application:
-        app = web.Application(client_max_size=self.options.max_body_bytes)
-        app.router.add_post(MUTATE_PATH, self._mutate)
-        return app
-
-    def probe_app(self) -> web.Application:
-        app = web.Application()
-        app.router.add_get("/healthz", self._healthz)
-        app.router.add_get("/readyz", self._readyz)
-        app.router.add_get("/metrics", self._metrics)
-        return app
-
-    async def _site(self, app: web.Application, host: str, port: int, *, tls: bool) -> int:
-        runner = web.AppRunner(
-            app, shutdown_timeout=self.options.shutdown_timeout_s, access_log=None
+    def _probe_app(self) -> web.Application:
+        return make_application(
+            [
+                web.get("/healthz", self._healthz),
+                web.get("/readyz", self._readyz),
+                web.get("/metrics", self._metrics),
+            ],
+            limits=self.options.limits,
+            exempt=PROBE_PATHS,
         )
-        await runner.setup()
-        self._runners.append(runner)
-        try:
-            sock = _listen(host, port)
-        except OSError as e:
-            await runner.cleanup()
-            raise InputError(
-                f"cannot listen on {host}:{port}: {e.strerror or e}",
-                field="--port" if tls else "--metrics-port",
-                code="usage",
-            ) from None
-        bound = int(sock.getsockname()[1])
-        site = web.SockSite(runner, sock, ssl_context=self.certificate.context if tls else None)
-        await site.start()
-        return bound
 
-    async def _reload_loop(self) -> None:
-        while True:
-            await asyncio.sleep(self.options.reload_interval_s)
-            self.certificate.reload_if_changed()
-
-    async def start(self) -> None:
-        opts = self.options
-        self.port = await self._site(self.webhook_app(), opts.host, opts.port, tls=True)
-        if opts.metrics_port is not None:
-            self.metrics_port = await self._site(
-                self.probe_app(), opts.metrics_host, opts.metrics_port, tls=False
-            )
-        if opts.reload_interval_s > 0:
-            self._reloader = asyncio.create_task(self._reload_loop())
+    def start(self) -> WebhookServer:
+        if self.probes is not None:
+            self.probes.start()
+        self.https.start()
         self.ready = True
+        return self
 
-    async def stop(self) -> None:
-        """Not ready, stop accepting, finish the answers in flight, close."""
+    def stop(self) -> None:
+        """Not ready, drain the HTTPS answers in flight, then stop the probes (idempotent)."""
         self.ready = False
-        if self._reloader is not None:
-            self._reloader.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._reloader
-        for runner in reversed(self._runners):
-            await runner.cleanup()
-        self._runners.clear()
+        self.https.stop()
+        if self.probes is not None:
+            self.probes.stop()
 
+    def serve_until_signalled(self) -> None:
+        """Serve until SIGTERM or SIGINT, then drain and stop both listeners."""
+        try:
+            if self.probes is not None:
+                self.probes.start()
+            self.ready = True
+            self.https.serve_until_signalled()
+        finally:
+            self.stop()
 
-async def _serve_until_signal(server: WebhookServer, announce: Callable[[str], None]) -> None:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    await server.start()
-    opts = server.options
-    line = f"placer webhook: serving https://{opts.host}:{server.port}{MUTATE_PATH}"
-    if server.metrics_port:
-        line += f", probes and /metrics on http://{opts.metrics_host}:{server.metrics_port}"
-    announce(line)
-    await stop.wait()
-    log.info("stopping: draining answers in flight")
-    await server.stop()
+    def __enter__(self) -> WebhookServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
 
 def serve(options: WebhookOptions, announce: Callable[[str], None]) -> None:
-    """Run until SIGTERM or SIGINT. Bad TLS files raise `InputError` before anything listens, a
-    port that cannot be bound raises it too."""
+    """Run until SIGTERM or SIGINT. Bad TLS files or a port that cannot be bound raise
+    `InputError` before anything serves."""
     server = WebhookServer(options)
-    asyncio.run(_serve_until_signal(server, announce))
+    line = f"placer webhook: serving https://{options.host}:{server.port}{MUTATE_PATH}"
+    if server.probes is not None:
+        line += f", probes and /metrics on http://{options.metrics_host}:{server.metrics_port}"
+    announce(line)
+    server.serve_until_signalled()

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 import http.client
 import json
 import ssl
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +41,7 @@ def review(
 
 
 class RunningWebhook:
-    """Context manager: the server on 127.0.0.1 (free ports) in its own event loop thread."""
+    """Context manager: the server on 127.0.0.1 (free ports), serving from its threads."""
 
     def __init__(self, files: ServerFiles, **options: Any) -> None:
         settings: dict[str, Any] = {
@@ -56,19 +54,13 @@ class RunningWebhook:
         self.files = files
         self.options = WebhookOptions(cert_file=files.cert, key_file=files.key, **settings)
         self.server = WebhookServer(self.options)
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
 
     def __enter__(self) -> RunningWebhook:
-        self._thread.start()
-        asyncio.run_coroutine_threadsafe(self.server.start(), self.loop).result(10)
+        self.server.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        asyncio.run_coroutine_threadsafe(self.server.stop(), self.loop).result(20)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(10)
-        self.loop.close()
+        self.server.stop()
 
     def connection(self, ca: Path | None = None) -> http.client.HTTPSConnection:
         context = ssl.create_default_context(cafile=str(ca or self.files.ca))

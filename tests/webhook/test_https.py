@@ -18,6 +18,7 @@ import pytest
 
 from placer.cli import main
 from placer.model.assignment import PLACEMENT_GATE
+from placer.serving import ServingLimits
 from plugins.webhook.server import MUTATE_PATH
 from tests.webhook.certs import make_ca, make_server_files
 from tests.webhook.harness import RunningWebhook, review
@@ -84,11 +85,12 @@ def test_malformed_pod_is_refused_with_http_200(tmp_path: Path) -> None:
 def test_oversized_body_is_answered_413(tmp_path: Path) -> None:
     pod = jobset_pod()
     pod["metadata"]["annotations"]["big"] = "x" * 4096
-    with RunningWebhook(make_server_files(tmp_path), max_body_bytes=2048) as hook:
+    limits = ServingLimits(max_body_bytes=2048, max_in_flight_bytes=2048)
+    with RunningWebhook(make_server_files(tmp_path), limits=limits) as hook:
         status, got = hook.post(review(pod))
         small = hook.post(review(jobset_pod()))
     assert status == 413 and got["response"]["allowed"] is False
-    assert "over 2048 bytes" in got["response"]["status"]["message"]
+    assert "over the limit of 2048" in got["response"]["status"]["message"]
     assert small[0] == 200
 
 
@@ -142,12 +144,13 @@ def test_bad_tls_files_are_one_line_errors(tmp_path: Path, capsys: Any) -> None:
 def test_port_in_use_is_a_one_line_error(tmp_path: Path, capsys: Any) -> None:
     files = make_server_files(tmp_path)
     with RunningWebhook(files) as hook:
-        code = main(["webhook", "--host", "127.0.0.1", "--port", str(hook.server.port),
+        port = hook.server.port
+        code = main(["webhook", "--host", "127.0.0.1", "--port", str(port),
                      "--tls-cert-file", str(files.cert),
                      "--tls-private-key-file", str(files.key)])  # fmt: skip
     assert code == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and f"cannot listen on 127.0.0.1:{hook.server.port}" in err
+    assert err.count("\n") == 1 and f"cannot listen on 127.0.0.1:{port}" in err
 
 
 def test_command_serves_until_sigterm_and_exits_0(tmp_path: Path) -> None:
