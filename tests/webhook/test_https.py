@@ -73,6 +73,15 @@ def test_malformed_reviews_get_an_admission_error_answer(
     assert message in response["status"]["message"]
 
 
+def test_serving_refusals_on_the_https_port_are_admission_reviews(tmp_path: Path) -> None:
+    """A wrong path is answered by placer.serving's router, in the AdmissionReview shape."""
+    with RunningWebhook(make_server_files(tmp_path)) as hook:
+        status, got = hook.post(review(jobset_pod()), path="/validate")
+    assert status == 404
+    assert got["kind"] == "AdmissionReview" and got["response"]["allowed"] is False
+    assert got["response"]["status"]["code"] == 404
+
+
 def test_malformed_pod_is_refused_with_http_200(tmp_path: Path) -> None:
     body = review({})
     body["request"]["object"] = {"metadata": {"labels": {"jobset.sigs.k8s.io/jobset-name": "t"}}}
