@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import sys
-
-from placer.cli import main
+from placer.cli import run
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -11,6 +11,7 @@ plan ...` works as a kubectl plugin); the program name in usage lines follows ar
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import logging
 import sys
@@ -19,8 +20,9 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from placer.model.errors import PlacerError
+from placer.runtime import collector_paused, end_batch_process
 
-__all__ = ["build_parser", "main", "placer_version", "prog_name"]
+__all__ = ["build_parser", "main", "placer_version", "prog_name", "run"]
 
 DESCRIPTION = (
     "Plan pending Kubernetes JobSets jointly with CP-SAT: one topology domain per child Job, "
@@ -36,6 +38,8 @@ COMMANDS = (
     "webhook",
     "completion",
 )
+LONG_RUNNING = frozenset({"controller", "extender", "webhook"})
+"""Commands that serve until stopped: the collector is theirs to tune, and they exit normally."""
 
 
 def placer_version() -> str:
@@ -75,8 +79,23 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command line; the exit status. (`run` is the process entry point.)"""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    return _execute(parser, parser.parse_args(argv))
+
+
+def run() -> None:
+    """The process entry point (console scripts, `python -m placer`): `main`, then a batch
+    command ends the process without the interpreter's teardown (see `placer.runtime`)."""
+    parser = build_parser()
+    args = parser.parse_args()
+    code = _execute(parser, args)
+    if args.command in LONG_RUNNING:
+        sys.exit(code)
+    end_batch_process(code)
+
+
+def _execute(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
@@ -85,8 +104,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.verbose:
         # the Kubernetes client's transport logs each retry; the failure is reported once, below
         logging.getLogger("urllib3").setLevel(logging.ERROR)
+    # A batch command runs with the cyclic collector paused (see placer.runtime).
+    tuning = contextlib.nullcontext() if args.command in LONG_RUNNING else collector_paused()
     try:
-        code: int = args.func(args)
+        with tuning:
+            code: int = args.func(args)
     except PlacerError as e:
         print(f"{parser.prog}: error: {e}", file=sys.stderr)
         return 2
@@ -96,4 +118,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

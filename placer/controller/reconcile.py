@@ -35,7 +35,6 @@ When cycles run (the watch loop, `--once`, an elected leader's work) is loop.py'
 
 from __future__ import annotations
 
-import gc
 import logging
 import threading
 import time
@@ -66,7 +65,7 @@ from placer.controller.survey import ParseMemo, RefMemo, survey
 from placer.controller.writeplan import WriteSettings, plan_writes
 from placer.controller.writes import EmitEvent, Write
 from placer.model.cluster import ClusterSnapshot
-from placer.model.manifests import paused_gc
+from placer.runtime import collector_paused, freeze_long_lived
 from placer.solver.interface import Solver
 from placer.solver.registry import get_solver
 
@@ -201,7 +200,7 @@ class Controller:
         of them (a fifth of the cycle's time). They hold no reference cycles worth collecting
         before the cycle ends; the collector catches up afterwards.
         """
-        with paused_gc():
+        with collector_paused():
             return self._run_cycle(force_plan=force_plan)
 
     def _run_cycle(self, *, force_plan: bool) -> CycleReport:
@@ -403,7 +402,7 @@ class Controller:
         dropped later is never collected, which at one relist per `resync_s` stays negligible.
         """
         self.cache.relist()
-        gc.freeze()
+        freeze_long_lived(collect_first=False)
 
     def relist_with_retries(self, stop: threading.Event | None = None) -> None:
         loop.relist_with_retries(self, stop)

@@ -109,9 +109,8 @@ def _pod_writes(ms: ManagedJobSet, record: Assignment, hostnames: _Hostnames) ->
         reqs = job_requirements(job, p.ref.completion_index, hostnames=hostnames.of(record))
         patch = ungate_patch(p.pod, reqs)
         if patch is not None:
-            # model_construct: one per pod, built from the cache's objects and the record
             writes.append(
-                UngatePod.model_construct(
+                UngatePod(
                     jobset=key,
                     namespace=namespace,
                     name=p.name,

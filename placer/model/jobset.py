@@ -27,7 +27,6 @@ from placer.model.limits import (
 from placer.model.manifests import (
     describe_object,
     object_key,
-    paused_gc,
     read_documents,
     validation_error,
 )
@@ -394,13 +393,6 @@ def load_jobsets(
     Other kinds are skipped with a warning (a kustomization often carries ConfigMaps alongside); a
     file holding no JobSet at all is an error, because it is almost always the wrong file.
     """
-    with paused_gc():
-        return _load_jobsets(paths, priority_classes)
-
-
-def _load_jobsets(
-    paths: Sequence[str | Path], priority_classes: Mapping[str, int] | None
-) -> list[JobSetRequest]:
     result: list[JobSetRequest] = []
     seen: dict[str, str] = {}
     pods = 0

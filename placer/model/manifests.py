@@ -5,16 +5,13 @@ Files or directories (recursively, `*.yaml`/`*.yml`/`*.json`, sorted), multi-doc
 become `InputError`s with the line number; pydantic errors become `InputError`s with a
 Kubernetes-style field path (`spec.replicatedJobs[0].replicas`): a user never sees a traceback.
 
-Speed matters at fleet scale (a 10,000-node `kubectl get nodes,pods -A -o json` is ~50 MB, and
-`placer plan` reads hundreds of JobSet files): YAML goes through libyaml when PyYAML has it, and
-the loaders run inside `paused_gc()`.
+`placer plan` reads hundreds of JobSet files: YAML goes through libyaml when PyYAML has it. (A
+kubectl JSON snapshot is decoded in one call by `placer.model.kube_objects`; this reader is its
+fallback for other files, and names what is wrong in them.)
 """
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import gc
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -32,8 +29,6 @@ __all__ = [
     "describe_object",
     "expand_paths",
     "object_key",
-    "parsed_as_json",
-    "paused_gc",
     "read_documents",
     "validation_error",
 ]
@@ -64,24 +59,6 @@ if getattr(yaml, "__with_libyaml__", False):
     _FastLoader = _CLoader
 
 
-@contextlib.contextmanager
-def paused_gc() -> Iterator[None]:
-    """Keep the cyclic garbage collector out of a bulk load.
-
-    Parsing a large snapshot allocates millions of dicts and lists, and each allocation burst
-    triggers collections that rescan everything built so far: about half of a 50 MB load. Parsed
-    JSON and YAML hold no reference cycles, so reference counting frees all of it anyway. The
-    collector is re-enabled on exit only if it was enabled on entry.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 Document = tuple[str, Mapping[str, Any]]
 """(source, object): `source` is the file name; List items are yielded one by one."""
 
@@ -102,19 +79,12 @@ def expand_paths(paths: Sequence[str | Path]) -> list[Path]:
     return files
 
 
-@functools.lru_cache(maxsize=256)
-def parsed_as_json(source: str) -> bool:
-    """Whether `read_documents` parses this file with the JSON parser, so that every mapping key
-    in its documents is a `str` (YAML allows others); readers may then skip checking keys."""
-    return Path(source).suffix == ".json"
-
-
 def _load_text(path: Path) -> list[Any]:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(f"cannot read: {e}", source=str(path), code="read") from e
-    if parsed_as_json(str(path)):
+    if path.suffix == ".json":
         try:
             return [json.loads(text)]
         except RecursionError as e:  # the C parser's own guard, near 1,000 levels

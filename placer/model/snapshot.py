@@ -4,18 +4,17 @@
 planner's `ClusterSnapshot` (free capacity = allocatable minus the requests of the non-terminal
 pods bound to the node, one `pods` slot each). The controller calls it on its watch cache,
 `load_snapshot` on files, `placer.model.live` on a live API server, so all three agree.
-`snapshot_to_kubectl_list` is the inverse, used to render the bundled examples and to seed
-API-server stand-ins in tests.
+`snapshot_to_kubectl_list` (in `placer.model.kubectl_list`, re-exported here) is the inverse,
+used to render the bundled examples and to seed API-server stand-ins in tests.
 
-Objects are read through `placer.model.kube_objects` (fast field checks, pydantic's errors), each
-Node model is built once, and pods are summed per node in place: a 10,000-node kubectl dump
-loads in about two seconds.
+Objects are read as the typed structs of `placer.model.kube_objects` (a kubectl JSON List in one
+decoding call), each Node model is built once, and pods are summed per node in place.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -24,16 +23,23 @@ from typing import Any
 from placer.model.cluster import ClusterSnapshot, JobSetUsage, Node
 from placer.model.compact import DESCRIPTION_KIND, parse_description
 from placer.model.errors import InputError
-from placer.model.kube_objects import PodFootprints, read_node, read_pod, read_priority_class
-from placer.model.manifests import (
-    describe_object,
-    object_key,
-    parsed_as_json,
-    paused_gc,
-    read_documents,
+from placer.model.kube_objects import (
+    Footprint,
+    KubeObject,
+    NodeObject,
+    ObjectMeta,
+    PodObject,
+    PriorityClassObject,
+    TaintSpec,
+    decode_kubectl_list,
+    footprint_signature,
+    pod_footprint,
+    read_as,
+    read_object,
 )
+from placer.model.kubectl_list import format_quantity, snapshot_to_kubectl_list
+from placer.model.manifests import describe_object, expand_paths, object_key, read_documents
 from placer.model.resources import (
-    PODS,
     ResourceMap,
     is_extended_resource,
     parse_resource_map,
@@ -60,11 +66,6 @@ TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 """Pods in these phases hold no capacity."""
 
 _ZERO = Decimal(0)
-
-
-def _unknown(source: str) -> bool:
-    """Objects handed in (watch caches, the live loader): nothing is known of their keys."""
-    return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,89 +109,172 @@ class _NodeDraft:
         )
 
 
-def _node(
-    obj: Mapping[str, Any],
-    source: str,
-    taints: dict[tuple[str, str, str], Taint],
-    keys_are_strings: Callable[[str], bool],
-) -> _NodeDraft:
-    """A Node object read; `taints` shares equal Taints across nodes."""
-    n = read_node(obj, source, keys_are_strings=keys_are_strings(source))
-    allocatable = parse_resource_map(
-        n.allocatable, source=source, obj=object_key(obj), field="status.allocatable"
-    )
-    node_taints: list[Taint] = []
-    for t in n.taints:
-        taint = taints.get(t)
-        if taint is None:
-            taint = taints[t] = Taint(key=t[0], value=t[1], effect=t[2])  # type: ignore[arg-type]
-        node_taints.append(taint)
-    return _NodeDraft(
-        name=n.name,
-        labels=dict(sorted(n.labels.items())),
-        taints=tuple(node_taints),
-        allocatable=allocatable,
-        # A node object without conditions (hand-written, or from a simulator) counts as ready.
-        ready=all(status == "True" for kind, status in n.conditions if kind == "Ready"),
-        unschedulable=n.unschedulable,
-    )
+class _NodeReader:
+    """Node structs into drafts. The nodes of a pool repeat the same taints and allocatable: each
+    distinct one is converted (and checked) once, and equal Taints are shared (benchmarks/
+    RESULTS-speed.md, "snapshot decoding": 4.0 s of CPU without, 3.7 s with, at 50,000 nodes). Only
+    successes are kept, so an error names its node."""
+
+    def __init__(self) -> None:
+        self._taints: dict[tuple[TaintSpec, ...], tuple[Taint, ...]] = {}
+        self._allocatable: dict[tuple[tuple[str, Any], ...], ResourceMap] = {}
+
+    def __call__(self, n: NodeObject, source: str) -> _NodeDraft:
+        taints = self._taints.get(n.spec.taints)
+        if taints is None:
+            taints = self._taints[n.spec.taints] = tuple(
+                Taint(key=t.key, value=t.value, effect=t.effect) for t in n.spec.taints
+            )
+        return _NodeDraft(
+            name=n.metadata.name,
+            labels=dict(sorted(n.metadata.labels.items())),
+            taints=taints,
+            allocatable=self._read_allocatable(n, source),
+            # A node object without conditions (hand-written, or from a simulator) is ready.
+            ready=all(c.status == "True" for c in n.status.conditions if c.type == "Ready"),
+            unschedulable=n.spec.unschedulable,
+        )
+
+    def _read_allocatable(self, n: NodeObject, source: str) -> ResourceMap:
+        raw = n.status.allocatable
+        key = tuple(raw.items())
+        try:
+            found = self._allocatable.get(key)
+        except TypeError:  # an unhashable quantity: wrong, and named below
+            key, found = (), None
+        if found is None:
+            obj = f"Node/{n.metadata.name}"
+            found = parse_resource_map(raw, source=source, obj=obj, field="status.allocatable")
+            _check_allocatable(found, source=source, obj=obj)
+            if key:
+                self._allocatable[key] = found
+        return found
 
 
-def _pod_priority(
-    obj: Mapping[str, Any], labels: Mapping[str, str], classes: Mapping[str, int]
-) -> int | None:
+def _check_allocatable(allocatable: ResourceMap, *, source: str, obj: str) -> None:
+    """What a node offers is never negative, and extended resources come in whole units."""
+    for name, value in allocatable.items():
+        field = f"status.allocatable.{name}"
+        if value < 0:
+            raise InputError(
+                f"must not be negative, got {value}",
+                source=source,
+                obj=obj,
+                field=field,
+                code="quantity",
+            )
+        if is_extended_resource(name) and value != value.to_integral_value():
+            raise InputError(
+                f"an extended resource must be a whole number, got {value}",
+                source=source,
+                obj=obj,
+                field=field,
+                code="quantity",
+            )
+
+
+def _pod_priority(pod: PodObject, classes: Mapping[str, int]) -> int | None:
     """A running pod's priority: `spec.priority` (set by admission), JobSet's priority label,
     or its PriorityClass; None when nothing says."""
-    spec = obj.get("spec") or {}
-    if isinstance(spec.get("priority"), int) and not isinstance(spec.get("priority"), bool):
-        return int(spec["priority"])
-    label = labels.get(JOBSET_PRIORITY_LABEL)
+    priority = pod.spec.priority
+    if isinstance(priority, int) and not isinstance(priority, bool):
+        return priority
+    label = pod.metadata.labels.get(JOBSET_PRIORITY_LABEL)
     if label is not None and label.lstrip("-").isdigit():
         return int(label)
-    name = spec.get("priorityClassName")
+    name = pod.spec.priorityClassName
     return classes.get(name) if isinstance(name, str) else None
+
+
+def _footprints() -> Callable[[str, PodObject], Footprint]:
+    """`pod_footprint`, computed once per distinct signature: a fleet runs the same few
+    DaemonSet and JobSet pod specs thousands of times (benchmarks/RESULTS-speed.md, "snapshot
+    decoding": a 50,000-node load takes 7.6 s of CPU without it, 3.5 s with it). Only successes
+    are kept, so a bad pod's error names that pod."""
+    known: dict[bytes, Footprint] = {}
+
+    def footprint(source: str, pod: PodObject) -> Footprint:
+        key = footprint_signature(pod)
+        found = known.get(key) if key is not None else None
+        if found is None:
+            found = pod_footprint(pod, source)
+            _check_request(pod, source=source)
+            if key is not None:
+                known[key] = found
+        return found
+
+    return footprint
+
+
+def _check_request(pod: PodObject, *, source: str) -> None:
+    """A running pod asks for nothing negative (the API server refuses it; a hand-written
+    snapshot might not): checked per container, so the error names the field."""
+    obj = f"{pod.metadata.namespace}/{pod.metadata.name}"
+    parts: list[tuple[str, Any]] = [("spec.overhead", pod.spec.overhead)]
+    for group, containers in (
+        ("containers", pod.spec.containers),
+        ("initContainers", pod.spec.initContainers),
+    ):
+        for i, c in enumerate(containers or ()):
+            resources = c.resources if isinstance(c.resources, Mapping) else {}
+            for kind in ("requests", "limits"):
+                parts.append((f"spec.{group}[{i}].resources.{kind}", resources.get(kind)))
+    for field_path, raw in parts:
+        parsed = parse_resource_map(
+            raw if isinstance(raw, Mapping) else None, source=source, obj=obj, field=field_path
+        )
+        for name, value in parsed.items():
+            if value < 0:
+                raise InputError(
+                    f"must not be negative, got {value}",
+                    source=source,
+                    obj=obj,
+                    field=f"{field_path}.{name}",
+                    code="quantity",
+                )
 
 
 def _apply_pods(
     nodes: Sequence[Node | _NodeDraft],
-    pods: Iterable[tuple[str, Mapping[str, Any]]],
+    pods: Iterable[tuple[str, PodObject]],
     classes: Mapping[str, int] | None = None,
-    keys_are_strings: Callable[[str], bool] = _unknown,
 ) -> list[Node]:
     """Subtract the non-terminal pods bound to each node; collect host ports and JobSet owners,
     and what each JobSet's pods use per node (for what-ifs that let a JobSet finish).
 
     Nodes from a compact description come as models (copied with the pods' usage added), nodes
-    from API objects as drafts (built once, here). `keys_are_strings(source)` says whether the
-    objects of a source came from the JSON parser (see `read_pod`)."""
+    from API objects as drafts (built once, here)."""
     index = {n.name: i for i, n in enumerate(nodes)}
     used: dict[str, ResourceMap] = {}
     ports: dict[str, set[tuple[int, str]]] = {}
     owners: dict[str, set[str]] = {}
     usage: dict[str, dict[str, _Usage]] = {}
-    footprint = PodFootprints()
-    for source, obj in pods:
-        pod = read_pod(obj, source, keys_are_strings=keys_are_strings(source))
-        node = pod.node_name
-        if pod.phase in TERMINAL_PHASES or not node:
+    footprint = _footprints()
+    for source, pod in pods:
+        node = pod.spec.nodeName
+        if pod.status.phase in TERMINAL_PHASES or not node:
             continue
         if node not in index:
             log.debug(
-                "%s: pod %s is bound to unknown node %s; ignored", source, object_key(obj), node
+                "%s: pod %s/%s is bound to unknown node %s; ignored",
+                source,
+                pod.metadata.namespace,
+                pod.metadata.name,
+                node,
             )
             continue
-        request, pod_ports = footprint(obj, source)
+        request, pod_ports = footprint(source, pod)
         _accumulate(used.setdefault(node, {}), request)
         if pod_ports:
             ports.setdefault(node, set()).update(pod_ports)
-        jobset = pod.labels.get(JOBSET_NAME_LABEL)
+        jobset = pod.metadata.labels.get(JOBSET_NAME_LABEL)
         if jobset:
-            owner = f"{pod.namespace}/{jobset}"
+            owner = f"{pod.metadata.namespace}/{jobset}"
             owners.setdefault(node, set()).add(owner)
             entry = usage.setdefault(node, {}).setdefault(owner, _Usage())
             _accumulate(entry.requests, request)
             entry.ports.update(pod_ports)
-            priority = _pod_priority(obj, pod.labels, classes or {})
+            priority = _pod_priority(pod, classes or {})
             if priority is not None:
                 entry.priority = max(
                     priority, entry.priority if entry.priority is not None else priority
@@ -248,11 +332,9 @@ class _Usage:
     priority: int | None = None
 
 
-def _priority_classes(objs: Iterable[tuple[str, Mapping[str, Any]]]) -> dict[str, int]:
-    result: dict[str, int] = {}
-    for source, obj in objs:
-        name, value = read_priority_class(obj, source)
-        result[name] = value
+def _priority_classes(objs: Iterable[tuple[str, PriorityClassObject]]) -> dict[str, int]:
+    """name -> value, sorted by name; a later definition wins."""
+    result = {pc.metadata.name: pc.value for _, pc in objs}
     return dict(sorted(result.items()))
 
 
@@ -264,12 +346,18 @@ def snapshot_from_objects(
     source: str = "",
     levels: Sequence[str] = (),
 ) -> ClusterSnapshot:
-    """Snapshot from Node, Pod and PriorityClass objects (dicts in API JSON shape)."""
-    taints: dict[tuple[str, str, str], Taint] = {}
-    node_list = _check_unique([_node(obj, source, taints, _unknown) for obj in nodes], source)
-    classes = _priority_classes((source, p) for p in priority_classes)
+    """Snapshot from Node, Pod and PriorityClass objects (dicts in API JSON shape; a watch
+    cache's list items need no `kind`)."""
+    read_node = _NodeReader()
+    node_list = _check_unique(
+        [read_node(read_as(NodeObject, obj, source), source) for obj in nodes], source
+    )
+    classes = _priority_classes(
+        (source, read_as(PriorityClassObject, p, source)) for p in priority_classes
+    )
+    pod_list = [(source, read_as(PodObject, p, source)) for p in pods]
     return ClusterSnapshot(
-        nodes=tuple(_apply_pods(node_list, ((source, p) for p in pods), classes)),
+        nodes=tuple(_apply_pods(node_list, pod_list, classes)),
         priority_classes=classes,
         levels=tuple(levels),
         source=source,
@@ -290,23 +378,26 @@ def _check_unique(nodes: list[Node | _NodeDraft], source: str) -> list[Node | _N
 def load_snapshot(paths: Sequence[str | Path]) -> ClusterSnapshot:
     """Snapshot from files: kubectl JSON/YAML (Lists, NodeList/PodList, single objects) and/or
     compact cluster descriptions, merged. Pods in any file count against nodes from any file."""
-    with paused_gc():
-        return _load_snapshot(paths)
-
-
-def _load_snapshot(paths: Sequence[str | Path]) -> ClusterSnapshot:
     nodes: list[Node | _NodeDraft] = []
-    pods: list[tuple[str, Mapping[str, Any]]] = []
-    classes: dict[str, int] = {}
-    taints: dict[tuple[str, str, str], Taint] = {}
+    pods: list[tuple[str, PodObject]] = []
+    classes: list[tuple[str, PriorityClassObject]] = []
+    read_node = _NodeReader()
     levels: tuple[str, ...] = ()
     sources = [str(p) for p in paths]
-    for source, doc in read_documents(paths):
-        kind = doc.get("kind")
-        if kind == DESCRIPTION_KIND:
-            part = parse_description(doc, source=source)
+    for source, obj in _objects(paths):
+        if isinstance(obj, NodeObject):
+            nodes.append(read_node(obj, source))
+        elif isinstance(obj, PodObject):
+            pods.append((source, obj))
+        elif isinstance(obj, PriorityClassObject):
+            classes.append((source, obj))
+        else:
+            part = parse_description(obj, source=source)
             nodes.extend(part.nodes)
-            classes.update(part.priority_classes)
+            classes.extend(
+                (source, PriorityClassObject(ObjectMeta(name), value))
+                for name, value in part.priority_classes.items()
+            )
             if part.levels and levels and part.levels != levels:
                 log.warning(
                     "%s: levels %s differ from earlier %s; keeping the earlier",
@@ -315,184 +406,52 @@ def _load_snapshot(paths: Sequence[str | Path]) -> ClusterSnapshot:
                     list(levels),
                 )
             levels = levels or part.levels
-        elif kind == "Node":
-            nodes.append(_node(doc, source, taints, parsed_as_json))
-        elif kind == "Pod":
-            pods.append((source, doc))
-        elif kind == "PriorityClass":
-            classes.update(_priority_classes([(source, doc)]))
-        elif kind == "JobSet":
-            # `kubectl get nodes,pods,priorityclasses,jobsets -A -o json` (the README's command)
-            # carries them: pending JobSets come from the JOBSETS arguments, running ones from pods
-            log.debug("%s: JobSet %s in the snapshot not read", source, object_key(doc))
-        else:
-            log.warning("%s: skipping %s", source, describe_object(doc))
     if not nodes:
         raise InputError(
             "no Node objects and no ClusterDescription found",
             source=", ".join(sources),
             code="no-nodes",
         )
+    priority_classes = _priority_classes(classes)
     return ClusterSnapshot(
-        nodes=tuple(
-            _apply_pods(_check_unique(nodes, ", ".join(sources)), pods, classes, parsed_as_json)
-        ),
-        priority_classes=dict(sorted(classes.items())),
+        nodes=tuple(_apply_pods(_check_unique(nodes, ", ".join(sources)), pods, priority_classes)),
+        priority_classes=priority_classes,
         levels=levels,
         source=", ".join(sources),
     )
 
 
-# --- rendering back to kubectl shape -----------------------------------------------------------
+def _objects(
+    paths: Sequence[str | Path],
+) -> Iterator[tuple[str, KubeObject | Mapping[str, Any]]]:
+    """(source, object) of every file in order: Nodes, Pods and PriorityClasses as structs,
+    cluster descriptions as mappings; other kinds are skipped with a warning.
 
-
-def format_quantity(value: Decimal) -> str:
-    """Kubernetes-style text for a quantity: `400Gi`, `500m`, `110`."""
-    if value == value.to_integral_value():
-        n = int(value)
-        for suffix, unit in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20)):
-            if n >= unit and n % unit == 0:
-                return f"{n // unit}{suffix}"
-        return str(n)
-    milli = value * 1000
-    if milli == milli.to_integral_value():
-        return f"{int(milli)}m"
-    return str(value)
-
-
-def _quantities(m: Mapping[str, Decimal]) -> dict[str, str]:
-    return {k: format_quantity(v) for k, v in sorted(m.items())}
-
-
-def _node_object(n: Node) -> dict[str, Any]:
-    spec: dict[str, Any] = {}
-    if n.taints:
-        spec["taints"] = [
-            t.model_dump(exclude_defaults=True) | {"effect": t.effect} for t in n.taints
-        ]
-    if n.unschedulable:
-        spec["unschedulable"] = True
-    ready = {
-        "type": "Ready",
-        "status": "True" if n.ready else "False",
-        "reason": "KubeletReady" if n.ready else "KubeletNotReady",
-    }
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": n.name, "labels": dict(sorted(n.labels.items()))},
-        "spec": spec,
-        "status": {
-            "allocatable": _quantities(n.allocatable),
-            "capacity": _quantities(n.allocatable),
-            "conditions": [ready],
-        },
-    }
-
-
-def _pod_object(
-    name: str,
-    namespace: str,
-    node: str,
-    requests: Mapping[str, Decimal],
-    jobset: str | None,
-    ports: Sequence[tuple[int, str]] = (),
-    priority: int | None = None,
-) -> dict[str, Any]:
-    extended = {k: v for k, v in requests.items() if is_extended_resource(k)}
-    plain = {k: v for k, v in requests.items() if k not in extended}
-    resources: dict[str, Any] = {}
-    if plain:
-        resources["requests"] = _quantities(plain)
-    if extended:
-        resources["limits"] = _quantities(extended)
-    container: dict[str, Any] = {"name": "main", "image": "busybox", "resources": resources}
-    if ports:
-        container["ports"] = [
-            {"containerPort": p, "hostPort": p, "protocol": proto} for p, proto in ports
-        ]
-    meta: dict[str, Any] = {"name": name, "namespace": namespace}
-    if jobset:
-        meta["labels"] = {JOBSET_NAME_LABEL: jobset}
-    spec: dict[str, Any] = {"nodeName": node, "containers": [container]}
-    if priority is not None:
-        spec["priority"] = priority
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": meta,
-        "spec": spec,
-        "status": {"phase": "Running"},
-    }
-
-
-def snapshot_to_kubectl_list(snapshot: ClusterSnapshot) -> dict[str, Any]:
-    """Render as `kubectl get nodes,pods,priorityclasses -A -o json` would: a v1 List.
-
-    Each node's used capacity (allocatable - free) becomes pods. A JobSet whose usage on the node
-    is known (`Node.jobset_usage`) gets one pod per `pods` slot it uses, the first carrying its
-    requests, host ports and priority; the first JobSet without known usage gets what is left
-    (older snapshots); unlabeled `kube-system` pods take leftover pod slots and usage without a
-    JobSet. Loading the list back gives the same nodes.
-    """
-    nodes: list[dict[str, Any]] = []
-    pods: list[dict[str, Any]] = []
-    counters: dict[str, int] = {}
-
-    def add(
-        jobset: str,
-        requests: Mapping[str, Decimal],
-        ports: Sequence[tuple[int, str]],
-        priority: int | None,
-        node: str,
-    ) -> None:
-        namespace, _, name = jobset.rpartition("/")
-        k = counters[jobset] = counters.get(jobset, -1) + 1
-        pods.append(
-            _pod_object(
-                f"{name}-worker-{k}", namespace or "default", node, requests, name, ports, priority
-            )
-        )
-
-    for n in sorted(snapshot.nodes, key=lambda n: n.name):
-        nodes.append(_node_object(n))
-        used = {k: v for k, v in subtract_resources(n.allocatable, n.free).items() if v != 0}
-        ports: tuple[tuple[int, str], ...] = n.used_host_ports
-        known = [j for j in n.jobsets if j in n.jobset_usage]
-        for jobset in known:
-            u = n.jobset_usage[jobset]
-            requests = {k: v for k, v in u.requests.items() if k != PODS and v != 0}
-            used = {k: v for k, v in subtract_resources(used, u.requests).items() if v != 0}
-            ports = tuple(p for p in ports if p not in u.host_ports)
-            for i in range(max(1, int(u.requests.get(PODS, Decimal(1))))):
-                add(
-                    jobset,
-                    requests if i == 0 else {},
-                    u.host_ports if i == 0 else (),
-                    u.priority,
-                    n.name,
-                )
-        slots = int(used.pop(PODS, Decimal(0)))
-        for jobset in (j for j in n.jobsets if j not in n.jobset_usage):
-            add(jobset, used, ports, None, n.name)
-            used, slots, ports = {}, slots - 1, ()
-        filler = 0
-        while slots > 0 or used or ports:
-            name = f"system-{n.name}-{filler}"
-            pods.append(_pod_object(name, "kube-system", n.name, used, None, ports))
-            used, slots, ports, filler = {}, slots - 1, (), filler + 1
-    classes = [
-        {
-            "apiVersion": "scheduling.k8s.io/v1",
-            "kind": "PriorityClass",
-            "metadata": {"name": name},
-            "value": value,
-        }
-        for name, value in sorted(snapshot.priority_classes.items())
-    ]
-    return {
-        "apiVersion": "v1",
-        "kind": "List",
-        "metadata": {"resourceVersion": ""},
-        "items": [*nodes, *pods, *classes],
-    }
+    A kubectl JSON List is decoded in one call; any other file (YAML, a single JSON object, a
+    JSON List holding other kinds or something wrong) object by object, which names what is
+    wrong."""
+    for path in expand_paths(paths):
+        source = str(path)
+        if path.suffix == ".json":
+            try:
+                items = decode_kubectl_list(path.read_bytes())
+            except OSError:
+                items = None  # read again below, for the reader's message
+            if items is not None:
+                for item in items:
+                    yield source, item
+                continue
+        for _, doc in read_documents([path]):
+            if doc.get("kind") == DESCRIPTION_KIND:
+                yield source, doc
+                continue
+            obj = read_object(doc, source)
+            if obj is not None:
+                yield source, obj
+            elif doc.get("kind") == "JobSet":
+                # `kubectl get nodes,pods,priorityclasses,jobsets -A -o json` (the README's
+                # command) carries them: pending JobSets come from the JOBSETS arguments, running
+                # ones from pods
+                log.debug("%s: JobSet %s in the snapshot not read", source, object_key(doc))
+            else:
+                log.warning("%s: skipping %s", source, describe_object(doc))

@@ -7,7 +7,6 @@ YAML carries the same data for people who prefer it.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import yaml
@@ -23,7 +22,10 @@ def plan_document(plan: Plan) -> dict[str, Any]:
 
 
 def render_json(plan: Plan) -> str:
-    return json.dumps(plan_document(plan), indent=2) + "\n"
+    """`plan_document` as indented JSON, serialized by pydantic-core: `json.dumps` with an indent
+    runs in pure Python, 0.2 s against 0.02 s for the 36,000 pods of the 50,000-node benchmark
+    plan (benchmarks/RESULTS-speed.md), same text there (non-ASCII stays UTF-8, not escaped)."""
+    return plan.model_dump_json(indent=2) + "\n"
 
 
 def render_yaml(plan: Plan) -> str:

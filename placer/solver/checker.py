@@ -5,8 +5,8 @@ test runs it), so a bug in shared placement code cannot hide behind agreeing sol
 module shares no placement code with them: it does not import the placement context, the
 ledger or the greedy solvers, nor the model's matching and fit helpers; it re-derives selectors,
 node affinity, taints and tolerations (with the ExtendedResourceToleration plugin), host ports and
-resource arithmetic from the snapshot's data. It uses only the model's data classes, plain
-quantity arithmetic and the loaders' `paused_gc`.
+resource arithmetic from the snapshot's data. It uses only the model's data classes and plain
+quantity arithmetic.
 
 A domain is judged as the writers pin it: the nodes carrying every (label, value) of its path.
 """
@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from placer.model.cluster import ClusterSnapshot, Node
-from placer.model.manifests import paused_gc
 from placer.model.options import SolveOptions
 from placer.model.plan import JobPlacement, JobSetOutcome, Plan
 from placer.model.resources import PODS, add_resources, is_accelerator, is_extended_resource
@@ -42,18 +41,7 @@ class _PlannedPod:
 def check(
     plan: Plan, snapshot: ClusterSnapshot, jobsets: Sequence[JobSetRequest], options: SolveOptions
 ) -> list[str]:
-    """Every rule the plan breaks, one human-readable line each, sorted; empty means valid.
-
-    Run with the cyclic GC paused: checking allocates per pod and node and makes no reference
-    cycles, and the planner calling it holds large models that collections would rescan.
-    """
-    with paused_gc():
-        return _check(plan, snapshot, jobsets, options)
-
-
-def _check(
-    plan: Plan, snapshot: ClusterSnapshot, jobsets: Sequence[JobSetRequest], options: SolveOptions
-) -> list[str]:
+    """Every rule the plan breaks, one human-readable line each, sorted; empty means valid."""
     problems: set[str] = set()
     nodes = {n.name: n for n in snapshot.nodes}
     given = {js.key: js for js in jobsets}

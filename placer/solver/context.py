@@ -7,20 +7,29 @@ the planner.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 from functools import cached_property
 
 from placer.model.cluster import ClusterSnapshot, DomainReservation, Node
 from placer.model.options import SolveOptions
-from placer.model.resources import is_accelerator, is_extended_resource, pods_that_fit
-from placer.model.scheduling import Toleration, matches_term, tolerates
+from placer.model.resources import is_accelerator
 from placer.model.topology import Domain, Topology, default_levels
 from placer.model.workload import JobSetRequest, PodShape, ReplicatedJobRequest
 from placer.solver.release import expected_duration_s
+from placer.solver.shape_index import ShapeFacts, ShapeIndex, node_exclusion, node_pod_capacity
 
-__all__ = ["JobClass", "PlacementContext", "ShapeFacts", "node_exclusion", "node_pod_capacity"]
+__all__ = [
+    "JobClass",
+    "KeyDomains",
+    "PlacementContext",
+    "ShapeFacts",
+    "node_exclusion",
+    "node_pod_capacity",
+]
+# ShapeFacts, node_exclusion and node_pod_capacity live in placer.solver.shape_index; re-exported
+# here for the modules that read them beside the context.
 
 
 @dataclass(frozen=True)
@@ -40,116 +49,26 @@ class JobClass:
         return self.rjob.exclusive_key
 
 
-def node_exclusion(node: Node, pod: PodShape, *, extended_resource_toleration: bool) -> str | None:
-    """Why `node` can never take a pod of this shape, or None. The strings feed explanations."""
-    if not node.ready:
-        return "NotReady"
-    if node.unschedulable:
-        return "cordoned"
-    for key, value in sorted(pod.node_selector.items()):
-        if node.labels.get(key) != value:
-            return f"nodeSelector {key}={value}"
-    if pod.affinity_terms and not any(
-        matches_term(node.labels, node.name, t) for t in pod.affinity_terms
-    ):
-        return "node affinity " + " | ".join(str(t) for t in pod.affinity_terms)
-    tolerations = pod.tolerations
-    if extended_resource_toleration:
-        extra = tuple(_ert_toleration(r) for r in pod.requests if is_extended_resource(r))
-        tolerations = (*tolerations, *extra)
-    for taint in node.taints:
-        if taint.blocks_scheduling and not tolerates(tolerations, taint):
-            return f"taint {taint}"
-    return None
+@dataclass(frozen=True)
+class KeyDomains:
+    """The domains of one exclusive key and what the solvers read of each, aligned by position."""
 
-
-def _ert_toleration(resource: str) -> Toleration:
-    """What the ExtendedResourceToleration admission plugin adds for each extended resource."""
-    return Toleration(key=resource, operator="Exists")
-
-
-def node_pod_capacity(node: Node, pod: PodShape) -> int:
-    """Pods of this shape that fit on the node's free capacity, host ports included."""
-    fit = pods_that_fit(node.free, pod.requests)
-    if pod.host_ports:
-        used = set(node.used_host_ports)
-        if any(p in used for p in pod.host_ports):
-            return 0
-        fit = min(fit, 1)
-    return fit
-
-
-class ShapeFacts:
-    """What each node of a snapshot offers one pod shape, whatever the plan.
-
-    `node_exclusion` and `node_pod_capacity` read a node's readiness, cordon, taints, free
-    resources and host ports, and only the labels (and name) the pod's selector and affinity name.
-    Nodes that agree on all of those get one answer: a fleet of thousands of nodes has a handful of
-    such profiles, and every solver asks about every node for every shape.
-    """
-
-    def __init__(
-        self, pod: PodShape, nodes: Mapping[str, Node], states: Mapping[str, int], *, ert: bool
-    ) -> None:
-        self.pod = pod
-        self._nodes = nodes
-        self._states = states
-        self._ert = ert
-        keys = set(pod.node_selector)
-        keys.update(r.key for t in pod.affinity_terms for r in t.match_expressions)
-        self._label_keys = tuple(sorted(keys))
-        self._by_name = any(t.match_node_names for t in pod.affinity_terms)
-        self._profiles: dict[str, Hashable] = {}
-        self._facts: dict[Hashable, tuple[str | None, int]] = {}
-
-    def profile(self, name: str) -> Hashable:
-        """Equal for nodes that offer this shape the same."""
-        found = self._profiles.get(name)
-        if found is None:
-            labels = self._nodes[name].labels
-            found = (
-                self._states[name],
-                tuple(labels.get(k) for k in self._label_keys),
-                name if self._by_name else None,
-            )
-            self._profiles[name] = found
-        return found
-
-    def _of(self, name: str) -> tuple[str | None, int]:
-        key = self.profile(name)
-        found = self._facts.get(key)
-        if found is None:
-            node = self._nodes[name]
-            exclusion = node_exclusion(node, self.pod, extended_resource_toleration=self._ert)
-            found = self._facts[key] = (exclusion, node_pod_capacity(node, self.pod))
-        return found
-
-    def exclusion(self, name: str) -> str | None:
-        """`node_exclusion` of the node."""
-        return self._of(name)[0]
-
-    def raw(self, name: str) -> int:
-        """`node_pod_capacity` of the node: pods that fit by room and ports, exclusions ignored."""
-        return self._of(name)[1]
-
-    def capacity(self, name: str) -> int:
-        """Pods of this shape the node can take: 0 when excluded, else its room."""
-        exclusion, raw = self._of(name)
-        return 0 if exclusion else raw
+    domains: tuple[Domain, ...]
+    held_by: tuple[tuple[str, ...], ...]
+    """JobSets with running pods in the domain (it is closed to every other JobSet)."""
+    free_accelerators: tuple[int, ...]
+    capacity: Mapping[int, tuple[int, ...]]
+    """shape number (`ShapeIndex.shape_numbers`) -> pods of that shape each domain takes, for the
+    shapes of the job classes exclusive on this key."""
 
 
 @dataclass
 class PlacementContext:
+    """One snapshot and queue, and what is derived from them alone (computed once each)."""
+
     snapshot: ClusterSnapshot
     jobsets_given: Sequence[JobSetRequest]
     options: SolveOptions
-    _capacity: dict[tuple[int, str], int] = field(default_factory=dict, repr=False)
-    _shapes: dict[str, ShapeFacts] = field(default_factory=dict, repr=False)
-    """pod shape signature -> its facts"""
-    _class_shapes: dict[int, tuple[PodShape, ShapeFacts]] = field(default_factory=dict, repr=False)
-    """job class index -> its pod shape and that shape's facts (signatures are slow to compute)"""
-    _free_accelerators: dict[tuple[str, ...], int] = field(default_factory=dict, repr=False)
-    """domain's nodes -> their free accelerator units"""
 
     @cached_property
     def jobsets(self) -> list[JobSetRequest]:
@@ -239,57 +158,29 @@ class PlacementContext:
         return all(r.jobset == jobset.key or duration <= r.start_s for r in reservations)
 
     @cached_property
-    def _node_states(self) -> dict[str, int]:
-        """node -> an id shared by nodes equal in all but labels and name, as `ShapeFacts` reads."""
-        ids: dict[Hashable, int] = {}
-        states: dict[str, int] = {}
-        for n in self.snapshot.nodes:
-            state = (
-                n.ready,
-                n.unschedulable,
-                n.taints,
-                tuple(sorted(n.free.items())),
-                n.used_host_ports,
-            )
-            states[n.name] = ids.setdefault(state, len(ids))
-        return states
+    def shape_index(self) -> ShapeIndex:
+        """What each node offers each job class's pod shape (see `placer.solver.shape_index`)."""
+        return ShapeIndex(
+            self.snapshot.nodes,
+            [jc.rjob.pod for jc in self.job_classes],
+            extended_resource_toleration=self.options.extended_resource_toleration,
+        )
 
     def shape_facts(self, pod: PodShape) -> ShapeFacts:
-        """What each node of the snapshot offers pods of this shape (memoized per shape)."""
-        signature = pod.signature()
-        found = self._shapes.get(signature)
-        if found is None:
-            ert = self.options.extended_resource_toleration
-            found = ShapeFacts(pod, self.nodes, self._node_states, ert=ert)
-            self._shapes[signature] = found
-        return found
+        """What each node of the snapshot offers pods of this shape."""
+        return self.shape_index.facts_for(pod)
 
     def class_facts(self, jc: JobClass) -> ShapeFacts:
-        """`shape_facts` of `jc`'s pod shape."""
-        found = self._class_shapes.get(jc.index)
-        if found is None or found[0] is not jc.rjob.pod:
-            found = self._class_shapes[jc.index] = (jc.rjob.pod, self.shape_facts(jc.rjob.pod))
-        return found[1]
+        """`shape_facts` of `jc`'s pod shape; `jc` is one of this context's job classes."""
+        return self.shape_index.facts[jc.index]
 
     def node_capacity(self, jc: JobClass, node: Node) -> int:
-        if self.nodes.get(node.name) is node:
-            return self.class_facts(jc).capacity(node.name)
-        # a node from elsewhere (a what-if): judged on its own
-        if node_exclusion(
-            node,
-            jc.rjob.pod,
-            extended_resource_toleration=self.options.extended_resource_toleration,
-        ):
-            return 0
-        return node_pod_capacity(node, jc.rjob.pod)
+        """Pods of `jc`'s shape the node (one of the snapshot's, by name) can take."""
+        return self.class_facts(jc).capacity(node.name)
 
     def domain_capacity(self, jc: JobClass, domain: Domain) -> int:
         """Pods of `jc`'s shape that fit on the domain's nodes, when the domain is its alone."""
-        key = (jc.index, f"{domain.key}\0{domain.id}")
-        if key not in self._capacity:
-            facts = self.class_facts(jc)
-            self._capacity[key] = sum(facts.capacity(n) for n in domain.nodes)
-        return self._capacity[key]
+        return self.class_facts(jc).total_capacity(domain.nodes)
 
     def fits(self, jc: JobClass, domain: Domain) -> bool:
         """Can one child Job of `jc` take `domain` to itself, ignoring the rest of the plan?"""
@@ -299,17 +190,44 @@ class PlacementContext:
             and self.domain_capacity(jc, domain) >= jc.rjob.pods_per_job
         )
 
+    @cached_property
+    def _free_accelerator_units(self) -> dict[str, Decimal]:
+        """usable node -> its free accelerator units"""
+        names = {k for n in self.snapshot.nodes for k in n.free}
+        accelerators = sorted(k for k in names if is_accelerator(k))
+        return {
+            n.name: sum((n.free.get(k, Decimal(0)) for k in accelerators), Decimal(0))
+            for n in self.snapshot.nodes
+            if n.usable
+        }
+
+    @cached_property
+    def key_domains(self) -> dict[str, KeyDomains]:
+        """exclusive key -> its domains and their facts, for every exclusive key of the queue."""
+        numbers = self.shape_index.shape_numbers
+        facts = self.shape_index.facts
+        shapes: dict[str, dict[int, ShapeFacts]] = {k: {} for k in self.exclusive_keys}
+        for jc in self.job_classes:
+            if jc.exclusive_key:
+                shapes[jc.exclusive_key][numbers[jc.index]] = facts[jc.index]
+        result: dict[str, KeyDomains] = {}
+        for key, by_number in shapes.items():
+            domains = tuple(self.domains(key))
+            result[key] = KeyDomains(
+                domains=domains,
+                held_by=tuple(self.domain_held_by(d) for d in domains),
+                free_accelerators=tuple(self.free_accelerators(d) for d in domains),
+                capacity={
+                    number: tuple(f.total_capacity(d.nodes) for d in domains)
+                    for number, f in sorted(by_number.items())
+                },
+            )
+        return result
+
     def free_accelerators(self, domain: Domain) -> int:
         """Free accelerator units on the domain's usable nodes: what stranding is measured in."""
-        found = self._free_accelerators.get(domain.nodes)
-        if found is None:
-            total = Decimal(0)
-            for n in domain.nodes:
-                node = self.nodes[n]
-                if node.usable:
-                    total += sum((v for k, v in node.free.items() if is_accelerator(k)), Decimal(0))
-            found = self._free_accelerators[domain.nodes] = int(total)
-        return found
+        units = self._free_accelerator_units
+        return int(sum((units.get(n, Decimal(0)) for n in domain.nodes), Decimal(0)))
 
     def job_units(self, jc: JobClass) -> int:
         return jc.rjob.accelerator_units_per_job

@@ -31,21 +31,20 @@ from collections.abc import Sequence
 
 from placer.model.cluster import ClusterSnapshot
 from placer.model.errors import InputError
-from placer.model.manifests import paused_gc
 from placer.model.options import SolveOptions
 from placer.model.plan import JobPlacement, JobSetOutcome, Plan, SolverReport, relative_gap
 from placer.model.topology import Domain, DomainPath
 from placer.model.workload import JobSetRequest
 from placer.solver.context import JobClass, PlacementContext
 from placer.solver.ledger import Ledger
-from placer.solver.memo import context_memo
 from placer.solver.reasons import Classifier, ReasonTally, jobset_reason, occupancy_of
 
 __all__ = ["POLICIES", "BestFitSolver", "FirstFitSolver", "LargestFirstSolver", "greedy_plan"]
 
 POLICIES = ("first-fit", "best-fit", "largest-first")
 
-_ListKey = tuple[str, int, str, DomainPath | None, str | None]
+_ListKey = tuple[int, int, str, DomainPath | None, str | None]
+"""(shape number, pods per job, exclusive key, enclosing path, own JobSet): a candidate list."""
 
 
 def greedy_plan(ctx: PlacementContext, policy: str, *, explain: bool = True) -> Plan:
@@ -59,10 +58,7 @@ def greedy_plan(ctx: PlacementContext, policy: str, *, explain: bool = True) -> 
     if policy not in POLICIES:
         raise ValueError(f"unknown greedy policy {policy!r}")
     started = time.perf_counter()
-    # A greedy pass allocates an object or more per decision and holds no reference cycles:
-    # collections in between would only rescan the snapshot (a third of the pass at 10,000 nodes).
-    with paused_gc():
-        outcomes = _Greedy(ctx, policy, explain=explain).run()
+    outcomes = _Greedy(ctx, policy, explain=explain).run()
     wall = time.perf_counter() - started
     objective = sum(o.accelerators for o in outcomes.values() if o.status == "placed")
     bound = sum(js.accelerator_units for js in ctx.jobsets)
@@ -119,16 +115,16 @@ class _Greedy:
         """JobSet left out (or partial) -> what its reason starts with; worded after the run."""
         self.policy = policy
         self.ledger = Ledger(ctx)
-        self._memo = context_memo(ctx)
-        """Shared with the other runs on this context: node capacities per shape, and candidate
-        lists per (order, shape, pods per job, key, enclosing path, own JobSet)."""
-        self._order = "path" if policy == "first-fit" else "tightest"
+        self._lists: dict[_ListKey, list[Domain]] = {}
+        """Candidate domains per list key, in policy order: built when first needed."""
         self._cursor: dict[_ListKey, int] = {}
-        """Candidate list -> index before which every domain holds planned pods. Valid because
-        that only grows until a rollback, which restores the cursors of its checkpoint."""
+        """Candidate list -> index before which every domain holds planned pods, so a search
+        starts there. Valid because that prefix only grows until a rollback, which restores the
+        cursors of its checkpoint. Kept for its measured gain (benchmarks/RESULTS-speed.md,
+        "per-shape index"): the two greedy runs at 50,000 nodes take 0.6 s of CPU with it, 1.1 s
+        without."""
         self._holders = {o for owners in ctx.held_by.values() for o in owners}
         """JobSets with running pods in some exclusive domain."""
-        self._enclosing: dict[tuple[str, DomainPath, str], DomainPath | None] = {}
 
     # -- order --
 
@@ -308,46 +304,38 @@ class _Greedy:
         """
         key = jc.exclusive_key
         assert key is not None
-        shape = jc.rjob.pod.signature()
+        shape = self.ctx.shape_index.shape_numbers[jc.index]
         own = jc.jobset.key if jc.jobset.key in self._holders else None
         list_key = (shape, jc.rjob.pods_per_job, key, within.path if within else None, own)
-        found: list[Domain] | None = self._memo.get(("greedy.list", self._order, list_key))  # type: ignore[assignment]
+        found = self._lists.get(list_key)
         if found is not None:
             return list_key, found
-        caps: dict[str, int] = self._memo.setdefault(("greedy.caps", shape), {})  # type: ignore[assignment]
-
-        def capacity(domain: Domain) -> int:
-            total = 0
-            for n in domain.nodes:
-                if n not in caps:
-                    caps[n] = self.ctx.node_capacity(jc, self.ctx.nodes[n])
-                total += caps[n]
-            return total
-
-        sized = []
-        for d in self.ctx.domains(key):
-            if any(o != own for o in self.ctx.domain_held_by(d)):
+        table = self.ctx.key_domains[key]
+        need = jc.rjob.pods_per_job
+        sized: list[tuple[int, int, DomainPath, Domain]] = []
+        for d, held, cap, free in zip(
+            table.domains,
+            table.held_by,
+            table.capacity[shape],
+            table.free_accelerators,
+            strict=True,
+        ):
+            if cap < need or any(o != own for o in held):
                 continue
             if within is not None and not self._inside(d, within):
                 continue
-            cap = capacity(d)
-            if cap >= jc.rjob.pods_per_job:
-                sized.append((d, cap))
+            sized.append((free, cap, d.path, d))
         if self.policy != "first-fit":
-            sized.sort(key=lambda dc: (self.ctx.free_accelerators(dc[0]), dc[1], dc[0].path))
-        found = [d for d, _ in sized]
-        self._memo[("greedy.list", self._order, list_key)] = found
+            sized.sort(key=lambda entry: entry[:3])
+        found = self._lists[list_key] = [entry[3] for entry in sized]
         return list_key, found
 
     def _inside(self, domain: Domain, enclosing: Domain) -> bool:
         """Every node of `domain` is in `enclosing` (nested levels or plain label overlap)."""
-        memo = (domain.key, domain.path, enclosing.key)
-        if memo not in self._enclosing:
-            paths = {
-                self.ctx.topology.enclosing(self.ctx.nodes[n], enclosing.key) for n in domain.nodes
-            }
-            self._enclosing[memo] = paths.pop() if len(paths) == 1 else None
-        return self._enclosing[memo] == enclosing.path
+        topology, nodes = self.ctx.topology, self.ctx.nodes
+        return bool(domain.nodes) and all(
+            topology.enclosing(nodes[n], enclosing.key) == enclosing.path for n in domain.nodes
+        )
 
 
 def _outcome(

@@ -26,7 +26,6 @@ from placer.model.resources import PODS, ResourceMap, pods_that_fit
 from placer.model.topology import Domain, DomainPath
 from placer.model.workload import JobSetRequest, PodShape, child_job_name
 from placer.solver.context import JobClass, PlacementContext
-from placer.solver.memo import context_memo
 
 __all__ = ["DomainKey", "Ledger"]
 
@@ -54,11 +53,6 @@ class Ledger:
         """domain -> JobSet key of the exclusive child Job that took it."""
         self._undo: list[tuple[dict[Any, Any], object, object]] = []
         """(table, key, value before) per change, newest last; `_ABSENT` when there was none."""
-        self._pods: dict[tuple[int, str], PodPlacement] = context_memo(ctx).setdefault(
-            "ledger.pods", {}
-        )  # type: ignore[assignment]
-        """(completion index, node) -> the pod placement: one immutable object per pair, shared
-        by every plan of the context (the greedy runs and CP-SAT's materialization)."""
         self._exclusive_nodes: frozenset[str] | None = None
 
     # -- all-or-nothing --
@@ -156,9 +150,8 @@ class Ledger:
             self._set(self._reserved, n, owner)
         self._set(self._taken, (domain.key, domain.path), jc.jobset.key)
         pods = self._commit(jc, counts, shared=False)
-        # model_construct: built from a domain of the context and a class of its queue
-        ref = DomainRef.model_construct(key=domain.key, value=domain.value, path=list(domain.path))
-        return JobPlacement.model_construct(
+        ref = DomainRef(key=domain.key, value=domain.value, path=list(domain.path))
+        return JobPlacement(
             name=job, replicated_job=jc.rjob.name, index=job_index, domain=ref, pods=pods
         )
 
@@ -231,16 +224,8 @@ class Ledger:
                 owners = dict(self._shared.get(n, {}))
                 owners[jc.jobset.key] = owners.get(jc.jobset.key, 0) + k
                 self._set(self._shared, n, owners)
-            pods.extend(self._pod(i, n) for i in range(len(pods), len(pods) + k))
+            pods.extend(PodPlacement(index=i, node=n) for i in range(len(pods), len(pods) + k))
         return pods
-
-    def _pod(self, index: int, node: str) -> PodPlacement:
-        found = self._pods.get((index, node))
-        if found is None:
-            # model_construct: built from checked values, and there are many of them
-            found = PodPlacement.model_construct(index=index, node=node)
-            self._pods[(index, node)] = found
-        return found
 
     def _consume(self, node: str, pod: PodShape, count: int) -> None:
         free = dict(self._free_of(node))

@@ -7,7 +7,6 @@ imported only when an option needs it (watching, binding), so `--plan` runs need
 
 from __future__ import annotations
 
-import gc
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -15,6 +14,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from placer.model.errors import InputError
+from placer.runtime import freeze_long_lived
 from placer.serving import ServingLimits, server_ssl_context
 from plugins.extender.server import Binder, ExtenderApp, ExtenderServer
 from plugins.extender.sources import store_from_files
@@ -133,8 +133,7 @@ def serve(options: ServiceOptions, announce: Callable[[str], None] = log.info) -
     # Everything loaded so far (modules, the client, the plan) lives as long as the process: move
     # it out of the collector's reach, so full collections, which otherwise walk it all and stall
     # a request for tens of milliseconds, stay short.
-    gc.collect()
-    gc.freeze()
+    freeze_long_lived()
     announce(
         f"placer extender: serving {service.server.url} (filter, prioritize"
         f"{', bind' if options.bind else ''}; /healthz, /readyz)"

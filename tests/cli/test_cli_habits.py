@@ -48,7 +48,7 @@ def test_python_dash_m_placer_runs_the_cli() -> None:
 
 def test_kubectl_plugin_entry_point_and_name() -> None:
     scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
-    assert scripts["kubectl-placer"] == scripts["placer"] == "placer.cli:main"
+    assert scripts["kubectl-placer"] == scripts["placer"] == "placer.cli:run"
     assert prog_name("/usr/local/bin/kubectl-placer") == "kubectl placer"
     assert prog_name("/usr/local/bin/placer") == "placer"
     assert build_parser("kubectl placer").format_usage().startswith("usage: kubectl placer ")

@@ -1,30 +1,43 @@
-"""The fast Node/Pod readers agree with the pydantic schemas they shortcut, on odd input too.
+"""The snapshot structs read JSON bytes and Python mappings alike, on odd input too.
 
 Each case is a valid object with up to two faults anywhere in it: a part dropped, a value of the
-wrong type, or a non-string key (YAML allows those). Whatever the fast path accepts the
-schema must accept with the same fields; whatever it refuses must fail with the schema's error.
-`PodFootprints` must give what `pod_request` and `pod_host_ports` give, pod by pod.
+wrong type, or a non-string key (YAML allows those). Whatever the one-call JSON decoder accepts the
+reader of mappings accepts with the same fields; whatever one refuses the other refuses, the reader
+with an error naming the file, the object and the field. Footprints computed once per signature
+must be what `pod_request` and `pod_host_ports` give, pod by pod.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pydantic import ValidationError
 
-from placer.model import kube_objects as ko
 from placer.model.errors import InputError
 from placer.model.jobset import pod_host_ports
-from placer.model.kube_objects import PodFootprints, read_node, read_pod
+from placer.model.kube_objects import (
+    NodeCondition,
+    NodeObject,
+    NodeSpec,
+    NodeStatus,
+    ObjectMeta,
+    PodObject,
+    TaintSpec,
+    decode_kubectl_list,
+    pod_footprint,
+    read_as,
+    read_object,
+)
 from placer.model.resources import PODS, pod_request
-from placer.model.snapshot import load_snapshot, snapshot_from_objects
+from placer.model.snapshot import _footprints, load_snapshot, snapshot_from_objects
 
 ODD = st.sampled_from(
     [None, 1, 1.5, True, "", "x", "Sometimes", [], {}, ["x"], {"a": 1}, {"a": "b"}, {1: "x"}]
@@ -119,26 +132,16 @@ NODE = faulty(VALID_NODE)
 POD = faulty(VALID_POD)
 
 
-def schema_node(o: Any) -> ko.NodeFields:
-    n = ko._NodeObj.model_validate(o)
-    return ko.NodeFields(
-        name=n.metadata.name,
-        labels=n.metadata.labels,
-        taints=tuple((t.key, t.value, t.effect) for t in n.spec.taints),
-        unschedulable=n.spec.unschedulable,
-        allocatable=n.status.allocatable,
-        conditions=tuple((c.type, c.status) for c in n.status.conditions),
-    )
+def decoded(o: Any) -> Any:
+    """`o` as the one-call JSON decoder reads it inside a kubectl List, or None if it refuses."""
+    items = decode_kubectl_list(json.dumps({"kind": "List", "items": [o]}).encode())
+    return None if items is None else items[0]
 
 
-def schema_pod(o: Any) -> ko.PodFields:
-    p = ko._PodObj.model_validate(o)
-    return ko.PodFields(p.metadata.namespace, p.metadata.labels, p.spec.nodeName, p.status.phase)
-
-
-def outcome(read: Any, o: Any) -> Any:
+def outcome(o: Any) -> Any:
+    """`o` as the object-by-object reader reads it, or its error's parts."""
     try:
-        return read(o, "f.json")
+        return read_object(o, "f.json")
     except InputError as e:
         return (e.message, e.source, e.obj, e.field, e.code)
 
@@ -155,35 +158,39 @@ def string_keys(o: Any) -> bool:
     return True
 
 
-def agrees(fast: Any, read: Any, schema: Any, o: Any) -> None:
-    """The fast path (keys checked, and unchecked where they are all strings) and the reader
-    agree with the schema; a refused object is the schema's InputError."""
-    try:
-        expected: Any = schema(o)
-    except ValidationError:
-        expected = None
-    checked = fast(o, True)
-    assert checked is None or checked == expected, "the fast path accepted what the schema refuses"
-    if string_keys(o):
-        unchecked = fast(o, False)
-        assert unchecked is None or unchecked == expected
-        assert outcome(lambda x, s: read(x, s, keys_are_strings=True), o) == outcome(read, o)
-    if expected is None:
-        assert isinstance(outcome(read, o), tuple)
-    else:
-        assert read(o, "f.json") == expected
+def agrees(o: Any) -> None:
+    """The JSON decoder and the reader of mappings (YAML, watch caches) are one schema: what one
+    accepts the other accepts with the same fields; what one refuses the other refuses, the
+    reader with an error naming the file, the object and a field."""
+    read = outcome(o)
+    if isinstance(read, tuple):
+        message, source, obj, _field, code = read
+        assert (source, code) == ("f.json", "schema") and obj and message
+        assert "\n" not in message
+        if string_keys(o):
+            assert decoded(o) is None
+    elif read is None:  # not a Node, Pod or PriorityClass: skipped, and no List of them
+        assert decoded(o) is None
+    elif string_keys(o):  # else JSON could not say it
+        assert same(decoded(o), read)
+
+
+def same(a: Any, b: Any) -> bool:
+    """The same struct type (a List's items are of subclasses that carry their `kind`), and the
+    same fields."""
+    return isinstance(a, type(b)) and msgspec.structs.astuple(a) == msgspec.structs.astuple(b)
 
 
 @SETTINGS
 @given(NODE)
-def test_node_reader_agrees_with_the_schema(o: dict[Any, Any]) -> None:
-    agrees(ko._fast_node, read_node, schema_node, o)
+def test_node_decoding_agrees_with_reading(o: dict[Any, Any]) -> None:
+    agrees(o)
 
 
 @SETTINGS
 @given(POD)
-def test_pod_reader_agrees_with_the_schema(o: dict[Any, Any]) -> None:
-    agrees(ko._fast_pod, read_pod, schema_pod, o)
+def test_pod_decoding_agrees_with_reading(o: dict[Any, Any]) -> None:
+    agrees(o)
 
 
 FULL_NODE = {
@@ -215,7 +222,7 @@ def single_faults(o: dict[str, Any]) -> list[Any]:
             variant = copy.deepcopy(o)
             _at(variant, path)[7] = "seven"
             out.append(variant)
-        if not path:
+        if not path or path == ("kind",):
             continue
         for value in [ABSENT, *ODD_VALUES]:
             variant = copy.deepcopy(o)
@@ -229,49 +236,88 @@ def single_faults(o: dict[str, Any]) -> list[Any]:
 
 
 @pytest.mark.parametrize(
-    ("base", "fast", "read", "schema"),
-    [
-        pytest.param(FULL_NODE, ko._fast_node, read_node, schema_node, id="node"),
-        pytest.param(FULL_POD, ko._fast_pod, read_pod, schema_pod, id="pod"),
-    ],
+    "base", [pytest.param(FULL_NODE, id="node"), pytest.param(FULL_POD, id="pod")]
 )
-def test_every_single_fault_agrees_with_the_schema(
-    base: Any, fast: Any, read: Any, schema: Any
-) -> None:
+def test_every_single_fault_agrees(base: Any) -> None:
     variants = single_faults(base)
     assert len(variants) > 100
     for o in variants:
-        agrees(fast, read, schema, o)
+        agrees(o)
 
 
-def test_typical_objects_take_the_fast_path() -> None:
-    node = {
-        "kind": "Node",
-        "metadata": {"name": "n1", "labels": {"a": "b"}},
-        "spec": {"taints": [{"key": "k", "effect": "NoSchedule"}]},
-        "status": {
-            "allocatable": {"cpu": "8"},
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
-    }
-    pod = {"kind": "Pod", "metadata": {"name": "p"}, "spec": {"nodeName": "n1"}, "status": {}}
-    for check_keys in (True, False):
-        assert ko._fast_node(node, check_keys) == ko.NodeFields(
-            "n1", {"a": "b"}, (("k", "", "NoSchedule"),), False, {"cpu": "8"}, (("Ready", "True"),)
-        )
-        assert ko._fast_pod(pod, check_keys) == ko.PodFields("default", {}, "n1", None)
+def test_typical_objects_read_only_what_placer_uses() -> None:
+    node = read_object(FULL_NODE, "f.json")
+    assert node == NodeObject(
+        metadata=ObjectMeta(name="n1", namespace="x", labels={"a": "b"}),
+        spec=NodeSpec(
+            taints=(TaintSpec(key="k", value="v", effect="NoSchedule"),), unschedulable=True
+        ),
+        status=NodeStatus(
+            allocatable={"cpu": "8"}, conditions=[NodeCondition(type="Ready", status="True")]
+        ),
+    )
+    pod = read_object(FULL_POD, "f.json")
+    assert isinstance(pod, PodObject)
+    assert (pod.metadata.namespace, pod.spec.nodeName, pod.status.phase) == ("ns", "n1", "Running")
+    assert read_object({"kind": "Service", "metadata": {"name": "s"}}, "f.json") is None
 
 
-def test_schema_errors_name_the_object_and_field() -> None:
-    bad = {"kind": "Pod", "metadata": {"name": "p", "namespace": "ns"}, "spec": {"nodeName": 3}}
+@pytest.mark.parametrize(
+    ("obj", "key", "field"),
+    [
+        pytest.param(
+            {"kind": "Pod", "metadata": {"name": "p", "namespace": "ns"}, "spec": {"nodeName": 3}},
+            "ns/p",
+            "spec.nodeName",
+            id="wrong-type",
+        ),
+        pytest.param({"kind": "Node", "metadata": {}}, "Node/?", "metadata.name", id="missing"),
+        pytest.param(
+            {"kind": "Node", "metadata": {"name": "n"}, "spec": {"taints": [{"key": "k"}]}},
+            "Node/n",
+            "spec.taints[0].effect",
+            id="missing-nested",
+        ),
+        pytest.param(
+            {"kind": "Node", "metadata": {"name": "n", "labels": {7: "x"}}},
+            "Node/n",
+            "metadata.labels",
+            id="key",
+        ),
+    ],
+)
+def test_errors_name_the_object_and_field(obj: Any, key: str, field: str) -> None:
     with pytest.raises(InputError) as e:
-        read_pod(bad, "c.json")
+        read_object(obj, "c.json")
     assert (e.value.source, e.value.obj, e.value.field, e.value.code) == (
         "c.json",
-        "ns/p",
-        "spec.nodeName",
+        key,
+        field,
         "schema",
     )
+    assert str(e.value).startswith(f"c.json: {key}: {field}: ")
+
+
+def test_objects_handed_in_need_no_kind() -> None:
+    """A watch cache's list items carry no `kind`: the caller names the struct."""
+    node = {"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "1"}}}
+    assert read_as(NodeObject, node, "cache").metadata.name == "n1"
+    with pytest.raises(InputError) as e:
+        read_as(NodeObject, {"metadata": {"name": 1}}, "cache")
+    assert (e.value.obj, e.value.field) == ("Node/1", "metadata.name")
+
+
+def test_a_list_with_other_kinds_is_not_decoded_in_one_call() -> None:
+    """The loader then reads it object by object, and skips what it does not know."""
+    items = [FULL_NODE, {"kind": "Service", "metadata": {"name": "s"}}]
+    assert decode_kubectl_list(json.dumps({"kind": "List", "items": items}).encode()) is None
+    assert decode_kubectl_list(json.dumps(FULL_NODE).encode()) is None
+    assert decode_kubectl_list(b"{not json") is None
+    deep = "[" * 100_000 + "]" * 100_000
+    nested = f'{{"kind":"List","items":[{{"kind":"Node","metadata":{{"name":"n"}},"x":{deep}}}]}}'
+    assert decode_kubectl_list(nested.encode()) is None
+    listed = decode_kubectl_list(json.dumps({"kind": "NodeList", "items": [FULL_NODE]}).encode())
+    assert listed is not None and same(listed[0], read_object(FULL_NODE, "f.json"))
 
 
 RESOURCES = st.sampled_from(
@@ -328,43 +374,52 @@ def near_duplicate_specs(draw: st.DrawFn) -> list[dict[str, Any]]:
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(near_duplicate_specs())
 def test_footprints_match_computing_each_pod(specs: list[dict[str, Any]]) -> None:
-    footprint = PodFootprints()
+    """Pods with equal signatures have equal footprints, so computing one per signature (as the
+    loader does) gives what computing each pod gives."""
+    footprint = _footprints()
     for i, spec in enumerate(specs):
-        pod = {"metadata": {"name": f"p{i}"}, "spec": spec}
-        request, ports = footprint(pod, "f.json")
+        pod = read_as(PodObject, {"metadata": {"name": f"p{i}"}, "spec": spec}, "f.json")
+        request, ports = footprint("f.json", pod)
         expected = {**pod_request(spec), PODS: Decimal(1)}
         assert (request, list(request)) == (expected, list(expected))
         assert ports == pod_host_ports(spec)
+        assert pod_footprint(pod, "f.json") == (request, ports)
 
 
 def test_footprint_errors_name_each_bad_pod() -> None:
-    footprint = PodFootprints()
+    footprint = _footprints()
     good = {"containers": [{"resources": {"requests": {"cpu": "1"}}}]}
     bad = {"containers": [{"resources": {"requests": {"cpu": True}}}]}
-    assert footprint({"metadata": {"name": "a"}, "spec": good}, "f")[0] == {"cpu": 1, PODS: 1}
+
+    def pod(name: str, spec: Any) -> PodObject:
+        return read_as(
+            PodObject, {"metadata": {"name": name, "namespace": "ns"}, "spec": spec}, "f"
+        )
+
+    assert footprint("f", pod("a", good))[0] == {"cpu": 1, PODS: 1}
     for name in ("b", "c"):
         with pytest.raises(InputError) as e:
-            footprint({"metadata": {"name": name, "namespace": "ns"}, "spec": bad}, "f")
+            footprint("f", pod(name, bad))
         assert (e.value.obj, e.value.field) == (
             f"ns/{name}",
             "spec.containers[0].resources.requests.cpu",
         )
 
 
-def test_loaders_check_keys_unless_the_json_parser_made_the_objects(tmp_path: Path) -> None:
-    """A YAML file may hold a non-string key, and objects handed in may too, whatever their
-    source is called: both still go through the schema's check."""
+def test_loaders_check_keys_of_yaml_and_of_objects_handed_in(tmp_path: Path) -> None:
+    """A YAML file may hold a non-string key, and objects handed in may too: the structs refuse
+    them wherever they come from."""
     node = {"kind": "Node", "metadata": {"name": "n1", 7: "seven"}}
     path = tmp_path / "nodes.yaml"
     path.write_text(yaml.safe_dump({"kind": "List", "items": [node]}))
     with pytest.raises(InputError) as e:
         load_snapshot([path])
-    assert (e.value.obj, e.value.field, e.value.code) == ("Node/n1", "metadata[7]", "schema")
+    assert (e.value.obj, e.value.field, e.value.code) == ("Node/n1", "metadata", "schema")
     with pytest.raises(InputError) as e:
         snapshot_from_objects([node], [], source="cluster.json")
-    assert (e.value.obj, e.value.field) == ("Node/n1", "metadata[7]")
+    assert (e.value.obj, e.value.field) == ("Node/n1", "metadata")
     pod = {"kind": "Pod", "metadata": {"name": "p", 7: "x"}, "spec": {"nodeName": "n1"}}
     ok = {"kind": "Node", "metadata": {"name": "n1"}}
     with pytest.raises(InputError) as e:
         snapshot_from_objects([ok], [pod], source="cluster.json")
-    assert (e.value.obj, e.value.field) == ("default/p", "metadata[7]")
+    assert (e.value.obj, e.value.field) == ("default/p", "metadata")

@@ -1,9 +1,8 @@
-"""Manifest reading: libyaml and the pure-Python loader agree, errors keep the pure loader's words,
-and `paused_gc` hands the collector back as it found it."""
+"""Manifest reading: libyaml and the pure-Python loader agree; errors keep the pure loader's
+words."""
 
 from __future__ import annotations
 
-import gc
 from pathlib import Path
 
 import pytest
@@ -11,7 +10,7 @@ import yaml
 
 from placer.model import manifests
 from placer.model.errors import InputError
-from placer.model.manifests import paused_gc, read_documents
+from placer.model.manifests import read_documents
 
 MANIFESTS = [
     *sorted((Path(__file__).resolve().parents[1] / "data").rglob("*.yaml")),
@@ -75,16 +74,3 @@ def test_yaml_errors_keep_the_pure_loaders_message(tmp_path: Path, text: str) ->
     assert e.value.message.endswith(str(getattr(expected.value, "problem", None)))
     if mark is not None:
         assert f"at line {mark.line + 1} column {mark.column + 1}" in e.value.message
-
-
-@pytest.mark.parametrize("enabled", [True, False])
-def test_paused_gc_restores_the_collector(enabled: bool) -> None:
-    was = gc.isenabled()
-    try:
-        gc.enable() if enabled else gc.disable()
-        with pytest.raises(RuntimeError), paused_gc():
-            assert not gc.isenabled()
-            raise RuntimeError("boom")
-        assert gc.isenabled() is enabled
-    finally:
-        gc.enable() if was else gc.disable()

@@ -285,6 +285,15 @@ def test_pods_count_against_compact_nodes(tmp_path: Path) -> None:
             id="bad-taint",
         ),
         pytest.param([node("a"), node("a")], "Node/a", "", id="duplicate"),
+        pytest.param(
+            [node("a", cpu="-1")], "Node/a", "status.allocatable.cpu", id="negative-allocatable"
+        ),
+        pytest.param(
+            [node("a", **{"google.com/tpu": "1500m"})],
+            "Node/a",
+            "status.allocatable.google.com/tpu",
+            id="fractional-extended-resource",
+        ),
     ],
 )
 def test_node_errors(tmp_path: Path, objs: list[dict[str, Any]], obj: str, field: str) -> None:
@@ -302,6 +311,39 @@ def test_pod_error_names_pod(tmp_path: Path) -> None:
     with pytest.raises(InputError) as e:
         load_snapshot([path])
     assert (e.value.obj, e.value.field) == ("ns/p", "spec.containers[0].resources.requests.cpu")
+
+
+def test_negative_pod_request_names_pod(tmp_path: Path) -> None:
+    path = tmp_path / "c.json"
+    bad = pod("p", "a", requests={"cpu": "-2"})
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [node("a"), bad]}))
+    with pytest.raises(InputError, match="must not be negative") as e:
+        load_snapshot([path])
+    assert (e.value.source, e.value.obj, e.value.field) == (
+        str(path),
+        "ns/p",
+        "spec.containers[0].resources.requests.cpu",
+    )
+
+
+def test_json_and_yaml_snapshots_load_the_same(tmp_path: Path) -> None:
+    """A kubectl JSON List (decoded in one call) and the same objects in YAML (read one by one)
+    give the same snapshot."""
+    items = [
+        node("a", taints=[{"key": "google.com/tpu", "value": "present", "effect": "NoSchedule"}]),
+        node("b", ready="False"),
+        pod("w-0", "a", limits={"google.com/tpu": "4"}, jobset="js", requests={"cpu": "1"}),
+        pod("d-0", "b", requests={"cpu": "100m"}, host_network=True, ports=[{"containerPort": 9}]),
+        {"kind": "PriorityClass", "metadata": {"name": "high"}, "value": 100},
+    ]
+    doc = {"apiVersion": "v1", "kind": "List", "items": items}
+    as_json, as_yaml = tmp_path / "c.json", tmp_path / "c.yaml"
+    as_json.write_text(json.dumps(doc))
+    as_yaml.write_text(yaml.safe_dump(doc))
+    from_json, from_yaml = load_snapshot([as_json]), load_snapshot([as_yaml])
+    assert from_json.nodes == from_yaml.nodes
+    assert from_json.priority_classes == from_yaml.priority_classes == {"high": 100}
+    assert from_json.node("a").jobsets == ("ns/js",)
 
 
 def test_no_nodes_is_an_error(tmp_path: Path) -> None:
