@@ -41,7 +41,6 @@ from placer.model.kubectl_list import format_quantity, snapshot_to_kubectl_list
 from placer.model.manifests import describe_object, expand_paths, object_key, read_documents
 from placer.model.resources import (
     ResourceMap,
-    is_extended_resource,
     parse_resource_map,
     subtract_resources,
 )
@@ -145,32 +144,9 @@ class _NodeReader:
         if found is None:
             obj = f"Node/{n.metadata.name}"
             found = parse_resource_map(raw, source=source, obj=obj, field="status.allocatable")
-            _check_allocatable(found, source=source, obj=obj)
             if key:
                 self._allocatable[key] = found
         return found
-
-
-def _check_allocatable(allocatable: ResourceMap, *, source: str, obj: str) -> None:
-    """What a node offers is never negative, and extended resources come in whole units."""
-    for name, value in allocatable.items():
-        field = f"status.allocatable.{name}"
-        if value < 0:
-            raise InputError(
-                f"must not be negative, got {value}",
-                source=source,
-                obj=obj,
-                field=field,
-                code="quantity",
-            )
-        if is_extended_resource(name) and value != value.to_integral_value():
-            raise InputError(
-                f"an extended resource must be a whole number, got {value}",
-                source=source,
-                obj=obj,
-                field=field,
-                code="quantity",
-            )
 
 
 def _pod_priority(pod: PodObject, classes: Mapping[str, int]) -> int | None:
@@ -198,40 +174,11 @@ def _footprints() -> Callable[[str, PodObject], Footprint]:
         found = known.get(key) if key is not None else None
         if found is None:
             found = pod_footprint(pod, source)
-            _check_request(pod, source=source)
             if key is not None:
                 known[key] = found
         return found
 
     return footprint
-
-
-def _check_request(pod: PodObject, *, source: str) -> None:
-    """A running pod asks for nothing negative (the API server refuses it; a hand-written
-    snapshot might not): checked per container, so the error names the field."""
-    obj = f"{pod.metadata.namespace}/{pod.metadata.name}"
-    parts: list[tuple[str, Any]] = [("spec.overhead", pod.spec.overhead)]
-    for group, containers in (
-        ("containers", pod.spec.containers),
-        ("initContainers", pod.spec.initContainers),
-    ):
-        for i, c in enumerate(containers or ()):
-            resources = c.resources if isinstance(c.resources, Mapping) else {}
-            for kind in ("requests", "limits"):
-                parts.append((f"spec.{group}[{i}].resources.{kind}", resources.get(kind)))
-    for field_path, raw in parts:
-        parsed = parse_resource_map(
-            raw if isinstance(raw, Mapping) else None, source=source, obj=obj, field=field_path
-        )
-        for name, value in parsed.items():
-            if value < 0:
-                raise InputError(
-                    f"must not be negative, got {value}",
-                    source=source,
-                    obj=obj,
-                    field=f"{field_path}.{name}",
-                    code="quantity",
-                )
 
 
 def _apply_pods(

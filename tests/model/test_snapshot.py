@@ -317,7 +317,7 @@ def test_negative_pod_request_names_pod(tmp_path: Path) -> None:
     path = tmp_path / "c.json"
     bad = pod("p", "a", requests={"cpu": "-2"})
     path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [node("a"), bad]}))
-    with pytest.raises(InputError, match="must not be negative") as e:
+    with pytest.raises(InputError, match="greater than or equal to 0") as e:
         load_snapshot([path])
     assert (e.value.source, e.value.obj, e.value.field) == (
         str(path),
