@@ -115,7 +115,7 @@ def test_wheel_carries_the_packages_entry_point_and_dependencies(wheel: Path) ->
                    "plugins/extender/server.py", "placer/commands/webhook.py"):  # fmt: skip
         assert module in names, module
     assert not any(n.startswith("tests/") for n in names)
-    assert "placer = placer.cli:main" in entry_points
+    assert "placer = placer.cli:run" in entry_points
     requires = {line.split(":", 1)[1].strip() for line in metadata.splitlines()
                 if line.startswith("Requires-Dist:") and "extra ==" not in line}  # fmt: skip
     assert requires == set(project["dependencies"])
