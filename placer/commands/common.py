@@ -22,6 +22,7 @@ from typing import TypeVar
 import yaml
 from pydantic import ValidationError
 
+from placer.commands.argtypes import label_keys, number, whole_number
 from placer.model.cluster import ClusterSnapshot
 from placer.model.errors import InputError
 from placer.model.limits import SEED_MAX
@@ -51,41 +52,6 @@ _DEFAULTS = SolveOptions()
 T = TypeVar("T")
 
 
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
-    return value
-
-
-def _seed(text: str) -> int:
-    """CP-SAT's random seed is an int32: larger values would fail inside the solver."""
-    value = _non_negative_int(text)
-    if value > SEED_MAX:
-        raise argparse.ArgumentTypeError(f"must be at most {SEED_MAX}, got {text}")
-    return value
-
-
-def _levels(text: str) -> tuple[str, ...]:
-    levels = tuple(part.strip() for part in text.split(",") if part.strip())
-    if not levels:
-        raise argparse.ArgumentTypeError("expected node label keys, comma-separated")
-    return levels
-
-
 def add_cluster_args(parser: argparse.ArgumentParser) -> None:
     """Where the cluster comes from (exactly one of --cluster / --kubeconfig) and how to read it.
 
@@ -110,7 +76,7 @@ def add_cluster_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--levels",
         metavar="KEY,KEY,...",
-        type=_levels,
+        type=label_keys,
         help="topology levels, node label keys coarse to fine (default: the snapshot's, else the "
         "JobSets' exclusive and locality keys, then kubernetes.io/hostname)",
     )
@@ -136,7 +102,7 @@ def add_solver_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--time-limit",
         metavar="SECONDS",
-        type=_positive_float,
+        type=number(0, above=True),
         default=_DEFAULTS.time_limit_s,
         help="wall-clock budget of the whole CP-SAT solve, model building included; search "
         "stops when it is spent and the best plan found is returned (default "
@@ -145,14 +111,14 @@ def add_solver_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--workers",
         metavar="N",
-        type=_non_negative_int,
+        type=whole_number(0),
         default=_DEFAULTS.workers,
         help="CP-SAT search workers; 0 = CP-SAT's portfolio of 8 whatever the cores (default)",
     )
     group.add_argument(
         "--seed",
         metavar="N",
-        type=_seed,
+        type=whole_number(0, SEED_MAX),
         default=_DEFAULTS.seed,
         help=f"CP-SAT random seed (default {_DEFAULTS.seed})",
     )

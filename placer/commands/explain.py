@@ -12,6 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from placer.commands.argtypes import whole_number
 from placer.commands.common import (
     add_cluster_args,
     add_solver_args,
@@ -27,16 +28,6 @@ from placer.render.explain import render_explanation, render_explanation_json
 __all__ = ["register", "run"]
 
 FORMATS = ("table", "wide", "json", "yaml")
-
-
-def _budget(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
-    return value
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -66,7 +57,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument(
         "--replans",
         metavar="N",
-        type=_budget,
+        type=whole_number(0),
         default=24,
         help="most re-plans the remedy search may run (default 24)",
     )

@@ -11,29 +11,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from placer.commands.argtypes import PORT, whole_number
 from placer.model.errors import InputError
 
 __all__ = ["register", "run"]
-
-
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"port out of range: {value}")
-    return value
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if not 1 <= value <= 2**40:
-        raise argparse.ArgumentTypeError(f"out of range 1..{2**40}: {value}")
-    return value
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -44,7 +25,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "domains, every other pod kept off reserved domains. See deploy/scheduler/README.md.",
     )
     parser.add_argument("--host", default="0.0.0.0", help="address to listen on (0.0.0.0)")
-    parser.add_argument("--port", type=_port, default=8888, help="port to listen on (8888)")
+    parser.add_argument("--port", type=PORT, default=8888, help="port to listen on (8888)")
     parser.add_argument(
         "--plan",
         metavar="PLAN.json",
@@ -76,14 +57,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     parser.add_argument(
         "--max-body-bytes",
-        type=_positive,
+        type=whole_number(1, 2**40),
         default=8 * 1024 * 1024,
         help="largest request body accepted; bigger ones get 413 (8 MiB: node names for "
         "about 250,000 nodes with nodeCacheCapable: true, or about 900 full Node objects)",
     )
     parser.add_argument(
         "--max-in-flight",
-        type=_positive,
+        type=whole_number(1, 2**40),
         default=32,
         help="requests decided at once; more get 503 at once (32; /healthz is never refused)",
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Mapping
 
+from placer.commands.argtypes import number, whole_number
 from placer.model.durations import parse_go_duration, parse_rfc3339
 from placer.model.errors import InputError
 from placer.model.options import DEFAULT_DURATION_S, TimePolicy
@@ -16,26 +17,6 @@ from placer.model.options import DEFAULT_DURATION_S, TimePolicy
 __all__ = ["add_time_args", "time_policy_from_args"]
 
 _DEFAULTS = TimePolicy()
-
-
-def _non_negative(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not (value >= 0 and value < float("inf")):
-        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
-    return value
-
-
-def _head(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if not 1 <= value <= 100_000:
-        raise argparse.ArgumentTypeError(f"must be between 1 and 100000, got {text}")
-    return value
 
 
 def add_time_args(parser: argparse.ArgumentParser) -> None:
@@ -51,7 +32,7 @@ def add_time_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--reservation-head",
         metavar="N",
-        type=_head,
+        type=whole_number(1, 100_000),
         default=_DEFAULTS.head,
         help=f"with --reservations head: how many waiting JobSets get one (default "
         f"{_DEFAULTS.head})",
@@ -74,7 +55,7 @@ def add_time_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--aging-rate",
         metavar="POINTS_PER_HOUR",
-        type=_non_negative,
+        type=number(0),
         default=_DEFAULTS.aging_per_hour,
         help="priority points a waiting JobSet gains per hour in the reservation order "
         "(default 0: strict priority tiers)",

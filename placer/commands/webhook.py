@@ -12,37 +12,9 @@ import logging
 import sys
 from pathlib import Path
 
+from placer.commands.argtypes import PORT, number, whole_number
+
 __all__ = ["register", "run"]
-
-
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"port out of range: {value}")
-    return value
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not 0 <= value <= 86400:
-        raise argparse.ArgumentTypeError(f"seconds out of range 0..86400: {value}")
-    return value
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {value}")
-    return value
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -65,10 +37,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--tls-private-key-file", metavar="FILE", required=True, help="PEM private key (tls.key)"
     )
     parser.add_argument("--host", default="0.0.0.0", help="HTTPS address (0.0.0.0)")
-    parser.add_argument("--port", type=_port, default=9443, help="HTTPS port (9443)")
+    parser.add_argument("--port", type=PORT, default=9443, help="HTTPS port (9443)")
     parser.add_argument(
         "--metrics-port",
-        type=_port,
+        type=PORT,
         default=8080,
         help="plain-HTTP port for /healthz, /readyz and /metrics; 0 disables (8080)",
     )
@@ -76,20 +48,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument(
         "--tls-reload-interval",
         metavar="SECONDS",
-        type=_seconds,
+        type=number(0, 86400),
         default=60.0,
         help="check the certificate files for renewal this often; 0 never (60)",
     )
     parser.add_argument(
         "--max-body-bytes",
-        type=_positive,
+        type=whole_number(1),
         default=8 * 1024 * 1024,
         help="largest AdmissionReview accepted; bigger ones are refused with 413 (8 MiB; a pod "
         "is at most about 1.5 MiB)",
     )
     parser.add_argument(
         "--max-in-flight",
-        type=_positive,
+        type=whole_number(1),
         default=32,
         help="reviews answered at once; more get 503 at once, which the API server treats as a "
         "webhook failure (32)",
