@@ -27,7 +27,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -123,26 +123,51 @@ QUICK = Matrix(
 )
 
 
+def cells(matrix: Matrix) -> list[tuple[str, float, str]]:
+    """(fleet, load, estimate) runs, most telling first: the targets' cell (full load, over-
+    estimates) on every fleet, then no estimates, then the other estimates, then other loads."""
+    order = ["over", "none", *(m for m in matrix.estimates if m not in ("over", "none"))]
+    first = [
+        (fleet, matrix.full_matrix_load, mode)
+        for mode in order
+        if mode in matrix.estimates
+        for fleet in matrix.fleets
+    ]
+    rest = [
+        (fleet, load, "over")
+        for load in matrix.loads
+        if load != matrix.full_matrix_load
+        for fleet in matrix.fleets
+    ]
+    return first + rest
+
+
 def run_matrix(
-    matrix: Matrix, seed: int, progress: Progress | None = None
+    matrix: Matrix,
+    seed: int,
+    progress: Progress | None = None,
+    on_cell: Callable[[list[dict[str, Any]], list[tuple[str, SimResult]]], None] | None = None,
 ) -> tuple[list[dict[str, Any]], list[tuple[str, SimResult]]]:
+    """Every cell; `on_cell` sees the results so far after each (a long run reports as it goes)."""
     rows: list[dict[str, Any]] = []
     kept: list[tuple[str, SimResult]] = []
     options = SolveOptions(time_limit_s=matrix.time_limit_s, workers=2, seed=seed)
-    for fleet in matrix.fleets:
-        for load in matrix.loads:
+    worlds: dict[tuple[str, float], tuple[SimWorld, SimConfig]] = {}
+    for fleet, load, mode in cells(matrix):
+        if (fleet, load) not in worlds:
             cfg = replace(SimConfig(), jobsets=matrix.jobsets, load=load)
-            world = build_world(fleet, seed, cfg)
-            modes = matrix.estimates if load == matrix.full_matrix_load else ("over",)
-            for mode in modes:
-                announced = estimates_for(world, mode, seed)
-                results = simulate(
-                    world, matrix.policies, options, cfg, progress=progress, estimates=announced
-                )
-                for r in results:
-                    rows.append(summarize(world, r, mode, load))
-                    if load == matrix.full_matrix_load and mode == "over":
-                        kept.append((f"{world.name}", r))
+            worlds[(fleet, load)] = (build_world(fleet, seed, cfg), cfg)
+        world, cfg = worlds[(fleet, load)]
+        announced = estimates_for(world, mode, seed)
+        results = simulate(
+            world, matrix.policies, options, cfg, progress=progress, estimates=announced
+        )
+        for r in results:
+            rows.append(summarize(world, r, mode, load))
+            if load == matrix.full_matrix_load and mode == "over":
+                kept.append((world.name, r))
+        if on_cell is not None:
+            on_cell(rows, kept)
     return rows, kept
 
 
@@ -276,30 +301,16 @@ def _plots(kept: Sequence[tuple[str, SimResult]], out: Path) -> list[str]:
     return written
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.backfill", description=__doc__)
-    parser.add_argument("--out", type=Path, help="output directory (default: a scratch directory)")
-    parser.add_argument("--quick", action="store_true", help="one fleet, one load, 60 JobSets")
-    parser.add_argument("--seed", type=int, default=1)
-    args = parser.parse_args(argv)
-    out: Path = args.out or Path(tempfile.mkdtemp(prefix="placer-backfill-"))
-    out.mkdir(parents=True, exist_ok=True)
-    matrix = QUICK if args.quick else Matrix()
-    runs = sum(
-        len(matrix.estimates if load == matrix.full_matrix_load else ("over",))
-        for _ in matrix.fleets
-        for load in matrix.loads
-    ) * len(matrix.policies)
-    progress = Progress(runs, label="backfill")
-    started = time.perf_counter()
-    rows, kept = run_matrix(matrix, args.seed, progress)
+def _write(
+    out: Path, command: str, started: float, rows: list[dict[str, Any]], kept: list[Any], done: bool
+) -> None:
     wall = time.perf_counter() - started
     plots = _plots(kept, out)
-    command = "python -m benchmarks.backfill " + shlex.join(sys.argv[1:] if argv is None else argv)
+    state = "" if done else " **Partial: the run was still going when this was written.**"
     lines = [
         "# Over time with reservations and backfill",
         "",
-        f"Command: `{command}` ({wall / 60:.1f} min). Machine: "
+        f"Command: `{command}` ({wall / 60:.1f} min).{state} Machine: "
         + ", ".join(f"{k} {v}" for k, v in machine_info().items())
         + ".",
         "",
@@ -316,6 +327,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     ]
     (out / "backfill.md").write_text("\n".join(lines))
     (out / "backfill.json").write_text(json.dumps(rows, indent=1))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.backfill", description=__doc__)
+    parser.add_argument("--out", type=Path, help="output directory (default: a scratch directory)")
+    parser.add_argument("--quick", action="store_true", help="one fleet, one load, 60 JobSets")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args(argv)
+    out: Path = args.out or Path(tempfile.mkdtemp(prefix="placer-backfill-"))
+    out.mkdir(parents=True, exist_ok=True)
+    matrix = QUICK if args.quick else Matrix()
+    progress = Progress(len(cells(matrix)) * len(matrix.policies), label="backfill")
+    started = time.perf_counter()
+    command = "python -m benchmarks.backfill " + shlex.join(sys.argv[1:] if argv is None else argv)
+    rows, kept = run_matrix(
+        matrix,
+        args.seed,
+        progress,
+        on_cell=lambda r, k: _write(out, command, started, r, k, done=False),
+    )
+    _write(out, command, started, rows, kept, done=True)
     print(out / "backfill.md")
     return 0
 
