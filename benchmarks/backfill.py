@@ -43,8 +43,8 @@ __all__ = ["ESTIMATES", "estimates_for", "main", "run_matrix", "summarize"]
 ESTIMATES = ("exact", "over", "noisy", "none")
 SLOWDOWN_FLOOR_S = 600.0
 LONG_WAIT_S = 24 * HOUR
-GREEDY = ("best-fit", "best-fit-strict", "easy", "conservative")
-CPSAT = ("cpsat", "cpsat-head", "cpsat-all")
+GREEDY = ("best-fit", "best-fit-strict", "easy", "conservative", "easy-aging")
+CPSAT = ("cpsat", "cpsat-head", "cpsat-all", "cpsat-head-aging")
 
 
 def estimates_for(world: SimWorld, mode: str, seed: int) -> dict[str, float | None]:

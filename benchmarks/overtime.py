@@ -49,11 +49,17 @@ class Policy:
     solver: str
     queue: QueuePolicy = "priority"
     reservations: ReservationPolicy = "none"
+    aging_per_hour: float = 0.0
+    """Priority points per hour waited in the reservation order (see `TimePolicy`)."""
 
     def build(self) -> Solver:
         inner = get_solver(self.solver)
         return inner if self.reservations == "none" else TimeAwareSolver(inner)
 
+
+AGING_PER_HOUR = 500.0
+"""With the simulation's priorities (100, 1000, 10000), a batch JobSet waiting 18 h stands level
+with a fresh production one."""
 
 POLICIES: dict[str, Policy] = {
     p.name: p
@@ -67,6 +73,8 @@ POLICIES: dict[str, Policy] = {
         Policy("conservative", "best-fit", reservations="all"),
         Policy("cpsat-head", "cpsat", reservations="head"),
         Policy("cpsat-all", "cpsat", reservations="all"),
+        Policy("easy-aging", "best-fit", reservations="head", aging_per_hour=AGING_PER_HOUR),
+        Policy("cpsat-head-aging", "cpsat", reservations="head", aging_per_hour=AGING_PER_HOUR),
     )
 }
 """`best-fit` is Kueue's BestEffortFIFO, `best-fit-strict` its StrictFIFO; `easy` and
@@ -305,6 +313,7 @@ class _Sim:
                 "time": TimePolicy(
                     now=BASE_TIME + timedelta(seconds=t),
                     reservations=self.spec.reservations,
+                    aging_per_hour=self.spec.aging_per_hour,
                     default_duration_s=self.cfg.default_duration_s,
                 ),
             }

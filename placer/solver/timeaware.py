@@ -62,12 +62,26 @@ def _waited_s(jobset: JobSetRequest, now: datetime) -> float:
 
 
 def _emptied(snapshot: ClusterSnapshot) -> ClusterSnapshot:
-    """The cluster once every running JobSet ended. A node whose JobSets' usage the source did
-    not record offers its allocatable then (the loaders record it; older snapshots may not)."""
+    """The cluster once every running JobSet ended, as the future is planned on.
+
+    A node whose JobSets' usage the source did not record offers its allocatable then (the
+    loaders record it; older snapshots may not). NotReady and cordoned hosts are expected back
+    (a repair or a drain ends): counting them out for good would mark a JobSet that needs their
+    domain as never fitting and leave it without a reservation, the starvation this prevents.
+    A reservation on such a domain is re-planned each round until the host is back.
+    """
     empty, _, _ = without_jobsets(snapshot, running_jobsets(snapshot))
     unknown = {n.name for n in snapshot.nodes if any(k not in n.jobset_usage for k in n.jobsets)}
     nodes = tuple(
-        n.model_copy(update={"free": dict(n.allocatable)}) if n.name in unknown else n
+        n.model_copy(
+            update={
+                "free": dict(n.allocatable) if n.name in unknown else n.free,
+                "ready": True,
+                "unschedulable": False,
+            }
+        )
+        if n.name in unknown or not n.usable
+        else n
         for n in empty.nodes
     )
     return empty.model_copy(update={"nodes": nodes, "reservations": ()})
