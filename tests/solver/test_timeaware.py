@@ -194,3 +194,19 @@ def test_time_aware_plans_pass_the_checker_on_random_queues(
             assert o.expected_start_seconds == 0 and not o.reserved_domains
         elif o.reserved_domains:
             assert o.expected_start_seconds is not None and o.expected_start_seconds > 0
+
+
+def test_a_notready_host_does_not_mark_a_wide_jobset_as_never_fitting() -> None:
+    snap = _fleet()
+    broken = tuple(
+        n.model_copy(update={"ready": False}) if n.name == "pool-3-host-0" else n
+        for n in snap.nodes
+    )
+    snap = snap.model_copy(update={"nodes": broken})
+    queue = [_queue()[0]]  # needs all four pools
+    options = SolveOptions(workers=1, time=TimePolicy(now=NOW, reservations="head"))
+    plan = TimeAwareSolver(get_solver("best-fit")).solve(snap, queue, options)
+    assert check(plan, snap, queue, options) == []
+    wide = plan.outcome("team-a/wide")
+    assert wide.expected_start_seconds == 2 * H
+    assert len(wide.reserved_domains) == 4
