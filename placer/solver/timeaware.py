@@ -29,7 +29,7 @@ import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from placer.model.cluster import ClusterSnapshot, DomainReservation
+from placer.model.cluster import ClusterSnapshot, DomainReservation, Node
 from placer.model.options import SolveOptions, TimePolicy
 from placer.model.plan import DomainRef, JobSetOutcome, Plan
 from placer.model.topology import Domain
@@ -87,6 +87,16 @@ def _emptied(snapshot: ClusterSnapshot) -> ClusterSnapshot:
     return empty.model_copy(update={"nodes": nodes, "reservations": ()})
 
 
+UNHEALTHY_BACK_S = 3600.0
+"""When a NotReady or cordoned host is expected back: nothing says, and an hour (a repair, a
+reboot, a drain) keeps a reservation on its domain from claiming it is free now."""
+
+
+def _node_free_at_s(node: Node, timeline: ReleaseTimeline) -> float:
+    free_at = timeline.node_free_at_s(node)
+    return free_at if node.usable else max(free_at, UNHEALTHY_BACK_S)
+
+
 class _Units:
     """Domains of the queue's exclusive keys as reservation units, and what each JobSet needs."""
 
@@ -110,7 +120,9 @@ class _Units:
         self.units = units
         # NotReady and cordoned hosts are not waited for: a domain's size once empty says
         # whether it can take a child Job without them
-        self.free_at = {n.name: f for n in snapshot.nodes if (f := timeline.node_free_at_s(n)) > 0}
+        self.free_at = {
+            n.name: f for n in snapshot.nodes if (f := _node_free_at_s(n, timeline)) > 0
+        }
         self.timeline = timeline
         self.live = live
 
@@ -239,7 +251,8 @@ def _estimates(
         if j.domain is not None and (j.domain.key, _id(j.domain.path)) in units.domains
     ]
     holds += [((h.key, _id(h.path)), h.start_s, h.end_s) for h in held if h.jobset not in placed]
-    rest = [js for js in order if js.key not in placed and js.key not in reservations]
+    future = {k for k, r in reservations.items() if r.start_s}
+    rest = [js for js in order if js.key not in placed and js.key not in future]
     if not rest:
         return {}
     found = reserve(
@@ -283,6 +296,8 @@ class _Annotator:
             update |= {"expected_start_seconds": 0.0, "backfill": bool(ahead)}
             return o.model_copy(update=update)
         reserved = self.reservations.get(o.key)
+        if reserved is not None and not reserved.start_s:
+            reserved = None  # meant to start now, yet not placed: estimated like the rest
         r = reserved or self.estimates.get(o.key)
         if r is None:
             return o.model_copy(update=update)

@@ -28,9 +28,10 @@ def test_head_reservation_gives_the_waiting_jobset_domains_and_an_eta(
     reserved = [j for j in waiting if j["reserved_domains"]]
     assert len(reserved) == 1  # the head only
     [head] = reserved
-    # running JobSets of the example have no start time: they end a default duration from now
-    assert head["expected_start_seconds"] == 7200
-    assert head["waits_for"]
+    # the head waits for a NotReady host, expected back within an hour, rather than for the
+    # running JobSets (not dated in the example: they end a default duration, 2 h, from now)
+    assert head["expected_start_seconds"] == 3600
+    assert len(head["reserved_domains"]) == 2
     assert {"timeline", "reserve", "estimate"} <= set(doc["solver"]["phases"])
 
 
