@@ -222,6 +222,9 @@ def load_inputs(args: argparse.Namespace) -> tuple[ClusterSnapshot, list[JobSetR
     jobsets = _guarded(
         lambda: load_jobsets(jobset_paths, priority_classes=snapshot.priority_classes), jobset_paths
     )
+    from placer.model.kueue_annotations import check_topology_levels
+
+    check_topology_levels(jobsets, getattr(args, "levels", None) or snapshot.levels)
     return snapshot, list(jobsets)
 
 

@@ -24,6 +24,7 @@ from placer.model.limits import (
     check_pods_per_jobset,
     check_pods_per_plan,
 )
+from placer.model.kueue_annotations import check_podset_groups, read_kueue_topology
 from placer.model.manifests import (
     describe_object,
     object_key,
@@ -34,8 +35,6 @@ from placer.model.resources import pod_request
 from placer.model.scheduling import NodeSelectorRequirement, NodeSelectorTerm, Toleration
 from placer.model.workload import (
     EXCLUSIVE_TOPOLOGY,
-    KUEUE_PREFERRED_TOPOLOGY,
-    KUEUE_REQUIRED_TOPOLOGY,
     NODE_SELECTOR_STRATEGY,
     JobSetRequest,
     PodShape,
@@ -353,23 +352,35 @@ def parse_jobset(
             tolerations=parse_tolerations(pod.tolerations),
             host_ports=pod_host_ports(raw_pod),
         )
-        pod_annotations = job.template.metadata.annotations
+        pods_per_job = min(parallelism, completions)
+        kueue = read_kueue_topology(
+            job.template.metadata.annotations,
+            index=i,
+            pods_per_job=pods_per_job,
+            replicas=rj.replicas,
+            source=source,
+            obj=key,
+        )
         rjobs.append(
             ReplicatedJobRequest(
                 name=rj.name,
                 group_name=rj.groupName,
                 replicas=rj.replicas,
-                pods_per_job=min(parallelism, completions),
+                pods_per_job=pods_per_job,
                 pod=shape,
                 exclusive_key=rj.template.metadata.annotations.get(EXCLUSIVE_TOPOLOGY)
                 or js_exclusive,
-                required_topology=pod_annotations.get(KUEUE_REQUIRED_TOPOLOGY) or None,
-                preferred_topology=pod_annotations.get(KUEUE_PREFERRED_TOPOLOGY) or None,
+                required_topology=kueue.required_topology,
+                preferred_topology=kueue.preferred_topology,
+                slice_topology=kueue.slice_topology,
+                slice_size=kueue.slice_size,
+                podset_group=kueue.podset_group,
+                unconstrained=kueue.unconstrained,
             )
         )
         priorities.append(_priority(pod, priority_classes, source=source, obj=key, field=pod_field))
     duration = jobset_expected_duration(obj, source=source, key=key)
-    return JobSetRequest(
+    request = JobSetRequest(
         namespace=m.metadata.namespace,
         name=m.metadata.name,
         uid=m.metadata.uid,
@@ -383,6 +394,8 @@ def parse_jobset(
         source=source,
         manifest=dict(obj),
     )
+    check_podset_groups(request)
+    return request
 
 
 def load_jobsets(

@@ -20,8 +20,12 @@ from placer.model.scheduling import NodeSelectorTerm, Toleration
 __all__ = [
     "EXCLUSIVE_TOPOLOGY",
     "JOBSET_NAME_LABEL",
+    "KUEUE_PODSET_GROUP",
     "KUEUE_PREFERRED_TOPOLOGY",
     "KUEUE_REQUIRED_TOPOLOGY",
+    "KUEUE_SLICE_SIZE",
+    "KUEUE_SLICE_TOPOLOGY",
+    "KUEUE_UNCONSTRAINED_TOPOLOGY",
     "NODE_SELECTOR_STRATEGY",
     "JobSetRequest",
     "PodShape",
@@ -33,6 +37,10 @@ EXCLUSIVE_TOPOLOGY = "alpha.jobset.sigs.k8s.io/exclusive-topology"
 NODE_SELECTOR_STRATEGY = "alpha.jobset.sigs.k8s.io/node-selector"
 KUEUE_REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
 KUEUE_PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"
+KUEUE_SLICE_TOPOLOGY = "kueue.x-k8s.io/podset-slice-required-topology"
+KUEUE_SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
+KUEUE_PODSET_GROUP = "kueue.x-k8s.io/podset-group-name"
+KUEUE_UNCONSTRAINED_TOPOLOGY = "kueue.x-k8s.io/podset-unconstrained-topology"
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 
 
@@ -74,6 +82,32 @@ class ReplicatedJobRequest(BaseModel):
     required_topology: str | None = None
     """Kueue podset-required-topology: every pod of this replicated job inside one domain of it."""
     preferred_topology: str | None = None
+    """Kueue podset-preferred-topology: one domain of it if possible, else as few as possible,
+    going up the levels one at a time (Kueue TAS)."""
+    slice_topology: str | None = None
+    """Kueue podset-slice-required-topology: each slice of `slice_size` pods in one such domain."""
+    slice_size: int | None = None
+    """Pods per slice; set whenever `slice_topology` is (Kueue's JobSet default: one child Job's
+    pods). Kueue's PodSet is the whole replicated job, so it divides `pod_count`."""
+    podset_group: str | None = None
+    """Kueue podset-group-name: replicated jobs of one JobSet placed in the same topology domain."""
+    unconstrained: bool = False
+    """Kueue podset-unconstrained-topology: any free capacity, no compactness asked."""
+
+    @property
+    def pod_count(self) -> int:
+        """Pods of the whole replicated job: Kueue's PodSet count for a JobSet."""
+        return self.replicas * self.pods_per_job
+
+    @property
+    def kueue_topology(self) -> bool:
+        """Does Kueue TAS place this replicated job (any of its topology annotations set)?"""
+        return bool(
+            self.required_topology
+            or self.preferred_topology
+            or self.slice_topology
+            or self.unconstrained
+        )
 
     @property
     def accelerator_units_per_job(self) -> int:

@@ -1,0 +1,120 @@
+"""Kueue TAS annotations on a JobSet's pod templates: read into the request, bad ones refused."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from placer.model.errors import InputError
+from placer.model.jobset import parse_jobset
+from placer.model.kueue_annotations import check_topology_levels
+from tests.model.test_jobset import manifest
+
+REQ = "kueue.x-k8s.io/podset-required-topology"
+PREF = "kueue.x-k8s.io/podset-preferred-topology"
+SLICE = "kueue.x-k8s.io/podset-slice-required-topology"
+SIZE = "kueue.x-k8s.io/podset-slice-size"
+GROUP = "kueue.x-k8s.io/podset-group-name"
+FREE = "kueue.x-k8s.io/podset-unconstrained-topology"
+LEVELS = ("block", "rack", "kubernetes.io/hostname")
+
+
+def parsed(annotations: dict[str, str], **job: Any) -> Any:
+    return parse_jobset(manifest(pod_annotations=annotations, **job), source="js.yaml")
+
+
+def test_every_annotation_is_read() -> None:
+    r = parsed(
+        {PREF: "block", SLICE: "rack", SIZE: "2", GROUP: "g"}, parallelism=4
+    ).replicated_jobs[0]
+    assert (r.preferred_topology, r.slice_topology, r.slice_size, r.podset_group) == (
+        "block",
+        "rack",
+        2,
+        "g",
+    )
+    assert r.pod_count == 8 and r.kueue_topology and not r.unconstrained
+
+
+def test_slice_size_defaults_to_one_child_jobs_pods_as_kueue_does_for_jobset() -> None:
+    r = parsed({REQ: "block", SLICE: "rack"}, parallelism=3).replicated_jobs[0]
+    assert r.slice_size == 3
+
+
+def test_unconstrained_is_a_boolean() -> None:
+    assert parsed({FREE: "true"}).replicated_jobs[0].unconstrained
+    assert not parsed({FREE: "false"}).replicated_jobs[0].kueue_topology
+
+
+@pytest.mark.parametrize(
+    ("annotations", "key", "words"),
+    [
+        pytest.param(
+            {REQ: "block", SLICE: "rack", SIZE: "3"}, SIZE, "does not divide", id="divide"
+        ),
+        pytest.param({REQ: "block", SIZE: "2"}, SIZE, "needs", id="size-without-level"),
+        pytest.param({REQ: "block", SLICE: "rack", SIZE: "0"}, SIZE, "positive", id="size-zero"),
+        pytest.param({REQ: "block", SLICE: "rack", SIZE: "two"}, SIZE, "positive", id="size-text"),
+        pytest.param({REQ: "rack", FREE: "true"}, FREE, "cannot be combined", id="req-and-free"),
+        pytest.param({PREF: "rack", FREE: "true"}, FREE, "cannot be combined", id="pref-and-free"),
+        pytest.param({FREE: "yes"}, FREE, "true or false", id="free-not-bool"),
+        pytest.param({REQ: "block", GROUP: ""}, GROUP, "empty", id="group-empty"),
+    ],
+)
+def test_bad_annotations_name_file_object_and_field(
+    annotations: dict[str, str], key: str, words: str
+) -> None:
+    with pytest.raises(InputError) as e:
+        parsed(annotations, parallelism=2)
+    assert e.value.source == "js.yaml" and e.value.obj == "team/js"
+    assert (
+        e.value.field
+        == f"spec.replicatedJobs[0].template.spec.template.metadata.annotations[{key}]"
+    )
+    assert words in str(e.value)
+
+
+def test_slice_count_is_over_the_whole_replicated_job() -> None:
+    """2 replicas x 3 pods = 6 pods: slices of 2 divide them though 2 does not divide 3."""
+    assert (
+        parsed({REQ: "block", SLICE: "rack", SIZE: "2"}, parallelism=3)
+        .replicated_jobs[0]
+        .slice_size
+        == 2
+    )
+
+
+def test_group_members_must_ask_the_same_level() -> None:
+    obj = manifest(pod_annotations={REQ: "block", GROUP: "g"})
+    second = dict(obj["spec"]["replicatedJobs"][0], name="leader")
+    second["template"] = {
+        "spec": {
+            "template": {
+                "metadata": {"annotations": {REQ: "rack", GROUP: "g"}},
+                "spec": {"containers": [{"name": "c", "image": "x"}]},
+            }
+        }
+    }
+    obj["spec"]["replicatedJobs"].append(second)
+    with pytest.raises(InputError, match="podset group 'g'") as e:
+        parse_jobset(obj, source="js.yaml")
+    assert e.value.field.startswith("spec.replicatedJobs[1].")
+
+
+def test_levels_named_must_be_declared() -> None:
+    js = parsed({REQ: "zone"})
+    with pytest.raises(InputError, match="unknown topology level 'zone'") as e:
+        check_topology_levels([js], LEVELS)
+    assert e.value.field.endswith(f"annotations[{REQ}]") and e.value.obj == "team/js"
+    check_topology_levels(
+        [js], ()
+    )  # no declared levels: derived from the JobSets, nothing to check
+
+
+def test_slice_level_above_podset_level_is_refused() -> None:
+    js = parsed({REQ: "rack", SLICE: "block"}, parallelism=2)
+    with pytest.raises(InputError, match="slice topology block is above the podset topology rack"):
+        check_topology_levels([js], LEVELS)
+    check_topology_levels([parsed({REQ: "block", SLICE: "rack"})], LEVELS)
+    check_topology_levels([parsed({REQ: "block", SLICE: "kubernetes.io/hostname"})], ("block",))
