@@ -28,6 +28,9 @@ from placer.solver.checker_time import check_reservations
 
 __all__ = ["check"]
 
+_HOSTNAME = "kubernetes.io/hostname"
+"""Placer's finest level: a node without the label is its own domain (named by the node)."""
+
 
 @dataclass(frozen=True)
 class _PlannedPod:
@@ -69,6 +72,7 @@ def check(
     for key, outcome in outcomes.items():
         _check_exclusivity(given[key], outcome, by_label, on_node, problems)
         _check_locality(given[key], outcome, nodes, problems)
+        _check_slices(given[key], outcome, nodes, options.levels or snapshot.levels, problems)
     if options.queue == "strict-fifo":
         _check_strict_fifo(jobsets, outcomes, problems)
     return sorted(problems)
@@ -383,6 +387,38 @@ def _check_locality(
         if len(values) > 1 or None in values:
             shown = ", ".join(sorted(str(v) for v in values))
             problems.add(f"{js.key}: {rjob.name} requires one domain of {level}, spans {shown}")
+
+
+def _check_slices(
+    js: JobSetRequest,
+    o: JobSetOutcome,
+    nodes: Mapping[str, Node],
+    levels: Sequence[str],
+    problems: set[str],
+) -> None:
+    """Kueue slices: pods ranked by (child Job index, completion index), each run of slice-size
+    pods on nodes sharing the slice level's value (and the values of the levels above it)."""
+    for rjob in js.replicated_jobs:
+        level, size = rjob.slice_topology, rjob.slice_size
+        if not level or not size:
+            continue
+        keys = [*levels[: levels.index(level)], level] if level in levels else [level]
+        ranked: dict[int, str] = {}
+        for j in o.jobs:
+            if j.replicated_job == rjob.name:
+                for p in j.pods:
+                    ranked[j.index * rjob.pods_per_job + p.index] = p.node
+        for start in range(0, rjob.pod_count, size):
+            where = {
+                tuple(nodes[n].labels.get(k, n if k == _HOSTNAME else None) for k in keys)
+                for r in range(start, start + size)
+                if (n := ranked.get(r)) is not None and n in nodes
+            }
+            if len(where) > 1 or any(None in w for w in where):
+                problems.add(
+                    f"{js.key}: {rjob.name} slice of pods {start}-{start + size - 1} needs one "
+                    f"domain of {level}, spans {len(where)}"
+                )
 
 
 def _check_strict_fifo(

@@ -5,7 +5,8 @@
   `partial`, holding the domains it got.
 - `best-fit` emulates Kueue TAS BestFit: JobSets one by one in queue order, all-or-nothing, each
   child Job to the tightest domain that fits (fewest free accelerators, then least capacity, then
-  path).
+  path); a shared replicated job with Kueue topology annotations gets exactly Kueue's assignment
+  (`placer.solver.tas`: tightest domain, fewest domains per level below, slices respected).
 - `largest-first` is best-fit over JobSets sorted by accelerator demand, largest first, within each
   priority tier (tiers stay highest first: giving up a higher tier for a lower one is never better).
 
@@ -38,6 +39,7 @@ from placer.model.workload import JobSetRequest
 from placer.solver.context import JobClass, PlacementContext
 from placer.solver.ledger import Ledger
 from placer.solver.reasons import Classifier, ReasonTally, jobset_reason, occupancy_of
+from placer.solver.tas import TasTree, place_with_kueue
 
 __all__ = ["POLICIES", "BestFitSolver", "FirstFitSolver", "LargestFirstSolver", "greedy_plan"]
 
@@ -125,6 +127,8 @@ class _Greedy:
         without."""
         self._holders = {o for owners in ctx.held_by.values() for o in owners}
         """JobSets with running pods in some exclusive domain."""
+        self._tas_tree: TasTree | None = None
+        """Kueue's domain tree, built on first use (only queues with Kueue annotations need it)."""
 
     # -- order --
 
@@ -200,7 +204,13 @@ class _Greedy:
         return _outcome(js, "placed", jobs=jobs, accelerators=js.accelerator_units)
 
     def _place_rjob(self, jc: JobClass) -> list[JobPlacement] | None:
-        """Every child Job of `jc`, inside one domain of its required (or preferred) level."""
+        """Every child Job of `jc`, inside one domain of its required (or preferred) level.
+
+        Shared replicated jobs with Kueue topology annotations are placed as Kueue TAS would
+        (`placer.solver.tas`): the tightest domain, then the fewest domains at each level below.
+        """
+        if jc.exclusive_key is None and jc.rjob.kueue_topology:
+            return self._place_kueue(jc)
         level = jc.rjob.required_topology or jc.rjob.preferred_topology
         if level:
             for enclosing in self._enclosing_order(level):
@@ -216,6 +226,12 @@ class _Greedy:
         if jobs is None:
             self._rollback(mark)
         return jobs
+
+    def _place_kueue(self, jc: JobClass) -> list[JobPlacement] | None:
+        """Kueue TAS BestFit for the whole replicated job, split over its child Jobs by rank."""
+        if self._tas_tree is None:
+            self._tas_tree = TasTree(self.ctx.topology.levels, self.ctx.snapshot.nodes)
+        return place_with_kueue(self.ledger, self._tas_tree, jc)
 
     def _place_all(self, jc: JobClass, within: Domain | None) -> list[JobPlacement] | None:
         jobs: list[JobPlacement] = []

@@ -17,7 +17,7 @@ JobSet at the cost of the changes made since the checkpoint, not of a copy of th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -174,6 +174,28 @@ class Ledger:
         if counts is None:
             return None
         pods = self._commit(jc, counts, shared=True)
+        return JobPlacement(
+            name=child_job_name(jc.jobset.name, jc.rjob.name, job_index),
+            replicated_job=jc.rjob.name,
+            index=job_index,
+            domain=None,
+            pods=pods,
+        )
+
+    def place_shared_counts(
+        self, jc: JobClass, job_index: int, counts: Sequence[tuple[str, int]]
+    ) -> JobPlacement | None:
+        """Place child Job `job_index` of a non-exclusive `jc` as told: `counts` pods per node.
+
+        For assignments decided elsewhere (Kueue TAS in `placer.solver.tas`). Returns None and
+        changes nothing if a node is reserved or lacks room, or the counts miss the Job's pods.
+        """
+        if sum(k for _, k in counts) != jc.rjob.pods_per_job:
+            return None
+        for n, k in counts:
+            if n in self._reserved or self.node_capacity(jc, n) < k:
+                return None
+        pods = self._commit(jc, [(n, k) for n, k in counts if k > 0], shared=True)
         return JobPlacement(
             name=child_job_name(jc.jobset.name, jc.rjob.name, job_index),
             replicated_job=jc.rjob.name,

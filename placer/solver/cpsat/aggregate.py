@@ -14,6 +14,7 @@ Steps of `aggregate`, each one function below:
   split       exclusive and shared JobClasses
   scales      an integer unit per resource for the shared-pod relaxation
   locality    required and preferred levels per JobClass; what no plan can satisfy
+  kueue       shared JobClasses whose Kueue TAS request (slices included) fails on an empty plan
   classes     domain classes of every exclusive key
   overlaps    pairs of classes whose domains share a node (only when keys overlap)
   groups      node groups for shared pods, outside every exclusive domain
@@ -34,11 +35,13 @@ from placer.model.topology import Domain
 from placer.solver.context import JobClass, PlacementContext
 from placer.solver.cpsat.problem import AggregatedProblem, DomainClass, NodeGroup
 from placer.solver.cpsat.signatures import QueueView, enclosing_ids, node_parents, span_levels_of
+from placer.solver.tas import TasRequest, TasTree, find_assignment
 
 __all__ = [
     "Locality",
     "aggregate",
     "domain_classes",
+    "kueue_impossible",
     "locality_requirements",
     "node_groups",
     "overlapping_pairs",
@@ -75,7 +78,7 @@ def aggregate(ctx: PlacementContext) -> AggregatedProblem:
         required_level=locality.required,
         shared_levels=shared_levels,
         preferred_level=locality.preferred,
-        impossible=locality.impossible,
+        impossible={**kueue_impossible(ctx, shared), **locality.impossible},
         resource_scale=view.resource_scale,
     )
 
@@ -146,6 +149,25 @@ def locality_requirements(
                     f"{key}, so {jc.rjob.replicas} child Jobs cannot share one",
                 )
     return Locality(required=required, preferred=preferred, impossible=impossible)
+
+
+def kueue_impossible(ctx: PlacementContext, shared: Sequence[JobClass]) -> dict[str, str]:
+    """JobSet key -> why Kueue TAS could not place one of its shared replicated jobs even on the
+    cluster as it is now, with nothing else planned (slices that fit no domain, say). The model
+    does not state slices; this keeps it from admitting what no packing can honor."""
+    kueue = [jc for jc in shared if jc.rjob.kueue_topology]
+    if not kueue:
+        return {}
+    tree = TasTree(ctx.topology.levels, ctx.snapshot.nodes)
+    impossible: dict[str, str] = {}
+    for jc in kueue:
+        if jc.jobset.key in impossible:
+            continue
+        capacity = {n: ctx.node_capacity(jc, ctx.nodes[n]) for n in tree.nodes}
+        found = find_assignment(tree, capacity, TasRequest.of(jc.rjob))
+        if isinstance(found, str):
+            impossible[jc.jobset.key] = f"{jc.rjob.name}: Kueue TAS: {found}"
+    return impossible
 
 
 def _holders_seen_by_queue(holders: tuple[str, ...], queued: set[str]) -> tuple[str, ...]:

@@ -2,7 +2,9 @@
 
 Members of a class are interchangeable, so each class hands out its domains in path order; child
 Job indices follow that order, so consecutive child Jobs sit next to each other. Pods go to nodes
-through the same `Ledger` the greedy baselines use.
+through the same `Ledger` the greedy baselines use; the pods of a shared replicated job with Kueue
+topology annotations are packed as Kueue TAS would inside the domain the model chose (fewest
+domains per level, slices kept whole; `placer.solver.tas`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from placer.solver.cpsat.problem import AggregatedProblem
 from placer.solver.cpsat.solution import Assignment
 from placer.solver.ledger import Ledger
 from placer.solver.reasons import Classifier, ReasonTally, jobset_reason, occupancy_of
+from placer.solver.tas import TasTree, place_with_kueue
 
 __all__ = ["Chosen", "chosen_from", "materialize"]
 
@@ -90,6 +93,7 @@ def materialize(
     """The plan for a solution; None when the relaxed shared-pod room does not pack onto real
     nodes (the caller then falls back to greedy)."""
     ledger = Ledger(ctx)
+    tree: TasTree | None = None
     next_member: dict[str, int] = {}
     placements: dict[str, list[JobPlacement]] = {}
     for js in ctx.jobsets:
@@ -105,6 +109,14 @@ def materialize(
             within = _enclosing_nodes(
                 ctx, jc.rjob.required_topology, chosen.enclosing.get(jc.index)
             )
+            if jc.rjob.kueue_topology:
+                if tree is None:
+                    tree = TasTree(ctx.topology.levels, ctx.snapshot.nodes)
+                kueue = place_with_kueue(ledger, tree, jc, within)
+                if kueue is None:
+                    return None
+                placements[js.key].extend(kueue)
+                continue
             for job_index in range(jc.rjob.replicas):
                 placed = ledger.place_shared(jc, job_index, within)
                 if placed is None:

@@ -3,7 +3,8 @@
 1. per priority tier, highest first: accelerator units admitted (never trade a higher tier away);
 2. queue order: among equal admissions, prefer JobSets earlier in the queue;
 3. best fit: fewest free accelerators stranded in chosen domains;
-4. locality: fewest higher-level domains spanned (preferred topology counts the same way).
+4. Kueue BestFit: shared replicated jobs with a required topology in the tightest domain that fits;
+5. locality: fewest higher-level domains spanned (preferred topology counts the same way).
 solve.py solves them one after another, fixing each optimum before the next.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 from ortools.sat.python import cp_model
 
+from placer.model.topology import Domain
 from placer.solver.cpsat.problem import AggregatedProblem
 from placer.solver.cpsat.variables import Variables
 
@@ -20,6 +22,7 @@ __all__ = [
     "queue_preference",
     "stranded_accelerators",
     "tiers",
+    "tightest_domains",
 ]
 
 
@@ -64,3 +67,36 @@ def stranded_accelerators(v: Variables, problem: AggregatedProblem) -> cp_model.
 def domains_spanned(v: Variables) -> cp_model.LinearExpr:
     """Locality: higher-level domains each JobSet touches, plus preferred-topology choices."""
     return sum((*v.span.values(), *v.local.values()), cp_model.LinearExpr.constant(0))
+
+
+def tightest_domains(v: Variables, problem: AggregatedProblem) -> tuple[cp_model.LinearExpr, int]:
+    """Kueue BestFit for shared replicated jobs with Kueue annotations and a required topology:
+    the domain chosen for their pods is the one with the fewest slices (then pods) of their shape
+    that still fits, so roomier domains stay whole for later JobSets. Returns the term and its
+    largest possible value (for weighting the terms below it).
+
+    Inside the domain, the fewest domains per lower level come from materializing with Kueue's
+    own descent (materialize.py); the model does not restate it.
+    """
+    ctx = problem.ctx
+    by_id: dict[str, dict[str, Domain]] = {}
+    terms: list[cp_model.LinearExpr] = []
+    bound = 0
+    room: dict[int, list[tuple[int, cp_model.IntVar]]] = {}
+    """JobClass -> (pods of its shape that fit in the domain, the domain's choice literal)"""
+    for (i, level, parent), x in sorted(v.local.items(), key=lambda kv: kv[0]):
+        jc = ctx.job_classes[i]
+        if jc.exclusive_key or not jc.rjob.kueue_topology or level != jc.rjob.required_topology:
+            continue
+        domains = by_id.setdefault(level, {d.id: d for d in ctx.domains(level)})
+        domain = domains.get(parent)
+        if domain is not None:
+            room.setdefault(i, []).append((ctx.domain_capacity(jc, domain), x))
+    for i, choices in room.items():
+        size = ctx.job_classes[i].rjob.slice_size or 1
+        scale = max(pods for pods, _ in choices) + 1 if size > 1 else 0
+        # slices first, as Kueue sorts domains; then pods
+        weights = [(pods // size) * scale + pods for pods, _ in choices]
+        terms.extend(w * x for w, (_, x) in zip(weights, choices, strict=True))
+        bound += max(weights)
+    return sum(terms, cp_model.LinearExpr.constant(0)), bound

@@ -170,20 +170,25 @@ def solve_admission(built: BuiltModel, runner: StageRunner, deadline: float) -> 
 def solve_packing(
     built: BuiltModel, runner: StageRunner, deadline: float, admitted: frozenset[str]
 ) -> SolveResult:
-    """Best fit, then locality, with admissions fixed; a hint must already be on the model.
+    """Best fit, then Kueue's tightest domain, then locality, with admissions fixed; a hint must
+    already be on the model.
 
-    One weighted solve, stranded accelerators above spans (a lexicographic order, since spans can
-    never outweigh one accelerator): at fleet scale each presolve of the fine model costs a second
-    or more, and locality, a facility-location problem, is rarely proven anyway.
+    One weighted solve, stranded accelerators above domain room above spans (a lexicographic
+    order: each term's weight exceeds everything below it): at fleet scale each presolve of the
+    fine model costs a second or more, and locality, a facility-location problem, is rarely
+    proven anyway.
     """
     model, v, problem = built.model, built.variables, built.problem
     for key, x in v.admit.items():
         model.add(x == int(key in admitted))
     stranded = objectives.stranded_accelerators(v, problem)
+    tight, tight_bound = objectives.tightest_domains(v, problem)
     spans = objectives.domains_spanned(v)
-    weight = len(v.span) + len(v.local) + 1
+    span_weight = len(v.span) + len(v.local) + 1
+    weight = (tight_bound + 1) * span_weight
+    packing = stranded * weight + tight * span_weight + spans
     model.name = "packing"
-    model.minimize(stranded * weight + spans)
+    model.minimize(packing)
     out = runner.run(model, "packing", deadline)
     if not out.found or out.solver is None:
         return SolveResult(optimal=False, notes=(out.note,), failure=out.status)
@@ -192,10 +197,11 @@ def solve_packing(
     if not out.optimal:
         lower = round(out.solver.best_objective_bound)
         notes = (
-            f"packing: FEASIBLE, {value // weight} stranded and {value % weight} spans "
-            f"(bound {lower // weight} and {lower % weight})",
+            f"packing: FEASIBLE, {value // weight} stranded, {value % weight // span_weight} "
+            f"domain room and {value % span_weight} spans (bound {lower // weight}, "
+            f"{lower % weight // span_weight} and {lower % span_weight})",
         )
-    model.add(stranded * weight + spans <= value)
+    model.add(packing <= value)
     return SolveResult(Assignment.read(out.solver, v), out.optimal, notes=notes)
 
 

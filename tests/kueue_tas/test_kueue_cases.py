@@ -1,0 +1,146 @@
+"""Placer against Kueue's own TAS test table (see cases.py): same verdicts, same packing.
+
+- best-fit: Kueue's exact assignment (pods per lowest-level domain) on every case, or nothing
+  placed where Kueue admits nothing;
+- cpsat: the same verdict, and as tight: the same number of domains used at each level;
+- every plan passes the independent checker.
+
+Placer differs from Kueue on purpose in one way these cases touch: a JobSet is placed whole or not
+at all, so where Kueue "admits nothing" placer reports the JobSet unschedulable; with one PodSet
+per case the two coincide.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from placer.model.cluster import ClusterSnapshot, Node
+from placer.model.jobset import parse_jobset
+from placer.model.options import SolveOptions
+from placer.model.plan import Plan
+from placer.model.workload import JobSetRequest
+from placer.solver.checker import check
+from placer.solver.registry import get_solver
+from tests.kueue_tas.cases import CASES, HOST, KueueCase
+
+KUEUE = "kueue.x-k8s.io/"
+
+
+def jobset_of(case: KueueCase) -> JobSetRequest:
+    """One replicated job: the PodSet; with slices, one child Job per slice."""
+    annotations: dict[str, str] = {}
+    if case.required:
+        annotations[KUEUE + "podset-required-topology"] = case.required
+    if case.preferred:
+        annotations[KUEUE + "podset-preferred-topology"] = case.preferred
+    if case.unconstrained:
+        annotations[KUEUE + "podset-unconstrained-topology"] = "true"
+    if case.slice_level:
+        annotations[KUEUE + "podset-slice-required-topology"] = case.slice_level
+    size = case.slice_size or case.count
+    requests: dict[str, Any] = {}
+    if case.cpu_m:
+        requests["cpu"] = f"{case.cpu_m}m"
+    if case.memory:
+        requests["memory"] = str(case.memory)
+    pod: dict[str, Any] = {"containers": [{"name": "c", "resources": {"requests": requests}}]}
+    if case.node_selector:
+        pod["nodeSelector"] = case.node_selector
+    if case.tolerations:
+        pod["tolerations"] = list(case.tolerations)
+    job = {
+        "parallelism": size,
+        "completions": size,
+        "template": {"metadata": {"annotations": annotations}, "spec": pod},
+    }
+    return parse_jobset(
+        {
+            "apiVersion": "jobset.x-k8s.io/v1alpha2",
+            "kind": "JobSet",
+            "metadata": {"name": "ps", "namespace": "kueue"},
+            "spec": {
+                "replicatedJobs": [
+                    {"name": "main", "replicas": case.count // size, "template": {"spec": job}}
+                ]
+            },
+        }
+    )
+
+
+def lowest_level(node: Node, levels: tuple[str, ...]) -> object:
+    """The node's Kueue lowest-level domain: its hostname, or its level values."""
+    if HOST in levels:
+        return node.labels.get(HOST, node.name)
+    return tuple(node.labels[lv] for lv in levels)
+
+
+def solve(case: KueueCase, solver: str) -> tuple[Plan, ClusterSnapshot, JobSetRequest]:
+    snapshot = ClusterSnapshot(nodes=case.nodes)
+    js = jobset_of(case)
+    options = SolveOptions(levels=case.levels, workers=1, time_limit_s=5)
+    plan = get_solver(solver).solve(snapshot, [js], options)
+    assert check(plan, snapshot, [js], options) == []
+    return plan, snapshot, js
+
+
+def assignment(plan: Plan, snapshot: ClusterSnapshot, levels: tuple[str, ...]) -> dict[object, int]:
+    nodes = snapshot.by_name()
+    got: Counter[object] = Counter()
+    for job in plan.jobsets[0].jobs:
+        for p in job.pods:
+            got[lowest_level(nodes[p.node], levels)] += 1
+    return dict(got)
+
+
+def domains_per_level(plan: Plan, snapshot: ClusterSnapshot, levels: tuple[str, ...]) -> list[int]:
+    nodes = snapshot.by_name()
+    used = [nodes[p.node] for job in plan.jobsets[0].jobs for p in job.pods]
+    counts = []
+    for depth in range(len(levels)):
+        keys = levels[: depth + 1]
+        counts.append(len({tuple(n.labels.get(k, n.name) for k in keys) for n in used}))
+    counts.append(len({n.name for n in used}))
+    return counts
+
+
+def test_the_table_is_large_enough() -> None:
+    assert len(CASES) >= 20
+    assert len({c.name for c in CASES}) == len(CASES)
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.name) for c in CASES])
+def test_best_fit_gives_kueues_assignment(case: KueueCase) -> None:
+    plan, snapshot, _ = solve(case, "best-fit")
+    outcome = plan.jobsets[0]
+    if case.want is None:
+        assert outcome.status == "unschedulable"
+        assert outcome.reason
+        return
+    assert outcome.status == "placed"
+    assert assignment(plan, snapshot, case.levels) == case.want
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.name) for c in CASES])
+def test_cpsat_has_kueues_verdict_and_is_as_tight(case: KueueCase) -> None:
+    plan, snapshot, _ = solve(case, "cpsat")
+    reference, _, _ = solve(case, "best-fit")
+    assert plan.solver.status == "OPTIMAL"  # CP-SAT's own plan, not the greedy fallback
+    outcome = plan.jobsets[0]
+    assert outcome.status == ("unschedulable" if case.want is None else "placed")
+    if case.want is not None:
+        assert domains_per_level(plan, snapshot, case.levels) == domains_per_level(
+            reference, snapshot, case.levels
+        )
+
+
+def test_a_case_restated_has_kueues_pod_count() -> None:
+    """The translation itself: pods and requests as Kueue's PodSet states them."""
+    for case in CASES:
+        js = jobset_of(case)
+        (r,) = js.replicated_jobs
+        assert r.pod_count == case.count
+        assert r.pod.requests.get("cpu", Decimal(0)) * 1000 == case.cpu_m
