@@ -1,9 +1,10 @@
 """A snapshot of a live cluster over the official Kubernetes client (`placer plan --live`).
 
 One of the two modules allowed to import `kubernetes` beyond quantity parsing (the controller's
-adapter is the other). It only lists Nodes, Pods and PriorityClasses, as raw JSON (no client model
-objects, so the shape is exactly kubectl's), and hands them to `snapshot_from_objects`, so a live
-snapshot and a `kubectl get -o json` file of the same cluster give the same result.
+adapter is the other). It only lists Nodes, Pods, PriorityClasses and Kueue Topologies, as raw
+JSON (no client model objects, so the shape is exactly kubectl's), and hands them to
+`snapshot_from_objects`, so a live snapshot and a `kubectl get -o json` file of the same cluster
+give the same result.
 API and transport failures become `ClusterError`s at this boundary.
 """
 
@@ -22,6 +23,7 @@ from kubernetes.config.config_exception import ConfigException
 from placer.model.cluster import ClusterSnapshot
 from placer.model.errors import ClusterError
 from placer.model.kubeconfig import config_error
+from placer.model.kueue_topology import KUEUE_GROUP, TOPOLOGY_VERSIONS, topology_levels
 from placer.model.snapshot import TERMINAL_PHASES, snapshot_from_objects
 
 __all__ = ["PAGE_SIZE", "load_live_snapshot"]
@@ -90,6 +92,44 @@ def _transport_reason(error: Exception) -> str:
     return " ".join(str(error).split())
 
 
+def _kueue_levels(custom: client.CustomObjectsApi, host: str) -> tuple[str, ...]:
+    """The levels of the cluster's Kueue Topology, when it has exactly one (or several that agree).
+
+    No Kueue installed (the API answers 404) or no right to list Topologies: no levels, the
+    JobSets' keys decide as without Kueue. Topologies that disagree cannot be told apart without
+    the ResourceFlavor a queue uses, so then too no levels (with a warning: give --levels).
+    """
+    for version in TOPOLOGY_VERSIONS:
+        try:
+            found = _list_all(
+                custom.list_cluster_custom_object,
+                f"Kueue topologies ({version})",
+                group=KUEUE_GROUP,
+                version=version,
+                plural="topologies",
+            )
+        except ClusterError as e:
+            if e.status in (401, 403, 404):
+                continue
+            raise
+        if not found:
+            return ()
+        by_name = {
+            str((t.get("metadata") or {}).get("name")): topology_levels(t, source=host)
+            for t in found
+        }
+        distinct = set(by_name.values())
+        if len(distinct) == 1:
+            return distinct.pop()
+        log.warning(
+            "%s: Kueue Topologies %s differ; using none of them (give --levels)",
+            host,
+            ", ".join(sorted(by_name)),
+        )
+        return ()
+    return ()
+
+
 def load_live_snapshot(
     kubeconfig: str | None, *, namespaces: Sequence[str] = (), levels: Sequence[str] = ()
 ) -> ClusterSnapshot:
@@ -124,6 +164,8 @@ def load_live_snapshot(
                 raise
             log.warning("%s; priorityClassName values will resolve to 0", e)
             classes = []
+        if not levels:
+            levels = _kueue_levels(client.CustomObjectsApi(api), host)
     finally:
         api.close()  # type: ignore[no-untyped-call]
     log.debug(

@@ -38,6 +38,7 @@ from placer.model.kube_objects import (
     read_object,
 )
 from placer.model.kubectl_list import format_quantity, snapshot_to_kubectl_list
+from placer.model.kueue_topology import is_kueue_topology, topology_levels
 from placer.model.manifests import describe_object, expand_paths, object_key, read_documents
 from placer.model.resources import (
     ResourceMap,
@@ -338,6 +339,16 @@ def load_snapshot(paths: Sequence[str | Path]) -> ClusterSnapshot:
             pods.append((source, obj))
         elif isinstance(obj, PriorityClassObject):
             classes.append((source, obj))
+        elif isinstance(obj, Mapping) and is_kueue_topology(obj):
+            part_levels = topology_levels(obj, source=source)
+            if levels and part_levels != levels:
+                log.warning(
+                    "%s: levels %s differ from earlier %s; keeping the earlier",
+                    source,
+                    list(part_levels),
+                    list(levels),
+                )
+            levels = levels or part_levels
         else:
             part = parse_description(obj, source=source)
             nodes.extend(part.nodes)
@@ -372,7 +383,7 @@ def _objects(
     paths: Sequence[str | Path],
 ) -> Iterator[tuple[str, KubeObject | Mapping[str, Any]]]:
     """(source, object) of every file in order: Nodes, Pods and PriorityClasses as structs,
-    cluster descriptions as mappings; other kinds are skipped with a warning.
+    cluster descriptions and Kueue Topologies as mappings; other kinds are skipped with a warning.
 
     A kubectl JSON List is decoded in one call; any other file (YAML, a single JSON object, a
     JSON List holding other kinds or something wrong) object by object, which names what is
@@ -389,7 +400,7 @@ def _objects(
                     yield source, item
                 continue
         for _, doc in read_documents([path]):
-            if doc.get("kind") == DESCRIPTION_KIND:
+            if doc.get("kind") == DESCRIPTION_KIND or is_kueue_topology(doc):
                 yield source, doc
                 continue
             obj = read_object(doc, source)

@@ -65,8 +65,12 @@ def check(
                     continue
                 on_node[p.node].append(planned)
     tolerations = _Tolerations(options)
+    declared = [lv for lv in (options.levels or snapshot.levels) if lv != _HOSTNAME]
     for name, pods in on_node.items():
         _check_node(nodes[name], pods, tolerations, problems)
+        missing = [lv for lv in declared if lv not in nodes[name].labels]
+        if missing:
+            problems.add(f"node {name} lacks topology label {missing[0]} but has planned pods")
     check_reservations(outcomes, given, options, problems)
     by_label = _label_index(snapshot, outcomes.values())
     for key, outcome in outcomes.items():

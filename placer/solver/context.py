@@ -15,12 +15,19 @@ from functools import cached_property
 from placer.model.cluster import ClusterSnapshot, DomainReservation, Node
 from placer.model.options import SolveOptions
 from placer.model.resources import is_accelerator
-from placer.model.topology import Domain, Topology, default_levels
+from placer.model.topology import HOSTNAME, Domain, Topology, default_levels
 from placer.model.workload import JobSetRequest, PodShape, ReplicatedJobRequest
 from placer.solver.release import expected_duration_s
-from placer.solver.shape_index import ShapeFacts, ShapeIndex, node_exclusion, node_pod_capacity
+from placer.solver.shape_index import (
+    MISSING_LABEL,
+    ShapeFacts,
+    ShapeIndex,
+    node_exclusion,
+    node_pod_capacity,
+)
 
 __all__ = [
+    "MISSING_LABEL",
     "JobClass",
     "KeyDomains",
     "PlacementContext",
@@ -28,7 +35,7 @@ __all__ = [
     "node_exclusion",
     "node_pod_capacity",
 ]
-# ShapeFacts, node_exclusion and node_pod_capacity live in placer.solver.shape_index; re-exported
+# MISSING_LABEL, ShapeFacts, node_exclusion and node_pod_capacity live in placer.solver.shape_index; re-exported
 # here for the modules that read them beside the context.
 
 
@@ -109,6 +116,14 @@ class PlacementContext:
         return Topology(self.snapshot, levels)
 
     @cached_property
+    def topology_labels(self) -> tuple[str, ...]:
+        """Label keys of the declared levels (`--levels`, a Kueue Topology, the description),
+        hostname aside: a node missing one is left out (Kueue TAS does the same). Levels placer
+        derives from the JobSets' keys are not declared, so they exclude nothing."""
+        declared = self.options.levels or self.snapshot.levels
+        return tuple(lv for lv in declared if lv != HOSTNAME)
+
+    @cached_property
     def nodes(self) -> dict[str, Node]:
         return self.snapshot.by_name()
 
@@ -164,6 +179,7 @@ class PlacementContext:
             self.snapshot.nodes,
             [jc.rjob.pod for jc in self.job_classes],
             extended_resource_toleration=self.options.extended_resource_toleration,
+            topology_labels=self.topology_labels,
         )
 
     def shape_facts(self, pod: PodShape) -> ShapeFacts:

@@ -23,15 +23,38 @@ from placer.model.resources import is_extended_resource, pods_that_fit
 from placer.model.scheduling import Toleration, matches_term, tolerates
 from placer.model.workload import PodShape
 
-__all__ = ["NodeClasses", "ShapeFacts", "ShapeIndex", "node_exclusion", "node_pod_capacity"]
+__all__ = [
+    "MISSING_LABEL",
+    "NodeClasses",
+    "ShapeFacts",
+    "ShapeIndex",
+    "node_exclusion",
+    "node_pod_capacity",
+]
+
+MISSING_LABEL = "missing topology label"
+"""How `node_exclusion` starts the reason for a node without a declared level's label."""
 
 
-def node_exclusion(node: Node, pod: PodShape, *, extended_resource_toleration: bool) -> str | None:
-    """Why `node` can never take a pod of this shape, or None. The strings feed explanations."""
+def node_exclusion(
+    node: Node,
+    pod: PodShape,
+    *,
+    extended_resource_toleration: bool,
+    topology_labels: Sequence[str] = (),
+) -> str | None:
+    """Why `node` can never take a pod of this shape, or None. The strings feed explanations.
+
+    `topology_labels` are the declared topology levels' label keys (hostname aside): as in Kueue
+    TAS, a node missing one of them is in no domain and takes no pod.
+    """
     if not node.ready:
         return "NotReady"
     if node.unschedulable:
         return "cordoned"
+    for key in topology_labels:
+        if key not in node.labels:
+            return f"{MISSING_LABEL} {key}"
     for key, value in sorted(pod.node_selector.items()):
         if node.labels.get(key) != value:
             return f"nodeSelector {key}={value}"
@@ -86,7 +109,9 @@ class NodeClasses:
     """class -> its first node (in snapshot order)"""
 
     @staticmethod
-    def of(nodes: Sequence[Node], shapes: Iterable[PodShape]) -> NodeClasses:
+    def of(
+        nodes: Sequence[Node], shapes: Iterable[PodShape], topology_labels: Sequence[str] = ()
+    ) -> NodeClasses:
         keys, by_name = _label_keys(shapes)
         ids: dict[Hashable, int] = {}
         class_of: dict[str, int] = {}
@@ -100,6 +125,7 @@ class NodeClasses:
                 n.used_host_ports,
                 tuple(n.labels.get(k) for k in keys),
                 n.name if by_name else None,
+                tuple(k in n.labels for k in topology_labels),
             )
             found = ids.get(state)
             if found is None:
@@ -121,12 +147,19 @@ class ShapeFacts:
     """node class -> `node_pod_capacity`"""
 
     @staticmethod
-    def of(pod: PodShape, classes: NodeClasses, *, ert: bool) -> ShapeFacts:
+    def of(
+        pod: PodShape, classes: NodeClasses, *, ert: bool, topology_labels: Sequence[str] = ()
+    ) -> ShapeFacts:
         reps = classes.representatives
         return ShapeFacts(
             pod,
             classes,
-            tuple(node_exclusion(n, pod, extended_resource_toleration=ert) for n in reps),
+            tuple(
+                node_exclusion(
+                    n, pod, extended_resource_toleration=ert, topology_labels=topology_labels
+                )
+                for n in reps
+            ),
             tuple(node_pod_capacity(n, pod) for n in reps),
         )
 
@@ -167,10 +200,13 @@ class ShapeIndex:
         shapes: Sequence[PodShape],
         *,
         extended_resource_toleration: bool,
+        topology_labels: Sequence[str] = (),
     ) -> None:
         self._nodes = nodes
         self._ert = extended_resource_toleration
-        classes = NodeClasses.of(nodes, shapes)
+        self._topology_labels = tuple(topology_labels)
+        """Declared levels' label keys (hostname aside): a node missing one takes no pod."""
+        classes = NodeClasses.of(nodes, shapes, self._topology_labels)
         by_signature: dict[str, ShapeFacts] = {}
         numbers: dict[str, int] = {}
         facts: list[ShapeFacts] = []
@@ -179,7 +215,9 @@ class ShapeIndex:
             signature = pod.signature()
             found = by_signature.get(signature)
             if found is None:
-                found = by_signature[signature] = ShapeFacts.of(pod, classes, ert=self._ert)
+                found = by_signature[signature] = ShapeFacts.of(
+                    pod, classes, ert=self._ert, topology_labels=self._topology_labels
+                )
                 numbers[signature] = len(numbers)
             facts.append(found)
             shape_numbers.append(numbers[signature])
@@ -195,4 +233,5 @@ class ShapeIndex:
         found = self._by_signature.get(pod.signature())
         if found is not None:
             return found
-        return ShapeFacts.of(pod, NodeClasses.of(self._nodes, [pod]), ert=self._ert)
+        classes = NodeClasses.of(self._nodes, [pod], self._topology_labels)
+        return ShapeFacts.of(pod, classes, ert=self._ert, topology_labels=self._topology_labels)

@@ -25,6 +25,7 @@ kube-scheduler pick the nodes; its counts per domain are the same when nodes are
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -32,10 +33,17 @@ from placer.model.cluster import Node
 from placer.model.plan import JobPlacement
 from placer.model.topology import HOSTNAME
 from placer.model.workload import ReplicatedJobRequest
-from placer.solver.context import JobClass
+from placer.solver.context import MISSING_LABEL, JobClass, PlacementContext
 from placer.solver.ledger import Ledger
 
-__all__ = ["TasRequest", "TasTree", "find_assignment", "place_with_kueue", "split_by_rank"]
+__all__ = [
+    "TasRequest",
+    "TasTree",
+    "exclusion_stats",
+    "find_assignment",
+    "place_with_kueue",
+    "split_by_rank",
+]
 
 
 @dataclass(frozen=True)
@@ -149,6 +157,26 @@ def place_with_kueue(
             return None
         jobs.append(job)
     return jobs
+
+
+def exclusion_stats(ctx: PlacementContext, jc: JobClass, tree: TasTree) -> str:
+    """Kueue's tail of a failure message: `Total nodes: N; excluded: <why>: <count>, ...`, or ""
+    when no node is ruled out for the class's pods (nodes only too full are not counted)."""
+    facts = ctx.class_facts(jc)
+    in_tree = set(tree.nodes)
+    upper = [lv for lv in tree.level_keys if lv != HOSTNAME]
+    counts: Counter[str] = Counter()
+    for name, node in ctx.nodes.items():
+        why = facts.exclusion(name)
+        if why is None and name not in in_tree:
+            missing = next(lv for lv in upper if lv not in node.labels)
+            why = f"{MISSING_LABEL} {missing}"
+        if why:
+            counts[why] += 1
+    if not counts:
+        return ""
+    listed = ", ".join(f"{why}: {n}" for why, n in sorted(counts.items()))
+    return f"Total nodes: {len(ctx.nodes)}; excluded: {listed}"
 
 
 def split_by_rank(

@@ -35,7 +35,7 @@ from placer.model.topology import Domain
 from placer.solver.context import JobClass, PlacementContext
 from placer.solver.cpsat.problem import AggregatedProblem, DomainClass, NodeGroup
 from placer.solver.cpsat.signatures import QueueView, enclosing_ids, node_parents, span_levels_of
-from placer.solver.tas import TasRequest, TasTree, find_assignment
+from placer.solver.tas import TasRequest, TasTree, exclusion_stats, find_assignment
 
 __all__ = [
     "Locality",
@@ -166,7 +166,9 @@ def kueue_impossible(ctx: PlacementContext, shared: Sequence[JobClass]) -> dict[
         capacity = {n: ctx.node_capacity(jc, ctx.nodes[n]) for n in tree.nodes}
         found = find_assignment(tree, capacity, TasRequest.of(jc.rjob))
         if isinstance(found, str):
-            impossible[jc.jobset.key] = f"{jc.rjob.name}: Kueue TAS: {found}"
+            stats = exclusion_stats(ctx, jc, tree)
+            why = f"{found}. {stats}" if stats else found
+            impossible[jc.jobset.key] = f"{jc.rjob.name}: Kueue TAS: {why}"
     return impossible
 
 

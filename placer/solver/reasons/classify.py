@@ -1,12 +1,13 @@
 """The one classifier: every domain (or node) a replicated job could use, by the first rule that
 rules it out, beside the rest of a plan.
 
-The rule order (`data.KINDS`): held by a running JobSet; not matching the pod's nodeSelector,
-node affinity or taints (no node of the domain does: the most common rule is named); too small
+The rule order (`data.KINDS`): held by a running JobSet; missing a declared topology level's
+label (Kueue TAS leaves such nodes out); not matching the pod's nodeSelector, node affinity or
+taints (no node of the domain does: the most common rule is named); too small
 for one child Job (with why: hosts NotReady or cordoned, a resource or host port in use, too few
 hosts); taken in this plan by higher-, same- or lower-priority JobSets (named); taken by its own
-child Jobs. A replicated job without an exclusive key is counted per node: nodeSelector, node
-affinity, taint, NotReady, cordoned, reserved for exclusive child Jobs of other JobSets, no room
+child Jobs. A replicated job without an exclusive key is counted per node: a missing topology
+label, nodeSelector, node affinity, taint, NotReady, cordoned, reserved for exclusive child Jobs of other JobSets, no room
 for one pod beside the plan's pods.
 
 The planners (for each JobSet they leave out), `placer explain` and `placer capacity` all call

@@ -30,6 +30,7 @@ __all__ = [
 
 ReasonKind = Literal[
     "held",
+    "unlabeled",
     "node-selector",
     "affinity",
     "taint",
@@ -44,6 +45,7 @@ ReasonKind = Literal[
 
 KINDS: tuple[ReasonKind, ...] = (
     "held",
+    "unlabeled",
     "node-selector",
     "affinity",
     "taint",
@@ -59,7 +61,9 @@ KINDS: tuple[ReasonKind, ...] = (
 
 RANK: dict[str, int] = {k: i for i, k in enumerate(KINDS)}
 
-RuleKind = Literal["node-selector", "affinity", "taint"]
+RuleKind = Literal["unlabeled", "node-selector", "affinity", "taint"]
+"""What a node breaks whatever the plan: a declared topology level's label it lacks (Kueue TAS
+leaves such a node out of every domain), the pod's nodeSelector, node affinity or taints."""
 HealthKind = Literal["not-ready", "cordoned"]
 HostCauseKind = RuleKind | HealthKind | Literal["in-use", "short"]
 
@@ -83,7 +87,8 @@ class Reason:
 
     kind: ReasonKind
     rule: str = ""
-    """node-selector, affinity, taint: the term or taint broken; no-room: what runs out."""
+    """unlabeled: `missing topology label <key>`; node-selector, affinity, taint: the term or taint
+    broken; no-room: what runs out."""
     holders: tuple[str, ...] = ()
     """held: the running JobSets holding the domain, sorted."""
     relations: tuple[str, ...] = ()

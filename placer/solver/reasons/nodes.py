@@ -1,9 +1,9 @@
 """What one node offers one pod shape, split the way reasons need it: rule, health, room.
 
 `node_exclusion` (solver/context.py) answers "can this node ever take the pod" with one string,
-health first. Reasons follow the rule order instead (nodeSelector, affinity, taint before
-NotReady and cordoned: a node that would not match even when healthy is reported as not matching),
-and say which resource or host port runs out.
+health first. Reasons follow the rule order instead (a missing topology label, nodeSelector,
+affinity, taint before NotReady and cordoned: a node that would not match even when healthy is
+reported as not matching), and say which resource or host port runs out.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from placer.model.cluster import Node
 from placer.model.resources import PODS, pods_that_fit, subtract_resources
 from placer.model.workload import PodShape
 from placer.solver.context import (
+    MISSING_LABEL,
     PlacementContext,
     ShapeFacts,
     node_exclusion,
@@ -33,19 +34,24 @@ __all__ = [
 
 
 def node_rule(ctx: PlacementContext, node: Node, pod: PodShape, facts: ShapeFacts) -> str | None:
-    """The nodeSelector, node affinity or taint rule `node` breaks for `pod` (whose
-    `ctx.shape_facts` are `facts`), health aside."""
+    """The topology label, nodeSelector, node affinity or taint rule `node` breaks for `pod`
+    (whose `ctx.shape_facts` are `facts`), health aside."""
     if node.usable:
         return facts.exclusion(node.name)
     else:
         node = node.model_copy(update={"ready": True, "unschedulable": False})
         return node_exclusion(
-            node, pod, extended_resource_toleration=ctx.options.extended_resource_toleration
+            node,
+            pod,
+            extended_resource_toleration=ctx.options.extended_resource_toleration,
+            topology_labels=ctx.topology_labels,
         )
 
 
 def rule_kind(rule: str) -> RuleKind:
     """The kind of a rule `node_rule` returned."""
+    if rule.startswith(MISSING_LABEL):
+        return "unlabeled"
     if rule.startswith("nodeSelector "):
         return "node-selector"
     if rule.startswith("node affinity "):

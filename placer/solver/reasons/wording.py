@@ -76,6 +76,8 @@ def reason_text(tally: ReasonTally, *, taken_by_copies: int | None = None) -> st
     r = tally.reason
     if r.kind == "held":
         return f"held by running {owner_list(r.holders)}"
+    if r.kind == "unlabeled":
+        return r.rule
     if r.kind in ("node-selector", "affinity"):
         return f"not matching {r.rule}"
     if r.kind == "taint":
@@ -118,6 +120,8 @@ def _host(cause: HostCause) -> str:
         return f"{hosts} cordoned"
     if cause.kind == "taint":
         return f"{hosts} with untolerated {cause.what}"
+    if cause.kind == "unlabeled":
+        return f"{hosts} {cause.what}"
     return f"{hosts} not matching {cause.what}"
 
 
@@ -209,6 +213,7 @@ def jobset_reason(
 
 _STRANDED = {
     "held": "held by running JobSets",
+    "unlabeled": "missing a declared topology label",
     "node-selector": "not matching the shapes' nodeSelector",
     "affinity": "not matching the shapes' node affinity",
     "taint": "with a taint the shapes do not tolerate",

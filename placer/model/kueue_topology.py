@@ -1,0 +1,68 @@
+"""Kueue `Topology` objects -> topology levels, an alternative to `--levels`.
+
+A Kueue Topology (`kueue.x-k8s.io/v1beta1` or `v1beta2`) lists its levels coarse to fine in
+`spec.levels[].nodeLabel`. The snapshot loader reads one from a `--cluster` file, the live loader
+from the cluster. A Topology without levels is an input error naming the file, the object and the
+field; so is a level without a node label.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from placer.model.errors import InputError
+
+__all__ = ["KUEUE_GROUP", "TOPOLOGY_VERSIONS", "is_kueue_topology", "topology_levels"]
+
+KUEUE_GROUP = "kueue.x-k8s.io"
+TOPOLOGY_VERSIONS = ("v1beta2", "v1beta1")
+"""API versions of Topology placer reads, newest first (the live loader asks in this order)."""
+
+
+def is_kueue_topology(obj: Mapping[str, Any]) -> bool:
+    """A Kueue Topology object (by kind and API group; any version placer reads)."""
+    api = obj.get("apiVersion")
+    return (
+        obj.get("kind") == "Topology"
+        and isinstance(api, str)
+        and api in {f"{KUEUE_GROUP}/{v}" for v in TOPOLOGY_VERSIONS}
+    )
+
+
+def topology_levels(obj: Mapping[str, Any], *, source: str = "") -> tuple[str, ...]:
+    """The node label keys of a Topology's levels, coarse to fine."""
+    meta = obj.get("metadata")
+    name = meta.get("name") if isinstance(meta, Mapping) else None
+    key = f"Topology/{name}" if isinstance(name, str) and name else "Topology"
+    spec = obj.get("spec")
+    levels = spec.get("levels") if isinstance(spec, Mapping) else None
+    if not isinstance(levels, list) or not levels:
+        raise InputError(
+            "a Kueue Topology needs at least one level",
+            source=source,
+            obj=key,
+            field="spec.levels",
+            code="kueue",
+        )
+    keys: list[str] = []
+    for i, level in enumerate(levels):
+        label = level.get("nodeLabel") if isinstance(level, Mapping) else None
+        if not isinstance(label, str) or not label:
+            raise InputError(
+                "each level needs a nodeLabel (a node label key)",
+                source=source,
+                obj=key,
+                field=f"spec.levels[{i}].nodeLabel",
+                code="kueue",
+            )
+        if label in keys:
+            raise InputError(
+                f"level {label!r} listed twice",
+                source=source,
+                obj=key,
+                field=f"spec.levels[{i}].nodeLabel",
+                code="kueue",
+            )
+        keys.append(label)
+    return tuple(keys)
