@@ -89,6 +89,9 @@ class ClusterSnapshot(BaseModel):
     priority_classes: dict[str, int] = Field(default_factory=dict)
     levels: tuple[str, ...] = ()
     """Topology levels (node label keys) coarse to fine, when the source states them."""
+    kueue_topology: str = ""
+    """Name of the Kueue Topology the levels come from, if they do: then, as in Kueue TAS, a node
+    missing one of the levels' labels is in no domain and takes no pod."""
     source: str = ""
     running: dict[str, RunningJobSet] = Field(default_factory=dict)
     """`namespace/name` -> start and expected duration, for the JobSets the source dated."""

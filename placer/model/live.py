@@ -92,8 +92,9 @@ def _transport_reason(error: Exception) -> str:
     return " ".join(str(error).split())
 
 
-def _kueue_levels(custom: client.CustomObjectsApi, host: str) -> tuple[str, ...]:
-    """The levels of the cluster's Kueue Topology, when it has exactly one (or several that agree).
+def _kueue_levels(custom: client.CustomObjectsApi, host: str) -> tuple[str, tuple[str, ...]]:
+    """(name, levels) of the cluster's Kueue Topology, when it has exactly one (or several that
+    agree: the first name); ("", ()) otherwise.
 
     No Kueue installed (the API answers 404) or no right to list Topologies: no levels, the
     JobSets' keys decide as without Kueue. Topologies that disagree cannot be told apart without
@@ -113,21 +114,21 @@ def _kueue_levels(custom: client.CustomObjectsApi, host: str) -> tuple[str, ...]
                 continue
             raise
         if not found:
-            return ()
+            return "", ()
         by_name = {
-            str((t.get("metadata") or {}).get("name")): topology_levels(t, source=host)
+            f"Topology/{(t.get('metadata') or {}).get('name')}": topology_levels(t, source=host)
             for t in found
         }
         distinct = set(by_name.values())
         if len(distinct) == 1:
-            return distinct.pop()
+            return min(by_name), distinct.pop()
         log.warning(
             "%s: Kueue Topologies %s differ; using none of them (give --levels)",
             host,
-            ", ".join(sorted(by_name)),
+            ", ".join(sorted(n.removeprefix("Topology/") for n in by_name)),
         )
-        return ()
-    return ()
+        return "", ()
+    return "", ()
 
 
 def load_live_snapshot(
@@ -164,11 +165,13 @@ def load_live_snapshot(
                 raise
             log.warning("%s; priorityClassName values will resolve to 0", e)
             classes = []
-        if not levels:
-            levels = _kueue_levels(client.CustomObjectsApi(api), host)
+        topology = ("", ()) if levels else _kueue_levels(client.CustomObjectsApi(api), host)
+        levels = levels or topology[1]
     finally:
         api.close()  # type: ignore[no-untyped-call]
     log.debug(
         "%s: %d nodes, %d pods, %d priority classes", host, len(nodes), len(pods), len(classes)
     )
-    return snapshot_from_objects(nodes, pods, classes, source=host, levels=levels)
+    return snapshot_from_objects(
+        nodes, pods, classes, source=host, levels=levels, kueue_topology=topology[0]
+    )

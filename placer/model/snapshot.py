@@ -293,6 +293,7 @@ def snapshot_from_objects(
     *,
     source: str = "",
     levels: Sequence[str] = (),
+    kueue_topology: str = "",
 ) -> ClusterSnapshot:
     """Snapshot from Node, Pod and PriorityClass objects (dicts in API JSON shape; a watch
     cache's list items need no `kind`)."""
@@ -308,6 +309,7 @@ def snapshot_from_objects(
         nodes=tuple(_apply_pods(node_list, pod_list, classes)),
         priority_classes=classes,
         levels=tuple(levels),
+        kueue_topology=kueue_topology,
         source=source,
     )
 
@@ -331,6 +333,7 @@ def load_snapshot(paths: Sequence[str | Path]) -> ClusterSnapshot:
     classes: list[tuple[str, PriorityClassObject]] = []
     read_node = _NodeReader()
     levels: tuple[str, ...] = ()
+    kueue_topology = ""
     sources = [str(p) for p in paths]
     for source, obj in _objects(paths):
         if isinstance(obj, NodeObject):
@@ -348,7 +351,8 @@ def load_snapshot(paths: Sequence[str | Path]) -> ClusterSnapshot:
                     list(part_levels),
                     list(levels),
                 )
-            levels = levels or part_levels
+            elif not levels:
+                levels, kueue_topology = part_levels, object_key(obj)
         else:
             part = parse_description(obj, source=source)
             nodes.extend(part.nodes)
@@ -375,6 +379,7 @@ def load_snapshot(paths: Sequence[str | Path]) -> ClusterSnapshot:
         nodes=tuple(_apply_pods(_check_unique(nodes, ", ".join(sources)), pods, priority_classes)),
         priority_classes=priority_classes,
         levels=levels,
+        kueue_topology=kueue_topology,
         source=", ".join(sources),
     )
 

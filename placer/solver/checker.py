@@ -65,7 +65,8 @@ def check(
                     continue
                 on_node[p.node].append(planned)
     tolerations = _Tolerations(options)
-    declared = [lv for lv in (options.levels or snapshot.levels) if lv != _HOSTNAME]
+    kueue_levels = snapshot.kueue_topology and options.levels in ((), snapshot.levels)
+    declared = [lv for lv in snapshot.levels if lv != _HOSTNAME] if kueue_levels else []
     for name, pods in on_node.items():
         _check_node(nodes[name], pods, tolerations, problems)
         missing = [lv for lv in declared if lv not in nodes[name].labels]

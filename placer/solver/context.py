@@ -117,11 +117,13 @@ class PlacementContext:
 
     @cached_property
     def topology_labels(self) -> tuple[str, ...]:
-        """Label keys of the declared levels (`--levels`, a Kueue Topology, the description),
-        hostname aside: a node missing one is left out (Kueue TAS does the same). Levels placer
-        derives from the JobSets' keys are not declared, so they exclude nothing."""
-        declared = self.options.levels or self.snapshot.levels
-        return tuple(lv for lv in declared if lv != HOSTNAME)
+        """Label keys of the levels of a Kueue Topology in use, hostname aside: a node missing one
+        is left out, as Kueue TAS leaves it out. Levels from `--levels` or a cluster description
+        keep placer's older rule (such a node is in no domain of that level, yet usable)."""
+        snap = self.snapshot
+        if not snap.kueue_topology or self.options.levels not in ((), snap.levels):
+            return ()
+        return tuple(lv for lv in snap.levels if lv != HOSTNAME)
 
     @cached_property
     def nodes(self) -> dict[str, Node]:

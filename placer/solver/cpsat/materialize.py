@@ -113,6 +113,10 @@ def materialize(
                 if tree is None:
                     tree = TasTree(ctx.topology.levels, ctx.snapshot.nodes)
                 kueue = place_with_kueue(ledger, tree, jc, within)
+                if kueue is None and within is not None:
+                    # the model's room is summed per class of nodes: when the chosen domain's
+                    # pods do not pack onto its real nodes, Kueue's own choice among all does
+                    kueue = place_with_kueue(ledger, tree, jc)
                 if kueue is None:
                     return None
                 placements[js.key].extend(kueue)
