@@ -6,8 +6,8 @@ For each seed, the `kueue_shared` scenario (benchmarks/scenarios.py) is planned 
 (Kueue TAS BestFit, as Kueue would place each JobSet in queue order) and by `cpsat`; each plan is
 checked by the independent checker. Printed per seed and solver, as a Markdown table: GPUs
 admitted, JobSets placed, and per placed JobSet the average racks (sub-blocks), blocks and hosts
-its pods span. Figures go to benchmarks/RESULTS.md with the command; timings on the shared
-machine are noisy.
+its pods span (racks also over only the JobSets both solvers placed, a like-for-like figure).
+Figures go to benchmarks/RESULTS.md with the command; timings on the shared machine are noisy.
 """
 
 from __future__ import annotations
@@ -30,10 +30,12 @@ __all__ = ["main", "spans"]
 SOLVERS = ("best-fit", "cpsat")
 
 
-def spans(plan: Plan, snapshot: ClusterSnapshot) -> tuple[float, float, float]:
-    """Average (racks, blocks, hosts) spanned per placed JobSet."""
+def spans(
+    plan: Plan, snapshot: ClusterSnapshot, only: set[str] | None = None
+) -> tuple[float, float, float]:
+    """Average (racks, blocks, hosts) spanned per placed JobSet (of `only`, if given)."""
     nodes = snapshot.by_name()
-    placed = [o for o in plan.jobsets if o.status == "placed"]
+    placed = [o for o in plan.jobsets if o.status == "placed" and (only is None or o.key in only)]
     if not placed:
         return 0.0, 0.0, 0.0
     racks = blocks = hosts = 0
@@ -46,15 +48,21 @@ def spans(plan: Plan, snapshot: ClusterSnapshot) -> tuple[float, float, float]:
 
 
 def _row(
-    seed: int, solver: str, plan: Plan, snapshot: ClusterSnapshot, jobsets: Sequence[JobSetRequest]
+    seed: int,
+    solver: str,
+    plan: Plan,
+    snapshot: ClusterSnapshot,
+    jobsets: Sequence[JobSetRequest],
+    both: set[str],
 ) -> str:
     racks, blocks, hosts = spans(plan, snapshot)
+    common = spans(plan, snapshot, both)[0]
     placed = sum(o.status == "placed" for o in plan.jobsets)
     gpus = sum(o.accelerators for o in plan.jobsets if o.status == "placed")
     demand = sum(js.accelerator_units for js in jobsets)
     return (
         f"| {seed} | {solver} | {plan.solver.status} | {gpus} / {demand} | {placed} / "
-        f"{len(jobsets)} | {racks:.2f} | {blocks:.2f} | {hosts:.2f} | "
+        f"{len(jobsets)} | {racks:.2f} | {common:.2f} ({len(both)}) | {blocks:.2f} | {hosts:.2f} | "
         f"{plan.solver.wall_seconds:.1f} |"
     )
 
@@ -68,13 +76,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     print(
         "| seed | solver | status | GPUs admitted | JobSets placed | racks / JobSet | "
-        "blocks / JobSet | hosts / JobSet | wall s |"
+        "racks / JobSet placed by both (how many) | blocks / JobSet | hosts / JobSet | wall s |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for seed in args.seeds:
         scenario = kueue_shared(seed, args.size)
         snapshot, jobsets = scenario.snapshot, scenario.requests
         options = SolveOptions(time_limit_s=args.time_limit, workers=args.workers, seed=seed)
+        plans: dict[str, Plan] = {}
         for solver in SOLVERS:
             started = time.perf_counter()
             plan = get_solver(solver).solve(snapshot, jobsets, options)
@@ -88,7 +97,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             problems = check(plan, snapshot, jobsets, options)
             if problems:
                 raise SystemExit(f"seed {seed} {solver}: invalid plan: {problems[:3]}")
-            print(_row(seed, solver, plan, snapshot, jobsets), flush=True)
+            plans[solver] = plan
+        placed = [{o.key for o in p.jobsets if o.status == "placed"} for p in plans.values()]
+        both = set.intersection(*placed)
+        for solver, plan in plans.items():
+            print(_row(seed, solver, plan, snapshot, jobsets, both), flush=True)
         print(f"<!-- seed {seed}: {scenario.nodes} nodes -->", flush=True)
     return 0
 

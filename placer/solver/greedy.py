@@ -230,7 +230,7 @@ class _Greedy:
     def _place_kueue(self, jc: JobClass) -> list[JobPlacement] | None:
         """Kueue TAS BestFit for the whole replicated job, split over its child Jobs by rank."""
         if self._tas_tree is None:
-            self._tas_tree = TasTree(self.ctx.topology.levels, self.ctx.snapshot.nodes)
+            self._tas_tree = TasTree.of(self.ctx)
         return place_with_kueue(self.ledger, self._tas_tree, jc)
 
     def _place_all(self, jc: JobClass, within: Domain | None) -> list[JobPlacement] | None:

@@ -41,6 +41,7 @@ __all__ = [
     "TasTree",
     "exclusion_stats",
     "find_assignment",
+    "labeled",
     "place_with_kueue",
     "split_by_rank",
 ]
@@ -88,7 +89,12 @@ class TasTree:
     Read-only after construction; each `find_assignment` call keeps its counts in its own state.
     """
 
-    def __init__(self, levels: Sequence[str], nodes: Iterable[Node]) -> None:
+    def __init__(
+        self, levels: Sequence[str], nodes: Iterable[Node], *, strict: bool = True
+    ) -> None:
+        """`strict`: leave out nodes missing a level's label (Kueue; placer does so when the levels
+        come from a Kueue Topology). Otherwise such a node sits under an unnamed ("") domain at
+        that level, usable by requests that do not name the level (placer's older rule)."""
         upper = [lv for lv in levels if lv != HOSTNAME]
         self.level_keys: tuple[str, ...] = (*upper, HOSTNAME)
         """Level label keys coarse to fine; the last is the nodes' (their hostname)."""
@@ -96,12 +102,12 @@ class TasTree:
         index: dict[tuple[str, ...], _Domain] = {}
         self.roots: list[_Domain] = []
         for node in sorted(nodes, key=lambda n: n.name):
-            if any(lv not in node.labels for lv in upper):
+            if strict and any(lv not in node.labels for lv in upper):
                 continue  # Kueue leaves such nodes out of every domain
             values: tuple[str, ...] = ()
             parent: _Domain | None = None
             for depth, lv in enumerate(upper):
-                values = (*values, node.labels[lv])
+                values = (*values, node.labels.get(lv, ""))
                 found = index.get(values)
                 if found is None:
                     found = index[values] = _Domain(values)
@@ -111,6 +117,11 @@ class TasTree:
             leaf = _Domain((*values, node.labels.get(HOSTNAME, node.name)), node=node.name)
             self.levels_by_index[-1].append(leaf)
             (parent.children if parent else self.roots).append(leaf)
+
+    @classmethod
+    def of(cls, ctx: PlacementContext) -> TasTree:
+        """The tree of a solve: strict when the levels come from a Kueue Topology."""
+        return cls(ctx.topology.levels, ctx.snapshot.nodes, strict=bool(ctx.topology_labels))
 
     @property
     def nodes(self) -> list[str]:
@@ -130,21 +141,35 @@ def find_assignment(
     return _Search(tree, capacity, request).run()
 
 
+def labeled(node: Node, levels: Iterable[str]) -> bool:
+    """Does the node carry every level's label (a hostname it always has)?"""
+    return all(lv == HOSTNAME or lv in node.labels for lv in levels)
+
+
 def place_with_kueue(
-    ledger: Ledger, tree: TasTree, jc: JobClass, within: Iterable[str] | None = None
+    ledger: Ledger,
+    tree: TasTree,
+    jc: JobClass,
+    within: Iterable[str] | None = None,
+    limit: Mapping[str, int] | None = None,
 ) -> list[JobPlacement] | None:
     """Every child Job of the shared `jc` where Kueue TAS would put them, through `ledger`.
 
     Capacity is what the plan so far leaves on each node (reserved nodes none); `within` limits the
-    nodes (the domain the CP-SAT planner chose). None, and the ledger unchanged, if it fails.
+    nodes (the domain the CP-SAT planner chose), `limit` the pods per node (the planner's counts).
+    None, and the ledger unchanged, if it fails.
     """
-    allowed = None if within is None else set(within)
+    allowed = set(tree.nodes if within is None else within)
+    named = [lv for lv in (jc.rjob.required_topology, jc.rjob.slice_topology) if lv]
+    nodes = ledger.ctx.nodes
     capacity = {
         n: 0
-        if ledger.is_reserved(n) or (allowed is not None and n not in allowed)
+        if ledger.is_reserved(n) or n not in allowed or not labeled(nodes[n], named)
         else ledger.node_capacity(jc, n)
         for n in tree.nodes
     }
+    if limit is not None:
+        capacity = {n: min(k, limit.get(n, 0)) for n, k in capacity.items()}
     found = find_assignment(tree, capacity, TasRequest.of(jc.rjob))
     if isinstance(found, str):
         return None

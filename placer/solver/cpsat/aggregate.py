@@ -35,7 +35,7 @@ from placer.model.topology import Domain
 from placer.solver.context import JobClass, PlacementContext
 from placer.solver.cpsat.problem import AggregatedProblem, DomainClass, NodeGroup
 from placer.solver.cpsat.signatures import QueueView, enclosing_ids, node_parents, span_levels_of
-from placer.solver.tas import TasRequest, TasTree, exclusion_stats, find_assignment
+from placer.solver.tas import TasRequest, TasTree, exclusion_stats, find_assignment, labeled
 
 __all__ = [
     "Locality",
@@ -158,12 +158,16 @@ def kueue_impossible(ctx: PlacementContext, shared: Sequence[JobClass]) -> dict[
     kueue = [jc for jc in shared if jc.rjob.kueue_topology]
     if not kueue:
         return {}
-    tree = TasTree(ctx.topology.levels, ctx.snapshot.nodes)
+    tree = TasTree.of(ctx)
     impossible: dict[str, str] = {}
     for jc in kueue:
         if jc.jobset.key in impossible:
             continue
-        capacity = {n: ctx.node_capacity(jc, ctx.nodes[n]) for n in tree.nodes}
+        named = [lv for lv in (jc.rjob.required_topology, jc.rjob.slice_topology) if lv]
+        capacity = {
+            n: ctx.node_capacity(jc, ctx.nodes[n]) if labeled(ctx.nodes[n], named) else 0
+            for n in tree.nodes
+        }
         found = find_assignment(tree, capacity, TasRequest.of(jc.rjob))
         if isinstance(found, str):
             stats = exclusion_stats(ctx, jc, tree)

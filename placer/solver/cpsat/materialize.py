@@ -9,12 +9,15 @@ domains per level, slices kept whole; `placer.solver.tas`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 
 from placer.model.plan import JobPlacement, JobSetOutcome, Plan, SolverReport, relative_gap
+from placer.model.resources import PODS, ResourceMap, pods_that_fit, subtract_resources
+from placer.model.topology import HOSTNAME
 from placer.model.workload import JobSetRequest
-from placer.solver.context import PlacementContext
+from placer.solver.context import JobClass, PlacementContext
 from placer.solver.cpsat.problem import AggregatedProblem
 from placer.solver.cpsat.solution import Assignment
 from placer.solver.ledger import Ledger
@@ -33,6 +36,8 @@ class Chosen:
     """(JobClass, DomainClass) -> child Jobs placed in domains of that class."""
     enclosing: Mapping[int, str] = field(default_factory=dict)
     """Shared JobClass with a required topology -> id of the domain chosen for its pods."""
+    shared: Mapping[tuple[int, str], int] = field(default_factory=dict)
+    """(shared JobClass, node group or domain class) -> its pods there, as the model counts."""
 
 
 def chosen_from(problem: AggregatedProblem, solved: Assignment) -> Chosen:
@@ -48,6 +53,9 @@ def chosen_from(problem: AggregatedProblem, solved: Assignment) -> Chosen:
         admitted=solved.admitted,
         counts={k: n for k, n in solved.count.items() if n},
         enclosing=enclosing,
+        shared={
+            k: n for k, n in (*solved.shared_in_group.items(), *solved.shared_in_class.items()) if n
+        },
     )
 
 
@@ -87,13 +95,150 @@ def _exclusive_jobs(
     return jobs
 
 
+def _rigidity(ctx: PlacementContext) -> Callable[[JobClass], tuple[bool, int, Decimal, int, int]]:
+    """Sort key: required before preferred, finer levels first, larger pods first, queue order."""
+    order = {js.key: i for i, js in enumerate(ctx.jobsets)}
+    levels = ctx.topology.levels
+
+    def key(jc: JobClass) -> tuple[bool, int, Decimal, int, int]:
+        r = jc.rjob
+        level = r.required_topology or r.preferred_topology
+        depth = levels.index(level) if level in levels else -1
+        per_pod = sum(r.pod.accelerators.values(), Decimal(0))
+        return (r.required_topology is None, -depth, -per_pod, -r.pod_count, order[jc.jobset.key])
+
+    return key
+
+
+def _kueue_jobs(
+    ctx: PlacementContext,
+    ledger: Ledger,
+    chosen: Chosen,
+    classes: list[JobClass],
+    placements: dict[str, list[JobPlacement]],
+    limits: Mapping[int, Mapping[str, int]],
+) -> bool:
+    """Pods of shared replicated jobs with Kueue annotations (in `_rigidity` order), packed as
+    Kueue would, inside the domain the model chose for them (else wherever Kueue's own choice
+    fits); `limits` caps pods per node when following the model's counts.
+
+    The model sums room per class of nodes and does not say which nodes of a domain each JobSet
+    uses, so the order matters: required topology before preferred (a preferred JobSet can go
+    elsewhere), finer levels before coarser, larger pods before smaller (whole-host pods need whole
+    hosts). A class whose pods do not pack onto the model's domain waits for a second pass.
+    """
+    tree = TasTree.of(ctx)
+    homeless: list[JobClass] = []
+    for jc in classes:
+        within = _enclosing_nodes(ctx, jc.rjob.required_topology, chosen.enclosing.get(jc.index))
+        jobs = place_with_kueue(ledger, tree, jc, within, limits.get(jc.index))
+        if jobs is None:
+            homeless.append(jc)
+        else:
+            placements[jc.jobset.key].extend(jobs)
+    # second pass, once every class that fits where the model put it is placed: Kueue's own
+    # choice of domain among what is left
+    for jc in homeless:
+        jobs = place_with_kueue(ledger, tree, jc)
+        if jobs is None:
+            return False
+        placements[jc.jobset.key].extend(jobs)
+    return True
+
+
 def materialize(
     ctx: PlacementContext, problem: AggregatedProblem, chosen: Chosen, report: SolverReport
 ) -> Plan | None:
     """The plan for a solution; None when the relaxed shared-pod room does not pack onto real
-    nodes (the caller then falls back to greedy)."""
+    nodes (the caller then falls back to greedy).
+
+    Kueue-annotated shared pods are packed with Kueue's algorithm inside the model's domains,
+    JobSet by JobSet: in queue order (as Kueue would) and in `_rigidity` order; of the plans that
+    pack, the one spanning the fewest domains, level by level from the top, is kept. If none packs,
+    once more following the model's pod counts per group of nodes."""
+    if not any(c.rjob.kueue_topology for c in problem.shared):
+        return _materialize(ctx, problem, chosen, report, follow_model=False, by_queue=True)
+    plans = [
+        p
+        for by_queue in (True, False)
+        if (p := _materialize(ctx, problem, chosen, report, follow_model=False, by_queue=by_queue))
+    ]
+    if not plans and chosen.shared:
+        found = _materialize(ctx, problem, chosen, report, follow_model=True, by_queue=False)
+        plans = [found] if found else []
+    return min(plans, key=lambda p: _kueue_spread(ctx, p)) if plans else None
+
+
+def _kueue_spread(ctx: PlacementContext, plan: Plan) -> tuple[int, ...]:
+    """Domains used per level (top level first, hosts last), summed over the placed replicated
+    jobs with Kueue annotations: lower is tighter packing."""
+    rjobs = {(js.key, r.name) for js in ctx.jobsets for r in js.replicated_jobs if r.kueue_topology}
+    levels = [lv for lv in ctx.topology.levels if lv != HOSTNAME]
+    spread = [0] * (len(levels) + 1)
+    for o in plan.jobsets:
+        by_rjob: dict[str, list[str]] = {}
+        for j in o.jobs:
+            if (o.key, j.replicated_job) in rjobs:
+                by_rjob.setdefault(j.replicated_job, []).extend(p.node for p in j.pods)
+        for names in by_rjob.values():
+            labels = [ctx.nodes[n].labels for n in names]
+            for depth in range(len(levels)):
+                spread[depth] += len(
+                    {tuple(lb.get(k) for k in levels[: depth + 1]) for lb in labels}
+                )
+            spread[-1] += len(set(names))
+    return tuple(spread)
+
+
+def _model_limits(
+    problem: AggregatedProblem, chosen: Chosen, classes: list[JobClass]
+) -> dict[int, dict[str, int]]:
+    """JobClass -> node -> pods it may take there: each group's pods as the model counts them,
+    handed out to the group's nodes in name order (classes in `classes` order, larger pods
+    first), each node's free resources shared between the classes (a domain class's nodes are
+    all open)."""
+    ctx = problem.ctx
+    groups = {g.id: g for g in problem.node_groups}
+    domain_classes = {c.id: c for c in problem.domain_classes}
+    free: dict[str, ResourceMap] = {}
+    limits: dict[int, dict[str, int]] = {}
+    for jc in classes:
+        limit = limits.setdefault(jc.index, {})
+        pod = jc.rjob.pod
+        for (i, where), count in sorted(chosen.shared.items()):
+            if i != jc.index:
+                continue
+            if where in domain_classes:
+                for d in domain_classes[where].members:
+                    for n in d.nodes:
+                        limit[n] = ctx.node_capacity(jc, ctx.nodes[n])
+                continue
+            left = count
+            for n in groups[where].nodes if where in groups else ():
+                node = ctx.nodes[n]
+                if left <= 0 or ctx.class_facts(jc).exclusion(n):
+                    continue
+                have = free.get(n, node.free)
+                k = min(left, pods_that_fit(have, pod.requests), 1 if pod.host_ports else left)
+                if k > 0:
+                    limit[n] = limit.get(n, 0) + k
+                    left -= k
+                    used = {r: q * k for r, q in pod.requests.items()}
+                    used[PODS] = used.get(PODS, Decimal(0)) + k
+                    free[n] = subtract_resources(have, used)
+    return limits
+
+
+def _materialize(
+    ctx: PlacementContext,
+    problem: AggregatedProblem,
+    chosen: Chosen,
+    report: SolverReport,
+    *,
+    follow_model: bool,
+    by_queue: bool,
+) -> Plan | None:
     ledger = Ledger(ctx)
-    tree: TasTree | None = None
     next_member: dict[str, int] = {}
     placements: dict[str, list[JobPlacement]] = {}
     for js in ctx.jobsets:
@@ -102,6 +247,7 @@ def materialize(
             if jobs is None:
                 return None
             placements[js.key] = jobs
+    kueue: list[JobClass] = []
     for js in ctx.jobsets:
         if js.key not in placements:
             continue
@@ -110,22 +256,18 @@ def materialize(
                 ctx, jc.rjob.required_topology, chosen.enclosing.get(jc.index)
             )
             if jc.rjob.kueue_topology:
-                if tree is None:
-                    tree = TasTree(ctx.topology.levels, ctx.snapshot.nodes)
-                kueue = place_with_kueue(ledger, tree, jc, within)
-                if kueue is None and within is not None:
-                    # the model's room is summed per class of nodes: when the chosen domain's
-                    # pods do not pack onto its real nodes, Kueue's own choice among all does
-                    kueue = place_with_kueue(ledger, tree, jc)
-                if kueue is None:
-                    return None
-                placements[js.key].extend(kueue)
+                kueue.append(jc)
                 continue
             for job_index in range(jc.rjob.replicas):
                 placed = ledger.place_shared(jc, job_index, within)
                 if placed is None:
                     return None
                 placements[js.key].append(placed)
+    if not by_queue:
+        kueue.sort(key=_rigidity(ctx))
+    limits = _model_limits(problem, chosen, kueue) if follow_model else {}
+    if kueue and not _kueue_jobs(ctx, ledger, chosen, kueue, placements, limits):
+        return None
     outcomes: dict[str, JobSetOutcome] = {}
     for js in ctx.jobsets:
         if js.key in placements:

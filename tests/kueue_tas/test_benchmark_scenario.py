@@ -1,0 +1,45 @@
+"""The Kueue TAS benchmark scenario builds what it says, and its span figures count racks."""
+
+from __future__ import annotations
+
+from benchmarks.kueue_tas import spans
+from benchmarks.records import BLOCK, SUBBLOCK
+from benchmarks.scenarios import kueue_shared
+from placer.model.options import SolveOptions
+from placer.solver.checker import check
+from placer.solver.registry import get_solver
+
+
+def test_the_queue_is_non_exclusive_with_rack_or_block_topology() -> None:
+    scenario = kueue_shared(0, 1.0)
+    requests = scenario.requests
+    assert requests and scenario.nodes == 224
+    for js in requests:
+        (r,) = js.replicated_jobs
+        assert r.exclusive_key is None and r.kueue_topology
+        assert (r.required_topology or r.preferred_topology) in (BLOCK, SUBBLOCK)
+    assert {r.replicated_jobs[0].required_topology is None for r in requests} == {True, False}
+    assert kueue_shared(0, 1.0).requests == requests  # seeded
+
+
+def test_spans_count_the_racks_of_each_placed_jobset() -> None:
+    scenario = kueue_shared(1, 0.5)
+    snapshot, requests = scenario.snapshot, scenario.requests
+    options = SolveOptions(workers=1)
+    plan = get_solver("best-fit").solve(snapshot, requests, options)
+    assert check(plan, snapshot, requests, options) == []
+    placed = [o for o in plan.jobsets if o.status == "placed"]
+    assert placed
+    nodes = snapshot.by_name()
+    racks = [
+        len(
+            {
+                (nodes[p.node].labels[BLOCK], nodes[p.node].labels[SUBBLOCK])
+                for j in o.jobs
+                for p in j.pods
+            }
+        )
+        for o in placed
+    ]
+    assert spans(plan, snapshot)[0] == sum(racks) / len(racks)
+    assert spans(plan, snapshot, {placed[0].key})[0] == racks[0]
