@@ -18,13 +18,13 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, Strict
 
 from placer.model.durations import jobset_expected_duration
 from placer.model.errors import InputError
+from placer.model.kueue_annotations import check_podset_groups, read_kueue_topology
 from placer.model.limits import (
     INT32_MAX,
     check_nesting_depth,
     check_pods_per_jobset,
     check_pods_per_plan,
 )
-from placer.model.kueue_annotations import check_podset_groups, read_kueue_topology
 from placer.model.manifests import (
     describe_object,
     object_key,

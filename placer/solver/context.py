@@ -35,8 +35,8 @@ __all__ = [
     "node_exclusion",
     "node_pod_capacity",
 ]
-# MISSING_LABEL, ShapeFacts, node_exclusion and node_pod_capacity live in placer.solver.shape_index; re-exported
-# here for the modules that read them beside the context.
+# MISSING_LABEL, ShapeFacts, node_exclusion and node_pod_capacity live in
+# placer.solver.shape_index; re-exported here for the modules that read them beside the context.
 
 
 @dataclass(frozen=True)

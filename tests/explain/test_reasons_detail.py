@@ -11,7 +11,18 @@ from placer.model.options import SolveOptions
 from placer.model.scheduling import NodeSelectorRequirement, NodeSelectorTerm, Taint
 from placer.model.workload import JobSetRequest
 from placer.solver.explain import Explanation, ReasonCount, explain_jobset
-from tests.strategies import NODEPOOL, TPU_TOPOLOGY, cluster, jobset, node, pool, resources, rjob
+from tests.strategies import (
+    BLOCK,
+    HOSTNAME,
+    NODEPOOL,
+    TPU_TOPOLOGY,
+    cluster,
+    jobset,
+    node,
+    pool,
+    resources,
+    rjob,
+)
 
 OPTIONS = SolveOptions(workers=1, time_limit_s=5)
 
@@ -168,6 +179,47 @@ def test_shared_replicated_job_counts_nodes() -> None:
     assert [(r.kind, r.count, r.text) for r in d.reasons] == [("not-ready", 1, "NotReady")]
     assert (
         d.line == "driver: needs 3 pods of {cpu: 1}; fits 2 on 1 of 2 nodes; excluded: 1 NotReady"
+    )
+
+
+def test_a_node_missing_a_kueue_topology_label_is_named_per_node() -> None:
+    """Levels from a Kueue Topology: a node without the rack label is in no domain (Kueue TAS)."""
+    snap = cluster(
+        node("cpu-0", tpu=0, cpu=2, labels={"rack": "r1"}),
+        node("cpu-1", tpu=0, cpu=2),
+        levels=("rack", HOSTNAME),
+    ).model_copy(update={"kueue_topology": "Topology/default"})
+    target = jobset("t", rjob("driver", replicas=1, pods_per_job=3, exclusive=None, tpu=0, cpu=1))
+    e = _explain(snap, [target])
+    d = e.replicated_jobs[0]
+    assert [(r.kind, r.count, r.text) for r in d.reasons] == [
+        ("unlabeled", 1, "missing topology label rack")
+    ]
+    assert d.line == (
+        "driver: needs 3 pods of {cpu: 1}; fits 2 on 1 of 2 nodes; "
+        "excluded: 1 missing topology label rack"
+    )
+    # the same levels without a Kueue Topology keep placer's rule: the node is usable
+    e = _explain(snap.model_copy(update={"kueue_topology": ""}), [target])
+    assert e.status == "placed"
+
+
+def test_a_domain_missing_a_kueue_topology_label_comes_before_the_rules() -> None:
+    taints = [Taint(key="dedicated", value="infer", effect="NoSchedule")]
+    snap = cluster(
+        pool("p0", 2, block="b1"),
+        pool("p1", 2),
+        pool("p2", 2, taints=taints),
+        levels=(BLOCK, NODEPOOL, HOSTNAME),
+    ).model_copy(update={"kueue_topology": "Topology/default"})
+    e = _explain(snap, [jobset("t", rjob(replicas=3))])
+    d = e.replicated_jobs[0]
+    assert [(r.kind, r.count, r.text) for r in d.reasons] == [
+        ("unlabeled", 2, f"missing topology label {BLOCK}")
+    ]
+    assert d.line == (
+        f"workers: needs 3 domains of {NODEPOOL} for 2 pods of {{google.com/tpu: 4}}; "
+        f"1 available of 3: 2 missing topology label {BLOCK}"
     )
 
 

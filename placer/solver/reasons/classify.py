@@ -7,8 +7,8 @@ taints (no node of the domain does: the most common rule is named); too small
 for one child Job (with why: hosts NotReady or cordoned, a resource or host port in use, too few
 hosts); taken in this plan by higher-, same- or lower-priority JobSets (named); taken by its own
 child Jobs. A replicated job without an exclusive key is counted per node: a missing topology
-label, nodeSelector, node affinity, taint, NotReady, cordoned, reserved for exclusive child Jobs of other JobSets, no room
-for one pod beside the plan's pods.
+label, nodeSelector, node affinity, taint, NotReady, cordoned, reserved for exclusive child Jobs
+of other JobSets, no room for one pod beside the plan's pods.
 
 The planners (for each JobSet they leave out), `placer explain` and `placer capacity` all call
 `Classifier`, so they report the same counts. One classifier serves one plan. A plan leaves
