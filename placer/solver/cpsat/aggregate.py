@@ -38,6 +38,7 @@ from placer.solver.cpsat.signatures import QueueView, enclosing_ids, node_parent
 from placer.solver.tas import TasRequest, TasTree, exclusion_stats, find_assignment, labeled
 
 __all__ = [
+    "KUEUE_VERDICT",
     "Locality",
     "aggregate",
     "domain_classes",
@@ -151,6 +152,10 @@ def locality_requirements(
     return Locality(required=required, preferred=preferred, impossible=impossible)
 
 
+KUEUE_VERDICT = "Kueue TAS"
+"""What `kueue_impossible`'s verdicts say after the replicated job's name."""
+
+
 def kueue_impossible(ctx: PlacementContext, shared: Sequence[JobClass]) -> dict[str, str]:
     """JobSet key -> why Kueue TAS could not place one of its shared replicated jobs even on the
     cluster as it is now, with nothing else planned (slices that fit no domain, say). The model
@@ -172,7 +177,7 @@ def kueue_impossible(ctx: PlacementContext, shared: Sequence[JobClass]) -> dict[
         if isinstance(found, str):
             stats = exclusion_stats(ctx, jc, tree)
             why = f"{found}. {stats}" if stats else found
-            impossible[jc.jobset.key] = f"{jc.rjob.name}: Kueue TAS: {why}"
+            impossible[jc.jobset.key] = f"{jc.rjob.name}: {KUEUE_VERDICT}: {why}"
     return impossible
 
 

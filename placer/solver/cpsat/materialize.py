@@ -18,6 +18,7 @@ from placer.model.resources import PODS, ResourceMap, pods_that_fit, subtract_re
 from placer.model.topology import HOSTNAME
 from placer.model.workload import JobSetRequest
 from placer.solver.context import JobClass, PlacementContext
+from placer.solver.cpsat.aggregate import KUEUE_VERDICT
 from placer.solver.cpsat.problem import AggregatedProblem
 from placer.solver.cpsat.solution import Assignment
 from placer.solver.ledger import Ledger
@@ -229,6 +230,26 @@ def _model_limits(
     return limits
 
 
+def _unplaced_reason(
+    problem: AggregatedProblem,
+    classifier: Classifier,
+    js: JobSetRequest,
+    listings: dict[tuple[ReasonTally, ...], str],
+) -> str:
+    """The model's own verdict, else the one diagnosis every planner and `placer explain` word.
+
+    A Kueue TAS verdict (`kueue_impossible`) gives way to the diagnosis when that finds the
+    shortfall too (a taint, too little room, the required domain), so cpsat and best-fit say the
+    same; it stays for what the classifier does not model (slices that fit no domain)."""
+    verdict = problem.impossible.get(js.key)
+    if verdict is not None and f": {KUEUE_VERDICT}: " not in verdict:
+        return verdict
+    diagnosis = classifier.diagnose(js)
+    if verdict is not None and all(d.fits for d in diagnosis):
+        return verdict
+    return jobset_reason(diagnosis, listings=listings)
+
+
 def _materialize(
     ctx: PlacementContext,
     problem: AggregatedProblem,
@@ -284,9 +305,7 @@ def _materialize(
     listings: dict[tuple[ReasonTally, ...], str] = {}
     for js in ctx.jobsets:
         if js.key not in placements:
-            reason = problem.impossible.get(js.key) or jobset_reason(
-                classifier.diagnose(js), listings=listings
-            )
+            reason = _unplaced_reason(problem, classifier, js, listings)
             outcomes[js.key] = JobSetOutcome(
                 namespace=js.namespace,
                 name=js.name,
