@@ -21,6 +21,7 @@ from placer.commands.common import (
 )
 from placer.commands.map_option import add_map_arg, check_map_arg, draw_map
 from placer.commands.output import add_output_arg, as_yaml, output_width, progress_for
+from placer.commands.timing import add_time_args, time_policy_from_args
 from placer.commands.whatif import add_whatif_args, apply_whatif_args
 from placer.model.errors import InputError
 from placer.render.explain import render_explanation, render_explanation_json
@@ -41,6 +42,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_cluster_args(parser)
     add_solver_args(parser)
     add_whatif_args(parser)
+    add_time_args(parser)
     add_map_arg(parser)
     add_output_arg(
         parser,
@@ -88,7 +90,9 @@ def run(args: argparse.Namespace) -> int:
             snapshot,
             jobsets,
             args.target,
-            options_from_args(args),
+            options_from_args(args).model_copy(
+                update={"time": time_policy_from_args(args, snapshot.priority_classes)}
+            ),
             solver=args.solver,
             whatif=notes,
             remedies=args.remedies,

@@ -11,6 +11,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
+from placer.model.durations import format_go_duration
 from placer.model.plan import JobPlacement
 from placer.render.table import compact_list, fit_lines, solver_line
 
@@ -128,11 +129,28 @@ def _diagnosis(d: ReplicatedJobDiagnosis) -> list[str]:
     return lines
 
 
+def _expected_start(e: Explanation) -> list[str]:
+    """When and where it is expected to start, and whom it waits for (time-aware planning)."""
+    start = e.expected_start_seconds
+    if e.status == "placed" or (start is None and "reserve" not in e.solver.phases):
+        return []
+    if start is None:
+        return ["expected start: never (it fits no domain set even on an empty cluster)"]
+    where = ""
+    if e.reserved_domains:
+        where = " on " + compact_list([d.value for d in e.reserved_domains]) + " (reserved)"
+    line = f"expected start: in {format_go_duration(start)}{where}"
+    if e.waits_for:
+        line += "; waits for running " + compact_list(e.waits_for)
+    return [line]
+
+
 def render_explanation(e: Explanation, *, width: int | None = None) -> str:
     """The text; with a `width` (None: no limit, `-o wide`) long rows are cut, prose wrapped."""
     head = f"{e.jobset}: {e.status}"
     lines = [head if e.status == "running" else f"{head} (priority {e.priority})"]
     lines.extend(f"what-if: {w}" for w in e.whatif)
+    lines.extend(_expected_start(e))
     if e.status in ("placed", "partial") and e.jobs:
         lines.append("")
         lines.append("placed child Jobs:" if e.status == "placed" else "child Jobs it holds:")

@@ -65,3 +65,18 @@ def test_bad_expected_duration_annotation_names_file_jobset_and_field(
     assert main(["plan", "--cluster", CLUSTER, str(path)]) == 2
     err = capsys.readouterr().err
     assert "bad.yaml: prod/llm-sft: metadata.annotations[placer.dev/expected-duration]" in err
+
+
+def test_explain_says_when_and_where_a_waiting_jobset_is_expected_to_start(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["explain", "--cluster", CLUSTER, "--workers", "1", "--reservations", "head"]
+    argv += ["--now", NOW, "--default-duration", "2h", "--no-remedies", QUEUE]
+    assert main([*argv, "batch/eval-sweep"]) == 0
+    text = capsys.readouterr().out
+    assert "expected start: in 1h on v5e-2x4-pool-2,v5e-2x4-pool-7 (reserved)" in text
+    assert main([*argv[:-1], "-o", "json", QUEUE, "research/ablation"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["expected_start_seconds"] == 3600 and doc["reserved_domains"] == []
+    assert main([*argv[:3], "--no-remedies", QUEUE, "batch/eval-sweep"]) == 0
+    assert "expected start" not in capsys.readouterr().out  # no time flags, no time planning

@@ -24,9 +24,11 @@ from placer.solver.context import PlacementContext
 from placer.solver.explain.conflicts import ConflictInputs, find_conflict
 from placer.solver.explain.remedies import Replanner, find_remedies
 from placer.solver.explain.result import Explanation, diagnosis_document
+from placer.solver.interface import Solver
 from placer.solver.progress import SILENT, ProgressHook
 from placer.solver.reasons import diagnose, occupancy_from_plan
 from placer.solver.registry import get_solver
+from placer.solver.timeaware import TimeAwareSolver
 
 __all__ = ["explain_jobset", "find_target"]
 
@@ -75,6 +77,9 @@ def explain_jobset(
         "jobs": list(outcome.jobs),
         "solver": plan.solver,
         "plan": plan,
+        "expected_start_seconds": outcome.expected_start_seconds,
+        "reserved_domains": list(outcome.reserved_domains),
+        "waits_for": list(outcome.waits_for),
     }
     if outcome.status == "placed":
         return Explanation(**base, notes=notes)  # type: ignore[arg-type]
@@ -127,7 +132,11 @@ def _plan(
     options: SolveOptions,
     solver: str,
 ) -> Plan:
-    return get_solver(solver).solve(snapshot, jobsets, options)
+    planner: Solver = get_solver(solver)
+    if options.time.active:
+        # the same plan `placer plan` makes with these flags, expected starts included
+        planner = TimeAwareSolver(planner)
+    return planner.solve(snapshot, jobsets, options)
 
 
 def _not_pending(

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from placer.model.plan import JobPlacement, Plan, SolverReport
+from placer.model.plan import DomainRef, JobPlacement, Plan, SolverReport
 from placer.solver.reasons.data import ReasonKind, RjobDiagnosis
 from placer.solver.reasons.wording import format_shape, locality_text, reason_text, rjob_line
 
@@ -143,6 +143,11 @@ class Explanation(BaseModel):
     conflict: Conflict | None = None
     remedies: list[Remedy] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    expected_start_seconds: float | None = None
+    """With time-aware planning: seconds after the planning instant it is expected to start."""
+    reserved_domains: list[DomainRef] = Field(default_factory=list)
+    waits_for: list[str] = Field(default_factory=list)
+    """Running JobSets its expected start waits for, the last to end first."""
     solver: SolverReport
     plan: Plan | None = Field(default=None, exclude=True)
     """The whole plan explained against (for `--map`); not part of the JSON document."""
