@@ -122,6 +122,8 @@ class PodSpec(msgspec.Struct, frozen=True, gc=False):
 
 class PodStatus(msgspec.Struct, frozen=True, gc=False):
     phase: str | None = None
+    startTime: Any = None
+    """When the kubelet took the pod up (RFC 3339): dates running JobSets for the timeline."""
 
 
 class PodObject(msgspec.Struct, frozen=True, gc=False):

@@ -16,11 +16,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from placer.model.cluster import ClusterSnapshot, JobSetUsage, Node
+from placer.model.cluster import ClusterSnapshot, JobSetUsage, Node, RunningJobSet
 from placer.model.compact import DESCRIPTION_KIND, parse_description
 from placer.model.errors import InputError
 from placer.model.kube_objects import (
@@ -266,6 +267,29 @@ def _apply_pods(
     return result
 
 
+def _running_starts(pods: Iterable[tuple[str, PodObject]]) -> dict[str, RunningJobSet]:
+    """When each running JobSet started: the earliest `status.startTime` of its live pods.
+
+    Its expected duration stays unknown here (the planner's default applies): the JobSet objects
+    carry it, and a snapshot of pods does not."""
+    starts: dict[str, datetime] = {}
+    for _, pod in pods:
+        jobset = pod.metadata.labels.get(JOBSET_NAME_LABEL)
+        text = pod.status.startTime
+        if not jobset or pod.status.phase in TERMINAL_PHASES or not isinstance(text, str):
+            continue
+        try:
+            started = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            continue  # a malformed timestamp only loses the date: the run counts from now
+        if started.tzinfo is None:
+            started = started.replace(tzinfo=UTC)
+        key = f"{pod.metadata.namespace}/{jobset}"
+        if key not in starts or started < starts[key]:
+            starts[key] = started
+    return {k: RunningJobSet(started_at=v) for k, v in sorted(starts.items())}
+
+
 def _accumulate(total: ResourceMap, request: Mapping[str, Decimal]) -> None:
     """`add_resources` in place: the same additions in the same order, without a copy per pod."""
     for name, value in request.items():
@@ -308,6 +332,7 @@ def snapshot_from_objects(
     return ClusterSnapshot(
         nodes=tuple(_apply_pods(node_list, pod_list, classes)),
         priority_classes=classes,
+        running=_running_starts(pod_list),
         levels=tuple(levels),
         kueue_topology=kueue_topology,
         source=source,
@@ -378,6 +403,7 @@ def load_snapshot(paths: Sequence[str | Path]) -> ClusterSnapshot:
     return ClusterSnapshot(
         nodes=tuple(_apply_pods(_check_unique(nodes, ", ".join(sources)), pods, priority_classes)),
         priority_classes=priority_classes,
+        running=_running_starts(pods),
         levels=levels,
         kueue_topology=kueue_topology,
         source=", ".join(sources),

@@ -418,3 +418,25 @@ def test_format_quantity(value: Decimal, text: str) -> None:
 @given(st.decimals(min_value=0, max_value=10**15, places=3, allow_nan=False, allow_infinity=False))
 def test_format_quantity_parses_back(value: Decimal) -> None:
     assert Decimal(parse_quantity(format_quantity(value))) == value
+
+
+def test_running_jobsets_are_dated_by_their_earliest_live_pod(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    def started(p: dict[str, Any], when: str) -> dict[str, Any]:
+        p["status"]["startTime"] = when
+        return p
+
+    pods = [
+        started(pod("p1", "a", jobset="train"), "2026-12-01T05:00:00Z"),
+        started(pod("p2", "a", jobset="train"), "2026-12-01T04:30:00Z"),
+        started(pod("p3", "a", jobset="train", phase="Failed"), "2026-12-01T01:00:00Z"),
+        started(pod("p4", "a", jobset="odd"), "not a time"),
+        pod("p5", "a", jobset="undated"),
+    ]
+    snap = snapshot_from_objects([node("a")], pods)
+    assert set(snap.running) == {"ns/train"}
+    assert snap.running["ns/train"].started_at == datetime(2026, 12, 1, 4, 30, tzinfo=UTC)
+    path = tmp_path / "snap.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [node("a"), *pods]}))
+    assert load_snapshot([path]).running == snap.running
