@@ -15,6 +15,10 @@ In queue order, each candidate gets the earliest time at which enough units are 
 whole expected run, counting earlier reservations as busy; it then holds the units whose next busy
 period starts soonest after it ends (filling gaps leaves long free stretches for wide JobSets).
 A start of 0 means "can start now"; `None` means it fits nowhere even on an empty cluster.
+
+Reservations kept from an earlier round (`kept`) go first, whatever the queue order: a JobSet
+keeps its units (its start re-timed to when they are all free) as long as they still fit it, so a
+reservation does not wander from round to round; everyone else plans around them.
 Who may use a reserved unit now is decided by the planner: the JobSet it is reserved for, or a
 JobSet expected to end before the reservation begins (backfill).
 """
@@ -102,6 +106,9 @@ class _Calendar:
         self._busy: dict[int, list[tuple[float, float]]] = {
             c: [(0.0, f)] if f > 0 else [] for c, f in cell_free.items()
         }
+
+    def knows(self, unit: UnitId) -> bool:
+        return unit in self._cells
 
     def cells(self, unit: UnitId) -> tuple[int, ...]:
         return self._cells[unit]
@@ -242,6 +249,23 @@ def _fits_empty(candidate: Candidate, units: Sequence[Unit], calendar: _Calendar
     return _assign(candidate.needs, usable, empty, 0.0) is not None
 
 
+def _keep(candidate: Candidate, kept: frozenset[UnitId], calendar: _Calendar) -> Reservation | None:
+    """The candidate on exactly its kept units, at the earliest time they are all free for its
+    whole run; None when they no longer fit it (gone, never free, or not what it needs)."""
+    if not kept or any(not calendar.knows(u) or calendar.never_free(u) for u in kept):
+        return None
+    chosen = _assign(candidate.needs, set(kept), calendar, 0.0)
+    if chosen is None or {u for group in chosen.values() for u in group} != kept:
+        return None
+    for t in calendar.event_times():
+        end = t + candidate.duration_s
+        if all(calendar.is_free(u, t, end) for u in kept):
+            for unit in kept:
+                calendar.hold(unit, t, end)
+            return Reservation(candidate.jobset, t, end, chosen)
+    return None
+
+
 def reserve(
     units: Sequence[Unit],
     candidates: Sequence[Candidate],
@@ -250,6 +274,7 @@ def reserve(
     limit: int | None = None,
     always: Collection[str] = (),
     holds: Iterable[tuple[UnitId, float, float]] = (),
+    kept: Mapping[str, frozenset[UnitId]] | None = None,
 ) -> list[Reservation]:
     """Reservations for `candidates` in the order given (queue order), each the earliest it can be.
 
@@ -258,7 +283,9 @@ def reserve(
     start later than now (EASY backfill reserves for the head of the queue only; None reserves
     for everyone, conservative backfill); candidates named in `always` (waited too long) are
     still reserved for past it. `holds` are (unit, start, end) periods already promised (runs
-    planned now, reservations kept from an earlier round).
+    planned now). `kept` maps a candidate to the units it was given in an earlier round: those
+    are placed first and stay its own while they fit it (see the module doc); they count toward
+    `limit` like any other delayed reservation.
     """
     calendar = _Calendar(units, free_at or {})
     for unit, start, end in holds:
@@ -266,7 +293,17 @@ def reserve(
     ids = [u.id for u in units]
     result: list[Reservation] = []
     delayed = 0
+    done: set[str] = set()
     for candidate in candidates:
+        if kept and candidate.jobset in kept:
+            found = _keep(candidate, kept[candidate.jobset], calendar)
+            if found is not None:
+                result.append(found)
+                done.add(candidate.jobset)
+                delayed += bool(found.start_s)
+    for candidate in candidates:
+        if candidate.jobset in done:
+            continue
         if limit is not None and delayed >= limit and candidate.jobset not in always:
             continue
         if not _fits_empty(candidate, units, calendar):

@@ -40,7 +40,7 @@ from placer.solver.interface import Solver
 from placer.solver.release import ReleaseTimeline, expected_duration_s
 from placer.solver.reservations import Candidate, Need, Reservation, Unit, UnitId, reserve
 
-__all__ = ["TimeAwareSolver", "queue_standing"]
+__all__ = ["TimeAwareSolver", "queue_standing", "reservations_of"]
 
 
 def queue_standing(jobset: JobSetRequest, policy: TimePolicy, now: datetime) -> float:
@@ -192,6 +192,7 @@ class TimeAwareSolver:
                 free_at=units.free_at,
                 limit=limit,
                 always=overdue,
+                kept=_kept(snapshot, units),
             )
             reservations = {r.jobset: r for r in found}
         phases["reserve"] = time.perf_counter() - started - phases["timeline"]
@@ -228,6 +229,40 @@ class TimeAwareSolver:
             }
         )
         return plan.model_copy(update={"jobsets": outcomes, "solver": report})
+
+
+def _kept(snapshot: ClusterSnapshot, units: _Units) -> dict[str, frozenset[UnitId]]:
+    """The units each JobSet was reserved in an earlier round (`snapshot.reservations`); a
+    reservation naming a domain the cluster no longer has keeps nothing (it is a new one)."""
+    kept: dict[str, set[UnitId]] = {}
+    stale: set[str] = set()
+    for r in snapshot.reservations:
+        unit = (r.key, _id(r.path))
+        if unit in units.domains:
+            kept.setdefault(r.jobset, set()).add(unit)
+        else:
+            stale.add(r.jobset)
+    return {k: frozenset(v) for k, v in kept.items() if k not in stale}
+
+
+def reservations_of(
+    plan: Plan, jobsets: Sequence[JobSetRequest], policy: TimePolicy
+) -> tuple[DomainReservation, ...]:
+    """The plan's reservations as the next round's input (`ClusterSnapshot.reservations`), so
+    they stay where they are (see `reservations.reserve`'s `kept`)."""
+    durations = {js.key: expected_duration_s(js, policy) for js in jobsets}
+    return tuple(
+        DomainReservation(
+            jobset=o.key,
+            key=d.key,
+            path=tuple(d.path) if d.path else ((d.key, d.value),),
+            start_s=o.expected_start_seconds,
+            end_s=o.expected_start_seconds + durations.get(o.key, policy.default_duration_s),
+        )
+        for o in plan.jobsets
+        if o.reserved_domains and o.expected_start_seconds is not None
+        for d in o.reserved_domains
+    )
 
 
 def _estimates(

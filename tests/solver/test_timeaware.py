@@ -14,7 +14,7 @@ from placer.model.plan import Plan
 from placer.model.workload import JobSetRequest
 from placer.solver.checker import check
 from placer.solver.registry import get_solver
-from placer.solver.timeaware import TimeAwareSolver
+from placer.solver.timeaware import TimeAwareSolver, reservations_of
 from tests.strategies import cluster, jobset, pool, rjob, scenarios
 
 NOW = datetime(2026, 12, 1, 6, 0, tzinfo=UTC)
@@ -210,3 +210,100 @@ def test_a_notready_host_does_not_mark_a_wide_jobset_as_never_fitting() -> None:
     wide = plan.outcome("team-a/wide")
     assert wide.expected_start_seconds == 2 * H
     assert len(wide.reserved_domains) == 4
+
+
+def _replan(
+    snap: ClusterSnapshot, queue: list[JobSetRequest], options: SolveOptions, solver: str
+) -> tuple[Plan, Plan]:
+    """Two consecutive rounds on an unchanged cluster, the first round's reservations kept."""
+    first = TimeAwareSolver(get_solver(solver)).solve(snap, queue, options)
+    assert check(first, snap, queue, options) == []
+    kept = snap.model_copy(update={"reservations": reservations_of(first, queue, options.time)})
+    second = TimeAwareSolver(get_solver(solver)).solve(kept, queue, options)
+    assert check(second, kept, queue, options) == []
+    return first, second
+
+
+def _reserved(plan: Plan) -> dict[str, tuple[float | None, list[str]]]:
+    return {
+        o.key: (o.expected_start_seconds, sorted(d.value for d in o.reserved_domains))
+        for o in plan.jobsets
+        if o.reserved_domains
+    }
+
+
+def test_a_kept_reservation_stays_when_a_higher_priority_jobset_arrives() -> None:
+    snap = _fleet()
+    options = SolveOptions(workers=1, time=TimePolicy(now=NOW, reservations="head"))
+    narrow = jobset("narrow", rjob(replicas=2), priority=0).model_copy(
+        update={"expected_duration_s": H, "creation_timestamp": NOW}
+    )
+    busy = snap.model_copy(
+        update={
+            "nodes": tuple(
+                n.model_copy(update={"free": {**n.free, "google.com/tpu": 0}})
+                if n.name.startswith(("pool-2", "pool-3"))  # broken: nothing fits there
+                else n
+                for n in snap.nodes
+            )
+        }
+    )
+    first = TimeAwareSolver(get_solver("best-fit")).solve(busy, [narrow], options)
+    assert first.outcome("team-a/narrow").reserved_domains
+    before = _reserved(first)["team-a/narrow"][1]
+    # a higher-priority JobSet of the same width arrives: the narrow one keeps its domains
+    high = jobset("high", rjob(replicas=2), priority=10).model_copy(
+        update={"expected_duration_s": H, "creation_timestamp": NOW}
+    )
+    queue = [narrow, high]
+    kept = busy.model_copy(update={"reservations": reservations_of(first, [narrow], options.time)})
+    second = TimeAwareSolver(get_solver("best-fit")).solve(kept, queue, options)
+    assert check(second, kept, queue, options) == []
+    assert _reserved(second)["team-a/narrow"][1] == before
+    # without the kept reservation the higher tier would have been the head
+    fresh = TimeAwareSolver(get_solver("best-fit")).solve(busy, queue, options)
+    assert "team-a/narrow" not in _reserved(fresh)
+    assert "team-a/high" in _reserved(fresh)
+
+
+def test_a_kept_reservation_on_a_domain_that_is_gone_is_made_anew() -> None:
+    snap, queue = _fleet(), _queue()
+    options = SolveOptions(workers=1, time=TimePolicy(now=NOW, reservations="head"))
+    first = TimeAwareSolver(get_solver("best-fit")).solve(snap, queue, options)
+    given_ = reservations_of(first, queue, options.time)
+    moved = tuple(
+        r.model_copy(update={"path": (("pool", "pool-9"),)}) if i == 0 else r
+        for i, r in enumerate(given_)
+    )
+    kept = snap.model_copy(update={"reservations": moved})
+    second = TimeAwareSolver(get_solver("best-fit")).solve(kept, queue, options)
+    assert check(second, kept, queue, options) == []
+    assert _reserved(second) == _reserved(first)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    scenario=scenarios(),
+    durations=st.lists(st.sampled_from([None, 600.0, 3600.0, 5 * H]), min_size=5, max_size=5),
+    running_end_h=st.sampled_from([0.5, 2.0, 10.0]),
+    policy=st.sampled_from(["head", "all"]),
+    solver=st.sampled_from(["best-fit", "cpsat"]),
+)
+def test_reservations_are_identical_across_two_rounds_on_an_unchanged_cluster(
+    scenario: tuple[ClusterSnapshot, list[JobSetRequest]],
+    durations: list[float | None],
+    running_end_h: float,
+    policy: ReservationPolicy,
+    solver: str,
+) -> None:
+    snap, queue = scenario
+    snap = snap.model_copy(
+        update={"running": {"team-z/running": RunningJobSet(expected_duration_s=running_end_h * H)}}
+    )
+    queue = [
+        js.model_copy(update={"expected_duration_s": d})
+        for js, d in zip(queue, durations, strict=False)
+    ]
+    options = SolveOptions(workers=1, time=TimePolicy(now=NOW, reservations=policy))
+    first, second = _replan(snap, queue, options, solver)
+    assert _reserved(second) == _reserved(first)
