@@ -23,9 +23,13 @@ bounds the placed JobSets it can hold: an entry is about 140 bytes plus 80 per c
 (`to_text`), so about 2,300 JobSets of 4 child Jobs; past that the commit is refused and nothing
 new is placed.
 
-Entries are keyed `<kind>.<namespace>.<name>` and carry a `kind` ("placement" today; issue 11's
-reservations will be another kind in the same object, held the same way). Pure functions here; the
-commit itself (the API calls) is in commit.py.
+Entries are keyed `<kind>.<namespace>.<name>` and carry a `kind`: "placement", or "reservation"
+(time-aware planning: the domains a waiting JobSet is promised from `start`, epoch seconds, see
+reserving.py). A reservation is no exclusive hold: a JobSet expected to end before `start` may
+run there (backfill), so reservations are left out of the node-by-node clash check and reach the
+planner as `ClusterSnapshot.reservations`. An entry of another kind, or a reservation without a
+`start`, is held like a placement. Pure functions here; the commit itself (the API calls) is in
+commit.py.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ __all__ = [
     "LEDGER_LABEL",
     "LEDGER_NAME",
     "PLACEMENT",
+    "RESERVATION",
     "TERM_ANNOTATION",
     "Deposed",
     "Fence",
@@ -70,6 +75,7 @@ TERM_ANNOTATION = f"{PREFIX}/ledger-term"
 HOLDER_ANNOTATION = f"{PREFIX}/ledger-holder"
 """The identity of the leader that claimed the current term."""
 PLACEMENT = "placement"
+RESERVATION = "reservation"
 
 
 class Deposed(Exception):
@@ -94,6 +100,15 @@ class LedgerEntry(BaseModel):
     uid: str = ""
     """The JobSet's uid: an entry of a deleted and recreated JobSet is not the new one's."""
     record: Assignment
+    start: float | None = None
+    """Reservations: when the JobSet is expected to start there (epoch seconds)."""
+    end: float | None = None
+    """Reservations: when it is expected to end (epoch seconds)."""
+
+    @property
+    def soft(self) -> bool:
+        """A reservation the planner treats by the backfill rule rather than as a hold."""
+        return self.kind == RESERVATION and self.start is not None
 
     def to_text(self) -> str:
         """Compact JSON (the ledger's size is bounded): a child Job whose domain path ends at its
@@ -109,6 +124,10 @@ class LedgerEntry(BaseModel):
             data["pinned"] = True
         if self.record.jobset != self.owner:
             data["jobset"] = self.record.jobset
+        if self.start is not None:
+            data["start"] = round(self.start, 3)
+        if self.end is not None:
+            data["end"] = round(self.end, 3)
         return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
     @classmethod
@@ -124,11 +143,14 @@ class LedgerEntry(BaseModel):
             pinned=bool(data.get("pinned")),
             plan_id=str(data.get("plan") or ""),
         )
+        start, end = data.get("start"), data.get("end")
         return cls(
             kind=str(data.get("kind") or PLACEMENT),
             owner=owner,
             uid=str(data.get("uid") or ""),
             record=record,
+            start=None if start is None else float(start),
+            end=None if end is None else float(end),
         )
 
 
@@ -293,9 +315,12 @@ def exclusive_clashes(
     entries: Mapping[str, LedgerEntry], index: DomainIndex
 ) -> list[tuple[str, str, str]]:
     """(entry key, entry key, node) for every node an exclusive child Job shares with any other
-    child Job in `entries`: what a ledger may never hold. Sorted, so the first is stable."""
+    child Job in `entries`: what a ledger may never hold. Sorted, so the first is stable.
+    Reservations (`LedgerEntry.soft`) are no holds: backfill may run on their nodes."""
     owner_of: dict[str, list[tuple[str, str, bool]]] = {}
     for key, entry in sorted(entries.items()):
+        if entry.soft:
+            continue
         for name, job in sorted(entry.record.jobs.items()):
             for node in _job_nodes(index, job):
                 owner_of.setdefault(node, []).append((key, name, job.domain is not None))

@@ -46,6 +46,10 @@ class LedgerView:
     """Entry keys whose JobSet finished: their domains go back to the pool."""
     suspects: Mapping[str, LedgerEntry] = field(default_factory=dict)
     """Entry keys whose JobSet the cache does not show as it was placed: held until confirmed."""
+    reserved: Mapping[str, LedgerEntry] = field(default_factory=dict)
+    """Reservations in force (`LedgerEntry.soft`): entry key -> entry, of JobSets still waiting.
+    A reservation whose JobSet finished or got a placement is released; one whose JobSet the
+    cache does not show is a suspect, kept until confirmed gone."""
 
     def without(self, gone: Set[str]) -> LedgerView:
         """The view once the suspects in `gone` are confirmed gone: released, no longer held."""
@@ -56,6 +60,7 @@ class LedgerView:
             foreign={k: v for k, v in self.foreign.items() if k not in gone},
             release=self.release | gone,
             suspects={k: v for k, v in self.suspects.items() if k not in gone},
+            reserved={k: v for k, v in self.reserved.items() if k not in gone},
         )
 
 
@@ -71,10 +76,21 @@ def view_ledger(
     release: set[str] = set()
     suspects: dict[str, LedgerEntry] = {}
     owners: set[str] = set()
+    reserved: dict[str, LedgerEntry] = {}
+    placed = {e.owner for e in ledger.entries.values() if e.kind == PLACEMENT}
     for key, entry in sorted(ledger.entries.items()):
-        owners.add(entry.owner)
         namespace, _, name = entry.owner.partition("/")
         obj = state.jobsets.get((namespace, name))
+        if entry.soft:
+            if obj is None or (entry.uid and _uid(obj) != entry.uid):
+                suspects[key] = entry
+                reserved[key] = entry
+            elif is_finished(obj) or entry.owner in placed:
+                release.add(key)
+            else:
+                reserved[key] = entry
+            continue
+        owners.add(entry.owner)
         if entry.kind != PLACEMENT:
             foreign[key] = entry.record.jobs  # another kind (reservations): released by its own
         elif obj is None or (entry.uid and _uid(obj) != entry.uid):
@@ -92,7 +108,9 @@ def view_ledger(
         record, _ = read_record(obj, owner)
         if record is not None:
             foreign[f"record.{namespace}.{name}"] = record.jobs
-    return LedgerView(foreign=foreign, release=frozenset(release), suspects=suspects)
+    return LedgerView(
+        foreign=foreign, release=frozenset(release), suspects=suspects, reserved=reserved
+    )
 
 
 def ledger_change(

@@ -54,12 +54,20 @@ from placer.controller.ledger import (
     LEDGER_NAME,
     Fence,
     Ledger,
+    LedgerChange,
+    LedgerEntry,
     read_ledger,
 )
 from placer.controller.ledgerplan import ledger_change, view_ledger
 from placer.controller.metrics import Metrics
 from placer.controller.observed import Announced, Observed
 from placer.controller.report import CycleReport, PhaseTimer
+from placer.controller.reserving import (
+    DURATION_WARNING,
+    reservation_changes,
+    time_events,
+    timed_planning,
+)
 from placer.controller.snapshot import planning_snapshot
 from placer.controller.survey import ParseMemo, RefMemo, survey
 from placer.controller.writeplan import WriteSettings, plan_writes
@@ -68,6 +76,7 @@ from placer.model.cluster import ClusterSnapshot
 from placer.runtime import collector_paused, freeze_long_lived
 from placer.solver.interface import Solver
 from placer.solver.registry import get_solver
+from placer.solver.timeaware import TimeAwareSolver
 
 __all__ = ["MAX_ROUNDS", "Controller", "ControllerConfig", "CycleReport"]
 
@@ -90,10 +99,16 @@ class Controller:
         retry: RetryPolicy | None = None,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
+        wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self.adapter = adapter
         self.config = config
-        self.solver = solver or get_solver(config.solver)
+        inner = solver or get_solver(config.solver)
+        if config.options.time.active and not isinstance(inner, TimeAwareSolver):
+            inner = TimeAwareSolver(inner)
+        self.solver = inner
+        self.wall_clock = wall_clock
+        """Epoch seconds: the planning instant of time-aware planning, and reservations' times."""
         self.metrics = metrics or Metrics()
         self.retry = retry or RetryPolicy()
         self.clock = clock
@@ -112,6 +127,8 @@ class Controller:
         self.pending_since: dict[str, float] = {}
         self.failed_at: dict[str, tuple[int, float]] = {}
         """JobSet -> (capacity version, time) of its last unschedulable plan."""
+        self.warned: dict[str, str] = {}
+        """JobSet -> the expected-duration warning already emitted."""
         self.fence: Fence | None = None
         """Set while this replica leads: the ledger term it claimed (see ledger.py)."""
         self.deposed = False
@@ -209,6 +226,7 @@ class Controller:
         gone: frozenset[str] | None = None
         rounds, committed = 0, None
         refused: dict[str, str] = {}
+        announce: dict[str, LedgerEntry] = {}
         while True:
             rounds += 1
             observed = self._observe(phase)
@@ -228,13 +246,17 @@ class Controller:
             now = self.clock()
             due, deferred, wake = self._due(rev, observed.state, now, force=force_plan)
             with phase("plan"):
+                wall = self.wall_clock()
+                base, options = timed_planning(
+                    observed.snapshot, observed.state, view.reserved, self.config.options, wall
+                )
                 planned = solve_targets(
                     rev,
                     due,
-                    observed.snapshot,
+                    base,
                     observed.index,
                     self.solver,
-                    self.config.options,
+                    options,
                     pinned=self.config.pin_nodes,
                     foreign=view.foreign,
                 )
@@ -253,6 +275,20 @@ class Controller:
                 for key, why in refused.items():
                     planned.placed.pop(key, None)
                     planned.unschedulable[key] = f"not committed: {why}"
+                if self.config.options.time.active:
+                    kept = reservation_changes(
+                        [p for p, _, _ in planned.plans],
+                        observed.managed,
+                        view.reserved,
+                        wall,
+                        self.config.options.time,
+                    )
+                    change = LedgerChange(
+                        put={**change.put, **kept.put},
+                        remove=(change.remove | kept.remove) - kept.put.keys(),
+                        fence=change.fence,
+                    )
+                    announce = kept.announce
                 if not change:
                     change.check_fence(observed.ledger)  # a deposed leader writes nothing
                     break
@@ -276,6 +312,7 @@ class Controller:
                     rounds,
                 )
                 planned = PlannedRound(plans=planned.plans)
+                announce = {}
                 wake = 0.0
                 break
         settings = WriteSettings(
@@ -289,6 +326,15 @@ class Controller:
         )
         with phase("write planning"):
             writes = plan_writes(observed, rev, planned, settings, announced)
+            if not committed:
+                announce = {}
+            writes += time_events(
+                observed.managed,
+                announce,
+                self.warned,
+                now=settings.now,
+                instance=settings.instance,
+            )
         executed = None
         if self.config.dry_run:
             for w in writes:
@@ -364,6 +410,8 @@ class Controller:
                 self.announced[w.jobset] = str(w.body.get("message"))
             elif isinstance(w, EmitEvent) and w.reason == "Placed":
                 self.placed_announced.add((w.jobset, w.plan_id))
+            elif isinstance(w, EmitEvent) and w.reason == DURATION_WARNING:
+                self.warned[w.jobset] = str(w.body.get("message"))
 
     def _observe_metrics(self, report: CycleReport) -> None:
         m = self.metrics

@@ -20,6 +20,7 @@ from placer.controller.adapter import Obj
 from placer.controller.cache import ClusterState
 from placer.controller.ledger import Ledger
 from placer.model.assignment import ASSIGNMENT_ANNOTATION, PLACEMENT_GATE, Assignment
+from placer.model.durations import EXPECTED_DURATION
 from placer.model.errors import InputError
 from placer.model.jobset import parse_jobset
 from placer.model.pods import PodRef, pod_ref
@@ -144,6 +145,9 @@ class ManagedJobSet:
     pods: tuple[PodEntry, ...]
     committed: bool = False
     """`assignment` is the JobSet's entry in the placement ledger (else it is the annotation's)."""
+    warning: str = ""
+    """Something in the manifest that was ignored (an unreadable expected duration): a Warning
+    event, the JobSet is still planned."""
 
     @property
     def namespace(self) -> str:
@@ -209,13 +213,30 @@ def read_record(obj: Obj, key: str) -> tuple[Assignment | None, str | None]:
     return record, text
 
 
-ParseMemo = dict[str, tuple[JobSetRequest | None, str]]
-"""Parsed requests by a digest of what parsing reads (spec, annotations, priority classes)."""
+ParseMemo = dict[str, tuple[JobSetRequest | None, str, str]]
+"""Parsed requests (request, error, warning) by a digest of what parsing reads (spec,
+annotations, priority classes)."""
+
+
+def _parse_request(obj: Obj, order: int, priorities: dict[str, int]) -> tuple[JobSetRequest, str]:
+    """`parse_jobset`; an unreadable expected duration (`placer.dev/expected-duration`) is not
+    worth a JobSet: it is planned with the default duration, and the error is a warning."""
+    try:
+        return parse_jobset(obj, source="cluster", order=order, priority_classes=priorities), ""
+    except InputError as e:
+        meta = obj.get("metadata") or {}
+        annotations = meta.get("annotations") or {}
+        if EXPECTED_DURATION not in annotations or EXPECTED_DURATION not in str(e):
+            raise
+        rest = {k: v for k, v in annotations.items() if k != EXPECTED_DURATION}
+        stripped = {**obj, "metadata": {**meta, "annotations": rest}}
+        request = parse_jobset(stripped, source="cluster", order=order, priority_classes=priorities)
+        return request, f"{e}; planned with the default duration"
 
 
 def _parse(
     obj: Obj, order: int, priorities: dict[str, int], memo: ParseMemo | None
-) -> tuple[JobSetRequest | None, str]:
+) -> tuple[JobSetRequest | None, str, str]:
     """`parse_jobset`, memoized: status and record updates do not change what placement needs."""
     meta = obj.get("metadata") or {}
     annotations = {
@@ -235,17 +256,16 @@ def _parse(
             default=str,
         )
         if digest in memo:
-            request, error = memo[digest]
+            request, error, warning = memo[digest]
             if request is not None and request.order != order:
                 request = request.model_copy(update={"order": order})
-            return request, error
+            return request, error, warning
+    result: tuple[JobSetRequest | None, str, str]
     try:
-        result: tuple[JobSetRequest | None, str] = (
-            parse_jobset(obj, source="cluster", order=order, priority_classes=priorities),
-            "",
-        )
+        request, warning = _parse_request(obj, order, priorities)
+        result = (request, "", warning)
     except InputError as e:
-        result = (None, str(e))
+        result = (None, str(e), "")
     if memo is not None:
         memo[digest] = result
     return result
@@ -285,7 +305,7 @@ def survey(
             binding == "gate" and _gated_by_webhook(obj, key, mine, committed=entry is not None)
         ):
             continue
-        request, error = _parse(obj, order, priorities, memo)
+        request, error, warning = _parse(obj, order, priorities, memo)
         record, text = read_record(obj, key)
         if entry is not None:
             record = entry.record
@@ -302,6 +322,7 @@ def survey(
                 restarts=int(status.get("restarts") or 0),
                 pods=mine,
                 committed=entry is not None,
+                warning=warning,
             )
         )
     return result

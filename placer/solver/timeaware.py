@@ -177,6 +177,14 @@ class TimeAwareSolver:
             jobsets, key=lambda js: (-queue_standing(js, policy, now), *js.queue_key()[1:])
         )
         reservations: dict[str, Reservation] = {}
+        # reservations of JobSets outside this queue (another controller's): held as they are
+        queued = {js.key for js in jobsets}
+        others = tuple(r for r in snapshot.reservations if r.jobset not in queued)
+        other_holds = [
+            ((r.key, _id(r.path)), r.start_s, max(r.end_s, r.start_s))
+            for r in others
+            if (r.key, _id(r.path)) in units.domains
+        ]
         if policy.active:
             limit = None if policy.reservations == "all" else policy.head
             if policy.reservations == "none":
@@ -193,6 +201,7 @@ class TimeAwareSolver:
                 limit=limit,
                 always=overdue,
                 kept=_kept(snapshot, units),
+                holds=other_holds,
             )
             reservations = {r.jobset: r for r in found}
         phases["reserve"] = time.perf_counter() - started - phases["timeline"]
@@ -209,7 +218,7 @@ class TimeAwareSolver:
             for r in future
             for group in r.units.values()
             for unit in group
-        )
+        ) + others
         inner_snapshot = snapshot.model_copy(update={"reservations": held})
         top = max((js.priority for js in jobsets), default=0) + 1
         inner_jobsets = [
