@@ -32,7 +32,7 @@ from placer.model.workload import JobSetRequest, child_job_name
 from placer.solver.checker import check
 from placer.solver.interface import Solver
 
-__all__ = ["PlannedRound", "Review", "Target", "review", "solve_targets"]
+__all__ = ["PlannedRound", "Review", "Target", "held_records", "review", "solve_targets"]
 
 log = logging.getLogger(__name__)
 
@@ -254,6 +254,16 @@ def _solve_pass(
     return outcomes
 
 
+def held_records(rev: Review) -> dict[str, Mapping[str, JobAssignment]]:
+    """JobSet key -> recorded child Jobs the planner holds: records in force, and records being
+    repaired (their healthy child Jobs, and the broken ones until a new record replaces them)."""
+    records: dict[str, Mapping[str, JobAssignment]] = {k: a.jobs for k, a in rev.in_force.items()}
+    for t in rev.targets:
+        if t.managed.assignment is not None:
+            records[t.key] = t.managed.assignment.jobs
+    return records
+
+
 def solve_targets(
     rev: Review,
     targets: Sequence[Target],
@@ -271,12 +281,7 @@ def solve_targets(
     result = PlannedRound()
     if not targets:
         return result
-    records: dict[str, Mapping[str, JobAssignment]] = {k: a.jobs for k, a in rev.in_force.items()}
-    # Records being repaired keep their healthy child Jobs, and the broken ones stay reserved
-    # (by their own JobSet) until a new record replaces them.
-    for t in rev.targets:
-        if t.managed.assignment is not None:
-            records[t.key] = t.managed.assignment.jobs
+    records = held_records(rev)
     # A whole-JobSet target may reuse its own old domains; a partial one keeps them all reserved.
     whole = {t.key for t in targets if not t.partial}
     first = _solve_pass(

@@ -46,7 +46,14 @@ from placer.controller.adapter import ClusterAdapter
 from placer.controller.cache import ClusterCache, ClusterState, Stream
 from placer.controller.commit import commit, confirm_gone
 from placer.controller.config import ControllerConfig
-from placer.controller.decisions import PlannedRound, Review, Target, review, solve_targets
+from placer.controller.decisions import (
+    PlannedRound,
+    Review,
+    Target,
+    held_records,
+    review,
+    solve_targets,
+)
 from placer.controller.domains import DomainIndex
 from placer.controller.executor import ExecReport, RetryPolicy, execute
 from placer.controller.ledger import (
@@ -248,7 +255,13 @@ class Controller:
             with phase("plan"):
                 wall = self.wall_clock()
                 base, options = timed_planning(
-                    observed.snapshot, observed.state, view.reserved, self.config.options, wall
+                    observed.snapshot,
+                    observed.state,
+                    view.reserved,
+                    self.config.options,
+                    wall,
+                    records=held_records(rev),
+                    foreign=view.foreign,
                 )
                 planned = solve_targets(
                     rev,

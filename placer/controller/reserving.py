@@ -28,6 +28,7 @@ from typing import Any
 
 from placer.controller.bindings import event_body
 from placer.controller.cache import ClusterState
+from placer.controller.domains import HOLD_PREFIX, hold_token
 from placer.controller.ledger import RESERVATION, LedgerEntry, entry_key
 from placer.controller.survey import ManagedJobSet
 from placer.controller.writes import EmitEvent
@@ -229,17 +230,64 @@ def timed_planning(
     reserved: Mapping[str, LedgerEntry],
     options: SolveOptions,
     wall_s: float,
+    *,
+    records: Mapping[str, Mapping[str, JobAssignment]],
+    foreign: Mapping[str, Mapping[str, JobAssignment]],
 ) -> tuple[ClusterSnapshot, SolveOptions]:
     """The snapshot and options of a cycle's planning at `wall_s` (epoch seconds): the ledger's
     reservations on the snapshot (honored by every solver) and, with time-aware planning on,
     running JobSets' timing and the planning instant. Without either, both as they are: a cycle
-    without reservations does no extra work."""
+    without reservations does no extra work. `records` (JobSet key -> its recorded child Jobs)
+    and `foreign` (holder label -> child Jobs) are the holds the planner adds as tokens: each
+    token ends when its JobSet is expected to."""
     policy = options.time
     if not reserved and not policy.active:
         return snapshot, options
     update: dict[str, object] = {"reservations": snapshot_reservations(reserved.values(), wall_s)}
     if policy.active:
-        update["running"] = {**snapshot.running, **running_jobsets(state, snapshot)}
+        running = {**snapshot.running, **running_jobsets(state, snapshot)}
+        update["running"] = {**running, **_holder_timing(records, foreign, running, state)}
         instant = datetime.fromtimestamp(wall_s, UTC)
         options = options.model_copy(update={"time": policy.model_copy(update={"now": instant})})
     return snapshot.model_copy(update=update), options
+
+
+def _expected(state: ClusterState, owner: str) -> RunningJobSet:
+    namespace, _, name = owner.partition("/")
+    obj = state.jobsets.get((namespace, name))
+    if obj is not None:
+        try:
+            expected = jobset_expected_duration(obj, source="cluster", key=owner)
+        except InputError:
+            return RunningJobSet()
+        return RunningJobSet(
+            expected_duration_s=expected.seconds,
+            duration_source=expected.source,
+        )
+    return RunningJobSet()
+
+
+def _holder_timing(
+    records: Mapping[str, Mapping[str, JobAssignment]],
+    foreign: Mapping[str, Mapping[str, JobAssignment]],
+    running: Mapping[str, RunningJobSet],
+    state: ClusterState,
+) -> dict[str, RunningJobSet]:
+    """Timing of the hold tokens (domains.hold_token, decisions._holders): their JobSet's, or,
+    for a placement whose pods do not run yet, its expected duration from now."""
+    owners: dict[str, str] = {}
+    for key, jobs in records.items():
+        namespace = key.split("/", 1)[0]
+        for name in jobs:
+            owners[hold_token(namespace, name)] = key
+    for label, jobs in foreign.items():
+        owner = label.split(".", 1)[-1].replace(".", "/", 1)
+        for name in jobs:
+            owners[f"{HOLD_PREFIX}{label}:{name}"] = owner
+    timing: dict[str, RunningJobSet] = {}
+    result: dict[str, RunningJobSet] = {}
+    for token, owner in owners.items():
+        if owner not in timing:
+            timing[owner] = running.get(owner) or _expected(state, owner)
+        result[token] = timing[owner]
+    return result
