@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from placer.commands.common import add_solver_args, options_from_args
+from placer.commands.timing import add_time_args, time_policy_from_args
 from placer.model.errors import ClusterError, InputError
 
 __all__ = ["register", "run"]
@@ -105,6 +106,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="do not model the ExtendedResourceToleration admission plugin",
     )
     add_solver_args(parser)
+    add_time_args(parser, planning_instant=False)
     loop = parser.add_argument_group("loop")
     loop.add_argument(
         "--window",
@@ -196,7 +198,7 @@ def _config(args: argparse.Namespace, identity: str) -> Any:
         pin_nodes=args.pin_nodes,
         dry_run=args.dry_run,
         solver=args.solver,
-        options=options_from_args(args),
+        options=_options(args),
         window_s=args.window,
         replan_s=args.replan_interval,
         resync_s=args.resync_interval,
@@ -205,6 +207,20 @@ def _config(args: argparse.Namespace, identity: str) -> Any:
         ledger_namespace=args.ledger_namespace or default_namespace(),
         list_retry_s=args.retry_timeout,
     )
+
+
+def _options(args: argparse.Namespace) -> Any:
+    """Solver options with the time-aware planning flags. The controller knows no PriorityClass
+    before its first list, so `--default-duration` takes a plain duration here."""
+    for text in args.default_duration or []:
+        if "=" in text:
+            raise InputError(
+                "CLASS=DURATION is not supported by the controller; give one duration",
+                field="--default-duration",
+                code="usage",
+            )
+    options = options_from_args(args)
+    return options.model_copy(update={"time": time_policy_from_args(args, {})})
 
 
 def _summary(report: Any) -> str:

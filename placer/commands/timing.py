@@ -19,7 +19,9 @@ __all__ = ["add_time_args", "time_policy_from_args"]
 _DEFAULTS = TimePolicy()
 
 
-def add_time_args(parser: argparse.ArgumentParser) -> None:
+def add_time_args(parser: argparse.ArgumentParser, *, planning_instant: bool = True) -> None:
+    """The flags; `planning_instant=False` leaves out `--now` (the controller plans at the wall
+    clock)."""
     group = parser.add_argument_group("time-aware planning")
     group.add_argument(
         "--reservations",
@@ -46,12 +48,13 @@ def add_time_args(parser: argparse.ArgumentParser) -> None:
         "annotation, no activeDeadlineSeconds), as a Go duration; CLASS=DURATION sets it for one "
         "PriorityClass; repeatable (default 4h)",
     )
-    group.add_argument(
-        "--now",
-        metavar="RFC3339",
-        help="the planning instant, e.g. 2026-12-01T06:00:00Z (default: the wall clock), so a "
-        "plan over time is reproducible",
-    )
+    if planning_instant:
+        group.add_argument(
+            "--now",
+            metavar="RFC3339",
+            help="the planning instant, e.g. 2026-12-01T06:00:00Z (default: the wall clock), so a "
+            "plan over time is reproducible",
+        )
     group.add_argument(
         "--aging-rate",
         metavar="POINTS_PER_HOUR",

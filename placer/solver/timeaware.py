@@ -207,18 +207,21 @@ class TimeAwareSolver:
         phases["reserve"] = time.perf_counter() - started - phases["timeline"]
         start_now = {k for k, r in reservations.items() if r.start_s == 0}
         future = [r for r in reservations.values() if r.start_s]
-        held = tuple(
-            DomainReservation(
-                jobset=r.jobset,
-                key=unit[0],
-                path=units.domains[unit].path,
-                start_s=float(r.start_s or 0.0),
-                end_s=float(r.end_s or 0.0),
+        held = (
+            tuple(
+                DomainReservation(
+                    jobset=r.jobset,
+                    key=unit[0],
+                    path=units.domains[unit].path,
+                    start_s=float(r.start_s or 0.0),
+                    end_s=float(r.end_s or 0.0),
+                )
+                for r in future
+                for group in r.units.values()
+                for unit in group
             )
-            for r in future
-            for group in r.units.values()
-            for unit in group
-        ) + others
+            + others
+        )
         inner_snapshot = snapshot.model_copy(update={"reservations": held})
         top = max((js.priority for js in jobsets), default=0) + 1
         inner_jobsets = [

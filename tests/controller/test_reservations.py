@@ -10,11 +10,14 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from benchmarks import cluster_sim as sim
+from placer.cli import build_parser, main
+from placer.commands.controller import _config
 from placer.controller.adapter import ClusterAdapter
 from placer.controller.kube_adapter import KubeAdapter
 from placer.controller.ledger import LedgerEntry, read_ledger
@@ -25,6 +28,7 @@ from placer.model.options import SolveOptions, TimePolicy
 from placer.solver.checker import check
 from tests.controller.apiserver import ApiServer
 from tests.controller.builders import BLOCK, TPU, block_of, events, record, tpu_cluster
+from tests.controller.test_cli_deploy import kubeconfig
 
 NS = "placer-system"
 T0 = float(int(time.time()))
@@ -160,3 +164,35 @@ def test_an_unreadable_expected_duration_is_a_warning_and_the_jobset_is_still_pl
     assert warning["type"] == "Warning" and EXPECTED_DURATION in warning["message"]
     controller.run_cycle(force_plan=True)
     assert len(events(cluster, "InvalidExpectedDuration")) == 1
+
+
+def test_controller_flags_turn_reservations_on(tmp_path: Path, capsys: Any) -> None:
+    args = build_parser().parse_args(
+        [
+            "controller",
+            "--reservations",
+            "all",
+            "--reservation-head",
+            "3",
+            "--default-duration",
+            "90m",
+            "--aging-rate",
+            "0.5",
+            "--max-wait",
+            "24h",
+        ]
+    )
+    policy = _config(args, "me").options.time
+    assert (policy.reservations, policy.head, policy.default_duration_s) == ("all", 3, 5400.0)
+    assert (policy.aging_per_hour, policy.max_wait_s, policy.now) == (0.5, 86400.0, None)
+    with ApiServer(tpu_cluster(blocks=3)) as api:
+        running(api.cluster)
+        add(api.cluster, "a-wide", 3, "1h")
+        config = kubeconfig(tmp_path, api.url)
+        flags = ["--kubeconfig", str(config), "--solver", "best-fit", "--reservations", "head"]
+        assert main(["controller", "--once", *flags]) == 0
+        assert reserved_blocks(api.cluster, "default/a-wide") == {"b0", "b1", "b2"}
+    capsys.readouterr()
+    for bad in (["--default-duration", "batch=2h"], ["--max-wait", "a while"]):
+        assert main(["controller", "--once", *bad]) == 2
+        assert capsys.readouterr().err.count("\n") == 1
