@@ -25,7 +25,12 @@ from collections.abc import Callable
 from typing import Any
 
 from placer.commands.common import add_solver_args, options_from_args
-from placer.commands.timing import add_time_args, time_policy_from_args
+from placer.commands.timing import (
+    add_guard_arg,
+    add_time_args,
+    guard_s,
+    time_policy_from_args,
+)
 from placer.model.errors import ClusterError, InputError
 
 __all__ = ["register", "run"]
@@ -179,6 +184,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=0,
         help="also serve the scheduler extender on this port (reads this cache)",
     )
+    add_guard_arg(ha)
     ha.add_argument(
         "--log-format",
         choices=("text", "json"),
@@ -256,6 +262,7 @@ def _work_in_thread(work: Callable[[threading.Event], Any], stop: threading.Even
 def run(args: argparse.Namespace) -> int:
     if args.pin_nodes and args.binding != "gate":
         raise InputError("--pin-nodes needs --binding gate", field="--pin-nodes", code="usage")
+    guard = guard_s(args)
     level = logging.DEBUG if args.verbose else logging.INFO
     if args.log_format == "json":
         from placer.controller.logs import use_json_logs
@@ -297,7 +304,7 @@ def run(args: argparse.Namespace) -> int:
                 field="--extender-port",
                 code="usage",
             ) from e
-        serve_extender(controller, args.extender_port)
+        serve_extender(controller, args.extender_port, guard_s=guard)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from placer.commands.argtypes import PORT, whole_number
+from placer.commands.timing import add_guard_arg, guard_s
 from placer.model.errors import InputError
 
 __all__ = ["register", "run"]
@@ -68,6 +69,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=32,
         help="requests decided at once; more get 503 at once (32; /healthz is never refused)",
     )
+    add_guard_arg(parser)
     parser.add_argument("--tls-cert-file", metavar="PEM", help="serve HTTPS with this certificate")
     parser.add_argument("--tls-key-file", metavar="PEM", help="the key of --tls-cert-file")
     parser.set_defaults(func=run)
@@ -89,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
         cluster=tuple(Path(p) for p in args.cluster),
         kubeconfig=args.kubeconfig,
         pinned=args.pinned,
+        reservation_guard_s=guard_s(args),
         bind=args.bind,
         max_body_bytes=args.max_body_bytes,
         max_in_flight=args.max_in_flight,

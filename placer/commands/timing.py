@@ -14,7 +14,9 @@ from placer.model.durations import parse_go_duration, parse_rfc3339
 from placer.model.errors import InputError
 from placer.model.options import DEFAULT_DURATION_S, TimePolicy
 
-__all__ = ["add_time_args", "time_policy_from_args"]
+__all__ = ["DEFAULT_GUARD", "add_guard_arg", "add_time_args", "guard_s", "time_policy_from_args"]
+
+DEFAULT_GUARD = "30m"
 
 _DEFAULTS = TimePolicy()
 
@@ -102,3 +104,17 @@ def time_policy_from_args(
         aging_per_hour=getattr(args, "aging_rate", _DEFAULTS.aging_per_hour),
         max_wait_s=parse_go_duration(max_wait, field="--max-wait") or None if max_wait else None,
     )
+
+
+def add_guard_arg(parser: argparse._ActionsContainer) -> None:
+    parser.add_argument(
+        "--reservation-guard",
+        metavar="DURATION",
+        default=DEFAULT_GUARD,
+        help="keep pods that are not placer's out of a domain whose reservation starts within "
+        f"this Go duration (default {DEFAULT_GUARD}; 0s: only once it has started)",
+    )
+
+
+def guard_s(args: argparse.Namespace) -> float:
+    return parse_go_duration(args.reservation_guard, field="--reservation-guard")

@@ -20,12 +20,15 @@ from typing import Any, Protocol
 
 from placer.model.errors import InputError
 from plugins.extender.server import ExtenderApp, ExtenderServer
-from plugins.extender.sources import jobset_entries, node_labels
-from plugins.extender.state import ExtenderStore
+from plugins.extender.sources import jobset_entries, ledger_reservations, node_labels
+from plugins.extender.state import DEFAULT_GUARD_S, ExtenderStore
 
 __all__ = ["CacheFollower", "ControllerCache", "EmbeddedExtender", "serve"]
 
 log = logging.getLogger(__name__)
+
+LEDGER_NAME = "placer-ledger"
+"""The controller's placement ledger ConfigMap (placer.controller.ledger): its reservations."""
 
 
 class _State(Protocol):
@@ -54,6 +57,14 @@ class CacheFollower:
         self.store = store
         self._jobsets: dict[tuple[str, str], Mapping[str, Any]] = {}
         self._nodes: dict[str, Mapping[str, Any]] = {}
+        self._ledger_obj: Mapping[str, Any] | None = None
+
+    def _ledger(self, state: Any) -> Mapping[str, Any] | None:
+        """The placement ledger ConfigMap in the controller's cache (its reservations)."""
+        for (_, name), obj in getattr(state, "configmaps", {}).items():
+            if name == LEDGER_NAME:
+                return obj  # type: ignore[no-any-return]
+        return None
 
     def sync_once(self) -> int:
         """Copy what changed since the last call; returns how many objects were re-read."""
@@ -69,6 +80,11 @@ class CacheFollower:
                 changed += 1
         for key in self._jobsets.keys() - jobsets.keys():
             self.store.set_jobset(f"{key[0]}/{key[1]}", [])
+            changed += 1
+        ledger = self._ledger(state)
+        if ledger is not self._ledger_obj:
+            self.store.replace_reservations(ledger_reservations(ledger))
+            self._ledger_obj = ledger
             changed += 1
         nodes = dict(state.nodes)
         fresh = {}
@@ -121,10 +137,13 @@ class EmbeddedExtender:
         self.server.shutdown()
 
 
-def serve(controller: Any, port: int, *, host: str = "0.0.0.0") -> EmbeddedExtender:
+def serve(
+    controller: Any, port: int, *, host: str = "0.0.0.0", guard_s: float = DEFAULT_GUARD_S
+) -> EmbeddedExtender:
     """Serve the extender from `controller.cache` on `port` in background threads (the hook
-    `placer controller --extender-port` calls); returns at once."""
-    store = ExtenderStore(synced=False)
+    `placer controller --extender-port` calls); returns at once. `guard_s`: reservations starting
+    within it keep pods that are not placer's out of their domains."""
+    store = ExtenderStore(synced=False, guard_s=guard_s)
     follower = CacheFollower(controller.cache, store)
     try:
         server = ExtenderServer(ExtenderApp(store, learn_labels=False), host, port)

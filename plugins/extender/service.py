@@ -18,7 +18,7 @@ from placer.runtime import freeze_long_lived
 from placer.serving import ServingLimits, server_ssl_context
 from plugins.extender.server import Binder, ExtenderApp, ExtenderServer
 from plugins.extender.sources import store_from_files
-from plugins.extender.state import ExtenderStore
+from plugins.extender.state import DEFAULT_GUARD_S, ExtenderStore
 
 __all__ = ["Service", "ServiceOptions", "build", "serve"]
 
@@ -37,6 +37,8 @@ class ServiceOptions(BaseModel):
     """Client configuration for watching and binding; None: in-cluster, then ~/.kube/config."""
     pinned: bool = False
     """`--plan` mode: hold planned pods to their planned nodes, not just to their domains."""
+    reservation_guard_s: float = DEFAULT_GUARD_S
+    """Reservations starting within this keep pods that are not placer's out of their domains."""
     bind: bool = False
     budget_s: float = 1.0
     max_body_bytes: int = ServingLimits().max_body_bytes
@@ -76,7 +78,12 @@ def build(options: ServiceOptions) -> Service:
     """Load or start the plan source, make the binder, open the port (not yet serving)."""
     stop_source: Callable[[], None] | None = None
     if options.plan is not None:
-        store = store_from_files(options.plan, options.cluster, pinned=options.pinned)
+        store = store_from_files(
+            options.plan,
+            options.cluster,
+            pinned=options.pinned,
+            guard_s=options.reservation_guard_s,
+        )
     else:
         if options.cluster:
             raise InputError(
@@ -86,7 +93,7 @@ def build(options: ServiceOptions) -> Service:
             )
         from plugins.extender.kube_source import KubeWatcher, api_client
 
-        store = ExtenderStore(synced=False)
+        store = ExtenderStore(synced=False, guard_s=options.reservation_guard_s)
         watcher = KubeWatcher(store, api_client(options.kubeconfig)).start()
         stop_source = watcher.stop
     binder: Binder | None = None

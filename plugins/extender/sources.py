@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,15 +25,18 @@ from placer.model.errors import InputError
 from placer.model.limits import MAX_NESTING_DEPTH
 from placer.model.plan import Plan
 from plugins.extender.state import (
+    DEFAULT_GUARD_S,
     ExtenderStore,
     JobEntry,
     entries_from_assignment,
     entries_from_plan,
+    reservations_from_plan,
 )
 
 __all__ = [
     "TERMINAL_STATES",
     "jobset_entries",
+    "ledger_reservations",
     "load_cluster_labels",
     "load_plan",
     "node_labels",
@@ -83,12 +87,16 @@ def store_from_files(
     cluster_paths: Sequence[str | Path] = (),
     *,
     pinned: bool = False,
+    guard_s: float = DEFAULT_GUARD_S,
 ) -> ExtenderStore:
-    """A ready store from a plan file, with node labels from snapshot files when given."""
+    """A ready store from a plan file, with node labels from snapshot files when given. The
+    plan's reservations (`reserved_domains`) start `expected_start_seconds` after the file is
+    read: a plan records no instant of its own."""
     plan = load_plan(plan_path)
-    store = ExtenderStore(synced=True)
+    store = ExtenderStore(synced=True, guard_s=guard_s)
     entries = entries_from_plan(plan, pinned=pinned)
     store.replace_plan(entries)
+    store.replace_reservations(reservations_from_plan(plan, time.time()))
     if cluster_paths:
         store.replace_nodes(load_cluster_labels(cluster_paths))
     elif any(e.domain is not None for e in entries):
@@ -136,6 +144,32 @@ def jobset_entries(obj: Mapping[str, Any]) -> tuple[str, list[JobEntry]]:
         )
         return key, []
     return key, entries_from_assignment(assignment)
+
+
+def ledger_reservations(obj: Mapping[str, Any] | None) -> list[JobEntry]:
+    """Reservation rows from the controller's placement ledger ConfigMap (`placer-ledger`): each
+    reserved domain with its expected start (epoch seconds). Placements are read from the
+    JobSets' records as before; unreadable entries were logged by the reader and hold nothing."""
+    from placer.controller.ledger import read_ledger
+
+    if obj is None:
+        return []
+    ledger = read_ledger(dict(obj), str(_meta(obj).get("namespace") or ""))
+    rows: list[JobEntry] = []
+    for entry in ledger.entries.values():
+        if not entry.soft or entry.start is None:
+            continue
+        for name, job in sorted(entry.record.jobs.items()):
+            if job.domain is not None:
+                rows.append(
+                    JobEntry(
+                        jobset=entry.owner,
+                        job=f"reservation-{name}",
+                        domain=job.domain,
+                        reserved_from=entry.start,
+                    )
+                )
+    return rows
 
 
 def node_labels(obj: Mapping[str, Any]) -> tuple[str, dict[str, str]]:

@@ -15,8 +15,11 @@ scheduling requests.
 from __future__ import annotations
 
 import logging
+import math
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -26,16 +29,21 @@ from placer.model.topology import HOSTNAME
 from plugins.extender.pods import JobKey, PodInfo
 
 __all__ = [
+    "DEFAULT_GUARD_S",
     "ExtenderStore",
     "JobEntry",
     "StateView",
     "domain_pattern",
     "entries_from_assignment",
     "entries_from_plan",
+    "reservations_from_plan",
     "reserved_reason",
 ]
 
 log = logging.getLogger(__name__)
+
+DEFAULT_GUARD_S = 1800.0
+"""`--reservation-guard` default: how soon a reservation's start must be to keep other pods out."""
 
 Labels = Mapping[str, str]
 Pattern = tuple[tuple[str, str], ...]
@@ -55,6 +63,10 @@ class JobEntry(BaseModel):
     planned: dict[int, str] = Field(default_factory=dict)
     """completion index -> planned node: a hard limit when `pinned`, else a preference."""
     pinned: bool = False
+    reserved_from: float | None = None
+    """Set on a reservation row (time-aware planning): the domain is held for the JobSet's
+    expected start at this instant (epoch seconds). Not a child Job: it only keeps other pods
+    out, and only once the start is within the store's guard (`ExtenderStore.guard_s`)."""
 
     @property
     def key(self) -> JobKey:
@@ -72,7 +84,30 @@ def domain_pattern(domain: DomainRef) -> Pattern:
 
 def reserved_reason(entry: JobEntry) -> str:
     """What a refused foreign pod is told (and `kubectl describe pod` shows)."""
+    if entry.reserved_from is not None:
+        when = datetime.fromtimestamp(entry.reserved_from, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return f"reserved for {entry.jobset} from {when}"
     return f"reserved for {entry.jobset}"
+
+
+def reservations_from_plan(plan: Plan, planned_at_s: float) -> list[JobEntry]:
+    """Reservation rows of the plan's waiting JobSets (`reserved_domains`), their start counted
+    from `planned_at_s` (epoch seconds: when the plan was read, the plan carries no instant)."""
+    rows: list[JobEntry] = []
+    for outcome in plan.jobsets:
+        start = outcome.expected_start_seconds
+        if outcome.status == "placed" or not outcome.reserved_domains or start is None:
+            continue
+        for i, domain in enumerate(outcome.reserved_domains):
+            rows.append(
+                JobEntry(
+                    jobset=outcome.key,
+                    job=f"reservation-{i}",
+                    domain=domain,
+                    reserved_from=planned_at_s + start,
+                )
+            )
+    return rows
 
 
 def entries_from_plan(plan: Plan, *, pinned: bool = False) -> list[JobEntry]:
@@ -133,7 +168,11 @@ class StateView:
         self._shapes: dict[tuple[str, ...], dict[tuple[str, ...], JobEntry]] = {}
         # planned node of an exclusive child Job -> that entry (member whatever its labels say)
         self._planned: dict[str, JobEntry] = {}
-        for entry in sorted(entries, key=lambda e: e.key):
+        # placements first: a reservation on a domain placed now (backfill) yields to it
+        for entry in sorted(entries, key=lambda e: (e.reserved_from is not None, e.key)):
+            if entry.reserved_from is not None:
+                self._reserve(entry)
+                continue
             if entry.key in self.jobs:
                 log.warning("child Job %s/%s listed twice; keeping the first", *entry.key[::2])
                 continue
@@ -175,6 +214,15 @@ class StateView:
         self.reasons: dict[str, str] = {n: reserved_reason(e) for n, e in self.owner.items()}
         """node -> why a pod outside the plan may not use it (precomputed: filter's hot path)."""
 
+    def _reserve(self, entry: JobEntry) -> None:
+        """A reservation row: it holds its domain against pods outside the plan, unless a
+        placement (backfill) or an earlier reservation already does."""
+        if entry.domain is None:
+            return
+        pattern = domain_pattern(entry.domain)
+        shape = tuple(k for k, _ in pattern)
+        self._shapes.setdefault(shape, {}).setdefault(tuple(v for _, v in pattern), entry)
+
     def _match(self, node: str, labels: Labels) -> JobEntry | None:
         planned = self._planned.get(node)
         if planned is not None:
@@ -207,8 +255,20 @@ class StateView:
 class ExtenderStore:
     """The thread-safe, mutable plan state; sources write, requests read `view()`."""
 
-    def __init__(self, *, synced: bool = True) -> None:
+    def __init__(
+        self,
+        *,
+        synced: bool = True,
+        guard_s: float = DEFAULT_GUARD_S,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self._lock = threading.Lock()
+        self.guard_s = guard_s
+        """A reservation keeps other pods out once its start is at most this far away."""
+        self._clock = clock
+        self._reservations: tuple[JobEntry, ...] = ()
+        self._guard_changes_at = math.inf
+        """When the next reservation enters the guard: the view is rebuilt then."""
         self._jobsets: dict[str, tuple[JobEntry, ...]] = {}
         self._labels: dict[str, dict[str, str]] = {}
         self._synced = synced
@@ -241,6 +301,14 @@ class ExtenderStore:
                 return
             if tuple(entries) != old:
                 self._jobsets[jobset] = tuple(entries)
+                self._changed()
+
+    def replace_reservations(self, entries: Iterable[JobEntry]) -> None:
+        """Swap every reservation row (rows with `reserved_from`)."""
+        rows = tuple(sorted(entries, key=lambda e: (e.jobset, e.job)))
+        with self._lock:
+            if rows != self._reservations:
+                self._reservations = rows
                 self._changed()
 
     def jobsets(self) -> list[str]:
@@ -293,12 +361,19 @@ class ExtenderStore:
 
     def view(self) -> StateView:
         """The current picture; built on the first read after a change, then shared."""
+        now = self._clock()
         view = self._view
-        if view is not None:
+        if view is not None and now < self._guard_changes_at:
             return view
         with self._lock:
-            if self._view is None:
+            if self._view is None or now >= self._guard_changes_at:
                 entries = [e for rows in self._jobsets.values() for e in rows]
+                horizon = now + self.guard_s
+                later = [r.reserved_from or 0.0 for r in self._reservations]
+                entries += [r for r in self._reservations if (r.reserved_from or 0.0) <= horizon]
+                self._guard_changes_at = min(
+                    (t - self.guard_s for t in later if t > horizon), default=math.inf
+                )
                 self._view = StateView(
                     entries, self._labels, synced=self._synced, version=self._version
                 )
