@@ -262,6 +262,7 @@ class Controller:
                     wall,
                     records=held_records(rev),
                     foreign=view.foreign,
+                    refs=self._refs,
                 )
                 planned = solve_targets(
                     rev,

@@ -30,7 +30,7 @@ from placer.controller.bindings import event_body
 from placer.controller.cache import ClusterState
 from placer.controller.domains import HOLD_PREFIX, hold_token
 from placer.controller.ledger import RESERVATION, LedgerEntry, entry_key
-from placer.controller.survey import ManagedJobSet
+from placer.controller.survey import ManagedJobSet, RefMemo, jobset_pods
 from placer.controller.writes import EmitEvent
 from placer.model.assignment import Assignment, JobAssignment
 from placer.model.cluster import ClusterSnapshot, DomainReservation, RunningJobSet
@@ -38,8 +38,6 @@ from placer.model.durations import jobset_expected_duration, parse_rfc3339
 from placer.model.errors import InputError
 from placer.model.options import SolveOptions, TimePolicy
 from placer.model.plan import DomainRef, Plan
-from placer.model.pods import pod_ref
-from placer.model.snapshot import TERMINAL_PHASES
 from placer.solver.release import expected_duration_s
 
 __all__ = [
@@ -116,7 +114,12 @@ def reservation_changes(
         k = entry_key(RESERVATION, key)
         old = reserved.get(k)
         start_s = o.expected_start_seconds
-        if ms is None or o.status == "placed" or not o.reserved_domains or not start_s:
+        # a JobSet with a record (placed, or repairing child Jobs) holds its domains already
+        if ms is None or o.status == "placed" or ms.assignment is not None:
+            if old is not None:
+                remove.add(k)
+            continue
+        if not o.reserved_domains or not start_s:
             if old is not None:
                 remove.add(k)
             continue
@@ -160,20 +163,20 @@ def _start_time(pod: Mapping[str, Any]) -> datetime | None:
         return None
 
 
-def running_jobsets(state: ClusterState, snapshot: ClusterSnapshot) -> dict[str, RunningJobSet]:
+def running_jobsets(
+    state: ClusterState, snapshot: ClusterSnapshot, refs: RefMemo | None = None
+) -> dict[str, RunningJobSet]:
     """Start (earliest pod `status.startTime`) and expected duration of every JobSet running on
-    the snapshot's nodes. An unreadable duration leaves the default (the survey warns)."""
+    the snapshot's nodes. An unreadable duration leaves the default (the survey warns). `refs`:
+    the survey's memo of pod labels, so pods are not read again."""
     on_nodes = {k for n in snapshot.nodes for k in n.jobsets}
     started: dict[str, datetime] = {}
-    for pod in state.pods.values():
-        if (pod.get("status") or {}).get("phase") in TERMINAL_PHASES:
+    for key, entries in jobset_pods(state, refs).items():
+        if key not in on_nodes:
             continue
-        ref = pod_ref(pod)
-        if ref is None or ref.jobset_key not in on_nodes:
-            continue
-        t = _start_time(pod)
-        if t is not None and (ref.jobset_key not in started or t < started[ref.jobset_key]):
-            started[ref.jobset_key] = t
+        times = [t for e in entries if not e.terminal and (t := _start_time(e.pod)) is not None]
+        if times:
+            started[key] = min(times)
     result: dict[str, RunningJobSet] = {}
     for key in sorted(on_nodes):
         namespace, _, name = key.partition("/")
@@ -233,6 +236,7 @@ def timed_planning(
     *,
     records: Mapping[str, Mapping[str, JobAssignment]],
     foreign: Mapping[str, Mapping[str, JobAssignment]],
+    refs: RefMemo | None = None,
 ) -> tuple[ClusterSnapshot, SolveOptions]:
     """The snapshot and options of a cycle's planning at `wall_s` (epoch seconds): the ledger's
     reservations on the snapshot (honored by every solver) and, with time-aware planning on,
@@ -245,7 +249,7 @@ def timed_planning(
         return snapshot, options
     update: dict[str, object] = {"reservations": snapshot_reservations(reserved.values(), wall_s)}
     if policy.active:
-        running = {**snapshot.running, **running_jobsets(state, snapshot)}
+        running = {**snapshot.running, **running_jobsets(state, snapshot, refs)}
         update["running"] = {**running, **_holder_timing(records, foreign, running, state)}
         instant = datetime.fromtimestamp(wall_s, UTC)
         options = options.model_copy(update={"time": policy.model_copy(update={"now": instant})})
