@@ -70,6 +70,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="requests decided at once; more get 503 at once (32; /healthz is never refused)",
     )
     add_guard_arg(parser)
+    parser.add_argument(
+        "--ledger-namespace",
+        metavar="NS",
+        help="watch mode: also watch the controller's placement ledger in this namespace for "
+        "reservations (needs get/list/watch on ConfigMaps there); default: not watched",
+    )
     parser.add_argument("--tls-cert-file", metavar="PEM", help="serve HTTPS with this certificate")
     parser.add_argument("--tls-key-file", metavar="PEM", help="the key of --tls-cert-file")
     parser.set_defaults(func=run)
@@ -82,6 +88,12 @@ def run(args: argparse.Namespace) -> int:
             field="--pinned",
             code="usage",
         )
+    if args.ledger_namespace and args.plan:
+        raise InputError(
+            "--ledger-namespace is for watch mode; a plan file carries its own reservations",
+            field="--ledger-namespace",
+            code="usage",
+        )
     from plugins.extender.service import ServiceOptions, serve
 
     options = ServiceOptions(
@@ -92,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
         kubeconfig=args.kubeconfig,
         pinned=args.pinned,
         reservation_guard_s=guard_s(args),
+        ledger_namespace=args.ledger_namespace,
         bind=args.bind,
         max_body_bytes=args.max_body_bytes,
         max_in_flight=args.max_in_flight,

@@ -22,8 +22,9 @@ from kubernetes import client, config, watch
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
+from placer.controller.ledger import LEDGER_LABEL, LEDGER_NAME
 from placer.model.errors import ClusterError, InputError
-from plugins.extender.sources import jobset_entries, node_labels
+from plugins.extender.sources import jobset_entries, ledger_reservations, node_labels
 from plugins.extender.state import ExtenderStore
 
 __all__ = ["JOBSETS", "KubeBinder", "KubeWatcher", "api_client"]
@@ -100,6 +101,7 @@ class KubeWatcher:
         watch_timeout_s: int = 300,
         retry_s: float = 2.0,
         request_timeout_s: float = 60.0,
+        ledger_namespace: str | None = None,
     ) -> None:
         self.store = store
         self._custom = client.CustomObjectsApi(api)
@@ -108,12 +110,19 @@ class KubeWatcher:
         self._retry_s = retry_s
         self._request_timeout_s = request_timeout_s
         self._stop = threading.Event()
+        self._ledger_namespace = ledger_namespace
+        """Where the controller's placement ledger lives: its reservations are watched too."""
         self._listed = {"jobsets": threading.Event(), "nodes": threading.Event()}
+        if ledger_namespace:
+            self._listed["ledger"] = threading.Event()
         self._watches: list[watch.Watch] = []
         self._threads: list[threading.Thread] = []
 
     def start(self) -> KubeWatcher:
-        for kind, run in (("jobsets", self._jobsets_once), ("nodes", self._nodes_once)):
+        streams = [("jobsets", self._jobsets_once), ("nodes", self._nodes_once)]
+        if self._ledger_namespace:
+            streams.append(("ledger", self._ledger_once))
+        for kind, run in streams:
             t = threading.Thread(
                 target=self._loop, args=(kind, run), name=f"placer-watch-{kind}", daemon=True
             )
@@ -149,11 +158,13 @@ class KubeWatcher:
             )
             self.store.set_synced(True)
 
-    def _stream(self, func: Callable[..., Any], *args: Any, rv: str) -> Iterator[dict[str, Any]]:
+    def _stream(
+        self, func: Callable[..., Any], *args: Any, rv: str, **extra: Any
+    ) -> Iterator[dict[str, Any]]:
         w = watch.Watch()  # type: ignore[no-untyped-call]
         self._watches.append(w)
         try:
-            kwargs: dict[str, Any] = {"timeout_seconds": self._watch_timeout_s}
+            kwargs: dict[str, Any] = {"timeout_seconds": self._watch_timeout_s, **extra}
             if rv:
                 kwargs["resource_version"] = rv
             for event in w.stream(func, *args, **kwargs):  # type: ignore[no-untyped-call]
@@ -204,3 +215,34 @@ class KubeWatcher:
                 self.store.remove_node(name)
             else:
                 self.store.set_node(name, node_label_map)
+
+    def _ledger_once(self) -> None:
+        """The placement ledger ConfigMap (by its label): its reservations, kept current."""
+        namespace = str(self._ledger_namespace)
+        selector = f"{LEDGER_LABEL}=placements"
+        response = self._core.list_namespaced_config_map(
+            namespace,
+            label_selector=selector,
+            _preload_content=False,
+            _request_timeout=self._request_timeout_s,
+        )
+        doc = json.loads(response.data)  # type: ignore[attr-defined]  # raw urllib3 response
+        ledger = next((o for o in doc.get("items") or [] if _name(o) == LEDGER_NAME), None)
+        self.store.replace_reservations(ledger_reservations(ledger))
+        self._listed_kind("ledger")
+        rv = str((doc.get("metadata") or {}).get("resourceVersion") or "")
+        for event in self._stream(
+            self._core.list_namespaced_config_map, namespace, rv=rv, label_selector=selector
+        ):
+            obj = event.get("raw_object")
+            if not isinstance(obj, dict) or event.get("type") == "BOOKMARK":
+                continue
+            if _name(obj) != LEDGER_NAME:
+                continue
+            deleted = event.get("type") == "DELETED"
+            self.store.replace_reservations([] if deleted else ledger_reservations(obj))
+
+
+def _name(obj: Any) -> str:
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    return str((meta or {}).get("name") or "")

@@ -38,6 +38,8 @@ class ServiceOptions(BaseModel):
     pinned: bool = False
     """`--plan` mode: hold planned pods to their planned nodes, not just to their domains."""
     reservation_guard_s: float = DEFAULT_GUARD_S
+    ledger_namespace: str | None = None
+    """Watch mode: also watch the controller's placement ledger here, for its reservations."""
     """Reservations starting within this keep pods that are not placer's out of their domains."""
     bind: bool = False
     budget_s: float = 1.0
@@ -94,7 +96,9 @@ def build(options: ServiceOptions) -> Service:
         from plugins.extender.kube_source import KubeWatcher, api_client
 
         store = ExtenderStore(synced=False, guard_s=options.reservation_guard_s)
-        watcher = KubeWatcher(store, api_client(options.kubeconfig)).start()
+        watcher = KubeWatcher(
+            store, api_client(options.kubeconfig), ledger_namespace=options.ledger_namespace
+        ).start()
         stop_source = watcher.stop
     binder: Binder | None = None
     if options.bind:
