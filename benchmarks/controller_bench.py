@@ -17,7 +17,7 @@ Reported: the cycle's wall and CPU time and the wall time of its phases as the c
 the solver's phases, the writes made, and a second cycle with nothing changed (the JobSets left
 unschedulable are planned again). Run from the repository root:
 
-    python -m benchmarks.controller_bench --solver cpsat --time-limit 10
+    python -m benchmarks.controller_bench --solver cpsat --time-limit 10 [--reservations head]
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from benchmarks import cluster_sim as sim
 from placer.controller.ledger import LEDGER_NAME
 from placer.controller.memory_adapter import MemoryCluster
 from placer.controller.reconcile import Controller, ControllerConfig, CycleReport
-from placer.model.options import SolveOptions
+from placer.model.options import ReservationPolicy, SolveOptions, TimePolicy
 from placer.model.workload import JOBSET_NAME_LABEL
 
 __all__ = ["Fleet", "build_cluster", "main", "measure"]
@@ -138,12 +138,15 @@ def _ledger_bytes(cluster: MemoryCluster, config: ControllerConfig) -> int:
     return sum(len(k) + len(v) for k, v in (obj.get("data") or {}).items())
 
 
-def measure(fleet: Fleet, solver: str, time_limit_s: float) -> dict[str, Any]:
-    """Build the cluster, list it, run two cycles; the figures of both."""
+def measure(
+    fleet: Fleet, solver: str, time_limit_s: float, reservations: ReservationPolicy = "none"
+) -> dict[str, Any]:
+    """Build the cluster, list it, run two cycles; the figures of both. `reservations`: the
+    controller's time-aware planning (`--reservations`)."""
     start = time.perf_counter()
     cluster = build_cluster(fleet)
     built = time.perf_counter() - start
-    options = SolveOptions(time_limit_s=time_limit_s)
+    options = SolveOptions(time_limit_s=time_limit_s, time=TimePolicy(reservations=reservations))
     config = ControllerConfig(solver=solver, options=options, window_s=0.0)
     controller = Controller(cluster, config, sleep=lambda s: None)
     start = time.perf_counter()
@@ -169,6 +172,7 @@ def measure(fleet: Fleet, solver: str, time_limit_s: float) -> dict[str, Any]:
         "second_writes": len(second.writes),
         "ledger_bytes": _ledger_bytes(cluster, config),
         "ledger_entries": len(first.ledger.entries) if first.ledger else 0,
+        "reserved": sum(1 for p in plans for o in p.jobsets if o.reserved_domains),
     }
 
 
@@ -200,6 +204,7 @@ def _print(fleet: Fleet, solver: str, limit: float, r: dict[str, Any]) -> None:
     for name, (wall, cpu) in r["first"].items():
         print(f"  {name}: {wall:.2f} s wall" + (f", {cpu:.2f} s CPU" if cpu else ""))
     print(f"placement ledger: {r['ledger_bytes']:,} bytes of data (ConfigMap limit 1 MiB)")
+    print(f"reservations: {r['reserved']} JobSets reserved for")
     print(f"second cycle (nothing changed): {r['second_writes']} writes")
     for name, (wall, cpu) in r["second"].items():
         print(f"  {name}: {wall:.2f} s wall" + (f", {cpu:.2f} s CPU" if cpu else ""))
@@ -212,10 +217,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--solver", default="cpsat")
     parser.add_argument("--time-limit", type=float, default=10.0, help="solver time limit, s")
     parser.add_argument("--seed", type=int, default=Fleet.seed)
+    parser.add_argument("--reservations", choices=("none", "head", "all"), default="none")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     fleet = Fleet(nodes=args.nodes, pending=args.pending, seed=args.seed)
-    result = measure(fleet, args.solver, args.time_limit)
+    result = measure(fleet, args.solver, args.time_limit, args.reservations)
     _print(fleet, args.solver, args.time_limit, result)
     return 0
 

@@ -153,3 +153,28 @@ def test_reservations_are_consistent(
             for s, e in held[n]:
                 assert e <= r.start_s or r.end_s <= s, "two reservations overlap on one node"
             held[n].append((r.start_s, r.end_s))
+
+
+def test_kept_units_stay_the_candidates_own_and_are_held_against_earlier_ones() -> None:
+    units = _units(0, 100, 200, 300)
+    free = _free(0, 100, 200, 300)
+    kept = {"late": frozenset({(KEY, "d2"), (KEY, "d3")})}
+    first = _wide("first", 2, 50, units)
+    late = _wide("late", 2, 50, units)
+    by_name = {r.jobset: r for r in reserve(units, [first, late], free_at=free, kept=kept)}
+    # late keeps d2 and d3 (re-timed to when both are free), though d0 and d1 free up sooner
+    assert (by_name["late"].start_s, set(by_name["late"].units["w"])) == (300, set(kept["late"]))
+    # first, ahead in the queue, plans around the kept reservation
+    assert by_name["first"].start_s == 100
+    assert set(by_name["first"].units["w"]) == {(KEY, "d0"), (KEY, "d1")}
+
+
+def test_kept_units_that_no_longer_fit_give_a_fresh_reservation() -> None:
+    units = _units(0, 0, 0)
+    never = _free(0, 0, math.inf)
+    kept = {"a": frozenset({(KEY, "d1"), (KEY, "d2")})}
+    [r] = reserve(units, [_wide("a", 2, 50, units)], free_at=never, kept=kept)
+    assert (r.start_s, set(r.units["w"])) == (0, {(KEY, "d0"), (KEY, "d1")})
+    gone = {"a": frozenset({(KEY, "d1"), (KEY, "d9")})}
+    [r] = reserve(units, [_wide("a", 2, 50, units)], free_at=_free(0, 0, 0), kept=gone)
+    assert r.start_s == 0 and len(r.units["w"]) == 2
