@@ -242,10 +242,9 @@ def _assign_by_flow(
     return result
 
 
-def _fits_empty(candidate: Candidate, units: Sequence[Unit], calendar: _Calendar) -> bool:
-    """Would it fit once every running JobSet ended (units never free left out)?"""
-    empty = _Calendar(units, {})
-    usable = {u.id for u in units if not calendar.never_free(u.id)}
+def _fits_empty(candidate: Candidate, usable: set[UnitId], empty: _Calendar) -> bool:
+    """Would it fit once every running JobSet ended (`usable`: the units ever free; `empty`: a
+    calendar without any busy period, built once per pass)?"""
     return _assign(candidate.needs, usable, empty, 0.0) is not None
 
 
@@ -288,6 +287,8 @@ def reserve(
     `limit` like any other delayed reservation.
     """
     calendar = _Calendar(units, free_at or {})
+    empty = _Calendar(units, {})
+    usable = {u.id for u in units if not calendar.never_free(u.id)}
     for unit, start, end in holds:
         calendar.hold(unit, start, end)
     ids = [u.id for u in units]
@@ -306,7 +307,7 @@ def reserve(
             continue
         if limit is not None and delayed >= limit and candidate.jobset not in always:
             continue
-        if not _fits_empty(candidate, units, calendar):
+        if not _fits_empty(candidate, usable, empty):
             result.append(Reservation(candidate.jobset, None, None))
             continue
         for t in calendar.event_times():

@@ -125,6 +125,7 @@ class _Units:
         }
         self.timeline = timeline
         self.live = live
+        self._eligible: dict[tuple[str, str, int], frozenset[UnitId]] = {}
 
     def candidate(self, jobset: JobSetRequest, duration_s: float) -> Candidate:
         needs: list[Need] = []
@@ -132,11 +133,15 @@ class _Units:
             key = jc.exclusive_key
             if key is None:
                 continue
-            eligible = frozenset(
-                (key, d.id)
-                for d in self.ctx.domains(key)
-                if self.ctx.domain_capacity(jc, d) >= jc.rjob.pods_per_job
-            )
+            # JobSets of one shape share the answer: the queue holds few shapes, many JobSets
+            shape = (key, jc.rjob.pod.model_dump_json(), jc.rjob.pods_per_job)
+            eligible = self._eligible.get(shape)
+            if eligible is None:
+                eligible = self._eligible[shape] = frozenset(
+                    (key, d.id)
+                    for d in self.ctx.domains(key)
+                    if self.ctx.domain_capacity(jc, d) >= jc.rjob.pods_per_job
+                )
             needs.append(Need(jc.rjob.name, jc.rjob.replicas, eligible))
         return Candidate(jobset.key, duration_s, tuple(needs))
 
