@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -101,11 +101,19 @@ class _Calendar:
             cell = cell_of.setdefault(tuple(sorted(ids)), len(cell_of))
             node_cell[n] = cell
             cell_free[cell] = max(cell_free.get(cell, 0.0), free_at.get(n, 0.0))
+        units_of: dict[int, list[UnitId]] = {}
         for u in units:
             self._cells[u.id] = tuple(sorted({node_cell[n] for n in u.nodes}))
+            for cell in self._cells[u.id]:
+                units_of.setdefault(cell, []).append(u.id)
+        self._units_of = units_of
         self._busy: dict[int, list[tuple[float, float]]] = {
             c: [(0.0, f)] if f > 0 else [] for c, f in cell_free.items()
         }
+        self.later: set[UnitId] = set()
+        """Units with a busy interval starting after 0 (a hold for the future): the only ones
+        whose `next_busy_after` a positive instant can be finite."""
+        self._ends = {0.0} | {f for f in cell_free.values() if f > 0 and math.isfinite(f)}
 
     def knows(self, unit: UnitId) -> bool:
         return unit in self._cells
@@ -141,13 +149,25 @@ class _Calendar:
     def hold(self, unit: UnitId, start: float, end: float) -> None:
         for cell in self._cells[unit]:
             bisect.insort(self._busy[cell], (start, end))
+            if start > 0:
+                self.later.update(self._units_of[cell])
+        if math.isfinite(end):
+            self._ends.add(end)
 
     def event_times(self) -> list[float]:
         """Every instant a unit may become free: 0 and the end of every busy interval."""
-        ends = {0.0}
-        for intervals in self._busy.values():
-            ends.update(e for _, e in intervals if math.isfinite(e))
-        return sorted(ends)
+        return sorted(self._ends)
+
+    def by_preference(self, units: Set[UnitId], end: float) -> list[UnitId]:
+        """`units` sorted by (`next_busy_after(unit, end)`, unit): the one whose next busy period
+        starts soonest after `end` first. For `end` > 0 only units in `later` can have a finite
+        key, so the others are sorted by name alone (most of them, most of the time)."""
+        if end <= 0:
+            return sorted(units, key=lambda u: (self.next_busy_after(u, end), u))
+        keyed = [(self.next_busy_after(u, end), u) for u in units & self.later]
+        soon = sorted(k for k in keyed if k[0] < math.inf)
+        rest = sorted([u for k, u in keyed if k == math.inf] + list(units - self.later))
+        return [u for _, u in soon] + rest
 
 
 def _assign(
@@ -159,11 +179,8 @@ def _assign(
     Overlapping needs are matched with a max flow, so a bad greedy order never hides a fit.
     """
 
-    def preference(unit: UnitId) -> tuple[float, UnitId]:
-        # the unit whose next busy period starts soonest after this run ends wastes the least
-        return (calendar.next_busy_after(unit, end), unit)
-
-    pools = [sorted(n.eligible & free, key=preference) for n in needs]
+    # the unit whose next busy period starts soonest after this run ends wastes the least
+    pools = [calendar.by_preference(n.eligible & free, end) for n in needs]
     if any(len(pool) < n.count for pool, n in zip(pools, needs, strict=True)):
         return None
     seen: set[UnitId] = set()
