@@ -300,3 +300,13 @@ def test_requests_that_are_not_http_get_a_json_400(server: HttpServer, raw: byte
     assert answer["status"] == status and answer["error"]
     assert "\n" not in answer["error"]
     assert exchange(server, post_head("/echo", 2) + b"ok")[0] == 200
+
+
+def test_logs_name_the_address_bound_and_clients_the_one_to_dial() -> None:
+    app = make_application([], limits=ServingLimits())
+    srv = HttpServer(app, "0.0.0.0", 0)
+    try:
+        assert srv.listening == f"http://0.0.0.0:{srv.port}"
+        assert srv.url == f"http://127.0.0.1:{srv.port}"
+    finally:
+        srv.stop()

@@ -186,6 +186,13 @@ class HttpServer:
             host = f"[{host}]"
         return f"{'https' if self.ssl_context else 'http'}://{host}:{self.port}"
 
+    @property
+    def listening(self) -> str:
+        """Where it listens, as bound (`http://0.0.0.0:8888` when on every address): for logs."""
+        host = str(self._sock.getsockname()[0])
+        shown = f"[{host}]" if ":" in host else host
+        return f"{'https' if self.ssl_context else 'http'}://{shown}:{self.port}"
+
     def start(self) -> HttpServer:
         """Serve from a background thread; returns once the server accepts connections."""
         self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)

@@ -153,5 +153,5 @@ def serve(
             field="--extender-port",
             code="listen",
         ) from e
-    log.info("scheduler extender on %s, following the controller's cache", server.url)
+    log.info("scheduler extender on %s, following the controller's cache", server.listening)
     return EmbeddedExtender(server, follower).start()

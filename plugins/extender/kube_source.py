@@ -24,6 +24,7 @@ from kubernetes.config.config_exception import ConfigException
 
 from placer.controller.ledger import LEDGER_LABEL, LEDGER_NAME
 from placer.model.errors import ClusterError, InputError
+from placer.model.kubeconfig import config_error
 from plugins.extender.sources import jobset_entries, ledger_reservations, node_labels
 from plugins.extender.state import ExtenderStore
 
@@ -48,7 +49,7 @@ def api_client(kubeconfig: str | None = None) -> client.ApiClient:
             return cast(client.ApiClient, config.new_client_from_config())  # type: ignore[no-untyped-call]
     except (ConfigException, OSError, ValueError, TypeError) as e:
         raise InputError(
-            f"cannot load a Kubernetes client configuration: {e}",
+            config_error(kubeconfig, e),
             source=kubeconfig or "",
             field="--kubeconfig",
             code="kubeconfig",

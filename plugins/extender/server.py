@@ -232,6 +232,11 @@ class ExtenderServer:
     def url(self) -> str:
         return self._http.url
 
+    @property
+    def listening(self) -> str:
+        """Where it listens, as bound (for logs: `url` is where a local client connects)."""
+        return self._http.listening
+
     def start(self) -> ExtenderServer:
         self._http.start()
         return self

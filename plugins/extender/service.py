@@ -146,7 +146,7 @@ def serve(options: ServiceOptions, announce: Callable[[str], None] = log.info) -
     # a request for tens of milliseconds, stay short.
     freeze_long_lived()
     announce(
-        f"placer extender: serving {service.server.url} (filter, prioritize"
+        f"placer extender: serving {service.server.listening} (filter, prioritize"
         f"{', bind' if options.bind else ''}; /healthz, /readyz)"
     )
     try:
