@@ -37,6 +37,8 @@ from placer.model.resources import PODS, ResourceMap, pod_request
 __all__ = [
     "Container",
     "Footprint",
+    "JobSetMeta",
+    "JobSetObject",
     "KubeObject",
     "NodeCondition",
     "NodeObject",
@@ -159,8 +161,22 @@ class _ListedPriorityClass(
     pass
 
 
-class _ListedJobSet(msgspec.Struct, frozen=True, gc=False, tag_field="kind", tag="JobSet"):
-    """Read past: pending JobSets come from their manifests, running ones from their pods."""
+class JobSetMeta(msgspec.Struct, frozen=True, gc=False):
+    name: str
+    namespace: str = "default"
+    annotations: dict[str, Any] = {}
+
+
+class JobSetObject(msgspec.Struct, frozen=True, gc=False):
+    """A JobSet in a snapshot: only what dates a running one (its expected duration); pending
+    JobSets come from their manifests, where they run from their pods."""
+
+    metadata: JobSetMeta
+    spec: dict[str, Any] = {}
+
+
+class _ListedJobSet(JobSetObject, frozen=True, gc=False, tag_field="kind", tag="JobSet"):
+    pass
 
 
 class _KubectlList(msgspec.Struct, gc=False):
@@ -178,9 +194,8 @@ _BY_KIND: dict[str, type[KubeObject]] = {
 }
 
 
-def decode_kubectl_list(raw: bytes) -> list[KubeObject] | None:
-    """The Nodes, Pods and PriorityClasses of a kubectl JSON List, in one call (JobSets in it
-    are skipped).
+def decode_kubectl_list(raw: bytes) -> list[KubeObject | JobSetObject] | None:
+    """The Nodes, Pods, PriorityClasses and JobSets of a kubectl JSON List, in one call.
 
     None when the bytes are anything else or anything in them is wrong (other kinds, a bad
     field, bad JSON): the caller then reads the file object by object through `read_object`,
@@ -192,7 +207,7 @@ def decode_kubectl_list(raw: bytes) -> list[KubeObject] | None:
         return None  # RecursionError: nested past the interpreter's limit; the reader says so
     if not decoded.kind.endswith("List"):
         return None
-    return [item for item in decoded.items if not isinstance(item, _ListedJobSet)]
+    return list(decoded.items)
 
 
 def read_object(obj: Mapping[str, Any], source: str) -> KubeObject | None:

@@ -23,9 +23,11 @@ from typing import Any
 
 from placer.model.cluster import ClusterSnapshot, JobSetUsage, Node, RunningJobSet
 from placer.model.compact import DESCRIPTION_KIND, parse_description
+from placer.model.durations import jobset_expected_duration
 from placer.model.errors import InputError
 from placer.model.kube_objects import (
     Footprint,
+    JobSetObject,
     KubeObject,
     NodeObject,
     ObjectMeta,
@@ -290,6 +292,39 @@ def _running_starts(pods: Iterable[tuple[str, PodObject]]) -> dict[str, RunningJ
     return {k: RunningJobSet(started_at=v) for k, v in sorted(starts.items())}
 
 
+def _with_durations(
+    running: dict[str, RunningJobSet],
+    objects: Sequence[tuple[str, JobSetObject]],
+    nodes: Sequence[Node],
+) -> dict[str, RunningJobSet]:
+    """Running JobSets' expected durations from the JobSet objects in the snapshot (annotation,
+    else activeDeadlineSeconds). A bad value only costs its own date: it is warned about, and
+    the planner's default applies, because a snapshot is what the cluster holds, not a file the
+    user can fix before planning."""
+    holders = {k for n in nodes for k in n.jobsets}
+    result = dict(running)
+    for source, obj in objects:
+        key = f"{obj.metadata.namespace}/{obj.metadata.name}"
+        if key not in holders:
+            continue
+        manifest = {"metadata": {"annotations": obj.metadata.annotations}, "spec": obj.spec}
+        try:
+            duration = jobset_expected_duration(manifest, source=source, key=key)
+        except InputError as e:
+            log.warning("%s; using the default duration for this running JobSet", e)
+            continue
+        if duration.seconds is None:
+            continue
+        base = result.get(key, RunningJobSet())
+        result[key] = base.model_copy(
+            update={
+                "expected_duration_s": duration.seconds,
+                "duration_source": duration.source,
+            }
+        )
+    return dict(sorted(result.items()))
+
+
 def _accumulate(total: ResourceMap, request: Mapping[str, Decimal]) -> None:
     """`add_resources` in place: the same additions in the same order, without a copy per pod."""
     for name, value in request.items():
@@ -356,6 +391,7 @@ def load_snapshot(paths: Sequence[str | Path]) -> ClusterSnapshot:
     nodes: list[Node | _NodeDraft] = []
     pods: list[tuple[str, PodObject]] = []
     classes: list[tuple[str, PriorityClassObject]] = []
+    jobset_objects: list[tuple[str, JobSetObject]] = []
     read_node = _NodeReader()
     levels: tuple[str, ...] = ()
     kueue_topology = ""
@@ -367,6 +403,8 @@ def load_snapshot(paths: Sequence[str | Path]) -> ClusterSnapshot:
             pods.append((source, obj))
         elif isinstance(obj, PriorityClassObject):
             classes.append((source, obj))
+        elif isinstance(obj, JobSetObject):
+            jobset_objects.append((source, obj))
         elif isinstance(obj, Mapping) and is_kueue_topology(obj):
             part_levels = topology_levels(obj, source=source)
             if levels and part_levels != levels:
@@ -400,10 +438,11 @@ def load_snapshot(paths: Sequence[str | Path]) -> ClusterSnapshot:
             code="no-nodes",
         )
     priority_classes = _priority_classes(classes)
+    node_list = _apply_pods(_check_unique(nodes, ", ".join(sources)), pods, priority_classes)
     return ClusterSnapshot(
-        nodes=tuple(_apply_pods(_check_unique(nodes, ", ".join(sources)), pods, priority_classes)),
+        nodes=tuple(node_list),
         priority_classes=priority_classes,
-        running=_running_starts(pods),
+        running=_with_durations(_running_starts(pods), jobset_objects, node_list),
         levels=levels,
         kueue_topology=kueue_topology,
         source=", ".join(sources),
@@ -412,7 +451,7 @@ def load_snapshot(paths: Sequence[str | Path]) -> ClusterSnapshot:
 
 def _objects(
     paths: Sequence[str | Path],
-) -> Iterator[tuple[str, KubeObject | Mapping[str, Any]]]:
+) -> Iterator[tuple[str, KubeObject | JobSetObject | Mapping[str, Any]]]:
     """(source, object) of every file in order: Nodes, Pods and PriorityClasses as structs,
     cluster descriptions and Kueue Topologies as mappings; other kinds are skipped with a warning.
 
@@ -439,8 +478,8 @@ def _objects(
                 yield source, obj
             elif doc.get("kind") == "JobSet":
                 # `kubectl get nodes,pods,priorityclasses,jobsets -A -o json` (the README's
-                # command) carries them: pending JobSets come from the JOBSETS arguments, running
-                # ones from pods
-                log.debug("%s: JobSet %s in the snapshot not read", source, object_key(doc))
+                # command) carries them: pending JobSets come from the JOBSETS arguments; the
+                # running ones' expected durations come from here
+                yield source, read_as(JobSetObject, doc, source)
             else:
                 log.warning("%s: skipping %s", source, describe_object(doc))

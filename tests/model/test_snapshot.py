@@ -440,3 +440,39 @@ def test_running_jobsets_are_dated_by_their_earliest_live_pod(tmp_path: Path) ->
     path = tmp_path / "snap.json"
     path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [node("a"), *pods]}))
     assert load_snapshot([path]).running == snap.running
+
+
+def test_running_jobsets_take_their_expected_duration_from_jobset_objects(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    def jobset_object(name: str, duration: str) -> dict[str, Any]:
+        return {
+            "apiVersion": "jobset.x-k8s.io/v1alpha2",
+            "kind": "JobSet",
+            "metadata": {
+                "name": name,
+                "namespace": "ns",
+                "annotations": {"placer.dev/expected-duration": duration},
+            },
+            "spec": {"replicatedJobs": []},
+        }
+
+    p1 = pod("p1", "a", jobset="train")
+    p1["status"]["startTime"] = "2026-12-01T04:30:00Z"
+    items = [
+        node("a"),
+        p1,
+        pod("p2", "a", jobset="odd"),
+        jobset_object("train", "90m"),
+        jobset_object("odd", "soon"),
+        jobset_object("pending", "1h"),
+    ]
+    for suffix in (".json", ".yaml"):
+        path = tmp_path / f"snap{suffix}"
+        path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+        running = load_snapshot([path]).running
+        assert set(running) == {"ns/train"}  # not "pending": it holds no node
+        assert running["ns/train"].expected_duration_s == 5400
+        assert running["ns/train"].duration_source == "annotation"
+        assert running["ns/train"].started_at is not None
+    assert "ns/odd: metadata.annotations[placer.dev/expected-duration]" in caplog.text
