@@ -10,7 +10,7 @@ the cluster and the rest of the plan. `placer.solver.reasons.wording` turns thes
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, get_args
 
 from placer.model.workload import PodShape
 
@@ -43,21 +43,9 @@ ReasonKind = Literal[
     "own",
 ]
 
-KINDS: tuple[ReasonKind, ...] = (
-    "held",
-    "unlabeled",
-    "node-selector",
-    "affinity",
-    "taint",
-    "not-ready",
-    "cordoned",
-    "too-small",
-    "reserved",
-    "no-room",
-    "taken",
-    "own",
-)
-"""The rule order: a domain or node is counted by the first kind that rules it out."""
+KINDS: tuple[ReasonKind, ...] = get_args(ReasonKind)
+"""The rule order (the order of `ReasonKind`): a domain or node is counted by the first kind that
+rules it out."""
 
 RANK: dict[str, int] = {k: i for i, k in enumerate(KINDS)}
 
