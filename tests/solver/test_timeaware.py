@@ -165,22 +165,18 @@ def test_max_wait_always_reserves_even_without_a_reservation_policy() -> None:
     assert plan.outcome("team-a/fresh").reserved_domains == []
 
 
-@settings(max_examples=30, deadline=None)
-@given(
-    scenario=scenarios(),
-    durations=st.lists(st.sampled_from([None, 600.0, 3600.0, 5 * H]), min_size=5, max_size=5),
-    running_end_h=st.sampled_from([0.5, 2.0, 10.0]),
-    policy=st.sampled_from(["head", "all"]),
-    solver=st.sampled_from(["best-fit", "cpsat"]),
-)
-def test_time_aware_plans_pass_the_checker_on_random_queues(
-    scenario: tuple[ClusterSnapshot, list[JobSetRequest]],
-    durations: list[float | None],
-    running_end_h: float,
-    policy: ReservationPolicy,
-    solver: str,
-) -> None:
-    snap, queue = scenario
+@st.composite
+def _timed_cases(
+    draw: st.DrawFn,
+) -> tuple[ClusterSnapshot, list[JobSetRequest], SolveOptions, str]:
+    """A random queue with expected durations, a running JobSet of a known length, a policy
+    and a solver: the input of the time-aware property tests."""
+    snap, queue = draw(scenarios())
+    durations = draw(
+        st.lists(st.sampled_from([None, 600.0, 3600.0, 5 * H]), min_size=5, max_size=5)
+    )
+    running_end_h = draw(st.sampled_from([0.5, 2.0, 10.0]))
+    policy: ReservationPolicy = draw(st.sampled_from(["head", "all"]))
     snap = snap.model_copy(
         update={"running": {"team-z/running": RunningJobSet(expected_duration_s=running_end_h * H)}}
     )
@@ -189,6 +185,15 @@ def test_time_aware_plans_pass_the_checker_on_random_queues(
         for js, d in zip(queue, durations, strict=False)
     ]
     options = SolveOptions(workers=1, time=TimePolicy(now=NOW, reservations=policy))
+    return snap, queue, options, draw(st.sampled_from(["best-fit", "cpsat"]))
+
+
+@settings(max_examples=30, deadline=None)
+@given(case=_timed_cases())
+def test_time_aware_plans_pass_the_checker_on_random_queues(
+    case: tuple[ClusterSnapshot, list[JobSetRequest], SolveOptions, str],
+) -> None:
+    snap, queue, options, solver = case
     plan = TimeAwareSolver(get_solver(solver)).solve(snap, queue, options)
     assert check(plan, snap, queue, options) == []
     for o in plan.jobsets:
@@ -307,29 +312,11 @@ def test_a_kept_reservation_on_a_domain_that_is_gone_is_made_anew() -> None:
 
 
 @settings(max_examples=25, deadline=None)
-@given(
-    scenario=scenarios(),
-    durations=st.lists(st.sampled_from([None, 600.0, 3600.0, 5 * H]), min_size=5, max_size=5),
-    running_end_h=st.sampled_from([0.5, 2.0, 10.0]),
-    policy=st.sampled_from(["head", "all"]),
-    solver=st.sampled_from(["best-fit", "cpsat"]),
-)
+@given(case=_timed_cases())
 def test_reservations_stay_on_their_domains_across_two_rounds_when_only_the_plan_happened(
-    scenario: tuple[ClusterSnapshot, list[JobSetRequest]],
-    durations: list[float | None],
-    running_end_h: float,
-    policy: ReservationPolicy,
-    solver: str,
+    case: tuple[ClusterSnapshot, list[JobSetRequest], SolveOptions, str],
 ) -> None:
-    snap, queue = scenario
-    snap = snap.model_copy(
-        update={"running": {"team-z/running": RunningJobSet(expected_duration_s=running_end_h * H)}}
-    )
-    queue = [
-        js.model_copy(update={"expected_duration_s": d})
-        for js, d in zip(queue, durations, strict=False)
-    ]
-    options = SolveOptions(workers=1, time=TimePolicy(now=NOW, reservations=policy))
+    snap, queue, options, solver = case
     first, second = _replan(snap, queue, options, solver)
     before, after = _reserved(first), _reserved(second)
     # every reservation stays on its domains; its start can only come sooner (the solver may
