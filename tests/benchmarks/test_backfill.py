@@ -1,0 +1,60 @@
+"""The over-time benchmark's pieces that its report leans on: the fluid backlog and the policies."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from benchmarks.overtime import MAX_WAIT_S, POLICIES
+from benchmarks.simworld import HOUR, SimConfig, SimWorld, build_world, fluid_backlog_s
+from placer.solver.timeaware import TimeAwareSolver
+
+
+def _brute_force(world: SimWorld) -> dict[str, float]:
+    """Every window [arrival i, arrival k], directly."""
+    pools: dict[str, list] = {}
+    for js in world.queue:
+        pool = js.rjobs[0].shape.label if world.pool_capacity else "fleet"
+        pools.setdefault(pool, []).append(js)
+    out = {}
+    for pool, jobs in pools.items():
+        cap = world.pool_capacity.get(pool, world.capacity_units)
+        jobs.sort(key=lambda j: j.arrival_s)
+        best = 0.0
+        for i in range(len(jobs)):
+            work = 0.0
+            for k in range(i, len(jobs)):
+                work += jobs[k].held_units * jobs[k].duration_s
+                best = max(best, (work - cap * (jobs[k].arrival_s - jobs[i].arrival_s)) / cap)
+        out[pool] = best
+    return out
+
+
+@pytest.mark.parametrize("fleet", ["tpu", "gb200"])
+def test_fluid_backlog_is_the_worst_window(fleet: str) -> None:
+    world = build_world(fleet, 3, replace(SimConfig(), jobsets=40, load=1.1))
+    fast = fluid_backlog_s(world)
+    slow = _brute_force(world)
+    assert fast.keys() == slow.keys()
+    for pool in slow:
+        assert fast[pool] == pytest.approx(slow[pool], rel=1e-9, abs=1e-6)
+    assert max(fast.values()) > 0
+
+
+def test_fluid_backlog_of_a_burst_is_its_work_over_capacity() -> None:
+    world = build_world("gb200", 3, replace(SimConfig(), jobsets=10))
+    burst = [replace(js, arrival_s=0.0, duration_s=HOUR) for js in world.queue[:3]]
+    later = replace(world.queue[3], arrival_s=1000 * HOUR, duration_s=HOUR)
+    world = replace(world, queue=[*burst, later])
+    held = sum(js.held_units for js in burst)
+    assert fluid_backlog_s(world)["fleet"] == pytest.approx(held * HOUR / world.capacity_units)
+
+
+def test_aging_policies_wait_at_most_a_day_and_others_are_not_time_aware() -> None:
+    for name in ("easy-aging", "cpsat-head-aging"):
+        policy = POLICIES[name]
+        assert policy.max_wait_s == MAX_WAIT_S and policy.aging_per_hour > 0
+        assert isinstance(policy.build(), TimeAwareSolver)
+    for name in ("best-fit", "cpsat", "best-fit-strict"):
+        assert not isinstance(POLICIES[name].build(), TimeAwareSolver)
