@@ -173,3 +173,25 @@ def test_counting_names_a_model_cp_sat_rejects() -> None:
     with pytest.raises(InputError, match=r"MODEL_INVALID.*num_workers"):
         count_copies(snap, [shape], options, {shape.key: 1})
     assert count_copies(snap, [shape], OPTIONS, {shape.key: 1}).copies == {shape.key: 1}
+
+
+def test_a_count_that_timed_out_is_not_a_checked_zero(monkeypatch: pytest.MonkeyPatch) -> None:
+    """CP-SAT answering UNKNOWN at its time limit says nothing about how many fit."""
+    from placer.solver.capacity import copies as copies_module
+    from placer.solver.capacity import mix as mix_module
+    from placer.solver.capacity.counting import CountResult
+    from placer.solver.capacity.report import capacity_report
+
+    def timed_out(snapshot, shapes, options, weights, *, fixed=None):  # type: ignore[no-untyped-def]
+        return CountResult({s.key: 0 for s in shapes}, "UNKNOWN")
+
+    monkeypatch.setattr(copies_module, "count_copies", timed_out)
+    monkeypatch.setattr(mix_module, "count_copies", timed_out)
+    snap = cluster(pool("p0", 2), pool("p1", 2))
+    result, plan = copies_of(snap, jobset("train"), OPTIONS)
+    assert (result.copies, result.verified, plan) == (0, False, None)
+    assert "no answer within the time limit (UNKNOWN)" in result.limit
+    report = capacity_report(snap, [jobset("train")], OPTIONS)
+    assert not report.mix.verified
+    assert any("largest mix: the counting model found no answer" in n for n in report.notes)
+    assert any("team-a/train: the counting model found no answer" in n for n in report.notes)

@@ -52,10 +52,26 @@ def copies_of(
 ) -> tuple[ShapeCopies, Plan | None]:
     """Copies of `shape` that fit now, checked by planning them (up to `verify_limit` copies)."""
     base = make_copies(shape, 1)[0]
-    counted = count_copies(snapshot, [base], options, {base.key: 1}).copies[base.key]
+    count = count_copies(snapshot, [base], options, {base.key: 1})
+    counted = count.copies[base.key]
     plan: Plan | None = None
     verified = False
     placed = counted
+    if not count.answered:
+        # no answer in the time limit is not "none fit": say so rather than show a checked 0
+        lines = [
+            f"the counting model found no answer within the time limit ({count.status}); "
+            "raise --time-limit"
+        ]
+        result = ShapeCopies(
+            jobset=shape.key,
+            accelerators_per_copy=shape.accelerator_units,
+            copies=0,
+            limit=lines[0],
+            limit_lines=lines,
+            verified=False,
+        )
+        return result, None
     if 0 < counted <= verify_limit:
         plan = plan_copies(snapshot, make_copies(shape, counted), options, solver)
         placed = sum(1 for o in plan.jobsets if o.status == "placed")

@@ -35,6 +35,11 @@ class CountResult:
     status: str
     """OPTIMAL, FEASIBLE, or what CP-SAT said when it found nothing."""
 
+    @property
+    def answered(self) -> bool:
+        """Whether the counts are a solution; otherwise they are zeros standing for "unknown"."""
+        return self.status in ("OPTIMAL", "FEASIBLE")
+
 
 def make_copies(shape: JobSetRequest, count: int, *, start: int = 0) -> list[JobSetRequest]:
     """`count` copies of `shape` named `<name>-copy-<j>`, so they never share a running JobSet's

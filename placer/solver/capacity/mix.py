@@ -36,7 +36,8 @@ def largest_mix(
     for shape, base in zip(shapes, bases, strict=True):
         copies.extend(make_copies(shape, counted.copies[base.key]))
     plan: Plan | None = None
-    verified = not copies
+    # an empty mix is checked only when the counting model answered; a timeout is not "nothing"
+    verified = not copies and counted.answered
     placed = {b.key: counted.copies[b.key] for b in bases}
     if copies and len(copies) <= verify_limit:
         plan = plan_copies(snapshot, copies, options, solver)

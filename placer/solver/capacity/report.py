@@ -41,12 +41,19 @@ def capacity_report(
     for done, shape in enumerate(shapes):
         progress.step(done, len(shapes), shape.key)
         result, _ = copies_of(snapshot, shape, options, solver=solver)
-        if not result.verified:
+        if not result.verified and result.copies == 0:
+            notes.append(f"{shape.key}: {result.limit}")  # the counting model timed out
+        elif not result.verified:
             notes.append(f"{shape.key}: {result.copies} copies counted, too many to re-plan")
         per_shape.append(result)
     progress.phase("mix")
     mix, plan, copies = largest_mix(snapshot, shapes, options, solver=solver)
-    if not mix.verified:
+    if mix.status not in ("OPTIMAL", "FEASIBLE"):
+        notes.append(
+            f"largest mix: the counting model found no answer within the time limit "
+            f"({mix.status}); raise --time-limit"
+        )
+    elif not mix.verified:
         notes.append(
             "largest mix: the planner placed fewer copies than counted (or too many to re-plan); "
             "the mix shows what it placed"

@@ -45,7 +45,8 @@ class Mix(BaseModel):
     entries: list[MixEntry]
     accelerators: int
     status: str
-    """OPTIMAL or FEASIBLE (CP-SAT)."""
+    """OPTIMAL or FEASIBLE (CP-SAT); another status (UNKNOWN at a timeout) means no answer, and
+    the mix is then empty and not verified."""
     verified: bool
 
 
