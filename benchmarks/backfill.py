@@ -118,6 +118,8 @@ class Matrix:
     policies: tuple[str, ...] = GREEDY + CPSAT
     jobsets: int = 300
     time_limit_s: float = 5.0
+    size: float = 1.0
+    """Fleet scale (`SimConfig.size`): 1 is 152 TPU / 288 GB200 hosts, 2 doubles them."""
 
 
 QUICK = Matrix(
@@ -157,7 +159,7 @@ def run_matrix(
     worlds: dict[tuple[str, float], tuple[SimWorld, SimConfig]] = {}
     for fleet, load, mode in cells(matrix):
         if (fleet, load) not in worlds:
-            cfg = replace(SimConfig(), jobsets=matrix.jobsets, load=load)
+            cfg = replace(SimConfig(), jobsets=matrix.jobsets, load=load, size=matrix.size)
             worlds[(fleet, load)] = (build_world(fleet, seed, cfg), cfg)
         world, cfg = worlds[(fleet, load)]
         announced = estimates_for(world, mode, seed)
@@ -333,15 +335,53 @@ def _write(
     (out / "backfill.json").write_text(json.dumps(rows, indent=1))
 
 
+def _names(allowed: Sequence[str]) -> Callable[[str], tuple[str, ...]]:
+    def parse(text: str) -> tuple[str, ...]:
+        names = tuple(n.strip() for n in text.split(",") if n.strip())
+        unknown = [n for n in names if n not in allowed]
+        if unknown or not names:
+            raise argparse.ArgumentTypeError(
+                f"unknown {', '.join(unknown) or 'empty list'}; choose from {', '.join(allowed)}"
+            )
+        return names
+
+    return parse
+
+
+def _loads(text: str) -> tuple[float, ...]:
+    try:
+        loads = tuple(float(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of numbers: {text!r}") from None
+    if not loads or any(not 0 < x <= 2 for x in loads):
+        raise argparse.ArgumentTypeError(f"loads must be in (0, 2]: {text!r}")
+    return loads
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.backfill", description=__doc__)
     parser.add_argument("--out", type=Path, help="output directory (default: a scratch directory)")
     parser.add_argument("--quick", action="store_true", help="one fleet, one load, 60 JobSets")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--size", type=float, help="fleet scale (default 1: 152 TPU / 288 GB200)")
+    parser.add_argument("--fleets", type=_names(("tpu", "gb200")), help="comma-separated subset")
+    parser.add_argument("--loads", type=_loads, help="comma-separated offered loads, e.g. 0.9")
+    parser.add_argument("--estimates", type=_names(ESTIMATES), help="comma-separated subset")
+    parser.add_argument("--policies", type=_names(GREEDY + CPSAT), help="comma-separated subset")
     args = parser.parse_args(argv)
     out: Path = args.out or Path(tempfile.mkdtemp(prefix="placer-backfill-"))
     out.mkdir(parents=True, exist_ok=True)
     matrix = QUICK if args.quick else Matrix()
+    subset = {
+        "size": args.size,
+        "fleets": args.fleets,
+        "loads": args.loads,
+        "estimates": args.estimates,
+        "policies": args.policies,
+    }
+    matrix = replace(matrix, **{k: v for k, v in subset.items() if v is not None})
+    if args.loads is not None and matrix.full_matrix_load not in args.loads:
+        matrix = replace(matrix, full_matrix_load=args.loads[0])
     progress = Progress(len(cells(matrix)) * len(matrix.policies), label="backfill")
     started = time.perf_counter()
     command = "python -m benchmarks.backfill " + shlex.join(sys.argv[1:] if argv is None else argv)
