@@ -58,3 +58,29 @@ def test_aging_policies_wait_at_most_a_day_and_others_are_not_time_aware() -> No
         assert isinstance(policy.build(), TimeAwareSolver)
     for name in ("best-fit", "cpsat", "best-fit-strict"):
         assert not isinstance(POLICIES[name].build(), TimeAwareSolver)
+
+
+def test_a_subset_of_the_matrix_is_named_on_the_command_line(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from benchmarks import backfill
+
+    seen = {}
+
+    def fake_run(matrix, seed, progress=None, on_cell=None):  # type: ignore[no-untyped-def]
+        seen["matrix"] = matrix
+        return [], []
+
+    monkeypatch.setattr(backfill, "run_matrix", fake_run)
+    argv = ["--out", str(tmp_path), "--size", "2", "--fleets", "gb200", "--loads", "1.1"]
+    assert backfill.main([*argv, "--policies", "best-fit,cpsat-head"]) == 0
+    m = seen["matrix"]
+    assert (m.size, m.fleets, m.loads, m.policies) == (
+        2.0,
+        ("gb200",),
+        (1.1,),
+        ("best-fit", "cpsat-head"),
+    )
+    assert m.full_matrix_load == 1.1 and backfill.cells(m) == [
+        ("gb200", 1.1, e) for e in ("over", "none", "exact", "noisy")
+    ]
+    with pytest.raises(SystemExit):
+        backfill.main(["--policies", "nope"])
