@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -60,10 +61,12 @@ def test_aging_policies_wait_at_most_a_day_and_others_are_not_time_aware() -> No
         assert not isinstance(POLICIES[name].build(), TimeAwareSolver)
 
 
-def test_a_subset_of_the_matrix_is_named_on_the_command_line(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_subset_of_the_matrix_is_named_on_the_command_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from benchmarks import backfill
 
-    seen = {}
+    seen: dict[str, backfill.Matrix] = {}
 
     def fake_run(matrix, seed, progress=None, on_cell=None):  # type: ignore[no-untyped-def]
         seen["matrix"] = matrix
