@@ -5,8 +5,9 @@ Exit codes:
 - 0: a clean stop (SIGTERM, SIGINT), or a `--once` pass whose writes all succeeded;
 - 1: leadership lost, or deposed (a newer leader claimed the placement ledger), or a write that
   still failed after its retries in `--once`;
-- 2: bad flags or configuration, or an API error that no retry can fix (401, 403, a missing CRD):
-  one line on stderr (through `placer.cli`);
+- 2: bad flags or configuration, or an API error that no retry can fix (401, 403, a missing CRD),
+  or a flag the cluster contradicts (`--default-duration CLASS=...` naming a PriorityClass it
+  does not have, found after the first list): one line on stderr (through `placer.cli`);
 - 3: the API server stayed unavailable (429, 5xx, connection errors) for all of `--retry-timeout`.
 
 The controller works in a thread of its own; the main thread only waits for a signal or for the
@@ -217,16 +218,10 @@ def _config(args: argparse.Namespace, identity: str) -> Any:
 
 def _options(args: argparse.Namespace) -> Any:
     """Solver options with the time-aware planning flags. The controller knows no PriorityClass
-    before its first list, so `--default-duration` takes a plain duration here."""
-    for text in args.default_duration or []:
-        if "=" in text:
-            raise InputError(
-                "CLASS=DURATION is not supported by the controller; give one duration",
-                field="--default-duration",
-                code="usage",
-            )
+    before its first list, so `--default-duration CLASS=DURATION` stays by class name here (its
+    durations checked now) and each cycle resolves it against the classes it lists."""
     options = options_from_args(args)
-    return options.model_copy(update={"time": time_policy_from_args(args, {})})
+    return options.model_copy(update={"time": time_policy_from_args(args, None)})
 
 
 def _summary(report: Any) -> str:
@@ -277,9 +272,10 @@ def run(args: argparse.Namespace) -> int:
     from placer.controller.reconcile import Controller
 
     identity = args.identity or default_identity()
+    config = _config(args, identity)  # bad flags exit 2 before any connection
     adapter = KubeAdapter.from_config(args.kubeconfig)
     metrics = Metrics()
-    controller = Controller(adapter, _config(args, identity), metrics=metrics)
+    controller = Controller(adapter, config, metrics=metrics)
     if args.once:
         try:
             report = controller.run_once()
@@ -310,6 +306,8 @@ def run(args: argparse.Namespace) -> int:
         signal.signal(sig, lambda *_: stop.set())
     if not args.leader_elect:
         _work_in_thread(controller.run, stop)
+        if controller.misconfigured is not None:
+            raise controller.misconfigured
         return 1 if controller.deposed else 0
     settings = LeaderSettings(
         lease=args.lease_name,
@@ -320,6 +318,8 @@ def run(args: argparse.Namespace) -> int:
     _work_in_thread(
         lambda s: outcome.append(run_elected(adapter, settings, controller.run_leading, s)), stop
     )
+    if controller.misconfigured is not None:
+        raise controller.misconfigured
     lost = bool(outcome and outcome[0]) or controller.deposed
     print(
         "placer controller: lost leadership" if lost else "placer controller: stopped",

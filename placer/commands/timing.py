@@ -1,7 +1,9 @@
-"""Flags of time-aware planning, shared by `plan` and `explain`: --reservations and friends.
+"""Flags of time-aware planning, shared by `plan`, `explain` and `controller`: --reservations
+and friends.
 
-They become a `TimePolicy` only once the cluster is read, because `--default-duration CLASS=D`
-names a PriorityClass whose value the snapshot knows.
+`--default-duration CLASS=D` names a PriorityClass whose value only the cluster knows: `plan` and
+`explain` resolve it once the snapshot is read, the controller in every cycle from the classes it
+lists (`TimePolicy.for_classes`, one implementation for both).
 """
 
 from __future__ import annotations
@@ -73,10 +75,14 @@ def add_time_args(parser: argparse.ArgumentParser, *, planning_instant: bool = T
 
 
 def time_policy_from_args(
-    args: argparse.Namespace, priority_classes: Mapping[str, int]
+    args: argparse.Namespace, priority_classes: Mapping[str, int] | None
 ) -> TimePolicy:
+    """The policy the flags give. `--default-duration CLASS=DURATION` entries are kept by class
+    name and resolved against `priority_classes` (`TimePolicy.for_classes`: an unknown class is
+    a usage error); `None` leaves them by name, for a caller that learns the classes later (the
+    controller, once per cycle)."""
     default_s = DEFAULT_DURATION_S
-    by_priority: dict[int, float] = {}
+    by_class: dict[str, float] = {}
     for text in getattr(args, "default_duration", None) or []:
         name, sep, value = text.rpartition("=")
         seconds = parse_go_duration(value, field="--default-duration")
@@ -84,26 +90,26 @@ def time_policy_from_args(
             raise InputError("must be longer than 0s", field="--default-duration", code="usage")
         if not sep:
             default_s = seconds
-            continue
-        if name not in priority_classes:
-            known = ", ".join(sorted(priority_classes)) or "none in the snapshot"
+        elif not name:
             raise InputError(
-                f"unknown PriorityClass {name!r} (known: {known})",
+                f"{text!r}: give CLASS=DURATION or a plain DURATION",
                 field="--default-duration",
                 code="usage",
             )
-        by_priority[priority_classes[name]] = seconds
+        else:
+            by_class[name] = seconds
     max_wait = getattr(args, "max_wait", None)
     now = getattr(args, "now", None)
-    return TimePolicy(
+    policy = TimePolicy(
         now=parse_rfc3339(now) if now else None,
         reservations=getattr(args, "reservations", _DEFAULTS.reservations),
         head=getattr(args, "reservation_head", _DEFAULTS.head),
         default_duration_s=default_s,
-        default_duration_by_priority=by_priority,
+        default_duration_by_class=by_class,
         aging_per_hour=getattr(args, "aging_rate", _DEFAULTS.aging_per_hour),
         max_wait_s=parse_go_duration(max_wait, field="--max-wait") or None if max_wait else None,
     )
+    return policy if priority_classes is None else policy.for_classes(priority_classes)
 
 
 def add_guard_arg(parser: argparse._ActionsContainer) -> None:

@@ -3,10 +3,11 @@
 `Controller` (reconcile.py) decides and writes one cycle at a time; these functions decide when a
 cycle runs. `run_loop` keeps the cache fed by watches and runs a cycle after every change
 (debounced), when the gather window closes and every `replan_s`; it relists everything every
-`resync_s`, and at least every `replan_s` while a watch keeps failing. `run_once` lists
-(retrying temporary errors for `list_retry_s`) and runs one cycle. `run_leading` is the elected
-leader's work: claim the placement ledger (a new term, see ledger.py), then `run_loop`; a leader
-that finds itself deposed stops.
+`resync_s`, and at least every `replan_s` while a watch keeps failing; a cycle that finds a
+flag contradicted by the cluster (a usage `InputError`) stops it, for the command to exit 2.
+`run_once` lists (retrying temporary errors for `list_retry_s`) and runs one cycle.
+`run_leading` is the elected leader's work: claim the placement ledger (a new term, see
+ledger.py), then `run_loop`; a leader that finds itself deposed stops.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING
 from placer.controller.commit import claim
 from placer.controller.ledger import LEDGER_NAME, Deposed
 from placer.controller.report import CycleReport
-from placer.model.errors import ClusterError, PlacerError
+from placer.model.errors import ClusterError, InputError, PlacerError
 
 if TYPE_CHECKING:
     from placer.controller.reconcile import Controller
@@ -120,6 +121,12 @@ def run_loop(ctl: Controller, stop: threading.Event) -> None:
                 ctl.deposed = True
                 stop.set()
             except PlacerError as e:
+                if isinstance(e, InputError) and e.code == "usage":
+                    # A flag the cluster contradicts (an unknown PriorityClass): no retry fixes it.
+                    log.error("stopping on a configuration error: %s", e)
+                    ctl.misconfigured = e
+                    stop.set()
+                    break
                 failures += 1
                 log.error("reconcile cycle failed: %s", e)
                 stop.wait(min(30.0, 0.5 * 2 ** min(failures, 6)))

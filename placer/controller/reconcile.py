@@ -80,6 +80,8 @@ from placer.controller.survey import ParseMemo, RefMemo, survey
 from placer.controller.writeplan import WriteSettings, plan_writes
 from placer.controller.writes import EmitEvent, Write
 from placer.model.cluster import ClusterSnapshot
+from placer.model.errors import InputError
+from placer.model.options import SolveOptions
 from placer.runtime import collector_paused, freeze_long_lived
 from placer.solver.interface import Solver
 from placer.solver.registry import get_solver
@@ -140,6 +142,9 @@ class Controller:
         """Set while this replica leads: the ledger term it claimed (see ledger.py)."""
         self.deposed = False
         """A newer leader claimed the ledger: this replica stopped writing."""
+        self.misconfigured: InputError | None = None
+        """A flag the cluster contradicts (`--default-duration` naming an unknown PriorityClass):
+        the loop stopped, and `placer controller` exits 2 with this error."""
         self._snapshot: tuple[int, ClusterSnapshot] | None = None
         self._ledger: tuple[str, Ledger] | None = None
         self._parsed: ParseMemo = {}
@@ -154,6 +159,15 @@ class Controller:
             )
             self._snapshot = (state.capacity_version, snap)
         return self._snapshot[1]
+
+    def _options(self, snapshot: ClusterSnapshot) -> SolveOptions:
+        """The configured options with `--default-duration CLASS=DURATION` resolved against the
+        PriorityClasses of this cycle's snapshot (`TimePolicy.for_classes`). A class the cluster
+        does not know raises a usage error, which stops the controller with exit 2 (loop.py), as
+        `placer plan` exits 2 for it."""
+        options = self.config.options
+        policy = options.time.for_classes(snapshot.priority_classes)
+        return options if policy is options.time else options.model_copy(update={"time": policy})
 
     def _read_ledger(self, state: ClusterState) -> Ledger:
         namespace = self.config.ledger_namespace
@@ -237,8 +251,9 @@ class Controller:
         while True:
             rounds += 1
             observed = self._observe(phase)
+            options = self._options(observed.snapshot)
             with phase("review"):
-                rev = review(observed.managed, observed.index, self.config.options)
+                rev = review(observed.managed, observed.index, options)
                 view = view_ledger(observed.ledger, observed.state, observed.managed)
             if view.suspects and not self.config.dry_run:
                 with phase("commit"):
@@ -254,11 +269,11 @@ class Controller:
             due, deferred, wake = self._due(rev, observed.state, now, force=force_plan)
             with phase("plan"):
                 wall = self.wall_clock()
-                base, options = timed_planning(
+                base, timed = timed_planning(
                     observed.snapshot,
                     observed.state,
                     view.reserved,
-                    self.config.options,
+                    options,
                     wall,
                     records=held_records(rev),
                     foreign=view.foreign,
@@ -270,7 +285,7 @@ class Controller:
                     base,
                     observed.index,
                     self.solver,
-                    options,
+                    timed,
                     pinned=self.config.pin_nodes,
                     foreign=view.foreign,
                 )
@@ -289,13 +304,13 @@ class Controller:
                 for key, why in refused.items():
                     planned.placed.pop(key, None)
                     planned.unschedulable[key] = f"not committed: {why}"
-                if self.config.options.time.active:
+                if options.time.active:
                     kept = reservation_changes(
                         [p for p, _, _ in planned.plans],
                         observed.managed,
                         view.reserved,
                         wall,
-                        self.config.options.time,
+                        options.time,
                     )
                     change = LedgerChange(
                         put={**change.put, **kept.put},

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from placer.model.errors import InputError
 
 __all__ = ["DEFAULT_DURATION_S", "QueuePolicy", "ReservationPolicy", "SolveOptions", "TimePolicy"]
 
@@ -28,7 +31,12 @@ class TimePolicy(BaseModel):
     head: int = Field(default=1, ge=1)
     default_duration_s: float = Field(default=DEFAULT_DURATION_S, gt=0)
     default_duration_by_priority: dict[int, float] = Field(default_factory=dict)
-    """Priority value -> default duration, from `--default-duration CLASS=DURATION`."""
+    """Priority value -> default duration: what the planner reads (see `for_classes`)."""
+    default_duration_by_class: dict[str, float] = Field(default_factory=dict)
+    """PriorityClass name -> default duration, as `--default-duration CLASS=DURATION` names it.
+    Names mean nothing to the planner until the cluster is read: `for_classes` turns them into
+    `default_duration_by_priority`, in `placer plan` once per run and in the controller once per
+    cycle (the PriorityClasses it lists may change while it runs)."""
     aging_per_hour: float = Field(default=0.0, ge=0)
     """Priority points a pending JobSet gains per hour waited, for queue order; 0 keeps tiers
     strict."""
@@ -38,6 +46,27 @@ class TimePolicy(BaseModel):
     @property
     def active(self) -> bool:
         return self.reservations != "none" or self.max_wait_s is not None
+
+    def for_classes(self, priority_classes: Mapping[str, int]) -> TimePolicy:
+        """This policy with `default_duration_by_class` resolved against the cluster's
+        PriorityClasses (name -> value), the later of two classes of one value winning. A name the
+        cluster does not know is a usage error: the duration the user meant for it would
+        otherwise be dropped without a word (`placer plan` and the controller both exit 2)."""
+        if not self.default_duration_by_class:
+            return self
+        by_priority = dict(self.default_duration_by_priority)
+        for name, seconds in self.default_duration_by_class.items():
+            if name not in priority_classes:
+                known = ", ".join(sorted(priority_classes)) or "none in the cluster"
+                raise InputError(
+                    f"unknown PriorityClass {name!r} (known: {known})",
+                    field="--default-duration",
+                    code="usage",
+                )
+            by_priority[priority_classes[name]] = seconds
+        if by_priority == self.default_duration_by_priority:
+            return self
+        return self.model_copy(update={"default_duration_by_priority": by_priority})
 
 
 class SolveOptions(BaseModel):

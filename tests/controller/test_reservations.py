@@ -7,6 +7,7 @@ b2 now only if it is expected to end within those 2 h (backfill).
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -24,6 +25,7 @@ from placer.controller.ledger import LedgerEntry, read_ledger
 from placer.controller.memory_adapter import MemoryCluster
 from placer.controller.reconcile import Controller, ControllerConfig
 from placer.model.durations import EXPECTED_DURATION
+from placer.model.errors import InputError
 from placer.model.options import SolveOptions, TimePolicy
 from placer.solver.checker import check
 from tests.controller.apiserver import ApiServer
@@ -39,9 +41,17 @@ def _stamp(epoch_s: float) -> str:
     return datetime.fromtimestamp(epoch_s, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def add(cluster: MemoryCluster, name: str, jobs: int, duration: str) -> None:
+def add(
+    cluster: MemoryCluster, name: str, jobs: int, duration: str | None, priority_class: str = ""
+) -> None:
+    """A JobSet of `jobs` child Jobs, a block each, expected to run `duration` (None: it states
+    none), its pods of `priority_class` when given."""
     obj = sim.jobset_object(name, replicated_jobs=[("w", jobs, 2, {TPU: "4"})], exclusive_key=BLOCK)
-    obj["metadata"]["annotations"][EXPECTED_DURATION] = duration
+    if duration is not None:
+        obj["metadata"]["annotations"][EXPECTED_DURATION] = duration
+    if priority_class:
+        for rj in obj["spec"]["replicatedJobs"]:
+            rj["template"]["spec"]["template"]["spec"]["priorityClassName"] = priority_class
     obj["metadata"]["creationTimestamp"] = _stamp(T0 - 60)
     cluster.create("jobsets", obj)
     sim.create_pods(cluster, "default", name)
@@ -60,8 +70,10 @@ def start(cluster: MemoryCluster, name: str, at_s: float) -> None:
         cluster.mutate("pods", pod["metadata"]["name"], started, namespace="default")
 
 
-def timed(adapter: ClusterAdapter, reservations: str = "head") -> Controller:
-    policy = TimePolicy(reservations=reservations)  # type: ignore[arg-type]
+def timed(
+    adapter: ClusterAdapter, reservations: str = "head", policy: TimePolicy | None = None
+) -> Controller:
+    policy = (policy or TimePolicy()).model_copy(update={"reservations": reservations})
     config = ControllerConfig(
         solver="best-fit", window_s=0.0, options=SolveOptions(time_limit_s=10.0, time=policy)
     )
@@ -154,6 +166,70 @@ def test_a_reservation_is_released_once_its_jobset_is_placed() -> None:
     assert reservations(cluster) == {}
 
 
+def priority_class(cluster: MemoryCluster, name: str, value: int) -> None:
+    cluster.create(
+        "priorityclasses",
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": name},
+            "value": value,
+        },
+    )
+
+
+def test_default_durations_per_priority_class_date_each_reservation(
+    cluster_and_adapter: tuple[MemoryCluster, ClusterAdapter],
+) -> None:
+    """`--default-duration 3h --default-duration gold=1h --default-duration silver=30m`: two
+    wide JobSets stating no duration wait for `run` (2 h). gold (the higher class) is reserved
+    from 2 h for its class's 1 h, so silver follows at 3 h (not at 5 h, as the plain 3 h would
+    have it), for 30 m."""
+    cluster, adapter = cluster_and_adapter
+    priority_class(cluster, "gold", 1000)
+    priority_class(cluster, "silver", 10)
+    running(cluster)
+    add(cluster, "a-silver", 3, None, priority_class="silver")
+    add(cluster, "b-gold", 3, None, priority_class="gold")
+    policy = TimePolicy(
+        default_duration_s=3 * H, default_duration_by_class={"gold": H, "silver": 0.5 * H}
+    )
+    controller = timed(adapter, reservations="all", policy=policy)
+    report = controller.run_once()
+    for plan, snapshot, requests in report.planned.plans:
+        options = controller._options(snapshot)
+        assert options.time.default_duration_by_priority == {1000: H, 10: 0.5 * H}
+        assert check(plan, snapshot, requests, options) == []
+    assert report.planned.placed == {}
+    ledger = reservations(cluster)
+    gold, silver = ledger["reservation.default.b-gold"], ledger["reservation.default.a-silver"]
+    assert (gold.start, gold.end) == (T0 + 2 * H, T0 + 3 * H)
+    assert (silver.start, silver.end) == (T0 + 3 * H, T0 + 3.5 * H)
+    messages = {e["involvedObject"]["name"]: e["message"] for e in events(cluster, "Reserved")}
+    assert messages["b-gold"].startswith(f"reserved from {_stamp(T0 + 2 * H)}")
+    assert messages["a-silver"].startswith(f"reserved from {_stamp(T0 + 3 * H)}")
+
+
+def test_a_default_duration_for_an_unknown_priority_class_stops_the_controller() -> None:
+    """As `placer plan` exits 2 for it: `--once` raises the usage error, a running loop stops
+    with it (and `placer controller` exits 2, see test_controller_flags_turn_reservations_on)."""
+    cluster = tpu_cluster(blocks=3)
+    priority_class(cluster, "gold", 1000)
+    add(cluster, "a", 1, "1h")
+    policy = TimePolicy(default_duration_by_class={"bronze": H})
+    unknown = r"--default-duration: unknown PriorityClass 'bronze' \(known: gold\)"
+    with pytest.raises(InputError, match=unknown):
+        timed(cluster, policy=policy).run_once()
+    controller = timed(cluster, policy=policy)
+    stop = threading.Event()
+    thread = threading.Thread(target=controller.run, args=(stop,), daemon=True)
+    thread.start()
+    thread.join(timeout=30)
+    assert not thread.is_alive() and stop.is_set()
+    assert controller.misconfigured is not None and controller.misconfigured.code == "usage"
+    assert record(cluster, "a") is None  # nothing planned with the duration dropped
+
+
 def test_an_unreadable_expected_duration_is_a_warning_and_the_jobset_is_still_placed() -> None:
     cluster = tpu_cluster(blocks=3)
     add(cluster, "odd", 1, "soon")
@@ -193,6 +269,38 @@ def test_controller_flags_turn_reservations_on(tmp_path: Path, capsys: Any) -> N
         assert main(["controller", "--once", *flags]) == 0
         assert reserved_blocks(api.cluster, "default/a-wide") == {"b0", "b1", "b2"}
     capsys.readouterr()
-    for bad in (["--default-duration", "batch=2h"], ["--max-wait", "a while"]):
-        assert main(["controller", "--once", *bad]) == 2
-        assert capsys.readouterr().err.count("\n") == 1
+    # flags refused before any connection (no kubeconfig needed), one line naming the flag
+    for bad, field in (
+        (["--default-duration", "batch=soon"], "--default-duration: invalid duration 'soon'"),
+        (["--default-duration=-1h"], "--default-duration: negative duration"),
+        (["--max-wait", "a while"], "--max-wait: invalid duration"),
+    ):
+        assert main(["controller", "--once", "--kubeconfig", "/nonexistent", *bad]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and field in err, err
+
+
+@pytest.mark.parametrize("mode", [["--once"], ["--no-leader-elect", "--metrics-port", "0"]])
+def test_the_controller_command_takes_class_defaults_and_exits_2_on_an_unknown_class(
+    mode: list[str], tmp_path: Path, capsys: Any
+) -> None:
+    """`--default-duration CLASS=DURATION` over HTTP: a class the cluster has is taken (the
+    reservation ends its class's duration after its start); one it lacks exits 2 with plan's
+    one line, in `--once` and in the long-running loop alike, having written nothing."""
+    with ApiServer(tpu_cluster(blocks=3)) as api:
+        priority_class(api.cluster, "gold", 1000)
+        running(api.cluster)
+        add(api.cluster, "a-wide", 3, None, priority_class="gold")
+        flags = ["--kubeconfig", str(kubeconfig(tmp_path, api.url)), "--solver", "best-fit"]
+        flags += ["--reservations", "head", "--window", "0", *mode]
+        before = reservations(api.cluster)
+        assert main(["controller", *flags, "--default-duration", "bronze=1h"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err[-1] == (
+            "placer: error: --default-duration: unknown PriorityClass 'bronze' (known: gold)"
+        )
+        assert reservations(api.cluster) == before and record(api.cluster, "a-wide") is None
+        if mode == ["--once"]:
+            assert main(["controller", *flags, "--default-duration", "gold=90m"]) == 0
+            entry = reservations(api.cluster)["reservation.default.a-wide"]
+            assert (entry.start, entry.end) == pytest.approx((T0 + 2 * H, T0 + 3.5 * H))

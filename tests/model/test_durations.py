@@ -19,6 +19,7 @@ from placer.model.durations import (
     parse_rfc3339,
 )
 from placer.model.errors import InputError
+from placer.model.options import TimePolicy
 
 
 @pytest.mark.parametrize(
@@ -126,3 +127,19 @@ def test_parsed_jobset_carries_its_expected_duration() -> None:
     js["metadata"]["annotations"][EXPECTED_DURATION] = "-1h"
     with pytest.raises(InputError, match=r"^a.yaml: ns/a: metadata.annotations\[.*negative"):
         parse_jobset(js, source="a.yaml")
+
+
+def test_class_default_durations_resolve_to_priority_values() -> None:
+    """`--default-duration CLASS=D` by name until the cluster's classes are known; two classes of
+    one value: the later flag wins; a policy without class names is returned as it is."""
+    policy = TimePolicy(default_duration_by_class={"gold": 3600.0, "also-gold": 600.0, "low": 60.0})
+    resolved = policy.for_classes({"gold": 100, "also-gold": 100, "low": 1, "unused": 5})
+    assert resolved.default_duration_by_priority == {100: 600.0, 1: 60.0}
+    assert resolved.for_classes({"gold": 100, "also-gold": 100, "low": 1}) == resolved
+    plain = TimePolicy(default_duration_by_priority={7: 60.0})
+    assert plain.for_classes({}) is plain
+    with pytest.raises(InputError) as err:
+        policy.for_classes({"gold": 100})
+    assert str(err.value) == "--default-duration: unknown PriorityClass 'also-gold' (known: gold)"
+    with pytest.raises(InputError, match=r"\(known: none in the cluster\)"):
+        policy.for_classes({})
