@@ -73,8 +73,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument(
         "--ledger-namespace",
         metavar="NS",
-        help="watch mode: also watch the controller's placement ledger in this namespace for "
-        "reservations (needs get/list/watch on ConfigMaps there); default: not watched",
+        help="watch mode: the namespace of the controller's placement ledger (ConfigMap "
+        "placer-ledger), watched for reservations; needs list and watch on that ConfigMap "
+        "(default: $POD_NAMESPACE or the pod's namespace, else placer-system, as the "
+        "controller's --ledger-namespace)",
     )
     parser.add_argument("--tls-cert-file", metavar="PEM", help="serve HTTPS with this certificate")
     parser.add_argument("--tls-key-file", metavar="PEM", help="the key of --tls-cert-file")
@@ -96,6 +98,12 @@ def run(args: argparse.Namespace) -> int:
         )
     from plugins.extender.service import ServiceOptions, serve
 
+    ledger_namespace = None
+    if not args.plan:
+        # The controller's default, so an extender next to it finds its ledger without the flag.
+        from placer.controller.lease import default_namespace
+
+        ledger_namespace = args.ledger_namespace or default_namespace()
     options = ServiceOptions(
         host=args.host,
         port=args.port,
@@ -104,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
         kubeconfig=args.kubeconfig,
         pinned=args.pinned,
         reservation_guard_s=guard_s(args),
-        ledger_namespace=args.ledger_namespace,
+        ledger_namespace=ledger_namespace,
         bind=args.bind,
         max_body_bytes=args.max_body_bytes,
         max_in_flight=args.max_in_flight,

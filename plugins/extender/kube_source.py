@@ -1,4 +1,5 @@
-"""The extender's only contact with the Kubernetes API: watch JobSets and Nodes, create Bindings.
+"""The extender's only contact with the Kubernetes API: watch JobSets, Nodes and the controller's
+placement ledger (its reservations), create Bindings.
 
 This is the one module of the extender importing the official `kubernetes` client (the layering rule
 in style.md); everything it reads is handed to the pure converters in `sources` and stored in the
@@ -6,7 +7,7 @@ in style.md); everything it reads is handed to the pure converters in `sources` 
 
 Watch loop, per resource: list (replace everything the store knows of that kind), then watch from
 the list's resourceVersion; any end of the stream, an expired resourceVersion (410) or an error
-leads to a fresh list after a short pause. The store turns ready once both first lists are in.
+leads to a fresh list after a short pause. The store turns ready once every first list is in.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from kubernetes import client, config, watch
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
-from placer.controller.ledger import LEDGER_LABEL, LEDGER_NAME
+from placer.controller.ledger import LEDGER_NAME
 from placer.model.errors import ClusterError, InputError
 from placer.model.kubeconfig import config_error
 from plugins.extender.sources import jobset_entries, ledger_reservations, node_labels
@@ -218,22 +219,38 @@ class KubeWatcher:
                 self.store.set_node(name, node_label_map)
 
     def _ledger_once(self) -> None:
-        """The placement ledger ConfigMap (by its label): its reservations, kept current."""
+        """The placement ledger ConfigMap: its reservations, kept current.
+
+        Listed and watched by name (a `metadata.name` field selector), not by label: RBAC can
+        then limit list and watch to that one object (a Role rule with `resourceNames:
+        [placer-ledger]` authorizes a list or watch only when it selects that name), so the
+        extender needs no access to any other ConfigMap of the namespace."""
         namespace = str(self._ledger_namespace)
-        selector = f"{LEDGER_LABEL}=placements"
-        response = self._core.list_namespaced_config_map(
-            namespace,
-            label_selector=selector,
-            _preload_content=False,
-            _request_timeout=self._request_timeout_s,
-        )
+        selector = f"metadata.name={LEDGER_NAME}"
+        try:
+            response = self._core.list_namespaced_config_map(
+                namespace,
+                field_selector=selector,
+                _preload_content=False,
+                _request_timeout=self._request_timeout_s,
+            )
+        except ApiException as e:
+            if e.status != 403:
+                raise
+            raise ClusterError(
+                f"listing the placement ledger {namespace}/{LEDGER_NAME} is forbidden: grant "
+                "list and watch on it (Role placer-extender-ledger in "
+                "deploy/scheduler/extender.yaml), or give the controller's namespace with "
+                "--ledger-namespace; not ready until then",
+                status=403,
+            ) from e
         doc = json.loads(response.data)  # type: ignore[attr-defined]  # raw urllib3 response
         ledger = next((o for o in doc.get("items") or [] if _name(o) == LEDGER_NAME), None)
         self.store.replace_reservations(ledger_reservations(ledger))
         self._listed_kind("ledger")
         rv = str((doc.get("metadata") or {}).get("resourceVersion") or "")
         for event in self._stream(
-            self._core.list_namespaced_config_map, namespace, rv=rv, label_selector=selector
+            self._core.list_namespaced_config_map, namespace, rv=rv, field_selector=selector
         ):
             obj = event.get("raw_object")
             if not isinstance(obj, dict) or event.get("type") == "BOOKMARK":

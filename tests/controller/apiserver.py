@@ -18,9 +18,13 @@ Paths served (all the adapter and the client's leader election use):
     /apis/scheduling.k8s.io/v1/priorityclasses               list
     /apis/coordination.k8s.io/v1/namespaces/{ns}/leases[/{name}]        get, create, replace
 
+Lists and watches also take the one field selector clients use, `metadata.name=<name>`.
+
 Faults are injected through `MemoryCluster.inject(verb, kind, status)`; `ApiServer.reset` drops
 connections without an answer (a connection reset), and `ApiServer.partition` answers 503 to one
 client (told apart by its User-Agent) on some paths, e.g. a leader cut off from its Lease.
+`ApiServer(authorize=...)` puts an authorizer in front of every request (403 when it says no),
+given the request's attributes the way the API server's RBAC sees them (`Request`).
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ import json
 import re
 import socket
 import threading
+from collections.abc import Callable
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
@@ -36,7 +42,20 @@ from urllib.parse import parse_qs, urlparse
 from placer.controller.memory_adapter import MemoryCluster
 from placer.model.errors import ClusterError, InputError
 
-__all__ = ["ApiServer"]
+__all__ = ["ApiServer", "Request"]
+
+
+@dataclass(frozen=True)
+class Request:
+    """A request's authorization attributes, as the API server derives them: the verb (`get`,
+    `list`, `watch`, `create`, `update`, `patch`), the resource, its namespace, and the object's
+    name, which for a list or a watch is the one its `metadata.name` field selector names."""
+
+    verb: str
+    resource: str
+    namespace: str | None
+    name: str | None
+
 
 _ROUTES = [
     (re.compile(r"^/api/v1/nodes(?:/(?P<name>[^/]+))?$"), "nodes"),
@@ -83,6 +102,8 @@ _LIST_KIND = {
 
 def _status(code: int, message: str) -> dict[str, Any]:
     reason = {
+        400: "BadRequest",
+        403: "Forbidden",
         404: "NotFound",
         409: "Conflict",
         410: "Expired",
@@ -145,12 +166,24 @@ class _Handler(BaseHTTPRequestHandler):
         self.connection.shutdown(socket.SHUT_RDWR)
         return True
 
+    def _authorize(
+        self, method: str, kind: str, ns: str | None, name: str | None, query: Any
+    ) -> None:
+        watching = query.get("watch", [""])[0] == "true"
+        verb = {"PATCH": "patch", "PUT": "update", "POST": "create"}.get(method) or (
+            "get" if name is not None else "watch" if watching else "list"
+        )
+        request = Request(verb, kind, ns, name if name is not None else _named(query))
+        if self.server.authorize is not None and not self.server.authorize(request):
+            raise ClusterError(f"forbidden: {request}", status=403)
+
     def _handle(self, method: str) -> None:
         self.server.requests.append((method, self.path))
         try:
             kind, ns, name, query = self._route()
             if self._cut_off(method, kind):
                 return
+            self._authorize(method, kind, ns, name, query)
             store = self.server.cluster
             if method == "GET" and name is None and query.get("watch", [""])[0] == "true":
                 return self._watch(kind, ns, query)
@@ -160,13 +193,14 @@ class _Handler(BaseHTTPRequestHandler):
                     namespace=ns,  # type: ignore[arg-type]
                     label_selector=query.get("labelSelector", [""])[0],
                 )
+                only = _named(query)
                 return self._send(
                     200,
                     {
                         "kind": _LIST_KIND[kind],
                         "apiVersion": "v1",
                         "metadata": {"resourceVersion": listing.resource_version},
-                        "items": listing.items,
+                        "items": [i for i in listing.items if only in (None, _name_of(i))],
                     },
                 )
             if method == "GET":
@@ -218,10 +252,13 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
             self.wfile.flush()
 
+        only = _named(query)
         try:
             for event in events:
                 if self.server.stopping.is_set():
                     break
+                if only is not None and _name_of(event.object) != only:
+                    continue
                 chunk({"type": event.type, "object": event.object})
         except ClusterError as e:
             chunk({"type": "ERROR", "object": _status(e.status or 500, str(e))})
@@ -246,12 +283,30 @@ class _Handler(BaseHTTPRequestHandler):
         self._handle("POST")
 
 
+def _named(query: dict[str, list[str]]) -> str | None:
+    """The name a `fieldSelector=metadata.name=<name>` selects (None: no field selector)."""
+    text = query.get("fieldSelector", [""])[0]
+    if not text:
+        return None
+    field, sep, value = text.partition("=")
+    if field != "metadata.name" or not sep:
+        raise ClusterError(f"field selector {text!r} is not supported by this stand-in", status=400)
+    return value.lstrip("=")
+
+
+def _name_of(obj: Any) -> str:
+    return str(((obj or {}).get("metadata") or {}).get("name") or "")
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, cluster: MemoryCluster) -> None:
+    def __init__(
+        self, cluster: MemoryCluster, authorize: Callable[[Request], bool] | None = None
+    ) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.cluster = cluster
+        self.authorize = authorize
         self.stopping = threading.Event()
         self.requests: list[tuple[str, str]] = []
         self.lock = threading.Lock()
@@ -262,9 +317,14 @@ class _Server(ThreadingHTTPServer):
 class ApiServer:
     """`with ApiServer(cluster) as api: KubeAdapter(api.client())` - serves until the block ends."""
 
-    def __init__(self, cluster: MemoryCluster | None = None) -> None:
+    def __init__(
+        self,
+        cluster: MemoryCluster | None = None,
+        *,
+        authorize: Callable[[Request], bool] | None = None,
+    ) -> None:
         self.cluster = cluster or MemoryCluster()
-        self._server = _Server(self.cluster)
+        self._server = _Server(self.cluster, authorize)
         self._thread = threading.Thread(
             target=self._server.serve_forever, daemon=True, kwargs={"poll_interval": 0.05}
         )

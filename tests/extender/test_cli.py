@@ -8,6 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from placer.cli import main
+from plugins.extender.service import ServiceOptions
 from tests.extender.builders import plain_pod, post, write_inputs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -96,3 +100,41 @@ def test_every_extender_module_declares_all() -> None:
             if isinstance(t, ast.Name)
         }
         assert "__all__" in names, path.name
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "expected"),
+    [
+        pytest.param([], {"POD_NAMESPACE": "ops"}, "ops", id="pod-namespace"),
+        pytest.param([], {}, "placer-system", id="outside-a-pod"),
+        pytest.param(["--ledger-namespace", "ml"], {"POD_NAMESPACE": "ops"}, "ml", id="flag"),
+        pytest.param(["--plan", "plan.json"], {"POD_NAMESPACE": "ops"}, None, id="plan-file"),
+    ],
+)
+def test_watch_mode_watches_the_ledger_where_the_controller_keeps_it_by_default(
+    argv: list[str],
+    env: dict[str, str],
+    expected: str | None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without the flag the watch uses the controller's default namespace ($POD_NAMESPACE, the
+    service account's, else placer-system), so reservations are never silently unwatched; a
+    plan file carries its own reservations."""
+    import placer.controller.lease as lease
+    import plugins.extender.service as service
+
+    monkeypatch.delenv("POD_NAMESPACE", raising=False)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setattr(lease, "_SA_NAMESPACE", Path("/nonexistent/namespace"))
+    seen: list[ServiceOptions] = []
+    monkeypatch.setattr(service, "serve", lambda options, announce: seen.append(options))
+    assert main(["extender", *argv]) == 0
+    assert seen[0].ledger_namespace == expected
+
+
+def test_ledger_namespace_with_a_plan_file_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["extender", "--plan", "p.json", "--ledger-namespace", "ml"]) == 2
+    assert "--ledger-namespace: --ledger-namespace is for watch mode" in capsys.readouterr().err

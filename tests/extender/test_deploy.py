@@ -1,23 +1,71 @@
 """deploy/scheduler/ stays consistent with the code: the extender stanza uses the verbs and field
-names the server serves, the Deployment's command parses, probes and ports line up."""
+names the server serves, the Deployment's command parses, probes and ports line up, and its RBAC
+is exactly what its flags need: run over HTTP with only those rights, the watch reads the
+controller's ledger."""
 
 from __future__ import annotations
 
+import re
+import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+import pytest
 import yaml
 
 from placer.cli import build_parser
-from plugins.extender.service import ServiceOptions
+from placer.controller.commit import commit
+from placer.controller.ledger import LEDGER_NAME, LedgerChange, LedgerEntry, read_ledger
+from placer.model.assignment import Assignment, JobAssignment
+from placer.model.plan import DomainRef
+from plugins.extender.service import ServiceOptions, build
+from tests.controller.apiserver import ApiServer, Request
+from tests.controller.test_cli_deploy import kubeconfig
+from tests.deploy.rbac import authorizer
+from tests.extender.builders import BLOCK, SUBBLOCK, plain_pod, post, request
+from tests.extender.test_embedded import cluster
 
-DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "scheduler"
+ROOT = Path(__file__).resolve().parents[2]
+DEPLOY = ROOT / "deploy" / "scheduler"
+
+
+def all_documents() -> list[dict[str, Any]]:
+    with (DEPLOY / "extender.yaml").open(encoding="utf-8") as f:
+        return [d for d in yaml.safe_load_all(f) if d]
 
 
 def documents() -> dict[str, dict[str, Any]]:
-    with (DEPLOY / "extender.yaml").open(encoding="utf-8") as f:
-        return {d["kind"]: d for d in yaml.safe_load_all(f)}
+    return {d["kind"]: d for d in all_documents()}
+
+
+def expanded_command(deployment: dict[str, Any]) -> list[str]:
+    """The container's command as the kubelet runs it: `$(VAR)` replaced from its env, where
+    `fieldRef: metadata.namespace` is the Deployment's namespace."""
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    env = {}
+    for var in container.get("env") or []:
+        ref = (var.get("valueFrom") or {}).get("fieldRef") or {}
+        if ref:
+            assert ref["fieldPath"] == "metadata.namespace", var
+            env[var["name"]] = deployment["metadata"]["namespace"]
+        else:
+            env[var["name"]] = var["value"]
+    return [re.sub(r"\$\((\w+)\)", lambda m: env[m.group(1)], a) for a in container["command"]]
+
+
+def controller_ledger_namespace() -> str:
+    """Where the shipped controller keeps its ledger: its --ledger-namespace, else (the default)
+    $POD_NAMESPACE, which its Deployment sets to its own namespace."""
+    with (ROOT / "deploy" / "controller" / "deployment.yaml").open(encoding="utf-8") as f:
+        deployment = yaml.safe_load(f)
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    args = build_parser().parse_args(container["args"])
+    if args.ledger_namespace:
+        return str(args.ledger_namespace)
+    [ns] = [e for e in container["env"] if e["name"] == "POD_NAMESPACE"]
+    assert ns["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.namespace"
+    return str(deployment["metadata"]["namespace"])
 
 
 def extender_stanza() -> dict[str, Any]:
@@ -99,6 +147,31 @@ def test_rbac_is_exactly_what_the_flags_need() -> None:
         ("", "nodes", "list"),
         ("", "nodes", "watch"),
     }
+    # the ledger: list and watch of that one ConfigMap, in the namespace the controller keeps
+    # it in, which is the one the Deployment passes (and the default in that pod)
+    docs = documents()
+    args = build_parser().parse_args(expanded_command(docs["Deployment"])[1:])
+    role = docs["Role"]
+    assert args.ledger_namespace == role["metadata"]["namespace"] == controller_ledger_namespace()
+    assert role["rules"] == [
+        {
+            "apiGroups": [""],
+            "resources": ["configmaps"],
+            "resourceNames": [LEDGER_NAME],
+            "verbs": ["list", "watch"],
+        }
+    ]
+    account = docs["ServiceAccount"]["metadata"]
+    binding = docs["RoleBinding"]
+    assert binding["metadata"]["namespace"] == role["metadata"]["namespace"]
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "Role",
+        "name": role["metadata"]["name"],
+    }
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": account["name"], "namespace": account["namespace"]}
+    ]
     assert granted(DEPLOY / "extender-bind.yaml") == {("", "pods/binding", "create")}
     with (DEPLOY / "extender-bind.yaml").open(encoding="utf-8") as f:
         [binding] = [d for d in yaml.safe_load_all(f) if d["kind"] == "ClusterRoleBinding"]
@@ -120,3 +193,82 @@ def test_limits_fit_the_memory_limit() -> None:
     options = ServiceOptions(max_body_bytes=args.max_body_bytes, max_in_flight=args.max_in_flight)
     in_flight = options.limits().max_in_flight_bytes
     assert in_flight * 25 + 256 * 1024**2 < 2 * 1024**3  # every request at once, plus the state
+
+
+def _reserve(api: Any, namespace: str) -> None:
+    """A reservation of b3/s1 (n9, n10) for ml/wide from 10 minutes on, in the ledger."""
+    domain = DomainRef(key=SUBBLOCK, value="s1", path=[(BLOCK, "b3"), (SUBBLOCK, "s1")])
+    entry = LedgerEntry(
+        kind="reservation",
+        owner="ml/wide",
+        record=Assignment(jobset="ml/wide", jobs={"r0": JobAssignment(domain=domain)}),
+        start=time.time() + 600,
+        end=time.time() + 4200,
+    )
+    change = LedgerChange(put={"reservation.ml.wide": entry})
+    commit(api, read_ledger(None, namespace), change)
+    api.create(
+        "configmaps",
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "other", "namespace": namespace},
+        },
+    )
+
+
+@pytest.mark.parametrize("with_role", [True, False], ids=["shipped", "without-ledger-role"])
+def test_the_watch_reads_the_ledger_with_exactly_the_shipped_rights(
+    with_role: bool, tmp_path: Path
+) -> None:
+    """The Deployment's command, over HTTP, against an API server that authorizes every request
+    by the manifest's RBAC as Kubernetes would: the shipped rights suffice (nothing refused, the
+    reserved nodes kept out), because the watch selects the ledger by name; without the ledger
+    Role the extender never turns ready rather than serve without reservations."""
+    docs = all_documents()
+    deployment = documents()["Deployment"]
+    namespace = deployment["metadata"]["namespace"]
+    if not with_role:
+        docs = [d for d in docs if d["kind"] not in ("Role", "RoleBinding")]
+    allowed = authorizer(docs, namespace, documents()["ServiceAccount"]["metadata"]["name"])
+    refused: list[Request] = []
+
+    def authorize(req: Request) -> bool:
+        if not allowed(req):
+            refused.append(req)
+            return False
+        return True
+
+    api, _ = cluster()
+    _reserve(api, namespace)
+    args = build_parser().parse_args(expanded_command(deployment)[1:])
+    with ApiServer(api, authorize=authorize) as server:
+        options = ServiceOptions(
+            host="127.0.0.1",
+            port=0,
+            kubeconfig=str(kubeconfig(tmp_path, server.url)),
+            ledger_namespace=args.ledger_namespace,
+        )
+        service = build(options).start()
+        try:
+            url = service.server.url
+            deadline = time.monotonic() + 20
+            if not with_role:
+                while not refused:
+                    assert time.monotonic() < deadline
+                    time.sleep(0.05)
+                assert {(r.verb, r.resource, r.namespace) for r in refused} == {
+                    ("list", "configmaps", namespace)
+                }
+                assert request(url, "GET", "/readyz")[0] == 503
+                return
+            while request(url, "GET", "/readyz")[0] != 200:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            status, answer = post(
+                url, "filter", {"Pod": plain_pod(), "Nodes": None, "NodeNames": ["n8", "n9", "n10"]}
+            )
+            assert status == 200 and answer["NodeNames"] == ["n8"]
+        finally:
+            service.close()
+    assert refused == []
