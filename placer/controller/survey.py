@@ -218,19 +218,44 @@ ParseMemo = dict[str, tuple[JobSetRequest | None, str, str]]
 annotations, priority classes)."""
 
 
+_DURATION_FIELD = f"metadata.annotations[{EXPECTED_DURATION}]"
+_DEADLINE_FIELD = ".template.spec.activeDeadlineSeconds"
+
+
+def _without_durations(obj: Obj) -> Obj:
+    """The JobSet as if it stated no expected duration: neither the annotation nor any child
+    Job's `activeDeadlineSeconds` (a copy; the cached object is never changed)."""
+    meta = obj.get("metadata") or {}
+    annotations = {
+        k: v for k, v in (meta.get("annotations") or {}).items() if k != EXPECTED_DURATION
+    }
+    spec = obj.get("spec") or {}
+    rjobs = []
+    for rj in spec.get("replicatedJobs") or []:
+        template = (rj or {}).get("template") or {}
+        job = {
+            k: v for k, v in (template.get("spec") or {}).items() if k != "activeDeadlineSeconds"
+        }
+        rjobs.append({**rj, "template": {**template, "spec": job}})
+    return {
+        **obj,
+        "metadata": {**meta, "annotations": annotations},
+        "spec": {**spec, "replicatedJobs": rjobs},
+    }
+
+
 def _parse_request(obj: Obj, order: int, priorities: dict[str, int]) -> tuple[JobSetRequest, str]:
-    """`parse_jobset`; an unreadable expected duration (`placer.dev/expected-duration`) is not
-    worth a JobSet: it is planned with the default duration, and the error is a warning."""
+    """`parse_jobset`; an unreadable or negative expected duration (the annotation
+    `placer.dev/expected-duration`, or a child Job's `activeDeadlineSeconds`) is not worth a
+    JobSet: it is planned with the default duration, and the error becomes the warning."""
     try:
         return parse_jobset(obj, source="cluster", order=order, priority_classes=priorities), ""
     except InputError as e:
-        meta = obj.get("metadata") or {}
-        annotations = meta.get("annotations") or {}
-        if EXPECTED_DURATION not in annotations or EXPECTED_DURATION not in str(e):
+        if e.field != _DURATION_FIELD and not e.field.endswith(_DEADLINE_FIELD):
             raise
-        rest = {k: v for k, v in annotations.items() if k != EXPECTED_DURATION}
-        stripped = {**obj, "metadata": {**meta, "annotations": rest}}
-        request = parse_jobset(stripped, source="cluster", order=order, priority_classes=priorities)
+        request = parse_jobset(
+            _without_durations(obj), source="cluster", order=order, priority_classes=priorities
+        )
         return request, f"{e}; planned with the default duration"
 
 

@@ -42,29 +42,72 @@ def test_head_reservation_gives_the_waiting_jobset_domains_and_an_eta(
         pytest.param(["--default-duration=-1h"], "--default-duration: negative", id="neg"),
         pytest.param(["--default-duration", "gold=1h"], "unknown PriorityClass 'gold'", id="cls"),
         pytest.param(["--max-wait", "2d"], "--max-wait: invalid duration '2d'", id="max-wait"),
+        pytest.param(
+            ["--default-duration", "gold=soon"],
+            "--default-duration: invalid duration 'soon'",
+            id="unparsable-class-default",
+        ),
     ],
 )
+@pytest.mark.parametrize("command", ["plan", "explain"])
 def test_bad_time_flags_exit_2_with_one_line(
-    flags: list[str], message: str, capsys: pytest.CaptureFixture[str]
+    command: str, flags: list[str], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = ["plan", "--cluster", CLUSTER, "--reservations", "all", *flags, QUEUE]
+    argv = [command, "--cluster", CLUSTER, "--reservations", "all", *flags, QUEUE]
+    if command == "explain":
+        argv.append("batch/eval-sweep")
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0], err
 
 
-def test_bad_expected_duration_annotation_names_file_jobset_and_field(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+ANNOTATION = "metadata.annotations[placer.dev/expected-duration]"
+DEADLINE = "spec.replicatedJobs[0].template.spec.activeDeadlineSeconds"
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        pytest.param(
+            "  annotations:\n",
+            "  annotations:\n    placer.dev/expected-duration: soon\n",
+            f"{ANNOTATION}: invalid duration 'soon'",
+            id="unparsable",
+        ),
+        pytest.param(
+            "  annotations:\n",
+            "  annotations:\n    placer.dev/expected-duration: -2h\n",
+            f"{ANNOTATION}: negative duration '-2h'",
+            id="negative",
+        ),
+        pytest.param(
+            "        parallelism: 2\n",
+            "        parallelism: 2\n        activeDeadlineSeconds: -60\n",
+            f"{DEADLINE}: must be a positive integer, got -60",
+            id="negative-deadline",
+        ),
+    ],
+)
+@pytest.mark.parametrize("command", ["plan", "explain"])
+def test_a_bad_expected_duration_names_file_jobset_and_field(
+    command: str,
+    old: str,
+    new: str,
+    message: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     text = (REPO / "examples/jobsets/queue/01-prod-sft-v5e.yaml").read_text()
-    bad = text.replace(
-        "  annotations:\n", "  annotations:\n    placer.dev/expected-duration: soon\n", 1
-    )
+    assert old in text
     path = tmp_path / "bad.yaml"
-    path.write_text(bad)
-    assert main(["plan", "--cluster", CLUSTER, str(path)]) == 2
-    err = capsys.readouterr().err
-    assert "bad.yaml: prod/llm-sft: metadata.annotations[placer.dev/expected-duration]" in err
+    path.write_text(text.replace(old, new, 1))
+    argv = [command, "--cluster", CLUSTER, str(path)]
+    if command == "explain":
+        argv.append("prod/llm-sft")
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert f"{path}: prod/llm-sft: {message}" in err[0]
 
 
 def test_explain_says_when_and_where_a_waiting_jobset_is_expected_to_start(

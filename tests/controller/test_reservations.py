@@ -230,16 +230,60 @@ def test_a_default_duration_for_an_unknown_priority_class_stops_the_controller()
     assert record(cluster, "a") is None  # nothing planned with the duration dropped
 
 
-def test_an_unreadable_expected_duration_is_a_warning_and_the_jobset_is_still_placed() -> None:
-    cluster = tpu_cluster(blocks=3)
-    add(cluster, "odd", 1, "soon")
-    controller = timed(cluster)
+def _deadline(cluster: MemoryCluster, name: str, seconds: int) -> None:
+    def set_deadline(obj: dict[str, Any]) -> None:
+        for rj in obj["spec"]["replicatedJobs"]:
+            rj["template"]["spec"]["activeDeadlineSeconds"] = seconds
+
+    cluster.mutate("jobsets", name, set_deadline, namespace="default")
+
+
+BAD_DURATIONS = [
+    pytest.param("soon", None, f"metadata.annotations[{EXPECTED_DURATION}]", id="unparsable"),
+    pytest.param("-1h", None, f"metadata.annotations[{EXPECTED_DURATION}]", id="negative"),
+    pytest.param(
+        None,
+        -60,
+        "spec.replicatedJobs[0].template.spec.activeDeadlineSeconds",
+        id="negative-deadline",
+    ),
+]
+
+
+@pytest.mark.parametrize(("annotation", "deadline", "field"), BAD_DURATIONS)
+def test_a_bad_expected_duration_is_a_warning_and_the_jobset_is_planned_with_the_default(
+    annotation: str | None,
+    deadline: int | None,
+    field: str,
+    cluster_and_adapter: tuple[MemoryCluster, ClusterAdapter],
+) -> None:
+    """Issue 11's bad input in the controller: one Warning event on that JobSet naming the
+    field, and the JobSet planned as if it stated nothing: placed when it fits, and when it
+    waits, reserved for the default duration (3 h here), not dropped."""
+    cluster, adapter = cluster_and_adapter
+    policy = TimePolicy(default_duration_s=3 * H)
+    add(cluster, "odd", 1, annotation)
+    if deadline is not None:
+        _deadline(cluster, "odd", deadline)
+    controller = timed(adapter, policy=policy)
     report = controller.run_once()
     assert list(report.planned.placed) == ["default/odd"]
     [warning] = events(cluster, "InvalidExpectedDuration")
-    assert warning["type"] == "Warning" and EXPECTED_DURATION in warning["message"]
+    assert warning["type"] == "Warning" and warning["involvedObject"]["name"] == "odd"
+    assert f"cluster: default/odd: {field}: " in warning["message"]
+    assert warning["message"].endswith("; planned with the default duration")
     controller.run_cycle(force_plan=True)
-    assert len(events(cluster, "InvalidExpectedDuration")) == 1
+    assert len(events(cluster, "InvalidExpectedDuration")) == 1  # once per message
+    # a wide one that must wait behind odd (1 block) and run (2 h on two blocks)
+    running(cluster)
+    add(cluster, "wide", 3, annotation)
+    if deadline is not None:
+        _deadline(cluster, "wide", deadline)
+    timed(adapter, policy=policy).run_once()
+    entry = reservations(cluster)["reservation.default.wide"]
+    assert entry.start is not None and entry.end == entry.start + 3 * H
+    warned = {e["involvedObject"]["name"] for e in events(cluster, "InvalidExpectedDuration")}
+    assert warned == {"odd", "wide"}
 
 
 def test_controller_flags_turn_reservations_on(tmp_path: Path, capsys: Any) -> None:

@@ -475,4 +475,6 @@ def test_running_jobsets_take_their_expected_duration_from_jobset_objects(
         assert running["ns/train"].expected_duration_s == 5400
         assert running["ns/train"].duration_source == "annotation"
         assert running["ns/train"].started_at is not None
-    assert "ns/odd: metadata.annotations[placer.dev/expected-duration]" in caplog.text
+        # a dump of what runs, not the user's request: logged (file, JobSet, field), not exit 2
+        assert f"{path}: ns/odd: metadata.annotations[placer.dev/expected-duration]" in caplog.text
+        assert "ns/odd" not in running or running["ns/odd"].expected_duration_s is None
