@@ -46,6 +46,7 @@ def check_reservations(
             problems.add(
                 f"{key}: {len(o.reserved_domains)} domains reserved for {exclusive_jobs} child Jobs"
             )
+        _check_reserved_topology(key, o, given[key], problems)
         for ref in o.reserved_domains:
             windows.setdefault(_id(ref), []).append((start, start + duration[key], key))
     for domain, spans in windows.items():
@@ -53,6 +54,23 @@ def check_reservations(
     for key, o in outcomes.items():
         if o.status == "placed":
             _check_backfill(key, o, duration[key], windows, problems)
+
+
+def _check_reserved_topology(
+    key: str, o: JobSetOutcome, jobset: JobSetRequest, problems: set[str]
+) -> None:
+    """A JobSet with one exclusive replicated job and a required topology is reserved inside one
+    domain of that level: domains it could not use together are no reservation. (With several
+    replicated jobs the plan does not say which domain is whose, so there is nothing to judge.)"""
+    exclusive = [r for r in jobset.replicated_jobs if r.exclusive_key is not None]
+    if len(exclusive) != 1 or exclusive[0].required_topology is None:
+        return
+    level = exclusive[0].required_topology
+    values = {dict(ref.path).get(level) for ref in o.reserved_domains}
+    if None not in values and len(values) > 1:
+        problems.add(
+            f"{key}: reserved domains span {len(values)} domains of its required topology {level}"
+        )
 
 
 def _check_overlaps(

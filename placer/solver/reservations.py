@@ -26,9 +26,10 @@ JobSet expected to end before the reservation begins (backfill).
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 from collections.abc import Collection, Iterable, Mapping, Sequence, Set
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import networkx as nx
 
@@ -60,6 +61,9 @@ class Need:
     name: str
     count: int
     eligible: frozenset[UnitId]
+    within: tuple[frozenset[UnitId], ...] = ()
+    """With a required topology: the eligible units of each domain of that level, and all
+    `count` must come from one of them. Empty: no such constraint."""
 
 
 @dataclass(frozen=True)
@@ -170,10 +174,45 @@ class _Calendar:
         return [u for _, u in soon] + rest
 
 
+MAX_ENCLOSING_COMBINATIONS = 64
+"""How many choices of enclosing domains (one per replicated job with a required topology) one
+assignment tries; past it a fit may be missed, which only delays the start."""
+
+
 def _assign(
     needs: Sequence[Need], free: set[UnitId], calendar: _Calendar, end: float
 ) -> dict[str, tuple[UnitId, ...]] | None:
     """Distinct free units for every child Job of every need, or None when they do not exist.
+
+    A need with a required topology takes all its units inside one domain of that level: each
+    choice of such domains is tried, the tightest first (fewest free eligible units that still
+    hold the need, as Kueue's BestFit), so a wide JobSet is not promised units it cannot use
+    together.
+    """
+    if not any(n.within for n in needs):
+        return _assign_anywhere(needs, free, calendar, end)
+    options: list[list[frozenset[UnitId]]] = []
+    for n in needs:
+        if not n.within:
+            options.append([n.eligible])
+            continue
+        room = [(len(g & free), i) for i, g in enumerate(n.within)]
+        fitting = sorted((r, i) for r, i in room if r >= n.count)
+        if not fitting:
+            return None
+        options.append([n.within[i] for _, i in fitting])
+    for choice in itertools.islice(itertools.product(*options), MAX_ENCLOSING_COMBINATIONS):
+        inside = [replace(n, eligible=g, within=()) for n, g in zip(needs, choice, strict=True)]
+        found = _assign_anywhere(inside, free, calendar, end)
+        if found is not None:
+            return found
+    return None
+
+
+def _assign_anywhere(
+    needs: Sequence[Need], free: set[UnitId], calendar: _Calendar, end: float
+) -> dict[str, tuple[UnitId, ...]] | None:
+    """Distinct free units for every child Job of every need, without enclosing domains.
 
     Needs usually draw on disjoint units (different keys or selectors): then counting suffices.
     Overlapping needs are matched with a max flow, so a bad greedy order never hides a fit.

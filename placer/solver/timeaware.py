@@ -126,6 +126,8 @@ class _Units:
         self.timeline = timeline
         self.live = live
         self._eligible: dict[tuple[str, str, int], frozenset[UnitId]] = {}
+        self._within: dict[tuple[tuple[str, str, int], str | None], tuple[frozenset[UnitId], ...]]
+        self._within = {}
 
     def candidate(self, jobset: JobSetRequest, duration_s: float) -> Candidate:
         needs: list[Need] = []
@@ -142,8 +144,29 @@ class _Units:
                     for d in self.ctx.domains(key)
                     if self.ctx.domain_capacity(jc, d) >= jc.rjob.pods_per_job
                 )
-            needs.append(Need(jc.rjob.name, jc.rjob.replicas, eligible))
+            level = jc.rjob.required_topology
+            within = self._within.get((shape, level))
+            if within is None:
+                within = self._within[(shape, level)] = self._enclosed(key, level, eligible)
+            needs.append(Need(jc.rjob.name, jc.rjob.replicas, eligible, within))
         return Candidate(jobset.key, duration_s, tuple(needs))
+
+    def _enclosed(
+        self, key: str, level: str | None, eligible: frozenset[UnitId]
+    ) -> tuple[frozenset[UnitId], ...]:
+        """Per domain of the required level, the eligible units inside it (a unit straddling
+        two such domains is in neither: its child Job could not keep the topology)."""
+        if level is None or level == key:
+            # one child Job per domain of its own key: the key's domains are the enclosing ones
+            return tuple(frozenset({u}) for u in sorted(eligible)) if level else ()
+        groups = []
+        nodes_of = {u.id: u.nodes for u in self.units}
+        for enclosing in self.ctx.domains(level):
+            nodes = frozenset(enclosing.nodes)
+            inside = frozenset(u for u in eligible if nodes_of[u] <= nodes)
+            if inside:
+                groups.append(inside)
+        return tuple(groups) or (frozenset(),)
 
     def waits_for(self, reservation: Reservation) -> list[str]:
         nodes = [

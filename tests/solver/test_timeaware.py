@@ -11,13 +11,13 @@ from hypothesis import strategies as st
 from benchmarks.metrics import apply_plan
 from placer.model.cluster import ClusterSnapshot, RunningJobSet
 from placer.model.options import ReservationPolicy, SolveOptions, TimePolicy
-from placer.model.plan import Plan
+from placer.model.plan import DomainRef, Plan
 from placer.model.workload import JobSetRequest
 from placer.solver.checker import check
 from placer.solver.registry import get_solver
 from placer.solver.release import expected_duration_s
 from placer.solver.timeaware import TimeAwareSolver, reservations_of
-from tests.strategies import cluster, jobset, pool, rjob, scenarios
+from tests.strategies import BLOCK, NODEPOOL, cluster, jobset, pool, rjob, scenarios
 
 NOW = datetime(2026, 12, 1, 6, 0, tzinfo=UTC)
 H = 3600.0
@@ -325,3 +325,46 @@ def test_reservations_stay_on_their_domains_across_two_rounds_when_only_the_plan
     for key, (start, domains) in before.items():
         assert key in after and after[key][1] == domains
         assert after[key][0] is not None and start is not None and after[key][0] <= start
+
+
+def _blocks_fleet() -> ClusterSnapshot:
+    """Block A: pool a1 free now, a2 busy for 3 h; block B: b1 busy 1 h, b2 busy 2 h."""
+    busy = {"free": {"cpu": 32, "pods": 110, "google.com/tpu": 0}}
+    hours = {"a2": 3, "b1": 1, "b2": 2}
+    snap = cluster(
+        pool("a1", 2, block="A"),
+        *(
+            pool(p, 2, block=p[0].upper(), jobsets=[f"ns/run-{p}"], **busy)  # type: ignore[arg-type]
+            for p in hours
+        ),
+    )
+    running = {
+        f"ns/run-{p}": RunningJobSet(started_at=NOW, expected_duration_s=h * H)
+        for p, h in hours.items()
+    }
+    return snap.model_copy(update={"running": running})
+
+
+@pytest.mark.parametrize("solver", ["cpsat", "best-fit"])
+def test_a_reservation_keeps_a_required_topology(solver: str) -> None:
+    """Two pools free first (a1 now, b1 at 1 h) straddle blocks: a JobSet whose child Jobs must
+    share a block is reserved block B from 2 h, not a1 + b1 from 1 h, which it could not use."""
+    snap = _blocks_fleet()
+    wide = jobset("wide", rjob(replicas=2, required=BLOCK)).model_copy(
+        update={"expected_duration_s": H, "creation_timestamp": NOW}
+    )
+    options = SolveOptions(workers=1, time=TimePolicy(now=NOW, reservations="head"))
+    plan = TimeAwareSolver(get_solver(solver)).solve(snap, [wide], options)
+    assert check(plan, snap, [wide], options) == []
+    outcome = plan.outcome("team-a/wide")
+    assert outcome.expected_start_seconds == 2 * H
+    assert {d.value for d in outcome.reserved_domains} == {"b1", "b2"}
+    # the checker refuses domains the JobSet could not use together
+    a1 = DomainRef(key=NODEPOOL, value="a1", path=[(BLOCK, "A"), (NODEPOOL, "a1")])
+    straddling = [*outcome.reserved_domains[:1], a1]
+    bad = plan.model_copy(
+        update={"jobsets": [outcome.model_copy(update={"reserved_domains": straddling})]}
+    )
+    assert any(
+        "span 2 domains of its required topology" in p for p in check(bad, snap, [wide], options)
+    )
