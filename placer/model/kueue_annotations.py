@@ -9,11 +9,12 @@ known. Every mistake is an `InputError` naming the file, the JobSet and the anno
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from placer.model.errors import InputError
 from placer.model.workload import (
+    EXCLUSIVE_TOPOLOGY,
     KUEUE_PODSET_GROUP,
     KUEUE_PREFERRED_TOPOLOGY,
     KUEUE_REQUIRED_TOPOLOGY,
@@ -21,13 +22,16 @@ from placer.model.workload import (
     KUEUE_SLICE_TOPOLOGY,
     KUEUE_UNCONSTRAINED_TOPOLOGY,
     JobSetRequest,
+    ReplicatedJobRequest,
 )
 
 __all__ = [
     "KueueTopology",
+    "PodsetGroup",
     "annotations_field",
     "check_podset_groups",
     "check_topology_levels",
+    "podset_groups",
     "read_kueue_topology",
 ]
 
@@ -66,7 +70,8 @@ def read_kueue_topology(
     required and preferred, required counts, as in Kueue's solver; its webhook would refuse them);
     a slice size needs a slice topology; a slice topology without a size gets one child Job's pods
     (Kueue's default for JobSet, its `parallelism`); the slice size is a positive integer dividing
-    the PodSet's pod count, replicas x pods per child Job.
+    the PodSet's pod count, replicas x pods per child Job. A podset group name is not empty nor a
+    number, needs a required or preferred level and takes no slices (Kueue's webhook).
     """
 
     def bad(key: str, message: str) -> InputError:
@@ -109,8 +114,8 @@ def read_kueue_topology(
             f"({replicas} replicas x {pods_per_job} pods)",
         )
     group = annotations.get(KUEUE_PODSET_GROUP)
-    if group is not None and not group:
-        raise bad(KUEUE_PODSET_GROUP, "must not be empty")
+    if group is not None:
+        _check_group_annotation(group, required or preferred, slice_topology, size_text, bad)
     return KueueTopology(
         required_topology=required,
         preferred_topology=preferred,
@@ -121,23 +126,113 @@ def read_kueue_topology(
     )
 
 
-def check_podset_groups(js: JobSetRequest) -> None:
-    """Kueue: replicated jobs of one podset group ask for the same required or preferred level."""
-    first: dict[str, tuple[int, str | None, str | None]] = {}
+def _check_group_annotation(
+    group: str,
+    level: str | None,
+    slice_topology: str | None,
+    size_text: str | None,
+    bad: Callable[[str, str], InputError],
+) -> None:
+    """Kueue's webhook rules for one replicated job's podset-group-name (`tas_validation.go`)."""
+    if not group:
+        raise bad(KUEUE_PODSET_GROUP, "must not be empty")
+    if group.isdigit():
+        raise bad(KUEUE_PODSET_GROUP, f"must not be a number, got {group!r}")
+    if slice_topology is not None or size_text is not None:
+        other = KUEUE_SLICE_TOPOLOGY if slice_topology is not None else KUEUE_SLICE_SIZE
+        raise bad(KUEUE_PODSET_GROUP, f"cannot be combined with {other}")
+    if level is None:
+        raise bad(
+            KUEUE_PODSET_GROUP,
+            f"needs {KUEUE_REQUIRED_TOPOLOGY} or {KUEUE_PREFERRED_TOPOLOGY} beside it",
+        )
+
+
+@dataclass(frozen=True)
+class PodsetGroup:
+    """Two replicated jobs of one JobSet that Kueue places as one: a leader of one pod and its
+    workers, in one domain of their shared level (indices into `replicated_jobs`)."""
+
+    name: str
+    workers: int
+    leader: int
+
+
+def podset_groups(js: JobSetRequest) -> tuple[PodsetGroup, ...]:
+    """The JobSet's podset groups (checked by `check_podset_groups`), in the order first named.
+
+    Which member leads follows Kueue (`findLeaderAndWorkers`): the second one, unless it has more
+    pods than the first; so with one pod each, the second member leads.
+    """
+    members: dict[str, list[int]] = {}
     for i, r in enumerate(js.replicated_jobs):
-        if r.podset_group is None:
-            continue
-        asked = (r.required_topology, r.preferred_topology)
-        seen = first.setdefault(r.podset_group, (i, *asked))
-        if seen[1:] != asked or not any(asked):
-            raise InputError(
-                f"podset group {r.podset_group!r} needs the same required or preferred topology "
-                f"on every member (replicatedJobs[{seen[0]}] and [{i}] differ or set none)",
-                source=js.source,
-                obj=js.key,
-                field=annotations_field(i, KUEUE_PODSET_GROUP),
-                code="kueue",
+        if r.podset_group is not None:
+            members.setdefault(r.podset_group, []).append(i)
+    found: list[PodsetGroup] = []
+    for name, (first, second) in ((n, m) for n, m in members.items() if len(m) == 2):
+        rjobs = js.replicated_jobs
+        if rjobs[second].pod_count > rjobs[first].pod_count:
+            found.append(PodsetGroup(name, workers=second, leader=first))
+        else:
+            found.append(PodsetGroup(name, workers=first, leader=second))
+    return tuple(found)
+
+
+def check_podset_groups(js: JobSetRequest) -> None:
+    """Kueue's webhook rules across a JobSet's podset groups (`ValidatePodSetGroupingTopology`):
+    exactly two members, one of them of a single pod (the leader), asking for the same required
+    or preferred level. Placer adds one: no member is exclusive (exclusive child Jobs keep their
+    own rules, one domain of their key each, and a leader pod cannot share one).
+    """
+
+    def bad(i: int, message: str) -> InputError:
+        return InputError(
+            f"podset group {js.replicated_jobs[i].podset_group!r} {message}",
+            source=js.source,
+            obj=js.key,
+            field=annotations_field(i, KUEUE_PODSET_GROUP),
+            code="kueue",
+        )
+
+    members: dict[str, list[int]] = {}
+    for i, r in enumerate(js.replicated_jobs):
+        if r.podset_group is not None:
+            members.setdefault(r.podset_group, []).append(i)
+    for indices in members.values():
+        if len(indices) != 2:
+            listed = ", ".join(f"replicatedJobs[{i}]" for i in indices)
+            raise bad(
+                indices[-1],
+                f"needs exactly 2 replicated jobs, a leader and its workers (Kueue), "
+                f"found {len(indices)}: {listed}",
             )
+        first, second = (js.replicated_jobs[i] for i in indices)
+        if first.pod_count != 1 and second.pod_count != 1:
+            raise bad(
+                indices[1],
+                f"needs one member of exactly 1 pod, the leader (Kueue); replicatedJobs"
+                f"[{indices[0]}] has {first.pod_count} pods and [{indices[1]}] {second.pod_count}",
+            )
+        if _asked(first) != _asked(second):
+            raise bad(
+                indices[1],
+                f"needs the same required or preferred topology on both members "
+                f"(replicatedJobs[{indices[0]}] and [{indices[1]}] differ)",
+            )
+        for i in indices:
+            if js.replicated_jobs[i].exclusive_key is not None:
+                raise bad(
+                    i,
+                    f"cannot have an exclusive member ({EXCLUSIVE_TOPOLOGY}): exclusive child Jobs "
+                    "take one domain each, so a leader cannot join its workers there",
+                )
+
+
+def _asked(r: ReplicatedJobRequest) -> tuple[str, str]:
+    """The topology Kueue reads for a podset: required wins over preferred."""
+    if r.required_topology is not None:
+        return ("required", r.required_topology)
+    return ("preferred", r.preferred_topology or "")
 
 
 def check_topology_levels(jobsets: Sequence[JobSetRequest], levels: Sequence[str]) -> None:

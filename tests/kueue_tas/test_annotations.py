@@ -25,14 +25,12 @@ def parsed(annotations: dict[str, str], **job: Any) -> Any:
 
 
 def test_every_annotation_is_read() -> None:
-    r = parsed(
-        {PREF: "block", SLICE: "rack", SIZE: "2", GROUP: "g"}, parallelism=4
-    ).replicated_jobs[0]
+    r = parsed({PREF: "block", SLICE: "rack", SIZE: "2"}, parallelism=4).replicated_jobs[0]
     assert (r.preferred_topology, r.slice_topology, r.slice_size, r.podset_group) == (
         "block",
         "rack",
         2,
-        "g",
+        None,
     )
     assert r.pod_count == 8 and r.kueue_topology and not r.unconstrained
 
@@ -60,6 +58,15 @@ def test_unconstrained_is_a_boolean() -> None:
         pytest.param({PREF: "rack", FREE: "true"}, FREE, "cannot be combined", id="pref-and-free"),
         pytest.param({FREE: "yes"}, FREE, "true or false", id="free-not-bool"),
         pytest.param({REQ: "block", GROUP: ""}, GROUP, "empty", id="group-empty"),
+        pytest.param({REQ: "block", GROUP: "42"}, GROUP, "not be a number", id="group-number"),
+        pytest.param({GROUP: "g"}, GROUP, "needs kueue.x-k8s.io/podset-required", id="group-alone"),
+        pytest.param({FREE: "true", GROUP: "g"}, GROUP, "needs", id="group-unconstrained"),
+        pytest.param(
+            {REQ: "block", SLICE: "rack", SIZE: "2", GROUP: "g"},
+            GROUP,
+            "cannot be combined with kueue.x-k8s.io/podset-slice-required-topology",
+            id="group-slices",
+        ),
     ],
 )
 def test_bad_annotations_name_file_object_and_field(
@@ -83,23 +90,6 @@ def test_slice_count_is_over_the_whole_replicated_job() -> None:
         .slice_size
         == 2
     )
-
-
-def test_group_members_must_ask_the_same_level() -> None:
-    obj = manifest(pod_annotations={REQ: "block", GROUP: "g"})
-    second = dict(obj["spec"]["replicatedJobs"][0], name="leader")
-    second["template"] = {
-        "spec": {
-            "template": {
-                "metadata": {"annotations": {REQ: "rack", GROUP: "g"}},
-                "spec": {"containers": [{"name": "c", "image": "x"}]},
-            }
-        }
-    }
-    obj["spec"]["replicatedJobs"].append(second)
-    with pytest.raises(InputError, match="podset group 'g'") as e:
-        parse_jobset(obj, source="js.yaml")
-    assert e.value.field.startswith("spec.replicatedJobs[1].")
 
 
 def test_levels_named_must_be_declared() -> None:
