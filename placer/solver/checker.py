@@ -29,7 +29,8 @@ from placer.solver.checker_time import check_reservations
 __all__ = ["check"]
 
 _HOSTNAME = "kubernetes.io/hostname"
-"""Placer's finest level: a node without the label is its own domain (named by the node)."""
+"""Placer's finest level: a node without the label is its own domain (named by the node),
+unless a Kueue Topology lists it (then such a node takes no pod)."""
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ def check(
                 on_node[p.node].append(planned)
     tolerations = _Tolerations(options)
     kueue_levels = snapshot.kueue_topology and options.levels in ((), snapshot.levels)
-    declared = [lv for lv in snapshot.levels if lv != _HOSTNAME] if kueue_levels else []
+    declared = list(snapshot.levels) if kueue_levels else []
     for name, pods in on_node.items():
         _check_node(nodes[name], pods, tolerations, problems)
         missing = [lv for lv in declared if lv not in nodes[name].labels]
@@ -74,10 +75,12 @@ def check(
             problems.add(f"node {name} lacks topology label {missing[0]} but has planned pods")
     check_reservations(outcomes, given, options, problems)
     by_label = _label_index(snapshot, outcomes.values())
+    levels = options.levels or snapshot.levels
     for key, outcome in outcomes.items():
         _check_exclusivity(given[key], outcome, by_label, on_node, problems)
-        _check_locality(given[key], outcome, nodes, problems)
-        _check_slices(given[key], outcome, nodes, options.levels or snapshot.levels, problems)
+        _check_locality(given[key], outcome, nodes, levels, problems)
+        _check_podset_groups(given[key], outcome, nodes, levels, problems)
+        _check_slices(given[key], outcome, nodes, levels, problems)
     if options.queue == "strict-fifo":
         _check_strict_fifo(jobsets, outcomes, problems)
     return sorted(problems)
@@ -374,24 +377,79 @@ def _members(pins: Mapping[str, str], by_label: Mapping[tuple[str, str], list[No
     return [n for n in lists[0] if all(n.labels.get(k) == v for k, v in pins.items())]
 
 
+def _domain_of(node: Node, level: str, levels: Sequence[str]) -> tuple[str | None, ...]:
+    """The node's domain of `level`: its values of the levels down to `level` when `level` is a
+    declared level (label values need not be unique per level), else of `level` alone; None for a
+    missing label (a missing hostname is the node's name, placer's finest level)."""
+    keys = [*levels[: levels.index(level)], level] if level in levels else [level]
+    return tuple(node.labels.get(k, node.name if k == _HOSTNAME else None) for k in keys)
+
+
+def _spanned(
+    o: JobSetOutcome,
+    rjobs: Sequence[ReplicatedJobRequest],
+    nodes: Mapping[str, Node],
+    level: str,
+    levels: Sequence[str],
+) -> set[tuple[str | None, ...]]:
+    """The domains of `level` the pods of `rjobs` sit in."""
+    names = {r.name for r in rjobs}
+    return {
+        _domain_of(nodes[p.node], level, levels)
+        for j in o.jobs
+        if j.replicated_job in names
+        for p in j.pods
+        if p.node in nodes
+    }
+
+
+def _shown(domains: set[tuple[str | None, ...]]) -> str:
+    return ", ".join(sorted("/".join(str(v) for v in d) for d in domains))
+
+
 def _check_locality(
-    js: JobSetRequest, o: JobSetOutcome, nodes: Mapping[str, Node], problems: set[str]
+    js: JobSetRequest,
+    o: JobSetOutcome,
+    nodes: Mapping[str, Node],
+    levels: Sequence[str],
+    problems: set[str],
 ) -> None:
-    """Kueue required topology: all pods of the replicated job share one value of the level."""
+    """Kueue required topology: all pods of the replicated job share one domain of the level."""
     for rjob in js.replicated_jobs:
         level = rjob.required_topology
         if not level:
             continue
-        values = {
-            nodes[p.node].labels.get(level)
-            for j in o.jobs
-            if j.replicated_job == rjob.name
-            for p in j.pods
-            if p.node in nodes
-        }
-        if len(values) > 1 or None in values:
-            shown = ", ".join(sorted(str(v) for v in values))
-            problems.add(f"{js.key}: {rjob.name} requires one domain of {level}, spans {shown}")
+        domains = _spanned(o, [rjob], nodes, level, levels)
+        if len(domains) > 1 or any(None in d for d in domains):
+            problems.add(
+                f"{js.key}: {rjob.name} requires one domain of {level}, spans {_shown(domains)}"
+            )
+
+
+def _check_podset_groups(
+    js: JobSetRequest,
+    o: JobSetOutcome,
+    nodes: Mapping[str, Node],
+    levels: Sequence[str],
+    problems: set[str],
+) -> None:
+    """Kueue podset groups with a required topology: the pods of every member (the leader and
+    its workers) share one domain of the level."""
+    members: dict[str, list[ReplicatedJobRequest]] = defaultdict(list)
+    for rjob in js.replicated_jobs:
+        if rjob.podset_group is not None:
+            members[rjob.podset_group].append(rjob)
+    for group, rjobs in sorted(members.items()):
+        level = rjobs[0].required_topology
+        if level is None or len(rjobs) < 2:
+            continue
+        domains = _spanned(o, rjobs, nodes, level, levels)
+        if len(domains) > 1 or any(None in d for d in domains):
+            names = ", ".join(r.name for r in rjobs)
+            problems.add(
+                f"{js.key}: podset group {group} ({names}) requires one domain of {level}, "
+                f"spans {_shown(domains)}"
+            )
 
 
 def _check_slices(
@@ -407,7 +465,6 @@ def _check_slices(
         level, size = rjob.slice_topology, rjob.slice_size
         if not level or not size:
             continue
-        keys = [*levels[: levels.index(level)], level] if level in levels else [level]
         ranked: dict[int, str] = {}
         for j in o.jobs:
             if j.replicated_job == rjob.name:
@@ -415,7 +472,7 @@ def _check_slices(
                     ranked[j.index * rjob.pods_per_job + p.index] = p.node
         for start in range(0, rjob.pod_count, size):
             where = {
-                tuple(nodes[n].labels.get(k, n if k == _HOSTNAME else None) for k in keys)
+                _domain_of(nodes[n], level, levels)
                 for r in range(start, start + size)
                 if (n := ranked.get(r)) is not None and n in nodes
             }

@@ -13,9 +13,10 @@ from decimal import Decimal
 from functools import cached_property
 
 from placer.model.cluster import ClusterSnapshot, DomainReservation, Node
+from placer.model.kueue_annotations import podset_groups
 from placer.model.options import SolveOptions
 from placer.model.resources import is_accelerator
-from placer.model.topology import HOSTNAME, Domain, Topology, default_levels
+from placer.model.topology import Domain, Topology, default_levels
 from placer.model.workload import JobSetRequest, PodShape, ReplicatedJobRequest
 from placer.solver.release import expected_duration_s
 from placer.solver.shape_index import (
@@ -102,6 +103,28 @@ class PlacementContext:
         return list(self._classes_by_jobset.get(jobset.key, []))
 
     @cached_property
+    def _podset_groups(self) -> dict[int, tuple[JobClass, JobClass]]:
+        """class index -> (workers, leader) of the podset group it belongs to."""
+        found: dict[int, tuple[JobClass, JobClass]] = {}
+        for js in self.jobsets:
+            groups = podset_groups(js)
+            if not groups:
+                continue
+            classes = {c.rjob.name: c for c in self.classes_of(js) if c.rjob.pod_count > 0}
+            for g in groups:
+                workers = classes.get(js.replicated_jobs[g.workers].name)
+                leader = classes.get(js.replicated_jobs[g.leader].name)
+                if workers is not None and leader is not None:
+                    found[workers.index] = found[leader.index] = (workers, leader)
+        return found
+
+    def podset_group(self, jc: JobClass) -> tuple[JobClass, JobClass] | None:
+        """(workers, leader) when `jc` is one of a Kueue podset group's two members, both with
+        pods (`placer.model.kueue_annotations.podset_groups` says which leads); a group whose
+        other member has no pods is no group: its one member is placed alone."""
+        return self._podset_groups.get(jc.index)
+
+    @cached_property
     def exclusive_keys(self) -> list[str]:
         return sorted({c.exclusive_key for c in self.job_classes if c.exclusive_key})
 
@@ -117,13 +140,15 @@ class PlacementContext:
 
     @cached_property
     def topology_labels(self) -> tuple[str, ...]:
-        """Label keys of the levels of a Kueue Topology in use, hostname aside: a node missing one
-        is left out, as Kueue TAS leaves it out. Levels from `--levels` or a cluster description
-        keep placer's older rule (such a node is in no domain of that level, yet usable)."""
+        """Label keys of the levels of a Kueue Topology in use: a node missing one is left out, as
+        Kueue TAS leaves it out (`NodeMatchesFlavor`), `kubernetes.io/hostname` included when the
+        Topology lists it. Levels from `--levels` or a cluster description keep placer's older
+        rule (such a node is in no domain of that level, yet usable; without a hostname label it
+        is named by its node name)."""
         snap = self.snapshot
         if not snap.kueue_topology or self.options.levels not in ((), snap.levels):
             return ()
-        return tuple(lv for lv in snap.levels if lv != HOSTNAME)
+        return tuple(snap.levels)
 
     @cached_property
     def nodes(self) -> dict[str, Node]:

@@ -11,11 +11,13 @@
   priority tier (tiers stay highest first: giving up a higher tier for a lower one is never better).
 
 All three build their plans through the `Ledger` and honor `strict-fifo` and Kueue required
-locality (all child Jobs of a replicated job inside one domain of the level). Best-fit and
-largest-first try each enclosing domain, tightest first; first-fit, like upstream, lets the first
-child Job choose and the others follow. Preferred locality is tried as required first, then
-dropped (best-fit and largest-first; first-fit ignores it). Exclusivity is full in all three
-(upstream's webhook only keeps apart JobSets of the same priority): the plans must be valid.
+locality (all child Jobs of a replicated job, and of its podset group, inside one domain of the
+level; best-fit and largest-first place a group's leader and workers as Kueue does, as one).
+Best-fit and largest-first try each enclosing domain, tightest first; first-fit, like upstream,
+lets the first child Job choose and the others follow. Preferred locality is tried as required
+first, then dropped (best-fit and largest-first; first-fit ignores it). Exclusivity is full in
+all three (upstream's webhook only keeps apart JobSets of the same priority): the plans must be
+valid.
 The CP-SAT planner calls `greedy_plan` on its own context for its hint and fallback.
 
 Algorithm overview (`_Greedy.run`):
@@ -255,8 +257,9 @@ class _Greedy:
         jobs: list[JobPlacement] = []
         missing: list[str] = []
         units = 0
-        fixed: dict[int, Domain] = {}
-        """class -> the enclosing domain its first child Job chose (required locality)."""
+        fixed: dict[int | str, Domain] = {}
+        """class (or podset group) -> the enclosing domain its first child Job chose (required
+        locality; a podset group's leader and workers share one)."""
         for jc in self.ctx.classes_of(js):
             for i in range(jc.rjob.replicas):
                 job = self._first_fit_one(jc, i, fixed)
@@ -276,17 +279,19 @@ class _Greedy:
         return _outcome(js, "partial", jobs=jobs, accelerators=units, reason=reason)
 
     def _first_fit_one(
-        self, jc: JobClass, index: int, fixed: dict[int, Domain]
+        self, jc: JobClass, index: int, fixed: dict[int | str, Domain]
     ) -> JobPlacement | None:
         level = jc.rjob.required_topology
         if not level:
             return self._place_one(jc, index, None)
-        if jc.index in fixed:
-            return self._place_one(jc, index, fixed[jc.index])
+        together = jc.rjob.podset_group if self.ctx.podset_group(jc) else None
+        key: int | str = jc.index if together is None else together
+        if key in fixed:
+            return self._place_one(jc, index, fixed[key])
         for enclosing in self.ctx.domains(level):
             job = self._place_one(jc, index, enclosing)
             if job is not None:
-                fixed[jc.index] = enclosing
+                fixed[key] = enclosing
                 return job
         return None
 

@@ -126,6 +126,30 @@ class Ledger:
             fit = min(fit, 1)
         return fit
 
+    def capacity_beside(self, jc: JobClass, node: str, other: PodShape) -> int:
+        """Pods of `jc`'s shape still fitting on `node` once one pod of `other` is placed there too
+        (a podset group's workers beside their leader: Kueue counts both on one node)."""
+        if self.ctx.class_facts(jc).exclusion(node):
+            return 0
+        free = dict(self._free_of(node))
+        for name, value in other.requests.items():
+            if name != PODS:
+                free[name] = free.get(name, Decimal(0)) - value
+        if PODS in free:
+            free[PODS] -= 1
+        pod = jc.rjob.pod
+        fit = pods_that_fit(free, pod.requests)
+        if pod.host_ports:
+            used = (
+                set(self.ctx.nodes[node].used_host_ports)
+                | self._ports.get(node, set())
+                | set(other.host_ports)
+            )
+            if any(p in used for p in pod.host_ports):
+                return 0
+            fit = min(fit, 1)
+        return fit
+
     # -- decisions --
 
     def take_domain(self, jc: JobClass, job_index: int, domain: Domain) -> JobPlacement | None:

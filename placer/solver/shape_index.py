@@ -45,8 +45,8 @@ def node_exclusion(
 ) -> str | None:
     """Why `node` can never take a pod of this shape, or None. The strings feed explanations.
 
-    `topology_labels` are the declared topology levels' label keys (hostname aside): as in Kueue
-    TAS, a node missing one of them is in no domain and takes no pod.
+    `topology_labels` are a Kueue Topology's level label keys (the hostname too, if listed): as
+    in Kueue TAS, a node missing one of them is in no domain and takes no pod.
     """
     if not node.ready:
         return "NotReady"
@@ -205,7 +205,7 @@ class ShapeIndex:
         self._nodes = nodes
         self._ert = extended_resource_toleration
         self._topology_labels = tuple(topology_labels)
-        """Declared levels' label keys (hostname aside): a node missing one takes no pod."""
+        """Declared levels' label keys (a Kueue Topology's): a node missing one takes no pod."""
         classes = NodeClasses.of(nodes, shapes, self._topology_labels)
         by_signature: dict[str, ShapeFacts] = {}
         numbers: dict[str, int] = {}

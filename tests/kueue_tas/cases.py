@@ -19,7 +19,7 @@ from decimal import Decimal
 from placer.model.cluster import Node
 from placer.model.scheduling import Taint
 
-__all__ = ["BLOCK", "CASES", "HOST", "RACK", "KueueCase"]
+__all__ = ["BLOCK", "CASES", "GPU", "GROUP_CASES", "HOST", "RACK", "KueueCase", "KueueGroupCase"]
 
 BLOCK = "cloud.com/topology-block"
 RACK = "cloud.com/topology-rack"
@@ -491,3 +491,294 @@ CASES: tuple[KueueCase, ...] = (
         slice_size=2,
     ),
 )
+
+
+# -- podset groups (a leader of one pod and its workers, `kueue.x-k8s.io/podset-group-name`) --
+
+GPU = "example.com/gpu"
+
+
+def res_node(name: str, labels: dict[str, str], used_cpu: str = "0", **allocatable: str) -> Node:
+    """A node with the given allocatable (`cpu`, `memory`, `gpu`, `pods`); `used_cpu` is taken by
+    a running pod that is not the workload's (Kueue's non-TAS usage)."""
+    keys = {"gpu": GPU}
+    room = {keys.get(k, k): Decimal(v) for k, v in allocatable.items()}
+    free = dict(room)
+    free["cpu"] = room.get("cpu", Decimal(0)) - Decimal(used_cpu)
+    return Node(name=name, labels=labels, allocatable=room, free=free)
+
+
+@dataclass(frozen=True)
+class KueueGroupCase:
+    """A Kueue case with two PodSets of one group, as in Kueue's table: the one named `leader`
+    (one pod) listed first, then `workers`; requests per pod as `{resource: quantity}`. Which one
+    leads is Kueue's rule (the second, unless it has more pods), which placer follows."""
+
+    name: str
+    nodes: tuple[Node, ...]
+    levels: tuple[str, ...]
+    leader: dict[str, str]
+    workers: dict[str, str]
+    count: int
+    """Workers' pods."""
+    want_leader: object | None
+    """Kueue's lowest-level domain for the `leader` PodSet; None: Kueue admits nothing."""
+    want_workers: dict[object, int] | None
+    required: str | None = None
+    preferred: str | None = None
+    note: str = ""
+
+
+def _blocks(*spec: tuple[str, dict[str, str]]) -> tuple[Node, ...]:
+    return tuple(res_node(b, {BLOCK: b}, **{"pods": "10", **room}) for b, room in spec)
+
+
+def _hosts3(*spec: tuple[str, str, str, dict[str, str]]) -> tuple[Node, ...]:
+    return tuple(
+        res_node(f"{b}-{r}-{x}", {BLOCK: b, RACK: r, HOST: x}, **{"pods": "10", **room})
+        for b, r, x, room in spec
+    )
+
+
+# small-used (2.8 cpu, 2.5 taken by a running pod), small-free (2.8) in rack "small"; large-free (6)
+_SMALL_LARGE = (
+    res_node(
+        "small-used", {BLOCK: "b1", RACK: "small", HOST: "small-used"}, "2.5", cpu="2.8", pods="10"
+    ),
+    res_node("small-free", {BLOCK: "b1", RACK: "small", HOST: "small-free"}, cpu="2.8", pods="10"),
+    res_node("large-free", {BLOCK: "b1", RACK: "large", HOST: "large-free"}, cpu="6", pods="10"),
+)
+_R1_HOSTS = tuple(
+    res_node(h, {RACK: "r1", HOST: h}, cpu=cpu, pods="10")
+    for h, cpu in (("h1", "2"), ("h2", "4"), ("h3", "3"))
+)
+_SLICES_DROPPED = (
+    "Kueue's case also asks for slices of size 1 (podset-slice-required-topology) on both "
+    "PodSets; its webhook refuses slices beside a group name, and slices of one pod constrain "
+    "nothing, so they are left out here"
+)
+
+GROUP_CASES: tuple[KueueGroupCase, ...] = (
+    KueueGroupCase(
+        "find topology assignment for two podsets with the same group",
+        _blocks(
+            ("b1", {"cpu": "2", "gpu": "2", "memory": str(2 * GI)}),
+            ("b2", {"cpu": "5", "gpu": "4"}),
+            ("b3", {"cpu": "2", "gpu": "2"}),
+        ),
+        (BLOCK,),
+        {"cpu": "1"},
+        {"cpu": "1", GPU: "1"},
+        4,
+        ("b2",),
+        {("b2",): 4},
+        required=BLOCK,
+    ),
+    KueueGroupCase(
+        "find topology assignment for grouped podsets preserves worker capacity when placing "
+        "leader",
+        _R1_HOSTS,
+        (RACK, HOST),
+        {"cpu": "1"},
+        {"cpu": "2"},
+        4,
+        "h3",
+        {"h1": 1, "h2": 2, "h3": 1},
+        required=RACK,
+    ),
+    KueueGroupCase(
+        "find topology assignment for preferred grouped podsets preserves capacity across domains",
+        (
+            res_node("h1", {HOST: "h1"}, cpu="8", pods="10"),
+            res_node("h2", {HOST: "h2"}, cpu="3", pods="10"),
+        ),
+        (HOST,),
+        {"cpu": "1"},
+        {"cpu": "2"},
+        5,
+        "h2",
+        {"h1": 4, "h2": 1},
+        preferred=HOST,
+    ),
+    KueueGroupCase(
+        "find topology assignment for grouped podsets preserves leader below the slice level",
+        (
+            res_node("leader-host", {RACK: "r1", HOST: "leader-host"}, cpu="1", pods="10"),
+            res_node("worker-host", {RACK: "r1", HOST: "worker-host"}, gpu="1", pods="10"),
+        ),
+        (RACK, HOST),
+        {"cpu": "1"},
+        {GPU: "1"},
+        1,
+        "leader-host",
+        {"worker-host": 1},
+        required=RACK,
+        note=_SLICES_DROPPED + "; with one pod each, Kueue (and placer) lead with the second "
+        "PodSet, so the GPU PodSet is the leader and its one pod lands on worker-host",
+    ),
+    KueueGroupCase(
+        "find topology assignment for two podsets with the same group with domains that can "
+        "tightly fit leader and workers",
+        _blocks(
+            ("b1", {"cpu": "2", "gpu": "2"}),
+            ("b2", {"cpu": "8", "gpu": "8"}),
+            ("b3", {"cpu": "2", "gpu": "2"}),
+        ),
+        (BLOCK,),
+        {"cpu": "1"},
+        {"cpu": "1", GPU: "2"},
+        4,
+        ("b2",),
+        {("b2",): 4},
+        required=BLOCK,
+    ),
+    KueueGroupCase(
+        "find topology assignment for grouped podsets skips domain where only workers fit "
+        "without leader",
+        _SMALL_LARGE,
+        THREE,
+        {"cpu": "2.5"},
+        {"cpu": "2.5"},
+        1,
+        "large-free",
+        {"large-free": 1},
+        required=RACK,
+    ),
+    KueueGroupCase(
+        "find topology assignment for grouped podsets skips domain where mixed-size workers only "
+        "fit without leader",
+        _SMALL_LARGE,
+        THREE,
+        {"cpu": "2.5"},
+        {"cpu": "0.5"},
+        2,
+        "large-free",
+        {"large-free": 2},
+        required=RACK,
+    ),
+    KueueGroupCase(
+        "find topology assignment for grouped podsets keeps tight domain when leader and workers "
+        "fit together",
+        _SMALL_LARGE,
+        THREE,
+        {"cpu": "1"},
+        {"cpu": "1"},
+        1,
+        "small-free",
+        {"small-free": 1},
+        required=RACK,
+    ),
+    KueueGroupCase(
+        "find topology assignment for two podsets with the same group - no fit",
+        _blocks(("b1", {"cpu": "1", "gpu": "0"}), ("b2", {"cpu": "4", "gpu": "4"})),
+        (BLOCK,),
+        {"cpu": "1"},
+        {"cpu": "1", GPU: "1"},
+        4,
+        None,
+        None,
+        required=BLOCK,
+    ),
+    KueueGroupCase(
+        "find topology assignment for two podsets with the same group - optimizes domain for both "
+        "leader and workers",
+        _blocks(("b1", {"cpu": "11", "gpu": "8"}), ("b2", {"cpu": "4", "gpu": "4"})),
+        (BLOCK,),
+        {"cpu": "1"},
+        {"cpu": "1", GPU: "1"},
+        4,
+        ("b1",),
+        {("b1",): 4},
+        required=BLOCK,
+    ),
+    KueueGroupCase(
+        "find topology assignment for two podsets with the same group - leader does not fit "
+        "anywhere",
+        _blocks(("b1", {"cpu": "4", "gpu": "4"}), ("b2", {"cpu": "4", "gpu": "4"})),
+        (BLOCK,),
+        {"cpu": "10"},
+        {"cpu": "1", GPU: "1"},
+        4,
+        None,
+        None,
+        required=BLOCK,
+    ),
+    KueueGroupCase(
+        "find topology assignment for two podsets with the same group - multiple hosts",
+        _hosts3(
+            ("b1", "r1", "x3", {"cpu": "2", "gpu": "1"}),
+            ("b1", "r1", "x5", {"cpu": "2", "gpu": "1"}),
+            ("b1", "r1", "x1", {"cpu": "2", "gpu": "1"}),
+            ("b2", "r4", "x6", {"cpu": "1", "gpu": "1"}),
+            ("b2", "r5", "x2", {"cpu": "2", "gpu": "1"}),
+            ("b2", "r6", "x4", {"cpu": "2", "gpu": "1"}),
+        ),
+        THREE,
+        {"cpu": "2"},
+        {"cpu": "1", GPU: "1"},
+        2,
+        "x1",
+        {"x3": 1, "x5": 1},
+        required=BLOCK,
+    ),
+    KueueGroupCase(
+        "find topology assignment for two podsets with the same group requesting same resources "
+        "and nodes in the same rack",
+        _hosts3(
+            *[
+                (b, r, x, {"cpu": "1", "gpu": "1"})
+                for b, r, x in (
+                    ("b1", "r1", "x3"),
+                    ("b1", "r1", "x5"),
+                    ("b1", "r2", "x1"),
+                    ("b1", "r2", "x6"),
+                    ("b2", "r3", "x2"),
+                    ("b2", "r3", "x4"),
+                    ("b2", "r4", "x7"),
+                    ("b2", "r4", "x8"),
+                )
+            ]
+        ),
+        THREE,
+        {"cpu": "1", GPU: "1"},
+        {"cpu": "1", GPU: "1"},
+        2,
+        "x3",
+        {"x5": 1, "x1": 1},
+        required=BLOCK,
+    ),
+    KueueGroupCase(
+        "optimize the last domain for LWS using BestFit",
+        (
+            res_node(
+                "dom1-node",
+                {"cloud.com/topology-zone": "dom1", RACK: "rack1", HOST: "dom1-node"},
+                cpu="10",
+                memory=str(10 * GI),
+                pods="10",
+            ),
+            res_node(
+                "dom2-node",
+                {"cloud.com/topology-zone": "dom2", RACK: "rack2", HOST: "dom2-node"},
+                cpu="6",
+                memory=str(10 * GI),
+                pods="10",
+            ),
+        ),
+        ("cloud.com/topology-zone", RACK, HOST),
+        {"cpu": "1", "memory": str(GI)},
+        {"cpu": "1", "memory": str(GI)},
+        5,
+        "dom2-node",
+        {"dom2-node": 5},
+        required="cloud.com/topology-zone",
+        note=_SLICES_DROPPED,
+    ),
+)
+"""Every case of Kueue's table with a PodSet group and no feature gate but these three, which a
+JobSet cannot express because Kueue's webhook refuses a group name beside slice annotations or
+beside unconstrained topology: "find topology assignment for sliced grouped podsets preserves
+worker capacity when placing leader", "BestFit: podset group workers spread across hosts"
+(slices of 2 pods) and "find topology assignment for unconstrained grouped podsets spreads leader
+and worker across domains with TASProfileMixed". The cases behind feature gates (balanced
+placement, elastic workloads, preferred node affinity) are not translated either."""

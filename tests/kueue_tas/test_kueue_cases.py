@@ -24,8 +24,10 @@ from placer.model.options import SolveOptions
 from placer.model.plan import Plan
 from placer.model.workload import JobSetRequest
 from placer.solver.checker import check
+from placer.solver.context import PlacementContext
 from placer.solver.registry import get_solver
-from tests.kueue_tas.cases import CASES, HOST, KueueCase
+from placer.solver.tas import room_beside_leader
+from tests.kueue_tas.cases import CASES, GROUP_CASES, HOST, KueueCase, KueueGroupCase
 
 KUEUE = "kueue.x-k8s.io/"
 
@@ -144,3 +146,118 @@ def test_a_case_restated_has_kueues_pod_count() -> None:
         (r,) = js.replicated_jobs
         assert r.pod_count == case.count
         assert r.pod.requests.get("cpu", Decimal(0)) * 1000 == case.cpu_m
+
+
+# -- podset groups --
+
+
+def group_jobset_of(case: KueueGroupCase) -> JobSetRequest:
+    """Kueue's two PodSets as two replicated jobs of one child Job each, in Kueue's order."""
+    annotations = {KUEUE + "podset-group-name": "sameGroup"}
+    if case.required:
+        annotations[KUEUE + "podset-required-topology"] = case.required
+    if case.preferred:
+        annotations[KUEUE + "podset-preferred-topology"] = case.preferred
+
+    def rjob(name: str, pods: int, requests: dict[str, str]) -> dict[str, Any]:
+        container = {"name": "c", "resources": {"requests": requests}}
+        job = {
+            "parallelism": pods,
+            "completions": pods,
+            "template": {
+                "metadata": {"annotations": annotations},
+                "spec": {"containers": [container]},
+            },
+        }
+        return {"name": name, "replicas": 1, "template": {"spec": job}}
+
+    return parse_jobset(
+        {
+            "apiVersion": "jobset.x-k8s.io/v1alpha2",
+            "kind": "JobSet",
+            "metadata": {"name": "lws", "namespace": "kueue"},
+            "spec": {
+                "replicatedJobs": [
+                    rjob("leader", 1, case.leader),
+                    rjob("workers", case.count, case.workers),
+                ]
+            },
+        }
+    )
+
+
+def solve_group(case: KueueGroupCase, solver: str) -> tuple[Plan, ClusterSnapshot]:
+    snapshot = ClusterSnapshot(nodes=case.nodes)
+    js = group_jobset_of(case)
+    options = SolveOptions(levels=case.levels, workers=1, time_limit_s=5)
+    plan = get_solver(solver).solve(snapshot, [js], options)
+    assert check(plan, snapshot, [js], options) == []
+    return plan, snapshot
+
+
+def per_rjob(plan: Plan, snapshot: ClusterSnapshot, levels: tuple[str, ...]) -> dict[str, Any]:
+    nodes = snapshot.by_name()
+    got: dict[str, Counter[object]] = {}
+    for job in plan.jobsets[0].jobs:
+        for p in job.pods:
+            got.setdefault(job.replicated_job, Counter())[lowest_level(nodes[p.node], levels)] += 1
+    return {name: dict(c) for name, c in got.items()}
+
+
+def test_the_group_table_covers_kueues_group_cases() -> None:
+    assert len(GROUP_CASES) >= 14
+    assert len({c.name for c in GROUP_CASES}) == len(GROUP_CASES)
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.name) for c in GROUP_CASES])
+def test_best_fit_gives_kueues_group_assignment(case: KueueGroupCase) -> None:
+    plan, snapshot = solve_group(case, "best-fit")
+    outcome = plan.jobsets[0]
+    if case.want_workers is None:
+        assert outcome.status == "unschedulable" and outcome.reason
+        return
+    assert outcome.status == "placed"
+    assert per_rjob(plan, snapshot, case.levels) == {
+        "leader": {case.want_leader: 1},
+        "workers": case.want_workers,
+    }
+
+
+SPREAD_DIFFERS = {
+    "find topology assignment for two podsets with the same group - multiple hosts": (
+        "blocks b1 and b2 are equally tight by Kueue's count (2 workers beside the leader each); "
+        "Kueue takes b1 by name and packs one rack, cpsat may take b2, whose three racks hold one "
+        "host each: the model weighs the tightest block, not the racks inside it"
+    ),
+}
+"""Group cases where cpsat's plan is as tight by Kueue's BestFit count but not rack for rack."""
+
+
+def required_room(plan: Plan, snapshot: ClusterSnapshot, case: KueueGroupCase) -> int:
+    """Kueue's count (workers' pods beside the leader) of the required domain the plan used."""
+    js = group_jobset_of(case)
+    ctx = PlacementContext(snapshot, [js], SolveOptions(levels=case.levels))
+    workers, leader = ctx.podset_group(ctx.job_classes[1]) or (None, None)
+    assert workers is not None and leader is not None
+    level = case.required
+    assert level is not None
+    used = {p.node for j in plan.jobsets[0].jobs for p in j.pods}
+    (domain,) = [d for d in ctx.domains(level) if used <= set(d.nodes)]
+    return room_beside_leader(ctx, workers, leader, domain.nodes)
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.name) for c in GROUP_CASES])
+def test_cpsat_has_kueues_group_verdict_and_is_as_tight(case: KueueGroupCase) -> None:
+    plan, snapshot = solve_group(case, "cpsat")
+    reference, _ = solve_group(case, "best-fit")
+    assert plan.solver.status == "OPTIMAL"
+    outcome = plan.jobsets[0]
+    assert outcome.status == ("unschedulable" if case.want_workers is None else "placed")
+    if case.want_workers is None:
+        return
+    if case.required:
+        assert required_room(plan, snapshot, case) == required_room(reference, snapshot, case)
+    if case.name not in SPREAD_DIFFERS:
+        assert domains_per_level(plan, snapshot, case.levels) == domains_per_level(
+            reference, snapshot, case.levels
+        )

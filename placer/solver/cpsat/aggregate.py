@@ -35,7 +35,7 @@ from placer.model.topology import Domain
 from placer.solver.context import JobClass, PlacementContext
 from placer.solver.cpsat.problem import AggregatedProblem, DomainClass, NodeGroup
 from placer.solver.cpsat.signatures import QueueView, enclosing_ids, node_parents, span_levels_of
-from placer.solver.tas import TasRequest, TasTree, exclusion_stats, find_assignment, labeled
+from placer.solver.tas import TasTree, kueue_failure
 
 __all__ = [
     "KUEUE_VERDICT",
@@ -157,9 +157,10 @@ KUEUE_VERDICT = "Kueue TAS"
 
 
 def kueue_impossible(ctx: PlacementContext, shared: Sequence[JobClass]) -> dict[str, str]:
-    """JobSet key -> why Kueue TAS could not place one of its shared replicated jobs even on the
-    cluster as it is now, with nothing else planned (slices that fit no domain, say). The model
-    does not state slices; this keeps it from admitting what no packing can honor."""
+    """JobSet key -> why Kueue TAS could not place one of its shared replicated jobs (a podset
+    group: leader and workers together) even on the cluster as it is now, with nothing else
+    planned (slices that fit no domain, say). The model does not state slices nor the leader's
+    node; this keeps it from admitting what no packing can honor."""
     kueue = [jc for jc in shared if jc.rjob.kueue_topology]
     if not kueue:
         return {}
@@ -168,15 +169,8 @@ def kueue_impossible(ctx: PlacementContext, shared: Sequence[JobClass]) -> dict[
     for jc in kueue:
         if jc.jobset.key in impossible:
             continue
-        named = [lv for lv in (jc.rjob.required_topology, jc.rjob.slice_topology) if lv]
-        capacity = {
-            n: ctx.node_capacity(jc, ctx.nodes[n]) if labeled(ctx.nodes[n], named) else 0
-            for n in tree.nodes
-        }
-        found = find_assignment(tree, capacity, TasRequest.of(jc.rjob))
-        if isinstance(found, str):
-            stats = exclusion_stats(ctx, jc, tree)
-            why = f"{found}. {stats}" if stats else found
+        why = kueue_failure(ctx, tree, jc)
+        if why is not None:
             impossible[jc.jobset.key] = f"{jc.rjob.name}: {KUEUE_VERDICT}: {why}"
     return impossible
 

@@ -48,6 +48,7 @@ def build_model(
     constraints.add_shared_fit(model, v, problem)
     if mode == "admission":
         constraints.add_locality(model, v, problem)
+        constraints.add_podset_groups(model, v, problem)
         constraints.add_strict_fifo(model, v, problem)
     elif mode == "copies":
         constraints.add_copy_locality(model, v, problem)

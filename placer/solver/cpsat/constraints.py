@@ -25,6 +25,7 @@ __all__ = [
     "add_impossible",
     "add_locality",
     "add_overlapping_domains",
+    "add_podset_groups",
     "add_shared_fit",
     "add_strict_fifo",
 ]
@@ -192,6 +193,26 @@ def _add_shared_locality(model: cp_model.CpModel, v: Variables, problem: Aggrega
             model.add(sum(choices.values()) == v.admit[jc.jobset.key])
         else:
             model.add(sum(choices.values(), cp_model.LinearExpr.constant(0)) <= 1)
+
+
+def add_podset_groups(model: cp_model.CpModel, v: Variables, problem: AggregatedProblem) -> None:
+    """A podset group's leader and workers share one domain of their required level (Kueue
+    computes one assignment for the pair); where only one of them could go, neither goes."""
+    done: set[int] = set()
+    for jc in problem.shared:
+        group = problem.ctx.podset_group(jc)
+        level = jc.rjob.required_topology
+        if group is None or level is None or group[0].index in done:
+            continue
+        workers, leader = group
+        done.add(workers.index)
+        mine = {p: x for (i, lv, p), x in v.local.items() if i == workers.index and lv == level}
+        theirs = {p: x for (i, lv, p), x in v.local.items() if i == leader.index and lv == level}
+        for parent in sorted(mine.keys() | theirs.keys()):
+            if parent in mine and parent in theirs:
+                model.add(mine[parent] == theirs[parent])
+            else:
+                model.add((mine[parent] if parent in mine else theirs[parent]) == 0)
 
 
 def add_copy_locality(model: cp_model.CpModel, v: Variables, problem: AggregatedProblem) -> None:

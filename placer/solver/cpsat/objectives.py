@@ -15,6 +15,7 @@ from ortools.sat.python import cp_model
 from placer.model.topology import Domain
 from placer.solver.cpsat.problem import AggregatedProblem
 from placer.solver.cpsat.variables import Variables
+from placer.solver.tas import room_beside_leader
 
 __all__ = [
     "admitted_units",
@@ -72,7 +73,8 @@ def domains_spanned(v: Variables) -> cp_model.LinearExpr:
 def tightest_domains(v: Variables, problem: AggregatedProblem) -> tuple[cp_model.LinearExpr, int]:
     """Kueue BestFit for shared replicated jobs with Kueue annotations and a required topology:
     the domain chosen for their pods is the one with the fewest slices (then pods) of their shape
-    that still fits, so roomier domains stay whole for later JobSets. Returns the term and its
+    that still fits, so roomier domains stay whole for later JobSets (a podset group: its
+    workers' pods beside their leader, as Kueue counts it). Returns the term and its
     largest possible value (for weighting the terms below it).
 
     Inside the domain, the fewest domains per lower level come from materializing with Kueue's
@@ -88,10 +90,18 @@ def tightest_domains(v: Variables, problem: AggregatedProblem) -> tuple[cp_model
         jc = ctx.job_classes[i]
         if jc.exclusive_key or not jc.rjob.kueue_topology or level != jc.rjob.required_topology:
             continue
+        group = ctx.podset_group(jc)
+        if group is not None and i == group[1].index:
+            continue  # a podset group is weighed once, by its workers beside their leader
         domains = by_id.setdefault(level, {d.id: d for d in ctx.domains(level)})
         domain = domains.get(parent)
         if domain is not None:
-            room.setdefault(i, []).append((ctx.domain_capacity(jc, domain), x))
+            pods = (
+                ctx.domain_capacity(jc, domain)
+                if group is None
+                else room_beside_leader(ctx, *group, domain.nodes)
+            )
+            room.setdefault(i, []).append((pods, x))
     for i, choices in room.items():
         size = ctx.job_classes[i].rjob.slice_size or 1
         scale = max(pods for pods, _ in choices) + 1 if size > 1 else 0

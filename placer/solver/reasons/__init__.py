@@ -15,6 +15,7 @@ from __future__ import annotations
 from placer.solver.reasons.classify import Classifier, diagnose
 from placer.solver.reasons.data import (
     KINDS,
+    GroupFit,
     HostCause,
     Locality,
     Reason,
@@ -35,6 +36,7 @@ from placer.solver.reasons.wording import (
 __all__ = [
     "KINDS",
     "Classifier",
+    "GroupFit",
     "HostCause",
     "Locality",
     "Occupancy",

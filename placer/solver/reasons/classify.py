@@ -8,7 +8,9 @@ for one child Job (with why: hosts NotReady or cordoned, a resource or host port
 hosts); taken in this plan by higher-, same- or lower-priority JobSets (named); taken by its own
 child Jobs. A replicated job without an exclusive key is counted per node: a missing topology
 label, nodeSelector, node affinity, taint, NotReady, cordoned, reserved for exclusive child Jobs
-of other JobSets, no room for one pod beside the plan's pods.
+of other JobSets, no room for one pod beside the plan's pods. The workers of a Kueue podset group
+whose members each fit alone are also judged beside their leader: no domain of the required level
+(no node, for a preferred one) taking the leader and every worker pod is their reason.
 
 The planners (for each JobSet they leave out), `placer explain` and `placer capacity` all call
 `Classifier`, so they report the same counts. One classifier serves one plan. A plan leaves
@@ -22,14 +24,16 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from decimal import Decimal
 
-from placer.model.resources import subtract_resources
+from placer.model.resources import PODS, add_resources, subtract_resources
 from placer.model.topology import DomainPath
 from placer.model.workload import JobSetRequest
 from placer.solver.context import JobClass, PlacementContext
 from placer.solver.reasons.data import (
     RANK,
+    GroupFit,
     Locality,
     Reason,
     ReasonTally,
@@ -136,11 +140,23 @@ class Classifier:
     # -- per JobSet --
 
     def diagnose(self, jobset: JobSetRequest) -> tuple[RjobDiagnosis, ...]:
-        """One diagnosis per replicated job of `jobset` (with replicas), beside the plan."""
-        return tuple(
-            self._exclusive(jc) if jc.exclusive_key else self._shared(jc)
-            for jc in self.ctx.classes_of(jobset)
-        )
+        """One diagnosis per replicated job of `jobset` (with replicas), beside the plan; the
+        workers of a podset group whose members each fit alone are judged beside their leader."""
+        found = []
+        for jc in self.ctx.classes_of(jobset):
+            d = self._exclusive(jc) if jc.exclusive_key else self._shared(jc)
+            found.append((jc, d))
+        by_class = {jc.index: d for jc, d in found}
+        result = []
+        for jc, d in found:
+            group = self.ctx.podset_group(jc)
+            alone = group is not None and d.fits and by_class[group[1].index].fits
+            if group is not None and alone and jc.index == group[0].index:
+                fit = self._group_fit(*group)
+                if fit is not None:
+                    d = replace(d, group=fit, fits=False)
+            result.append(d)
+        return tuple(result)
 
     def verdicts(self, jc: JobClass) -> list[tuple[Reason, tuple[str, ...]] | None]:
         """Each domain of `jc`'s key (each node, sorted by name, without one) as `jc`'s JobSet
@@ -411,6 +427,38 @@ class Classifier:
     def _node_room(self, jc: JobClass, i: int) -> int:
         name = self._node_names[i]
         return capacity_beside(self.ctx.nodes[name], jc.rjob.pod, self.occupancy.requests_on(name))
+
+    def _group_fit(self, workers: JobClass, leader: JobClass) -> GroupFit | None:
+        """None when some domain of the group's required level (any node, for a preferred one)
+        takes the leader and every worker pod beside it; else how close the best one comes.
+
+        A domain's room beside the leader is its workers' room less the cheapest leader node's
+        cost (the worker pods the leader displaces there), as Kueue sums it."""
+        me = workers.jobset.key
+        level = workers.rjob.required_topology
+        enclosing: list[DomainPath | None] = (
+            self._node_enclosing(level) if level else [()] * len(self._node_names)
+        )
+        extra = {**leader.rjob.pod.requests, PODS: Decimal(1)}
+        room: Counter[DomainPath] = Counter()
+        cost: dict[DomainPath, int] = {}
+        for i, name in enumerate(self._node_names):
+            path = enclosing[i]
+            if path is None:
+                continue
+            w = self._node_room(workers, i) if self._node_verdict(workers, i, me) is None else 0
+            room[path] += w
+            if self._node_verdict(leader, i, me) is not None or not self._node_room(leader, i):
+                continue
+            planned = self.occupancy.requests_on(name)
+            with_leader = add_resources(planned, extra) if planned else extra
+            beside = min(capacity_beside(self.ctx.nodes[name], workers.rjob.pod, with_leader), w)
+            cost[path] = min(cost.get(path, w), w - beside)
+        most = max((room[p] - c for p, c in cost.items()), default=0)
+        if most >= workers.rjob.pod_count:
+            return None
+        group = workers.rjob.podset_group or ""
+        return GroupFit(group=group, leader=leader.rjob.name, level=level, most=most)
 
     def _node_enclosing(self, level: str) -> list[DomainPath | None]:
         topology, nodes = self.ctx.topology, self.ctx.nodes

@@ -17,6 +17,7 @@ from placer.model.workload import PodShape
 __all__ = [
     "KINDS",
     "RANK",
+    "GroupFit",
     "HealthKind",
     "HostCause",
     "HostCauseKind",
@@ -138,6 +139,20 @@ class Locality:
 
 
 @dataclass(frozen=True)
+class GroupFit:
+    """Each member of a Kueue podset group fits alone, but the workers do not fit beside their
+    leader (inside one domain of the required level, when there is one)."""
+
+    group: str
+    leader: str
+    """The leader's replicated job."""
+    level: str | None
+    """The group's required level; None for a preferred one (anywhere counts)."""
+    most: int
+    """Most workers' pods that fit beside the leader (inside one domain of `level`)."""
+
+
+@dataclass(frozen=True)
 class RjobDiagnosis:
     """One replicated job of a JobSet against the cluster and the rest of a plan."""
 
@@ -159,3 +174,5 @@ class RjobDiagnosis:
     fits: bool
     nodes_with_room: int | None = None
     """Shared replicated jobs: nodes with room for at least one pod."""
+    group: GroupFit | None = None
+    """The workers of a podset group that does not fit together (then `fits` is False)."""

@@ -126,7 +126,16 @@ def _host(cause: HostCause) -> str:
 
 
 def locality_text(d: RjobDiagnosis) -> str:
-    """`at most 1 in one domain of <level> (required)`, or empty when locality is not the cause."""
+    """`at most 1 in one domain of <level> (required)`, or for the workers of a podset group
+    that does not fit together `podset group g: at most 3 of the 4 pods fit beside the leader
+    (leader) in one domain of <level> (required)`; empty when locality is not the cause."""
+    if d.group is not None:
+        g = d.group
+        where = f" in one domain of {g.level} (required)" if g.level else ""
+        return (
+            f"podset group {g.group}: at most {g.most} of the {d.needed} pods fit beside the "
+            f"leader ({g.leader}){where}"
+        )
     if d.locality is None:
         return ""
     unit = " pods" if d.unit == "pod" else ""

@@ -1,0 +1,481 @@
+"""Kueue TAS BestFit for one PodSet, or one PodSet group: the algorithm over the domain tree.
+
+Pure: a read-only tree of the nodes and, per node, how many pods fit. `placer.solver.tas` feeds it
+from a plan in the making (the ledger) and turns its answer into child Job placements. Facts read
+in Kueue's `pkg/cache/scheduler/tas_flavor_snapshot.go` (the README's Kueue section); no code
+taken from it.
+
+Algorithm overview (`find_assignment`), per replicated job (Kueue's PodSet: replicas x pods):
+  fill     pods that fit per node, summed up the tree; slices (pods // slice size) at the slice
+           level, summed above it, none below it
+  level    domains of the requested level sorted by (slices desc, pods asc, level values asc)
+           (unconstrained: slices asc, Kueue's LeastFreeCapacity, and no best-fit step);
+           when the first holds every slice, the first with the fewest slices still enough
+           (BestFit); else required fails, preferred tries one level up, and at the top level
+           (or unconstrained) whole domains are taken in order, the last one best-fit
+  descend  level by level: above the slice level the chosen domains' children are pooled, at
+           and below it each domain's pods go to its own children; each time whole domains in
+           sorted order, the last one best-fit ("fewest racks, then fewest hosts")
+  assign   nodes with pods, sorted by level values
+
+A PodSet group (`find_group_assignment`: a leader of one pod and its workers, Kueue's
+`podset-group-name`) runs the same phases for the workers' pods with the leader carried along:
+fill also counts, per domain, whether the leader fits and the workers that fit beside it (the
+domain's pods less the cheapest leader node's cost); level puts domains that fit the leader first
+and counts them beside it; descend hands the leader to the first domain that can take it at a cost
+the others cover, then best-fits the rest as before.
+
+Placer's tree always ends with the nodes: when the hostname is not a declared level, the nodes
+form one more level below the lowest declared one (Kueue would then stop at that level and let
+kube-scheduler pick the nodes; its counts per domain are the same when nodes are uniform).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from placer.model.cluster import Node
+from placer.model.topology import HOSTNAME
+from placer.model.workload import ReplicatedJobRequest
+from placer.solver.context import PlacementContext
+
+__all__ = [
+    "GroupAssignment",
+    "TasRequest",
+    "TasTree",
+    "find_assignment",
+    "find_group_assignment",
+]
+
+
+@dataclass(frozen=True)
+class TasRequest:
+    """Kueue's topology request of one PodSet (a whole replicated job of a JobSet)."""
+
+    count: int
+    level: str | None
+    """Required or preferred level; None for unconstrained or slice-only requests."""
+    required: bool = False
+    unconstrained: bool = False
+    slice_level: str | None = None
+    slice_size: int = 1
+
+    @classmethod
+    def of(cls, rjob: ReplicatedJobRequest) -> TasRequest:
+        return cls(
+            count=rjob.pod_count,
+            level=rjob.required_topology or rjob.preferred_topology,
+            required=rjob.required_topology is not None,
+            unconstrained=rjob.unconstrained
+            or not (rjob.required_topology or rjob.preferred_topology),
+            slice_level=rjob.slice_topology,
+            slice_size=rjob.slice_size or 1,
+        )
+
+
+@dataclass(eq=False)
+class _Domain:
+    values: tuple[str, ...]
+    """Level values from the top level down to this domain (Kueue's levelValues)."""
+    children: list[_Domain] = field(default_factory=list)
+    node: str | None = None
+    """The node, for a leaf."""
+    pods: int = 0
+    slices: int = 0
+
+
+class TasTree:
+    """Kueue's domain tree over the nodes (those that carry every required level label).
+
+    Read-only after construction; each `find_assignment` call keeps its counts in its own state.
+    """
+
+    def __init__(
+        self, levels: Sequence[str], nodes: Iterable[Node], *, required: Sequence[str] = ()
+    ) -> None:
+        """`required`: label keys a node must carry to be in the tree (a Kueue Topology's levels,
+        the hostname among them when it is one: Kueue leaves such a node out of every domain).
+        A node missing any other level's label sits under an unnamed ("") domain at that level,
+        usable by requests that do not name the level, and without a hostname label it is named
+        by its node name (placer's older rule, for levels from `--levels` or the cluster file)."""
+        upper = [lv for lv in levels if lv != HOSTNAME]
+        self.required: tuple[str, ...] = tuple(required)
+        self.level_keys: tuple[str, ...] = (*upper, HOSTNAME)
+        """Level label keys coarse to fine; the last is the nodes' (their hostname)."""
+        self.levels_by_index: list[list[_Domain]] = [[] for _ in self.level_keys]
+        index: dict[tuple[str, ...], _Domain] = {}
+        self.roots: list[_Domain] = []
+        for node in sorted(nodes, key=lambda n: n.name):
+            if any(lv not in node.labels for lv in required):
+                continue
+            values: tuple[str, ...] = ()
+            parent: _Domain | None = None
+            for depth, lv in enumerate(upper):
+                values = (*values, node.labels.get(lv, ""))
+                found = index.get(values)
+                if found is None:
+                    found = index[values] = _Domain(values)
+                    self.levels_by_index[depth].append(found)
+                    (parent.children if parent else self.roots).append(found)
+                parent = found
+            leaf = _Domain((*values, node.labels.get(HOSTNAME, node.name)), node=node.name)
+            self.levels_by_index[-1].append(leaf)
+            (parent.children if parent else self.roots).append(leaf)
+
+    @classmethod
+    def of(cls, ctx: PlacementContext) -> TasTree:
+        """The tree of a solve: a Kueue Topology's level labels are required of every node."""
+        return cls(ctx.topology.levels, ctx.snapshot.nodes, required=ctx.topology_labels)
+
+    @property
+    def nodes(self) -> list[str]:
+        return [d.node for d in self.levels_by_index[-1] if d.node is not None]
+
+    def level_index(self, key: str) -> int | None:
+        return self.level_keys.index(key) if key in self.level_keys else None
+
+
+def find_assignment(
+    tree: TasTree, capacity: Mapping[str, int], request: TasRequest
+) -> list[tuple[str, int]] | str:
+    """(node, pods) in Kueue's order (level values ascending), or why the PodSet does not fit.
+
+    `capacity` is pods of the PodSet's shape that fit on each node now (0 or absent: none).
+    """
+    found = _Search(tree, capacity, request).run()
+    return found if isinstance(found, str) else found[0]
+
+
+@dataclass(frozen=True)
+class GroupAssignment:
+    """Where a PodSet group goes: its workers' pods per node, and the leader's node."""
+
+    workers: tuple[tuple[str, int], ...]
+    leader: str
+
+
+def find_group_assignment(
+    tree: TasTree,
+    capacity: Mapping[str, int],
+    beside_leader: Mapping[str, int],
+    request: TasRequest,
+) -> GroupAssignment | str:
+    """The workers' (node, pods) in Kueue's order and the leader's node, or why the group does
+    not fit together. `request` is the workers' (the group shares its level); `capacity` is the
+    workers' pods that fit on each node; `beside_leader` has the nodes the leader fits on, with
+    the workers' pods that still fit there once the leader is placed."""
+    found = _Search(tree, capacity, request, beside_leader).run()
+    if isinstance(found, str):
+        return found
+    workers, leader = found
+    if leader is None:
+        return "no node fits the leader"
+    return GroupAssignment(tuple(workers), leader)
+
+
+class _Search:
+    """One run of Kueue's algorithm; counts per domain live here, keyed by `id(domain)`.
+
+    Per domain, as Kueue keeps them: `pods` and `slices` that fit (phase fill), then that are
+    assigned (phase descend); `leader`, 1 when the group's leader fits somewhere inside; `pods_wl`
+    and `slices_wl`, what fits beside the leader. Without a leader, `leader` is 0 and the `_wl`
+    counts equal the plain ones, so every rule below reduces to the single-podset one.
+    """
+
+    def __init__(
+        self,
+        tree: TasTree,
+        capacity: Mapping[str, int],
+        request: TasRequest,
+        beside_leader: Mapping[str, int] | None = None,
+    ) -> None:
+        self.tree = tree
+        self.capacity = capacity
+        self.request = request
+        self.beside_leader = beside_leader
+        """Node -> workers' pods fitting beside the leader, for the nodes the leader fits on;
+        None when there is no leader."""
+        self.leaders = 0 if beside_leader is None else 1
+        self.pods: dict[int, int] = {}
+        self.slices: dict[int, int] = {}
+        self.pods_wl: dict[int, int] = {}
+        self.slices_wl: dict[int, int] = {}
+        self.leader: dict[int, int] = {}
+
+    def run(self) -> tuple[list[tuple[str, int]], str | None] | str:
+        """(worker pods per node in Kueue's order, the leader's node), or why nothing fits."""
+        r = self.request
+        last = len(self.tree.level_keys) - 1
+        if r.level is not None:
+            level = self.tree.level_index(r.level)
+            if level is None:
+                return f"no requested topology level: {r.level}"
+        else:
+            level = 0 if r.slice_level else last
+        slice_level = last if r.slice_level is None else self.tree.level_index(r.slice_level)
+        if slice_level is None:
+            return f"no requested topology level for slices: {r.slice_level}"
+        if level > slice_level:
+            return (
+                f"podset slice topology {self.tree.level_keys[slice_level]} is above the podset "
+                f"topology {self.tree.level_keys[level]}"
+            )
+        if r.count == 0 and not self.leaders:
+            return [], None
+        self.size = r.slice_size
+        self.slice_level = slice_level
+        for root in self.tree.roots:
+            self._fill(root, 0)
+        found = self._fit_level(level)
+        if isinstance(found, str):
+            return found
+        fit_level, chosen = found
+        chosen = self._to_minimum(chosen, r.count, self.leaders, self.size, slices=True)
+        depth = fit_level
+        while depth < min(last, slice_level):
+            pooled = [c for d in chosen for c in d.children]
+            chosen = self._to_minimum(
+                self._sorted(pooled), r.count, self.leaders, self.size, slices=True
+            )
+            depth += 1
+        while depth < last:
+            below: list[_Domain] = []
+            for d in chosen:
+                below += self._to_minimum(
+                    self._sorted(d.children), self._get(self.pods, d), self._get(self.leader, d), 1
+                )
+            chosen = below
+            depth += 1
+        leaves = sorted(chosen, key=lambda d: d.values)
+        leader = next((d.node for d in leaves if self._get(self.leader, d) > 0), None)
+        pods = [(d.node, self._get(self.pods, d)) for d in leaves if self._get(self.pods, d) > 0]
+        return [(n, k) for n, k in pods if n is not None], leader
+
+    # -- state --
+
+    @staticmethod
+    def _get(table: dict[int, int], d: _Domain) -> int:
+        return table.get(id(d), 0)
+
+    @staticmethod
+    def _set(table: dict[int, int], d: _Domain, value: int) -> None:
+        table[id(d)] = value
+
+    def _count(self, d: _Domain, *, slices: bool, with_leader: bool) -> int:
+        if slices:
+            table = self.slices_wl if with_leader else self.slices
+        else:
+            table = self.pods_wl if with_leader else self.pods
+        return self._get(table, d)
+
+    # -- phase fill --
+
+    def _fill(self, d: _Domain, depth: int) -> None:
+        """Pods (and slices at the slice level, summed above it) that fit in `d`, alone and
+        beside the leader: a domain fits the leader in the node of it that costs the fewest
+        workers (Kueue sums the children and takes off the smallest such cost)."""
+        if d.node is not None:
+            pods = max(self.capacity.get(d.node, 0), 0)
+            beside = None if self.beside_leader is None else self.beside_leader.get(d.node)
+            self._set(self.pods, d, pods)
+            self._set(self.leader, d, 0 if beside is None else 1)
+            self._set(self.pods_wl, d, pods if beside is None else min(max(beside, 0), pods))
+            if depth == self.slice_level:
+                self._set(self.slices, d, pods // self.size)
+                self._set(self.slices_wl, d, self._get(self.pods_wl, d) // self.size)
+            return
+        pods = slices = leader = 0
+        pod_cost: int | None = None
+        slice_cost: int | None = None
+        for c in d.children:
+            self._fill(c, depth + 1)
+            pods += self._get(self.pods, c)
+            slices += self._get(self.slices, c)
+            leader = max(leader, self._get(self.leader, c))
+            if not self.leaders or self._get(self.leader, c) > 0:
+                cost = self._get(self.pods, c) - self._get(self.pods_wl, c)
+                pod_cost = cost if pod_cost is None else min(pod_cost, cost)
+                cost = self._get(self.slices, c) - self._get(self.slices_wl, c)
+                slice_cost = cost if slice_cost is None else min(slice_cost, cost)
+        self._set(self.pods, d, pods)
+        self._set(self.leader, d, leader)
+        self._set(self.pods_wl, d, 0 if pod_cost is None else pods - pod_cost)
+        slices_wl = 0 if slice_cost is None else slices - slice_cost
+        if depth == self.slice_level:
+            slices = pods // self.size
+            slices_wl = self._get(self.pods_wl, d) // self.size
+        self._set(self.slices, d, slices)
+        self._set(self.slices_wl, d, slices_wl)
+
+    # -- phase level --
+
+    def _sorted(self, domains: Iterable[_Domain], *, with_leader: bool = False) -> list[_Domain]:
+        """BestFit order: most slices first, then fewest pods, then level values; unconstrained
+        requests (LeastFreeCapacity; Kueue TASProfileMixed, on by default): fewest slices first.
+        `with_leader` (choosing the level's domains): domains fitting the leader first, counted
+        beside it."""
+        sign = 1 if self.request.unconstrained else -1
+        wl = with_leader
+
+        def key(d: _Domain) -> tuple[int, int, int, tuple[str, ...]]:
+            return (
+                -self._get(self.leader, d) if wl else 0,
+                sign * self._count(d, slices=True, with_leader=wl),
+                self._count(d, slices=False, with_leader=wl),
+                d.values,
+            )
+
+        return sorted(domains, key=key)
+
+    def _best_fit(
+        self, domains: Sequence[_Domain], needed: int, leaders: int, *, slices: bool
+    ) -> _Domain:
+        """The first domain with the fewest slices (pods) still `needed`, beside the leader when
+        one is still to place (domains that cannot take it are passed over); else the first."""
+        best, best_count = domains[0], None
+        for d in domains:
+            if self._get(self.leader, d) < leaders:
+                continue
+            count = self._count(d, slices=slices, with_leader=leaders > 0)
+            if count >= needed and (best_count is None or count < best_count):
+                best, best_count = d, count
+        return best
+
+    def _not_fit(self, fit: int, needed: int) -> str:
+        unit = "slice" if self.size > 1 else "pod"
+        beside = " beside the leader" if self.leaders else ""
+        if fit == 0:
+            return f"topology doesn't allow to fit any of {needed} {unit}(s){beside}"
+        return f"topology allows to fit only {fit} out of {needed} {unit}(s){beside}"
+
+    def _no_leader(self, level: int) -> str:
+        return (
+            f"no domain of {self.tree.level_keys[level]} fits the leader beside the "
+            f"{self.request.count} pod(s)"
+        )
+
+    def _fit_level(self, level: int) -> tuple[int, list[_Domain]] | str:
+        r = self.request
+        domains = self._sorted(self.tree.levels_by_index[level], with_leader=True)
+        if not domains:
+            return f"no topology domains at level: {self.tree.level_keys[level]}"
+        needed = r.count // self.size
+        leaders = self.leaders
+        if r.unconstrained:
+            for d in domains:
+                room = self._count(d, slices=True, with_leader=leaders > 0)
+                if self._get(self.leader, d) >= leaders and room >= needed:
+                    return level, [d]
+        top = domains[0]
+        # (an unconstrained request that fits one domain returned above)
+        if self._get(self.slices_wl, top) >= needed and self._get(self.leader, top) >= leaders:
+            return level, [self._best_fit(domains, needed, leaders, slices=True)]
+        if r.required:
+            if self._get(self.leader, top) < leaders and self._get(self.slices, top) >= needed:
+                return self._no_leader(level)
+            return self._not_fit(self._get(self.slices_wl, top), needed)
+        if level > 0 and not r.unconstrained:
+            return self._fit_level(level - 1)
+        return self._spread_top(level, domains, needed)
+
+    def _spread_top(
+        self, level: int, domains: list[_Domain], needed: int
+    ) -> tuple[int, list[_Domain]] | str:
+        """Nothing fits one domain of the top level: whole domains in order, the leader's first,
+        the last one best-fit."""
+        r = self.request
+        best_fit = not r.unconstrained
+        chosen: list[_Domain] = []
+        remaining, leaders = needed, self.leaders
+        ordered = self._leader_first(domains, r.count, leaders, slices=True)
+        i = 0
+        while leaders > 0 and i < len(ordered) and self._get(self.leader, ordered[i]) > 0:
+            d = ordered[i]
+            if best_fit and self._get(self.slices_wl, d) >= remaining:
+                d = self._best_fit(ordered[i:], remaining, leaders, slices=True)
+            chosen.append(d)
+            leaders -= self._get(self.leader, d)
+            remaining -= self._get(self.slices_wl, d)
+            i += 1
+        if leaders > 0:
+            return self._no_leader(level)
+        rest = self._sorted(ordered[i:])
+        for j, d in enumerate(rest):
+            if remaining <= 0:
+                break
+            if best_fit and self._get(self.slices, d) >= remaining:
+                d = self._best_fit(rest[j:], remaining, 0, slices=True)
+            chosen.append(d)
+            remaining -= self._get(self.slices, d)
+        if remaining > 0:
+            return self._not_fit(needed - remaining, needed)
+        return level, chosen
+
+    # -- phase descend --
+
+    def _leader_first(
+        self, domains: list[_Domain], count: int, leaders: int, *, slices: bool
+    ) -> list[_Domain]:
+        """Move to the front the first domain that fits the leader at a cost the others can
+        cover (Kueue's `prioritizeLeaderDomain`): the capacity summed above assumed it."""
+        if leaders == 0 or len(domains) < 2:
+            return domains
+        needed = count // self.size if slices else count
+        available = sum(self._count(d, slices=slices, with_leader=False) for d in domains)
+        for i, d in enumerate(domains):
+            if self._get(self.leader, d) < leaders:
+                continue
+            cost = self._count(d, slices=slices, with_leader=False) - self._count(
+                d, slices=slices, with_leader=True
+            )
+            if available - cost < needed:
+                continue
+            return domains if i == 0 else [d, *domains[:i], *domains[i + 1 :]]
+        return domains
+
+    def _to_minimum(
+        self, domains: list[_Domain], count: int, leaders: int, size: int, *, slices: bool = False
+    ) -> list[_Domain]:
+        """Whole domains in order until one can hold the rest; that last one best-fit. The leader
+        goes first, into the first domain that can take it (Kueue's `updateCountsToMinimum`)."""
+        best_fit = not self.request.unconstrained
+        domains = self._leader_first(domains, count, leaders, slices=slices)
+        remaining = count // size if slices else count
+        primary = self.slices if slices else self.pods
+        with_leader = self.slices_wl if slices else self.pods_wl
+        chosen: list[_Domain] = []
+        for i, d in enumerate(domains):
+            if leaders > 0:
+                if (
+                    best_fit
+                    and self._get(with_leader, d) >= remaining
+                    and self._get(self.leader, d) >= leaders
+                ):
+                    d = self._best_fit(domains[i:], remaining, leaders, slices=slices)
+                chosen.append(d)
+                if self._get(with_leader, d) >= remaining and self._get(self.leader, d) >= leaders:
+                    self._set(primary, d, remaining)
+                    self._set(self.leader, d, leaders)
+                    self._set(self.pods, d, remaining * size)
+                    return chosen
+                taken = min(self._get(with_leader, d), remaining)
+                self._set(with_leader, d, taken)
+                self._set(self.leader, d, min(self._get(self.leader, d), leaders))
+                self._set(primary, d, taken)
+                self._set(self.pods, d, taken * size)
+                leaders -= self._get(self.leader, d)
+                remaining -= taken
+                continue
+            if best_fit and self._get(primary, d) >= remaining:
+                d = self._best_fit(domains[i:], remaining, 0, slices=slices)
+            self._set(self.leader, d, 0)
+            have = self._get(primary, d)
+            chosen.append(d)
+            if have >= remaining:
+                self._set(primary, d, remaining)
+                self._set(self.pods, d, remaining * size)
+                return chosen
+            self._set(self.pods, d, have * size)
+            remaining -= have
+        return chosen
