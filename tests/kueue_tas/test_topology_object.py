@@ -174,3 +174,58 @@ def test_plan_and_explain_name_the_missing_label(
     # without declared levels the same node is used: the rule comes with the Topology
     code, out, err = plan(capsys, "--cluster", cluster(tmp_path), *FAST, "-o", "json", jobsets)
     assert json.loads(out)["jobsets"][0]["status"] == "placed"
+
+
+def no_hostname_cluster(tmp_path: Path) -> Path:
+    """n1 (b1/r1) and n2 (b1/r2), 4 cpus each; n4 in b1/r1 with 64 cpus but no hostname label."""
+    n4 = kube_node("n4", {BLOCK: "b1", RACK: "r1"}, cpu="64")
+    del n4["metadata"]["labels"][HOST]
+    return write(
+        tmp_path,
+        "nodes.yaml",
+        kube_node("n1", {BLOCK: "b1", RACK: "r1"}),
+        kube_node("n2", {BLOCK: "b1", RACK: "r2"}),
+        n4,
+    )
+
+
+@pytest.mark.parametrize("solver", ["first-fit", "best-fit", "cpsat"])
+def test_a_topology_listing_the_hostname_leaves_out_a_node_without_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], solver: str
+) -> None:
+    """Kueue's `NodeMatchesFlavor` asks every level's label of a node, the hostname too when the
+    Topology lists it; when it does not, the hostname is no requirement."""
+    jobsets = write(tmp_path, "js.yaml", jobset("big", 12, REQUIRED_BLOCK))
+    nodes = no_hostname_cluster(tmp_path)
+    listed = write(tmp_path, "t.yaml", topology())
+    argv = ["--solver", solver, *FAST, "-o", "json", jobsets]
+    code, out, err = plan(capsys, "--cluster", nodes, "--cluster", listed, *argv)
+    assert code == 0, err
+    outcome = json.loads(out)["jobsets"][0]
+    assert outcome["status"] == "unschedulable"
+    assert f"missing topology label {HOST}" in outcome["reason"]
+    unlisted = write(
+        tmp_path, "t2.yaml", topology(levels=[{"nodeLabel": BLOCK}, {"nodeLabel": RACK}])
+    )
+    for extra in (["--cluster", unlisted], ["--levels", f"{BLOCK},{RACK},{HOST}"]):
+        code, out, err = plan(capsys, "--cluster", nodes, *extra, *argv)
+        assert code == 0, err
+        outcome = json.loads(out)["jobsets"][0]
+        assert outcome["status"] == "placed", extra
+        assert "n4" in {p["node"] for j in outcome["jobs"] for p in j["pods"]}
+
+
+def test_explain_names_the_missing_hostname(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    jobsets = write(tmp_path, "js.yaml", jobset("big", 12, REQUIRED_BLOCK))
+    argv = [
+        "--cluster",
+        no_hostname_cluster(tmp_path),
+        "--cluster",
+        write(tmp_path, "t.yaml", topology()),
+    ]
+    code = main(["explain", *map(str, argv), *FAST, str(jobsets), "team/big"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert f"1  missing topology label {HOST}" in out
