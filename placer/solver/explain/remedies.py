@@ -273,21 +273,32 @@ def _other_topology(rp: Replanner, inputs: ConflictInputs) -> list[Remedy]:
 def _relax_locality(rp: Replanner, inputs: ConflictInputs) -> list[Remedy]:
     target = inputs.target
     out: list[Remedy] = []
+    done: set[str] = set()
     for r in target.replicated_jobs:
         level = r.required_topology
-        if not level:
+        if not level or r.name in done:
             continue
-        new = _with_rjobs(
-            target, {r.name: {"required_topology": None, "preferred_topology": level}}
-        )
+        # a podset group shares one topology request: relax it for every member at once
+        names = [
+            o.name
+            for o in target.replicated_jobs
+            if o.name == r.name or (r.podset_group and o.podset_group == r.podset_group)
+        ]
+        done.update(names)
+        relaxed: dict[str, object] = {"required_topology": None, "preferred_topology": level}
+        new = _with_rjobs(target, dict.fromkeys(names, relaxed))
         jobs = rp.try_plan(target.key, jobsets=_replace(rp.jobsets, target, new))
         if jobs is not None:
             out.append(
                 Remedy(
                     kind="relax-locality",
-                    text=f"let {r.name} span domains of {level} (preferred instead of required "
-                    "topology)",
-                    change={"replicated_job": r.name, "preferred_topology": level},
+                    text=f"let {' and '.join(names)} span domains of {level} (preferred instead "
+                    "of required topology)",
+                    change=(
+                        {"replicated_job": r.name, "preferred_topology": level}
+                        if len(names) == 1
+                        else {"replicated_jobs": names, "preferred_topology": level}
+                    ),
                     verified=True,
                     jobs=jobs,
                 )
