@@ -27,18 +27,22 @@ __all__ = [
     "resource_version",
 ]
 
-Kind = Literal["nodes", "pods", "jobsets", "priorityclasses", "events", "configmaps", "leases"]
+Kind = Literal[
+    "nodes", "pods", "jobsets", "priorityclasses", "topologies", "events", "configmaps", "leases"
+]
 KINDS: tuple[Kind, ...] = (
     "nodes",
     "pods",
     "jobsets",
     "priorityclasses",
+    "topologies",
     "events",
     "configmaps",
     "leases",
 )
-"""Cluster-scoped: nodes, priorityclasses. Namespaced: pods, jobsets, events, configmaps (the
-placement ledger) and leases (read for leader election)."""
+"""Cluster-scoped: nodes, priorityclasses, topologies (Kueue's `Topology`, listed only: they give
+the topology levels as `placer plan` reads them). Namespaced: pods, jobsets, events, configmaps
+(the placement ledger) and leases (read for leader election)."""
 
 Obj = dict[str, Any]
 

@@ -42,6 +42,8 @@ class ClusterState:
     pods: Mapping[Key, Obj] = field(default_factory=dict)
     jobsets: Mapping[Key, Obj] = field(default_factory=dict)
     priority_classes: Mapping[str, Obj] = field(default_factory=dict)
+    topologies: Mapping[str, Obj] = field(default_factory=dict)
+    """Kueue Topologies, by name: the topology levels, as `placer plan` reads them."""
     configmaps: Mapping[Key, Obj] = field(default_factory=dict)
     """The placement ledger (the only ConfigMap the controller watches)."""
     version: int = 0
@@ -113,6 +115,7 @@ class ClusterCache:
             "pods": {},
             "jobsets": {},
             "priorityclasses": {},
+            "topologies": {},
             "configmaps": {},
         }
         self._rv: dict[Stream, str] = {}
@@ -141,9 +144,27 @@ class ClusterCache:
                 self._changed(capacity=True)
         if stream is None:
             listing = self.adapter.list("priorityclasses")
+            topologies = self._list_topologies()
             with self._lock:
                 self._objects["priorityclasses"] = {object_key(o): o for o in listing.items}
+                found = {object_key(o): o for o in topologies}
+                if found != self._objects["topologies"]:
+                    self._objects["topologies"] = found
+                    self._changed(capacity=True)
         self.relists += 1
+
+    def _list_topologies(self) -> list[Obj]:
+        """Kueue Topologies, listed on every full relist (like priority classes: they rarely
+        change, so no watch); none when Kueue is not installed (404) or they may not be listed
+        (401/403), as `placer plan --kubeconfig` reads them."""
+        try:
+            return self.adapter.list("topologies").items
+        except ClusterError as e:
+            if e.status not in (401, 403, 404):
+                raise
+            if e.status != 404:
+                log.warning("%s; Kueue Topologies are not read (grant list on them)", e)
+            return []
 
     def _changed(self, *, capacity: bool) -> None:
         self._version += 1
@@ -186,6 +207,7 @@ class ClusterCache:
                 pods=dict(self._objects["pods"]),
                 jobsets=dict(self._objects["jobsets"]),
                 priority_classes={k[1]: o for k, o in self._objects["priorityclasses"].items()},
+                topologies={k[1]: o for k, o in self._objects["topologies"].items()},
                 configmaps=dict(self._objects["configmaps"]),
                 version=self._version,
                 capacity_version=self._capacity_version,

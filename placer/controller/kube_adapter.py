@@ -30,6 +30,7 @@ from placer.controller.adapter import Kind, Listing, Obj, WatchEvent
 from placer.controller.lease import LeaderSettings
 from placer.model.errors import ClusterError
 from placer.model.kubeconfig import config_error
+from placer.model.kueue_topology import KUEUE_GROUP, TOPOLOGY_VERSIONS
 
 __all__ = ["JOBSET_GROUP", "JOBSET_PLURAL", "JOBSET_VERSION", "KubeAdapter"]
 
@@ -89,11 +90,17 @@ class KubeAdapter:
 
     # --- dispatch ------------------------------------------------------------------------------
 
-    def _lister(self, kind: Kind, namespace: str | None) -> Callable[..., Any]:
-        """A plain function (no return annotation, so `Watch` yields raw JSON) listing `kind`."""
+    def _lister(
+        self, kind: Kind, namespace: str | None, version: str = TOPOLOGY_VERSIONS[0]
+    ) -> Callable[..., Any]:
+        """A plain function (no return annotation, so `Watch` yields raw JSON) listing `kind`
+        (Kueue topologies in API `version`)."""
         fn: Callable[..., Any]
         args: tuple[str, ...] = ()
-        if kind == "nodes":
+        if kind == "topologies":
+            fn = self.custom.list_cluster_custom_object
+            args = (KUEUE_GROUP, version, "topologies")
+        elif kind == "nodes":
             fn = self.core.list_node
         elif kind == "pods":
             fn, args = (
@@ -139,7 +146,19 @@ class KubeAdapter:
     def list(
         self, kind: Kind, *, namespace: str | None = None, label_selector: str = ""
     ) -> Listing:
-        call = self._lister(kind, namespace)
+        if kind != "topologies":
+            return self._list_pages(kind, self._lister(kind, namespace), label_selector)
+        # Kueue serves Topology in one or two versions: the newest one the cluster knows
+        for version in TOPOLOGY_VERSIONS[:-1]:
+            try:
+                return self._list_pages(kind, self._lister(kind, None, version), label_selector)
+            except ClusterError as e:
+                if e.status != 404:
+                    raise
+        oldest = self._lister(kind, None, TOPOLOGY_VERSIONS[-1])
+        return self._list_pages(kind, oldest, label_selector)
+
+    def _list_pages(self, kind: Kind, call: Callable[..., Any], label_selector: str) -> Listing:
         items: list[Obj] = []
         token: str | None = None
         while True:

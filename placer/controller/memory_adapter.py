@@ -30,7 +30,7 @@ from placer.model.errors import ClusterError
 
 __all__ = ["CLUSTER_SCOPED", "MemoryCluster", "pod_update_violation"]
 
-CLUSTER_SCOPED: frozenset[str] = frozenset({"nodes", "priorityclasses"})
+CLUSTER_SCOPED: frozenset[str] = frozenset({"nodes", "priorityclasses", "topologies"})
 _TEMPORARY = frozenset({429, 500, 502, 503, 504})
 
 

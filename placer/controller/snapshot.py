@@ -2,11 +2,13 @@
 
 Only pods bound to a node take room; under the node-labels binding placer's own node-selector
 labels and taints are taken off (they are reservations the records already count), while such a
-label placer did not set holds its node for that child Job.
+label placer did not set holds its node for that child Job. The levels are `--levels`, else the
+cluster's Kueue Topology, as for `placer plan --kubeconfig` on the same cluster.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -18,9 +20,13 @@ from placer.controller.bindings import (
 from placer.controller.cache import ClusterState
 from placer.controller.domains import reserve
 from placer.model.cluster import ClusterSnapshot
+from placer.model.errors import InputError
+from placer.model.kueue_topology import cluster_topology
 from placer.model.snapshot import snapshot_from_objects
 
 __all__ = ["planning_snapshot"]
+
+log = logging.getLogger(__name__)
 
 
 def _strip_node_labels(obj: Mapping[str, Any]) -> tuple[Mapping[str, Any], str | None]:
@@ -59,7 +65,27 @@ def planning_snapshot(
         nodes.append(obj)
     # Only pods bound to a node take room there; the gated ones waiting for a plan are most.
     bound = [p for p in state.pods.values() if (p.get("spec") or {}).get("nodeName")]
+    topology = ("", ()) if levels else _kueue_topology(state)
     snapshot = snapshot_from_objects(
-        nodes, bound, state.priority_classes.values(), source="cluster", levels=levels
+        nodes,
+        bound,
+        state.priority_classes.values(),
+        source="cluster",
+        levels=levels or topology[1],
+        kueue_topology=topology[0],
     )
     return reserve(snapshot, holders)
+
+
+def _kueue_topology(state: ClusterState) -> tuple[str, tuple[str, ...]]:
+    """The cluster's Kueue Topology levels, read as `placer plan --kubeconfig` reads them, so the
+    controller plans on the same levels (and leaves out the same unlabeled nodes). A Topology
+    without levels is refused by Kueue's own validation; should one appear, the controller warns
+    and plans without levels rather than stop."""
+    try:
+        return cluster_topology(
+            [state.topologies[n] for n in sorted(state.topologies)], source="cluster"
+        )
+    except InputError as e:
+        log.warning("%s; planning without its levels", e)
+        return "", ()

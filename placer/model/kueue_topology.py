@@ -1,19 +1,29 @@
 """Kueue `Topology` objects -> topology levels, an alternative to `--levels`.
 
 A Kueue Topology (`kueue.x-k8s.io/v1beta1` or `v1beta2`) lists its levels coarse to fine in
-`spec.levels[].nodeLabel`. The snapshot loader reads one from a `--cluster` file, the live loader
-from the cluster. A Topology without levels is an input error naming the file, the object and the
-field; so is a level without a node label.
+`spec.levels[].nodeLabel`. The snapshot loader reads one from a `--cluster` file; the live loader
+and the controller read the cluster's through `cluster_topology`, so both see the same levels.
+A Topology without levels is an input error naming the file, the object and the field; so is a
+level without a node label.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from placer.model.errors import InputError
 
-__all__ = ["KUEUE_GROUP", "TOPOLOGY_VERSIONS", "is_kueue_topology", "topology_levels"]
+__all__ = [
+    "KUEUE_GROUP",
+    "TOPOLOGY_VERSIONS",
+    "cluster_topology",
+    "is_kueue_topology",
+    "topology_levels",
+]
+
+log = logging.getLogger(__name__)
 
 KUEUE_GROUP = "kueue.x-k8s.io"
 TOPOLOGY_VERSIONS = ("v1beta2", "v1beta1")
@@ -66,3 +76,28 @@ def topology_levels(obj: Mapping[str, Any], *, source: str = "") -> tuple[str, .
             )
         keys.append(label)
     return tuple(keys)
+
+
+def cluster_topology(
+    topologies: Iterable[Mapping[str, Any]], *, source: str = ""
+) -> tuple[str, tuple[str, ...]]:
+    """(`Topology/<name>`, levels) of a cluster's Kueue Topologies, when it has exactly one or
+    several that agree (the first name); ("", ()) when it has none.
+
+    Topologies that disagree cannot be told apart without the ResourceFlavor a queue uses, so then
+    too ("", ()), with a warning (give --levels). A Topology without levels is an input error.
+    """
+    by_name = {
+        f"Topology/{(t.get('metadata') or {}).get('name')}": topology_levels(t, source=source)
+        for t in topologies
+    }
+    distinct = set(by_name.values())
+    if len(distinct) == 1:
+        return min(by_name), distinct.pop()
+    if distinct:
+        log.warning(
+            "%s: Kueue Topologies %s differ; using none of them (give --levels)",
+            source,
+            ", ".join(sorted(n.removeprefix("Topology/") for n in by_name)),
+        )
+    return "", ()

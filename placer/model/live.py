@@ -23,7 +23,7 @@ from kubernetes.config.config_exception import ConfigException
 from placer.model.cluster import ClusterSnapshot
 from placer.model.errors import ClusterError
 from placer.model.kubeconfig import config_error
-from placer.model.kueue_topology import KUEUE_GROUP, TOPOLOGY_VERSIONS, topology_levels
+from placer.model.kueue_topology import KUEUE_GROUP, TOPOLOGY_VERSIONS, cluster_topology
 from placer.model.snapshot import TERMINAL_PHASES, snapshot_from_objects
 
 __all__ = ["PAGE_SIZE", "load_live_snapshot"]
@@ -93,13 +93,9 @@ def _transport_reason(error: Exception) -> str:
 
 
 def _kueue_levels(custom: client.CustomObjectsApi, host: str) -> tuple[str, tuple[str, ...]]:
-    """(name, levels) of the cluster's Kueue Topology, when it has exactly one (or several that
-    agree: the first name); ("", ()) otherwise.
-
-    No Kueue installed (the API answers 404) or no right to list Topologies: no levels, the
-    JobSets' keys decide as without Kueue. Topologies that disagree cannot be told apart without
-    the ResourceFlavor a queue uses, so then too no levels (with a warning: give --levels).
-    """
+    """(name, levels) of the cluster's Kueue Topology (`cluster_topology`); ("", ()) when Kueue
+    is not installed (the API answers 404) or Topologies may not be listed: the JobSets' keys
+    then decide the levels, as without Kueue."""
     for version in TOPOLOGY_VERSIONS:
         try:
             found = _list_all(
@@ -113,21 +109,7 @@ def _kueue_levels(custom: client.CustomObjectsApi, host: str) -> tuple[str, tupl
             if e.status in (401, 403, 404):
                 continue
             raise
-        if not found:
-            return "", ()
-        by_name = {
-            f"Topology/{(t.get('metadata') or {}).get('name')}": topology_levels(t, source=host)
-            for t in found
-        }
-        distinct = set(by_name.values())
-        if len(distinct) == 1:
-            return min(by_name), distinct.pop()
-        log.warning(
-            "%s: Kueue Topologies %s differ; using none of them (give --levels)",
-            host,
-            ", ".join(sorted(n.removeprefix("Topology/") for n in by_name)),
-        )
-        return "", ()
+        return cluster_topology(found, source=host)
     return "", ()
 
 

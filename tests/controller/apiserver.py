@@ -16,6 +16,8 @@ Paths served (all the adapter and the client's leader election use):
     /api/v1/namespaces/{ns}/configmaps[/{name}]              list, watch, get, patch, create
     /apis/jobset.x-k8s.io/v1alpha2[/namespaces/{ns}]/jobsets[/{name}]   list, watch, get, patch
     /apis/scheduling.k8s.io/v1/priorityclasses               list
+    /apis/kueue.x-k8s.io/v1beta1/topologies                  list (v1beta2 answers 404: an
+                                                             older Kueue, one version served)
     /apis/coordination.k8s.io/v1/namespaces/{ns}/leases[/{name}]        get, create, replace
 
 Lists and watches also take the one field selector clients use, `metadata.name=<name>`.
@@ -80,6 +82,7 @@ _ROUTES = [
         re.compile(r"^/apis/scheduling\.k8s\.io/v1/priorityclasses(?:/(?P<name>[^/]+))?$"),
         "priorityclasses",
     ),
+    (re.compile(r"^/apis/kueue\.x-k8s\.io/v1beta1/topologies$"), "topologies"),
     (
         re.compile(
             r"^/apis/coordination\.k8s\.io/v1/namespaces/(?P<ns>[^/]+)/leases"
@@ -95,6 +98,7 @@ _LIST_KIND = {
     "events": "EventList",
     "jobsets": "JobSetList",
     "priorityclasses": "PriorityClassList",
+    "topologies": "TopologyList",
     "leases": "LeaseList",
     "configmaps": "ConfigMapList",
 }

@@ -170,6 +170,7 @@ def test_rbac_is_exactly_what_the_adapter_calls() -> None:
         ("nodes", "list"),
         ("nodes", "watch"),
         ("priorityclasses", "list"),
+        ("topologies", "list"),
         ("events", "create"),
     }
     assert rules(docs, "ClusterRole", "placer-controller-gate") == {
