@@ -28,6 +28,7 @@ __all__ = [
     "TPU_TOPOLOGY",
     "cluster",
     "clusters",
+    "group_scenarios",
     "jobset",
     "node",
     "pod",
@@ -263,3 +264,49 @@ def queues(draw: st.DrawFn, max_jobsets: int = 5) -> list[JobSetRequest]:
 @st.composite
 def scenarios(draw: st.DrawFn) -> tuple[ClusterSnapshot, list[JobSetRequest]]:
     return draw(clusters()), draw(queues())
+
+
+RACK = "cloud.com/topology-rack"
+
+
+@st.composite
+def group_scenarios(draw: st.DrawFn) -> tuple[ClusterSnapshot, JobSetRequest]:
+    """A small rack/block cluster (some hosts labeled `role=head`, some with GPUs) and one JobSet
+    of a Kueue podset group: a one-pod leader (maybe only for head nodes) and 1-6 workers, in
+    either order, asking for a rack or a block, required or preferred."""
+    nodes: list[Node] = []
+    for r in range(draw(st.integers(1, 3))):
+        for h in range(draw(st.integers(1, 3))):
+            labels = {BLOCK: f"b{r % 2}", RACK: f"r{r}"}
+            if draw(st.booleans()):
+                labels["role"] = "head"
+            room = resources(
+                cpu=draw(st.sampled_from([1, 2, 4, 8])),
+                gpu=draw(st.sampled_from([0, 2, 4])),
+                pods=110,
+            )
+            nodes.append(Node(name=f"r{r}-h{h}", labels=labels, allocatable=room, free=dict(room)))
+    level = draw(st.sampled_from([RACK, BLOCK]))
+    kind = draw(st.sampled_from(["required", "preferred"]))
+    topology = {f"{kind}_topology": level, "podset_group": "g"}
+    leader = ReplicatedJobRequest(
+        name="leader",
+        replicas=1,
+        pods_per_job=1,
+        pod=pod(
+            tpu=0,
+            cpu=draw(st.integers(1, 4)),
+            node_selector=draw(st.sampled_from([None, {"role": "head"}])),
+        ),
+        **topology,  # type: ignore[arg-type]
+    )
+    workers = ReplicatedJobRequest(
+        name="workers",
+        replicas=draw(st.integers(1, 3)),
+        pods_per_job=draw(st.integers(1, 2)),
+        pod=pod(tpu=0, cpu=draw(st.integers(1, 2)), **draw(st.sampled_from([{}, {"gpu": 1}]))),
+        **topology,  # type: ignore[arg-type]
+    )
+    members = (leader, workers) if draw(st.booleans()) else (workers, leader)
+    snapshot = ClusterSnapshot(nodes=tuple(nodes), levels=(BLOCK, RACK, HOSTNAME))
+    return snapshot, jobset("lws", *members)

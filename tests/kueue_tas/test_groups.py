@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
 
 from placer.cli import main
 from placer.model.cluster import ClusterSnapshot, Node
@@ -23,9 +24,12 @@ from placer.model.options import SolveOptions
 from placer.model.plan import Plan, PodPlacement
 from placer.model.workload import JobSetRequest
 from placer.solver.checker import check
+from placer.solver.context import PlacementContext
+from placer.solver.reasons import Classifier
 from placer.solver.registry import get_solver
 from tests.kueue_tas.cases import HOST, RACK, res_node
 from tests.kueue_tas.test_topology_object import kube_node
+from tests.strategies import group_scenarios, solve_checked
 
 KUEUE = "kueue.x-k8s.io/"
 GROUP = KUEUE + "podset-group-name"
@@ -237,7 +241,6 @@ def test_the_model_ties_the_members_required_domains() -> None:
     infeasible, in one rack feasible."""
     from ortools.sat.python import cp_model
 
-    from placer.solver.context import PlacementContext
     from placer.solver.cpsat import aggregate, build_model
 
     ctx = PlacementContext(ClusterSnapshot(nodes=two_racks()), [leader_and_workers()], OPTIONS)
@@ -336,3 +339,25 @@ def test_explain_says_the_group_fits_only_apart(
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "podset group g: at most 0 of the 2 pods fit beside the leader (leader)" in out
+
+
+# -- properties --
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(group_scenarios())
+def test_every_plan_keeps_the_group_and_best_fit_agrees_with_the_diagnosis(
+    scenario: tuple[ClusterSnapshot, JobSetRequest],
+) -> None:
+    """Every solver's plan passes the checker (so no group is split); best-fit places the group
+    exactly when the diagnosis finds room for it (Kueue's search and the classifier agree); cpsat
+    places it whenever best-fit does."""
+    snapshot, js = scenario
+    options = SolveOptions(workers=1, time_limit_s=5)
+    plans = {s: solve_checked(s, snapshot, [js], options) for s in SOLVERS}
+    placed = {s: p.jobsets[0].status == "placed" for s, p in plans.items()}
+    diagnosis = Classifier(PlacementContext(snapshot, [js], options)).diagnose(js)
+    assert placed["best-fit"] == all(d.fits for d in diagnosis)
+    assert placed["cpsat"] >= placed["best-fit"]
+    if not placed["best-fit"]:
+        assert plans["best-fit"].jobsets[0].reason
