@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from placer.model.cluster import ClusterSnapshot
 from placer.model.options import SolveOptions
 from placer.model.plan import Plan, PodPlacement
@@ -43,7 +45,9 @@ def test_the_checker_refuses_a_slice_split_across_racks() -> None:
     )
 
 
-def test_the_checker_refuses_pods_on_a_node_missing_a_kueue_level_label() -> None:
+@pytest.mark.parametrize("missing", [RACK, HOST])
+def test_the_checker_refuses_pods_on_a_node_missing_a_kueue_level_label(missing: str) -> None:
+    """The hostname too, when the Kueue Topology lists it (Kueue's `NodeMatchesFlavor`)."""
     case = _case("unlabeled", 2, required=BLOCK)
     js = jobset_of(case)
     snapshot = ClusterSnapshot(nodes=case.nodes, levels=THREE, kueue_topology="Topology/default")
@@ -51,11 +55,13 @@ def test_the_checker_refuses_pods_on_a_node_missing_a_kueue_level_label() -> Non
     assert check(plan, snapshot, [js], SolveOptions()) == []
     used = plan.jobsets[0].jobs[0].pods[0].node
     node = next(n for n in case.nodes if n.name == used)
-    unlabeled = node.model_copy(update={"labels": {HOST: node.labels[HOST], BLOCK: "b1"}})
+    unlabeled = node.model_copy(
+        update={"labels": {k: v for k, v in node.labels.items() if k != missing}}
+    )
     nodes = tuple(unlabeled if n.name == used else n for n in case.nodes)
     changed = snapshot.model_copy(update={"nodes": nodes})
     problems = check(plan, changed, [js], SolveOptions())
-    assert f"node {used} lacks topology label {RACK} but has planned pods" in problems
+    assert f"node {used} lacks topology label {missing} but has planned pods" in problems
 
 
 def test_a_queue_packs_each_jobset_into_the_tightest_rack_left() -> None:
