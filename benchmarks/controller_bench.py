@@ -15,7 +15,9 @@ window) and writes through the memory adapter, whose API-server work counts in t
 Reported: the cycle's wall and CPU time and the wall time of its phases as the cycle reports them
 (observe, survey, snapshot, review, plan, commit to the placement ledger, write planning, writes),
 the solver's phases, the writes made, and a second cycle with nothing changed (the JobSets left
-unschedulable are planned again). Run from the repository root:
+unschedulable are planned again). Both cycles plan at one fixed instant (`INSTANT_S`), and each
+cycle's plans are printed as a digest, so a speed change shows it changed no plan by giving the
+same digests on both trees. Run from the repository root:
 
     python -m benchmarks.controller_bench --solver cpsat --time-limit 10 [--reservations head]
 """
@@ -23,6 +25,8 @@ unschedulable are planned again). Run from the repository root:
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import logging
 import os
 import platform
@@ -37,9 +41,10 @@ from placer.controller.ledger import LEDGER_NAME
 from placer.controller.memory_adapter import MemoryCluster
 from placer.controller.reconcile import Controller, ControllerConfig, CycleReport
 from placer.model.options import ReservationPolicy, SolveOptions, TimePolicy
+from placer.model.plan import Plan
 from placer.model.workload import JOBSET_NAME_LABEL
 
-__all__ = ["Fleet", "build_cluster", "main", "measure"]
+__all__ = ["Fleet", "build_cluster", "main", "measure", "plan_digest"]
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +54,9 @@ TOPOLOGY = "cloud.google.com/gke-tpu-topology"
 TPU = "google.com/tpu"
 HOSTS_PER_POOL = 4
 POOLS_PER_BLOCK = 25
+INSTANT_S = 1_800_000_000.0
+"""The controller's wall clock in both cycles (epoch seconds): a fixed planning instant makes the
+plans of two trees comparable by digest (expected starts are seconds after it)."""
 
 
 @dataclass(frozen=True)
@@ -132,6 +140,13 @@ def _cycle(controller: Controller) -> tuple[CycleReport, dict[str, tuple[float, 
     return report, parts
 
 
+def plan_digest(plans: Sequence[Plan]) -> str:
+    """A short hash of every outcome of the plans (placements, reasons, expected starts, reserved
+    domains, backfill, waits-for): equal digests on two trees, identical plans."""
+    outcomes = [o.model_dump(mode="json") for p in plans for o in p.jobsets]
+    return hashlib.sha256(json.dumps(outcomes, sort_keys=True).encode()).hexdigest()[:16]
+
+
 def _ledger_bytes(cluster: MemoryCluster, config: ControllerConfig) -> int:
     """Size of the ledger's data after the first cycle: what the 1 MiB ConfigMap limit bounds."""
     obj = cluster.get("configmaps", LEDGER_NAME, namespace=config.ledger_namespace)
@@ -148,7 +163,7 @@ def measure(
     built = time.perf_counter() - start
     options = SolveOptions(time_limit_s=time_limit_s, time=TimePolicy(reservations=reservations))
     config = ControllerConfig(solver=solver, options=options, window_s=0.0)
-    controller = Controller(cluster, config, sleep=lambda s: None)
+    controller = Controller(cluster, config, sleep=lambda s: None, wall_clock=lambda: INSTANT_S)
     start = time.perf_counter()
     controller.relist()
     listed = time.perf_counter() - start
@@ -173,6 +188,10 @@ def measure(
         "ledger_bytes": _ledger_bytes(cluster, config),
         "ledger_entries": len(first.ledger.entries) if first.ledger else 0,
         "reserved": sum(1 for p in plans for o in p.jobsets if o.reserved_domains),
+        "digests": (
+            plan_digest(plans),
+            plan_digest([p for p, _, _ in second.planned.plans]),
+        ),
     }
 
 
@@ -205,6 +224,7 @@ def _print(fleet: Fleet, solver: str, limit: float, r: dict[str, Any]) -> None:
         print(f"  {name}: {wall:.2f} s wall" + (f", {cpu:.2f} s CPU" if cpu else ""))
     print(f"placement ledger: {r['ledger_bytes']:,} bytes of data (ConfigMap limit 1 MiB)")
     print(f"reservations: {r['reserved']} JobSets reserved for")
+    print(f"plan digests (first cycle, second cycle): {r['digests'][0]} {r['digests'][1]}")
     print(f"second cycle (nothing changed): {r['second_writes']} writes")
     for name, (wall, cpu) in r["second"].items():
         print(f"  {name}: {wall:.2f} s wall" + (f", {cpu:.2f} s CPU" if cpu else ""))
