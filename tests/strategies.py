@@ -8,7 +8,9 @@ grouped into blocks by `cloud.google.com/gce-topology-block`, tainted `google.co
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 
 from hypothesis import strategies as st
@@ -18,6 +20,7 @@ from placer.model.options import SolveOptions
 from placer.model.plan import Plan
 from placer.model.scheduling import NodeSelectorTerm, Taint, Toleration
 from placer.model.workload import JobSetRequest, PodShape, ReplicatedJobRequest
+from placer.solver.reservations import Candidate, Need, Unit, UnitId
 
 __all__ = [
     "BLOCK",
@@ -310,3 +313,76 @@ def group_scenarios(draw: st.DrawFn) -> tuple[ClusterSnapshot, JobSetRequest]:
     members = (leader, workers) if draw(st.booleans()) else (workers, leader)
     snapshot = ClusterSnapshot(nodes=tuple(nodes), levels=(BLOCK, RACK, HOSTNAME))
     return snapshot, jobset("lws", *members)
+
+
+@dataclass(frozen=True)
+class ReservationCase:
+    """One input of `placer.solver.reservations.reserve`, as its keyword arguments name it."""
+
+    units: list[Unit]
+    candidates: list[Candidate]
+    free_at: dict[str, float]
+    limit: int | None
+    always: frozenset[str]
+    holds: list[tuple[UnitId, float, float]]
+    kept: dict[str, frozenset[UnitId]]
+
+
+@st.composite
+def reservation_cases(draw: st.DrawFn) -> ReservationCase:
+    """Random inputs of the reservation pass: node pools of 1-2 nodes, sometimes blocks over
+    them (overlapping units), running JobSets ending at a few instants or never, periods already
+    held (now or later, overlapping or not), kept units (some no longer known), a head limit,
+    and candidates of 1-2 needs over overlapping eligible sets, empty runs included."""
+    pools = draw(st.integers(1, 8))
+    units: list[Unit] = []
+    nodes: list[str] = []
+    for p in range(pools):
+        members = [f"p{p}-n{i}" for i in range(draw(st.integers(1, 2)))]
+        nodes += members
+        units.append(Unit(("pool", f"p{p:02d}"), frozenset(members)))
+    if pools > 1 and draw(st.booleans()):  # blocks over consecutive pools
+        size = draw(st.integers(2, pools))
+        for b, first in enumerate(range(0, pools, size)):
+            inside = frozenset(n for u in units[first : first + size] for n in u.nodes)
+            units.append(Unit(("block", f"b{b}"), inside))
+    ids = [u.id for u in units]
+    known = st.sampled_from(ids)
+    some_ids = st.one_of(known, st.just(("pool", "gone")))
+    free_at = {
+        n: draw(st.sampled_from([0.0, 0.0, 10.0, 25.0, 60.0, math.inf]))
+        for n in nodes
+        if draw(st.booleans())
+    }
+    holds = [
+        (draw(known), start, start + draw(st.sampled_from([0.0, 10.0, 40.0])))
+        for start in draw(st.lists(st.sampled_from([0.0, 0.0, 5.0, 30.0]), max_size=4))
+    ]
+    times = st.sampled_from([0.0, 5.0, 20.0, 40.0, 60.0])
+    candidates = [
+        Candidate(
+            f"j{c}",
+            draw(times),
+            tuple(
+                Need(
+                    f"r{r}", draw(st.integers(1, 3)), frozenset(draw(st.sets(some_ids, min_size=1)))
+                )
+                for r in range(draw(st.integers(1, 2)))
+            ),
+        )
+        for c in range(draw(st.integers(1, 6)))
+    ]
+    names = [c.jobset for c in candidates]
+    kept = {
+        name: frozenset(draw(st.sets(some_ids, min_size=1, max_size=4)))
+        for name in draw(st.sets(st.sampled_from(names), max_size=2))
+    }
+    return ReservationCase(
+        units=units,
+        candidates=candidates,
+        free_at=free_at,
+        limit=draw(st.sampled_from([None, None, 0, 1, 2])),
+        always=frozenset(draw(st.sets(st.sampled_from(names), max_size=2))),
+        holds=holds,
+        kept=kept,
+    )

@@ -21,17 +21,22 @@ keeps its units (its start re-timed to when they are all free) as long as they s
 reservation does not wander from round to round; everyone else plans around them.
 Who may use a reserved unit now is decided by the planner: the JobSet it is reserved for, or a
 JobSet expected to end before the reservation begins (backfill).
+
+Data layout (the pass runs every controller cycle over thousands of units; see
+benchmarks/RESULTS-controller.md): units are numbered in id order (`calendar.UnitLayout`) and sets
+of units are bitmasks, so "the eligible units free over [t, end), by preference" is a few integer
+operations per candidate instead of a check of every unit (`calendar.Calendar`).
 """
 
 from __future__ import annotations
 
-import bisect
 import itertools
-import math
-from collections.abc import Collection, Iterable, Mapping, Sequence, Set
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import networkx as nx
+
+from placer.solver.calendar import Calendar, Unit, UnitId, UnitLayout
 
 __all__ = [
     "Candidate",
@@ -41,17 +46,6 @@ __all__ = [
     "UnitId",
     "reserve",
 ]
-
-UnitId = tuple[str, str]
-"""(label key, value) of a domain, or ("kubernetes.io/hostname", node name) for a node."""
-
-
-@dataclass(frozen=True)
-class Unit:
-    id: UnitId
-    nodes: frozenset[str]
-    """Its nodes: two units sharing a node (a node pool inside a block, both exclusive keys of
-    the queue) are never held by two JobSets at once."""
 
 
 @dataclass(frozen=True)
@@ -84,94 +78,8 @@ class Reservation:
     """Replicated job name -> the units held for its child Jobs."""
 
 
-class _Calendar:
-    """Busy intervals per cell, kept sorted by start; intervals of a cell never overlap.
-
-    A cell is a set of nodes that every unit takes whole or not at all (nodes in the same units);
-    with non-overlapping keys each unit is one cell, so checking a unit is one lookup.
-    """
-
-    def __init__(self, units: Iterable[Unit], free_at: Mapping[str, float]) -> None:
-        members: dict[str, list[UnitId]] = {}
-        units = list(units)
-        for u in units:
-            for n in u.nodes:
-                members.setdefault(n, []).append(u.id)
-        cell_of: dict[tuple[UnitId, ...], int] = {}
-        cell_free: dict[int, float] = {}
-        self._cells: dict[UnitId, tuple[int, ...]] = {}
-        node_cell: dict[str, int] = {}
-        for n, ids in sorted(members.items()):
-            cell = cell_of.setdefault(tuple(sorted(ids)), len(cell_of))
-            node_cell[n] = cell
-            cell_free[cell] = max(cell_free.get(cell, 0.0), free_at.get(n, 0.0))
-        units_of: dict[int, list[UnitId]] = {}
-        for u in units:
-            self._cells[u.id] = tuple(sorted({node_cell[n] for n in u.nodes}))
-            for cell in self._cells[u.id]:
-                units_of.setdefault(cell, []).append(u.id)
-        self._units_of = units_of
-        self._busy: dict[int, list[tuple[float, float]]] = {
-            c: [(0.0, f)] if f > 0 else [] for c, f in cell_free.items()
-        }
-        self.later: set[UnitId] = set()
-        """Units with a busy interval starting after 0 (a hold for the future): the only ones
-        whose `next_busy_after` a positive instant can be finite."""
-        self._ends = {0.0} | {f for f in cell_free.values() if f > 0 and math.isfinite(f)}
-
-    def knows(self, unit: UnitId) -> bool:
-        return unit in self._cells
-
-    def cells(self, unit: UnitId) -> tuple[int, ...]:
-        return self._cells[unit]
-
-    def is_free(self, unit: UnitId, start: float, end: float) -> bool:
-        for cell in self._cells[unit]:
-            intervals = self._busy[cell]
-            i = bisect.bisect_left(intervals, (end, -math.inf))
-            # intervals do not overlap: only the last one starting before `end` can reach `start`
-            if i > 0 and intervals[i - 1][1] > start:
-                return False
-        return True
-
-    def never_free(self, unit: UnitId) -> bool:
-        return any(
-            intervals and math.isinf(intervals[-1][1])
-            for intervals in (self._busy[c] for c in self._cells[unit])
-        )
-
-    def next_busy_after(self, unit: UnitId, t: float) -> float:
-        """Start of the first busy interval at or after t in any of its cells (inf when none)."""
-        found = math.inf
-        for cell in self._cells[unit]:
-            for s, _ in self._busy[cell]:
-                if s >= t:
-                    found = min(found, s)
-                    break
-        return found
-
-    def hold(self, unit: UnitId, start: float, end: float) -> None:
-        for cell in self._cells[unit]:
-            bisect.insort(self._busy[cell], (start, end))
-            if start > 0:
-                self.later.update(self._units_of[cell])
-        if math.isfinite(end):
-            self._ends.add(end)
-
-    def event_times(self) -> list[float]:
-        """Every instant a unit may become free: 0 and the end of every busy interval."""
-        return sorted(self._ends)
-
-    def by_preference(self, units: Set[UnitId], end: float) -> list[UnitId]:
-        """`units` sorted by (`next_busy_after(unit, end)`, unit): the one whose next busy period
-        starts soonest after `end` first. For `end` > 0 only units in `later` can have a finite
-        key, so the others are sorted by name alone (most of them, most of the time)."""
-        if end <= 0:
-            return sorted(units, key=lambda u: (self.next_busy_after(u, end), u))
-        keyed = [(self.next_busy_after(u, end), u) for u in units & self.later]
-        soon = sorted(k for k in keyed if k[0] < math.inf)
-        rest = sorted([u for k, u in keyed if k == math.inf] + list(units - self.later))
-        return [u for _, u in soon] + rest
+Chosen = dict[str, tuple[int, ...]]
+"""Replicated job name -> the numbers (`UnitLayout`) of the units taken for its child Jobs."""
 
 
 MAX_ENCLOSING_COMBINATIONS = 64
@@ -179,10 +87,8 @@ MAX_ENCLOSING_COMBINATIONS = 64
 assignment tries; past it a fit may be missed, which only delays the start."""
 
 
-def _assign(
-    needs: Sequence[Need], free: set[UnitId], calendar: _Calendar, end: float
-) -> dict[str, tuple[UnitId, ...]] | None:
-    """Distinct free units for every child Job of every need, or None when they do not exist.
+def _assign(needs: Sequence[Need], free: int, calendar: Calendar, end: float) -> Chosen | None:
+    """Distinct free units (`free`: a mask) for every child Job of every need, or None.
 
     A need with a required topology takes all its units inside one domain of that level: each
     choice of such domains is tried, the tightest first (fewest free eligible units that still
@@ -191,12 +97,13 @@ def _assign(
     """
     if not any(n.within for n in needs):
         return _assign_anywhere(needs, free, calendar, end)
+    layout = calendar.layout
     options: list[list[frozenset[UnitId]]] = []
     for n in needs:
         if not n.within:
             options.append([n.eligible])
             continue
-        room = [(len(g & free), i) for i, g in enumerate(n.within)]
+        room = [((layout.mask(g) & free).bit_count(), i) for i, g in enumerate(n.within)]
         fitting = sorted((r, i) for r, i in room if r >= n.count)
         if not fitting:
             return None
@@ -210,42 +117,48 @@ def _assign(
 
 
 def _assign_anywhere(
-    needs: Sequence[Need], free: set[UnitId], calendar: _Calendar, end: float
-) -> dict[str, tuple[UnitId, ...]] | None:
-    """Distinct free units for every child Job of every need, without enclosing domains.
+    needs: Sequence[Need], free: int, calendar: Calendar, end: float
+) -> Chosen | None:
+    """Distinct free units (`free`: a mask) for every child Job of every need, without
+    enclosing domains, or None.
 
-    Needs usually draw on disjoint units (different keys or selectors): then counting suffices.
+    Needs usually draw on disjoint units (different keys or selectors): then counting suffices,
+    and only the first `count` units of each pool in preference order are ever listed.
     Overlapping needs are matched with a max flow, so a bad greedy order never hides a fit.
     """
-
-    # the unit whose next busy period starts soonest after this run ends wastes the least
-    pools = [calendar.by_preference(n.eligible & free, end) for n in needs]
-    if any(len(pool) < n.count for pool, n in zip(pools, needs, strict=True)):
+    layout = calendar.layout
+    pools = [layout.mask(n.eligible) & free for n in needs]
+    if any(pool.bit_count() < n.count for pool, n in zip(pools, needs, strict=True)):
         return None
-    seen: set[UnitId] = set()
+    seen = 0
     disjoint = True
     for pool in pools:
-        if seen.intersection(pool):
+        if seen & pool:
             disjoint = False
             break
-        seen.update(pool)
+        seen |= pool
+    chosen: Chosen | None
+    # the unit whose next busy period starts soonest after this run ends wastes the least
     if disjoint:
-        chosen = {n.name: tuple(pool[: n.count]) for n, pool in zip(needs, pools, strict=True)}
+        chosen = {
+            n.name: tuple(calendar.by_preference(pool, end, n.count))
+            for n, pool in zip(needs, pools, strict=True)
+        }
     else:
-        found = _assign_by_flow(needs, pools)
-        if found is None:
+        chosen = _assign_by_flow(needs, [calendar.by_preference(p, end) for p in pools], layout)
+        if chosen is None:
             return None
-        chosen = found
-    if _cells_disjoint(chosen, calendar):
+    if _cells_disjoint(chosen, layout):
         return chosen
-    return _assign_avoiding_overlap(needs, pools, calendar)
+    ordered = [calendar.by_preference(p, end) for p in pools]
+    return _assign_avoiding_overlap(needs, ordered, layout)
 
 
-def _cells_disjoint(chosen: Mapping[str, Sequence[UnitId]], calendar: _Calendar) -> bool:
+def _cells_disjoint(chosen: Chosen, layout: UnitLayout) -> bool:
     seen: set[int] = set()
     for group in chosen.values():
         for unit in group:
-            cells = calendar.cells(unit)
+            cells = layout.cells[unit]
             if seen.intersection(cells):
                 return False
             seen.update(cells)
@@ -253,16 +166,16 @@ def _cells_disjoint(chosen: Mapping[str, Sequence[UnitId]], calendar: _Calendar)
 
 
 def _assign_avoiding_overlap(
-    needs: Sequence[Need], pools: Sequence[list[UnitId]], calendar: _Calendar
-) -> dict[str, tuple[UnitId, ...]] | None:
+    needs: Sequence[Need], pools: Sequence[list[int]], layout: UnitLayout
+) -> Chosen | None:
     """Overlapping units (a node pool and its block): take them in preference order, skipping
     any that shares nodes with one already taken. Not exhaustive: a miss only delays the start."""
     taken: set[int] = set()
-    result: dict[str, tuple[UnitId, ...]] = {}
+    result: Chosen = {}
     for need, pool in sorted(zip(needs, pools, strict=True), key=lambda np: len(np[1])):
-        picked: list[UnitId] = []
+        picked: list[int] = []
         for unit in pool:
-            cells = calendar.cells(unit)
+            cells = layout.cells[unit]
             if taken.intersection(cells):
                 continue
             picked.append(unit)
@@ -276,48 +189,70 @@ def _assign_avoiding_overlap(
 
 
 def _assign_by_flow(
-    needs: Sequence[Need], pools: Sequence[list[UnitId]]
-) -> dict[str, tuple[UnitId, ...]] | None:
+    needs: Sequence[Need], pools: Sequence[list[int]], layout: UnitLayout
+) -> Chosen | None:
     graph = nx.DiGraph()
     for i, (need, pool) in enumerate(zip(needs, pools, strict=True)):
         graph.add_edge("source", ("need", i), capacity=need.count)
         for rank, unit in enumerate(pool):
             # lower rank = preferred; the cost steers the flow toward preferred units
-            graph.add_edge(("need", i), ("unit", unit), capacity=1, weight=rank)
+            graph.add_edge(("need", i), ("unit", layout.ids[unit]), capacity=1, weight=rank)
     for pool in pools:
         for unit in pool:
-            graph.add_edge(("unit", unit), "sink", capacity=1)
+            graph.add_edge(("unit", layout.ids[unit]), "sink", capacity=1)
     flow = nx.max_flow_min_cost(graph, "source", "sink")
     total = sum(flow["source"].values())
     if total < sum(n.count for n in needs):
         return None
-    result: dict[str, tuple[UnitId, ...]] = {}
+    result: Chosen = {}
     for i, need in enumerate(needs):
-        chosen = [node[1] for node, f in flow[("need", i)].items() if f > 0]
+        chosen = [layout.number[node[1]] for node, f in flow[("need", i)].items() if f > 0]
         result[need.name] = tuple(sorted(chosen))
     return result
 
 
-def _fits_empty(candidate: Candidate, usable: set[UnitId], empty: _Calendar) -> bool:
-    """Would it fit once every running JobSet ended (`usable`: the units ever free; `empty`: a
-    calendar without any busy period, built once per pass)?"""
-    return _assign(candidate.needs, usable, empty, 0.0) is not None
+def _units_of(chosen: Chosen, layout: UnitLayout) -> dict[str, tuple[UnitId, ...]]:
+    return {name: tuple(layout.ids[u] for u in group) for name, group in chosen.items()}
 
 
-def _keep(candidate: Candidate, kept: frozenset[UnitId], calendar: _Calendar) -> Reservation | None:
+def _keep(candidate: Candidate, kept: frozenset[UnitId], calendar: Calendar) -> Reservation | None:
     """The candidate on exactly its kept units, at the earliest time they are all free for its
     whole run; None when they no longer fit it (gone, never free, or not what it needs)."""
-    if not kept or any(not calendar.knows(u) or calendar.never_free(u) for u in kept):
+    layout = calendar.layout
+    if not kept or any(u not in layout.number for u in kept):
         return None
-    chosen = _assign(candidate.needs, set(kept), calendar, 0.0)
-    if chosen is None or {u for group in chosen.values() for u in group} != kept:
+    numbers = [layout.number[u] for u in kept]
+    if any(calendar.never_free(u) for u in numbers):
+        return None
+    chosen = _assign(candidate.needs, layout.mask(kept), calendar, 0.0)
+    if chosen is None or {u for group in chosen.values() for u in group} != set(numbers):
         return None
     for t in calendar.event_times():
         end = t + candidate.duration_s
-        if all(calendar.is_free(u, t, end) for u in kept):
-            for unit in kept:
+        if all(calendar.is_free(u, t, end) for u in numbers):
+            for unit in numbers:
                 calendar.hold(unit, t, end)
-            return Reservation(candidate.jobset, t, end, chosen)
+            return Reservation(candidate.jobset, t, end, _units_of(chosen, layout))
+    return None
+
+
+def _earliest(candidate: Candidate, calendar: Calendar) -> Reservation | None:
+    """The candidate at the first event time where its units are free for its whole run, held;
+    None when no event time fits (the last one frees every unit that is ever free, so only an
+    overlap miss lands there)."""
+    layout = calendar.layout
+    within = 0
+    for need in candidate.needs:
+        within |= layout.mask(need.eligible)
+    for t in calendar.event_times():
+        end = t + candidate.duration_s
+        chosen = _assign(candidate.needs, calendar.free_mask(t, end, within), calendar, end)
+        if chosen is None:
+            continue
+        for group in chosen.values():
+            for unit in group:
+                calendar.hold(unit, t, end)
+        return Reservation(candidate.jobset, t, end, _units_of(chosen, layout))
     return None
 
 
@@ -330,6 +265,7 @@ def reserve(
     always: Collection[str] = (),
     holds: Iterable[tuple[UnitId, float, float]] = (),
     kept: Mapping[str, frozenset[UnitId]] | None = None,
+    layout: UnitLayout | None = None,
 ) -> list[Reservation]:
     """Reservations for `candidates` in the order given (queue order), each the earliest it can be.
 
@@ -340,14 +276,16 @@ def reserve(
     still reserved for past it. `holds` are (unit, start, end) periods already promised (runs
     planned now). `kept` maps a candidate to the units it was given in an earlier round: those
     are placed first and stay its own while they fit it (see the module doc); they count toward
-    `limit` like any other delayed reservation.
+    `limit` like any other delayed reservation. `layout`: `UnitLayout(units)`, when the caller
+    runs several passes over the same units (it is the same whoever builds it).
     """
-    calendar = _Calendar(units, free_at or {})
-    empty = _Calendar(units, {})
-    usable = {u.id for u in units if not calendar.never_free(u.id)}
+    layout = layout or UnitLayout(units)
+    calendar = Calendar(layout, free_at or {})
+    # the cluster once every running JobSet ended: what fits there fits some day
+    empty = Calendar(layout, {})
+    usable = calendar.ever_free()
     for unit, start, end in holds:
-        calendar.hold(unit, start, end)
-    ids = [u.id for u in units]
+        calendar.hold(layout.number[unit], start, end)
     result: list[Reservation] = []
     delayed = 0
     done: set[str] = set()
@@ -363,21 +301,13 @@ def reserve(
             continue
         if limit is not None and delayed >= limit and candidate.jobset not in always:
             continue
-        if not _fits_empty(candidate, usable, empty):
+        if _assign(candidate.needs, usable, empty, 0.0) is None:
             result.append(Reservation(candidate.jobset, None, None))
             continue
-        for t in calendar.event_times():
-            end = t + candidate.duration_s
-            free = {u for u in ids if calendar.is_free(u, t, end)}
-            chosen = _assign(candidate.needs, free, calendar, end)
-            if chosen is None:
-                continue
-            for group in chosen.values():
-                for unit in group:
-                    calendar.hold(unit, t, end)
-            result.append(Reservation(candidate.jobset, t, end, chosen))
-            delayed += t > 0
-            break
-        else:  # the last event time frees every unit that is ever free; an overlap miss lands here
+        found = _earliest(candidate, calendar)
+        if found is None:
             result.append(Reservation(candidate.jobset, None, None))
+            continue
+        result.append(found)
+        delayed += (found.start_s or 0.0) > 0
     return result

@@ -35,6 +35,7 @@ from placer.model.plan import DomainRef, JobSetOutcome, Plan
 from placer.model.topology import Domain
 from placer.model.whatif import running_jobsets, without_jobsets
 from placer.model.workload import JobSetRequest
+from placer.solver.calendar import UnitLayout
 from placer.solver.context import PlacementContext
 from placer.solver.interface import Solver
 from placer.solver.release import ReleaseTimeline, expected_duration_s
@@ -118,6 +119,8 @@ class _Units:
                 self.domains[unit_id] = d
                 units.append(Unit(unit_id, frozenset(d.nodes)))
         self.units = units
+        self.layout = UnitLayout(units)
+        """Shared by the reservation pass and the estimates that follow the solve."""
         # NotReady and cordoned hosts are not waited for: a domain's size once empty says
         # whether it can take a child Job without them
         self.free_at = {
@@ -230,6 +233,7 @@ class TimeAwareSolver:
                 always=overdue,
                 kept=_kept(snapshot, units),
                 holds=other_holds,
+                layout=units.layout,
             )
             reservations = {r.jobset: r for r in found}
         phases["reserve"] = time.perf_counter() - started - phases["timeline"]
@@ -335,6 +339,7 @@ def _estimates(
         [units.candidate(js, durations[js.key]) for js in rest],
         free_at=units.free_at,
         holds=holds,
+        layout=units.layout,
     )
     return {r.jobset: r for r in found}
 

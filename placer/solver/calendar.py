@@ -1,0 +1,242 @@
+"""Busy periods of reservation units over time: the data layout of the reservation pass.
+
+`reservations.reserve` asks, for each waiting JobSet and each instant at which something frees up,
+"which of the units this JobSet could take are free for its whole run, in order of preference?".
+At fleet scale (2,500 node pools, 500 JobSets) asking every unit each time was most of a
+controller cycle (benchmarks/RESULTS-controller.md). Two layouts answer it in a few integer
+operations instead:
+
+- `UnitLayout` (read-only, one per pass or per planning round): units numbered in id order, so a
+  set of units is an `int` bitmask and "sorted by id" is "lowest bit first"; the cells (sets of
+  nodes every unit takes whole or not at all) that make overlapping keys safe; one mask per
+  distinct eligible set (JobSets of one shape share it).
+- `Calendar` (mutable, one per pass): busy intervals per cell, kept sorted. Units whose busy
+  periods all start now or earlier (running JobSets, runs started now: nearly all of them) are
+  grouped by the instant they become free for good, so the free ones at `t` are the union of the
+  groups free by `t`; only units with a period starting later (a reservation in the future) are
+  checked one by one.
+
+Both answer exactly as checking every unit's intervals would (a differential test keeps the
+previous, unit-by-unit pass as its oracle: tests/solver/test_reservations_differential.py).
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+__all__ = ["Calendar", "Unit", "UnitId", "UnitLayout"]
+
+UnitId = tuple[str, str]
+"""(label key, value) of a domain, or ("kubernetes.io/hostname", node name) for a node."""
+
+
+@dataclass(frozen=True)
+class Unit:
+    id: UnitId
+    nodes: frozenset[str]
+    """Its nodes: two units sharing a node (a node pool inside a block, both exclusive keys of
+    the queue) are never held by two JobSets at once."""
+
+
+def _bits(mask: int, limit: int | None = None) -> list[int]:
+    """The set bits of `mask`, lowest first (at most `limit` of them)."""
+    found: list[int] = []
+    while mask and (limit is None or len(found) < limit):
+        low = mask & -mask
+        found.append(low.bit_length() - 1)
+        mask ^= low
+    return found
+
+
+class UnitLayout:
+    """Units numbered in id order, their cells, and masks of unit sets; read-only once built.
+
+    A cell is a set of nodes that every unit takes whole or not at all (nodes in the same units);
+    with non-overlapping keys each unit is one cell, so checking a unit is one lookup.
+    """
+
+    def __init__(self, units: Iterable[Unit]) -> None:
+        units = list(units)
+        self.ids: tuple[UnitId, ...] = tuple(sorted({u.id for u in units}))
+        """unit number -> its id"""
+        self.number: dict[UnitId, int] = {uid: i for i, uid in enumerate(self.ids)}
+        members: dict[str, list[UnitId]] = {}
+        for u in units:
+            for n in u.nodes:
+                members.setdefault(n, []).append(u.id)
+        cell_of: dict[tuple[UnitId, ...], int] = {}
+        self.node_cell: dict[str, int] = {}
+        for n, ids in sorted(members.items()):
+            self.node_cell[n] = cell_of.setdefault(tuple(sorted(ids)), len(cell_of))
+        cells: dict[int, tuple[int, ...]] = {}
+        units_of: list[list[int]] = [[] for _ in cell_of]
+        for u in units:
+            number = self.number[u.id]
+            cells[number] = tuple(sorted({self.node_cell[n] for n in u.nodes}))
+            for cell in cells[number]:
+                units_of[cell].append(number)
+        self.cells: tuple[tuple[int, ...], ...] = tuple(cells[i] for i in range(len(self.ids)))
+        """unit number -> its cells"""
+        self.units_of: tuple[tuple[int, ...], ...] = tuple(tuple(us) for us in units_of)
+        """cell -> the units that take it"""
+        self._masks: dict[frozenset[UnitId], int] = {}
+
+    def mask(self, units: frozenset[UnitId]) -> int:
+        """The bitmask of these units (ids the layout does not know are left out). Computed once
+        per distinct set: JobSets of one shape share their eligible set."""
+        found = self._masks.get(units)
+        if found is None:
+            found = 0
+            for uid in units:
+                number = self.number.get(uid)
+                if number is not None:
+                    found |= 1 << number
+            self._masks[units] = found
+        return found
+
+
+class Calendar:
+    """Busy intervals per cell, kept sorted by start; what the pass has promised so far.
+
+    A unit is free over [t, end) when, in each of its cells, the last interval starting before
+    `end` ends by `t` (intervals the pass adds never overlap, so that is "no interval overlaps").
+    """
+
+    def __init__(self, layout: UnitLayout, free_at: Mapping[str, float]) -> None:
+        self.layout = layout
+        cell_free = [0.0] * len(layout.units_of)
+        for n, f in free_at.items():
+            cell = layout.node_cell.get(n)
+            if cell is not None:
+                cell_free[cell] = max(cell_free[cell], f)
+        self._busy: list[list[tuple[float, float]]] = [
+            [(0.0, f)] if f > 0 else [] for f in cell_free
+        ]
+        self._ends = sorted({0.0} | {f for f in cell_free if f > 0 and math.isfinite(f)})
+        self._end_set = set(self._ends)
+        self._later = 0
+        """Units with a busy interval starting after 0 (a hold for the future): the only ones
+        whose `next_busy_after` a positive instant can be finite; checked one by one."""
+        self._touched = 0
+        """Units with any busy interval."""
+        self._settled: list[float] = []
+        """unit -> when it is free for good, for a unit not in `_later` (all its intervals start
+        by 0): the end of the last interval of each cell (-inf: none)."""
+        self._open: dict[float, int] = {}
+        """`_settled` value -> mask of the units not in `_later` with it."""
+        for number in range(len(layout.ids)):
+            settled = self._settled_end(number)
+            self._settled.append(settled)
+            self._open[settled] = self._open.get(settled, 0) | (1 << number)
+            if settled > -math.inf:
+                self._touched |= 1 << number
+
+    def _settled_end(self, unit: int) -> float:
+        ends = [self._busy[c][-1][1] for c in self.layout.cells[unit] if self._busy[c]]
+        return max(ends, default=-math.inf)
+
+    def _leave_open(self, unit: int) -> None:
+        settled = self._settled[unit]
+        rest = self._open[settled] & ~(1 << unit)
+        if rest:
+            self._open[settled] = rest
+        else:
+            del self._open[settled]
+
+    def is_free(self, unit: int, start: float, end: float) -> bool:
+        for cell in self.layout.cells[unit]:
+            intervals = self._busy[cell]
+            i = bisect.bisect_left(intervals, (end, -math.inf))
+            # intervals do not overlap: only the last one starting before `end` can reach `start`
+            if i > 0 and intervals[i - 1][1] > start:
+                return False
+        return True
+
+    def free_mask(self, start: float, end: float, within: int) -> int:
+        """The units of `within` (a mask) free over [start, end), as a mask."""
+        if end <= 0:  # an empty run: decided unit by unit (no interval starts before it)
+            found = 0
+            for unit in _bits(within):
+                if self.is_free(unit, start, end):
+                    found |= 1 << unit
+            return found
+        found = 0
+        # every interval of a unit not in `_later` starts before `end`: the last ends by `start`
+        for settled, mask in self._open.items():
+            if settled <= start:
+                found |= mask
+        found &= within
+        for unit in _bits(self._later & within):
+            if self.is_free(unit, start, end):
+                found |= 1 << unit
+        return found
+
+    def never_free(self, unit: int) -> bool:
+        return any(
+            intervals and math.isinf(intervals[-1][1])
+            for intervals in (self._busy[c] for c in self.layout.cells[unit])
+        )
+
+    def ever_free(self) -> int:
+        """The mask of the units that are free at some instant."""
+        found = 0
+        for unit in range(len(self.layout.ids)):
+            if not self.never_free(unit):
+                found |= 1 << unit
+        return found
+
+    def next_busy_after(self, unit: int, t: float) -> float:
+        """Start of the first busy interval at or after t in any of its cells (inf when none)."""
+        found = math.inf
+        for cell in self.layout.cells[unit]:
+            intervals = self._busy[cell]
+            i = bisect.bisect_left(intervals, (t, -math.inf))
+            if i < len(intervals):
+                found = min(found, intervals[i][0])
+        return found
+
+    def hold(self, unit: int, start: float, end: float) -> None:
+        for cell in self.layout.cells[unit]:
+            bisect.insort(self._busy[cell], (start, end))
+            for other in self.layout.units_of[cell]:
+                bit = 1 << other
+                self._touched |= bit
+                if self._later & bit:
+                    continue
+                if start > 0:
+                    self._leave_open(other)
+                    self._later |= bit
+                    continue
+                settled = self._settled_end(other)
+                if settled != self._settled[other]:
+                    self._leave_open(other)
+                    self._settled[other] = settled
+                    self._open[settled] = self._open.get(settled, 0) | bit
+        if math.isfinite(end) and end not in self._end_set:
+            self._end_set.add(end)
+            bisect.insort(self._ends, end)
+
+    def event_times(self) -> list[float]:
+        """Every instant a unit may become free: 0 and the end of every busy interval."""
+        return list(self._ends)
+
+    def by_preference(self, pool: int, end: float, count: int | None = None) -> list[int]:
+        """The units of `pool` (a mask) sorted by (`next_busy_after(unit, end)`, unit): the one
+        whose next busy period starts soonest after `end` first; only the first `count`.
+
+        Only units with an interval starting at or after `end` can have a finite key: for
+        `end` > 0 those are the units in `_later` (few, most of the time); the others follow
+        by number, which is id order, lowest bit first.
+        """
+        maybe = pool & (self._later if end > 0 else self._touched)
+        keyed = ((self.next_busy_after(u, end), u) for u in _bits(maybe))
+        head = [u for _, u in sorted(k for k in keyed if k[0] < math.inf)]
+        if count is not None and len(head) >= count:
+            return head[:count]
+        rest = pool
+        for u in head:
+            rest &= ~(1 << u)
+        return head + _bits(rest, None if count is None else count - len(head))

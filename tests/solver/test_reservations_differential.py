@@ -1,0 +1,34 @@
+"""The bitmask calendar changes no reservation: the pass before it is the oracle.
+
+`placer.solver.calendar` answers "which units are free, by preference" from grouped bitmasks
+instead of checking every unit (benchmarks/RESULTS-controller.md). The previous pass, kept in
+`tests/solver/reservations_before.py`, runs beside it on random cases, including the quirks of
+its rules: overlapping held periods, blocks over pools, empty runs, kept units that are gone.
+"""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+
+from placer.solver.calendar import UnitLayout
+from placer.solver.reservations import reserve
+from tests.solver import reservations_before
+from tests.strategies import ReservationCase, reservation_cases
+
+
+@settings(max_examples=600, deadline=None)
+@given(case=reservation_cases())
+def test_reservations_equal_the_previous_pass(case: ReservationCase) -> None:
+    args = {
+        "free_at": case.free_at,
+        "limit": case.limit,
+        "always": case.always,
+        "holds": case.holds,
+        "kept": case.kept,
+    }
+    expected = reservations_before.reserve(case.units, case.candidates, **args)  # type: ignore[arg-type]
+    assert reserve(case.units, case.candidates, **args) == expected  # type: ignore[arg-type]
+    # a layout built once and shared between passes answers the same
+    layout = UnitLayout(case.units)
+    assert reserve(case.units, case.candidates, layout=layout, **args) == expected  # type: ignore[arg-type]
+    assert reserve(case.units, case.candidates, layout=layout, **args) == expected  # type: ignore[arg-type]
