@@ -128,8 +128,9 @@ class _Units:
         }
         self.timeline = timeline
         self.live = live
-        self._eligible: dict[tuple[str, str, int], frozenset[UnitId]] = {}
-        self._within: dict[tuple[tuple[str, str, int], str | None], tuple[frozenset[UnitId], ...]]
+        self._eligible: dict[tuple[str, int, int], frozenset[UnitId]] = {}
+        """(key, shape number, pods per child Job) -> the units one such child Job fits."""
+        self._within: dict[tuple[tuple[str, int, int], str | None], tuple[frozenset[UnitId], ...]]
         self._within = {}
 
     def candidate(self, jobset: JobSetRequest, duration_s: float) -> Candidate:
@@ -138,8 +139,10 @@ class _Units:
             key = jc.exclusive_key
             if key is None:
                 continue
-            # JobSets of one shape share the answer: the queue holds few shapes, many JobSets
-            shape = (key, jc.rjob.pod.model_dump_json(), jc.rjob.pods_per_job)
+            # JobSets of one shape share the answer: the queue holds few shapes, many JobSets;
+            # the shape index numbers them once (equal pod shapes, equal numbers)
+            number = self.ctx.shape_index.shape_numbers[jc.index]
+            shape = (key, number, jc.rjob.pods_per_job)
             eligible = self._eligible.get(shape)
             if eligible is None:
                 eligible = self._eligible[shape] = frozenset(
