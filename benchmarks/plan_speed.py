@@ -8,6 +8,9 @@ times, each in a fresh process and in this order:
 2. `placer plan --cluster SNAPSHOT --format json JOBSETS` end to end (`--solver cpsat`, the default
    time limit), run through `benchmarks.rsswrap` for its peak resident set.
 
+With `--reservations head|all` the command plans time-aware at the scenario's instant (`--now`,
+the trace's base time), and the row adds a digest of the expected starts and reserved domains.
+
 It prints one JSON line per point (wall times, ratio to the floor, peak RSS, the solver's status,
 objective and phases, and a digest of the placements, so two runs can be compared plan for plan)
 and a markdown table for benchmarks/RESULTS-speed.md. Wall times on a shared machine are noisy: the
@@ -30,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.kubectl_export import write_scenario
+from benchmarks.queues import BASE_TIME
 from benchmarks.rsswrap import MARKER
 from benchmarks.scaling import HOSTS_PER_POOL
 from benchmarks.scenarios import build_tpu_pool_fleet
@@ -75,7 +79,18 @@ def _placements_digest(doc: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(plan, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def measure_point(nodes: int, pending: int, seed: int, root: Path) -> dict[str, Any]:
+def _time_digest(doc: dict[str, Any]) -> str:
+    """sha256 of every JobSet's expected start, reserved domains, backfill and waits-for."""
+    fields = ("expected_start_seconds", "reserved_domains", "backfill", "waits_for")
+    plan = [
+        (js["namespace"], js["name"], *(js.get(f) for f in fields)) for js in doc.get("jobsets", [])
+    ]
+    return hashlib.sha256(json.dumps(plan, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def measure_point(
+    nodes: int, pending: int, seed: int, root: Path, reservations: str = "none"
+) -> dict[str, Any]:
     pools = max(3, round(nodes / HOSTS_PER_POOL))
     sc = build_tpu_pool_fleet(seed, pools, pending)
     cluster, jobsets = write_scenario(sc.cluster, sc.queue, root / f"{nodes}n-{pending}j")
@@ -94,6 +109,9 @@ def measure_point(nodes: int, pending: int, seed: int, root: Path) -> dict[str, 
         "json",
         str(jobsets),
     ]
+    timed = ["--reservations", reservations, "--now", BASE_TIME.strftime("%Y-%m-%dT%H:%M:%SZ")]
+    if reservations != "none":
+        cmd[-1:-1] = timed
     wall_s, cpu_s, stdout, stderr = _run(cmd)
     peaks = [line.split("=", 1)[1] for line in stderr.splitlines() if line.startswith(MARKER)]
     doc = json.loads(stdout)
@@ -113,7 +131,11 @@ def measure_point(nodes: int, pending: int, seed: int, root: Path) -> dict[str, 
         "phases_s": {k: round(v, 2) for k, v in report.get("phases", {}).items()},
         "placed": sum(1 for js in doc.get("jobsets", []) if js.get("status") == "placed"),
         "plan_digest": _placements_digest(doc),
-        "command": "python -m placer.cli plan --cluster SNAPSHOT --format json JOBSETS",
+        "reservations": reservations,
+        "time_digest": _time_digest(doc),
+        "command": "python -m placer.cli plan --cluster SNAPSHOT --format json "
+        + (" ".join(timed) + " " if reservations != "none" else "")
+        + "JOBSETS",
     }
 
 
@@ -161,6 +183,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="NODES:PENDING,... (default: %(default)s)",
     )
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--reservations",
+        choices=("none", "head", "all"),
+        default="none",
+        help="plan time-aware with this policy at the trace's base time (default: %(default)s)",
+    )
     parser.add_argument("--workdir", type=Path, default=None, help="where scenarios are written")
     args = parser.parse_args(argv)
     points = [tuple(int(x) for x in p.split(":")) for p in args.points.split(",")]
@@ -168,7 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="placer-speed-", dir=args.workdir) as tmp:
         for nodes, pending in points:
-            row = measure_point(nodes, pending, args.seed, Path(tmp))
+            row = measure_point(nodes, pending, args.seed, Path(tmp), args.reservations)
             sys.stdout.write(json.dumps(row) + "\n")
             sys.stdout.flush()
             rows.append(row)
