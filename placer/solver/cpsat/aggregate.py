@@ -14,6 +14,7 @@ Steps of `aggregate`, each one function below:
   split       exclusive and shared JobClasses
   scales      an integer unit per resource for the shared-pod relaxation
   locality    required and preferred levels per JobClass; what no plan can satisfy
+  packing     levels whose domains each Kueue-annotated shared JobClass should use few of
   kueue       shared JobClasses whose Kueue TAS request (slices included) fails on an empty plan
   classes     domain classes of every exclusive key
   overlaps    pairs of classes whose domains share a node (only when keys overlap)
@@ -31,7 +32,7 @@ from typing import Any
 
 from placer.model.cluster import Node
 from placer.model.resources import is_accelerator
-from placer.model.topology import Domain
+from placer.model.topology import HOSTNAME, Domain
 from placer.solver.context import JobClass, PlacementContext
 from placer.solver.cpsat.problem import AggregatedProblem, DomainClass, NodeGroup
 from placer.solver.cpsat.signatures import QueueView, enclosing_ids, node_parents, span_levels_of
@@ -46,6 +47,7 @@ __all__ = [
     "locality_requirements",
     "node_groups",
     "overlapping_pairs",
+    "packing_levels",
     "resource_scales",
     "shared_room_by_owner",
     "split_job_classes",
@@ -61,11 +63,17 @@ def aggregate(ctx: PlacementContext) -> AggregatedProblem:
     view = QueueView(ctx, resource_scales(ctx, shared))
     span_levels = {key: span_levels_of(ctx, key) for key in ctx.exclusive_keys}
     locality = locality_requirements(ctx, exclusive, span_levels)
+    packing = packing_levels(ctx, shared)
+    where_levels = tuple(
+        lv
+        for lv in ctx.topology.levels
+        if lv in shared_levels or any(lv in p for p in packing.values())
+    )
     overlap = _domains_overlap(ctx)
-    classes = domain_classes(view, exclusive, shared, span_levels, shared_levels, overlap=overlap)
+    classes = domain_classes(view, exclusive, shared, span_levels, where_levels, overlap=overlap)
     groups: tuple[NodeGroup, ...] = ()
     if shared:
-        groups = node_groups(view, shared, shared_levels)
+        groups = node_groups(view, shared, where_levels)
         if overlap:
             classes = shared_room_by_owner(view, shared, classes)
     return AggregatedProblem(
@@ -79,6 +87,7 @@ def aggregate(ctx: PlacementContext) -> AggregatedProblem:
         required_level=locality.required,
         shared_levels=shared_levels,
         preferred_level=locality.preferred,
+        packing_levels=packing,
         impossible={**kueue_impossible(ctx, shared), **locality.impossible},
         resource_scale=view.resource_scale,
     )
@@ -150,6 +159,32 @@ def locality_requirements(
                     f"{key}, so {jc.rjob.replicas} child Jobs cannot share one",
                 )
     return Locality(required=required, preferred=preferred, impossible=impossible)
+
+
+def packing_levels(ctx: PlacementContext, shared: Sequence[JobClass]) -> dict[int, tuple[str, ...]]:
+    """Shared JobClass with a Kueue required or preferred topology -> the levels (coarse to fine,
+    hosts left out) whose domains its pods should use as few of as possible.
+
+    Kueue's rule, stated as counts: a preferred topology wants one domain of its level, else one
+    of the level above (and the fewest of its level inside), and so on up: fewest domains of each
+    level, coarsest first. A required topology fixes one domain of its level and of every level
+    above; below it Kueue takes the fewest domains, level by level ("fewest racks"). Hosts are
+    folded into node groups, so the fewest hosts stay with materialization (Kueue's descent).
+    """
+    levels = [lv for lv in ctx.topology.levels if lv != HOSTNAME]
+    result: dict[int, tuple[str, ...]] = {}
+    for jc in shared:
+        r = jc.rjob
+        if r.unconstrained or not (r.required_topology or r.preferred_topology):
+            continue
+        counted = levels
+        if r.required_topology in levels:
+            counted = levels[levels.index(r.required_topology) + 1 :]
+        elif r.required_topology:
+            counted = []
+        if counted:
+            result[jc.index] = tuple(counted)
+    return result
 
 
 KUEUE_VERDICT = "Kueue TAS"

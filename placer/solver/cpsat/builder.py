@@ -49,6 +49,7 @@ def build_model(
     if mode == "admission":
         constraints.add_locality(model, v, problem)
         constraints.add_podset_groups(model, v, problem)
+        constraints.add_domains_used(model, v, problem)
         constraints.add_strict_fifo(model, v, problem)
     elif mode == "copies":
         constraints.add_copy_locality(model, v, problem)

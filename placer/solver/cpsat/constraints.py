@@ -22,6 +22,7 @@ __all__ = [
     "add_all_or_nothing",
     "add_copy_locality",
     "add_domain_exclusivity",
+    "add_domains_used",
     "add_impossible",
     "add_locality",
     "add_overlapping_domains",
@@ -213,6 +214,26 @@ def add_podset_groups(model: cp_model.CpModel, v: Variables, problem: Aggregated
                 model.add(mine[parent] == theirs[parent])
             else:
                 model.add((mine[parent] if parent in mine else theirs[parent]) == 0)
+
+
+def add_domains_used(model: cp_model.CpModel, v: Variables, problem: AggregatedProblem) -> None:
+    """A shared Kueue replicated job uses a domain of a packing level when any of its pods sits
+    inside it, and a domain only inside a used domain of the level above (what the packing
+    objective counts, `objectives.domains_used`)."""
+    if not v.used:
+        return
+    nested: set[tuple[tuple[int, str, str], tuple[int, str, str]]] = set()
+    for (i, where), x in (*v.shared_in_class.items(), *v.shared_in_group.items()):
+        levels = problem.packing_levels.get(i, ())
+        jc = problem.ctx.job_classes[i]
+        need = jc.rjob.replicas * jc.rjob.pods_per_job
+        parents = problem.parents_of(where)
+        keys = [(i, level, parents[level]) for level in levels if level in parents]
+        for key in keys:
+            model.add(x <= need * v.used[key])
+        nested.update(itertools.pairwise(keys))
+    for outer, inner in sorted(nested):
+        model.add_implication(v.used[inner], v.used[outer])
 
 
 def add_copy_locality(model: cp_model.CpModel, v: Variables, problem: AggregatedProblem) -> None:

@@ -29,14 +29,18 @@ class _Values:
         self.shared_in_group: dict[tuple[int, str], int] = defaultdict(int)
         self.local: dict[tuple[int, str, str], int] = {}
         self.span: dict[tuple[str, str, str], int] = {}
+        self.used: dict[tuple[int, str, str], int] = {}
 
     def mark_parents(self, jobset: str, jc: int, parents: Mapping[str, str]) -> None:
-        """The JobSet spans, and the JobClass sits in, each enclosing domain of where it went."""
+        """The JobSet spans, and the JobClass sits in and uses, each enclosing domain of where
+        it went."""
         for level, parent in parents.items():
             if (jobset, level, parent) in self.v.span:
                 self.span[(jobset, level, parent)] = 1
             if (jc, level, parent) in self.v.local:
                 self.local[(jc, level, parent)] = 1
+            if (jc, level, parent) in self.v.used:
+                self.used[(jc, level, parent)] = 1
 
     def assignment(self) -> Assignment:
         return Assignment(
@@ -46,6 +50,7 @@ class _Values:
             shared_in_group=dict(self.shared_in_group),
             local=self.local,
             span=self.span,
+            used=self.used,
         )
 
 
@@ -163,4 +168,6 @@ def assignment_from_chosen(v: Variables, problem: AggregatedProblem, chosen: Cho
             take = min(pods, room)
             target[(i, where)] = take
             pods -= take
+            if take:
+                values.mark_parents(jc.jobset.key, i, problem.parents_of(where))
     return values.assignment()

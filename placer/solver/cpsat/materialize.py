@@ -153,19 +153,26 @@ def materialize(
     """The plan for a solution; None when the relaxed shared-pod room does not pack onto real
     nodes (the caller then falls back to greedy).
 
-    Kueue-annotated shared pods are packed with Kueue's algorithm inside the model's domains,
-    JobSet by JobSet: in queue order (as Kueue would) and in `_rigidity` order; of the plans that
-    pack, the one spanning the fewest domains, level by level from the top, is kept. If none packs,
-    once more following the model's pod counts per group of nodes."""
+    Kueue-annotated shared pods are packed with Kueue's algorithm, JobSet by JobSet, in three
+    ways: inside the model's required domains in queue order (as Kueue would) and in `_rigidity`
+    order, and following the model's pod counts per group of nodes for the replicated jobs whose
+    domains the model counts (`packing_levels`: the model chose their racks and blocks jointly).
+    Of the plans that pack, the one spanning the fewest domains, level by level from the top, is
+    kept. If none packs, once more following the model's counts for every replicated job."""
     if not any(c.rjob.kueue_topology for c in problem.shared):
-        return _materialize(ctx, problem, chosen, report, follow_model=False, by_queue=True)
+        return _materialize(ctx, problem, chosen, report, follow=frozenset(), by_queue=True)
+    counted = frozenset(problem.packing_levels) if chosen.shared else frozenset()
+    ways = [(frozenset[int](), True), (frozenset[int](), False)]
+    if counted:
+        ways.append((counted, False))
     plans = [
         p
-        for by_queue in (True, False)
-        if (p := _materialize(ctx, problem, chosen, report, follow_model=False, by_queue=by_queue))
+        for follow, by_queue in ways
+        if (p := _materialize(ctx, problem, chosen, report, follow=follow, by_queue=by_queue))
     ]
     if not plans and chosen.shared:
-        found = _materialize(ctx, problem, chosen, report, follow_model=True, by_queue=False)
+        every = frozenset(c.index for c in problem.shared)
+        found = _materialize(ctx, problem, chosen, report, follow=every, by_queue=False)
         plans = [found] if found else []
     return min(plans, key=lambda p: _kueue_spread(ctx, p)) if plans else None
 
@@ -256,7 +263,7 @@ def _materialize(
     chosen: Chosen,
     report: SolverReport,
     *,
-    follow_model: bool,
+    follow: frozenset[int],
     by_queue: bool,
 ) -> Plan | None:
     ledger = Ledger(ctx)
@@ -285,8 +292,10 @@ def _materialize(
                     return None
                 placements[js.key].append(placed)
     if not by_queue:
-        kueue.sort(key=_rigidity(ctx))
-    limits = _model_limits(problem, chosen, kueue) if follow_model else {}
+        # the model's counts first: they hold room the model gave them, the rest take what is left
+        rigidity = _rigidity(ctx)
+        kueue.sort(key=lambda jc: (jc.index not in follow, rigidity(jc)))
+    limits = _model_limits(problem, chosen, [jc for jc in kueue if jc.index in follow])
     if kueue and not _kueue_jobs(ctx, ledger, chosen, kueue, placements, limits):
         return None
     outcomes: dict[str, JobSetOutcome] = {}

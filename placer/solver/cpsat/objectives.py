@@ -3,8 +3,11 @@
 1. per priority tier, highest first: accelerator units admitted (never trade a higher tier away);
 2. queue order: among equal admissions, prefer JobSets earlier in the queue;
 3. best fit: fewest free accelerators stranded in chosen domains;
-4. Kueue BestFit: shared replicated jobs with a required topology in the tightest domain that fits;
-5. locality: fewest higher-level domains spanned (preferred topology counts the same way).
+4. Kueue packing: shared replicated jobs with a required or preferred topology use the fewest
+   domains of each level, coarsest level first (one domain of the preferred level if possible);
+5. Kueue BestFit: shared replicated jobs with a required topology in the tightest domain that fits;
+6. locality: fewest higher-level domains spanned by exclusive child Jobs (their preferred
+   topology counts the same way).
 solve.py solves them one after another, fixing each optimum before the next.
 """
 
@@ -20,6 +23,7 @@ from placer.solver.tas import room_beside_leader
 __all__ = [
     "admitted_units",
     "domains_spanned",
+    "domains_used",
     "queue_preference",
     "stranded_accelerators",
     "tiers",
@@ -68,6 +72,27 @@ def stranded_accelerators(v: Variables, problem: AggregatedProblem) -> cp_model.
 def domains_spanned(v: Variables) -> cp_model.LinearExpr:
     """Locality: higher-level domains each JobSet touches, plus preferred-topology choices."""
     return sum((*v.span.values(), *v.local.values()), cp_model.LinearExpr.constant(0))
+
+
+def domains_used(v: Variables, problem: AggregatedProblem) -> tuple[cp_model.LinearExpr, int]:
+    """Kueue packing for shared replicated jobs with a required or preferred topology: domains
+    their pods use, summed over them, each level weighing more than all finer levels together
+    (fewest blocks, then fewest racks). A preferred topology is met exactly when its pods use one
+    domain of its level; when they cannot, the fewest domains of it inside the fewest of the level
+    above, as Kueue walks up. Returns the term and its largest possible value.
+    """
+    levels = [lv for lv in problem.ctx.topology.levels if any(lv == k[1] for k in v.used)]
+    per_level = {
+        lv: [x for (_, level, _), x in sorted(v.used.items()) if level == lv] for lv in levels
+    }
+    terms: list[cp_model.LinearExpr] = []
+    weight, bound = 1, 0
+    for level in reversed(levels):
+        xs = per_level[level]
+        terms.append(weight * sum(xs, cp_model.LinearExpr.constant(0)))
+        bound += weight * len(xs)
+        weight = bound + 1
+    return sum(terms, cp_model.LinearExpr.constant(0)), bound
 
 
 def tightest_domains(v: Variables, problem: AggregatedProblem) -> tuple[cp_model.LinearExpr, int]:

@@ -53,7 +53,7 @@ class NodeGroup:
     resources: Mapping[str, int]
     """Free resources of one node (scaled integers)."""
     parents: Mapping[str, str] = field(default_factory=dict)
-    """Required-locality level of a shared JobClass -> id of the enclosing domain."""
+    """Level a shared JobClass must stay in or counts domains of -> id of the enclosing domain."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +77,9 @@ class AggregatedProblem:
     """Required-topology levels of shared JobClasses: their pods must share one such domain."""
     preferred_level: Mapping[int, str] = field(default_factory=dict)
     """JobClass index -> level its child Jobs should share (Kueue preferred topology)."""
+    packing_levels: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
+    """Shared JobClass index -> levels (coarse to fine) whose domains its pods should use as few
+    of as possible (Kueue required or preferred topology; see `aggregate.packing_levels`)."""
     impossible: Mapping[str, str] = field(default_factory=dict)
     """JobSet key -> why no plan can admit it, found before solving."""
     resource_scale: Mapping[str, Decimal] = field(default_factory=dict)

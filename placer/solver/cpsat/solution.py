@@ -36,6 +36,7 @@ class Assignment:
     shared_in_group: Mapping[tuple[int, str], int] = field(default_factory=dict)
     local: Mapping[tuple[int, str, str], int] = field(default_factory=dict)
     span: Mapping[tuple[str, str, str], int] = field(default_factory=dict)
+    used: Mapping[tuple[int, str, str], int] = field(default_factory=dict)
 
     @classmethod
     def read(cls, solver: ValueSource, v: Variables) -> Assignment:
@@ -51,6 +52,7 @@ class Assignment:
             shared_in_group=values(v.shared_in_group),
             local=values(v.local),
             span=values(v.span),
+            used=values(v.used),
         )
 
     @property
@@ -67,6 +69,7 @@ class Assignment:
         _hint(model, v.shared_in_group, self.shared_in_group)
         _hint(model, v.local, self.local)
         _hint(model, v.span, self.span)
+        _hint(model, v.used, self.used)
 
 
 def _hint(

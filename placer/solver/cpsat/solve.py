@@ -170,23 +170,32 @@ def solve_admission(built: BuiltModel, runner: StageRunner, deadline: float) -> 
 def solve_packing(
     built: BuiltModel, runner: StageRunner, deadline: float, admitted: frozenset[str]
 ) -> SolveResult:
-    """Best fit, then Kueue's tightest domain, then locality, with admissions fixed; a hint must
-    already be on the model.
+    """Best fit, then Kueue's fewest domains, then Kueue's tightest domain, then locality, with
+    admissions fixed; a hint must already be on the model.
 
-    One weighted solve, stranded accelerators above domain room above spans (a lexicographic
-    order: each term's weight exceeds everything below it): at fleet scale each presolve of the
-    fine model costs a second or more, and locality, a facility-location problem, is rarely
-    proven anyway.
+    One weighted solve, each term's weight exceeding everything below it (a lexicographic order):
+    at fleet scale each presolve of the fine model costs a second or more, and locality, a
+    facility-location problem, is rarely proven anyway.
     """
     model, v, problem = built.model, built.variables, built.problem
     for key, x in v.admit.items():
         model.add(x == int(key in admitted))
-    stranded = objectives.stranded_accelerators(v, problem)
+    used, used_bound = objectives.domains_used(v, problem)
     tight, tight_bound = objectives.tightest_domains(v, problem)
-    spans = objectives.domains_spanned(v)
-    span_weight = len(v.span) + len(v.local) + 1
-    weight = (tight_bound + 1) * span_weight
-    packing = stranded * weight + tight * span_weight + spans
+    terms = [
+        ("stranded", objectives.stranded_accelerators(v, problem)),
+        ("Kueue domains", used),
+        ("domain room", tight),
+        ("spans", objectives.domains_spanned(v)),
+    ]
+    bounds = [used_bound, tight_bound, len(v.span) + len(v.local)]
+    weights = [1]
+    for b in reversed(bounds):
+        weights.insert(0, weights[0] * (b + 1))
+    packing = sum(
+        (w * expr for w, (_, expr) in zip(weights, terms, strict=True)),
+        cp_model.LinearExpr.constant(0),
+    )
     model.name = "packing"
     model.minimize(packing)
     out = runner.run(model, "packing", deadline)
@@ -196,13 +205,19 @@ def solve_packing(
     notes: tuple[str, ...] = ()
     if not out.optimal:
         lower = round(out.solver.best_objective_bound)
-        notes = (
-            f"packing: FEASIBLE, {value // weight} stranded, {value % weight // span_weight} "
-            f"domain room and {value % span_weight} spans (bound {lower // weight}, "
-            f"{lower % weight // span_weight} and {lower % span_weight})",
-        )
+        found, bound = _parts(value, terms, weights), _parts(lower, terms, weights)
+        notes = (f"packing: FEASIBLE, {found} (bound {bound})",)
     model.add(packing <= value)
     return SolveResult(Assignment.read(out.solver, v), out.optimal, notes=notes)
+
+
+def _parts(value: int, terms: list[tuple[str, cp_model.LinearExpr]], weights: list[int]) -> str:
+    """A weighted packing value split back into its terms: `3 stranded, 0 Kueue domains, ...`."""
+    parts = []
+    for (name, _), w in zip(terms, weights, strict=True):
+        parts.append(f"{value // w} {name}")
+        value %= w
+    return ", ".join(parts)
 
 
 def canonicalize(

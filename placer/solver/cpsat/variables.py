@@ -62,6 +62,8 @@ class Variables:
     """(JobClass, level, enclosing domain id) -> 1 if that JobClass keeps all its Jobs there."""
     span: dict[tuple[str, str, str], cp_model.IntVar] = field(default_factory=dict)
     """(JobSet key, level, enclosing domain id) -> 1 if the JobSet uses any domain inside it."""
+    used: dict[tuple[int, str, str], cp_model.IntVar] = field(default_factory=dict)
+    """(shared Kueue JobClass, level, domain id) -> 1 if any of its pods is inside that domain."""
     copies_in: dict[tuple[int, str, str], cp_model.IntVar] = field(default_factory=dict)
     """`copies` mode: (JobClass, level, enclosing domain id) -> whole copies of it in there."""
     placed: dict[int, cp_model.IntVar] = field(default_factory=dict)
@@ -124,6 +126,7 @@ def create_variables(
     if mode == "admission":
         _locality(model, problem, v)
         _spans(model, problem, v)
+        _used(model, problem, v)
     elif mode == "copies":
         _copies_in(model, problem, v)
     if guards is not None:
@@ -206,6 +209,20 @@ def _spans(model: cp_model.CpModel, problem: AggregatedProblem, v: Variables) ->
                         v.span[(js.key, level, c.parents[level])] = model.new_bool_var(
                             f"span[{js.key},{level},{c.parents[level]}]"
                         )
+
+
+def _used(model: cp_model.CpModel, problem: AggregatedProblem, v: Variables) -> None:
+    """One literal per domain of a packing level where a shared Kueue JobClass has room."""
+    wheres: dict[int, list[str]] = {i: [] for i in problem.packing_levels}
+    for i, where in (*v.shared_in_class, *v.shared_in_group):
+        if i in wheres:
+            wheres[i].append(where)
+    for i, levels in problem.packing_levels.items():
+        name = problem.ctx.job_classes[i].name
+        for level in levels:
+            parents = {problem.parents_of(w).get(level) for w in wheres[i]} - {None}
+            for parent in sorted(p for p in parents if p is not None):
+                v.used[(i, level, parent)] = model.new_bool_var(f"used[{name},{level},{parent}]")
 
 
 def _copies_in(model: cp_model.CpModel, problem: AggregatedProblem, v: Variables) -> None:
