@@ -163,13 +163,14 @@ def locality_requirements(
 
 def packing_levels(ctx: PlacementContext, shared: Sequence[JobClass]) -> dict[int, tuple[str, ...]]:
     """Shared JobClass with a Kueue required or preferred topology -> the levels (coarse to fine,
-    hosts left out) whose domains its pods should use as few of as possible.
+    hosts left out; none below a required lowest level) whose domains its pods should use as few
+    of as possible; its hosts are counted too (per node group).
 
     Kueue's rule, stated as counts: a preferred topology wants one domain of its level, else one
     of the level above (and the fewest of its level inside), and so on up: fewest domains of each
     level, coarsest first. A required topology fixes one domain of its level and of every level
-    above; below it Kueue takes the fewest domains, level by level ("fewest racks"). Hosts are
-    folded into node groups, so the fewest hosts stay with materialization (Kueue's descent).
+    above; below it Kueue takes the fewest domains, level by level ("fewest racks, then fewest
+    hosts"). Hosts are folded into node groups, so the model counts them per group.
     """
     levels = [lv for lv in ctx.topology.levels if lv != HOSTNAME]
     result: dict[int, tuple[str, ...]] = {}
@@ -182,8 +183,7 @@ def packing_levels(ctx: PlacementContext, shared: Sequence[JobClass]) -> dict[in
             counted = levels[levels.index(r.required_topology) + 1 :]
         elif r.required_topology:
             counted = []
-        if counted:
-            result[jc.index] = tuple(counted)
+        result[jc.index] = tuple(counted)
     return result
 
 

@@ -50,6 +50,7 @@ def build_model(
         constraints.add_locality(model, v, problem)
         constraints.add_podset_groups(model, v, problem)
         constraints.add_domains_used(model, v, problem)
+        constraints.add_hosts_used(model, v, problem)
         constraints.add_strict_fifo(model, v, problem)
     elif mode == "copies":
         constraints.add_copy_locality(model, v, problem)

@@ -23,6 +23,7 @@ __all__ = [
     "add_copy_locality",
     "add_domain_exclusivity",
     "add_domains_used",
+    "add_hosts_used",
     "add_impossible",
     "add_locality",
     "add_overlapping_domains",
@@ -219,21 +220,36 @@ def add_podset_groups(model: cp_model.CpModel, v: Variables, problem: Aggregated
 def add_domains_used(model: cp_model.CpModel, v: Variables, problem: AggregatedProblem) -> None:
     """A shared Kueue replicated job uses a domain of a packing level when any of its pods sits
     inside it, and a domain only inside a used domain of the level above (what the packing
-    objective counts, `objectives.domains_used`)."""
+    objective counts, `objectives.domains_used`).
+
+    Stated per domain, its pods there within its room there times the literal, so the linear
+    relaxation already knows how many domains the pods need."""
     if not v.used:
         return
+    inside: dict[tuple[int, str, str], list[cp_model.IntVar]] = defaultdict(list)
+    room: dict[tuple[int, str, str], int] = defaultdict(int)
     nested: set[tuple[tuple[int, str, str], tuple[int, str, str]]] = set()
     for (i, where), x in (*v.shared_in_class.items(), *v.shared_in_group.items()):
-        levels = problem.packing_levels.get(i, ())
-        jc = problem.ctx.job_classes[i]
-        need = jc.rjob.replicas * jc.rjob.pods_per_job
         parents = problem.parents_of(where)
-        keys = [(i, level, parents[level]) for level in levels if level in parents]
+        keys = [(i, lv, parents[lv]) for lv in problem.packing_levels.get(i, ()) if lv in parents]
         for key in keys:
-            model.add(x <= need * v.used[key])
+            inside[key].append(x)
+            room[key] += problem.shared_room(i, where)
         nested.update(itertools.pairwise(keys))
+    for key, xs in sorted(inside.items()):
+        jc = problem.ctx.job_classes[key[0]]
+        need = jc.rjob.replicas * jc.rjob.pods_per_job
+        model.add(sum(xs) <= min(need, room[key]) * v.used[key])
     for outer, inner in sorted(nested):
         model.add_implication(v.used[inner], v.used[outer])
+
+
+def add_hosts_used(model: cp_model.CpModel, v: Variables, problem: AggregatedProblem) -> None:
+    """A shared Kueue replicated job's pods in a node group fill whole nodes of it: at least
+    pods / (pods per node) of its nodes hold them (what `objectives.hosts_used` counts)."""
+    for (i, gid), hosts in v.hosts.items():
+        per_node = problem.group_by_id(gid).capacity[i]
+        model.add(per_node * hosts >= v.shared_in_group[(i, gid)])
 
 
 def add_copy_locality(model: cp_model.CpModel, v: Variables, problem: AggregatedProblem) -> None:

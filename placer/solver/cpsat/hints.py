@@ -42,7 +42,14 @@ class _Values:
             if (jc, level, parent) in self.v.used:
                 self.used[(jc, level, parent)] = 1
 
-    def assignment(self) -> Assignment:
+    def assignment(self, problem: AggregatedProblem) -> Assignment:
+        """The values, with each Kueue class's hosts per node group as few as its pods need."""
+        hosts = {
+            (i, gid): -(
+                -self.shared_in_group.get((i, gid), 0) // problem.group_by_id(gid).capacity[i]
+            )
+            for i, gid in self.v.hosts
+        }
         return Assignment(
             admit=self.admit,
             count=dict(self.count),
@@ -51,6 +58,7 @@ class _Values:
             local=self.local,
             span=self.span,
             used=self.used,
+            hosts=hosts,
         )
 
 
@@ -88,7 +96,7 @@ def assignment_from_plan(v: Variables, problem: AggregatedProblem, plan: Plan) -
                 if (jc, cid) in v.count:
                     values.count[(jc, cid)] += 1
                 values.mark_parents(o.key, jc, problem.class_by_id(cid).parents)
-    return values.assignment()
+    return values.assignment(problem)
 
 
 def _shared_room_owner(problem: AggregatedProblem) -> dict[str, str]:
@@ -156,10 +164,10 @@ def assignment_from_chosen(v: Variables, problem: AggregatedProblem, chosen: Cho
         if jc.jobset.key not in chosen.admitted:
             continue
         pods = jc.rjob.replicas * jc.rjob.pods_per_job
-        for (i, where), x in [*v.shared_in_group.items(), *v.shared_in_class.items()]:
+        for i, where in [*v.shared_in_group, *v.shared_in_class]:
             if i != jc.index or pods <= 0:
                 continue
-            room = x.proto.domain[-1]
+            room = problem.shared_room(i, where)
             target = values.shared_in_group
             if where not in group_ids:
                 c = problem.class_by_id(where)
@@ -170,4 +178,4 @@ def assignment_from_chosen(v: Variables, problem: AggregatedProblem, chosen: Cho
             pods -= take
             if take:
                 values.mark_parents(jc.jobset.key, i, problem.parents_of(where))
-    return values.assignment()
+    return values.assignment(problem)

@@ -7,7 +7,8 @@
    domains of each level, coarsest level first (one domain of the preferred level if possible);
 5. Kueue BestFit: shared replicated jobs with a required topology in the tightest domain that fits;
 6. locality: fewest higher-level domains spanned by exclusive child Jobs (their preferred
-   topology counts the same way).
+   topology counts the same way);
+7. Kueue packing inside a domain: those shared replicated jobs on the fewest hosts.
 solve.py solves them one after another, fixing each optimum before the next.
 """
 
@@ -24,6 +25,7 @@ __all__ = [
     "admitted_units",
     "domains_spanned",
     "domains_used",
+    "hosts_used",
     "queue_preference",
     "stranded_accelerators",
     "tiers",
@@ -93,6 +95,14 @@ def domains_used(v: Variables, problem: AggregatedProblem) -> tuple[cp_model.Lin
         bound += weight * len(xs)
         weight = bound + 1
     return sum(terms, cp_model.LinearExpr.constant(0)), bound
+
+
+def hosts_used(v: Variables, problem: AggregatedProblem) -> tuple[cp_model.LinearExpr, int]:
+    """Fewest hosts for shared replicated jobs with a required or preferred topology (Kueue's
+    "then fewest hosts"): pods on the roomiest nodes of their domains. Returns the term and its
+    largest possible value."""
+    bound = sum(len(problem.group_by_id(gid).nodes) for _, gid in v.hosts)
+    return sum(v.hosts.values(), cp_model.LinearExpr.constant(0)), bound
 
 
 def tightest_domains(v: Variables, problem: AggregatedProblem) -> tuple[cp_model.LinearExpr, int]:

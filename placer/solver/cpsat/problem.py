@@ -109,6 +109,14 @@ class AggregatedProblem:
     def group_by_id(self, group_id: str) -> NodeGroup:
         return self._group_by_id[group_id]
 
+    def shared_room(self, jc_index: int, where: str) -> int:
+        """Pods of a shared JobClass that fit on a node group or on a domain class's members."""
+        found = self._class_by_id.get(where)
+        if found is not None:
+            return found.size * found.shared_capacity.get(jc_index, 0)
+        group = self._group_by_id[where]
+        return len(group.nodes) * group.capacity.get(jc_index, 0)
+
     def parents_of(self, where: str) -> Mapping[str, str]:
         """Enclosing domains of a domain class or node group, by level."""
         found = self._class_by_id.get(where)

@@ -37,6 +37,7 @@ class Assignment:
     local: Mapping[tuple[int, str, str], int] = field(default_factory=dict)
     span: Mapping[tuple[str, str, str], int] = field(default_factory=dict)
     used: Mapping[tuple[int, str, str], int] = field(default_factory=dict)
+    hosts: Mapping[tuple[int, str], int] = field(default_factory=dict)
 
     @classmethod
     def read(cls, solver: ValueSource, v: Variables) -> Assignment:
@@ -53,6 +54,7 @@ class Assignment:
             local=values(v.local),
             span=values(v.span),
             used=values(v.used),
+            hosts=values(v.hosts),
         )
 
     @property
@@ -70,6 +72,7 @@ class Assignment:
         _hint(model, v.local, self.local)
         _hint(model, v.span, self.span)
         _hint(model, v.used, self.used)
+        _hint(model, v.hosts, self.hosts)
 
 
 def _hint(

@@ -170,8 +170,8 @@ def solve_admission(built: BuiltModel, runner: StageRunner, deadline: float) -> 
 def solve_packing(
     built: BuiltModel, runner: StageRunner, deadline: float, admitted: frozenset[str]
 ) -> SolveResult:
-    """Best fit, then Kueue's fewest domains, then Kueue's tightest domain, then locality, with
-    admissions fixed; a hint must already be on the model.
+    """Best fit, then Kueue's fewest domains, then Kueue's tightest domain, then locality, then
+    Kueue's fewest hosts, with admissions fixed; a hint must already be on the model.
 
     One weighted solve, each term's weight exceeding everything below it (a lexicographic order):
     at fleet scale each presolve of the fine model costs a second or more, and locality, a
@@ -182,13 +182,15 @@ def solve_packing(
         model.add(x == int(key in admitted))
     used, used_bound = objectives.domains_used(v, problem)
     tight, tight_bound = objectives.tightest_domains(v, problem)
+    hosts, hosts_bound = objectives.hosts_used(v, problem)
     terms = [
         ("stranded", objectives.stranded_accelerators(v, problem)),
         ("Kueue domains", used),
         ("domain room", tight),
         ("spans", objectives.domains_spanned(v)),
+        ("Kueue hosts", hosts),
     ]
-    bounds = [used_bound, tight_bound, len(v.span) + len(v.local)]
+    bounds = [used_bound, tight_bound, len(v.span) + len(v.local), hosts_bound]
     weights = [1]
     for b in reversed(bounds):
         weights.insert(0, weights[0] * (b + 1))

@@ -64,6 +64,8 @@ class Variables:
     """(JobSet key, level, enclosing domain id) -> 1 if the JobSet uses any domain inside it."""
     used: dict[tuple[int, str, str], cp_model.IntVar] = field(default_factory=dict)
     """(shared Kueue JobClass, level, domain id) -> 1 if any of its pods is inside that domain."""
+    hosts: dict[tuple[int, str], cp_model.IntVar] = field(default_factory=dict)
+    """(shared Kueue JobClass, NodeGroup) -> nodes of the group holding its pods there."""
     copies_in: dict[tuple[int, str, str], cp_model.IntVar] = field(default_factory=dict)
     """`copies` mode: (JobClass, level, enclosing domain id) -> whole copies of it in there."""
     placed: dict[int, cp_model.IntVar] = field(default_factory=dict)
@@ -159,13 +161,13 @@ def _placement(
         need = jc.rjob.replicas * jc.rjob.pods_per_job
         for c in problem.domain_classes:
             if c.shared_capacity.get(jc.index):
-                room = c.size * c.shared_capacity[jc.index]
+                room = problem.shared_room(jc.index, c.id)
                 v.shared_in_class[(jc.index, c.id)] = model.new_int_var(
                     0, room if copies else min(need, room), f"shared[{jc.name},{c.id}]"
                 )
         for g in problem.node_groups:
             if g.capacity.get(jc.index):
-                room = len(g.nodes) * g.capacity[jc.index]
+                room = problem.shared_room(jc.index, g.id)
                 v.shared_in_group[(jc.index, g.id)] = model.new_int_var(
                     0, room if copies else min(need, room), f"shared[{jc.name},{g.id}]"
                 )
@@ -212,7 +214,8 @@ def _spans(model: cp_model.CpModel, problem: AggregatedProblem, v: Variables) ->
 
 
 def _used(model: cp_model.CpModel, problem: AggregatedProblem, v: Variables) -> None:
-    """One literal per domain of a packing level where a shared Kueue JobClass has room."""
+    """For shared Kueue JobClasses: one literal per domain of a packing level where the class has
+    room, and a node count per node group where it has room."""
     wheres: dict[int, list[str]] = {i: [] for i in problem.packing_levels}
     for i, where in (*v.shared_in_class, *v.shared_in_group):
         if i in wheres:
@@ -223,6 +226,9 @@ def _used(model: cp_model.CpModel, problem: AggregatedProblem, v: Variables) -> 
             parents = {problem.parents_of(w).get(level) for w in wheres[i]} - {None}
             for parent in sorted(p for p in parents if p is not None):
                 v.used[(i, level, parent)] = model.new_bool_var(f"used[{name},{level},{parent}]")
+        for g in problem.node_groups:
+            if (i, g.id) in v.shared_in_group:
+                v.hosts[(i, g.id)] = model.new_int_var(0, len(g.nodes), f"hosts[{name},{g.id}]")
 
 
 def _copies_in(model: cp_model.CpModel, problem: AggregatedProblem, v: Variables) -> None:
