@@ -26,6 +26,7 @@ __all__ = [
     "BLOCK",
     "HOSTNAME",
     "NODEPOOL",
+    "SUBBLOCK",
     "TPU",
     "TPU_TAINT",
     "TPU_TOPOLOGY",
@@ -33,6 +34,8 @@ __all__ = [
     "clusters",
     "group_scenarios",
     "jobset",
+    "kueue_clusters",
+    "kueue_jobsets",
     "node",
     "pod",
     "pool",
@@ -45,6 +48,7 @@ __all__ = [
 
 NODEPOOL = "cloud.google.com/gke-nodepool"
 BLOCK = "cloud.google.com/gce-topology-block"
+SUBBLOCK = "cloud.google.com/gce-topology-subblock"
 TPU_TOPOLOGY = "cloud.google.com/gke-tpu-topology"
 HOSTNAME = "kubernetes.io/hostname"
 TPU = "google.com/tpu"
@@ -386,3 +390,43 @@ def reservation_cases(draw: st.DrawFn) -> ReservationCase:
         holds=holds,
         kept=kept,
     )
+
+
+@st.composite
+def kueue_clusters(draw: st.DrawFn) -> ClusterSnapshot:
+    """Small GPU clusters on Kueue-style levels (block, sub-block "rack", host): 1-3 blocks of
+    1-3 racks of 1-4 hosts with 8 GPUs each, some half used or full."""
+    nodes: list[Node] = []
+    allocatable = resources(cpu=32, pods=110, gpu=8)
+    for b in range(draw(st.integers(1, 3))):
+        for r in range(draw(st.integers(1, 3))):
+            for h in range(draw(st.integers(1, 4))):
+                name = f"b{b}-r{r}-h{h}"
+                gpus = draw(st.sampled_from([8, 8, 8, 4, 0]))
+                nodes.append(
+                    Node(
+                        name=name,
+                        labels={HOSTNAME: name, BLOCK: f"b{b}", SUBBLOCK: f"r{r}"},
+                        allocatable=allocatable,
+                        free={**allocatable, **resources(gpu=gpus)},
+                    )
+                )
+    return ClusterSnapshot(nodes=tuple(nodes), levels=(BLOCK, SUBBLOCK, HOSTNAME))
+
+
+@st.composite
+def kueue_jobsets(draw: st.DrawFn) -> JobSetRequest:
+    """One non-exclusive JobSet with a Kueue required or preferred topology at the block or rack
+    level: 1-3 child Jobs of 1-4 pods of 4 or 8 GPUs."""
+    level = draw(st.sampled_from([BLOCK, SUBBLOCK]))
+    required = draw(st.booleans())
+    rjob = ReplicatedJobRequest(
+        name="workers",
+        replicas=draw(st.integers(1, 3)),
+        pods_per_job=draw(st.integers(1, 4)),
+        pod=pod(tpu=0, gpu=draw(st.sampled_from([4, 8]))),
+        exclusive_key=None,
+        required_topology=level if required else None,
+        preferred_topology=None if required else level,
+    )
+    return JobSetRequest(namespace="team-a", name="tas", priority=0, replicated_jobs=(rjob,))
