@@ -14,6 +14,8 @@ solve.py solves them one after another, fixing each optimum before the next.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ortools.sat.python import cp_model
 
 from placer.model.topology import Domain
@@ -22,15 +24,30 @@ from placer.solver.cpsat.variables import Variables
 from placer.solver.tas import room_beside_leader
 
 __all__ = [
+    "Term",
     "admitted_units",
     "domains_spanned",
     "domains_used",
     "hosts_used",
+    "packing_terms",
     "queue_preference",
     "stranded_accelerators",
     "tiers",
     "tightest_domains",
 ]
+
+
+_ZERO = cp_model.LinearExpr.constant(0)
+
+
+@dataclass(frozen=True)
+class Term:
+    """One packing goal: what it counts (for notes), its expression, and its largest value (so a
+    lexicographic order can weigh it above everything below)."""
+
+    name: str
+    expr: cp_model.LinearExprT
+    bound: int
 
 
 def tiers(problem: AggregatedProblem) -> list[int]:
@@ -59,58 +76,61 @@ def queue_preference(v: Variables, problem: AggregatedProblem) -> cp_model.Linea
     )
 
 
-def stranded_accelerators(v: Variables, problem: AggregatedProblem) -> cp_model.LinearExpr:
+def stranded_accelerators(v: Variables, problem: AggregatedProblem) -> Term:
     """Best fit: free accelerators left idle in the domains chosen, so large domains stay whole."""
-    return sum(
-        (
-            problem.class_by_id(cid).stranded[i] * x
-            for (i, cid), x in v.count.items()
-            if problem.class_by_id(cid).stranded.get(i)
-        ),
-        cp_model.LinearExpr.constant(0),
+    terms, bound = [], 0
+    for (i, cid), x in v.count.items():
+        c = problem.class_by_id(cid)
+        if c.stranded.get(i):
+            terms.append(c.stranded[i] * x)
+            bound += c.stranded[i] * min(problem.ctx.job_classes[i].rjob.replicas, c.size)
+    return Term("stranded", sum(terms, _ZERO), bound)
+
+
+def domains_spanned(v: Variables) -> Term:
+    """Locality: higher-level domains each JobSet touches, plus preferred-topology choices."""
+    return Term(
+        "spans", sum((*v.span.values(), *v.local.values()), _ZERO), len(v.span) + len(v.local)
     )
 
 
-def domains_spanned(v: Variables) -> cp_model.LinearExpr:
-    """Locality: higher-level domains each JobSet touches, plus preferred-topology choices."""
-    return sum((*v.span.values(), *v.local.values()), cp_model.LinearExpr.constant(0))
+def packing_terms(v: Variables, problem: AggregatedProblem) -> list[Term]:
+    """The packing goals in priority order (3 to 7 above)."""
+    return [
+        stranded_accelerators(v, problem),
+        *domains_used(v, problem),
+        tightest_domains(v, problem),
+        domains_spanned(v),
+        hosts_used(v, problem),
+    ]
 
 
-def domains_used(v: Variables, problem: AggregatedProblem) -> tuple[cp_model.LinearExpr, int]:
-    """Kueue packing for shared replicated jobs with a required or preferred topology: domains
-    their pods use, summed over them, each level weighing more than all finer levels together
-    (fewest blocks, then fewest racks). A preferred topology is met exactly when its pods use one
-    domain of its level; when they cannot, the fewest domains of it inside the fewest of the level
-    above, as Kueue walks up. Returns the term and its largest possible value.
+def domains_used(v: Variables, problem: AggregatedProblem) -> list[Term]:
+    """Kueue packing for shared replicated jobs with a required or preferred topology: per level,
+    coarsest first, the domains of it their pods use, summed over them (fewest blocks, then fewest
+    racks). A preferred topology is met exactly when its pods use one domain of its level; when
+    they cannot, the fewest domains of it inside the fewest of the level above, as Kueue walks up.
     """
     levels = [lv for lv in problem.ctx.topology.levels if any(lv == k[1] for k in v.used)]
-    per_level = {
-        lv: [x for (_, level, _), x in sorted(v.used.items()) if level == lv] for lv in levels
-    }
-    terms: list[cp_model.LinearExpr] = []
-    weight, bound = 1, 0
-    for level in reversed(levels):
-        xs = per_level[level]
-        terms.append(weight * sum(xs, cp_model.LinearExpr.constant(0)))
-        bound += weight * len(xs)
-        weight = bound + 1
-    return sum(terms, cp_model.LinearExpr.constant(0)), bound
+    terms = []
+    for level in levels:
+        xs = [x for (_, lv, _), x in sorted(v.used.items()) if lv == level]
+        terms.append(Term(f"{level} domains", sum(xs, _ZERO), len(xs)))
+    return terms
 
 
-def hosts_used(v: Variables, problem: AggregatedProblem) -> tuple[cp_model.LinearExpr, int]:
+def hosts_used(v: Variables, problem: AggregatedProblem) -> Term:
     """Fewest hosts for shared replicated jobs with a required or preferred topology (Kueue's
-    "then fewest hosts"): pods on the roomiest nodes of their domains. Returns the term and its
-    largest possible value."""
+    "then fewest hosts"): pods on the roomiest nodes of their domains."""
     bound = sum(len(problem.group_by_id(gid).nodes) for _, gid in v.hosts)
-    return sum(v.hosts.values(), cp_model.LinearExpr.constant(0)), bound
+    return Term("Kueue hosts", sum(v.hosts.values(), _ZERO), bound)
 
 
-def tightest_domains(v: Variables, problem: AggregatedProblem) -> tuple[cp_model.LinearExpr, int]:
+def tightest_domains(v: Variables, problem: AggregatedProblem) -> Term:
     """Kueue BestFit for shared replicated jobs with Kueue annotations and a required topology:
     the domain chosen for their pods is the one with the fewest slices (then pods) of their shape
     that still fits, so roomier domains stay whole for later JobSets (a podset group: its
-    workers' pods beside their leader, as Kueue counts it). Returns the term and its
-    largest possible value (for weighting the terms below it).
+    workers' pods beside their leader, as Kueue counts it).
 
     Inside the domain, the fewest domains per lower level come from materializing with Kueue's
     own descent (materialize.py); the model does not restate it.
@@ -144,4 +164,4 @@ def tightest_domains(v: Variables, problem: AggregatedProblem) -> tuple[cp_model
         weights = [(pods // size) * scale + pods for pods, _ in choices]
         terms.extend(w * x for w, (_, x) in zip(weights, choices, strict=True))
         bound += max(weights)
-    return sum(terms, cp_model.LinearExpr.constant(0)), bound
+    return Term("domain room", sum(terms, _ZERO), bound)
