@@ -1,13 +1,16 @@
 """Kueue TAS packing benchmark: non-exclusive JobSets with rack/block topology on H100/H200.
 
     python -m benchmarks.kueue_tas [--seeds 0 1 2] [--size 1.0] [--time-limit 30] [--workers 0]
+                                   [--floor]
 
 For each seed, the `kueue_shared` scenario (benchmarks/scenarios.py) is planned by `best-fit`
 (Kueue TAS BestFit, as Kueue would place each JobSet in queue order) and by `cpsat`; each plan is
 checked by the independent checker. Printed per seed and solver, as a Markdown table: GPUs
 admitted, JobSets placed, and per placed JobSet the average racks (sub-blocks), blocks and hosts
 its pods span (racks and hosts also over only the JobSets both solvers placed, a like-for-like
-figure).
+figure). With `--floor`, per plan also the fewest racks per placed JobSet that any plan admitting
+as many GPUs per priority tier can span, proven with CP-SAT on the planner's model (`racks_floor`):
+what packing alone can reach at that admission.
 Figures go to benchmarks/RESULTS.md with the command; timings on the shared machine are noisy.
 """
 
@@ -24,9 +27,11 @@ from placer.model.options import SolveOptions
 from placer.model.plan import Plan
 from placer.model.workload import JobSetRequest
 from placer.solver.checker import check
+from placer.solver.context import PlacementContext
+from placer.solver.cpsat import aggregate, build_model, make_solver
 from placer.solver.registry import get_solver
 
-__all__ = ["main", "spans"]
+__all__ = ["main", "racks_floor", "spans"]
 
 SOLVERS = ("best-fit", "cpsat")
 
@@ -48,6 +53,50 @@ def spans(
     return racks / len(placed), blocks / len(placed), hosts / len(placed)
 
 
+def racks_floor(
+    snapshot: ClusterSnapshot, jobsets: Sequence[JobSetRequest], options: SolveOptions, plan: Plan
+) -> float | None:
+    """The fewest racks per placed JobSet of any plan that admits as many accelerator units per
+    priority tier as `plan`, proven on the planner's own model (its shared-pod room is a
+    relaxation of the nodes, so no real plan does better); None when a step is not proven.
+
+    Racks as the packing stage counts them: each Kueue replicated job's rack-level domains, one
+    for a rack-required one (the benchmark's JobSets have one replicated job each). Dinkelbach's
+    iteration: from the plan's own ratio p/q, minimize q * racks - p * placed; a negative optimum
+    is a plan with a lower ratio, which becomes the next p/q; zero proves p/q the floor.
+    """
+    ctx = PlacementContext(snapshot, jobsets, options)
+    problem = aggregate(ctx)
+    built = build_model(problem)
+    model, v = built.model, built.variables
+    units: dict[int, int] = {}
+    for o in plan.jobsets:
+        if o.status == "placed":
+            units[o.priority] = units.get(o.priority, 0) + o.accelerators
+    for tier in {js.priority for js in ctx.jobsets}:
+        admitted = [
+            js.accelerator_units * v.admit[js.key] for js in ctx.jobsets if js.priority == tier
+        ]
+        model.add(sum(admitted) >= units.get(tier, 0))
+    racks = [x for (_, level, _), x in v.used.items() if level == SUBBLOCK]
+    racks += [
+        v.admit[jc.jobset.key] for jc in problem.shared if jc.rjob.required_topology == SUBBLOCK
+    ]
+    placed = list(v.admit.values())
+    p = round(spans(plan, snapshot)[0] * sum(o.status == "placed" for o in plan.jobsets))
+    q = sum(o.status == "placed" for o in plan.jobsets)
+    while q:
+        model.minimize(q * sum(racks) - p * sum(placed))
+        solver = make_solver(options, "stage")
+        if solver.status_name(solver.solve(model)) != "OPTIMAL":
+            return None
+        if round(solver.objective_value) >= 0:
+            return p / q
+        p = sum(solver.value(x) for x in racks)
+        q = sum(solver.value(x) for x in placed)
+    return None
+
+
 def _row(
     seed: int,
     solver: str,
@@ -55,6 +104,7 @@ def _row(
     snapshot: ClusterSnapshot,
     jobsets: Sequence[JobSetRequest],
     both: set[str],
+    floor: float | None,
 ) -> str:
     racks, blocks, hosts = spans(plan, snapshot)
     common_racks, _, common_hosts = spans(plan, snapshot, both)
@@ -64,7 +114,7 @@ def _row(
     return (
         f"| {seed} | {solver} | {plan.solver.status} | {gpus} / {demand} | {placed} / "
         f"{len(jobsets)} | {racks:.2f} | {common_racks:.2f} ({len(both)}) | {blocks:.2f} | "
-        f"{hosts:.2f} | {common_hosts:.2f} | "
+        f"{hosts:.2f} | {common_hosts:.2f} | {'' if floor is None else f'{floor:.2f}'} | "
         f"{plan.solver.wall_seconds:.1f} |"
     )
 
@@ -75,13 +125,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--size", type=float, default=1.0)
     parser.add_argument("--time-limit", type=float, default=30.0)
     parser.add_argument("--workers", type=int, default=0)
+    parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="also prove the fewest racks per JobSet of any plan admitting as much per tier",
+    )
     args = parser.parse_args(argv)
     print(
         "| seed | solver | status | GPUs admitted | JobSets placed | racks / JobSet | "
         "racks / JobSet placed by both (how many) | blocks / JobSet | hosts / JobSet | "
-        "hosts / JobSet placed by both | wall s |"
+        "hosts / JobSet placed by both | fewest racks / JobSet at this admission | wall s |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for seed in args.seeds:
         scenario = kueue_shared(seed, args.size)
         snapshot, jobsets = scenario.snapshot, scenario.requests
@@ -104,7 +159,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         placed = [{o.key for o in p.jobsets if o.status == "placed"} for p in plans.values()]
         both = set.intersection(*placed)
         for solver, plan in plans.items():
-            print(_row(seed, solver, plan, snapshot, jobsets, both), flush=True)
+            floor = racks_floor(snapshot, jobsets, options, plan) if args.floor else None
+            print(_row(seed, solver, plan, snapshot, jobsets, both, floor), flush=True)
         print(f"<!-- seed {seed}: {scenario.nodes} nodes -->", flush=True)
     return 0
 

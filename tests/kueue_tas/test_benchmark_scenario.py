@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from benchmarks.kueue_tas import spans
+from benchmarks.kueue_tas import racks_floor, spans
 from benchmarks.records import BLOCK, SUBBLOCK
 from benchmarks.scenarios import kueue_shared
 from placer.model.options import SolveOptions
@@ -43,3 +43,19 @@ def test_spans_count_the_racks_of_each_placed_jobset() -> None:
     ]
     assert spans(plan, snapshot)[0] == sum(racks) / len(racks)
     assert spans(plan, snapshot, {placed[0].key})[0] == racks[0]
+
+
+def test_the_racks_floor_is_never_above_what_a_plan_spans() -> None:
+    """`racks_floor` proves the fewest racks per JobSet at a plan's admission: never more than
+    the plan itself spans, and for best-fit's greedy plan here strictly fewer is possible."""
+    scenario = kueue_shared(1, 0.5)
+    snapshot, requests = scenario.snapshot, scenario.requests
+    options = SolveOptions(workers=1, time_limit_s=20)
+    for solver in ("best-fit", "cpsat"):
+        plan = get_solver(solver).solve(snapshot, requests, options)
+        assert check(plan, snapshot, requests, options) == []
+        floor = racks_floor(snapshot, requests, options, plan)
+        assert floor is not None
+        assert floor <= spans(plan, snapshot)[0] + 1e-9
+        if solver == "best-fit":
+            assert floor < spans(plan, snapshot)[0]
