@@ -32,11 +32,11 @@ from benchmarks.metrics import checked
 from benchmarks.progress import Progress
 from benchmarks.queues import BASE_TIME, JobSetSpec
 from benchmarks.simworld import SimConfig, SimWorld
-from placer.model.cluster import ClusterSnapshot, Node, RunningJobSet
+from placer.model.cluster import ClusterSnapshot, DomainReservation, Node, RunningJobSet
 from placer.model.options import QueuePolicy, ReservationPolicy, SolveOptions, TimePolicy
 from placer.solver.interface import Solver
 from placer.solver.registry import get_solver
-from placer.solver.timeaware import TimeAwareSolver
+from placer.solver.timeaware import TimeAwareSolver, reservations_of
 
 __all__ = ["POLICIES", "Policy", "SimResult", "simulate"]
 
@@ -206,6 +206,10 @@ class _Sim:
         self.rounds = 0
         self.walls: list[float] = []
         self.checked = 0
+        self.kept: tuple[DomainReservation, ...] = ()
+        """The last round's reservations, handed to the next as the controller's ledger hands
+        them to its next cycle, so a reservation stays where it is while it fits."""
+        self.kept_at = 0.0
         for js in world.queue:
             self._push(js.arrival_s, "arrive", js.key)
 
@@ -305,6 +309,17 @@ class _Sim:
         self._record(t)
         return True
 
+    def _still_pending(self, t: float, pending: set[str]) -> tuple[DomainReservation, ...]:
+        """The last round's reservations of JobSets still waiting, on this round's clock."""
+        shift = t - self.kept_at
+        return tuple(
+            r.model_copy(
+                update={"start_s": max(0.0, r.start_s - shift), "end_s": max(0.0, r.end_s - shift)}
+            )
+            for r in self.kept
+            if r.jobset in pending
+        )
+
     def _round(self, t: float, pending: list[_Job]) -> None:
         requests = []
         for j in pending:
@@ -328,6 +343,7 @@ class _Sim:
             levels=self.world.snapshot.levels,
             source=self.world.name,
             running=running,
+            reservations=self._still_pending(t, {r.key for r in requests}),
         )
         options = self.options.model_copy(
             update={
@@ -343,6 +359,8 @@ class _Sim:
             }
         )
         plan = self.solver.solve(snapshot, requests, options)
+        if isinstance(self.solver, TimeAwareSolver):
+            self.kept, self.kept_at = reservations_of(plan, requests, options.time), t
         self.rounds += 1
         self.walls.append(plan.solver.wall_seconds)
         if checked(plan, snapshot, requests, options, where=f"sim {self.world.name} t={t}"):

@@ -87,3 +87,19 @@ def test_a_subset_of_the_matrix_is_named_on_the_command_line(
     ]
     with pytest.raises(SystemExit):
         backfill.main(["--policies", "nope"])
+
+
+def test_the_simulation_hands_a_rounds_reservations_to_the_next_on_its_clock() -> None:
+    from benchmarks.overtime import _Sim
+    from placer.model.cluster import DomainReservation
+    from placer.model.options import SolveOptions
+
+    world = build_world("tpu", 3, replace(SimConfig(), jobsets=10))
+    sim = _Sim(world, POLICIES["easy"], SolveOptions(), SimConfig(jobsets=10))
+    held = DomainReservation(jobset="a/x", key="k", path=(("k", "v"),), start_s=600, end_s=4200)
+    gone = held.model_copy(update={"jobset": "a/started"})
+    sim.kept, sim.kept_at = (held, gone), 1000.0
+    [moved] = sim._still_pending(1300.0, {"a/x"})
+    assert (moved.jobset, moved.start_s, moved.end_s) == ("a/x", 300.0, 3900.0)
+    [late] = sim._still_pending(2000.0, {"a/x"})
+    assert late.start_s == 0.0 and late.end_s == 3200.0
