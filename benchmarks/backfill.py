@@ -230,8 +230,8 @@ def judge(rows: Sequence[dict[str, Any]], load: float = 0.9) -> list[str]:
         ok = c["max_delay_h"] <= 0.5 * bf["max_delay_h"]
         lines.append(
             f"  - max delay <= 0.5x best-fit's: {c['max_delay_h']:.2f} h vs "
-            f"{bf['max_delay_h']:.2f} h (0.5x = {0.5 * bf['max_delay_h']:.2f}; the arrivals' "
-            f"fluid backlog peak, `simworld.fluid_backlog_s`, is {c['fluid_backlog_h']:.2f} h): "
+            f"{bf['max_delay_h']:.2f} h (0.5x = {0.5 * bf['max_delay_h']:.2f}; the largest fluid "
+            f"backlog of the arrivals, `simworld.fluid_backlog_s`: {c['fluid_backlog_h']:.2f} h): "
             f"{verdict(ok)}"
         )
         ok = c["window_utilization"] >= top_util - 0.01

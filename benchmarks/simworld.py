@@ -29,6 +29,7 @@ from benchmarks.trace import sample_window
 from placer.model.cluster import ClusterSnapshot
 from placer.model.options import SolveOptions
 from placer.model.resources import is_accelerator
+from placer.solver.context import PlacementContext
 from placer.solver.registry import get_solver
 
 __all__ = [
@@ -159,22 +160,26 @@ def build_world(kind: str, seed: int, cfg: SimConfig) -> SimWorld:
 
 
 def fluid_backlog_s(world: SimWorld) -> dict[str, float]:
-    """Per pool, the largest excess of work arriving in any window over what the pool serves in it.
+    """Per child shape, the largest excess of its work arriving in any window over what the
+    domains that can take it serve in that window.
 
-    In seconds of the whole pool: max over s <= t of (held accelerator-seconds arriving in
-    [s, t] - capacity x (t - s)) / capacity. It is the longest wait of a first-come-first-served
-    queue in the fluid picture (perfect packing, no fragmentation, work divisible), which no
-    policy shortens for the JobSet arriving at the peak without making another wait longer; the
-    over-time report gives it beside the measured maximum delays, as the backlog the arrivals
-    themselves carry.
+    In seconds of those domains: max over s <= t of (held accelerator-seconds of the shape's
+    JobSets arriving in [s, t] - capacity x (t - s)) / capacity, where capacity is the
+    accelerators of the domains a child Job of the shape fits on the empty fleet (an 18-host
+    child Job only fits racks with 18 healthy, empty hosts). It is the longest wait of a
+    first-come-first-served queue in the fluid picture (perfect packing, work divisible, no
+    other shape competing for those domains), so it understates what any policy faces; the
+    over-time report gives it beside the measured maximum delays as the backlog the arrivals
+    themselves carry. Pool "all" is every JobSet on every free accelerator.
     """
-    pools: dict[str, list[JobSetSpec]] = {}
+    shapes: dict[str, list[JobSetSpec]] = {"all": list(world.queue)}
     for js in world.queue:
-        pool = js.rjobs[0].shape.label if world.pool_capacity else "fleet"
-        pools.setdefault(pool, []).append(js)
+        shapes.setdefault(js.rjobs[0].shape.label, []).append(js)
     peaks: dict[str, float] = {}
-    for pool, jobs in sorted(pools.items()):
-        capacity = world.pool_capacity.get(pool, world.capacity_units)
+    for label, jobs in sorted(shapes.items()):
+        capacity = (
+            world.capacity_units if label == "all" else _fitting_capacity(world.snapshot, jobs[0])
+        )
         if capacity <= 0:
             continue
         # running maximum of (arrived work - capacity x arrival time) over earlier window starts
@@ -185,8 +190,25 @@ def fluid_backlog_s(world: SimWorld) -> dict[str, float]:
             lowest_start = min(lowest_start, arrived - capacity * js.arrival_s)
             arrived += js.held_units * js.duration_s
             peak = max(peak, (arrived - capacity * js.arrival_s - lowest_start) / capacity)
-        peaks[pool] = peak
+        peaks[label] = peak
     return peaks
+
+
+def _fitting_capacity(snapshot: ClusterSnapshot, js: JobSetSpec) -> int:
+    """Nominal accelerators of the domains one child Job of `js`'s first replicated job fits."""
+    request = js.to_request()
+    ctx = PlacementContext(snapshot, [request], SolveOptions())
+    jc = ctx.classes_of(request)[0]
+    if jc.exclusive_key is None:
+        return sum(accelerator_units(n.free) for n in snapshot.nodes if n.usable)
+    shape = js.rjobs[0].shape
+    per_domain = max(shape.domain_units, shape.pods_per_job * shape.units_per_pod)
+    fitting = sum(
+        1
+        for d in ctx.domains(jc.exclusive_key)
+        if ctx.domain_capacity(jc, d) >= jc.rjob.pods_per_job
+    )
+    return fitting * per_domain
 
 
 def _shape_capacity(menu: list[ChildShape], snapshot: ClusterSnapshot) -> dict[str, int]:

@@ -8,20 +8,29 @@ from pathlib import Path
 import pytest
 
 from benchmarks.overtime import MAX_WAIT_S, POLICIES
-from benchmarks.simworld import HOUR, SimConfig, SimWorld, build_world, fluid_backlog_s
+from benchmarks.queues import JobSetSpec
+from benchmarks.records import CLIQUE
+from benchmarks.simworld import (
+    HOUR,
+    SimConfig,
+    SimWorld,
+    _fitting_capacity,
+    accelerator_units,
+    build_world,
+    fluid_backlog_s,
+)
 from placer.solver.timeaware import TimeAwareSolver
 
 
 def _brute_force(world: SimWorld) -> dict[str, float]:
-    """Every window [arrival i, arrival k], directly."""
-    pools: dict[str, list] = {}
+    """Every window [arrival i, arrival k], directly, over the same capacities."""
+    pools: dict[str, list[JobSetSpec]] = {"all": list(world.queue)}
     for js in world.queue:
-        pool = js.rjobs[0].shape.label if world.pool_capacity else "fleet"
-        pools.setdefault(pool, []).append(js)
+        pools.setdefault(js.rjobs[0].shape.label, []).append(js)
     out = {}
     for pool, jobs in pools.items():
-        cap = world.pool_capacity.get(pool, world.capacity_units)
-        jobs.sort(key=lambda j: j.arrival_s)
+        cap = world.capacity_units if pool == "all" else _fitting_capacity(world.snapshot, jobs[0])
+        jobs = sorted(jobs, key=lambda j: j.arrival_s)
         best = 0.0
         for i in range(len(jobs)):
             work = 0.0
@@ -30,6 +39,23 @@ def _brute_force(world: SimWorld) -> dict[str, float]:
                 best = max(best, (work - cap * (jobs[k].arrival_s - jobs[i].arrival_s)) / cap)
         out[pool] = best
     return out
+
+
+def test_a_shape_counts_only_the_domains_its_child_jobs_fit() -> None:
+    """An 18-host GB200 child Job fits only racks whose 18 hosts are all healthy and empty."""
+    world = build_world("gb200", 3, replace(SimConfig(), jobsets=40))
+    racks: dict[str, list] = {}
+    for n in world.snapshot.nodes:
+        racks.setdefault(n.labels[CLIQUE], []).append(n)
+    # every host healthy with its 4 GPUs free (a broken GB200 host reports none allocatable)
+    whole = sum(
+        1
+        for nodes in racks.values()
+        if len(nodes) == 18 and all(n.usable and accelerator_units(n.free) == 4 for n in nodes)
+    )
+    wide = next(js for js in world.queue if js.rjobs[0].shape.pods_per_job == 18)
+    assert 0 < whole < len(racks)
+    assert _fitting_capacity(world.snapshot, wide) == whole * 72
 
 
 @pytest.mark.parametrize("fleet", ["tpu", "gb200"])
@@ -49,7 +75,7 @@ def test_fluid_backlog_of_a_burst_is_its_work_over_capacity() -> None:
     later = replace(world.queue[3], arrival_s=1000 * HOUR, duration_s=HOUR)
     world = replace(world, queue=[*burst, later])
     held = sum(js.held_units for js in burst)
-    assert fluid_backlog_s(world)["fleet"] == pytest.approx(held * HOUR / world.capacity_units)
+    assert fluid_backlog_s(world)["all"] == pytest.approx(held * HOUR / world.capacity_units)
 
 
 def test_aging_policies_wait_at_most_a_day_and_others_are_not_time_aware() -> None:
