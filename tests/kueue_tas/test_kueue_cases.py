@@ -223,16 +223,6 @@ def test_best_fit_gives_kueues_group_assignment(case: KueueGroupCase) -> None:
     }
 
 
-SPREAD_DIFFERS = {
-    "find topology assignment for two podsets with the same group - multiple hosts": (
-        "blocks b1 and b2 are equally tight by Kueue's count (2 workers beside the leader each); "
-        "Kueue takes b1 by name and packs one rack, cpsat may take b2, whose three racks hold one "
-        "host each: the model weighs the tightest block, not the racks inside it"
-    ),
-}
-"""Group cases where cpsat's plan is as tight by Kueue's BestFit count but not rack for rack."""
-
-
 def required_room(plan: Plan, snapshot: ClusterSnapshot, case: KueueGroupCase) -> int:
     """Kueue's count (workers' pods beside the leader) of the required domain the plan used."""
     js = group_jobset_of(case)
@@ -257,7 +247,6 @@ def test_cpsat_has_kueues_group_verdict_and_is_as_tight(case: KueueGroupCase) ->
         return
     if case.required:
         assert required_room(plan, snapshot, case) == required_room(reference, snapshot, case)
-    if case.name not in SPREAD_DIFFERS:
-        assert domains_per_level(plan, snapshot, case.levels) == domains_per_level(
-            reference, snapshot, case.levels
-        )
+    assert domains_per_level(plan, snapshot, case.levels) == domains_per_level(
+        reference, snapshot, case.levels
+    )
