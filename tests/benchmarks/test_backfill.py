@@ -129,3 +129,39 @@ def test_the_simulation_hands_a_rounds_reservations_to_the_next_on_its_clock() -
     assert (moved.jobset, moved.start_s, moved.end_s) == ("a/x", 300.0, 3900.0)
     [late] = sim._still_pending(2000.0, {"a/x"})
     assert late.start_s == 0.0 and late.end_s == 3200.0
+
+
+def test_targets_are_judged_for_every_cpsat_policy_against_best_fit_and_easy() -> None:
+    from benchmarks.backfill import judge
+
+    def row(policy: str, p95: float, estimate: str = "over", util: float = 0.6) -> dict:  # type: ignore[type-arg]
+        return {
+            "world": "w",
+            "policy": policy,
+            "estimate": estimate,
+            "load": 0.9,
+            "p95_delay_h": p95,
+            "max_delay_h": 2 * p95,
+            "window_utilization": util,
+            "p95_wide_h": p95,
+            "p95_narrow_h": p95,
+            "round_wall_median_s": 0.1,
+            "fluid_backlog_h": 7.0,
+        }
+
+    rows = [
+        row("best-fit", 10.0),
+        row("easy", 6.0),
+        row("cpsat-head", 6.5),  # under 0.7x best-fit, over easy
+        row("cpsat-head-aging", 5.0, util=0.595),
+        row("cpsat", 1.0, "none"),
+        row("cpsat-head-aging", 1.0, "none", util=0.57),
+    ]
+    lines = judge(rows)
+    head = next(line for line in lines if "| cpsat-head |" in line)
+    aging = next(line for line in lines if "| cpsat-head-aging |" in line)
+    assert "6.50 h vs 6.00: **missed**" in head and "not run" in head
+    assert "5.00 h vs 6.00: met" in aging and "10.00 h vs 10.00: met" in aging
+    assert "57.0% vs 60.0%: **missed**" in aging
+    assert not any("| cpsat-all |" in line for line in lines)
+    assert "w 7.00 h" in lines[-1]
