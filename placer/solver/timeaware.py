@@ -41,7 +41,7 @@ from placer.solver.interface import Solver
 from placer.solver.release import ReleaseTimeline, expected_duration_s
 from placer.solver.reservations import Candidate, Need, Reservation, Unit, UnitId, reserve
 
-__all__ = ["TimeAwareSolver", "queue_standing", "reservations_of"]
+__all__ = ["TimeAwareSolver", "queue_standing", "reservation_order", "reservations_of"]
 
 
 def queue_standing(jobset: JobSetRequest, policy: TimePolicy, now: datetime) -> float:
@@ -50,6 +50,23 @@ def queue_standing(jobset: JobSetRequest, policy: TimePolicy, now: datetime) -> 
         return float(jobset.priority)
     waited_h = max(0.0, (now - _aware(jobset.creation_timestamp)).total_seconds() / 3600)
     return jobset.priority + policy.aging_per_hour * waited_h
+
+
+def reservation_order(
+    jobset: JobSetRequest, policy: TimePolicy, now: datetime
+) -> tuple[int, float, float, float, int, str]:
+    """Sort key of the reservation pass: JobSets waiting past `max_wait_s` first, longest
+    waiting first, then standing (priority plus aging), then queue order.
+
+    A JobSet past the maximum wait must not only get a reservation but keep it: were it ordered
+    by priority, each later arrival of a higher tier would be reserved ahead of it on the same
+    domains round after round, and its start would recede for as long as they keep coming (seen
+    in the over-time benchmark: 18-host GB200 JobSets waited 195 h with reservations).
+    """
+    waited = _waited_s(jobset, now)
+    if policy.max_wait_s is not None and waited > policy.max_wait_s:
+        return (0, -waited, 0.0, *jobset.queue_key()[1:])
+    return (1, 0.0, -queue_standing(jobset, policy, now), *jobset.queue_key()[1:])
 
 
 def _aware(t: datetime) -> datetime:
@@ -207,9 +224,7 @@ class TimeAwareSolver:
         units = _Units(snapshot, jobsets, options, timeline)
         phases = {"timeline": time.perf_counter() - started}
         durations = {js.key: expected_duration_s(js, policy) for js in jobsets}
-        order = sorted(
-            jobsets, key=lambda js: (-queue_standing(js, policy, now), *js.queue_key()[1:])
-        )
+        order = sorted(jobsets, key=lambda js: reservation_order(js, policy, now))
         reservations: dict[str, Reservation] = {}
         # reservations of JobSets outside this queue (another controller's): held as they are
         queued = {js.key for js in jobsets}

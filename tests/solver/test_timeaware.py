@@ -368,3 +368,37 @@ def test_a_reservation_keeps_a_required_topology(solver: str) -> None:
     assert any(
         "span 2 domains of its required topology" in p for p in check(bad, snap, [wide], options)
     )
+
+
+@pytest.mark.parametrize("max_wait_h", [None, 24])
+def test_a_jobset_past_the_maximum_wait_is_reserved_ahead_of_higher_tiers(
+    max_wait_h: int | None,
+) -> None:
+    """Two pools busy for an hour; an old batch JobSet and a fresh production one both need both.
+    Past `max_wait` the old one keeps the first slot, so later tiers cannot push it back."""
+    busy = {"free": {"cpu": 32, "pods": 110, "google.com/tpu": 0}}
+    snap = cluster(*(pool(f"p{i}", 2, jobsets=["ns/run"], **busy) for i in range(2)))  # type: ignore[arg-type]
+    snap = snap.model_copy(
+        update={"running": {"ns/run": RunningJobSet(started_at=NOW, expected_duration_s=H)}}
+    )
+
+    def timed(name: str, priority: int, hours_ago: float) -> JobSetRequest:
+        return jobset(name, rjob(replicas=2), priority=priority).model_copy(
+            update={
+                "expected_duration_s": H,
+                "creation_timestamp": NOW - timedelta(hours=hours_ago),
+            }
+        )
+
+    queue = [timed("old-batch", 0, 30), timed("fresh-prod", 1000, 0)]
+    policy = TimePolicy(
+        now=NOW,
+        reservations="all",
+        max_wait_s=None if max_wait_h is None else max_wait_h * H,
+    )
+    options = SolveOptions(workers=1, time=policy)
+    plan = TimeAwareSolver(get_solver("best-fit")).solve(snap, queue, options)
+    assert check(plan, snap, queue, options) == []
+    first, second = ("old-batch", "fresh-prod") if max_wait_h else ("fresh-prod", "old-batch")
+    assert plan.outcome(f"team-a/{first}").expected_start_seconds == H
+    assert plan.outcome(f"team-a/{second}").expected_start_seconds == 2 * H
