@@ -35,7 +35,7 @@ from typing import Any
 from benchmarks.measure import machine_info
 from benchmarks.overtime import SimResult, simulate
 from benchmarks.progress import Progress
-from benchmarks.simworld import HOUR, SimConfig, SimWorld, build_world, fluid_backlog_s
+from benchmarks.simworld import HOUR, SimConfig, SimWorld, build_world, shape_pools
 from placer.model.options import SolveOptions
 
 __all__ = ["ESTIMATES", "estimates_for", "main", "run_matrix", "summarize"]
@@ -85,7 +85,8 @@ def summarize(world: SimWorld, result: SimResult, estimate: str, load: float) ->
     wide = [delays[i] for i in order[-quarter:]]
     slowdowns = [(d + r) / max(r, SLOWDOWN_FLOOR_S) for d, r in zip(delays, runs, strict=True)]
     walls = result.round_wall_s
-    backlog = fluid_backlog_s(world)
+    pools = shape_pools(world)
+    backlog = [p.fluid_backlog_s for p in pools.values() if p.capacity > 0]
     return {
         "world": world.name,
         "policy": result.policy,
@@ -104,7 +105,15 @@ def summarize(world: SimWorld, result: SimResult, estimate: str, load: float) ->
         "round_wall_max_s": max(walls, default=0.0),
         "rounds": result.rounds,
         "checked_plans": result.checked_plans,
-        "fluid_backlog_h": max(backlog.values(), default=0.0) / HOUR,
+        "fluid_backlog_h": max(backlog, default=0.0) / HOUR,
+        "shapes": {
+            label: {
+                "domains": p.domains,
+                "work_share": p.work_share,
+                "fluid_backlog_h": p.fluid_backlog_s / HOUR,
+            }
+            for label, p in pools.items()
+        },
     }
 
 
@@ -302,6 +311,27 @@ def _plots(kept: Sequence[tuple[str, SimResult]], out: Path) -> list[str]:
     return written
 
 
+def _worlds(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """Per simulated world, each child shape's share of the work, the domains that can take its
+    child Jobs, and the backlog its arrivals carry (`simworld.shape_pools`)."""
+    lines = [
+        "| world | load | child shape | domains it fits | share of work | fluid backlog h |",
+        "|---|---|---|---|---|---|",
+    ]
+    seen: set[tuple[str, float]] = set()
+    for r in rows:
+        if (r["world"], r["load"]) in seen or "shapes" not in r:
+            continue
+        seen.add((r["world"], r["load"]))
+        for label, shape in r["shapes"].items():
+            domains = "every free accelerator" if label == "all" else str(shape["domains"])
+            lines.append(
+                f"| {r['world']} | {r['load']:.0%} | {label} | {domains} "
+                f"| {shape['work_share']:.0%} | {shape['fluid_backlog_h']:.1f} |"
+            )
+    return lines
+
+
 def _write(
     out: Path, command: str, started: float, rows: list[dict[str, Any]], kept: list[Any], done: bool
 ) -> None:
@@ -318,6 +348,10 @@ def _write(
         "## Targets",
         "",
         *judge(rows),
+        "",
+        "## Worlds",
+        "",
+        *_worlds(rows),
         "",
         "## Runs",
         "",

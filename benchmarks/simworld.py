@@ -39,6 +39,7 @@ __all__ = [
     "accelerator_units",
     "build_world",
     "fluid_backlog_s",
+    "shape_pools",
 ]
 
 HOUR = 3600.0
@@ -159,48 +160,74 @@ def build_world(kind: str, seed: int, cfg: SimConfig) -> SimWorld:
     )
 
 
-def fluid_backlog_s(world: SimWorld) -> dict[str, float]:
-    """Per child shape, the largest excess of its work arriving in any window over what the
-    domains that can take it serve in that window.
+@dataclass(frozen=True)
+class ShapePool:
+    """The JobSets of one child shape and the domains that can take their child Jobs."""
 
-    In seconds of those domains: max over s <= t of (held accelerator-seconds of the shape's
-    JobSets arriving in [s, t] - capacity x (t - s)) / capacity, where capacity is the
-    accelerators of the domains a child Job of the shape fits on the empty fleet (an 18-host
-    child Job only fits racks with 18 healthy, empty hosts). It is the longest wait of a
-    first-come-first-served queue in the fluid picture (perfect packing, work divisible, no
+    domains: int
+    """Domains a child Job of the shape fits on the empty fleet (0 for pool "all")."""
+    capacity: int
+    """Their nominal accelerators (pool "all": every free accelerator)."""
+    work_share: float
+    """The shape's share of all held accelerator-seconds offered."""
+    fluid_backlog_s: float
+    """See `fluid_backlog_s`."""
+
+
+def shape_pools(world: SimWorld) -> dict[str, ShapePool]:
+    """Per child shape (and "all"), what it asks of the fleet and what can serve it.
+
+    The fluid backlog is, in seconds of those domains, max over s <= t of (held accelerator-
+    seconds of the shape's JobSets arriving in [s, t] - capacity x (t - s)) / capacity, where
+    capacity is the accelerators of the domains a child Job of the shape fits on the empty fleet
+    (an 18-host child Job only fits racks with 18 healthy, empty hosts). It is the longest wait of
+    a first-come-first-served queue in the fluid picture (perfect packing, work divisible, no
     other shape competing for those domains), so it understates what any policy faces; the
-    over-time report gives it beside the measured maximum delays as the backlog the arrivals
-    themselves carry. Pool "all" is every JobSet on every free accelerator.
+    over-time report gives it beside the measured delays, as the backlog the arrivals themselves
+    carry. Pool "all" is every JobSet on every free accelerator.
     """
-    shapes: dict[str, list[JobSetSpec]] = {"all": list(world.queue)}
+    groups: dict[str, list[JobSetSpec]] = {"all": list(world.queue)}
     for js in world.queue:
-        shapes.setdefault(js.rjobs[0].shape.label, []).append(js)
-    peaks: dict[str, float] = {}
-    for label, jobs in sorted(shapes.items()):
-        capacity = (
-            world.capacity_units if label == "all" else _fitting_capacity(world.snapshot, jobs[0])
+        groups.setdefault(js.rjobs[0].shape.label, []).append(js)
+    total = math.fsum(js.held_units * js.duration_s for js in world.queue) or 1.0
+    pools: dict[str, ShapePool] = {}
+    for label, jobs in sorted(groups.items()):
+        domains, capacity = (
+            (0, world.capacity_units) if label == "all" else _fitting(world.snapshot, jobs[0])
         )
-        if capacity <= 0:
-            continue
-        # running maximum of (arrived work - capacity x arrival time) over earlier window starts
-        peak = 0.0
-        lowest_start = math.inf
-        arrived = 0.0
-        for js in sorted(jobs, key=lambda j: j.arrival_s):
-            lowest_start = min(lowest_start, arrived - capacity * js.arrival_s)
-            arrived += js.held_units * js.duration_s
-            peak = max(peak, (arrived - capacity * js.arrival_s - lowest_start) / capacity)
-        peaks[label] = peak
-    return peaks
+        work = math.fsum(js.held_units * js.duration_s for js in jobs)
+        pools[label] = ShapePool(domains, capacity, work / total, _fluid_peak_s(jobs, capacity))
+    return pools
 
 
-def _fitting_capacity(snapshot: ClusterSnapshot, js: JobSetSpec) -> int:
-    """Nominal accelerators of the domains one child Job of `js`'s first replicated job fits."""
+def fluid_backlog_s(world: SimWorld) -> dict[str, float]:
+    """Per child shape (and "all"), the fluid backlog of `shape_pools`; a shape no domain can
+    take is left out."""
+    return {k: p.fluid_backlog_s for k, p in shape_pools(world).items() if p.capacity > 0}
+
+
+def _fluid_peak_s(jobs: list[JobSetSpec], capacity: int) -> float:
+    if capacity <= 0:
+        return math.inf
+    # running maximum of (arrived work - capacity x arrival time) over earlier window starts
+    peak = 0.0
+    lowest_start = math.inf
+    arrived = 0.0
+    for js in sorted(jobs, key=lambda j: j.arrival_s):
+        lowest_start = min(lowest_start, arrived - capacity * js.arrival_s)
+        arrived += js.held_units * js.duration_s
+        peak = max(peak, (arrived - capacity * js.arrival_s - lowest_start) / capacity)
+    return peak
+
+
+def _fitting(snapshot: ClusterSnapshot, js: JobSetSpec) -> tuple[int, int]:
+    """Domains one child Job of `js`'s first replicated job fits, and their nominal
+    accelerators."""
     request = js.to_request()
     ctx = PlacementContext(snapshot, [request], SolveOptions())
     jc = ctx.classes_of(request)[0]
     if jc.exclusive_key is None:
-        return sum(accelerator_units(n.free) for n in snapshot.nodes if n.usable)
+        return 0, sum(accelerator_units(n.free) for n in snapshot.nodes if n.usable)
     shape = js.rjobs[0].shape
     per_domain = max(shape.domain_units, shape.pods_per_job * shape.units_per_pod)
     fitting = sum(
@@ -208,7 +235,7 @@ def _fitting_capacity(snapshot: ClusterSnapshot, js: JobSetSpec) -> int:
         for d in ctx.domains(jc.exclusive_key)
         if ctx.domain_capacity(jc, d) >= jc.rjob.pods_per_job
     )
-    return fitting * per_domain
+    return fitting, fitting * per_domain
 
 
 def _shape_capacity(menu: list[ChildShape], snapshot: ClusterSnapshot) -> dict[str, int]:

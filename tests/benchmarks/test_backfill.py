@@ -14,7 +14,7 @@ from benchmarks.simworld import (
     HOUR,
     SimConfig,
     SimWorld,
-    _fitting_capacity,
+    _fitting,
     accelerator_units,
     build_world,
     fluid_backlog_s,
@@ -29,7 +29,7 @@ def _brute_force(world: SimWorld) -> dict[str, float]:
         pools.setdefault(js.rjobs[0].shape.label, []).append(js)
     out = {}
     for pool, jobs in pools.items():
-        cap = world.capacity_units if pool == "all" else _fitting_capacity(world.snapshot, jobs[0])
+        cap = world.capacity_units if pool == "all" else _fitting(world.snapshot, jobs[0])[1]
         jobs = sorted(jobs, key=lambda j: j.arrival_s)
         best = 0.0
         for i in range(len(jobs)):
@@ -55,7 +55,7 @@ def test_a_shape_counts_only_the_domains_its_child_jobs_fit() -> None:
     )
     wide = next(js for js in world.queue if js.rjobs[0].shape.pods_per_job == 18)
     assert 0 < whole < len(racks)
-    assert _fitting_capacity(world.snapshot, wide) == whole * 72
+    assert _fitting(world.snapshot, wide) == (whole, whole * 72)
 
 
 @pytest.mark.parametrize("fleet", ["tpu", "gb200"])
@@ -165,3 +165,16 @@ def test_targets_are_judged_for_every_cpsat_policy_against_best_fit_and_easy() -
     assert "57.0% vs 60.0%: **missed**" in aging
     assert not any("| cpsat-all |" in line for line in lines)
     assert "w 7.00 h" in lines[-1]
+
+
+def test_the_report_lists_each_worlds_shapes_once() -> None:
+    from benchmarks.backfill import _worlds
+
+    shapes = {"all": {"domains": 0, "work_share": 1.0, "fluid_backlog_h": 2.0}}
+    shapes["18h"] = {"domains": 3, "work_share": 0.13, "fluid_backlog_h": 49.65}
+    rows = [{"world": "w", "load": 0.9, "shapes": shapes}] * 2
+    lines = _worlds(rows)
+    assert lines[2:] == [
+        "| w | 90% | all | every free accelerator | 100% | 2.0 |",
+        "| w | 90% | 18h | 3 | 13% | 49.6 |",
+    ]
