@@ -70,7 +70,8 @@ def add_time_args(parser: argparse.ArgumentParser, *, planning_instant: bool = T
     group.add_argument(
         "--max-wait",
         metavar="DURATION",
-        help="a JobSet waiting longer than this (since creation) always gets a reservation",
+        help="a JobSet waiting longer than this (since creation) always gets a reservation, "
+        "ahead of every priority tier (longest waiting first)",
     )
 
 
