@@ -125,6 +125,10 @@ class JobSetRequest(BaseModel):
     creation_timestamp: datetime | None = None
     order: int = 0
     """Position on the command line or in the watch; the last tie-breaker of queue order."""
+    declared_priority: int | None = None
+    """Set when a planner raised `priority` to order the plan (time-aware planning puts the
+    JobSets its reservations start now above every tier): the priority the JobSet declares, which
+    reasons compare ("taken by higher-priority JobSets") so they do not call an equal a higher."""
     replicated_jobs: tuple[ReplicatedJobRequest, ...]
     node_selector_strategy: bool = False
     expected_duration_s: float | None = None
@@ -149,6 +153,11 @@ class JobSetRequest(BaseModel):
             for r in self.replicated_jobs
             for i in range(r.replicas)
         ]
+
+    @property
+    def reported_priority(self) -> int:
+        """The priority reasons compare: the declared one when a planner raised `priority`."""
+        return self.priority if self.declared_priority is None else self.declared_priority
 
     def queue_key(self) -> tuple[int, float, int, str]:
         """Queue order: priority descending, then creation time, then order given, then name."""

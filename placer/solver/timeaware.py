@@ -275,7 +275,10 @@ class TimeAwareSolver:
         inner_snapshot = snapshot.model_copy(update={"reservations": held})
         top = max((js.priority for js in jobsets), default=0) + 1
         inner_jobsets = [
-            js.model_copy(update={"priority": top}) if js.key in start_now else js for js in jobsets
+            js.model_copy(update={"priority": top, "declared_priority": js.priority})
+            if js.key in start_now
+            else js
+            for js in jobsets
         ]
         plan = self.inner.solve(inner_snapshot, inner_jobsets, options)
         estimating = time.perf_counter()

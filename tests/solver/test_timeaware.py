@@ -402,3 +402,24 @@ def test_a_jobset_past_the_maximum_wait_is_reserved_ahead_of_higher_tiers(
     first, second = ("old-batch", "fresh-prod") if max_wait_h else ("fresh-prod", "old-batch")
     assert plan.outcome(f"team-a/{first}").expected_start_seconds == H
     assert plan.outcome(f"team-a/{second}").expected_start_seconds == 2 * H
+
+
+@pytest.mark.parametrize("solver", ["cpsat", "best-fit"])
+def test_a_jobset_started_by_its_reservation_keeps_its_own_priority_in_reasons(
+    solver: str,
+) -> None:
+    """The pass starts `first` now and the planner ranks it above every tier to do so; the wide
+    JobSet it blocks is told it lost to a JobSet of its own priority, not a higher one."""
+    snap = _fleet()
+    first = jobset("first", rjob(replicas=1)).model_copy(
+        update={"expected_duration_s": 5 * H, "creation_timestamp": NOW - timedelta(hours=1)}
+    )
+    wide = next(js for js in _queue() if js.name == "wide")
+    options = SolveOptions(workers=1, time=TimePolicy(now=NOW, reservations="head"))
+    plan = TimeAwareSolver(get_solver(solver)).solve(snap, [first, wide], options)
+    assert check(plan, snap, [first, wide], options) == []
+    assert plan.outcome("team-a/first").status == "placed"
+    assert plan.outcome("team-a/first").priority == 0
+    reason = plan.outcome("team-a/wide").reason or ""
+    assert "taken by same-priority JobSets in this plan (team-a/first)" in reason, reason
+    assert "higher-priority" not in reason

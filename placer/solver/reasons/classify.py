@@ -111,7 +111,7 @@ class Classifier:
     def __init__(self, ctx: PlacementContext, occupancy: Occupancy | None = None) -> None:
         self.ctx = ctx
         self.occupancy = occupancy or Occupancy()
-        self._priority = {js.key: js.priority for js in ctx.jobsets}
+        self._priority = {js.key: js.reported_priority for js in ctx.jobsets}
         self._signatures: dict[int, str] = {}
         self._static: dict[tuple[str, int, str], dict[int, Reason | None]] = {}
         """(pod signature, pods per child Job, key) -> per domain of the key: the reason the
@@ -238,7 +238,7 @@ class Classifier:
         """The outsider's view of `jc`'s key for its shape and size, counted in one pass."""
         key = jc.exclusive_key
         assert key is not None
-        shape = (self._signature(jc), jc.rjob.pods_per_job, key, jc.jobset.priority)
+        shape = (self._signature(jc), jc.rjob.pods_per_job, key, jc.jobset.reported_priority)
         found = self._views.get(shape)
         if found is None:
             index = self._key(key)
@@ -270,7 +270,7 @@ class Classifier:
         others = planned - {me} if me is not None else planned
         if not others:
             return (Reason("own"), ()) if planned else None
-        priority = jc.jobset.priority
+        priority = jc.jobset.reported_priority
         if others is planned:
             # an outsider: the relations follow from the priorities present, however many takers
             theirs = index.planned_priorities[i]
