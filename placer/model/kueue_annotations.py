@@ -158,18 +158,25 @@ class PodsetGroup:
     leader: int
 
 
+def _members(js: JobSetRequest) -> dict[str, list[int]]:
+    """Podset group name -> indices of its replicated jobs, in the order first named: the one
+    grouping that `podset_groups` (which member leads) and `check_podset_groups` (Kueue's rules)
+    both read, so they agree on what a group is."""
+    members: dict[str, list[int]] = {}
+    for i, r in enumerate(js.replicated_jobs):
+        if r.podset_group is not None:
+            members.setdefault(r.podset_group, []).append(i)
+    return members
+
+
 def podset_groups(js: JobSetRequest) -> tuple[PodsetGroup, ...]:
     """The JobSet's podset groups (checked by `check_podset_groups`), in the order first named.
 
     Which member leads follows Kueue (`findLeaderAndWorkers`): the second one, unless it has more
     pods than the first; so with one pod each, the second member leads.
     """
-    members: dict[str, list[int]] = {}
-    for i, r in enumerate(js.replicated_jobs):
-        if r.podset_group is not None:
-            members.setdefault(r.podset_group, []).append(i)
     found: list[PodsetGroup] = []
-    for name, (first, second) in ((n, m) for n, m in members.items() if len(m) == 2):
+    for name, (first, second) in ((n, m) for n, m in _members(js).items() if len(m) == 2):
         rjobs = js.replicated_jobs
         if rjobs[second].pod_count > rjobs[first].pod_count:
             found.append(PodsetGroup(name, workers=second, leader=first))
@@ -194,11 +201,7 @@ def check_podset_groups(js: JobSetRequest) -> None:
             code="kueue",
         )
 
-    members: dict[str, list[int]] = {}
-    for i, r in enumerate(js.replicated_jobs):
-        if r.podset_group is not None:
-            members.setdefault(r.podset_group, []).append(i)
-    for indices in members.values():
+    for indices in _members(js).values():
         if len(indices) != 2:
             listed = ", ".join(f"replicatedJobs[{i}]" for i in indices)
             raise bad(
