@@ -76,13 +76,14 @@ class TasRequest:
 
 @dataclass(eq=False)
 class _Domain:
+    """One domain of the read-only tree; its counts live in each search (`_Search`), so one tree
+    serves every search of a solve."""
+
     values: tuple[str, ...]
     """Level values from the top level down to this domain (Kueue's levelValues)."""
     children: list[_Domain] = field(default_factory=list)
     node: str | None = None
     """The node, for a leaf."""
-    pods: int = 0
-    slices: int = 0
 
 
 class TasTree:
