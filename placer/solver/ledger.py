@@ -114,17 +114,9 @@ class Ledger:
 
     def node_capacity(self, jc: JobClass, node: str) -> int:
         """Pods of `jc`'s shape still fitting on `node` beside planned pods (reservations aside)."""
-        n = self.ctx.nodes[node]
-        pod = jc.rjob.pod
         if self.ctx.class_facts(jc).exclusion(node):
             return 0
-        fit = pods_that_fit(self._free_of(node), pod.requests)
-        if pod.host_ports:
-            used = set(n.used_host_ports) | self._ports.get(node, set())
-            if any(p in used for p in pod.host_ports):
-                return 0
-            fit = min(fit, 1)
-        return fit
+        return self._pods_fitting(jc, node, self._free_of(node), ())
 
     def capacity_beside(self, jc: JobClass, node: str, other: PodShape) -> int:
         """Pods of `jc`'s shape still fitting on `node` once one pod of `other` is placed there too
@@ -137,13 +129,20 @@ class Ledger:
                 free[name] = free.get(name, Decimal(0)) - value
         if PODS in free:
             free[PODS] -= 1
+        return self._pods_fitting(jc, node, free, other.host_ports)
+
+    def _pods_fitting(
+        self, jc: JobClass, node: str, free: ResourceMap, taken_ports: Iterable[tuple[int, str]]
+    ) -> int:
+        """Pods of `jc`'s shape fitting in `free` on `node`, host ports counted: the node's own,
+        the plan's there and `taken_ports` (at most one pod when the shape asks for any)."""
         pod = jc.rjob.pod
         fit = pods_that_fit(free, pod.requests)
         if pod.host_ports:
             used = (
                 set(self.ctx.nodes[node].used_host_ports)
                 | self._ports.get(node, set())
-                | set(other.host_ports)
+                | set(taken_ports)
             )
             if any(p in used for p in pod.host_ports):
                 return 0
