@@ -215,11 +215,12 @@ def judge(rows: Sequence[dict[str, Any]], load: float = 0.9) -> list[str]:
     def verdict(ok: bool) -> str:
         return "met" if ok else "**missed**"
 
-    def cell(rows_at: str, policy: str) -> dict[str, dict[str, Any]]:
+    def cell(fleet: str, estimate: str) -> dict[str, dict[str, Any]]:
+        """Policy -> its row on `fleet` at `load` with this kind of runtime estimate."""
         return {
             r["policy"]: r
             for r in rows
-            if r["world"] == rows_at and r["load"] == load and r["estimate"] == policy
+            if r["world"] == fleet and r["load"] == load and r["estimate"] == estimate
         }
 
     for fleet in sorted({r["world"] for r in rows}):
