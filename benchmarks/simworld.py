@@ -77,8 +77,6 @@ class SimWorld:
     """JobSets that could not fit even the empty fleet (left out for every policy)."""
     shape_loads: dict[str, float] = field(default_factory=dict)
     """Offered load per TPU slice shape (each shape is its own pool)."""
-    pool_capacity: dict[str, int] = field(default_factory=dict)
-    """Free accelerators per TPU slice shape; empty when the whole fleet is one pool."""
 
 
 def accelerator_units(free: dict[str, Decimal]) -> int:
@@ -156,7 +154,6 @@ def build_world(kind: str, seed: int, cfg: SimConfig) -> SimWorld:
         offered,
         dropped,
         shape_loads,
-        shape_capacity,
     )
 
 
