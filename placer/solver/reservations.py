@@ -138,6 +138,7 @@ def _assign_anywhere(
             break
         seen |= pool
     chosen: Chosen | None
+    ordered: list[list[int]] | None = None  # each pool whole, in preference order, when needed
     # the unit whose next busy period starts soonest after this run ends wastes the least
     if disjoint:
         chosen = {
@@ -145,12 +146,14 @@ def _assign_anywhere(
             for n, pool in zip(needs, pools, strict=True)
         }
     else:
-        chosen = _assign_by_flow(needs, [calendar.by_preference(p, end) for p in pools], layout)
+        ordered = [calendar.by_preference(p, end) for p in pools]
+        chosen = _assign_by_flow(needs, ordered, layout)
         if chosen is None:
             return None
     if _cells_disjoint(chosen, layout):
         return chosen
-    ordered = [calendar.by_preference(p, end) for p in pools]
+    if ordered is None:
+        ordered = [calendar.by_preference(p, end) for p in pools]
     return _assign_avoiding_overlap(needs, ordered, layout)
 
 
