@@ -403,6 +403,12 @@ def _spanned(
     }
 
 
+def _apart(domains: set[tuple[str | None, ...]]) -> bool:
+    """Pods that must share one domain do not: they sit in several, or on a node outside every
+    domain of the level."""
+    return len(domains) > 1 or any(None in d for d in domains)
+
+
 def _shown(domains: set[tuple[str | None, ...]]) -> str:
     return ", ".join(sorted("/".join(str(v) for v in d) for d in domains))
 
@@ -420,7 +426,7 @@ def _check_locality(
         if not level:
             continue
         domains = _spanned(o, [rjob], nodes, level, levels)
-        if len(domains) > 1 or any(None in d for d in domains):
+        if _apart(domains):
             problems.add(
                 f"{js.key}: {rjob.name} requires one domain of {level}, spans {_shown(domains)}"
             )
@@ -444,7 +450,7 @@ def _check_podset_groups(
         if level is None or len(rjobs) < 2:
             continue
         domains = _spanned(o, rjobs, nodes, level, levels)
-        if len(domains) > 1 or any(None in d for d in domains):
+        if _apart(domains):
             names = ", ".join(r.name for r in rjobs)
             problems.add(
                 f"{js.key}: podset group {group} ({names}) requires one domain of {level}, "
