@@ -223,8 +223,8 @@ def _used(model: cp_model.CpModel, problem: AggregatedProblem, v: Variables) -> 
     for i, levels in problem.packing_levels.items():
         name = problem.ctx.job_classes[i].name
         for level in levels:
-            parents = {problem.parents_of(w).get(level) for w in wheres[i]} - {None}
-            for parent in sorted(p for p in parents if p is not None):
+            parents = {p for w in wheres[i] if (p := problem.parents_of(w).get(level)) is not None}
+            for parent in sorted(parents):
                 v.used[(i, level, parent)] = model.new_bool_var(f"used[{name},{level},{parent}]")
         for g in problem.node_groups:
             if (i, g.id) in v.shared_in_group:
