@@ -24,7 +24,7 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -33,7 +33,13 @@ from benchmarks.progress import Progress
 from benchmarks.queues import BASE_TIME, JobSetSpec
 from benchmarks.simworld import SimConfig, SimWorld
 from placer.model.cluster import ClusterSnapshot, DomainReservation, Node, RunningJobSet
-from placer.model.options import QueuePolicy, ReservationPolicy, SolveOptions, TimePolicy
+from placer.model.options import (
+    DEFAULT_DURATION_S,
+    QueuePolicy,
+    ReservationPolicy,
+    SolveOptions,
+    TimePolicy,
+)
 from placer.solver.interface import Solver
 from placer.solver.registry import get_solver
 from placer.solver.timeaware import TimeAwareSolver, reservations_of
@@ -53,13 +59,22 @@ class Policy:
     """Priority points per hour waited in the reservation order (see `TimePolicy`)."""
     max_wait_s: float | None = None
     """A JobSet waiting longer than this always gets a reservation (see `TimePolicy`)."""
-    head: int = 1
-    """How many JobSets `head` reserves for."""
+
+    def time_policy(
+        self, now: datetime | None = None, default_duration_s: float = DEFAULT_DURATION_S
+    ) -> TimePolicy:
+        """Its `TimePolicy` at a round's instant."""
+        return TimePolicy(
+            now=now,
+            reservations=self.reservations,
+            aging_per_hour=self.aging_per_hour,
+            max_wait_s=self.max_wait_s,
+            default_duration_s=default_duration_s,
+        )
 
     def build(self) -> Solver:
         inner = get_solver(self.solver)
-        timed = self.reservations != "none" or self.max_wait_s is not None
-        return TimeAwareSolver(inner) if timed else inner
+        return TimeAwareSolver(inner) if self.time_policy().active else inner
 
 
 AGING_PER_HOUR = 2000.0
@@ -348,13 +363,8 @@ class _Sim:
         options = self.options.model_copy(
             update={
                 "queue": self.spec.queue,
-                "time": TimePolicy(
-                    now=BASE_TIME + timedelta(seconds=t),
-                    reservations=self.spec.reservations,
-                    aging_per_hour=self.spec.aging_per_hour,
-                    max_wait_s=self.spec.max_wait_s,
-                    head=self.spec.head,
-                    default_duration_s=self.cfg.default_duration_s,
+                "time": self.spec.time_policy(
+                    BASE_TIME + timedelta(seconds=t), self.cfg.default_duration_s
                 ),
             }
         )
