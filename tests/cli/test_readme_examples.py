@@ -1,6 +1,8 @@
-"""The README's worked examples are what placer prints: each `$ placer ...` block, run beside the
-repository's examples/, must begin with the lines the README shows (the README may stop early;
-a `...` line skips to the lines the output ends with)."""
+"""The READMEs' worked examples are what placer prints: each `$ placer ...` block of the top README
+and of deploy/*/README.md, run beside the repository's examples/, must begin with the lines the
+README shows (the README may stop early; a `...` line skips to the lines the output ends with).
+Servers (`placer webhook`, `extender`, `controller`) do not run offline to an end: their sessions
+are checked in tests/deploy/test_readmes.py."""
 
 from __future__ import annotations
 
@@ -37,15 +39,26 @@ def _examples(readme: Path) -> list[tuple[str, list[str]]]:
     return blocks
 
 
+SERVERS = ("controller", "extender", "webhook")
+"""Subcommands that serve until stopped: no `$ placer` block of theirs runs here."""
+
+DEPLOY_READMES = sorted((ROOT / "deploy").glob("*/README.md"))
+
 EXAMPLES = [
-    pytest.param(command, shown, id=command[7:60])
-    for command, shown in _examples(ROOT / "README.md")
-    if shown
+    pytest.param(command, shown, id=f"{readme.relative_to(ROOT)}:{command[7:60]}")
+    for readme in [ROOT / "README.md", *DEPLOY_READMES]
+    for command, shown in _examples(readme)
+    if shown and shlex.split(command)[1] not in SERVERS
 ]
 
 
 def test_the_readme_has_worked_examples() -> None:
     assert len(EXAMPLES) >= 4
+
+
+def test_the_deploy_readmes_have_worked_examples() -> None:
+    """Guards the glob: deploy/controller/README.md shows `placer prepare` output."""
+    assert any((p.id or "").startswith("deploy/controller/") for p in EXAMPLES)
 
 
 @pytest.mark.parametrize(("command", "shown"), EXAMPLES)
