@@ -86,7 +86,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.pinned and not args.plan:
         raise InputError(
-            "--pinned holds pods to the nodes of a plan file: give --plan PLAN.json",
+            "holds pods to the nodes of a plan file: give --plan PLAN.json",
             field="--pinned",
             code="usage",
         )
