@@ -106,8 +106,7 @@ def test_extender_pinned_needs_a_plan(capsys: pytest.CaptureFixture[str]) -> Non
     assert main(["extender", "--pinned", "--port", "0"]) == 2
     err = capsys.readouterr().err
     assert err == (
-        "placer: error: --pinned: holds pods to the nodes of a plan file: "
-        "give --plan PLAN.json\n"
+        "placer: error: --pinned: holds pods to the nodes of a plan file: give --plan PLAN.json\n"
     )
 
 
