@@ -37,6 +37,7 @@ __all__ = [
     "kueue_clusters",
     "kueue_jobsets",
     "node",
+    "node_room_groups",
     "pod",
     "pool",
     "queues",
@@ -430,3 +431,17 @@ def kueue_jobsets(draw: st.DrawFn) -> JobSetRequest:
         preferred_topology=None if required else level,
     )
     return JobSetRequest(namespace="team-a", name="tas", priority=0, replicated_jobs=(rjob,))
+
+
+@st.composite
+def node_room_groups(draw: st.DrawFn) -> list[list[tuple[int, int | None]]]:
+    """A domain's nodes split among 1-4 child domains: per node, the workers' pods that fit alone
+    (0-8) and beside the leader (0 up to that, or None where the leader does not fit)."""
+    groups: list[list[tuple[int, int | None]]] = []
+    for _ in range(draw(st.integers(1, 4))):
+        nodes: list[tuple[int, int | None]] = []
+        for _ in range(draw(st.integers(0, 4))):
+            room = draw(st.integers(0, 8))
+            nodes.append((room, draw(st.none() | st.integers(0, room))))
+        groups.append(nodes)
+    return groups

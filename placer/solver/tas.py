@@ -18,6 +18,7 @@ from placer.model.cluster import Node
 from placer.model.plan import JobPlacement
 from placer.model.topology import HOSTNAME
 from placer.solver.context import MISSING_LABEL, JobClass, PlacementContext
+from placer.solver.group_room import group_room
 from placer.solver.ledger import Ledger
 from placer.solver.tas_search import (
     GroupAssignment,
@@ -137,18 +138,18 @@ def room_beside_leader(
     ctx: PlacementContext, workers: JobClass, leader: JobClass, nodes: Iterable[str]
 ) -> int:
     """Workers' pods that fit on `nodes` with their leader among them, on the cluster as it
-    stands: Kueue's count of a domain for a podset group (its workers' room less the cheapest
-    leader node's cost); 0 when no node fits the leader."""
+    stands: Kueue's count of a domain for a podset group (`group_room`); 0 when no node fits
+    the leader."""
     ledger = Ledger(ctx)
-    total = 0
-    cost: int | None = None
-    for n in nodes:
-        room = ledger.node_capacity(workers, n)
-        total += room
-        if ledger.node_capacity(leader, n) >= 1:
-            lost = room - min(ledger.capacity_beside(workers, n, leader.rjob.pod), room)
-            cost = lost if cost is None else min(cost, lost)
-    return 0 if cost is None else total - cost
+    return group_room(
+        (
+            ledger.node_capacity(workers, n),
+            ledger.capacity_beside(workers, n, leader.rjob.pod)
+            if ledger.node_capacity(leader, n) >= 1
+            else None,
+        )
+        for n in nodes
+    )
 
 
 def exclusion_stats(ctx: PlacementContext, jc: JobClass, tree: TasTree) -> str:

@@ -39,6 +39,7 @@ from placer.model.cluster import Node
 from placer.model.topology import HOSTNAME
 from placer.model.workload import ReplicatedJobRequest
 from placer.solver.context import PlacementContext
+from placer.solver.group_room import NodeRoom, group_room
 
 __all__ = [
     "GroupAssignment",
@@ -275,7 +276,7 @@ class _Search:
     def _fill(self, d: _Domain, depth: int) -> None:
         """Pods (and slices at the slice level, summed above it) that fit in `d`, alone and
         beside the leader: a domain fits the leader in the node of it that costs the fewest
-        workers (Kueue sums the children and takes off the smallest such cost)."""
+        workers (Kueue sums the children and takes off the smallest such cost: `group_room`)."""
         if d.node is not None:
             pods = max(self.capacity.get(d.node, 0), 0)
             beside = None if self.beside_leader is None else self.beside_leader.get(d.node)
@@ -286,23 +287,24 @@ class _Search:
                 self._set(self.slices, d, pods // self.size)
                 self._set(self.slices_wl, d, self._get(self.pods_wl, d) // self.size)
             return
-        pods = slices = leader = 0
-        pod_cost: int | None = None
-        slice_cost: int | None = None
+        pod_parts: list[NodeRoom] = []
+        slice_parts: list[NodeRoom] = []
         for c in d.children:
             self._fill(c, depth + 1)
-            pods += self._get(self.pods, c)
-            slices += self._get(self.slices, c)
-            leader = max(leader, self._get(self.leader, c))
-            if not self.leaders or self._get(self.leader, c) > 0:
-                cost = self._get(self.pods, c) - self._get(self.pods_wl, c)
-                pod_cost = cost if pod_cost is None else min(pod_cost, cost)
-                cost = self._get(self.slices, c) - self._get(self.slices_wl, c)
-                slice_cost = cost if slice_cost is None else min(slice_cost, cost)
+            # without a leader every child "takes" it at no cost, so the `_wl` counts stay plain
+            takes = not self.leaders or self._get(self.leader, c) > 0
+            pod_parts.append(
+                (self._get(self.pods, c), self._get(self.pods_wl, c) if takes else None)
+            )
+            slice_parts.append(
+                (self._get(self.slices, c), self._get(self.slices_wl, c) if takes else None)
+            )
+        pods = sum(room for room, _ in pod_parts)
+        slices = sum(room for room, _ in slice_parts)
         self._set(self.pods, d, pods)
-        self._set(self.leader, d, leader)
-        self._set(self.pods_wl, d, 0 if pod_cost is None else pods - pod_cost)
-        slices_wl = 0 if slice_cost is None else slices - slice_cost
+        self._set(self.leader, d, max((self._get(self.leader, c) for c in d.children), default=0))
+        self._set(self.pods_wl, d, group_room(pod_parts))
+        slices_wl = group_room(slice_parts)
         if depth == self.slice_level:
             slices = pods // self.size
             slices_wl = self._get(self.pods_wl, d) // self.size

@@ -31,6 +31,7 @@ from placer.model.resources import PODS, add_resources, subtract_resources
 from placer.model.topology import DomainPath
 from placer.model.workload import JobSetRequest
 from placer.solver.context import JobClass, PlacementContext
+from placer.solver.group_room import NodeRoom, group_room
 from placer.solver.reasons.data import (
     RANK,
     GroupFit,
@@ -432,29 +433,27 @@ class Classifier:
         """None when some domain of the group's required level (any node, for a preferred one)
         takes the leader and every worker pod beside it; else how close the best one comes.
 
-        A domain's room beside the leader is its workers' room less the cheapest leader node's
-        cost (the worker pods the leader displaces there), as Kueue sums it."""
+        A domain's room beside the leader is Kueue's (`group_room`), counted over what the
+        plan leaves on its nodes."""
         me = workers.jobset.key
         level = workers.rjob.required_topology
         enclosing: list[DomainPath | None] = (
             self._node_enclosing(level) if level else [()] * len(self._node_names)
         )
         extra = {**leader.rjob.pod.requests, PODS: Decimal(1)}
-        room: Counter[DomainPath] = Counter()
-        cost: dict[DomainPath, int] = {}
+        parts: dict[DomainPath, list[NodeRoom]] = {}
         for i, name in enumerate(self._node_names):
             path = enclosing[i]
             if path is None:
                 continue
             w = self._node_room(workers, i) if self._node_verdict(workers, i, me) is None else 0
-            room[path] += w
-            if self._node_verdict(leader, i, me) is not None or not self._node_room(leader, i):
-                continue
-            planned = self.occupancy.requests_on(name)
-            with_leader = add_resources(planned, extra) if planned else extra
-            beside = min(capacity_beside(self.ctx.nodes[name], workers.rjob.pod, with_leader), w)
-            cost[path] = min(cost.get(path, w), w - beside)
-        most = max((room[p] - c for p, c in cost.items()), default=0)
+            beside: int | None = None
+            if self._node_verdict(leader, i, me) is None and self._node_room(leader, i):
+                planned = self.occupancy.requests_on(name)
+                with_leader = add_resources(planned, extra) if planned else extra
+                beside = capacity_beside(self.ctx.nodes[name], workers.rjob.pod, with_leader)
+            parts.setdefault(path, []).append((w, beside))
+        most = max((group_room(p) for p in parts.values()), default=0)
         if most >= workers.rjob.pod_count:
             return None
         group = workers.rjob.podset_group or ""
