@@ -118,9 +118,10 @@ class Ledger:
             return 0
         return self._pods_fitting(jc, node, self._free_of(node), ())
 
-    def capacity_beside(self, jc: JobClass, node: str, other: PodShape) -> int:
+    def node_capacity_beside_pod(self, jc: JobClass, node: str, other: PodShape) -> int:
         """Pods of `jc`'s shape still fitting on `node` once one pod of `other` is placed there too
-        (a podset group's workers beside their leader: Kueue counts both on one node)."""
+        (a podset group's workers beside their leader: Kueue counts both on one node; the
+        explanations count it with `reasons.nodes.capacity_after_planned`)."""
         if self.ctx.class_facts(jc).exclusion(node):
             return 0
         free = dict(self._free_of(node))

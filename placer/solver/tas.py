@@ -73,7 +73,7 @@ def _search(
         return find_assignment(tree, capacity, request)
     leader = group[1]
     beside = {
-        n: min(ledger.capacity_beside(jc, n, leader.rjob.pod), capacity[n])
+        n: min(ledger.node_capacity_beside_pod(jc, n, leader.rjob.pod), capacity[n])
         for n in open_nodes
         if ledger.node_capacity(leader, n) >= 1
     }
@@ -144,7 +144,7 @@ def room_beside_leader(
     return group_room(
         (
             ledger.node_capacity(workers, n),
-            ledger.capacity_beside(workers, n, leader.rjob.pod)
+            ledger.node_capacity_beside_pod(workers, n, leader.rjob.pod)
             if ledger.node_capacity(leader, n) >= 1
             else None,
         )

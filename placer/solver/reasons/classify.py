@@ -42,7 +42,7 @@ from placer.solver.reasons.data import (
 )
 from placer.solver.reasons.keys import KeyIndex
 from placer.solver.reasons.nodes import (
-    capacity_beside,
+    capacity_after_planned,
     health_kind,
     limiting,
     node_rule,
@@ -427,7 +427,9 @@ class Classifier:
 
     def _node_room(self, jc: JobClass, i: int) -> int:
         name = self._node_names[i]
-        return capacity_beside(self.ctx.nodes[name], jc.rjob.pod, self.occupancy.requests_on(name))
+        return capacity_after_planned(
+            self.ctx.nodes[name], jc.rjob.pod, self.occupancy.requests_on(name)
+        )
 
     def _group_fit(self, workers: JobClass, leader: JobClass) -> GroupFit | None:
         """None when some domain of the group's required level (any node, for a preferred one)
@@ -451,7 +453,7 @@ class Classifier:
             if self._node_verdict(leader, i, me) is None and self._node_room(leader, i):
                 planned = self.occupancy.requests_on(name)
                 with_leader = add_resources(planned, extra) if planned else extra
-                beside = capacity_beside(self.ctx.nodes[name], workers.rjob.pod, with_leader)
+                beside = capacity_after_planned(self.ctx.nodes[name], workers.rjob.pod, with_leader)
             parts.setdefault(path, []).append((w, beside))
         most = max((group_room(p) for p in parts.values()), default=0)
         if most >= workers.rjob.pod_count:

@@ -24,7 +24,7 @@ from placer.solver.context import (
 from placer.solver.reasons.data import HealthKind, RuleKind
 
 __all__ = [
-    "capacity_beside",
+    "capacity_after_planned",
     "empty_capacity",
     "health_kind",
     "limiting",
@@ -86,8 +86,12 @@ def empty_capacity(node: Node, pod: PodShape) -> int:
     return min(fit, 1) if pod.host_ports else fit
 
 
-def capacity_beside(node: Node, pod: PodShape, planned: Mapping[str, Decimal] | None) -> int:
-    """Pods of the shape that fit on the node's free room once `planned` requests are placed."""
+def capacity_after_planned(node: Node, pod: PodShape, planned: Mapping[str, Decimal] | None) -> int:
+    """Pods of the shape that fit on the node's free room once `planned` requests are placed.
+
+    The explanations' count, from the snapshot and a request total (an `Occupancy`, perhaps
+    with a leader's pod added); the ledger's `node_capacity_beside_pod` is the planning side's,
+    which also knows the plan's host ports and the class's excluded nodes."""
     if not planned:
         return node_pod_capacity(node, pod)
     free = subtract_resources(node.free, planned)
