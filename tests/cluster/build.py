@@ -1,0 +1,175 @@
+"""Build the upstream control-plane binaries the cluster tests run, once per machine.
+
+`python -m tests.cluster.build` builds kube-apiserver, kube-controller-manager,
+kube-scheduler, etcd, the JobSet manager and the Kueue manager from the Go module
+proxy (the module in tests/cluster/upstream pins their versions; no upstream source
+lives in this repository) into a cache directory outside the work tree, keyed by
+those versions and the module's go.sum, and prints that directory. A second run
+finds the binaries there and builds nothing. The CRDs and webhook manifests the
+fixture installs are read from the same modules in the Go module cache, so they
+always match the binaries.
+
+The cache root is `$PLACER_UPSTREAM_CACHE`, else `~/.cache/placer/upstream`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+MODULE_DIR = Path(__file__).resolve().parent / "upstream"
+
+
+@dataclass(frozen=True)
+class Program:
+    """One binary: the name it is installed under and the main package it is built from."""
+
+    name: str
+    package: str
+    module: str
+
+
+PROGRAMS = (
+    Program("kube-apiserver", "k8s.io/kubernetes/cmd/kube-apiserver", "k8s.io/kubernetes"),
+    Program(
+        "kube-controller-manager",
+        "k8s.io/kubernetes/cmd/kube-controller-manager",
+        "k8s.io/kubernetes",
+    ),
+    Program("kube-scheduler", "k8s.io/kubernetes/cmd/kube-scheduler", "k8s.io/kubernetes"),
+    Program("etcd", "placer.dev/tests/upstream/etcd", "go.etcd.io/etcd/server/v3"),
+    Program("jobset", "sigs.k8s.io/jobset", "sigs.k8s.io/jobset"),
+    Program("kueue", "sigs.k8s.io/kueue/cmd/kueue", "sigs.k8s.io/kueue"),
+)
+
+
+def module_versions() -> dict[str, str]:
+    """The version go.mod pins for each upstream module (what the cache is keyed by)."""
+    versions: dict[str, str] = {}
+    wanted = {program.module for program in PROGRAMS}
+    for line in (MODULE_DIR / "go.mod").read_text().splitlines():
+        words = line.split()
+        if len(words) >= 2 and words[0] in wanted and words[1].startswith("v"):
+            versions[words[0]] = words[1]
+    missing = wanted - versions.keys()
+    if missing:
+        raise SystemExit(f"tests/cluster/upstream/go.mod: no version for {sorted(missing)}")
+    return versions
+
+
+def cache_key() -> str:
+    """Directory name: the pinned versions, readable, plus a digest of go.sum and the flags."""
+    versions = module_versions()
+    short = {
+        "k8s.io/kubernetes": "k8s",
+        "go.etcd.io/etcd/server/v3": "etcd",
+        "sigs.k8s.io/jobset": "jobset",
+        "sigs.k8s.io/kueue": "kueue",
+    }
+    readable = "_".join(f"{short[module]}-{versions[module]}" for module in short)
+    digest = hashlib.sha256()
+    for name in ("go.mod", "go.sum", "tools.go", "etcd/main.go"):
+        digest.update((MODULE_DIR / name).read_bytes())
+    digest.update(json.dumps(ldflags(versions)).encode())
+    return f"{readable}-{digest.hexdigest()[:12]}"
+
+
+def ldflags(versions: dict[str, str]) -> str:
+    """Version stamps, as Kubernetes' own build sets them, so /version reports the release."""
+    kubernetes = versions["k8s.io/kubernetes"]
+    major, minor = kubernetes.lstrip("v").split(".")[:2]
+    stamps = []
+    for package in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
+        stamps += [
+            f"-X {package}.gitVersion={kubernetes}",
+            f"-X {package}.gitMajor={major}",
+            f"-X {package}.gitMinor={minor}",
+            f"-X {package}.gitTreeState=clean",
+        ]
+    return " ".join(["-s", "-w", *stamps])
+
+
+def cache_root() -> Path:
+    configured = os.environ.get("PLACER_UPSTREAM_CACHE")
+    return Path(configured) if configured else Path.home() / ".cache" / "placer" / "upstream"
+
+
+def binary_dir() -> Path:
+    """Where the binaries of the pinned versions live (built or not)."""
+    return cache_root() / cache_key() / "bin"
+
+
+def missing_programs(directory: Path) -> list[Program]:
+    return [program for program in PROGRAMS if not (directory / program.name).is_file()]
+
+
+def build(directory: Path, programs: list[Program]) -> float:
+    """Build `programs` into `directory`; returns the seconds it took.
+
+    Each binary is built into a temporary directory and renamed into place, so an
+    interrupted build never leaves a partial binary that a later run would trust.
+    """
+    go = shutil.which("go")
+    if go is None:
+        raise SystemExit("tests/cluster/build.py: no 'go' on PATH (Go 1.26 builds the control plane)")
+    directory.mkdir(parents=True, exist_ok=True)
+    flags = ldflags(module_versions())
+    environment = dict(os.environ, CGO_ENABLED="0", GOFLAGS="-mod=mod -buildvcs=false")
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(dir=directory.parent, prefix=".building-") as scratch:
+        command = [go, "build", "-trimpath", f"-ldflags={flags}", "-o", scratch]
+        command += [program.package for program in programs]
+        print(f"building {', '.join(p.name for p in programs)} ...", file=sys.stderr, flush=True)
+        subprocess.run(command, cwd=MODULE_DIR, env=environment, check=True)
+        for program in programs:
+            built = Path(scratch) / Path(program.package).name
+            os.replace(built, directory / program.name)
+    return time.monotonic() - started
+
+
+def module_source(module: str) -> Path:
+    """The module cache directory of one pinned upstream module (for its CRDs and manifests)."""
+    output = subprocess.run(
+        ["go", "mod", "download", "-json", f"{module}@{module_versions()[module]}"],
+        cwd=MODULE_DIR,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return Path(json.loads(output)["Dir"])
+
+
+def ensure() -> Path:
+    """The binary directory, building whatever is missing first."""
+    directory = binary_dir()
+    programs = missing_programs(directory)
+    if programs:
+        seconds = build(directory, programs)
+        print(f"built in {seconds:.0f} s: {directory}", file=sys.stderr)
+    return directory
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.cluster.build", description=__doc__)
+    parser.add_argument(
+        "--print-dir", action="store_true", help="print the binary directory, build nothing"
+    )
+    arguments = parser.parse_args(argv)
+    if arguments.print_dir:
+        print(binary_dir())
+        return 0
+    print(ensure())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
