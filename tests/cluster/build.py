@@ -120,7 +120,9 @@ def build(directory: Path, programs: list[Program]) -> float:
     """
     go = shutil.which("go")
     if go is None:
-        raise SystemExit("tests/cluster/build.py: no 'go' on PATH (Go 1.26 builds the control plane)")
+        raise SystemExit(
+            "tests/cluster/build.py: no 'go' on PATH (Go 1.26 builds the control plane)"
+        )
     directory.mkdir(parents=True, exist_ok=True)
     flags = ldflags(module_versions())
     environment = dict(os.environ, CGO_ENABLED="0", GOFLAGS="-mod=mod -buildvcs=false")
