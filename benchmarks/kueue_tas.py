@@ -26,7 +26,7 @@ from placer.model.cluster import ClusterSnapshot
 from placer.model.options import SolveOptions
 from placer.model.plan import Plan
 from placer.model.workload import JobSetRequest
-from placer.solver.checker import check
+from placer.solver.check.checker import check
 from placer.solver.context import PlacementContext
 from placer.solver.cpsat import aggregate, build_model, make_solver
 from placer.solver.registry import get_solver

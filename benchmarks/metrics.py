@@ -47,9 +47,9 @@ def checked(
 ) -> bool:
     """Run the plan checker; raise on any violation. False if no checker is installed yet."""
     try:
-        from placer.solver.checker import check
+        from placer.solver.check.checker import check
     except ImportError:
-        log.warning("placer.solver.checker is not available: %s not checked", where)
+        log.warning("placer.solver.check.checker is not available: %s not checked", where)
         return False
     violations = check(plan, snapshot, list(jobsets), options)
     if violations:

@@ -42,7 +42,7 @@ from placer.model.options import (
 )
 from placer.solver.interface import Solver
 from placer.solver.registry import get_solver
-from placer.solver.timeaware import TimeAwareSolver, reservations_of
+from placer.solver.time.timeaware import TimeAwareSolver, reservations_of
 
 __all__ = ["POLICIES", "Policy", "SimResult", "simulate"]
 

@@ -19,7 +19,7 @@ from benchmarks.scaling import HOSTS_PER_POOL
 from benchmarks.scenarios import build_tpu_pool_fleet
 from placer.model.options import SolveOptions
 from placer.solver.context import PlacementContext
-from placer.solver.greedy import greedy_plan
+from placer.solver.greedy.baselines import greedy_plan
 from placer.solver.reasons import Classifier, ReasonTally, jobset_reason, occupancy_of
 from placer.solver.registry import get_solver
 

@@ -9,7 +9,7 @@ from placer.model.jobset import load_jobsets
 from placer.model.options import SolveOptions
 from placer.model.plan import Plan
 from placer.model.snapshot import load_snapshot
-from placer.solver.checker import check
+from placer.solver.check.checker import check
 from placer.solver.registry import SOLVER_NAMES, get_solver
 
 __all__ = [

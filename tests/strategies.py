@@ -20,7 +20,7 @@ from placer.model.options import SolveOptions
 from placer.model.plan import Plan
 from placer.model.scheduling import NodeSelectorTerm, Taint, Toleration
 from placer.model.workload import JobSetRequest, PodShape, ReplicatedJobRequest
-from placer.solver.reservations import Candidate, Need, Unit, UnitId
+from placer.solver.time.reservations import Candidate, Need, Unit, UnitId
 
 __all__ = [
     "BLOCK",
@@ -183,7 +183,7 @@ def solve_checked(
     options: SolveOptions | None = None,
 ) -> Plan:
     """Solve with the named solver and fail the test if the independent checker finds anything."""
-    from placer.solver.checker import check
+    from placer.solver.check.checker import check
     from placer.solver.registry import get_solver
 
     options = options or SolveOptions()
@@ -322,7 +322,7 @@ def group_scenarios(draw: st.DrawFn) -> tuple[ClusterSnapshot, JobSetRequest]:
 
 @dataclass(frozen=True)
 class ReservationCase:
-    """One input of `placer.solver.reservations.reserve`, as its keyword arguments name it."""
+    """One input of `placer.solver.time.reservations.reserve`, as its keyword arguments name it."""
 
     units: list[Unit]
     candidates: list[Candidate]

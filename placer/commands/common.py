@@ -238,7 +238,7 @@ def run_solver(
     """Solve with the solver named by --solver; `load_seconds` is recorded as the `load` phase."""
     from placer.commands.timing import time_policy_from_args
     from placer.solver.registry import get_solver
-    from placer.solver.timeaware import TimeAwareSolver
+    from placer.solver.time.timeaware import TimeAwareSolver
 
     options = options_from_args(args).model_copy(
         update={"time": time_policy_from_args(args, snapshot.priority_classes)}

@@ -29,7 +29,7 @@ from placer.model.cluster import ClusterSnapshot
 from placer.model.options import SolveOptions
 from placer.model.plan import JobSetOutcome, Plan
 from placer.model.workload import JobSetRequest, child_job_name
-from placer.solver.checker import check
+from placer.solver.check.checker import check
 from placer.solver.interface import Solver
 
 __all__ = ["PlannedRound", "Review", "Target", "held_records", "review", "solve_targets"]

@@ -85,7 +85,7 @@ from placer.model.options import SolveOptions
 from placer.runtime import collector_paused, freeze_long_lived
 from placer.solver.interface import Solver
 from placer.solver.registry import get_solver
-from placer.solver.timeaware import TimeAwareSolver
+from placer.solver.time.timeaware import TimeAwareSolver
 
 __all__ = ["MAX_ROUNDS", "Controller", "ControllerConfig", "CycleReport"]
 

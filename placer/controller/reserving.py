@@ -38,7 +38,7 @@ from placer.model.durations import jobset_expected_duration, parse_rfc3339
 from placer.model.errors import InputError
 from placer.model.options import SolveOptions, TimePolicy
 from placer.model.plan import DomainRef, Plan
-from placer.solver.release import expected_duration_s
+from placer.solver.time.release import expected_duration_s
 
 __all__ = [
     "DURATION_WARNING",

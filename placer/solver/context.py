@@ -18,7 +18,6 @@ from placer.model.options import SolveOptions
 from placer.model.resources import is_accelerator
 from placer.model.topology import Domain, Topology, default_levels
 from placer.model.workload import JobSetRequest, PodShape, ReplicatedJobRequest
-from placer.solver.release import expected_duration_s
 from placer.solver.shape_index import (
     MISSING_LABEL,
     ShapeFacts,
@@ -26,6 +25,7 @@ from placer.solver.shape_index import (
     node_exclusion,
     node_pod_capacity,
 )
+from placer.solver.time.release import expected_duration_s
 
 __all__ = [
     "MISSING_LABEL",

@@ -211,8 +211,8 @@ class Ledger:
     ) -> JobPlacement | None:
         """Place child Job `job_index` of a non-exclusive `jc` as told: `counts` pods per node.
 
-        For assignments decided elsewhere (Kueue TAS in `placer.solver.tas`). Returns None and
-        changes nothing if a node is reserved or lacks room, or the counts miss the Job's pods.
+        For assignments decided elsewhere (Kueue TAS in `placer.solver.greedy.tas`). Returns None
+        and changes nothing if a node is reserved or lacks room, or the counts miss the Job's pods.
         """
         if sum(k for _, k in counts) != jc.rjob.pods_per_job:
             return None

@@ -11,9 +11,9 @@ __all__ = ["SOLVER_NAMES", "get_solver"]
 
 _SOLVERS: dict[str, tuple[str, str]] = {
     "cpsat": ("placer.solver.cpsat", "CpSatSolver"),
-    "first-fit": ("placer.solver.greedy", "FirstFitSolver"),
-    "best-fit": ("placer.solver.greedy", "BestFitSolver"),
-    "largest-first": ("placer.solver.greedy", "LargestFirstSolver"),
+    "first-fit": ("placer.solver.greedy.baselines", "FirstFitSolver"),
+    "best-fit": ("placer.solver.greedy.baselines", "BestFitSolver"),
+    "largest-first": ("placer.solver.greedy.baselines", "LargestFirstSolver"),
 }
 SOLVER_NAMES: tuple[str, ...] = tuple(_SOLVERS)
 

@@ -19,7 +19,7 @@ from benchmarks.simworld import (
     build_world,
     fluid_backlog_s,
 )
-from placer.solver.timeaware import TimeAwareSolver
+from placer.solver.time.timeaware import TimeAwareSolver
 
 
 def _brute_force(world: SimWorld) -> dict[str, float]:

@@ -13,7 +13,7 @@ from benchmarks.metrics import apply_plan, plan_metrics
 from placer.model.jobset import load_jobsets
 from placer.model.options import SolveOptions
 from placer.model.snapshot import load_snapshot
-from placer.solver.checker import check
+from placer.solver.check.checker import check
 from placer.solver.registry import get_solver
 
 BUILDERS = [

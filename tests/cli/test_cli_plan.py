@@ -28,7 +28,7 @@ needs_snapshot = pytest.mark.skipif(
 
 
 def solver_available(name: str) -> bool:
-    module = {"cpsat": "placer.solver.cpsat.planner"}.get(name, "placer.solver.greedy")
+    module = {"cpsat": "placer.solver.cpsat.planner"}.get(name, "placer.solver.greedy.baselines")
     try:
         return importlib.util.find_spec(module) is not None
     except ModuleNotFoundError:
@@ -61,7 +61,7 @@ def assert_one_line_error(err: str, *fragments: str) -> None:
 def check_plan(doc: dict, cluster: Path, jobsets: Path) -> None:
     """Run the independent checker on what the CLI printed, once the checker exists."""
     try:
-        from placer.solver.checker import check
+        from placer.solver.check.checker import check
     except ImportError:
         return
     from placer.model.jobset import load_jobsets

@@ -14,7 +14,7 @@ from placer.controller.adapter import ClusterAdapter, Obj
 from placer.controller.memory_adapter import MemoryCluster
 from placer.controller.reconcile import Controller, ControllerConfig, CycleReport
 from placer.model.assignment import ASSIGNMENT_ANNOTATION, PLACEMENT_GATE, Assignment
-from placer.solver.checker import check
+from placer.solver.check.checker import check
 
 __all__ = [
     "BLOCK",

@@ -18,7 +18,7 @@ from placer.controller.writes import Write
 from placer.model.assignment import ASSIGNMENT_ANNOTATION, Assignment, JobAssignment
 from placer.model.options import SolveOptions
 from placer.model.plan import DomainRef
-from placer.solver.checker import check
+from placer.solver.check.checker import check
 from placer.solver.registry import get_solver
 from tests.controller.builders import BLOCK, add_jobset, tpu_cluster
 

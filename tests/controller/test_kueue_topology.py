@@ -20,7 +20,7 @@ from placer.controller.memory_adapter import MemoryCluster
 from placer.controller.snapshot import planning_snapshot
 from placer.model.options import SolveOptions
 from placer.model.snapshot import snapshot_from_objects
-from placer.solver.checker import check
+from placer.solver.check.checker import check
 from placer.solver.registry import get_solver
 from tests.controller.apiserver import ApiServer
 from tests.controller.builders import assert_valid, controller, events

@@ -27,7 +27,7 @@ from placer.controller.reconcile import Controller, ControllerConfig
 from placer.model.durations import EXPECTED_DURATION
 from placer.model.errors import InputError
 from placer.model.options import SolveOptions, TimePolicy
-from placer.solver.checker import check
+from placer.solver.check.checker import check
 from tests.controller.apiserver import ApiServer
 from tests.controller.builders import BLOCK, TPU, block_of, events, record, tpu_cluster
 from tests.controller.test_cli_deploy import kubeconfig

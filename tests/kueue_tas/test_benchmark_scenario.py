@@ -6,7 +6,7 @@ from benchmarks.kueue_tas import racks_floor, spans
 from benchmarks.records import BLOCK, SUBBLOCK
 from benchmarks.scenarios import kueue_shared
 from placer.model.options import SolveOptions
-from placer.solver.checker import check
+from placer.solver.check.checker import check
 from placer.solver.registry import get_solver
 
 

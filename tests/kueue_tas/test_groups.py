@@ -23,7 +23,7 @@ from placer.model.kueue_annotations import podset_groups
 from placer.model.options import SolveOptions
 from placer.model.plan import Plan, PodPlacement
 from placer.model.workload import JobSetRequest
-from placer.solver.checker import check
+from placer.solver.check.checker import check
 from placer.solver.context import PlacementContext
 from placer.solver.reasons import Classifier
 from placer.solver.registry import get_solver

@@ -23,10 +23,10 @@ from placer.model.jobset import parse_jobset
 from placer.model.options import SolveOptions
 from placer.model.plan import Plan
 from placer.model.workload import JobSetRequest
-from placer.solver.checker import check
+from placer.solver.check.checker import check
 from placer.solver.context import PlacementContext
+from placer.solver.greedy.tas import room_beside_leader
 from placer.solver.registry import get_solver
-from placer.solver.tas import room_beside_leader
 from tests.kueue_tas.cases import CASES, GROUP_CASES, HOST, KueueCase, KueueGroupCase
 
 KUEUE = "kueue.x-k8s.io/"

@@ -7,9 +7,9 @@ import pytest
 from placer.model.cluster import ClusterSnapshot
 from placer.model.options import SolveOptions
 from placer.model.plan import Plan, PodPlacement
-from placer.solver.checker import check
+from placer.solver.check.checker import check
+from placer.solver.greedy.tas import split_by_rank
 from placer.solver.registry import get_solver
-from placer.solver.tas import split_by_rank
 from tests.kueue_tas.cases import BLOCK, HOST, RACK, THREE, KueueCase, hosts
 from tests.kueue_tas.test_kueue_cases import jobset_of
 

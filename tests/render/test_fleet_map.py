@@ -23,7 +23,7 @@ from placer.render.fleet_map import (
     build_fleet_map,
 )
 from placer.render.map_geometry import arrange
-from placer.solver.checker import check
+from placer.solver.check.checker import check
 from tests.strategies import BLOCK, HOSTNAME, NODEPOOL, cluster, jobset, pool, rjob
 
 LEVELS = (BLOCK, NODEPOOL, HOSTNAME)

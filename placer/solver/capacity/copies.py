@@ -19,7 +19,7 @@ from placer.model.plan import Plan
 from placer.model.workload import JobSetRequest
 from placer.solver.capacity.counting import count_copies, make_copies
 from placer.solver.capacity.result import ShapeCopies
-from placer.solver.checker import check
+from placer.solver.check.checker import check
 from placer.solver.context import PlacementContext
 from placer.solver.reasons import Occupancy, diagnose, occupancy_from_plan, reason_lines
 from placer.solver.registry import get_solver

@@ -24,7 +24,7 @@ from placer.model.plan import JobPlacement, JobSetOutcome, Plan
 from placer.model.resources import PODS, add_resources, is_accelerator, is_extended_resource
 from placer.model.scheduling import NodeSelectorRequirement, Taint, Toleration
 from placer.model.workload import JobSetRequest, PodShape, ReplicatedJobRequest
-from placer.solver.checker_time import check_reservations
+from placer.solver.check.checker_time import check_reservations
 
 __all__ = ["check"]
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from placer.model.options import SolveOptions
 from placer.model.plan import DomainRef, JobSetOutcome
 from placer.model.workload import JobSetRequest
-from placer.solver.release import expected_duration_s
+from placer.solver.time.release import expected_duration_s
 
 __all__ = ["check_reservations"]
 

@@ -36,7 +36,7 @@ from placer.model.topology import HOSTNAME, Domain
 from placer.solver.context import JobClass, PlacementContext
 from placer.solver.cpsat.problem import AggregatedProblem, DomainClass, NodeGroup
 from placer.solver.cpsat.signatures import QueueView, enclosing_ids, node_parents, span_levels_of
-from placer.solver.tas import TasTree, kueue_failure
+from placer.solver.greedy.tas import TasTree, kueue_failure
 
 __all__ = [
     "KUEUE_VERDICT",

@@ -4,7 +4,7 @@ Members of a class are interchangeable, so each class hands out its domains in p
 Job indices follow that order, so consecutive child Jobs sit next to each other. Pods go to nodes
 through the same `Ledger` the greedy baselines use; the pods of a shared replicated job with Kueue
 topology annotations are packed as Kueue TAS would inside the domain the model chose (fewest
-domains per level, slices kept whole; `placer.solver.tas`).
+domains per level, slices kept whole; `placer.solver.greedy.tas`).
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from placer.solver.context import JobClass, PlacementContext
 from placer.solver.cpsat.aggregate import KUEUE_VERDICT
 from placer.solver.cpsat.problem import AggregatedProblem
 from placer.solver.cpsat.solution import Assignment
+from placer.solver.greedy.tas import TasTree, place_with_kueue
 from placer.solver.ledger import Ledger
 from placer.solver.reasons import Classifier, ReasonTally, jobset_reason, occupancy_of
-from placer.solver.tas import TasTree, place_with_kueue
 
 __all__ = ["Chosen", "chosen_from", "materialize"]
 

@@ -21,7 +21,7 @@ from ortools.sat.python import cp_model
 from placer.model.topology import Domain
 from placer.solver.cpsat.problem import AggregatedProblem
 from placer.solver.cpsat.variables import Variables
-from placer.solver.tas import room_beside_leader
+from placer.solver.greedy.tas import room_beside_leader
 
 __all__ = [
     "Term",

@@ -30,7 +30,7 @@ from placer.model.errors import PlacerError
 from placer.model.options import SolveOptions
 from placer.model.plan import Plan, SolverReport, relative_gap
 from placer.model.workload import JobSetRequest
-from placer.solver.checker import check
+from placer.solver.check.checker import check
 from placer.solver.context import PlacementContext
 from placer.solver.cpsat.aggregate import aggregate
 from placer.solver.cpsat.builder import BuiltModel, build_model
@@ -47,7 +47,7 @@ from placer.solver.cpsat.solve import (
     solve_admission,
     solve_packing,
 )
-from placer.solver.greedy import greedy_plan
+from placer.solver.greedy.baselines import greedy_plan
 
 __all__ = [
     "ADMISSION_SHARE",

@@ -19,7 +19,7 @@ from placer.model.plan import Plan, SolverReport
 from placer.model.topology import HOSTNAME
 from placer.model.whatif import running_jobsets
 from placer.model.workload import JobSetRequest
-from placer.solver.checker import check
+from placer.solver.check.checker import check
 from placer.solver.context import PlacementContext
 from placer.solver.explain.conflicts import ConflictInputs, find_conflict
 from placer.solver.explain.remedies import Replanner, find_remedies
@@ -28,7 +28,7 @@ from placer.solver.interface import Solver
 from placer.solver.progress import SILENT, ProgressHook
 from placer.solver.reasons import diagnose, occupancy_from_plan
 from placer.solver.registry import get_solver
-from placer.solver.timeaware import TimeAwareSolver
+from placer.solver.time.timeaware import TimeAwareSolver
 
 __all__ = ["explain_jobset", "find_target"]
 

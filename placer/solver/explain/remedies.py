@@ -27,7 +27,7 @@ from placer.model.options import SolveOptions
 from placer.model.plan import JobPlacement, Plan
 from placer.model.whatif import remove_jobset, running_priority
 from placer.model.workload import JobSetRequest, ReplicatedJobRequest
-from placer.solver.checker import check
+from placer.solver.check.checker import check
 from placer.solver.context import PlacementContext
 from placer.solver.explain.conflicts import ConflictInputs, max_replicas, min_drops
 from placer.solver.explain.result import Remedy, ReplicatedJobDiagnosis

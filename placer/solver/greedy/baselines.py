@@ -6,7 +6,7 @@
 - `best-fit` emulates Kueue TAS BestFit: JobSets one by one in queue order, all-or-nothing, each
   child Job to the tightest domain that fits (fewest free accelerators, then least capacity, then
   path); a shared replicated job with Kueue topology annotations gets exactly Kueue's assignment
-  (`placer.solver.tas`: tightest domain, fewest domains per level below, slices respected).
+  (`placer.solver.greedy.tas`: tightest domain, fewest domains per level below, slices respected).
 - `largest-first` is best-fit over JobSets sorted by accelerator demand, largest first, within each
   priority tier (tiers stay highest first: giving up a higher tier for a lower one is never better).
 
@@ -39,9 +39,9 @@ from placer.model.plan import JobPlacement, JobSetOutcome, Plan, SolverReport, r
 from placer.model.topology import Domain, DomainPath
 from placer.model.workload import JobSetRequest
 from placer.solver.context import JobClass, PlacementContext
+from placer.solver.greedy.tas import TasTree, place_with_kueue
 from placer.solver.ledger import Ledger
 from placer.solver.reasons import Classifier, ReasonTally, jobset_reason, occupancy_of
-from placer.solver.tas import TasTree, place_with_kueue
 
 __all__ = ["POLICIES", "BestFitSolver", "FirstFitSolver", "LargestFirstSolver", "greedy_plan"]
 
@@ -209,7 +209,8 @@ class _Greedy:
         """Every child Job of `jc`, inside one domain of its required (or preferred) level.
 
         Shared replicated jobs with Kueue topology annotations are placed as Kueue TAS would
-        (`placer.solver.tas`): the tightest domain, then the fewest domains at each level below.
+        (`placer.solver.greedy.tas`): the tightest domain, then the fewest domains at each level
+        below.
         """
         if jc.exclusive_key is None and jc.rjob.kueue_topology:
             return self._place_kueue(jc)

@@ -3,7 +3,7 @@
 `best-fit` places shared (non-exclusive) replicated jobs that carry Kueue topology annotations
 with this, so its plans are the ones Kueue would make; the CP-SAT planner uses it to pack pods
 inside the domain it chose, and to refuse up front what Kueue could not place even on the
-cluster as it stands (`kueue_failure`). The search itself is `placer.solver.tas_search`; this
+cluster as it stands (`kueue_failure`). The search itself is `placer.solver.greedy.tas_search`; this
 module reads the plan in the making (the ledger) into pods per node, pairs the members of a
 podset group (a leader and its workers, placed as one, as Kueue does), and hands the pods out to
 child Jobs by rank, as Kueue's ungater does.
@@ -18,15 +18,15 @@ from placer.model.cluster import Node
 from placer.model.plan import JobPlacement
 from placer.model.topology import HOSTNAME
 from placer.solver.context import MISSING_LABEL, JobClass, PlacementContext
-from placer.solver.group_room import group_room
-from placer.solver.ledger import Ledger
-from placer.solver.tas_search import (
+from placer.solver.greedy.group_room import group_room
+from placer.solver.greedy.tas_search import (
     GroupAssignment,
     TasRequest,
     TasTree,
     find_assignment,
     find_group_assignment,
 )
+from placer.solver.ledger import Ledger
 
 __all__ = [
     "TasRequest",

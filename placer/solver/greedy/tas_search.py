@@ -1,9 +1,9 @@
 """Kueue TAS BestFit for one PodSet, or one PodSet group: the algorithm over the domain tree.
 
-Pure: a read-only tree of the nodes and, per node, how many pods fit. `placer.solver.tas` feeds it
-from a plan in the making (the ledger) and turns its answer into child Job placements. Facts read
-in Kueue's `pkg/cache/scheduler/tas_flavor_snapshot.go` (the README's Kueue section); no code
-taken from it.
+Pure: a read-only tree of the nodes and, per node, how many pods fit. `placer.solver.greedy.tas`
+feeds it from a plan in the making (the ledger) and turns its answer into child Job placements.
+Facts read in Kueue's `pkg/cache/scheduler/tas_flavor_snapshot.go` (the README's Kueue section);
+no code taken from it.
 
 Algorithm overview (`find_assignment`), per replicated job (Kueue's PodSet: replicas x pods):
   fill     pods that fit per node, summed up the tree; slices (pods // slice size) at the slice
@@ -39,7 +39,7 @@ from placer.model.cluster import Node
 from placer.model.topology import HOSTNAME
 from placer.model.workload import ReplicatedJobRequest
 from placer.solver.context import PlacementContext
-from placer.solver.group_room import NodeRoom, group_room
+from placer.solver.greedy.group_room import NodeRoom, group_room
 
 __all__ = [
     "GroupAssignment",

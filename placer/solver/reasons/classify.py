@@ -31,7 +31,7 @@ from placer.model.resources import PODS, add_resources, subtract_resources
 from placer.model.topology import DomainPath
 from placer.model.workload import JobSetRequest
 from placer.solver.context import JobClass, PlacementContext
-from placer.solver.group_room import NodeRoom, group_room
+from placer.solver.greedy.group_room import NodeRoom, group_room
 from placer.solver.reasons.data import (
     RANK,
     GroupFit,

@@ -17,7 +17,7 @@ operations instead:
   checked one by one.
 
 Both answer exactly as checking every unit's intervals would (a differential test keeps the
-previous, unit-by-unit pass as its oracle: tests/solver/test_reservations_differential.py).
+previous, unit-by-unit pass as its oracle: tests/solver/time/test_reservations_differential.py).
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field, replace
 
 import networkx as nx
 
-from placer.solver.calendar import Calendar, Unit, UnitId, UnitLayout
+from placer.solver.time.calendar import Calendar, Unit, UnitId, UnitLayout
 
 __all__ = [
     "Candidate",

@@ -35,11 +35,11 @@ from placer.model.plan import DomainRef, JobSetOutcome, Plan
 from placer.model.topology import Domain
 from placer.model.whatif import running_jobsets, without_jobsets
 from placer.model.workload import JobSetRequest
-from placer.solver.calendar import UnitLayout
 from placer.solver.context import PlacementContext
 from placer.solver.interface import Solver
-from placer.solver.release import ReleaseTimeline, expected_duration_s
-from placer.solver.reservations import Candidate, Need, Reservation, Unit, UnitId, reserve
+from placer.solver.time.calendar import UnitLayout
+from placer.solver.time.release import ReleaseTimeline, expected_duration_s
+from placer.solver.time.reservations import Candidate, Need, Reservation, Unit, UnitId, reserve
 
 __all__ = ["TimeAwareSolver", "queue_standing", "reservation_order", "reservations_of"]
 

@@ -17,8 +17,8 @@ from placer.model.options import SolveOptions
 from placer.model.workload import JobSetRequest
 from placer.solver.capacity.catalog import Catalog, load_catalog
 from placer.solver.capacity.cheapest import cheapest_pools
-from placer.solver.checker import check
-from tests.capacity.brute import fits_together
+from placer.solver.check.checker import check
+from tests.solver.capacity.brute import fits_together
 from tests.strategies import NODEPOOL, TPU, TPU_TOPOLOGY, cluster, jobset, pool, rjob
 
 OPTIONS = SolveOptions(workers=1, time_limit_s=5)
@@ -159,7 +159,7 @@ def test_a_key_that_does_not_vary_per_pool_is_an_error() -> None:
 
 
 def test_the_bundled_catalogue_loads() -> None:
-    cat = load_catalog([Path(__file__).resolve().parents[2] / "examples" / "catalog.yaml"])
+    cat = load_catalog([Path(__file__).resolve().parents[3] / "examples" / "catalog.yaml"])
     assert [t.name for t in cat.poolTypes][:2] == ["tpu-v5e-2x2", "tpu-v5e-2x4"]
     assert cat.priorityClasses["high"] == 1000
     assert NODEPOOL in cat.levels

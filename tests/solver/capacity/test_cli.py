@@ -13,10 +13,10 @@ from placer.model.jobset import load_jobsets
 from placer.model.options import SolveOptions
 from placer.model.plan import Plan
 from placer.solver.capacity.catalog import load_catalog
-from placer.solver.checker import check
+from placer.solver.check.checker import check
 from tests.cli.inputs import jobset_manifest, write_cluster, write_jobsets
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 FAST = ["--workers", "1", "--time-limit", "5"]
 CATALOG = REPO / "examples" / "catalog.yaml"
 

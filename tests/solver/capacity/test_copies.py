@@ -13,8 +13,8 @@ from placer.model.workload import JobSetRequest, ReplicatedJobRequest
 from placer.solver.capacity.copies import copies_of
 from placer.solver.capacity.counting import count_copies, make_copies
 from placer.solver.capacity.mix import largest_mix
-from placer.solver.checker import check
-from tests.capacity.brute import fits_together
+from placer.solver.check.checker import check
+from tests.solver.capacity.brute import fits_together
 from tests.strategies import (
     BLOCK,
     HOSTNAME,

@@ -12,7 +12,7 @@ from placer.solver.capacity.stranded import domain_type_usage
 from tests.strategies import NODEPOOL, TPU_TOPOLOGY, cluster, jobset, node, pool, resources, rjob
 
 OPTIONS = SolveOptions(workers=1, time_limit_s=5)
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 HALF = {NODEPOOL: "half", TPU_TOPOLOGY: "2x4", "node.kubernetes.io/instance-type": "ct5lp"}
 
 

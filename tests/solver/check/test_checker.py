@@ -16,7 +16,7 @@ from placer.model.options import SolveOptions
 from placer.model.plan import DomainRef, JobPlacement, JobSetOutcome, Plan, PodPlacement
 from placer.model.scheduling import NodeSelectorRequirement, NodeSelectorTerm, Taint
 from placer.model.workload import JobSetRequest
-from placer.solver.checker import check
+from placer.solver.check.checker import check
 from tests.strategies import (
     BLOCK,
     HOSTNAME,

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 
 from placer.model.options import SolveOptions
 from placer.model.plan import Plan, relative_gap
-from placer.solver.checker import check
+from placer.solver.check.checker import check
 from placer.solver.context import PlacementContext
 from placer.solver.cpsat import aggregate, build_model
 from placer.solver.cpsat.planner import plan_with_context

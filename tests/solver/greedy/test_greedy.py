@@ -9,9 +9,9 @@ from placer.model.cluster import ClusterSnapshot
 from placer.model.options import SolveOptions
 from placer.model.plan import Plan
 from placer.model.workload import JobSetRequest
-from placer.solver.checker import check
+from placer.solver.check.checker import check
 from placer.solver.context import PlacementContext
-from placer.solver.greedy import greedy_plan
+from placer.solver.greedy.baselines import greedy_plan
 from placer.solver.registry import get_solver
 from tests.strategies import (
     BLOCK,

@@ -1,12 +1,12 @@
-"""The podset-group room rule (`placer.solver.group_room`) on its own: the arithmetic the Kueue
-search, the CP-SAT planner's weighing and the explanations all count a domain with."""
+"""The podset-group room rule (`placer.solver.greedy.group_room`) on its own: the arithmetic the
+Kueue search, the CP-SAT planner's weighing and the explanations all count a domain with."""
 
 from __future__ import annotations
 
 import pytest
 from hypothesis import given, settings
 
-from placer.solver.group_room import NodeRoom, group_room
+from placer.solver.greedy.group_room import NodeRoom, group_room
 from tests.strategies import node_room_groups
 
 

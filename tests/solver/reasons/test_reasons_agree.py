@@ -20,7 +20,7 @@ from placer.solver.explain import diagnosis_document, explain_jobset
 from placer.solver.reasons import diagnose, jobset_reason, occupancy_from_plan
 from tests.strategies import scenarios, solve_checked
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 OPTIONS = SolveOptions(workers=1, seed=1, time_limit_s=5)
 SOLVERS = ("cpsat", "first-fit", "best-fit", "largest-first")
 

@@ -2,9 +2,9 @@
 the differential test.
 
 It checks every unit at every instant with sets of unit ids, which is easy to read and slow at
-fleet scale. tests/solver/test_reservations_differential.py runs it beside
-`placer.solver.reservations.reserve` on random cases and requires identical reservations: the
-faster layout (`placer.solver.calendar`) must not change a result. Not used by placer itself.
+fleet scale. tests/solver/time/test_reservations_differential.py runs it beside
+`placer.solver.time.reservations.reserve` on random cases and requires identical reservations: the
+faster layout (`placer.solver.time.calendar`) must not change a result. Not used by placer itself.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence, Set
 
 import networkx as nx
 
-from placer.solver.reservations import Candidate, Need, Reservation, Unit, UnitId
+from placer.solver.time.reservations import Candidate, Need, Reservation, Unit, UnitId
 
 __all__ = ["reserve"]
 

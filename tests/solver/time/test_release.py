@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from placer.model.cluster import ClusterSnapshot, JobSetUsage, Node, RunningJobSet
-from placer.solver.release import OVERDUE_FLOOR_S, ReleaseTimeline, expected_end_s
+from placer.solver.time.release import OVERDUE_FLOOR_S, ReleaseTimeline, expected_end_s
 
 NOW = datetime(2026, 12, 1, 6, 0, tzinfo=UTC)
 

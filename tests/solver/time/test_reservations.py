@@ -7,7 +7,7 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from placer.solver.reservations import Candidate, Need, Reservation, Unit, UnitId, reserve
+from placer.solver.time.reservations import Candidate, Need, Reservation, Unit, UnitId, reserve
 
 KEY = "pool"
 

@@ -1,8 +1,8 @@
 """The bitmask calendar changes no reservation: the pass before it is the oracle.
 
-`placer.solver.calendar` answers "which units are free, by preference" from grouped bitmasks
+`placer.solver.time.calendar` answers "which units are free, by preference" from grouped bitmasks
 instead of checking every unit (benchmarks/RESULTS-controller.md). The previous pass, kept in
-`tests/solver/reservations_before.py`, runs beside it on random cases, including the quirks of
+`tests/solver/time/reservations_before.py`, runs beside it on random cases, including the quirks of
 its rules: overlapping held periods, blocks over pools, empty runs, kept units that are gone.
 """
 
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 
-from placer.solver.calendar import UnitLayout
-from placer.solver.reservations import reserve
-from tests.solver import reservations_before
+from placer.solver.time.calendar import UnitLayout
+from placer.solver.time.reservations import reserve
+from tests.solver.time import reservations_before
 from tests.strategies import ReservationCase, reservation_cases
 
 

@@ -13,10 +13,10 @@ from placer.model.cluster import ClusterSnapshot, RunningJobSet
 from placer.model.options import ReservationPolicy, SolveOptions, TimePolicy
 from placer.model.plan import DomainRef, Plan
 from placer.model.workload import JobSetRequest
-from placer.solver.checker import check
+from placer.solver.check.checker import check
 from placer.solver.registry import get_solver
-from placer.solver.release import expected_duration_s
-from placer.solver.timeaware import TimeAwareSolver, reservations_of
+from placer.solver.time.release import expected_duration_s
+from placer.solver.time.timeaware import TimeAwareSolver, reservations_of
 from tests.strategies import BLOCK, NODEPOOL, cluster, jobset, pool, rjob, scenarios
 
 NOW = datetime(2026, 12, 1, 6, 0, tzinfo=UTC)
