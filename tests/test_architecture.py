@@ -135,3 +135,31 @@ def test_cpsat_public_surface_is_small_and_declared() -> None:
     assert sorted(cpsat.__all__) == sorted(set(cpsat.__all__))
     assert {"CpSatSolver", "build_model", "make_solver", "aggregate"} <= set(cpsat.__all__)
     assert len(cpsat.__all__) <= 20
+
+
+PENDING_DUPLICATE_CLASSES = {"Container", "ObjectMeta", "PodSpec"}
+"""Kubernetes object schemas still defined both as pydantic models (model/jobset.py) and as
+msgspec structs (model/kube_objects.py), until one form serves both readers."""
+
+
+def _class_definitions() -> dict[str, list[str]]:
+    where: dict[str, list[str]] = {}
+    for path in sorted(p for d in ("placer", "plugins") for p in (ROOT / d).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.ClassDef):
+                rel = path.relative_to(ROOT).as_posix()
+                where.setdefault(node.name, []).append(f"{rel}:{node.lineno}")
+    return where
+
+
+def test_no_class_name_is_defined_twice() -> None:
+    """One name per concept: two classes of one name (two `Ledger`, two `Assignment`) make a
+    reader guess which one a file means, private ones included."""
+    twice = {
+        name: sites
+        for name, sites in _class_definitions().items()
+        if len(sites) > 1 and name not in PENDING_DUPLICATE_CLASSES
+    }
+    assert not twice, f"class names defined more than once: {twice}"
+    stale = {n for n in PENDING_DUPLICATE_CLASSES if len(_class_definitions().get(n, [])) < 2}
+    assert not stale, f"no longer duplicated, drop from PENDING_DUPLICATE_CLASSES: {stale}"

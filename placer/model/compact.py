@@ -53,7 +53,7 @@ from decimal import Decimal
 from fnmatch import fnmatchcase
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError
+from pydantic import Field, StrictBool, StrictInt, StrictStr, ValidationError
 
 from placer.model.cluster import ClusterSnapshot, JobSetUsage, Node
 from placer.model.errors import InputError
@@ -65,7 +65,7 @@ from placer.model.limits import (
     Port,
     check_nesting_depth,
 )
-from placer.model.manifests import validation_error
+from placer.model.manifests import ClosedSchema, validation_error
 from placer.model.resources import (
     PODS,
     add_resources,
@@ -91,17 +91,13 @@ DEFAULT_POOL_LABEL = "cloud.google.com/gke-nodepool"
 Scalar = StrictStr | StrictInt | float | StrictBool
 
 
-class _Closed(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class TaintSpec(_Closed):
+class DescriptionTaint(ClosedSchema):
     key: StrictStr
     value: StrictStr = ""
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 
 
-class PoolSpec(_Closed):
+class PoolSpec(ClosedSchema):
     name: StrictStr = Field(min_length=1)
     count: StrictInt = Field(default=1, ge=0, le=MAX_DESCRIPTION_NODES)
     start: StrictInt = Field(default=0, ge=0, le=INT32_MAX)
@@ -110,21 +106,21 @@ class PoolSpec(_Closed):
     poolLabel: StrictStr | None = DEFAULT_POOL_LABEL
     labels: dict[str, Scalar] = Field(default_factory=dict)
     allocatable: dict[str, Scalar] = Field(default_factory=dict)
-    taints: list[TaintSpec] = Field(default_factory=list)
+    taints: list[DescriptionTaint] = Field(default_factory=list)
     ready: StrictBool = True
     unschedulable: StrictBool = False
 
 
-class NodeOverride(_Closed):
+class NodeOverride(ClosedSchema):
     name: StrictStr
     ready: StrictBool | None = None
     unschedulable: StrictBool | None = None
     labels: dict[str, Scalar] = Field(default_factory=dict)
-    taints: list[TaintSpec] = Field(default_factory=list)
+    taints: list[DescriptionTaint] = Field(default_factory=list)
     allocatable: dict[str, Scalar] = Field(default_factory=dict)
 
 
-class RunningSpec(_Closed):
+class RunningSpec(ClosedSchema):
     jobset: StrictStr | None = None
     pools: list[StrictStr] = Field(default_factory=list)
     nodes: list[StrictStr] = Field(default_factory=list)
@@ -134,7 +130,7 @@ class RunningSpec(_Closed):
     priority: Int32 | StrictStr | None = None
 
 
-class Description(_Closed):
+class Description(ClosedSchema):
     apiVersion: StrictStr = ""
     kind: Literal["ClusterDescription"]
     metadata: dict[str, Any] = Field(default_factory=dict)
@@ -225,7 +221,7 @@ def _scalar(value: Any) -> str:
     return str(value)
 
 
-def _taints(specs: Sequence[TaintSpec]) -> tuple[Taint, ...]:
+def _taints(specs: Sequence[DescriptionTaint]) -> tuple[Taint, ...]:
     return tuple(Taint(key=t.key, value=t.value, effect=t.effect) for t in specs)
 
 

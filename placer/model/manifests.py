@@ -18,13 +18,14 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from placer.model.errors import InputError
 from placer.model.limits import MAX_NESTING_DEPTH
 
 __all__ = [
     "MANIFEST_SUFFIXES",
+    "ClosedSchema",
     "Document",
     "describe_object",
     "expand_paths",
@@ -34,6 +35,14 @@ __all__ = [
 ]
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+class ClosedSchema(BaseModel):
+    """A schema of placer's own file formats (cluster description, node-pool catalogue): an
+    unknown field is an error, not ignored (a typo must not silently change a plan), and the
+    parsed value is frozen."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class _Loader(yaml.SafeLoader):

@@ -1,8 +1,8 @@
 """Mutable bookkeeping of one plan being built: who holds which node, and what room is left.
 
-The greedy baselines build their plans through a `Ledger`, and the CP-SAT planner materializes its
-chosen (child Job -> domain) assignment through one too, so both turn decisions into pod placements
-the same way. The ledger enforces the placement rules as it goes:
+The greedy baselines build their plans through a `PlacementLedger`, and the CP-SAT planner
+materializes its chosen (child Job -> domain) assignment through one too, so both turn decisions
+into pod placements the same way. The ledger enforces the placement rules as it goes:
 
 - an exclusive child Job takes one domain of its key to itself: no other child Job of the plan
   (exclusive or not) and no running pod of another JobSet may be on any node of that domain;
@@ -27,7 +27,7 @@ from placer.model.topology import Domain, DomainPath
 from placer.model.workload import JobSetRequest, PodShape, child_job_name
 from placer.solver.context import JobClass, PlacementContext
 
-__all__ = ["DomainKey", "Ledger"]
+__all__ = ["DomainKey", "PlacementLedger"]
 
 DomainKey = tuple[str, DomainPath]
 """(key, path): a domain's identity across keys."""
@@ -36,7 +36,7 @@ _ABSENT = object()
 """In the undo log: the key was not in the table."""
 
 
-class Ledger:
+class PlacementLedger:
     """One plan in the making over a `PlacementContext`; cheap to checkpoint and roll back."""
 
     def __init__(self, ctx: PlacementContext) -> None:

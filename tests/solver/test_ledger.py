@@ -12,7 +12,7 @@ from placer.model.cluster import ClusterSnapshot
 from placer.model.options import SolveOptions
 from placer.model.workload import JobSetRequest
 from placer.solver.context import JobClass, PlacementContext
-from placer.solver.ledger import Ledger
+from placer.solver.ledger import PlacementLedger
 from tests.strategies import (
     BLOCK,
     HOSTNAME,
@@ -39,7 +39,7 @@ def _jc(ctx: PlacementContext, jobset_name: str, rjob_name: str = "workers") -> 
 def test_take_domain_packs_pods_in_node_order_and_reserves_the_domain() -> None:
     a = jobset("a", rjob(replicas=2, pods_per_job=2, tpu=4))
     ctx = _ctx(cluster(pool("p0", 2), pool("p1", 2)), a)
-    ledger = Ledger(ctx)
+    ledger = PlacementLedger(ctx)
     jc = _jc(ctx, "a")
     d0, d1 = ctx.domains(NODEPOOL)
     job = ledger.take_domain(jc, 0, d0)
@@ -57,7 +57,7 @@ def test_take_domain_packs_pods_in_node_order_and_reserves_the_domain() -> None:
 def test_pods_pack_several_per_node_when_capacity_allows() -> None:
     a = jobset("a", rjob(pods_per_job=3, tpu=2))
     ctx = _ctx(cluster(pool("p0", 2, tpu=4)), a)
-    job = Ledger(ctx).take_domain(_jc(ctx, "a"), 0, ctx.domains(NODEPOOL)[0])
+    job = PlacementLedger(ctx).take_domain(_jc(ctx, "a"), 0, ctx.domains(NODEPOOL)[0])
     assert job is not None
     assert [(p.index, p.node) for p in job.pods] == [
         (0, "p0-host-0"),
@@ -69,7 +69,7 @@ def test_pods_pack_several_per_node_when_capacity_allows() -> None:
 def test_too_small_domain_is_refused_and_changes_nothing() -> None:
     a = jobset("a", rjob(pods_per_job=3, tpu=4))
     ctx = _ctx(cluster(pool("p0", 2)), a)
-    ledger = Ledger(ctx)
+    ledger = PlacementLedger(ctx)
     d0 = ctx.domains(NODEPOOL)[0]
     assert ledger.take_domain(_jc(ctx, "a"), 0, d0) is None
     assert ledger.taken_by() == {}
@@ -80,7 +80,7 @@ def test_domain_held_by_another_running_jobset_is_unavailable_but_open_to_its_ow
     other = jobset("other", namespace="team-b")
     mine = jobset("a")
     ctx = _ctx(cluster(pool("p0", 2, jobsets=["team-b/other"])), mine, other)
-    ledger = Ledger(ctx)
+    ledger = PlacementLedger(ctx)
     d0 = ctx.domains(NODEPOOL)[0]
     assert not ledger.domain_available(d0, mine)
     assert ledger.take_domain(_jc(ctx, "a"), 0, d0) is None
@@ -99,7 +99,7 @@ def test_overlapping_domains_of_another_key_close_when_one_is_taken() -> None:
         levels=(BLOCK, NODEPOOL, HOSTNAME),
     )
     ctx = _ctx(snap, a, b)
-    ledger = Ledger(ctx)
+    ledger = PlacementLedger(ctx)
     pools = ctx.domains(NODEPOOL)
     blocks = ctx.domains(BLOCK)
     assert ledger.take_domain(_jc(ctx, "a"), 0, pools[0]) is not None
@@ -116,7 +116,7 @@ def test_shared_pods_avoid_exclusive_domain_nodes_and_close_domains_they_use() -
     s = jobset("s", rjob("cpu", pods_per_job=3, exclusive=None, tpu=0, cpu=8))
     snap = cluster(pool("p0", 1, cpu=16, taints=[]), node("cpu-0", tpu=0, cpu=16))
     ctx = _ctx(snap, a, s)
-    ledger = Ledger(ctx)
+    ledger = PlacementLedger(ctx)
     job = ledger.place_shared(_jc(ctx, "s", "cpu"), 0)
     assert job is not None and job.domain is None
     # cpu-0 (outside every exclusive domain) first, then the pool's node
@@ -130,7 +130,7 @@ def test_shared_pods_never_enter_a_reserved_domain() -> None:
     a = jobset("a", rjob(pods_per_job=1, cpu=1))
     s = jobset("s", rjob("cpu", pods_per_job=1, exclusive=None, tpu=0, cpu=1))
     ctx = _ctx(cluster(pool("p0", 1)), a, s)
-    ledger = Ledger(ctx)
+    ledger = PlacementLedger(ctx)
     assert ledger.take_domain(_jc(ctx, "a"), 0, ctx.domains(NODEPOOL)[0]) is not None
     assert ledger.place_shared(_jc(ctx, "s", "cpu"), 0) is None
     assert ledger.shared_by() == {}
@@ -146,7 +146,7 @@ def test_shared_pods_respect_host_ports_and_pod_slots() -> None:
         node("n3", tpu=0),
     )
     ctx = _ctx(snap, s)
-    ledger = Ledger(ctx)
+    ledger = PlacementLedger(ctx)
     jc = _jc(ctx, "s", "web")
     job = ledger.place_shared(jc, 0)
     assert job is not None
@@ -158,7 +158,7 @@ def test_rollback_restores_everything_since_the_checkpoint() -> None:
     a = jobset("a", rjob(replicas=2, pods_per_job=1))
     s = jobset("s", rjob("cpu", pods_per_job=1, exclusive=None, tpu=0, cpu=4))
     ctx = _ctx(cluster(pool("p0", 1), pool("p1", 1), node("cpu-0", tpu=0)), a, s)
-    ledger = Ledger(ctx)
+    ledger = PlacementLedger(ctx)
     d0, d1 = ctx.domains(NODEPOOL)
     assert ledger.take_domain(_jc(ctx, "a"), 0, d0) is not None
     token = ledger.checkpoint()
@@ -179,7 +179,7 @@ def test_take_domain_of_the_wrong_key_is_a_bug() -> None:
     snap = cluster(pool("p0", 1, block="b0"), levels=(BLOCK, NODEPOOL, HOSTNAME))
     ctx = _ctx(snap, a)
     with pytest.raises(ValueError):
-        Ledger(ctx).take_domain(_jc(ctx, "a"), 0, ctx.domains(BLOCK)[0])
+        PlacementLedger(ctx).take_domain(_jc(ctx, "a"), 0, ctx.domains(BLOCK)[0])
 
 
 def test_crossing_domains_of_keys_outside_the_levels_close_each_other() -> None:
@@ -194,7 +194,7 @@ def test_crossing_domains_of_keys_outside_the_levels_close_each_other() -> None:
         levels=(NODEPOOL, HOSTNAME),
     )
     ctx = _ctx(snap, a, r)
-    ledger = Ledger(ctx)
+    ledger = PlacementLedger(ctx)
     (r0,) = ctx.domains(rack)
     assert r0.nodes == ("n1", "n2")
     assert ledger.take_domain(_jc(ctx, "r"), 0, r0) is not None
@@ -208,8 +208,8 @@ def test_random_decisions_then_rollback_leave_no_trace(
 ) -> None:
     snap, queue = scenario
     ctx = _ctx(snap, *queue)
-    ledger = Ledger(ctx)
-    fresh = Ledger(ctx)
+    ledger = PlacementLedger(ctx)
+    fresh = PlacementLedger(ctx)
     token = ledger.checkpoint()
     placed_nodes: dict[str, int] = {}
     for jc in ctx.job_classes:

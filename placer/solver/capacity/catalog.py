@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
+from pydantic import Field, StrictInt, StrictStr, ValidationError
 
 from placer.model.cluster import Node
 from placer.model.compact import expand_pools
@@ -37,18 +37,14 @@ from placer.model.limits import (
     Int32,
     check_nesting_depth,
 )
-from placer.model.manifests import object_key, read_documents, validation_error
+from placer.model.manifests import ClosedSchema, object_key, read_documents, validation_error
 
 __all__ = ["CATALOG_KIND", "Catalog", "PoolType", "load_catalog"]
 
 CATALOG_KIND = "NodePoolCatalog"
 
 
-class _Closed(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class PoolType(_Closed):
+class PoolType(ClosedSchema):
     name: StrictStr = Field(min_length=1)
     pricePerHour: float = Field(ge=0, le=MAX_PRICE_PER_HOUR, allow_inf_nan=False)
     maxCount: StrictInt = Field(ge=0, le=MAX_CATALOG_NODES)
@@ -60,7 +56,7 @@ class PoolType(_Closed):
         return hosts if isinstance(hosts, int) else 1
 
 
-class Catalog(_Closed):
+class Catalog(ClosedSchema):
     apiVersion: StrictStr = ""
     kind: Literal["NodePoolCatalog"]
     metadata: dict[str, Any] = Field(default_factory=dict)

@@ -107,7 +107,7 @@ def _check_per_pool(
 
 
 @dataclass
-class _Model:
+class _PurchaseModel:
     model: cp_model.CpModel
     bought: dict[tuple[int, str], cp_model.IntVar]
     """(pool type, exclusive key or SHARED) -> pools of that type bought to serve it."""
@@ -124,7 +124,7 @@ def _build(
     base: PlacementContext | None,
     jobsets: Sequence[JobSetRequest],
     options: SolveOptions,
-) -> _Model:
+) -> _PurchaseModel:
     ctx = base or PlacementContext(ClusterSnapshot(nodes=()), jobsets, options)
     classes = ctx.job_classes
     # the existing cluster as the planner sees it (its fit, exclusivity, overlap and shared-room
@@ -163,7 +163,7 @@ def _build(
     pools = cp_model.LinearExpr.sum(list(totals.values()))
     most = sum(p.maxCount for p in catalog.poolTypes) + 1
     model.minimize(price * most + pools)
-    return _Model(model, bought, totals)
+    return _PurchaseModel(model, bought, totals)
 
 
 def _shared_pools(
@@ -271,7 +271,7 @@ def cheapest_pools(
     )
 
 
-def _exclude(m: _Model, counts: dict[int, int]) -> None:
+def _exclude(m: _PurchaseModel, counts: dict[int, int]) -> None:
     """No purchase with at most these pools of every type: buy more of at least one."""
     more = []
     for t, total in m.totals.items():

@@ -40,7 +40,7 @@ from placer.solver.greedy.tas import TasTree, kueue_failure
 
 __all__ = [
     "KUEUE_VERDICT",
-    "Locality",
+    "TopologyRequests",
     "aggregate",
     "domain_classes",
     "kueue_impossible",
@@ -119,7 +119,7 @@ def resource_scales(ctx: PlacementContext, shared: Sequence[JobClass]) -> dict[s
 
 
 @dataclass(frozen=True)
-class Locality:
+class TopologyRequests:
     """Kueue topology requests per JobClass, as the model states them."""
 
     required: Mapping[int, str]
@@ -133,7 +133,7 @@ def locality_requirements(
     ctx: PlacementContext,
     exclusive: Sequence[JobClass],
     span_levels: Mapping[str, Sequence[str]],
-) -> Locality:
+) -> TopologyRequests:
     """Kueue required/preferred topology per JobClass; a level not above the key is checked here."""
     required: dict[int, str] = {}
     preferred: dict[int, str] = {}
@@ -158,7 +158,7 @@ def locality_requirements(
                     f"{jc.rjob.name}: required topology {level} does not contain whole domains of "
                     f"{key}, so {jc.rjob.replicas} child Jobs cannot share one",
                 )
-    return Locality(required=required, preferred=preferred, impossible=impossible)
+    return TopologyRequests(required=required, preferred=preferred, impossible=impossible)
 
 
 def packing_levels(ctx: PlacementContext, shared: Sequence[JobClass]) -> dict[int, tuple[str, ...]]:

@@ -12,14 +12,14 @@ from collections.abc import Mapping
 from placer.model.plan import Plan
 from placer.solver.cpsat.materialize import Chosen
 from placer.solver.cpsat.problem import AggregatedProblem, DomainClass
-from placer.solver.cpsat.solution import Assignment
+from placer.solver.cpsat.solution import Solution
 from placer.solver.cpsat.variables import Variables
 
-__all__ = ["assignment_from_chosen", "assignment_from_plan", "spread_counts"]
+__all__ = ["solution_from_chosen", "solution_from_plan", "spread_counts"]
 
 
 class _Values:
-    """An assignment being filled in, family by family (only keys the model has)."""
+    """An solution being filled in, family by family (only keys the model has)."""
 
     def __init__(self, v: Variables) -> None:
         self.v = v
@@ -42,7 +42,7 @@ class _Values:
             if (jc, level, parent) in self.v.used:
                 self.used[(jc, level, parent)] = 1
 
-    def assignment(self, problem: AggregatedProblem) -> Assignment:
+    def solution(self, problem: AggregatedProblem) -> Solution:
         """The values, with each Kueue class's hosts per node group as few as its pods need."""
         hosts = {
             (i, gid): -(
@@ -50,7 +50,7 @@ class _Values:
             )
             for i, gid in self.v.hosts
         }
-        return Assignment(
+        return Solution(
             admit=self.admit,
             count=dict(self.count),
             shared_in_class=dict(self.shared_in_class),
@@ -62,7 +62,7 @@ class _Values:
         )
 
 
-def assignment_from_plan(v: Variables, problem: AggregatedProblem, plan: Plan) -> Assignment:
+def solution_from_plan(v: Variables, problem: AggregatedProblem, plan: Plan) -> Solution:
     """Every variable's value in a plan (the greedy one): a complete hint, so CP-SAT starts from a
     solution instead of having to repair a partial one (which at scale it may not do in time)."""
     class_of = {(d.key, d.path): c.id for c in problem.domain_classes for d in c.members}
@@ -96,7 +96,7 @@ def assignment_from_plan(v: Variables, problem: AggregatedProblem, plan: Plan) -
                 if (jc, cid) in v.count:
                     values.count[(jc, cid)] += 1
                 values.mark_parents(o.key, jc, problem.class_by_id(cid).parents)
-    return values.assignment(problem)
+    return values.solution(problem)
 
 
 def _shared_room_owner(problem: AggregatedProblem) -> dict[str, str]:
@@ -118,7 +118,7 @@ def _rank(c: DomainClass, jc_index: int, homes: set[str]) -> tuple[int, int, str
     return (0 if near else 1, c.stranded.get(jc_index, 0), c.id)
 
 
-def spread_counts(fine: AggregatedProblem, coarse: AggregatedProblem, solved: Assignment) -> Chosen:
+def spread_counts(fine: AggregatedProblem, coarse: AggregatedProblem, solved: Solution) -> Chosen:
     """The coarse solution on the fine classes: each coarse count goes to fine classes of it, the
     JobSet's current enclosing domain first, then the tightest class. A decent packing by itself,
     used as the fine model's hint, or as the answer when that model is too large to solve."""
@@ -148,7 +148,7 @@ def spread_counts(fine: AggregatedProblem, coarse: AggregatedProblem, solved: As
     return Chosen(admitted=solved.admitted, counts=counts, enclosing={})
 
 
-def assignment_from_chosen(v: Variables, problem: AggregatedProblem, chosen: Chosen) -> Assignment:
+def solution_from_chosen(v: Variables, problem: AggregatedProblem, chosen: Chosen) -> Solution:
     """A complete hint from a class-level solution: counts, admissions, spans, shared room."""
     values = _Values(v)
     values.admit.update({key: 1 for key in chosen.admitted})
@@ -178,4 +178,4 @@ def assignment_from_chosen(v: Variables, problem: AggregatedProblem, chosen: Cho
             pods -= take
             if take:
                 values.mark_parents(jc.jobset.key, i, problem.parents_of(where))
-    return values.assignment(problem)
+    return values.solution(problem)

@@ -2,9 +2,9 @@
 
 Members of a class are interchangeable, so each class hands out its domains in path order; child
 Job indices follow that order, so consecutive child Jobs sit next to each other. Pods go to nodes
-through the same `Ledger` the greedy baselines use; the pods of a shared replicated job with Kueue
-topology annotations are packed as Kueue TAS would inside the domain the model chose (fewest
-domains per level, slices kept whole; `placer.solver.greedy.tas`).
+through the same `PlacementLedger` the greedy baselines use; the pods of a shared replicated job
+with Kueue topology annotations are packed as Kueue TAS would inside the domain the model chose
+(fewest domains per level, slices kept whole; `placer.solver.greedy.tas`).
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from placer.model.workload import JobSetRequest
 from placer.solver.context import JobClass, PlacementContext
 from placer.solver.cpsat.aggregate import KUEUE_VERDICT
 from placer.solver.cpsat.problem import AggregatedProblem
-from placer.solver.cpsat.solution import Assignment
+from placer.solver.cpsat.solution import Solution
 from placer.solver.greedy.tas import TasTree, place_with_kueue
-from placer.solver.ledger import Ledger
+from placer.solver.ledger import PlacementLedger
 from placer.solver.reasons import Classifier, ReasonTally, jobset_reason, occupancy_of
 
 __all__ = ["Chosen", "chosen_from", "materialize"]
@@ -41,7 +41,7 @@ class Chosen:
     """(shared JobClass, node group or domain class) -> its pods there, as the model counts."""
 
 
-def chosen_from(problem: AggregatedProblem, solved: Assignment) -> Chosen:
+def chosen_from(problem: AggregatedProblem, solved: Solution) -> Chosen:
     """What to materialize from a solution of the model."""
     enclosing = {
         i: parent
@@ -73,7 +73,7 @@ def _enclosing_nodes(
 
 
 def _exclusive_jobs(
-    ledger: Ledger,
+    ledger: PlacementLedger,
     problem: AggregatedProblem,
     chosen: Chosen,
     jobset: JobSetRequest,
@@ -113,7 +113,7 @@ def _rigidity(ctx: PlacementContext) -> Callable[[JobClass], tuple[bool, int, De
 
 def _kueue_jobs(
     ctx: PlacementContext,
-    ledger: Ledger,
+    ledger: PlacementLedger,
     chosen: Chosen,
     classes: list[JobClass],
     placements: dict[str, list[JobPlacement]],
@@ -266,7 +266,7 @@ def _materialize(
     follow: frozenset[int],
     by_queue: bool,
 ) -> Plan | None:
-    ledger = Ledger(ctx)
+    ledger = PlacementLedger(ctx)
     next_member: dict[str, int] = {}
     placements: dict[str, list[JobPlacement]] = {}
     for js in ctx.jobsets:

@@ -36,7 +36,7 @@ from placer.solver.cpsat.aggregate import aggregate
 from placer.solver.cpsat.builder import BuiltModel, build_model
 from placer.solver.cpsat.coarsen import coarsen
 from placer.solver.cpsat.export import check_export_path
-from placer.solver.cpsat.hints import assignment_from_chosen, assignment_from_plan, spread_counts
+from placer.solver.cpsat.hints import solution_from_chosen, solution_from_plan, spread_counts
 from placer.solver.cpsat.materialize import Chosen, chosen_from, materialize
 from placer.solver.cpsat.problem import AggregatedProblem
 from placer.solver.cpsat.solve import (
@@ -168,7 +168,7 @@ def plan_with_context(
 
 
 def _hint_greedy(built: BuiltModel, greedy: Plan) -> None:
-    assignment_from_plan(built.variables, built.problem, greedy).hint(built.model, built.variables)
+    solution_from_plan(built.variables, built.problem, greedy).hint(built.model, built.variables)
 
 
 def _fallback_reason(plan: Plan | None, admission: SolveResult) -> str:
@@ -197,7 +197,7 @@ def _pack_and_materialize(
 ) -> Plan | None:
     """Packing on the fine classes with admissions fixed; if it finds nothing in time, the
     admission solution itself is materialized (valid, just not best-packed)."""
-    solved = admission.assignment
+    solved = admission.solution
     assert solved is not None
     coarse = built.problem
     limit = ctx.options.time_limit_s
@@ -229,7 +229,7 @@ def _pack_and_materialize(
             fine_built = built
         else:
             fine_built = build_model(fine)
-            hint = assignment_from_chosen(fine_built.variables, fine, start_from)
+            hint = solution_from_chosen(fine_built.variables, fine, start_from)
             hint.hint(fine_built.model, fine_built.variables)
         now = time.perf_counter()
         search_deadline = min(deadline, now + max(1.0, PACKING_SHARE * limit))
@@ -237,9 +237,9 @@ def _pack_and_materialize(
         if admission.optimal:
             tie_break = min(deadline, search_deadline + CANONICAL_S)
             packing = canonicalize(fine_built, runner, tie_break, packing)
-        if packing.assignment is None:
+        if packing.solution is None:
             return start_from, packing
-        return chosen_from(fine, packing.assignment), packing
+        return chosen_from(fine, packing.solution), packing
 
     chosen, packing = _timed(phases, "solve", pack)
     report = report.model_copy(

@@ -1,7 +1,7 @@
 """A solution of the planner's model as typed values per variable family, not names to numbers.
 
 Stages hand their best solution to the next stage as a hint, packing takes the admissions of the
-admission stages, and materialization reads the counts: all through `Assignment`, keyed like the
+admission stages, and materialization reads the counts: all through `Solution`, keyed like the
 variables in `Variables`, so a typo in a variable name cannot silently read a zero.
 """
 
@@ -15,7 +15,7 @@ from ortools.sat.python import cp_model
 
 from placer.solver.cpsat.variables import Variables
 
-__all__ = ["Assignment", "ValueSource"]
+__all__ = ["Solution", "ValueSource"]
 
 K = TypeVar("K")
 
@@ -27,7 +27,7 @@ class ValueSource(Protocol):
 
 
 @dataclass(frozen=True)
-class Assignment:
+class Solution:
     """Values of the planner's variables (missing keys mean 0)."""
 
     admit: Mapping[str, int] = field(default_factory=dict)
@@ -40,7 +40,7 @@ class Assignment:
     hosts: Mapping[tuple[int, str], int] = field(default_factory=dict)
 
     @classmethod
-    def read(cls, solver: ValueSource, v: Variables) -> Assignment:
+    def read(cls, solver: ValueSource, v: Variables) -> Solution:
         """Every planner variable's value in the solver's best solution."""
 
         def values(xs: Mapping[K, cp_model.IntVar]) -> dict[K, int]:
@@ -62,7 +62,7 @@ class Assignment:
         return frozenset(k for k, x in self.admit.items() if x)
 
     def hint(self, model: cp_model.CpModel, v: Variables) -> None:
-        """Replace the model's hint with this assignment, complete over the planner's variables
+        """Replace the model's hint with this solution, complete over the planner's variables
         (a complete hint is a solution CP-SAT starts from; a partial one it may fail to repair)."""
         model.clear_hints()  # type: ignore[no-untyped-call]
         _hint(model, v.admit, self.admit)

@@ -26,7 +26,7 @@ from placer.solver.cpsat import objectives
 from placer.solver.cpsat.builder import BuiltModel
 from placer.solver.cpsat.export import export_stage
 from placer.solver.cpsat.settings import SolverPurpose, make_solver
-from placer.solver.cpsat.solution import Assignment
+from placer.solver.cpsat.solution import Solution
 
 __all__ = [
     "NOT_SEARCHED",
@@ -45,7 +45,7 @@ NOT_SEARCHED = "NOT_SEARCHED"
 
 @dataclass(frozen=True)
 class SolveResult:
-    assignment: Assignment | None = None
+    solution: Solution | None = None
     """The best solution found; None when no stage found one."""
     optimal: bool = True
     """Every stage run was proven optimal (a stage cut short or not run makes it False)."""
@@ -59,7 +59,7 @@ class SolveResult:
 
     @property
     def found(self) -> bool:
-        return self.assignment is not None
+        return self.solution is not None
 
 
 @dataclass(frozen=True)
@@ -133,7 +133,7 @@ def solve_admission(built: BuiltModel, runner: StageRunner, deadline: float) -> 
         for t in objectives.tiers(problem)
     ]
     stages.append(("queue order", objectives.queue_preference(v, problem), False))
-    assignment: Assignment | None = None
+    solution: Solution | None = None
     objective, bound, optimal = 0, 0, True
     bound_known = True
     notes: list[str] = []
@@ -144,9 +144,9 @@ def solve_admission(built: BuiltModel, runner: StageRunner, deadline: float) -> 
         if not out.found or out.solver is None:
             notes.append(out.note)
             bound_known = bound_known and not counts_units
-            failure = out.status if assignment is None else None
+            failure = out.status if solution is None else None
             return SolveResult(
-                assignment,
+                solution,
                 False,
                 objective,
                 bound if bound_known else None,
@@ -161,10 +161,10 @@ def solve_admission(built: BuiltModel, runner: StageRunner, deadline: float) -> 
         if not out.optimal:
             optimal = False
             notes.append(f"{name}: FEASIBLE, {value} (bound {proven})")
-        assignment = Assignment.read(out.solver, v)
+        solution = Solution.read(out.solver, v)
         model.add(expr >= value)
-        assignment.hint(model, v)
-    return SolveResult(assignment, optimal, objective, bound, tuple(notes))
+        solution.hint(model, v)
+    return SolveResult(solution, optimal, objective, bound, tuple(notes))
 
 
 def solve_packing(
@@ -189,7 +189,7 @@ def solve_packing(
     kueue = len(objectives.domains_used(v, problem))
     stages = [terms] if not kueue else [[t] for t in terms[: 1 + kueue]] + [terms[1 + kueue :]]
     stages = [stage for stage in stages if any(t.bound for t in stage)] or [terms]
-    assignment: Assignment | None = None
+    solution: Solution | None = None
     notes: list[str] = []
     optimal = True
     for stage in stages:
@@ -200,7 +200,7 @@ def solve_packing(
         model.minimize(expr)
         out = runner.run(model, name, deadline)
         if not out.found or out.solver is None:
-            if assignment is None:
+            if solution is None:
                 return SolveResult(optimal=False, notes=(out.note,), failure=out.status)
             notes.append(out.note)  # the stages before stand
             optimal = False
@@ -212,9 +212,9 @@ def solve_packing(
             found, bound = _parts(value, stage, weights), _parts(lower, stage, weights)
             notes.append(f"{name}: FEASIBLE, {found} (bound {bound})")
         model.add(expr <= value)
-        assignment = Assignment.read(out.solver, v)
-        assignment.hint(model, v)
-    return SolveResult(assignment, optimal, notes=tuple(notes))
+        solution = Solution.read(out.solver, v)
+        solution.hint(model, v)
+    return SolveResult(solution, optimal, notes=tuple(notes))
 
 
 _ZERO = cp_model.LinearExpr.constant(0)
@@ -255,9 +255,7 @@ def canonicalize(
     model.name = "canonical"
     out = runner.run(model, "canonical", deadline, "canonical", export=False)
     if out.found and out.solver is not None:
-        assignment = Assignment.read(out.solver, built.variables)
-        return SolveResult(assignment, True, result.objective, result.bound, result.notes)
+        solution = Solution.read(out.solver, built.variables)
+        return SolveResult(solution, True, result.objective, result.bound, result.notes)
     note = "canonical: not found in time; an equally good plan may vary per run"
-    return SolveResult(
-        result.assignment, True, result.objective, result.bound, (*result.notes, note)
-    )
+    return SolveResult(result.solution, True, result.objective, result.bound, (*result.notes, note))

@@ -46,7 +46,7 @@ class ConflictInputs:
 
 
 @dataclass(frozen=True)
-class _Model:
+class _GuardedModel:
     built: BuiltModel
     literals: dict[str, cp_model.IntVar]
     """requirement id -> its assumption literal, in requirement order."""
@@ -66,7 +66,7 @@ def _relation(target: JobSetRequest, other: JobSetRequest, queue: list[str]) -> 
     return f"same priority {other.priority}, {'earlier' if earlier else 'later'} in the queue"
 
 
-def _build(inputs: ConflictInputs) -> _Model:
+def _build(inputs: ConflictInputs) -> _GuardedModel:
     """The guarded model: facts as hard constraints, each requirement behind its own literal."""
     options = inputs.options.model_copy(update={"queue": "priority", "export_model_path": None})
     ctx = PlacementContext(inputs.snapshot, [inputs.target, *inputs.others], options)
@@ -111,10 +111,10 @@ def _build(inputs: ConflictInputs) -> _Model:
                 text=f"{other.key} stays admitted ({_relation(inputs.target, other, queue)})",
             )
     ordered = {rid: requirements[rid] for rid in literals}
-    return _Model(built, literals, ordered)
+    return _GuardedModel(built, literals, ordered)
 
 
-def _placed_of(m: _Model, rjob: str) -> cp_model.IntVar | None:
+def _placed_of(m: _GuardedModel, rjob: str) -> cp_model.IntVar | None:
     """The target's count of child Jobs placed for replicated job `rjob`."""
     v = m.built.variables
     for jc in m.built.problem.ctx.job_classes:
@@ -123,7 +123,7 @@ def _placed_of(m: _Model, rjob: str) -> cp_model.IntVar | None:
     return None
 
 
-def _check(m: _Model, ids: Sequence[str], options: SolveOptions) -> tuple[str, list[str]]:
+def _check(m: _GuardedModel, ids: Sequence[str], options: SolveOptions) -> tuple[str, list[str]]:
     """Under the given assumptions: ("infeasible", core ids) | ("feasible", []) |
     ("unknown", [what CP-SAT said]) when it decided nothing (out of time, or MODEL_INVALID)."""
     m.model.clear_assumptions()
@@ -141,7 +141,7 @@ def _check(m: _Model, ids: Sequence[str], options: SolveOptions) -> tuple[str, l
     return "unknown", ["the solver ran out of time before deciding"]
 
 
-def _deletion_order(m: _Model, target: JobSetRequest) -> list[str]:
+def _deletion_order(m: _GuardedModel, target: JobSetRequest) -> list[str]:
     """Which requirement to try dropping first: others' admissions, lowest priority first, then
     the target's locality, then its replica counts; what survives is what the conflict needs."""
     admitted = [r for r in m.requirements.values() if r.kind == "admitted"]

@@ -10,7 +10,7 @@
 - `largest-first` is best-fit over JobSets sorted by accelerator demand, largest first, within each
   priority tier (tiers stay highest first: giving up a higher tier for a lower one is never better).
 
-All three build their plans through the `Ledger` and honor `strict-fifo` and Kueue required
+All three build their plans through the `PlacementLedger` and honor `strict-fifo` and Kueue required
 locality (all child Jobs of a replicated job, and of its podset group, inside one domain of the
 level; best-fit and largest-first place a group's leader and workers as Kueue does, as one).
 Best-fit and largest-first try each enclosing domain, tightest first; first-fit, like upstream,
@@ -40,7 +40,7 @@ from placer.model.topology import Domain, DomainPath
 from placer.model.workload import JobSetRequest
 from placer.solver.context import JobClass, PlacementContext
 from placer.solver.greedy.tas import TasTree, place_with_kueue
-from placer.solver.ledger import Ledger
+from placer.solver.ledger import PlacementLedger
 from placer.solver.reasons import Classifier, ReasonTally, jobset_reason, occupancy_of
 
 __all__ = ["POLICIES", "BestFitSolver", "FirstFitSolver", "LargestFirstSolver", "greedy_plan"]
@@ -118,7 +118,7 @@ class _Greedy:
         self._unexplained: dict[str, str] = {}
         """JobSet left out (or partial) -> what its reason starts with; worded after the run."""
         self.policy = policy
-        self.ledger = Ledger(ctx)
+        self.ledger = PlacementLedger(ctx)
         self._lists: dict[_ListKey, list[Domain]] = {}
         """Candidate domains per list key, in policy order: built when first needed."""
         self._cursor: dict[_ListKey, int] = {}

@@ -26,7 +26,7 @@ from placer.solver.greedy.tas_search import (
     find_assignment,
     find_group_assignment,
 )
-from placer.solver.ledger import Ledger
+from placer.solver.ledger import PlacementLedger
 
 __all__ = [
     "TasRequest",
@@ -47,7 +47,7 @@ def labeled(node: Node, levels: Iterable[str]) -> bool:
 
 
 def _search(
-    ledger: Ledger,
+    ledger: PlacementLedger,
     tree: TasTree,
     jc: JobClass,
     group: tuple[JobClass, JobClass] | None,
@@ -81,7 +81,7 @@ def _search(
 
 
 def place_with_kueue(
-    ledger: Ledger,
+    ledger: PlacementLedger,
     tree: TasTree,
     jc: JobClass,
     within: Iterable[str] | None = None,
@@ -127,7 +127,7 @@ def kueue_failure(ctx: PlacementContext, tree: TasTree, jc: JobClass) -> str | N
     group = ctx.podset_group(jc)
     if group is not None and jc.index == group[1].index:
         return None
-    found = _search(Ledger(ctx), tree, jc, group, None, None)
+    found = _search(PlacementLedger(ctx), tree, jc, group, None, None)
     if not isinstance(found, str):
         return None
     stats = exclusion_stats(ctx, jc, tree)
@@ -140,7 +140,7 @@ def room_beside_leader(
     """Workers' pods that fit on `nodes` with their leader among them, on the cluster as it
     stands: Kueue's count of a domain for a podset group (`group_room`); 0 when no node fits
     the leader."""
-    ledger = Ledger(ctx)
+    ledger = PlacementLedger(ctx)
     return group_room(
         (
             ledger.node_capacity(workers, n),

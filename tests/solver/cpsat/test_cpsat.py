@@ -17,7 +17,7 @@ from placer.solver.check.checker import check
 from placer.solver.context import PlacementContext
 from placer.solver.cpsat import aggregate, build_model
 from placer.solver.cpsat.coarsen import coarsen
-from placer.solver.cpsat.hints import assignment_from_plan
+from placer.solver.cpsat.hints import solution_from_plan
 from placer.solver.cpsat.planner import best_greedy
 from placer.solver.registry import get_solver
 from tests.strategies import (
@@ -213,7 +213,7 @@ def test_greedy_hint_is_a_feasible_solution_of_the_model(scenario) -> None:  # t
     greedy = best_greedy(ctx)
     built = build_model(problem)
     model, v = built.model, built.variables
-    assignment_from_plan(v, problem, greedy).hint(model, v)
+    solution_from_plan(v, problem, greedy).hint(model, v)
     solver = cp_model.CpSolver()
     solver.parameters.fix_variables_to_their_hinted_value = True
     solver.parameters.num_workers = 1

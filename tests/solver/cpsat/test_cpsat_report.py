@@ -57,7 +57,7 @@ def test_a_tier_that_proves_nothing_leaves_the_bound_unknown() -> None:
     built = build_model(aggregate(ctx))
     result = solve_admission(built, _SkipTier(OPTIONS), time.perf_counter() + 5)
     assert result.found  # tier 100 was solved: its solution stands
-    assert result.assignment is not None and "team-a/high" in result.assignment.admitted
+    assert result.solution is not None and "team-a/high" in result.solution.admitted
     assert not result.optimal
     assert result.bound is None  # never the objective copied in
     assert result.notes == ("tier 0: not searched, time limit spent",)
