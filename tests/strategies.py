@@ -33,6 +33,7 @@ __all__ = [
     "cluster",
     "clusters",
     "group_scenarios",
+    "hostile_names",
     "jobset",
     "kueue_clusters",
     "kueue_jobsets",
@@ -194,6 +195,33 @@ def solve_checked(
 
 
 # -- hypothesis -----------------------------------------------------------------------------------
+
+_PATH_PIECES = (
+    "..",
+    ".",
+    "/",
+    "//",
+    "\\",
+    "\x00",
+    "~",
+    "a",
+    "b-1",
+    "x.y",
+    "jobs",
+    "%2e%2e",
+    "\n",
+    " ",
+)
+
+
+def hostile_names() -> st.SearchStrategy[str]:
+    """Names as an attacker writes them: arbitrary text, and text built from pieces of paths
+    (`..`, `/`, NUL, backslashes) around plausible names; valid DNS names now and then."""
+    return st.one_of(
+        st.text(max_size=40),
+        st.lists(st.sampled_from(_PATH_PIECES), min_size=1, max_size=8).map("".join),
+        st.from_regex(r"[a-z0-9]([-a-z0-9]{0,20}[a-z0-9])?", fullmatch=True),
+    )
 
 
 @st.composite

@@ -9,6 +9,8 @@ An unschedulable JobSet is never an error: it is a plan outcome with a reason.
 
 from __future__ import annotations
 
+from placer.model.messages import clip, printable
+
 __all__ = ["ClusterError", "InputError", "PlacerError"]
 
 
@@ -40,8 +42,11 @@ class InputError(PlacerError, ValueError):
         super().__init__(self.describe())
 
     def describe(self) -> str:
+        """`file: object: field: message`, one printable line of bounded length, whatever the
+        parts hold (they come from input)."""
         where = [part for part in (self.source, self.obj, self.field) if part]
-        return f"{': '.join(where)}: {self.message}" if where else self.message
+        text = f"{': '.join(where)}: {self.message}" if where else self.message
+        return clip(printable(text))
 
 
 class ClusterError(PlacerError):

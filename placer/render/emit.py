@@ -1,7 +1,9 @@
 """`placer plan --emit DIR`: the patch files that make a plan happen without the controller.
 
 Pure functions decide what to write (`affinity_patch`, `node_label_patches`, `emit_files`); only
-`write_files` touches the disk, so every file's content is tested without I/O.
+`write_files` (placer/render/emit_dir.py, re-exported here) touches the disk, so every file's
+content is tested without I/O, and the one module that writes and deletes holds the rules that
+keep it inside DIR.
 
 Layout written under DIR (documented in the README):
 
@@ -24,16 +26,19 @@ import copy
 import logging
 import shlex
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict
 
 from placer.model.cluster import ClusterSnapshot, Node
+from placer.model.errors import InputError
+from placer.model.messages import echo
+from placer.model.names import dns1123_label_problem, dns1123_subdomain_problem
 from placer.model.plan import DomainRef, JobPlacement, JobSetOutcome, Plan
 from placer.model.scheduling import Taint
 from placer.model.workload import JobSetRequest
+from placer.render.emit_dir import OWN_FILES, clear_previous, write_files
 
 __all__ = [
     "NAMESPACED_JOB_LABEL",
@@ -45,6 +50,7 @@ __all__ = [
     "domain_requirements",
     "emit_files",
     "node_label_patches",
+    "patch_path",
     "template_node_terms",
     "write_files",
 ]
@@ -245,6 +251,25 @@ def _script(lines: Sequence[str]) -> str:
     return "\n".join([*head, *lines]) + "\n"
 
 
+def patch_path(outcome: JobSetOutcome, job: JobPlacement) -> str:
+    """`jobs/<namespace>/<child-job>.yaml`, from names checked here by the API server's rules (a
+    namespace is a DNS-1123 label, a Job name a DNS-1123 subdomain), so no name can climb out of
+    the directory (`../x`), nest (`a/b`) or hide; the parsers checked them already, this is the
+    last guard before they become a path."""
+    for what, value, problem in (
+        ("namespace", outcome.namespace, dns1123_label_problem(outcome.namespace)),
+        ("child Job name", job.name, dns1123_subdomain_problem(job.name)),
+    ):
+        if problem:
+            raise InputError(
+                f"cannot name a patch file after the {what} {echo(value)}: it {problem}",
+                obj=outcome.key,
+                field="--emit",
+                code="emit",
+            )
+    return f"jobs/{outcome.namespace}/{job.name}.yaml"
+
+
 def emit_files(
     plan: Plan, jobsets: Sequence[JobSetRequest], snapshot: ClusterSnapshot
 ) -> dict[str, str]:
@@ -262,7 +287,7 @@ def emit_files(
             patch = affinity_patch(job, existing)
             if not patch:
                 continue
-            rel = f"jobs/{outcome.namespace}/{job.name}.yaml"
+            rel = patch_path(outcome, job)
             cmd = (
                 f"kubectl patch job {shlex.quote(job.name)} -n {shlex.quote(outcome.namespace)}"
                 f" --type strategic --patch-file {shlex.quote(rel)}"
@@ -290,44 +315,3 @@ class _NoAliasDumper(yaml.SafeDumper):
 
 def _dump(data: object) -> str:
     return yaml.dump(data, Dumper=_NoAliasDumper, sort_keys=False)
-
-
-OWN_FILES = ("jobs.sh", "nodes.yaml", "nodes.sh")
-"""What `write_files` writes at the top of its directory, besides the patches under `jobs/`."""
-
-
-def clear_previous(root: Path) -> list[Path]:
-    """Remove what an earlier `--emit` into `root` wrote (and only that: `jobs/<ns>/*.yaml`, the
-    scripts and nodes.yaml), so no stale patch from another plan is left beside the new ones."""
-    removed: list[Path] = []
-    for name in OWN_FILES:
-        path = root / name
-        if path.is_file():
-            path.unlink()
-            removed.append(path)
-    jobs = root / "jobs"
-    if jobs.is_dir():
-        for ns in sorted(p for p in jobs.iterdir() if p.is_dir()):
-            for patch in sorted(ns.glob("*.yaml")):
-                patch.unlink()
-                removed.append(patch)
-            if not any(ns.iterdir()):
-                ns.rmdir()
-        if not any(jobs.iterdir()):
-            jobs.rmdir()
-    return removed
-
-
-def write_files(root: Path, files: Mapping[str, str]) -> list[Path]:
-    """Write `emit_files` output under `root`, after clearing an earlier run's files; scripts
-    become executable. Returns paths written."""
-    clear_previous(root)
-    written: list[Path] = []
-    for rel, content in sorted(files.items()):
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(content, encoding="utf-8")
-        if rel.endswith(".sh"):
-            path.chmod(0o755)
-        written.append(path)
-    return written

@@ -1,0 +1,178 @@
+"""Kubernetes names, label keys and label values, checked by the API server's rules.
+
+A name that the API server would refuse is refused here too, where it is first read (manifests,
+snapshots, compact descriptions, flags), so nothing downstream ever sees one: the `--emit`
+writer builds file names from namespaces and Job names, the terminal prints them, the extender
+compares them. The rules, as the Kubernetes documentation states them ("Object Names and IDs",
+"Labels and Selectors"):
+
+- **DNS-1123 label** (namespaces, replicatedJob names): at most 63 characters, lower-case letters,
+  digits and `-`, starting and ending with a letter or digit.
+- **DNS-1123 subdomain** (most object names: Nodes, Pods, Jobs, JobSets, PriorityClasses): at most
+  253 characters, DNS-1123 labels joined by `.`.
+- **Qualified name** (label keys, annotation keys, taint keys): an optional prefix that is a
+  DNS-1123 subdomain, then `/`, then a name of at most 63 characters of letters, digits, `-`,
+  `_` and `.`, starting and ending with a letter or digit.
+- **Label value**: empty, or at most 63 characters of the same alphabet as a qualified name's
+  name part, starting and ending with a letter or digit.
+
+Each `*_problem` function returns what is wrong ("" when nothing is), cached, because a snapshot
+repeats the same few label keys and values tens of thousands of times; `check` turns a problem
+into the one-line `InputError` naming the file, the object and the field.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable, Iterable, Mapping
+
+from placer.model.errors import InputError
+from placer.model.messages import echo
+
+__all__ = [
+    "MAX_LABEL_LENGTH",
+    "MAX_SUBDOMAIN_LENGTH",
+    "check",
+    "check_label_map",
+    "check_qualified_keys",
+    "dns1123_label_problem",
+    "dns1123_subdomain_problem",
+    "label_value_problem",
+    "qualified_name_problem",
+]
+
+MAX_LABEL_LENGTH = 63
+"""A DNS-1123 label, a label value, the name part of a qualified name."""
+MAX_SUBDOMAIN_LENGTH = 253
+"""A DNS-1123 subdomain: object names, the prefix of a qualified name."""
+
+_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_NAME_PART = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
+_CACHE = 65536
+
+
+@functools.lru_cache(maxsize=_CACHE)
+def dns1123_label_problem(text: str) -> str:
+    if not text:
+        return "must not be empty"
+    if len(text) > MAX_LABEL_LENGTH:
+        return f"must be at most {MAX_LABEL_LENGTH} characters, got {len(text)}"
+    if not _LABEL.fullmatch(text):
+        return (
+            "must be a DNS-1123 label: lower-case letters, digits and '-', starting and "
+            "ending with a letter or digit"
+        )
+    return ""
+
+
+@functools.lru_cache(maxsize=_CACHE)
+def dns1123_subdomain_problem(text: str) -> str:
+    if not text:
+        return "must not be empty"
+    if len(text) > MAX_SUBDOMAIN_LENGTH:
+        return f"must be at most {MAX_SUBDOMAIN_LENGTH} characters, got {len(text)}"
+    if not _SUBDOMAIN.fullmatch(text):
+        return (
+            "must be a DNS-1123 subdomain: lower-case letters, digits, '-' and '.', each "
+            "'.'-separated part starting and ending with a letter or digit"
+        )
+    return ""
+
+
+@functools.lru_cache(maxsize=_CACHE)
+def qualified_name_problem(text: str) -> str:
+    """A label, annotation or taint key: `[prefix/]name`."""
+    if not text:
+        return "must not be empty"
+    prefix, slash, name = text.rpartition("/")
+    if slash:
+        if not prefix:
+            return "has an empty prefix before '/'"
+        if "/" in prefix:
+            return "may contain at most one '/'"
+        problem = dns1123_subdomain_problem(prefix)
+        if problem:
+            return f"prefix {problem}"
+    if not name:
+        return "has an empty name after '/'"
+    if len(name) > MAX_LABEL_LENGTH:
+        return f"name part must be at most {MAX_LABEL_LENGTH} characters, got {len(name)}"
+    if not _NAME_PART.fullmatch(name):
+        return (
+            "must be a qualified name: an optional DNS-1123 subdomain and '/', then letters, "
+            "digits, '-', '_' and '.', starting and ending with a letter or digit"
+        )
+    return ""
+
+
+@functools.lru_cache(maxsize=_CACHE)
+def label_value_problem(text: str) -> str:
+    if not text:
+        return ""
+    if len(text) > MAX_LABEL_LENGTH:
+        return f"must be at most {MAX_LABEL_LENGTH} characters, got {len(text)}"
+    if not _NAME_PART.fullmatch(text):
+        return (
+            "must be a label value: empty, or letters, digits, '-', '_' and '.', starting and "
+            "ending with a letter or digit"
+        )
+    return ""
+
+
+Rule = Callable[[str], str]
+
+
+def check(
+    rule: Rule, value: object, *, source: str = "", obj: str = "", field: str = "", what: str = ""
+) -> str:
+    """`value` if it is a string the rule accepts, else the one-line InputError (the value
+    echoed, cut and escaped)."""
+    problem = "must be a string" if not isinstance(value, str) else rule(value)
+    if problem:
+        label = f"{what} " if what else ""
+        raise InputError(
+            f"{label}{echo(value)} {problem}", source=source, obj=obj, field=field, code="name"
+        )
+    assert isinstance(value, str)
+    return value
+
+
+def check_qualified_keys(
+    keys: Iterable[object], *, source: str = "", obj: str = "", field: str = "", what: str = "key"
+) -> None:
+    """Every key a qualified name (label or annotation keys); the field names the bad key."""
+    for key in keys:
+        if not isinstance(key, str) or qualified_name_problem(key):
+            check(
+                qualified_name_problem,
+                key,
+                source=source,
+                obj=obj,
+                field=_member(field, key),
+                what=what,
+            )
+
+
+def check_label_map(
+    labels: Mapping[object, object], *, source: str = "", obj: str = "", field: str = ""
+) -> None:
+    """Label keys qualified names, values label values (node labels, selectors, templates)."""
+    for key, value in labels.items():
+        if not isinstance(key, str) or qualified_name_problem(key):
+            check(
+                qualified_name_problem,
+                key,
+                source=source,
+                obj=obj,
+                field=_member(field, key),
+                what="key",
+            )
+        if not isinstance(value, str) or label_value_problem(value):
+            check(label_value_problem, value, source=source, obj=obj, field=_member(field, key))
+
+
+def _member(field: str, key: object) -> str:
+    shown = echo(key, limit=80, quote=False) if isinstance(key, str) else echo(key)
+    return f"{field}[{shown}]" if field else f"[{shown}]"
