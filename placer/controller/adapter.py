@@ -23,6 +23,7 @@ __all__ = [
     "Kind",
     "Listing",
     "WatchEvent",
+    "copy_json",
     "object_key",
     "resource_version",
 ]
@@ -69,6 +70,20 @@ def object_key(obj: dict[str, Any]) -> tuple[str, str]:
 
 def resource_version(obj: dict[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+_SCALARS = (str, int, float, type(None))
+
+
+def copy_json(obj: Any) -> Any:
+    """A deep copy of JSON-shaped data (dicts, lists, scalars), several times faster than
+    `copy.deepcopy`: every object the API server or a patch carries is of that shape. Scalars,
+    most of the values, are shared without a call."""
+    if isinstance(obj, dict):
+        return {k: v if isinstance(v, _SCALARS) else copy_json(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [v if isinstance(v, _SCALARS) else copy_json(v) for v in obj]
+    return obj
 
 
 class ClusterAdapter(Protocol):

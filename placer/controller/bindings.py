@@ -16,8 +16,7 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from placer.controller.adapter import Obj, resource_version
-from placer.controller.selectors import copy_json
+from placer.controller.adapter import Obj, copy_json, resource_version
 from placer.model.assignment import PLACEMENT_GATE, PREFIX, JobAssignment
 from placer.model.topology import HOSTNAME
 from placer.render.emit import NAMESPACED_JOB_LABEL, NO_SCHEDULE_TAINT, domain_requirements

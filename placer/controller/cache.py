@@ -15,42 +15,22 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from placer.controller.adapter import ClusterAdapter, Kind, Obj, object_key, resource_version
+from placer.controller.state import ClusterState, Key
 from placer.model.errors import ClusterError
 from placer.model.workload import JOBSET_NAME_LABEL
 
-__all__ = ["STOP_POLL_S", "WATCH_MAX_BACKOFF_S", "ClusterCache", "ClusterState", "Stream"]
+__all__ = ["STOP_POLL_S", "WATCH_MAX_BACKOFF_S", "ClusterCache", "Stream"]
 
 log = logging.getLogger(__name__)
-
-Key = tuple[str, str]
 
 STOP_POLL_S = 0.2
 """How often a waiting controller loop looks at its stop event (SIGTERM acts within this)."""
 WATCH_MAX_BACKOFF_S = 30.0
-
-
-@dataclass(frozen=True)
-class ClusterState:
-    """One consistent view for one reconcile cycle. Objects are API JSON; never mutate them."""
-
-    nodes: Mapping[str, Obj] = field(default_factory=dict)
-    pods: Mapping[Key, Obj] = field(default_factory=dict)
-    jobsets: Mapping[Key, Obj] = field(default_factory=dict)
-    priority_classes: Mapping[str, Obj] = field(default_factory=dict)
-    topologies: Mapping[str, Obj] = field(default_factory=dict)
-    """Kueue Topologies, by name: the topology levels, as `placer plan` reads them."""
-    configmaps: Mapping[Key, Obj] = field(default_factory=dict)
-    """The placement ledger (the only ConfigMap the controller watches)."""
-    version: int = 0
-    """Bumped by every change the cache sees."""
-    capacity_version: int = 0
-    """Bumped only by changes that can free or take capacity (nodes, pod binding or ending,
-    JobSets appearing, finishing or going away): worth re-planning an unschedulable JobSet for."""
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,6 @@ from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, field
 
 from placer.controller.adapter import Obj
-from placer.controller.cache import ClusterState
 from placer.controller.domains import DomainIndex
 from placer.controller.ledger import (
     PLACEMENT,
@@ -30,6 +29,7 @@ from placer.controller.ledger import (
     entry_key,
     exclusive_clashes,
 )
+from placer.controller.state import ClusterState
 from placer.controller.survey import ManagedJobSet, is_finished, read_record
 from placer.model.assignment import Assignment, JobAssignment
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from placer.controller.cache import ClusterState
 from placer.controller.domains import DomainIndex
 from placer.controller.ledger import Ledger
+from placer.controller.state import ClusterState
 from placer.controller.survey import ManagedJobSet
 from placer.model.cluster import ClusterSnapshot
 

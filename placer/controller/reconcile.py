@@ -43,7 +43,7 @@ from datetime import UTC, datetime
 
 from placer.controller import loop
 from placer.controller.adapter import ClusterAdapter
-from placer.controller.cache import ClusterCache, ClusterState, Stream
+from placer.controller.cache import ClusterCache, Stream
 from placer.controller.commit import commit, confirm_gone
 from placer.controller.config import ControllerConfig
 from placer.controller.decisions import (
@@ -76,6 +76,7 @@ from placer.controller.reserving import (
     timed_planning,
 )
 from placer.controller.snapshot import planning_snapshot
+from placer.controller.state import ClusterState
 from placer.controller.survey import ParseMemo, RefMemo, survey
 from placer.controller.writeplan import WriteSettings, plan_writes
 from placer.controller.writes import EmitEvent, Write

@@ -27,9 +27,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from placer.controller.bindings import event_body
-from placer.controller.cache import ClusterState
 from placer.controller.domains import HOLD_PREFIX, hold_token
 from placer.controller.ledger import RESERVATION, LedgerEntry, entry_key
+from placer.controller.state import ClusterState
 from placer.controller.survey import ManagedJobSet, RefMemo, jobset_pods
 from placer.controller.writes import EmitEvent
 from placer.model.assignment import Assignment, JobAssignment

@@ -11,9 +11,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from placer.controller.adapter import copy_json
 from placer.model.errors import InputError
 
-__all__ = ["Requirement", "copy_json", "matches_selector", "merge_patch", "parse_selector"]
+__all__ = ["Requirement", "matches_selector", "merge_patch", "parse_selector"]
 
 Requirement = tuple[str, str, frozenset[str]]
 """(key, operator, values); operators: exists, !exists, =, !=, in, notin."""
@@ -78,20 +79,6 @@ def matches_selector(labels: Mapping[str, str], selector: list[Requirement]) -> 
         if not ok:
             return False
     return True
-
-
-_SCALARS = (str, int, float, type(None))
-
-
-def copy_json(obj: Any) -> Any:
-    """A deep copy of JSON-shaped data (dicts, lists, scalars), several times faster than
-    `copy.deepcopy`: every object the API server or a patch carries is of that shape. Scalars,
-    most of the values, are shared without a call."""
-    if isinstance(obj, dict):
-        return {k: v if isinstance(v, _SCALARS) else copy_json(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [v if isinstance(v, _SCALARS) else copy_json(v) for v in obj]
-    return obj
 
 
 def merge_patch(target: Any, patch: Any) -> Any:

@@ -17,8 +17,8 @@ from placer.controller.bindings import (
     NAMESPACED_JOB_LABEL,
     NO_SCHEDULE_TAINT,
 )
-from placer.controller.cache import ClusterState
 from placer.controller.domains import reserve
+from placer.controller.state import ClusterState
 from placer.model.cluster import ClusterSnapshot
 from placer.model.errors import InputError
 from placer.model.kueue_topology import cluster_topology

@@ -22,10 +22,10 @@ from placer.controller.bindings import (
     node_label_patch,
     ungate_patch,
 )
-from placer.controller.cache import ClusterState
 from placer.controller.decisions import PlannedRound, Review
 from placer.controller.domains import DomainIndex, domain_id
 from placer.controller.observed import Announced, Observed
+from placer.controller.state import ClusterState
 from placer.controller.survey import Binding, ManagedJobSet
 from placer.controller.writes import EmitEvent, LabelNode, RecordAssignment, UngatePod, Write
 from placer.model.assignment import Assignment

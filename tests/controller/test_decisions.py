@@ -5,13 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from benchmarks import cluster_sim as sim
-from placer.controller.cache import ClusterCache, ClusterState
+from placer.controller.cache import ClusterCache
 from placer.controller.decisions import PlannedRound, review, solve_targets
 from placer.controller.domains import DomainIndex, hold_token, reserve
 from placer.controller.ledger import Ledger
 from placer.controller.memory_adapter import MemoryCluster
 from placer.controller.observed import Announced, Observed
 from placer.controller.snapshot import planning_snapshot
+from placer.controller.state import ClusterState
 from placer.controller.survey import ManagedJobSet, is_finished, is_managed, survey
 from placer.controller.writeplan import WriteSettings, plan_writes
 from placer.controller.writes import Write
