@@ -23,9 +23,9 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
+from placer.controller.act.memory_adapter import MemoryCluster
 from placer.controller.adapter import Obj
-from placer.controller.bindings import NAMESPACED_JOB_LABEL, NO_SCHEDULE_TAINT
-from placer.controller.memory_adapter import MemoryCluster
+from placer.controller.decide.bindings import NAMESPACED_JOB_LABEL, NO_SCHEDULE_TAINT
 from placer.model.assignment import PLACEMENT_GATE
 from placer.model.pods import (
     COMPLETION_INDEX_LABEL,

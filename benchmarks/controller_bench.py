@@ -37,8 +37,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchmarks import cluster_sim as sim
-from placer.controller.ledger import LEDGER_NAME
-from placer.controller.memory_adapter import MemoryCluster
+from placer.controller.act.memory_adapter import MemoryCluster
+from placer.controller.decide.ledger import LEDGER_NAME
 from placer.controller.reconcile import Controller, ControllerConfig, CycleReport
 from placer.model.options import ReservationPolicy, SolveOptions, TimePolicy
 from placer.model.plan import Plan

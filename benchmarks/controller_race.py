@@ -24,8 +24,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from placer.controller import reconcile
-from placer.controller.commit import CommitResult
-from placer.controller.ledgerplan import LedgerView
+from placer.controller.act.commit import CommitResult
+from placer.controller.decide.ledgerplan import LedgerView
 from tests.controller.race import draw_trial, run_trial
 
 __all__ = ["main"]

@@ -47,7 +47,7 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
 KUBERNETES_ALLOWED = {
     "placer/model/resources.py",  # kubernetes.utils.parse_quantity, by design
     "placer/model/live.py",
-    "placer/controller/kube_adapter.py",
+    "placer/controller/act/kube_adapter.py",
     "plugins/extender/kube_source.py",
 }
 ORTOOLS_ALLOWED_PREFIX = "placer/solver/"

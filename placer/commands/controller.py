@@ -196,7 +196,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _config(args: argparse.Namespace, identity: str) -> Any:
-    from placer.controller.lease import default_namespace
+    from placer.controller.act.lease import default_namespace
     from placer.controller.reconcile import ControllerConfig
 
     return ControllerConfig(
@@ -265,9 +265,9 @@ def run(args: argparse.Namespace) -> int:
         use_json_logs(level)
     else:
         logging.getLogger().setLevel(level)
-    from placer.controller.kube_adapter import KubeAdapter
-    from placer.controller.leader import LeaderSettings, default_identity, run_elected
-    from placer.controller.ledger import Deposed
+    from placer.controller.act.kube_adapter import KubeAdapter
+    from placer.controller.act.leader import LeaderSettings, default_identity, run_elected
+    from placer.controller.decide.ledger import Deposed
     from placer.controller.metrics import Metrics
     from placer.controller.reconcile import Controller
 

@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     ledger_namespace = None
     if not args.plan:
         # The controller's default, so an extender next to it finds its ledger without the flag.
-        from placer.controller.lease import default_namespace
+        from placer.controller.act.lease import default_namespace
 
         ledger_namespace = args.ledger_namespace or default_namespace()
     options = ServiceOptions(

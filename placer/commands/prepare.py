@@ -12,7 +12,7 @@ import sys
 
 import yaml
 
-from placer.controller.prepare import prepare_jobset
+from placer.controller.decide.prepare import prepare_jobset
 from placer.model.errors import InputError
 
 __all__ = ["register", "run"]

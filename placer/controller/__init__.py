@@ -10,10 +10,10 @@ goes through the `ClusterAdapter` protocol, implemented over the official client
 
 from __future__ import annotations
 
+from placer.controller.act.memory_adapter import MemoryCluster
 from placer.controller.adapter import ClusterAdapter
-from placer.controller.memory_adapter import MemoryCluster
+from placer.controller.decide.writeplan import plan_writes
 from placer.controller.reconcile import Controller, ControllerConfig, CycleReport
-from placer.controller.writeplan import plan_writes
 
 __all__ = [
     "ClusterAdapter",

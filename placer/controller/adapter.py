@@ -15,7 +15,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from placer.controller.lease import LeaderSettings
+from placer.controller.act.lease import LeaderSettings
 
 __all__ = [
     "KINDS",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from placer.controller.survey import Binding
+from placer.controller.decide.survey import Binding
 from placer.model.options import SolveOptions
 
 __all__ = ["ControllerConfig"]

@@ -16,8 +16,8 @@ import logging
 import threading
 from typing import TYPE_CHECKING
 
-from placer.controller.commit import claim
-from placer.controller.ledger import LEDGER_NAME, Deposed
+from placer.controller.act.commit import claim
+from placer.controller.decide.ledger import LEDGER_NAME, Deposed
 from placer.controller.report import CycleReport
 from placer.model.errors import ClusterError, InputError, PlacerError
 

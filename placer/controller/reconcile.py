@@ -42,11 +42,12 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from placer.controller import loop
+from placer.controller.act.cache import ClusterCache, Stream
+from placer.controller.act.commit import commit, confirm_gone
+from placer.controller.act.executor import ExecReport, RetryPolicy, execute
 from placer.controller.adapter import ClusterAdapter
-from placer.controller.cache import ClusterCache, Stream
-from placer.controller.commit import commit, confirm_gone
 from placer.controller.config import ControllerConfig
-from placer.controller.decisions import (
+from placer.controller.decide.decisions import (
     PlannedRound,
     Review,
     Target,
@@ -54,9 +55,8 @@ from placer.controller.decisions import (
     review,
     solve_targets,
 )
-from placer.controller.domains import DomainIndex
-from placer.controller.executor import ExecReport, RetryPolicy, execute
-from placer.controller.ledger import (
+from placer.controller.decide.domains import DomainIndex
+from placer.controller.decide.ledger import (
     LEDGER_LABEL,
     LEDGER_NAME,
     Fence,
@@ -65,21 +65,21 @@ from placer.controller.ledger import (
     LedgerEntry,
     read_ledger,
 )
-from placer.controller.ledgerplan import ledger_change, view_ledger
-from placer.controller.metrics import Metrics
-from placer.controller.observed import Announced, Observed
-from placer.controller.report import CycleReport, PhaseTimer
-from placer.controller.reserving import (
+from placer.controller.decide.ledgerplan import ledger_change, view_ledger
+from placer.controller.decide.observed import Announced, Observed
+from placer.controller.decide.reserving import (
     DURATION_WARNING,
     reservation_changes,
     time_events,
     timed_planning,
 )
-from placer.controller.snapshot import planning_snapshot
-from placer.controller.state import ClusterState
-from placer.controller.survey import ParseMemo, RefMemo, survey
-from placer.controller.writeplan import WriteSettings, plan_writes
-from placer.controller.writes import EmitEvent, Write
+from placer.controller.decide.snapshot import planning_snapshot
+from placer.controller.decide.state import ClusterState
+from placer.controller.decide.survey import ParseMemo, RefMemo, survey
+from placer.controller.decide.writeplan import WriteSettings, plan_writes
+from placer.controller.decide.writes import EmitEvent, Write
+from placer.controller.metrics import Metrics
+from placer.controller.report import CycleReport, PhaseTimer
 from placer.model.cluster import ClusterSnapshot
 from placer.model.errors import InputError
 from placer.model.options import SolveOptions

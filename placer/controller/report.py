@@ -11,11 +11,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from placer.controller.decisions import PlannedRound, Review
-from placer.controller.executor import ExecReport
-from placer.controller.ledger import Ledger
-from placer.controller.survey import ManagedJobSet
-from placer.controller.writes import Write
+from placer.controller.act.executor import ExecReport
+from placer.controller.decide.decisions import PlannedRound, Review
+from placer.controller.decide.ledger import Ledger
+from placer.controller.decide.survey import ManagedJobSet
+from placer.controller.decide.writes import Write
 from placer.model.cluster import ClusterSnapshot
 
 __all__ = ["CycleReport", "PhaseTimer"]

@@ -28,7 +28,8 @@ __all__ = ["CacheFollower", "ControllerCache", "EmbeddedExtender", "serve"]
 log = logging.getLogger(__name__)
 
 LEDGER_NAME = "placer-ledger"
-"""The controller's placement ledger ConfigMap (placer.controller.ledger): its reservations."""
+"""The controller's placement ledger ConfigMap (`placer.controller.decide.ledger`): its
+reservations."""
 
 
 class _State(Protocol):
@@ -37,7 +38,7 @@ class _State(Protocol):
 
 
 class ControllerCache(Protocol):
-    """What the follower reads of `placer.controller.cache.ClusterCache`."""
+    """What the follower reads of `placer.controller.act.cache.ClusterCache`."""
 
     relists: int
 

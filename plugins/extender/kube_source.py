@@ -23,7 +23,7 @@ from kubernetes import client, config, watch
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
-from placer.controller.ledger import LEDGER_NAME
+from placer.controller.decide.ledger import LEDGER_NAME
 from placer.model.errors import ClusterError, InputError
 from placer.model.kubeconfig import config_error
 from plugins.extender.sources import jobset_entries, ledger_reservations, node_labels

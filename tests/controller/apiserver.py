@@ -41,7 +41,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from placer.controller.memory_adapter import MemoryCluster
+from placer.controller.act.memory_adapter import MemoryCluster
 from placer.model.errors import ClusterError, InputError
 
 __all__ = ["ApiServer", "Request"]

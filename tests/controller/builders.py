@@ -10,8 +10,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from benchmarks import cluster_sim as sim
+from placer.controller.act.memory_adapter import MemoryCluster
 from placer.controller.adapter import ClusterAdapter, Obj
-from placer.controller.memory_adapter import MemoryCluster
 from placer.controller.reconcile import Controller, ControllerConfig, CycleReport
 from placer.model.assignment import ASSIGNMENT_ANNOTATION, PLACEMENT_GATE, Assignment
 from placer.solver.check.checker import check

@@ -39,10 +39,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchmarks import cluster_sim as sim
+from placer.controller.act.kube_adapter import KubeAdapter
+from placer.controller.act.leader import LeaderSettings, run_elected
+from placer.controller.act.memory_adapter import MemoryCluster
 from placer.controller.adapter import Obj
-from placer.controller.kube_adapter import KubeAdapter
-from placer.controller.leader import LeaderSettings, run_elected
-from placer.controller.memory_adapter import MemoryCluster
 from placer.controller.reconcile import Controller, ControllerConfig
 from placer.model.assignment import PLACEMENT_GATE
 from placer.model.cluster import ClusterSnapshot

@@ -8,7 +8,9 @@ from typing import Any
 import pytest
 
 from benchmarks.cluster_sim import jobset_object, node_object
-from placer.controller.bindings import (
+from placer.controller.act.memory_adapter import pod_update_violation
+from placer.controller.act.selectors import merge_patch
+from placer.controller.decide.bindings import (
     LABELED_BY_ANNOTATION,
     NAMESPACED_JOB_LABEL,
     event_body,
@@ -17,9 +19,7 @@ from placer.controller.bindings import (
     ungate_patch,
     ungated_pod,
 )
-from placer.controller.memory_adapter import pod_update_violation
-from placer.controller.prepare import prepare_jobset
-from placer.controller.selectors import merge_patch
+from placer.controller.decide.prepare import prepare_jobset
 from placer.model.assignment import PLACEMENT_GATE, JobAssignment
 from placer.model.errors import InputError
 from placer.model.plan import DomainRef

@@ -8,9 +8,9 @@ import time
 import pytest
 
 from benchmarks.cluster_sim import node_object
-from placer.controller.cache import ClusterCache, Stream
-from placer.controller.memory_adapter import MemoryCluster
-from placer.controller.selectors import matches_selector, merge_patch, parse_selector
+from placer.controller.act.cache import ClusterCache, Stream
+from placer.controller.act.memory_adapter import MemoryCluster
+from placer.controller.act.selectors import matches_selector, merge_patch, parse_selector
 from placer.model.errors import ClusterError, InputError
 
 

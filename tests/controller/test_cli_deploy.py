@@ -14,7 +14,7 @@ import yaml
 
 import placer.controller
 from placer.cli import build_parser, main
-from placer.controller.ledger import LEDGER_NAME
+from placer.controller.decide.ledger import LEDGER_NAME
 from placer.controller.reconcile import ControllerConfig
 from placer.model.assignment import PLACEMENT_GATE
 from tests.controller.apiserver import ApiServer
@@ -212,7 +212,9 @@ def test_rbac_is_exactly_what_the_adapter_calls() -> None:
 
 def controller_modules() -> list[str]:
     return sorted(
-        m.name for m in pkgutil.iter_modules(placer.controller.__path__, "placer.controller.")
+        m.name
+        for m in pkgutil.walk_packages(placer.controller.__path__, "placer.controller.")
+        if not m.ispkg
     )
 
 
@@ -230,7 +232,7 @@ def test_only_the_adapter_imports_kubernetes(module: str) -> None:
         for node in ast.walk(tree)
         if isinstance(node, ast.ImportFrom)
     }
-    assert ("kubernetes" in imported) == (module == "placer.controller.kube_adapter")
+    assert ("kubernetes" in imported) == (module == "placer.controller.act.kube_adapter")
     assert "ortools" not in imported
     mod = importlib.import_module(module)
     assert sorted(mod.__all__) == sorted(set(mod.__all__))

@@ -5,17 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 from benchmarks import cluster_sim as sim
-from placer.controller.cache import ClusterCache
-from placer.controller.decisions import PlannedRound, review, solve_targets
-from placer.controller.domains import DomainIndex, hold_token, reserve
-from placer.controller.ledger import Ledger
-from placer.controller.memory_adapter import MemoryCluster
-from placer.controller.observed import Announced, Observed
-from placer.controller.snapshot import planning_snapshot
-from placer.controller.state import ClusterState
-from placer.controller.survey import ManagedJobSet, is_finished, is_managed, survey
-from placer.controller.writeplan import WriteSettings, plan_writes
-from placer.controller.writes import Write
+from placer.controller.act.cache import ClusterCache
+from placer.controller.act.memory_adapter import MemoryCluster
+from placer.controller.decide.decisions import PlannedRound, review, solve_targets
+from placer.controller.decide.domains import DomainIndex, hold_token, reserve
+from placer.controller.decide.ledger import Ledger
+from placer.controller.decide.observed import Announced, Observed
+from placer.controller.decide.snapshot import planning_snapshot
+from placer.controller.decide.state import ClusterState
+from placer.controller.decide.survey import ManagedJobSet, is_finished, is_managed, survey
+from placer.controller.decide.writeplan import WriteSettings, plan_writes
+from placer.controller.decide.writes import Write
 from placer.model.assignment import ASSIGNMENT_ANNOTATION, Assignment, JobAssignment
 from placer.model.options import SolveOptions
 from placer.model.plan import DomainRef

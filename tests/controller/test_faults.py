@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from placer.cli import main
-from placer.controller.cache import ClusterCache, Stream
-from placer.controller.kube_adapter import KubeAdapter
-from placer.controller.memory_adapter import MemoryCluster
+from placer.controller.act.cache import ClusterCache, Stream
+from placer.controller.act.kube_adapter import KubeAdapter
+from placer.controller.act.memory_adapter import MemoryCluster
 from tests.controller.apiserver import ApiServer
 from tests.controller.builders import (
     add_jobset,

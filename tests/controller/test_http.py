@@ -11,8 +11,8 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from benchmarks import cluster_sim as sim
-from placer.controller.kube_adapter import KubeAdapter
-from placer.controller.leader import LeaderSettings, run_elected
+from placer.controller.act.kube_adapter import KubeAdapter
+from placer.controller.act.leader import LeaderSettings, run_elected
 from placer.controller.reconcile import Controller
 from placer.model.errors import ClusterError
 from tests.controller.apiserver import ApiServer

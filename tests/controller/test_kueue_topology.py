@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from benchmarks import cluster_sim as sim
-from placer.controller.cache import ClusterCache
-from placer.controller.kube_adapter import KubeAdapter
-from placer.controller.memory_adapter import MemoryCluster
-from placer.controller.snapshot import planning_snapshot
+from placer.controller.act.cache import ClusterCache
+from placer.controller.act.kube_adapter import KubeAdapter
+from placer.controller.act.memory_adapter import MemoryCluster
+from placer.controller.decide.snapshot import planning_snapshot
 from placer.model.options import SolveOptions
 from placer.model.snapshot import snapshot_from_objects
 from placer.solver.check.checker import check

@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from benchmarks import cluster_sim as sim
-from placer.controller.commit import claim, commit
-from placer.controller.domains import DomainIndex
-from placer.controller.ledger import (
+from placer.controller.act.commit import claim, commit
+from placer.controller.act.memory_adapter import MemoryCluster
+from placer.controller.decide.domains import DomainIndex
+from placer.controller.decide.ledger import (
     LEDGER_NAME,
     Deposed,
     Fence,
@@ -17,8 +18,7 @@ from placer.controller.ledger import (
     exclusive_clashes,
     read_ledger,
 )
-from placer.controller.memory_adapter import MemoryCluster
-from placer.controller.snapshot import planning_snapshot
+from placer.controller.decide.snapshot import planning_snapshot
 from placer.model.assignment import ASSIGNMENT_ANNOTATION, Assignment, JobAssignment
 from placer.model.plan import DomainRef
 from tests.controller.builders import (

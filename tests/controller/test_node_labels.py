@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from benchmarks import cluster_sim as sim
-from placer.controller.bindings import (
+from placer.controller.act.memory_adapter import MemoryCluster
+from placer.controller.decide.bindings import (
     LABELED_BY_ANNOTATION,
     NAMESPACED_JOB_LABEL,
     NO_SCHEDULE_TAINT,
 )
-from placer.controller.memory_adapter import MemoryCluster
 from placer.model.assignment import ASSIGNMENT_ANNOTATION, Assignment, JobAssignment
 from placer.model.plan import DomainRef
 from tests.controller.apiserver import ApiServer
@@ -161,7 +161,7 @@ def test_nodes_labeled_by_someone_else_are_held() -> None:
 
 def test_node_labels_over_http() -> None:
     with ApiServer(tpu_cluster(blocks=3)) as api:
-        from placer.controller.kube_adapter import KubeAdapter
+        from placer.controller.act.kube_adapter import KubeAdapter
 
         add_jobset(api.cluster, "train", jobs=2, gate=False, node_labels=True)
         api.cluster.inject("patch", "nodes", 409, times=1)

@@ -9,9 +9,9 @@ from typing import Any
 
 from prometheus_client import generate_latest
 
-from placer.controller.leader import LeaderSettings, run_elected
+from placer.controller.act.leader import LeaderSettings, run_elected
+from placer.controller.act.memory_adapter import MemoryCluster
 from placer.controller.logs import JsonFormatter
-from placer.controller.memory_adapter import MemoryCluster
 from tests.controller.builders import add_jobset, controller, tpu_cluster
 
 

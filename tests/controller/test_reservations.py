@@ -19,10 +19,10 @@ import pytest
 from benchmarks import cluster_sim as sim
 from placer.cli import build_parser, main
 from placer.commands.controller import _config
+from placer.controller.act.kube_adapter import KubeAdapter
+from placer.controller.act.memory_adapter import MemoryCluster
 from placer.controller.adapter import ClusterAdapter
-from placer.controller.kube_adapter import KubeAdapter
-from placer.controller.ledger import LedgerEntry, read_ledger
-from placer.controller.memory_adapter import MemoryCluster
+from placer.controller.decide.ledger import LedgerEntry, read_ledger
 from placer.controller.reconcile import Controller, ControllerConfig
 from placer.model.durations import EXPECTED_DURATION
 from placer.model.errors import InputError

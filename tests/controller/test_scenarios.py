@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from benchmarks import cluster_sim as sim
+from placer.controller.act.memory_adapter import MemoryCluster
 from placer.controller.adapter import Kind, Listing, Obj
-from placer.controller.memory_adapter import MemoryCluster
 from placer.model.errors import ClusterError
 from tests.controller.builders import (
     BLOCK,

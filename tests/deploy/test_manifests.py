@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from placer.cli import build_parser
-from placer.controller.ledger import LEDGER_NAME
+from placer.controller.decide.ledger import LEDGER_NAME
 from placer.model.workload import JOBSET_NAME_LABEL
 from plugins.webhook.admission import MANAGED_LABEL
 from plugins.webhook.server import MUTATE_PATH

@@ -120,7 +120,7 @@ def test_watch_mode_watches_the_ledger_where_the_controller_keeps_it_by_default(
     """Without the flag the watch uses the controller's default namespace ($POD_NAMESPACE, the
     service account's, else placer-system), so reservations are never silently unwatched; a
     plan file carries its own reservations."""
-    import placer.controller.lease as lease
+    import placer.controller.act.lease as lease
     import plugins.extender.service as service
 
     monkeypatch.delenv("POD_NAMESPACE", raising=False)

@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 from placer.cli import build_parser
-from placer.controller.commit import commit
-from placer.controller.ledger import LEDGER_NAME, LedgerChange, LedgerEntry, read_ledger
+from placer.controller.act.commit import commit
+from placer.controller.decide.ledger import LEDGER_NAME, LedgerChange, LedgerEntry, read_ledger
 from placer.model.assignment import Assignment, JobAssignment
 from placer.model.plan import DomainRef
 from plugins.extender.service import ServiceOptions, build

@@ -6,8 +6,8 @@ import time
 from types import SimpleNamespace
 from typing import Any
 
-from placer.controller.cache import ClusterCache
-from placer.controller.memory_adapter import MemoryCluster
+from placer.controller.act.cache import ClusterCache
+from placer.controller.act.memory_adapter import MemoryCluster
 from placer.model.assignment import ASSIGNMENT_ANNOTATION, Assignment
 from plugins.extender.embedded import CacheFollower, serve
 from plugins.extender.state import ExtenderStore

@@ -15,9 +15,9 @@ from types import SimpleNamespace
 import pytest
 
 from placer.cli import main
-from placer.controller.cache import ClusterCache, Stream
-from placer.controller.commit import commit
-from placer.controller.ledger import (
+from placer.controller.act.cache import ClusterCache, Stream
+from placer.controller.act.commit import commit
+from placer.controller.decide.ledger import (
     LEDGER_LABEL,
     LedgerChange,
     LedgerEntry,

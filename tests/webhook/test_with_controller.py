@@ -12,8 +12,8 @@ import jsonpatch
 import pytest
 
 from benchmarks import cluster_sim as sim
+from placer.controller.act.memory_adapter import MemoryCluster
 from placer.controller.adapter import Kind, Obj
-from placer.controller.memory_adapter import MemoryCluster
 from plugins.webhook.admission import MANAGED_LABEL, answer_review
 from tests.controller.builders import (
     add_jobset,

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from placer.controller.adapter import Obj
-from placer.controller.ledger import Ledger
-from placer.controller.state import ClusterState
+from placer.controller.decide.ledger import Ledger
+from placer.controller.decide.state import ClusterState
 from placer.model.assignment import ASSIGNMENT_ANNOTATION, PLACEMENT_GATE, Assignment
 from placer.model.durations import EXPECTED_DURATION
 from placer.model.errors import InputError

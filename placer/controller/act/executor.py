@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from placer.controller.adapter import ClusterAdapter, Kind, Obj
-from placer.controller.writes import (
+from placer.controller.decide.writes import (
     Aborted,
     EmitEvent,
     LabelNode,

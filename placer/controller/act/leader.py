@@ -16,8 +16,8 @@ import logging
 import threading
 from collections.abc import Callable
 
+from placer.controller.act.lease import LeaderSettings, default_identity, default_namespace
 from placer.controller.adapter import ClusterAdapter
-from placer.controller.lease import LeaderSettings, default_identity, default_namespace
 
 __all__ = ["LeaderSettings", "default_identity", "default_namespace", "run_elected"]
 

@@ -19,8 +19,8 @@ from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, field
 
 from placer.controller.adapter import Obj
-from placer.controller.domains import DomainIndex
-from placer.controller.ledger import (
+from placer.controller.decide.domains import DomainIndex
+from placer.controller.decide.ledger import (
     PLACEMENT,
     Fence,
     Ledger,
@@ -29,8 +29,8 @@ from placer.controller.ledger import (
     entry_key,
     exclusive_clashes,
 )
-from placer.controller.state import ClusterState
-from placer.controller.survey import ManagedJobSet, is_finished, read_record
+from placer.controller.decide.state import ClusterState
+from placer.controller.decide.survey import ManagedJobSet, is_finished, read_record
 from placer.model.assignment import Assignment, JobAssignment
 
 __all__ = ["LedgerView", "ledger_change", "view_ledger"]

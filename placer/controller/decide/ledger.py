@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from placer.controller.adapter import Obj, resource_version
-from placer.controller.domains import DomainIndex
+from placer.controller.decide.domains import DomainIndex
 from placer.model.assignment import PREFIX, Assignment, JobAssignment
 from placer.model.plan import DomainRef
 

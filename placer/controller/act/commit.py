@@ -20,9 +20,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 
+from placer.controller.act.executor import RetryPolicy, with_retries
 from placer.controller.adapter import ClusterAdapter, Kind, Obj
-from placer.controller.executor import RetryPolicy, with_retries
-from placer.controller.ledger import (
+from placer.controller.decide.ledger import (
     Fence,
     Ledger,
     LedgerChange,

@@ -26,8 +26,8 @@ from kubernetes.config.config_exception import ConfigException
 from kubernetes.leaderelection import electionconfig, leaderelection
 from kubernetes.leaderelection.resourcelock.leaselock import LeaseLock
 
+from placer.controller.act.lease import LeaderSettings
 from placer.controller.adapter import Kind, Listing, Obj, WatchEvent
-from placer.controller.lease import LeaderSettings
 from placer.model.errors import ClusterError
 from placer.model.kubeconfig import config_error
 from placer.model.kueue_topology import KUEUE_GROUP, TOPOLOGY_VERSIONS

@@ -23,9 +23,9 @@ from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from placer.controller.act.lease import LeaderSettings
+from placer.controller.act.selectors import matches_selector, merge_patch, parse_selector
 from placer.controller.adapter import KINDS, Kind, Listing, Obj, WatchEvent, copy_json
-from placer.controller.lease import LeaderSettings
-from placer.controller.selectors import matches_selector, merge_patch, parse_selector
 from placer.model.errors import ClusterError
 
 __all__ = ["CLUSTER_SCOPED", "MemoryCluster", "pod_update_violation"]

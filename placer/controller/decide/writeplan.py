@@ -14,7 +14,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from placer.controller.bindings import (
+from placer.controller.decide.bindings import (
     LABELED_BY_ANNOTATION,
     event_body,
     job_requirements,
@@ -22,12 +22,12 @@ from placer.controller.bindings import (
     node_label_patch,
     ungate_patch,
 )
-from placer.controller.decisions import PlannedRound, Review
-from placer.controller.domains import DomainIndex, domain_id
-from placer.controller.observed import Announced, Observed
-from placer.controller.state import ClusterState
-from placer.controller.survey import Binding, ManagedJobSet
-from placer.controller.writes import EmitEvent, LabelNode, RecordAssignment, UngatePod, Write
+from placer.controller.decide.decisions import PlannedRound, Review
+from placer.controller.decide.domains import DomainIndex, domain_id
+from placer.controller.decide.observed import Announced, Observed
+from placer.controller.decide.state import ClusterState
+from placer.controller.decide.survey import Binding, ManagedJobSet
+from placer.controller.decide.writes import EmitEvent, LabelNode, RecordAssignment, UngatePod, Write
 from placer.model.assignment import Assignment
 from placer.model.pods import JOB_NAME_LABEL
 from placer.model.snapshot import TERMINAL_PHASES

@@ -21,9 +21,9 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from placer.controller.domains import HOLD_PREFIX, DomainIndex, hold_token, reserve
-from placer.controller.survey import ManagedJobSet
-from placer.controller.validity import job_problem, own_usage
+from placer.controller.decide.domains import HOLD_PREFIX, DomainIndex, hold_token, reserve
+from placer.controller.decide.survey import ManagedJobSet
+from placer.controller.decide.validity import job_problem, own_usage
 from placer.model.assignment import Assignment, JobAssignment
 from placer.model.cluster import ClusterSnapshot
 from placer.model.options import SolveOptions

@@ -26,12 +26,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from placer.controller.bindings import event_body
-from placer.controller.domains import HOLD_PREFIX, hold_token
-from placer.controller.ledger import RESERVATION, LedgerEntry, entry_key
-from placer.controller.state import ClusterState
-from placer.controller.survey import ManagedJobSet, RefMemo, jobset_pods
-from placer.controller.writes import EmitEvent
+from placer.controller.decide.bindings import event_body
+from placer.controller.decide.domains import HOLD_PREFIX, hold_token
+from placer.controller.decide.ledger import RESERVATION, LedgerEntry, entry_key
+from placer.controller.decide.state import ClusterState
+from placer.controller.decide.survey import ManagedJobSet, RefMemo, jobset_pods
+from placer.controller.decide.writes import EmitEvent
 from placer.model.assignment import Assignment, JobAssignment
 from placer.model.cluster import ClusterSnapshot, DomainReservation, RunningJobSet
 from placer.model.durations import jobset_expected_duration, parse_rfc3339

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from placer.controller.adapter import ClusterAdapter, Kind, Obj, object_key, resource_version
-from placer.controller.state import ClusterState, Key
+from placer.controller.decide.state import ClusterState, Key
 from placer.model.errors import ClusterError
 from placer.model.workload import JOBSET_NAME_LABEL
 

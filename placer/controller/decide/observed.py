@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from placer.controller.domains import DomainIndex
-from placer.controller.ledger import Ledger
-from placer.controller.state import ClusterState
-from placer.controller.survey import ManagedJobSet
+from placer.controller.decide.domains import DomainIndex
+from placer.controller.decide.ledger import Ledger
+from placer.controller.decide.state import ClusterState
+from placer.controller.decide.survey import ManagedJobSet
 from placer.model.cluster import ClusterSnapshot
 
 __all__ = ["Announced", "Observed"]

@@ -12,13 +12,13 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from placer.controller.bindings import (
+from placer.controller.decide.bindings import (
     LABELED_BY_ANNOTATION,
     NAMESPACED_JOB_LABEL,
     NO_SCHEDULE_TAINT,
 )
-from placer.controller.domains import reserve
-from placer.controller.state import ClusterState
+from placer.controller.decide.domains import reserve
+from placer.controller.decide.state import ClusterState
 from placer.model.cluster import ClusterSnapshot
 from placer.model.errors import InputError
 from placer.model.kueue_topology import cluster_topology
