@@ -38,13 +38,16 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
+
+import yaml
 
 from placer.controller.act.memory_adapter import MemoryCluster
 from placer.model.errors import ClusterError, InputError
 
-__all__ = ["ApiServer", "Request"]
+__all__ = ["ApiServer", "Request", "kubeconfig"]
 
 
 @dataclass(frozen=True)
@@ -374,3 +377,21 @@ class ApiServer:
         self._server.stopping.set()
         self._server.shutdown()
         self._server.server_close()
+
+
+def kubeconfig(tmp_path: Path, url: str) -> Path:
+    """A kubeconfig file at `tmp_path` for the stand-in (or any server) at `url`."""
+    path = tmp_path / "kubeconfig"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "test",
+                "clusters": [{"name": "test", "cluster": {"server": url}}],
+                "users": [{"name": "test", "user": {"token": "t"}}],
+                "contexts": [{"name": "test", "context": {"cluster": "test", "user": "test"}}],
+            }
+        )
+    )
+    return path

@@ -6,12 +6,15 @@ A TPU-style cluster: `blocks` topology blocks (label `BLOCK`) of `per_block` nod
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from benchmarks import cluster_sim as sim
+from placer.controller.act.cache import ClusterCache
 from placer.controller.act.memory_adapter import MemoryCluster
 from placer.controller.adapter import ClusterAdapter, Obj
+from placer.controller.decide.state import ClusterState
 from placer.controller.reconcile import Controller, ControllerConfig, CycleReport
 from placer.model.assignment import ASSIGNMENT_ANNOTATION, PLACEMENT_GATE, Assignment
 from placer.solver.check.checker import check
@@ -25,9 +28,11 @@ __all__ = [
     "block_of",
     "controller",
     "events",
+    "eventually",
     "gated",
     "pod_requirements",
     "record",
+    "state_of",
     "tpu_cluster",
 ]
 
@@ -140,3 +145,18 @@ def jobset_pods(cluster: MemoryCluster, name: str) -> Iterable[Obj]:
         for p in cluster.objects("pods")
         if p["metadata"]["labels"].get("jobset.sigs.k8s.io/jobset-name") == name
     ]
+
+
+def state_of(cluster: MemoryCluster) -> ClusterState:
+    """The cluster as a controller's cache sees it after one full list."""
+    cache = ClusterCache(cluster)
+    cache.relist()
+    return cache.state()
+
+
+def eventually(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
+    """Wait until `condition()` holds; fail the test after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.05)

@@ -17,28 +17,11 @@ from placer.cli import build_parser, main
 from placer.controller.decide.ledger import LEDGER_NAME
 from placer.controller.reconcile import ControllerConfig
 from placer.model.assignment import PLACEMENT_GATE
-from tests.controller.apiserver import ApiServer
+from tests.controller.apiserver import ApiServer, kubeconfig
 from tests.controller.builders import add_jobset, gated, jobset_pods, record, tpu_cluster
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy" / "controller"
-
-
-def kubeconfig(tmp_path: Path, url: str) -> Path:
-    path = tmp_path / "kubeconfig"
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "current-context": "test",
-                "clusters": [{"name": "test", "cluster": {"server": url}}],
-                "users": [{"name": "test", "user": {"token": "t"}}],
-                "contexts": [{"name": "test", "context": {"cluster": "test", "user": "test"}}],
-            }
-        )
-    )
-    return path
 
 
 def test_controller_once_over_a_kubeconfig(tmp_path: Path, capsys: Any) -> None:

@@ -5,14 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from benchmarks import cluster_sim as sim
-from placer.controller.act.cache import ClusterCache
 from placer.controller.act.memory_adapter import MemoryCluster
 from placer.controller.decide.decisions import PlannedRound, review, solve_targets
 from placer.controller.decide.domains import DomainIndex, hold_token, reserve
 from placer.controller.decide.ledger import Ledger
 from placer.controller.decide.observed import Announced, Observed
 from placer.controller.decide.snapshot import planning_snapshot
-from placer.controller.decide.state import ClusterState
 from placer.controller.decide.survey import ManagedJobSet, is_finished, is_managed, survey
 from placer.controller.decide.writeplan import WriteSettings, plan_writes
 from placer.controller.decide.writes import Write
@@ -21,15 +19,9 @@ from placer.model.options import SolveOptions
 from placer.model.plan import DomainRef
 from placer.solver.check.checker import check
 from placer.solver.registry import get_solver
-from tests.controller.builders import BLOCK, add_jobset, tpu_cluster
+from tests.controller.builders import BLOCK, add_jobset, state_of, tpu_cluster
 
 OPTIONS = SolveOptions()
-
-
-def state_of(cluster: MemoryCluster) -> ClusterState:
-    cache = ClusterCache(cluster)
-    cache.relist()
-    return cache.state()
 
 
 def decide(

@@ -17,17 +17,16 @@ from placer.cli import main
 from placer.controller.act.cache import ClusterCache, Stream
 from placer.controller.act.kube_adapter import KubeAdapter
 from placer.controller.act.memory_adapter import MemoryCluster
-from tests.controller.apiserver import ApiServer
+from tests.controller.apiserver import ApiServer, kubeconfig
 from tests.controller.builders import (
     add_jobset,
     controller,
+    eventually,
     gated,
     jobset_pods,
     record,
     tpu_cluster,
 )
-from tests.controller.test_cli_deploy import kubeconfig
-from tests.controller.test_http import eventually
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 
@@ -24,6 +24,7 @@ from tests.controller.builders import (
     block_of,
     controller,
     events,
+    eventually,
     gated,
     jobset_pods,
     pod_requirements,
@@ -40,13 +41,6 @@ def api() -> Iterator[ApiServer]:
 
 def adapter(api: ApiServer) -> KubeAdapter:
     return KubeAdapter(api.client(), request_timeout_s=5)
-
-
-def eventually(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.05)
 
 
 def test_once_places_and_ungates_over_http(api: ApiServer) -> None:

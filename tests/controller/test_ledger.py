@@ -30,9 +30,9 @@ from tests.controller.builders import (
     gated,
     jobset_pods,
     record,
+    state_of,
     tpu_cluster,
 )
-from tests.controller.test_decisions import state_of
 
 NS = "placer-system"
 

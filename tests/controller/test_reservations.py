@@ -28,9 +28,8 @@ from placer.model.durations import EXPECTED_DURATION
 from placer.model.errors import InputError
 from placer.model.options import SolveOptions, TimePolicy
 from placer.solver.check.checker import check
-from tests.controller.apiserver import ApiServer
+from tests.controller.apiserver import ApiServer, kubeconfig
 from tests.controller.builders import BLOCK, TPU, block_of, events, record, tpu_cluster
-from tests.controller.test_cli_deploy import kubeconfig
 
 NS = "placer-system"
 T0 = float(int(time.time()))

@@ -20,8 +20,7 @@ from placer.controller.decide.ledger import LEDGER_NAME, LedgerChange, LedgerEnt
 from placer.model.assignment import Assignment, JobAssignment
 from placer.model.plan import DomainRef
 from plugins.extender.service import ServiceOptions, build
-from tests.controller.apiserver import ApiServer, Request
-from tests.controller.test_cli_deploy import kubeconfig
+from tests.controller.apiserver import ApiServer, Request, kubeconfig
 from tests.deploy.rbac import authorizer
 from tests.extender.builders import BLOCK, SUBBLOCK, plain_pod, post, request
 from tests.extender.test_embedded import cluster
