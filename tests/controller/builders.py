@@ -16,7 +16,8 @@ from placer.controller.act.memory_adapter import MemoryCluster
 from placer.controller.adapter import ClusterAdapter, Obj
 from placer.controller.decide.state import ClusterState
 from placer.controller.reconcile import Controller, ControllerConfig, CycleReport
-from placer.model.assignment import ASSIGNMENT_ANNOTATION, PLACEMENT_GATE, Assignment
+from placer.model.assignment import ASSIGNMENT_ANNOTATION, PLACEMENT_GATE, Assignment, JobAssignment
+from placer.model.plan import DomainRef
 from placer.solver.check.checker import check
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "events",
     "eventually",
     "gated",
+    "on_blocks",
     "pod_requirements",
     "record",
     "state_of",
@@ -160,3 +162,15 @@ def eventually(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, "condition not reached in time"
         time.sleep(0.05)
+
+
+def on_blocks(owner: str, blocks: dict[str, str]) -> Assignment:
+    """A record putting each child Job (`blocks`: child Job -> block) on a whole block."""
+    return Assignment(
+        jobset=owner,
+        jobs={
+            job: JobAssignment(domain=DomainRef(key=BLOCK, value=b, path=[(BLOCK, b)]))
+            for job, b in blocks.items()
+        },
+        plan_id="p",
+    )

@@ -7,30 +7,24 @@ import pytest
 from benchmarks import cluster_sim as sim
 from placer.controller.act.commit import claim, commit
 from placer.controller.act.memory_adapter import MemoryCluster
-from placer.controller.decide.domains import DomainIndex
 from placer.controller.decide.ledger import (
     LEDGER_NAME,
     Deposed,
-    Fence,
     LedgerChange,
     LedgerEntry,
     entry_key,
-    exclusive_clashes,
     read_ledger,
 )
-from placer.controller.decide.snapshot import planning_snapshot
-from placer.model.assignment import ASSIGNMENT_ANNOTATION, Assignment, JobAssignment
-from placer.model.plan import DomainRef
+from placer.model.assignment import ASSIGNMENT_ANNOTATION
 from tests.controller.builders import (
-    BLOCK,
     add_jobset,
     assert_exclusive,
     block_of,
     controller,
     gated,
     jobset_pods,
+    on_blocks,
     record,
-    state_of,
     tpu_cluster,
 )
 
@@ -46,17 +40,6 @@ def blocks_in_ledger(cluster: MemoryCluster) -> dict[str, set[str]]:
         e.owner: {j.domain.value for j in e.record.jobs.values() if j.domain}
         for e in ledger(cluster).values()
     }
-
-
-def on_blocks(owner: str, blocks: dict[str, str]) -> Assignment:
-    return Assignment(
-        jobset=owner,
-        jobs={
-            job: JobAssignment(domain=DomainRef(key=BLOCK, value=b, path=[(BLOCK, b)]))
-            for job, b in blocks.items()
-        },
-        plan_id="p",
-    )
 
 
 def test_placements_are_committed_to_the_ledger_before_the_record() -> None:
@@ -210,47 +193,6 @@ def test_a_deposed_leader_stops_its_loop_and_writes_nothing() -> None:
     assert record(cluster, "x") is None
 
 
-def test_commit_requires_the_version_it_was_decided_on() -> None:
-    cluster = MemoryCluster()
-    empty = read_ledger(None, NS)
-    entry = LedgerEntry(owner="ns/a", uid="u", record=on_blocks("ns/a", {"a-w-0": "b0"}))
-    change = LedgerChange(put={entry_key("placement", "ns/a"): entry})
-    first = commit(cluster, empty, change)
-    assert first.committed and set(first.ledger.entries) == {"placement.ns.a"}
-    again = commit(cluster, empty, change)  # decided before the first commit: refused
-    assert not again.committed and again.conflict
-    assert again.ledger.resource_version == first.ledger.resource_version
-    fenced = LedgerChange(fence=Fence(holder="me", term=5))
-    with pytest.raises(Deposed):
-        commit(cluster, first.ledger, fenced)
-
-
-def test_exclusive_clashes_compare_nodes_across_levels() -> None:
-    cluster = tpu_cluster(blocks=2)
-    index = DomainIndex(planning_snapshot(state_of(cluster), binding="gate"))
-    block = on_blocks("ns/a", {"a-w-0": "b0"})
-    host = Assignment(
-        jobset="ns/b",
-        jobs={
-            "b-w-0": JobAssignment(
-                domain=DomainRef(
-                    key="kubernetes.io/hostname",
-                    value="n-0-1",
-                    path=[(BLOCK, "b0"), ("kubernetes.io/hostname", "n-0-1")],
-                )
-            )
-        },
-    )
-    entries = {
-        "placement.ns.a": LedgerEntry(owner="ns/a", record=block),
-        "placement.ns.b": LedgerEntry(owner="ns/b", record=host),
-    }
-    assert exclusive_clashes(entries, index) == [("placement.ns.a", "placement.ns.b", "n-0-1")]
-    elsewhere = on_blocks("ns/b", {"b-w-0": "b1"})
-    entries["placement.ns.b"] = LedgerEntry(owner="ns/b", record=elsewhere)
-    assert exclusive_clashes(entries, index) == []
-
-
 def test_entries_of_another_kind_are_held_and_never_released_here() -> None:
     """Room for issue 11's reservations: an entry of another kind holds its domains, and placement
     logic neither plans over it nor releases it, whatever its owner's state."""
@@ -272,29 +214,3 @@ def test_entries_of_another_kind_are_held_and_never_released_here() -> None:
     z = record(cluster, "z", "ns1")
     assert z is not None and block_of(z, "z-w-0") == "b1"
     assert "reservation.ns9.gone" in ledger(cluster)
-
-
-@pytest.mark.parametrize(
-    "job",
-    [
-        pytest.param(
-            JobAssignment(domain=DomainRef(key=BLOCK, value="b0", path=[(BLOCK, "b0")])),
-            id="path",
-        ),
-        pytest.param(JobAssignment(domain=DomainRef(key=BLOCK, value="b0")), id="no-path"),
-        pytest.param(JobAssignment(nodes={0: "n-0-0", 1: "n-0-1"}), id="nodes-only"),
-        pytest.param(
-            JobAssignment(
-                domain=DomainRef(key=BLOCK, value="b1", path=[(BLOCK, "b1")]), nodes={0: "n-1-0"}
-            ),
-            id="pinned",
-        ),
-    ],
-)
-def test_ledger_entries_read_back_exactly(job: JobAssignment) -> None:
-    """An entry must read back equal, or a record read from the ledger would be rewritten on
-    every cycle (and a commit compared wrongly)."""
-    record = Assignment(jobset="ns/a", jobs={"a-w-0": job}, pinned=bool(job.nodes), plan_id="p")
-    entry = LedgerEntry(owner="ns/a", uid="u", record=record)
-    assert LedgerEntry.from_text(entry.to_text()) == entry
-    assert len(entry.to_text()) < len(record.to_annotation()) + 60
