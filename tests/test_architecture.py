@@ -40,6 +40,15 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
         "benchmarks",
     ),
     "placer/controller": ("placer.commands", "placer.cli", "benchmarks"),
+    # What decides never reaches for what acts, nor for the cycle that runs both.
+    "placer/controller/decide": (
+        "placer.controller.act",
+        "placer.controller.reconcile",
+        "placer.controller.loop",
+        "placer.controller.report",
+        "placer.controller.metrics",
+    ),
+    "placer/controller/act": ("placer.controller.reconcile", "placer.controller.loop"),
     "plugins": ("placer.commands", "placer.cli", "benchmarks"),
 }
 """Folder -> module prefixes its files must not import."""
@@ -163,3 +172,14 @@ def test_no_class_name_is_defined_twice() -> None:
     assert not twice, f"class names defined more than once: {twice}"
     stale = {n for n in PENDING_DUPLICATE_CLASSES if len(_class_definitions().get(n, [])) < 2}
     assert not stale, f"no longer duplicated, drop from PENDING_DUPLICATE_CLASSES: {stale}"
+
+
+FOLDER_MODULES_AT_MOST = {"placer/controller": 15, "placer/solver": 10}
+"""Folder -> how many modules may sit directly in it: a flat folder of mixed concerns hides the
+design; past this, a concern gets a folder of its own."""
+
+
+@pytest.mark.parametrize("folder", sorted(FOLDER_MODULES_AT_MOST))
+def test_folders_stay_small(folder: str) -> None:
+    modules = sorted(p.name for p in (ROOT / folder).glob("*.py"))
+    assert len(modules) <= FOLDER_MODULES_AT_MOST[folder], f"{folder} holds {modules}"

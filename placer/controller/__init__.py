@@ -1,11 +1,16 @@
 """The in-cluster controller: plan pending JobSets together and write placements back.
 
-Decisions are pure functions (survey -> review -> solve -> ledger change -> plan_writes) over one
-observed view (`observed.Observed`); every placement is committed to the cluster-wide placement
-ledger (ledger.py, commit.py) before anything else is written. Everything that touches a cluster
-goes through the `ClusterAdapter` protocol, implemented over the official client
-(`kube_adapter.KubeAdapter`, the only module importing `kubernetes`) and in memory
-(`memory_adapter.MemoryCluster`, for tests and simulations). `Controller` runs the loop.
+One cycle observes the cluster once, decides in pure functions, commits every placement to the
+cluster-wide placement ledger before anything else is written, then writes (reconcile.py lists
+the phases). The folders say which side of that line a module is on:
+
+- `decide/`: pure decisions over one observed view: survey, snapshot, review, planning,
+  reservations, the ledger's rules and the commit to make, `plan_writes` and the writes as data.
+- `act/`: what touches a cluster: `KubeAdapter` (the only module importing `kubernetes`),
+  `MemoryCluster` (in memory, for tests and simulations), the watch cache, ledger commits, the
+  write executor with its retry policy, leader election.
+- here: the cycle (`reconcile.Controller`), when cycles run (`loop`), its settings (`config`),
+  report, metrics and logs, and the `adapter.ClusterAdapter` seam both sides meet at.
 """
 
 from __future__ import annotations
