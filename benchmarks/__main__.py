@@ -32,11 +32,11 @@ from benchmarks.static import run_static
 from benchmarks.suites import SUITES, Suite
 from benchmarks.targets import evaluate
 from placer.model.options import SolveOptions
+from placer.solver.registry import SOLVER_NAMES
 
 __all__ = ["main", "run_suite"]
 
 log = logging.getLogger("benchmarks")
-ALL_POLICIES = ("cpsat", "first-fit", "best-fit", "largest-first")
 SCALING_POLICIES = ("cpsat", "best-fit")
 
 
@@ -186,7 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     run.add_argument(
         "--policies",
-        default=",".join(ALL_POLICIES),
+        default=",".join(SOLVER_NAMES),
         help="comma-separated solver names (default: all four)",
     )
     run.add_argument(

@@ -42,7 +42,7 @@ from placer.model.options import (
 )
 from placer.solver.interface import Solver
 from placer.solver.registry import get_solver
-from placer.solver.time.timeaware import TimeAwareSolver, reservations_of
+from placer.solver.time.timeaware import reservations_of
 
 __all__ = ["POLICIES", "Policy", "SimResult", "simulate"]
 
@@ -73,8 +73,7 @@ class Policy:
         )
 
     def build(self) -> Solver:
-        inner = get_solver(self.solver)
-        return TimeAwareSolver(inner) if self.time_policy().active else inner
+        return get_solver(self.solver, time_policy=self.time_policy())
 
 
 AGING_PER_HOUR = 2000.0
@@ -369,7 +368,7 @@ class _Sim:
             }
         )
         plan = self.solver.solve(snapshot, requests, options)
-        if isinstance(self.solver, TimeAwareSolver):
+        if self.spec.time_policy().active:
             self.kept, self.kept_at = reservations_of(plan, requests, options.time), t
         self.rounds += 1
         self.walls.append(plan.solver.wall_seconds)

@@ -16,11 +16,9 @@ from collections.abc import Sequence
 
 from benchmarks.scenarios import STATIC_BUILDERS, hetero
 from placer.model.options import SolveOptions
-from placer.solver.registry import get_solver
+from placer.solver.registry import SOLVER_NAMES, get_solver
 
 __all__ = ["main"]
-
-POLICIES = ("cpsat", "first-fit", "best-fit", "largest-first")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -34,7 +32,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     scenarios += [hetero(seed, 1.0) for seed in (1, 2, 3)]
     out: dict[str, tuple[float | None, str]] = {}
     for sc in scenarios:
-        for policy in POLICIES:
+        for policy in SOLVER_NAMES:
             plan = get_solver(policy).solve(sc.snapshot, sc.requests, options)
             outcomes = [
                 (

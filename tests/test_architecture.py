@@ -183,3 +183,21 @@ design; past this, a concern gets a folder of its own."""
 def test_folders_stay_small(folder: str) -> None:
     modules = sorted(p.name for p in (ROOT / folder).glob("*.py"))
     assert len(modules) <= FOLDER_MODULES_AT_MOST[folder], f"{folder} holds {modules}"
+
+
+def test_solvers_are_assembled_in_one_place() -> None:
+    """`TimeAwareSolver` is constructed only where solvers are assembled (`registry`), so the
+    CLI, the controller, the explanations and the benchmarks cannot wrap a solver differently."""
+    home = "placer/solver/registry.py"
+    wrapping = []
+    for path in _sources():
+        rel = path.relative_to(ROOT).as_posix()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "TimeAwareSolver"
+                and rel != home
+            ):
+                wrapping.append(f"{rel}:{node.lineno}")
+    assert not wrapping, f"TimeAwareSolver constructed outside {home}: {wrapping}"

@@ -29,6 +29,7 @@ from placer.model.limits import SEED_MAX
 from placer.model.options import SolveOptions
 from placer.model.plan import Plan
 from placer.model.workload import JobSetRequest
+from placer.solver.registry import SOLVER_NAMES
 
 __all__ = [
     "LOAD_PHASE",
@@ -46,7 +47,6 @@ log = logging.getLogger(__name__)
 LOAD_PHASE = "load"
 """Name of the phase `run_solver` adds to the solver report: reading the cluster and the JobSets."""
 
-SOLVER_CHOICES = ("cpsat", "first-fit", "best-fit", "largest-first")
 _DEFAULTS = SolveOptions()
 
 T = TypeVar("T")
@@ -94,7 +94,7 @@ def add_solver_args(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("solver")
     group.add_argument(
         "--solver",
-        choices=SOLVER_CHOICES,
+        choices=SOLVER_NAMES,
         default="cpsat",
         help="cpsat (default, joint optimum), first-fit (upstream JobSet), "
         "best-fit (Kueue TAS BestFit), largest-first (strong greedy)",
@@ -238,14 +238,11 @@ def run_solver(
     """Solve with the solver named by --solver; `load_seconds` is recorded as the `load` phase."""
     from placer.commands.timing import time_policy_from_args
     from placer.solver.registry import get_solver
-    from placer.solver.time.timeaware import TimeAwareSolver
 
     options = options_from_args(args).model_copy(
         update={"time": time_policy_from_args(args, snapshot.priority_classes)}
     )
-    solver = get_solver(getattr(args, "solver", "cpsat"))
-    if options.time.active:
-        solver = TimeAwareSolver(solver)
+    solver = get_solver(getattr(args, "solver", "cpsat"), time_policy=options.time)
     started = time.perf_counter()
     plan = solver.solve(snapshot, jobsets, options)
     log.debug("solver %s returned in %.3f s", solver.name, time.perf_counter() - started)

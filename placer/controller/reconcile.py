@@ -85,8 +85,7 @@ from placer.model.errors import InputError
 from placer.model.options import SolveOptions
 from placer.runtime import collector_paused, freeze_long_lived
 from placer.solver.interface import Solver
-from placer.solver.registry import get_solver
-from placer.solver.time.timeaware import TimeAwareSolver
+from placer.solver.registry import get_solver, prepare_solver
 
 __all__ = ["MAX_ROUNDS", "Controller", "ControllerConfig", "CycleReport"]
 
@@ -113,10 +112,12 @@ class Controller:
     ) -> None:
         self.adapter = adapter
         self.config = config
-        inner = solver or get_solver(config.solver)
-        if config.options.time.active and not isinstance(inner, TimeAwareSolver):
-            inner = TimeAwareSolver(inner)
-        self.solver = inner
+        time_policy = config.options.time
+        self.solver = (
+            prepare_solver(solver, time_policy=time_policy)
+            if solver
+            else get_solver(config.solver, time_policy=time_policy)
+        )
         self.wall_clock = wall_clock
         """Epoch seconds: the planning instant of time-aware planning, and reservations' times."""
         self.metrics = metrics or Metrics()

@@ -1,14 +1,12 @@
-"""What one reconcile cycle reports, and the timer that fills in its phases.
+"""What one reconcile cycle reports; its phases are timed with the planner's timer.
 
-The cycle's phases are timed the way the planner times its own (`SolverReport.phases`): wall
-seconds per named phase, summed when a phase runs more than once (a cycle may plan and commit in
-several rounds).
+The cycle's phases are timed the way the planner times its own (`placer.solver.phases.PhaseTimer`,
+`SolverReport.phases`): wall seconds per named phase, summed when a phase runs more than once (a
+cycle may plan and commit in several rounds).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from placer.controller.act.executor import ExecReport
@@ -17,6 +15,7 @@ from placer.controller.decide.ledger import Ledger
 from placer.controller.decide.survey import ManagedJobSet
 from placer.controller.decide.writes import Write
 from placer.model.cluster import ClusterSnapshot
+from placer.solver.phases import PhaseTimer
 
 __all__ = ["CycleReport", "PhaseTimer"]
 
@@ -45,19 +44,3 @@ class CycleReport:
     refused: dict[str, str] = field(default_factory=dict)
     """Placements the final ledger check refused (JobSet key -> why)."""
     ledger: Ledger | None = None
-
-
-class PhaseTimer:
-    """Accumulates wall time per named phase, the way the planner reports its phases."""
-
-    def __init__(self, clock: Callable[[], float]) -> None:
-        self.clock = clock
-        self.seconds: dict[str, float] = {}
-
-    @contextmanager
-    def __call__(self, name: str) -> Iterator[None]:
-        start = self.clock()
-        try:
-            yield
-        finally:
-            self.seconds[name] = self.seconds.get(name, 0.0) + self.clock() - start

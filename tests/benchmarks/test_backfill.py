@@ -19,6 +19,7 @@ from benchmarks.simworld import (
     build_world,
     fluid_backlog_s,
 )
+from placer.solver.registry import CheckedSolver
 from placer.solver.time.timeaware import TimeAwareSolver
 
 
@@ -82,9 +83,11 @@ def test_aging_policies_wait_at_most_a_day_and_others_are_not_time_aware() -> No
     for name in ("easy-aging", "cpsat-head-aging"):
         policy = POLICIES[name]
         assert policy.max_wait_s == MAX_WAIT_S and policy.aging_per_hour > 0
-        assert isinstance(policy.build(), TimeAwareSolver)
+        built = policy.build()
+        assert isinstance(built, CheckedSolver) and isinstance(built.inner, TimeAwareSolver)
     for name in ("best-fit", "cpsat", "best-fit-strict"):
-        assert not isinstance(POLICIES[name].build(), TimeAwareSolver)
+        built = POLICIES[name].build()
+        assert isinstance(built, CheckedSolver) and not isinstance(built.inner, TimeAwareSolver)
 
 
 def test_a_subset_of_the_matrix_is_named_on_the_command_line(

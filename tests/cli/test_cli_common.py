@@ -131,16 +131,17 @@ class _FakeSolver:
 
 def test_run_solver_records_the_load_phase_first(monkeypatch: pytest.MonkeyPatch) -> None:
     fake = _FakeSolver()
-    monkeypatch.setattr("placer.solver.registry.get_solver", lambda name: fake)
+    monkeypatch.setattr("placer.solver.registry._named", lambda name: fake)
     args = parse("--cluster", "c.json", "--seed", "4", "j.yaml")
     plan = common.run_solver(args, ClusterSnapshot(nodes=()), [], load_seconds=0.25)
-    assert list(plan.solver.phases.items()) == [("load", 0.25), ("solve", 0.5)]
+    phases = plan.solver.phases
+    assert list(phases) == ["load", "solve", "check"] and phases["solve"] == 0.5
     assert fake.seen is not None and fake.seen.seed == 4
 
 
 def test_reservations_wrap_the_solver_and_time_its_phases(monkeypatch: pytest.MonkeyPatch) -> None:
     fake = _FakeSolver()
-    monkeypatch.setattr("placer.solver.registry.get_solver", lambda name: fake)
+    monkeypatch.setattr("placer.solver.registry._named", lambda name: fake)
     args = parse("--cluster", "c.json", "--reservations", "head", "j.yaml")
     plan = common.run_solver(args, ClusterSnapshot(nodes=()), [], load_seconds=0.25)
     phases = plan.solver.phases

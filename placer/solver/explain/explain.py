@@ -24,11 +24,9 @@ from placer.solver.context import PlacementContext
 from placer.solver.explain.conflicts import ConflictInputs, find_conflict
 from placer.solver.explain.remedies import Replanner, find_remedies
 from placer.solver.explain.result import Explanation, diagnosis_document
-from placer.solver.interface import Solver
 from placer.solver.progress import SILENT, ProgressHook
 from placer.solver.reasons import diagnose, occupancy_from_plan
 from placer.solver.registry import get_solver
-from placer.solver.time.timeaware import TimeAwareSolver
 
 __all__ = ["explain_jobset", "find_target"]
 
@@ -132,11 +130,8 @@ def _plan(
     options: SolveOptions,
     solver: str,
 ) -> Plan:
-    planner: Solver = get_solver(solver)
-    if options.time.active:
-        # the same plan `placer plan` makes with these flags, expected starts included
-        planner = TimeAwareSolver(planner)
-    return planner.solve(snapshot, jobsets, options)
+    # the same plan `placer plan` makes with these flags, expected starts included
+    return get_solver(solver, time_policy=options.time).solve(snapshot, jobsets, options)
 
 
 def _not_pending(

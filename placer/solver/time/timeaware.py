@@ -37,6 +37,7 @@ from placer.model.whatif import running_jobsets, without_jobsets
 from placer.model.workload import JobSetRequest
 from placer.solver.context import PlacementContext
 from placer.solver.interface import Solver
+from placer.solver.phases import PhaseTimer
 from placer.solver.time.calendar import UnitLayout
 from placer.solver.time.release import ReleaseTimeline, expected_duration_s
 from placer.solver.time.reservations import Candidate, Need, Reservation, Unit, UnitId, reserve
@@ -215,46 +216,47 @@ class TimeAwareSolver:
         policy = options.time
         now = policy.now or datetime.now(UTC)
         started = time.perf_counter()
-        timeline = ReleaseTimeline.build(
-            snapshot,
-            now,
-            policy.default_duration_s,
-            default_for_priority=policy.default_duration_by_priority,
-        )
-        units = _Units(snapshot, jobsets, options, timeline)
-        phases = {"timeline": time.perf_counter() - started}
-        durations = {js.key: expected_duration_s(js, policy) for js in jobsets}
-        order = sorted(jobsets, key=lambda js: reservation_order(js, policy, now))
-        reservations: dict[str, Reservation] = {}
-        # reservations of JobSets outside this queue (another controller's): held as they are
-        queued = {js.key for js in jobsets}
-        others = tuple(r for r in snapshot.reservations if r.jobset not in queued)
-        other_holds = [
-            ((r.key, _id(r.path)), r.start_s, max(r.end_s, r.start_s))
-            for r in others
-            if (r.key, _id(r.path)) in units.domains
-        ]
-        if policy.active:
-            limit = None if policy.reservations == "all" else policy.head
-            if policy.reservations == "none":
-                limit = 0
-            overdue = {
-                js.key
-                for js in jobsets
-                if policy.max_wait_s is not None and _waited_s(js, now) > policy.max_wait_s
-            }
-            found = reserve(
-                units.units,
-                [units.candidate(js, durations[js.key]) for js in order],
-                free_at=units.free_at,
-                limit=limit,
-                always=overdue,
-                kept=_kept(snapshot, units),
-                holds=other_holds,
-                layout=units.layout,
+        timer = PhaseTimer()
+        with timer("timeline"):
+            timeline = ReleaseTimeline.build(
+                snapshot,
+                now,
+                policy.default_duration_s,
+                default_for_priority=policy.default_duration_by_priority,
             )
-            reservations = {r.jobset: r for r in found}
-        phases["reserve"] = time.perf_counter() - started - phases["timeline"]
+            units = _Units(snapshot, jobsets, options, timeline)
+        with timer("reserve"):
+            durations = {js.key: expected_duration_s(js, policy) for js in jobsets}
+            order = sorted(jobsets, key=lambda js: reservation_order(js, policy, now))
+            reservations: dict[str, Reservation] = {}
+            # reservations of JobSets outside this queue (another controller's): held as they are
+            queued = {js.key for js in jobsets}
+            others = tuple(r for r in snapshot.reservations if r.jobset not in queued)
+            other_holds = [
+                ((r.key, _id(r.path)), r.start_s, max(r.end_s, r.start_s))
+                for r in others
+                if (r.key, _id(r.path)) in units.domains
+            ]
+            if policy.active:
+                limit = None if policy.reservations == "all" else policy.head
+                if policy.reservations == "none":
+                    limit = 0
+                overdue = {
+                    js.key
+                    for js in jobsets
+                    if policy.max_wait_s is not None and _waited_s(js, now) > policy.max_wait_s
+                }
+                found = reserve(
+                    units.units,
+                    [units.candidate(js, durations[js.key]) for js in order],
+                    free_at=units.free_at,
+                    limit=limit,
+                    always=overdue,
+                    kept=_kept(snapshot, units),
+                    holds=other_holds,
+                    layout=units.layout,
+                )
+                reservations = {r.jobset: r for r in found}
         start_now = {k for k, r in reservations.items() if r.start_s == 0}
         future = [r for r in reservations.values() if r.start_s]
         held = (
@@ -281,15 +283,14 @@ class TimeAwareSolver:
             for js in jobsets
         ]
         plan = self.inner.solve(inner_snapshot, inner_jobsets, options)
-        estimating = time.perf_counter()
-        estimates = _estimates(units, plan, order, reservations, held, durations)
-        priorities = {js.key: js.priority for js in jobsets}
-        after = _Annotator(units, reservations, estimates, held, priorities)
-        outcomes = [after.outcome(o) for o in plan.jobsets]
-        phases["estimate"] = time.perf_counter() - estimating
+        with timer("estimate"):
+            estimates = _estimates(units, plan, order, reservations, held, durations)
+            priorities = {js.key: js.priority for js in jobsets}
+            after = _Annotator(units, reservations, estimates, held, priorities)
+            outcomes = [after.outcome(o) for o in plan.jobsets]
         report = plan.solver.model_copy(
             update={
-                "phases": {**phases, **plan.solver.phases},
+                "phases": {**timer.seconds, **plan.solver.phases},
                 "wall_seconds": time.perf_counter() - started,
             }
         )
