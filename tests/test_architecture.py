@@ -54,7 +54,6 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
 """Folder -> module prefixes its files must not import."""
 
 KUBERNETES_ALLOWED = {
-    "placer/model/resources.py",  # kubernetes.utils.parse_quantity, by design
     "placer/model/live.py",
     "placer/controller/act/kube_adapter.py",
     "plugins/extender/kube_source.py",

@@ -25,6 +25,7 @@ from pydantic import ValidationError
 from placer.commands.argtypes import label_keys, number, whole_number
 from placer.model.cluster import ClusterSnapshot
 from placer.model.errors import InputError
+from placer.model.files import check_input_file
 from placer.model.limits import SEED_MAX
 from placer.model.options import SolveOptions
 from placer.model.plan import Plan
@@ -197,7 +198,7 @@ def load_cluster(args: argparse.Namespace) -> ClusterSnapshot:
     """The snapshot named by --cluster, or the live cluster behind --kubeconfig."""
     kubeconfig = getattr(args, "kubeconfig", None)
     if kubeconfig:
-        _check_paths([kubeconfig], "kubeconfig")
+        check_input_file(kubeconfig, field="--kubeconfig")
         from placer.model.live import load_live_snapshot  # kubernetes client: only when live
 
         return _guarded(lambda: load_live_snapshot(kubeconfig), [kubeconfig])

@@ -33,6 +33,7 @@ from placer.commands.timing import (
     time_policy_from_args,
 )
 from placer.model.errors import ClusterError, InputError
+from placer.model.files import check_input_file
 
 __all__ = ["register", "run"]
 
@@ -273,6 +274,8 @@ def run(args: argparse.Namespace) -> int:
 
     identity = args.identity or default_identity()
     config = _config(args, identity)  # bad flags exit 2 before any connection
+    if args.kubeconfig:
+        check_input_file(args.kubeconfig, field="--kubeconfig")
     adapter = KubeAdapter.from_config(args.kubeconfig)
     metrics = Metrics()
     controller = Controller(adapter, config, metrics=metrics)

@@ -14,6 +14,7 @@ from pathlib import Path
 from placer.commands.argtypes import PORT, whole_number
 from placer.commands.timing import add_guard_arg, guard_s
 from placer.model.errors import InputError
+from placer.model.files import check_input_file
 
 __all__ = ["register", "run"]
 
@@ -96,6 +97,8 @@ def run(args: argparse.Namespace) -> int:
             field="--ledger-namespace",
             code="usage",
         )
+    if args.kubeconfig:
+        check_input_file(args.kubeconfig, field="--kubeconfig")
     from plugins.extender.service import ServiceOptions, serve
 
     ledger_namespace = None

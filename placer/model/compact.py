@@ -49,29 +49,24 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from decimal import Decimal
-from fnmatch import fnmatchcase
 from typing import Any, Literal
 
 from pydantic import Field, StrictBool, StrictInt, StrictStr, ValidationError
 
-from placer.model.cluster import ClusterSnapshot, JobSetUsage, Node
+from placer.model.cluster import ClusterSnapshot, Node
+from placer.model.compact_running import RunningSpec, apply_running
 from placer.model.errors import InputError
 from placer.model.limits import (
     INT32_MAX,
     MAX_DESCRIPTION_NODES,
     MAX_POOL_HOSTS,
     Int32,
-    Port,
     check_nesting_depth,
 )
 from placer.model.manifests import ClosedSchema, validation_error
+from placer.model.messages import echo
 from placer.model.resources import (
-    PODS,
-    add_resources,
-    is_accelerator,
     parse_resource_map,
-    subtract_resources,
 )
 from placer.model.scheduling import Taint
 from placer.model.topology import HOSTNAME
@@ -120,16 +115,6 @@ class NodeOverride(ClosedSchema):
     allocatable: dict[str, Scalar] = Field(default_factory=dict)
 
 
-class RunningSpec(ClosedSchema):
-    jobset: StrictStr | None = None
-    pools: list[StrictStr] = Field(default_factory=list)
-    nodes: list[StrictStr] = Field(default_factory=list)
-    requests: dict[str, Scalar] | None = None
-    pods: StrictInt = Field(default=1, ge=0, le=INT32_MAX)
-    hostPorts: list[Port] = Field(default_factory=list)
-    priority: Int32 | StrictStr | None = None
-
-
 class Description(ClosedSchema):
     apiVersion: StrictStr = ""
     kind: Literal["ClusterDescription"]
@@ -145,8 +130,13 @@ class Description(ClosedSchema):
 # --- templates ----------------------------------------------------------------------------------
 
 _FIELD = re.compile(r"\{([^{}]*)\}")
-_EXPR = re.compile(r"^\s*([A-Za-z_]\w*)((?:\s*(?://|%|\+|-|\*)\s*\d+)*)\s*(?::([^{}]*))?$")
-_OP = re.compile(r"(//|%|\+|-|\*)\s*(\d+)")
+_EXPR = re.compile(
+    r"^\s*([A-Za-z_]\w*)((?:\s*(?://|%|\+|-|\*)\s*[0-9]{1,9})*)\s*(?::([^{}]*))?$", re.ASCII
+)
+"""A variable, operations with constants of at most nine ASCII digits, a format spec."""
+_OP = re.compile(r"(//|%|\+|-|\*)\s*([0-9]{1,9})", re.ASCII)
+_MAX_VALUE = 2**63
+"""Template arithmetic stays within int64: `{i*999999999*999999999*...}` stops here."""
 _MAX_WIDTH = 253
 """Longest Kubernetes name: a wider format spec (`{h:09999999999d}`) only allocates."""
 
@@ -161,7 +151,7 @@ def render_template(
         if not expr or expr.group(1) not in values:
             known = ", ".join(f"{{{k}}}" for k in values)
             raise InputError(
-                f"bad template field {m.group(0)!r} in {template!r} (known: {known})",
+                f"bad template field {echo(m.group(0))} in {echo(template)} (known: {known})",
                 source=source,
                 field=field,
                 code="template",
@@ -170,7 +160,7 @@ def render_template(
         for op, num in _OP.findall(expr.group(2) or ""):
             if not isinstance(value, int):
                 raise InputError(
-                    f"arithmetic on a name in {template!r}",
+                    f"arithmetic on a name in {echo(template)}",
                     source=source,
                     field=field,
                     code="template",
@@ -178,13 +168,24 @@ def render_template(
             k = int(num)
             if op in ("//", "%") and k == 0:
                 raise InputError(
-                    f"division by zero in {template!r}", source=source, field=field, code="template"
+                    f"division by zero in {echo(template)}",
+                    source=source,
+                    field=field,
+                    code="template",
                 )
             value = _apply(op, value, k)
+            if abs(value) >= _MAX_VALUE:
+                raise InputError(
+                    f"arithmetic past int64 in {echo(template)}",
+                    source=source,
+                    field=field,
+                    code="template",
+                )
         spec = expr.group(3) or ""
-        if any(int(width) > _MAX_WIDTH for width in re.findall(r"\d+", spec)):
+        widths = re.findall(r"[0-9]+", spec)
+        if any(len(width) > 3 or int(width) > _MAX_WIDTH for width in widths):
             raise InputError(
-                f"format width over {_MAX_WIDTH} in {m.group(0)!r}",
+                f"format width over {_MAX_WIDTH} in {echo(m.group(0))}",
                 source=source,
                 field=field,
                 code="template",
@@ -193,7 +194,7 @@ def render_template(
             return format(value, spec)
         except ValueError as e:
             raise InputError(
-                f"bad format spec in {m.group(0)!r}: {e}",
+                f"bad format spec in {echo(m.group(0))}: {e}",
                 source=source,
                 field=field,
                 code="template",
@@ -355,62 +356,6 @@ def _override(node: Node, o: NodeOverride, *, source: str, field: str) -> Node:
     )
 
 
-def _use(
-    node: Node, r: RunningSpec, *, source: str, field: str, priority: int | None = None
-) -> Node:
-    """Take capacity for one running entry: as if one of its pods ran on the node."""
-    if r.requests is None:
-        used = {k: v for k, v in node.allocatable.items() if is_accelerator(k)}
-    else:
-        used = parse_resource_map(
-            {k: _scalar(v) for k, v in r.requests.items()}, source=source, field=f"{field}.requests"
-        )
-    if PODS in node.allocatable:
-        used[PODS] = used.get(PODS, Decimal(0)) + r.pods
-    jobsets = node.jobsets
-    usage = node.jobset_usage
-    entry_ports = tuple((p, "TCP") for p in r.hostPorts)
-    if r.jobset:
-        key = r.jobset if "/" in r.jobset else f"default/{r.jobset}"
-        jobsets = tuple(sorted({*jobsets, key}))
-        before = usage.get(key, JobSetUsage())
-        mine = {k: v for k, v in used.items() if k in node.allocatable}
-        usage = {
-            **usage,
-            key: JobSetUsage(
-                requests=dict(sorted(add_resources(before.requests, mine).items())),
-                host_ports=tuple(sorted({*before.host_ports, *entry_ports})),
-                priority=priority if priority is not None else before.priority,
-            ),
-        }
-        usage = dict(sorted(usage.items()))
-    ports = {*node.used_host_ports, *entry_ports}
-    return node.model_copy(
-        update={
-            "free": subtract_resources(node.free, used),
-            "jobsets": jobsets,
-            "used_host_ports": tuple(sorted(ports)),
-            "jobset_usage": usage,
-        }
-    )
-
-
-def _running_priority(
-    r: RunningSpec, classes: Mapping[str, int], *, source: str, field: str
-) -> int | None:
-    if r.priority is None or isinstance(r.priority, int):
-        return r.priority
-    if r.priority not in classes:
-        raise InputError(
-            f"unknown priority class {r.priority!r} "
-            f"(known: {', '.join(sorted(classes)) or 'none'})",
-            source=source,
-            field=f"{field}.priority",
-            code="priority-class",
-        )
-    return classes[r.priority]
-
-
 def parse_description(doc: Mapping[str, Any], *, source: str = "") -> ClusterSnapshot:
     """A `kind: ClusterDescription` document -> snapshot (overrides applied, running load taken)."""
     check_nesting_depth(doc, source, obj_name=DESCRIPTION_KIND)
@@ -433,36 +378,7 @@ def parse_description(doc: Mapping[str, Any], *, source: str = "") -> ClusterSna
                 code="unknown-node",
             )
         nodes[o.name] = _override(nodes[o.name], o, source=source, field=field)
-    for k, r in enumerate(desc.running):
-        field = f"running[{k}]"
-        if not r.pools and not r.nodes:
-            raise InputError(
-                "names no pools and no nodes", source=source, field=field, code="running"
-            )
-        targets: list[str] = []
-        for j, pattern in enumerate(r.pools):
-            matched = [p for p in members if fnmatchcase(p, pattern)]
-            if not matched:
-                raise InputError(
-                    f"no pool matches {pattern!r}",
-                    source=source,
-                    field=f"{field}.pools[{j}]",
-                    code="unknown-pool",
-                )
-            targets.extend(n for p in matched for n in members[p])
-        for j, pattern in enumerate(r.nodes):
-            matched = [n for n in nodes if fnmatchcase(n, pattern)]
-            if not matched:
-                raise InputError(
-                    f"no node matches {pattern!r}",
-                    source=source,
-                    field=f"{field}.nodes[{j}]",
-                    code="unknown-node",
-                )
-            targets.extend(matched)
-        priority = _running_priority(r, desc.priorityClasses, source=source, field=field)
-        for name in dict.fromkeys(targets):
-            nodes[name] = _use(nodes[name], r, source=source, field=field, priority=priority)
+    apply_running(nodes, members, desc.running, desc.priorityClasses, source=source)
     return ClusterSnapshot(
         nodes=tuple(nodes.values()),
         priority_classes=dict(desc.priorityClasses),

@@ -6,10 +6,12 @@ solver rejects. Each limit is checked where the value is first read, before anyt
 from it; the numbers are far above any real cluster or workload and are documented in the README
 ("Input limits").
 
-Who calls what: the manifest loaders and the extender's request decoder call
-`check_nesting_depth`; the JobSet parser and loader call `check_pods_per_jobset` and
-`check_pods_per_plan`; the compact cluster description and the node-pool catalog use the node
-counts; `Int32`/`Int64`-style bounds are plain constants for pydantic fields and CLI options.
+Who calls what: `placer.model.loading` (every YAML and JSON document) applies the nesting, alias
+and number limits, `placer.model.files` (every input file) the size limit; parsers of objects built
+in memory (watch caches, request bodies) call `check_nesting_depth`; the JobSet parser and loader
+call `check_pods_per_jobset` and `check_pods_per_plan`; the compact cluster description and the
+node-pool catalog use the node counts; `Int32`/`Int64`-style bounds are plain constants for
+pydantic fields and CLI options.
 """
 
 from __future__ import annotations
@@ -22,9 +24,11 @@ from placer.model.errors import InputError
 
 __all__ = [
     "INT32_MAX",
+    "MAX_ALIAS_NODES",
     "MAX_CATALOG_NODES",
     "MAX_DESCRIPTION_NODES",
     "MAX_NESTING_DEPTH",
+    "MAX_NUMBER_CHARS",
     "MAX_PODS_PER_JOBSET",
     "MAX_PODS_PER_PLAN",
     "MAX_POOL_HOSTS",
@@ -45,6 +49,11 @@ SEED_MAX = 2**31 - 1
 MAX_NESTING_DEPTH = 100
 """Objects and arrays inside each other. A JobSet nests about 20 deep (affinity terms in a pod
 template in a Job template), so this only stops input built to crash the parser."""
+MAX_ALIAS_NODES = 100_000
+"""Nodes YAML aliases may add to one file beyond those written out (`*a` counts as the whole node
+`&a` names): anchors shared by a few replicated jobs add hundreds; an alias bomb adds millions."""
+MAX_NUMBER_CHARS = 100
+"""Characters of one number in YAML or JSON: an int64 has 19 digits, a float's repr at most 24."""
 MAX_PODS_PER_JOBSET = 100_000
 """Pods one JobSet may ask for at once (sum of replicas x pods per child Job)."""
 MAX_PODS_PER_PLAN = 1_000_000

@@ -1,9 +1,11 @@
 """Reading manifest files: what `placer plan`, the JobSet parser and the snapshot loader share.
 
 Files or directories (recursively, `*.yaml`/`*.yml`/`*.json`, sorted), multi-document YAML and
-`kind: List` wrappers, all flattened into `(source, object)` pairs. YAML and JSON syntax errors
-become `InputError`s with the line number; pydantic errors become `InputError`s with a
-Kubernetes-style field path (`spec.replicatedJobs[0].replicas`): a user never sees a traceback.
+`kind: List` wrappers, all flattened into `(source, object)` pairs. Files are opened by
+`placer.model.files` (regular files only, bounded size) and parsed by `placer.model.loading`
+(bounded nesting, alias expansion and numbers; syntax errors with the line number); pydantic
+errors become `InputError`s with a Kubernetes-style field path (`spec.replicatedJobs[0].replicas`):
+a user never sees a traceback.
 
 `placer plan` reads hundreds of JobSet files: YAML goes through libyaml when PyYAML has it. (A
 kubectl JSON snapshot is decoded in one call by `placer.model.kube_objects`; this reader is its
@@ -12,16 +14,15 @@ fallback for other files, and names what is wrong in them.)
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from placer.model.errors import InputError
-from placer.model.limits import MAX_NESTING_DEPTH
+from placer.model.files import check_input_file, read_input_text
+from placer.model.loading import load_json, load_yaml_documents
 
 __all__ = [
     "MANIFEST_SUFFIXES",
@@ -45,115 +46,34 @@ class ClosedSchema(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class _Loader(yaml.SafeLoader):
-    """SafeLoader without the timestamp rule: Kubernetes reads timestamps as strings, and a manifest
-    must stay JSON-serializable for the writers."""
-
-
-_Loader.yaml_implicit_resolvers = {
-    ch: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for ch, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-
-
-# libyaml parses several times faster; the same resolvers, so the same values. It is only ever
-# the first try: on any error the pure-Python loader parses again, so messages stay its own.
-_FastLoader: type[Any] | None = None
-if getattr(yaml, "__with_libyaml__", False):
-
-    class _CLoader(yaml.CSafeLoader):
-        """libyaml parser with `_Loader`'s resolvers."""
-
-    _CLoader.yaml_implicit_resolvers = _Loader.yaml_implicit_resolvers
-    _FastLoader = _CLoader
-
-
 Document = tuple[str, Mapping[str, Any]]
 """(source, object): `source` is the file name; List items are yielded one by one."""
 
 
 def expand_paths(paths: Sequence[str | Path]) -> list[Path]:
-    """Files as given; directories recursively, manifest suffixes only, sorted for determinism."""
+    """Files as given; directories recursively, manifest suffixes only, sorted for determinism.
+
+    A directory's entries that are not regular files (FIFOs, devices, sockets, links to them)
+    are not manifests and are passed over; a path given by name must be a regular file or a
+    directory, or the one line says what it is."""
     files: list[Path] = []
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
             files.extend(
-                sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in MANIFEST_SUFFIXES)
+                sorted(p for p in path.rglob("*") if p.suffix in MANIFEST_SUFFIXES and p.is_file())
             )
-        elif path.is_file():
-            files.append(path)
         else:
-            raise InputError("no such file or directory", source=str(path), code="missing-file")
+            files.append(check_input_file(path))
     return files
 
 
 def _load_text(path: Path) -> list[Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"cannot read: {e}", source=str(path), code="read") from e
+    source = str(path)
+    text = read_input_text(path)
     if path.suffix == ".json":
-        try:
-            return [json.loads(text)]
-        except RecursionError as e:  # the C parser's own guard, near 1,000 levels
-            raise _too_deep(path) from e
-        except json.JSONDecodeError as e:
-            raise InputError(
-                f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}",
-                source=str(path),
-                code="syntax",
-            ) from e
-    if _yaml_depth_over(text, MAX_NESTING_DEPTH):
-        raise _too_deep(path)
-    if _FastLoader is not None:
-        try:
-            return [d for d in yaml.load_all(text, Loader=_FastLoader) if d is not None]
-        except yaml.YAMLError:
-            pass  # parsed again below, for the pure-Python loader's message
-    try:
-        return [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
-    except RecursionError as e:
-        raise _too_deep(path) from e
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
-        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
-        problem = getattr(e, "problem", None) or str(e)
-        raise InputError(f"invalid YAML{where}: {problem}", source=str(path), code="syntax") from e
-
-
-def _too_deep(path: Path) -> InputError:
-    return InputError(
-        f"nested deeper than {MAX_NESTING_DEPTH} levels", source=str(path), code="nesting"
-    )
-
-
-_NESTING_MARKS = "[{-:?"
-"""Every YAML nesting level needs one of these characters (a flow bracket, a sequence dash, a
-mapping colon, a complex-key mark), so a text with fewer of them cannot nest deeper."""
-
-
-def _yaml_depth_over(text: str, limit: int) -> bool:
-    """Whether YAML `text` nests deeper than `limit`, read from the parser's events (a loop, not a
-    recursion: libyaml's composer recurses in C and crashes the process on very deep input).
-    Skipped for texts too short in nesting marks to be that deep; otherwise it costs about a
-    seventh of a load. A syntax error is left to the loaders, which report it."""
-    if sum(map(text.count, _NESTING_MARKS)) <= limit:
-        return False
-    opening = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
-    closing = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
-    depth = 0
-    try:
-        for event in yaml.parse(text, Loader=_FastLoader or _Loader):
-            if isinstance(event, opening):
-                depth += 1
-                if depth > limit:
-                    return True
-            elif isinstance(event, closing):
-                depth -= 1
-    except yaml.YAMLError:
-        return False
-    return False
+        return [load_json(text, source=source)]
+    return load_yaml_documents(text, source=source)
 
 
 def read_documents(paths: Sequence[str | Path]) -> Iterator[Document]:

@@ -57,9 +57,10 @@ class JobSetOutcome(BaseModel):
     accelerators: int = 0
     """Accelerator units this JobSet holds in the plan (pods where it requests none)."""
     jobs: list[JobPlacement] = Field(default_factory=list)
-    expected_start_seconds: float | None = None
+    expected_start_seconds: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     """Seconds after the planning instant it is expected to start: 0 when placed now; None when
-    it cannot start even on an empty cluster (or when time was not planned)."""
+    it cannot start even on an empty cluster (or when time was not planned). Never negative nor
+    NaN: a reader (the extender) dates reservations from it."""
     reserved_domains: list[DomainRef] = Field(default_factory=list)
     """Domains held for its expected start (empty when placed now or not reserved)."""
     backfill: bool = False

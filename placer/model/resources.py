@@ -1,23 +1,28 @@
 """Resource quantities and pod requests by the Kubernetes rules.
 
-Quantities are parsed once, with `kubernetes.utils.parse_quantity`, into `Decimal`, so that `500m`
-and `0.5` compare equal and nothing downstream parses strings. The pod-request rule lives here
+Quantities are parsed once, by Kubernetes' quantity grammar (`_quantity`: ASCII digits, the SI
+and binary suffixes, finite, at most int64), into `Decimal`, so that `500m` and `0.5` compare
+equal and nothing downstream parses strings. This is the one quantity parser: requests, limits,
+overhead, allocatable, compact descriptions, catalogs and `--add-pool` all read through
+`parse_resource_map`. The pod-request rule lives here
 because the planner, the checker and the snapshot loader must all agree on what a pod asks for.
 """
 
 from __future__ import annotations
 
 import functools
+import math
+import re
 from collections.abc import Iterable, Mapping
-from decimal import Decimal
+from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
-from kubernetes.utils import parse_quantity
-
 from placer.model.errors import InputError
+from placer.model.messages import echo
 
 __all__ = [
     "MAX_QUANTITY",
+    "MAX_QUANTITY_CHARS",
     "PODS",
     "ResourceMap",
     "add_resources",
@@ -37,16 +42,75 @@ ResourceMap = dict[str, Decimal]
 _ACCELERATOR_HINTS = ("gpu", "tpu", "neuron", "accelerator", "habana", "gaudi")
 
 
-@functools.lru_cache(maxsize=4096)
-def _quantity(value: str | int | float) -> Decimal:
-    """Parsed once per distinct spelling: a snapshot repeats "4", "100m", "16Gi" tens of thousands
-    of times, and parse_quantity is the loaders' hot spot."""
-    return Decimal(parse_quantity(value))  # type: ignore[no-untyped-call]
-
-
 MAX_QUANTITY = Decimal(2**63 - 1)
 """Kubernetes quantities are int64 underneath (in milli-units for fractional ones); larger values
 are refused, so that nothing downstream scales a 10^24 into a solver model."""
+MAX_QUANTITY_CHARS = 100
+"""Longest quantity text read: an int64 with nine decimals and a suffix is under 40."""
+_NANO = Decimal("1e-9")
+
+_QUANTITY = re.compile(
+    r"(?P<number>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
+    r"(?:(?P<binary>[KMGTPE]i)|[eE](?P<exponent>[+-]?[0-9]+)|(?P<decimal>[numkMGTPE]?))"
+)
+"""Kubernetes' quantity grammar: a signed decimal number (ASCII digits only), then a binary suffix
+(Ki .. Ei), a decimal exponent (`e3`, `E-2`) or a decimal suffix (n, u, m, none, k, M .. E)."""
+_BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
+_DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+_SHAPE = "a number with an optional suffix (Ki .. Ei, n, u, m, k, M .. E, or e<exponent>)"
+
+
+class QuantityError(ValueError):
+    """A value that is not a Kubernetes quantity; the message says why."""
+
+
+@functools.lru_cache(maxsize=4096, typed=True)  # typed: True must not hit the entry of 1
+def _quantity(value: str | int | float) -> Decimal:
+    """Parsed once per distinct spelling: a snapshot repeats "4", "100m", "16Gi" tens of thousands
+    of times, and parsing is the loaders' hot spot.
+
+    Numbers (YAML and JSON give them unquoted) are read as the text they were written as, the way
+    the API server reads a JSON number into a quantity; NaN and infinities are no quantity.
+    Fractions finer than 1n are rounded up to 1n, as the API server does."""
+    if isinstance(value, bool):
+        raise QuantityError("a boolean is not a quantity")
+    if isinstance(value, int):
+        if value.bit_length() > 64:
+            raise QuantityError(f"must be at most {MAX_QUANTITY}")
+        return Decimal(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise QuantityError("must be a finite number")
+        text = repr(value)
+    elif isinstance(value, str):
+        text = value
+    else:
+        raise QuantityError(f"{_kind(value)} is not a quantity")
+    if len(text) > MAX_QUANTITY_CHARS:
+        raise QuantityError(f"longer than {MAX_QUANTITY_CHARS} characters")
+    m = _QUANTITY.fullmatch(text)
+    if m is None:
+        raise QuantityError(f"must be {_SHAPE}, such as 500m, 4 or 16Gi")
+    number = Decimal(m["number"])
+    quantity: Decimal
+    if m["binary"]:
+        quantity = number * (1024 ** _BINARY[m["binary"]])
+    else:
+        exponent = int(m["exponent"]) if m["exponent"] is not None else _DECIMAL[m["decimal"]]
+        if number and exponent > 40:
+            raise QuantityError(f"must be at most {MAX_QUANTITY}")
+        quantity = number.scaleb(max(exponent, -40)) if number else Decimal(0)
+    if int(quantity.as_tuple().exponent) < -9:
+        quantity = quantity.quantize(_NANO, rounding=ROUND_CEILING)
+    return quantity
+
+
+def _kind(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, Mapping):
+        return "a mapping"
+    return f"a {type(value).__name__}"
 
 
 def parse_resource_map(
@@ -59,17 +123,31 @@ def parse_resource_map(
     for name, value in (raw or {}).items():
         where = f"{field}.{name}" if field else str(name)
         try:
-            if not isinstance(value, str | int | float) or isinstance(value, bool):
-                raise TypeError(f"quantity of type {type(value).__name__}")
             quantity = _quantity(value)
-        except (ValueError, TypeError, ArithmeticError) as e:
+        except QuantityError as e:
             raise InputError(
-                f"invalid quantity {value!r}", source=source, obj=obj, field=where, code="quantity"
-            ) from e
+                f"invalid quantity {echo(value)}: {e}",
+                source=source,
+                obj=obj,
+                field=where,
+                code="quantity",
+            ) from None
+        except TypeError:  # unhashable: a list or a mapping where a quantity belongs
+            raise InputError(
+                f"invalid quantity {echo(value)}: {_kind(value)} is not a quantity",
+                source=source,
+                obj=obj,
+                field=where,
+                code="quantity",
+            ) from None
         problem = _rule_broken(str(name), quantity)
         if problem:
             raise InputError(
-                f"{problem}, got {value!r}", source=source, obj=obj, field=where, code="quantity"
+                f"{problem}, got {echo(value)}",
+                source=source,
+                obj=obj,
+                field=where,
+                code="quantity",
             )
         result[str(name)] = quantity
     return result

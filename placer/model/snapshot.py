@@ -25,6 +25,7 @@ from placer.model.cluster import ClusterSnapshot, JobSetUsage, Node, RunningJobS
 from placer.model.compact import DESCRIPTION_KIND, parse_description
 from placer.model.durations import jobset_expected_duration
 from placer.model.errors import InputError
+from placer.model.files import read_input
 from placer.model.kube_objects import (
     Footprint,
     JobSetObject,
@@ -461,10 +462,7 @@ def _objects(
     for path in expand_paths(paths):
         source = str(path)
         if path.suffix == ".json":
-            try:
-                items = decode_kubectl_list(path.read_bytes())
-            except OSError:
-                items = None  # read again below, for the reader's message
+            items = decode_kubectl_list(read_input(path))
             if items is not None:
                 for item in items:
                     yield source, item

@@ -21,6 +21,8 @@ from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 from aiohttp.web_request import BaseRequest
 
+from placer.model.errors import InputError
+from placer.model.files import check_input_file
 from placer.serving.app import (
     ADMISSION_KEY,
     LIMITS_KEY,
@@ -29,16 +31,40 @@ from placer.serving.app import (
     json_error_body,
 )
 
-__all__ = ["HttpServer", "server_ssl_context"]
+__all__ = ["MAX_PEM_BYTES", "HttpServer", "server_ssl_context"]
 
 log = logging.getLogger(__name__)
 
 
-def server_ssl_context(cert_file: str | Path, key_file: str | Path) -> ssl.SSLContext:
-    """A server-side TLS context (TLS 1.2 or newer) from PEM certificate chain and key files."""
+MAX_PEM_BYTES = 1 << 20
+"""A certificate chain or key file is a few KB; a bigger one is not what was meant."""
+
+
+def server_ssl_context(
+    cert_file: str | Path,
+    key_file: str | Path,
+    *,
+    cert_field: str = "--tls-cert-file",
+    key_field: str = "--tls-key-file",
+) -> ssl.SSLContext:
+    """A server-side TLS context (TLS 1.2 or newer) from PEM certificate chain and key files.
+
+    Both files are checked first (`placer.model.files`: regular files of at most
+    `MAX_PEM_BYTES`, so a FIFO put in a certificate's place cannot block the caller); any problem
+    is one InputError naming the flag."""
+    check_input_file(cert_file, field=cert_field, limit=MAX_PEM_BYTES)
+    check_input_file(key_file, field=key_field, limit=MAX_PEM_BYTES)
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
-    context.load_cert_chain(str(cert_file), str(key_file))
+    try:
+        context.load_cert_chain(str(cert_file), str(key_file))
+    except (ssl.SSLError, OSError) as e:
+        raise InputError(
+            f"{cert_file} and {key_file} are not a PEM certificate and its private key "
+            f"({type(e).__name__}: {e})",
+            field=f"{cert_field}/{key_field}",
+            code="tls",
+        ) from None
     return context
 
 

@@ -118,12 +118,7 @@ def build(options: ServiceOptions) -> Service:
     if options.tls_cert_file is not None or options.tls_key_file is not None:
         if options.tls_cert_file is None or options.tls_key_file is None:
             raise InputError("give both or neither", field="--tls-cert-file/--tls-key-file")
-        try:
-            context = server_ssl_context(options.tls_cert_file, options.tls_key_file)
-        except (OSError, ValueError) as e:  # ssl.SSLError is an OSError
-            raise InputError(
-                f"cannot load the certificate or key: {e}", field="--tls-cert-file", code="tls"
-            ) from e
+        context = server_ssl_context(options.tls_cert_file, options.tls_key_file)
     try:
         server = ExtenderServer(app, options.host, options.port, limits=limits, ssl_context=context)
     except OSError as e:

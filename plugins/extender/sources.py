@@ -11,7 +11,6 @@ Kubernetes client.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -22,14 +21,17 @@ from pydantic import ValidationError
 
 from placer.model.assignment import ASSIGNMENT_ANNOTATION, Assignment
 from placer.model.errors import InputError
-from placer.model.limits import MAX_NESTING_DEPTH
+from placer.model.files import read_input_text
+from placer.model.loading import load_json
 from placer.model.plan import Plan
 from plugins.extender.state import (
     DEFAULT_GUARD_S,
+    MAX_START_S,
     ExtenderStore,
     JobEntry,
     entries_from_assignment,
     entries_from_plan,
+    reservation_start_ok,
     reservations_from_plan,
 )
 
@@ -50,28 +52,30 @@ TERMINAL_STATES = frozenset({"Completed", "Failed"})
 
 
 def load_plan(path: str | Path) -> Plan:
-    """Read a Plan document; any problem is one InputError naming the file."""
+    """Read a Plan document; any problem is one InputError naming the file (and the JobSet and
+    field when one is out of range: a start the extender could not date, a NaN that would turn
+    its reservation guard off)."""
     source = str(path)
+    doc = load_json(read_input_text(path, field="--plan"), source=source, what="plan JSON")
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror or e}", source=source, code="plan") from e
-    try:
-        return Plan.model_validate(json.loads(text))
-    except RecursionError as e:  # the C parser's own guard, near 1,000 levels
-        raise InputError(
-            f"nested deeper than {MAX_NESTING_DEPTH} levels", source=source, code="nesting"
-        ) from e
-    except json.JSONDecodeError as e:
-        raise InputError(
-            f"not JSON: {e.msg} at line {e.lineno} column {e.colno}", source=source, code="plan"
-        ) from e
+        plan = Plan.model_validate(doc)
     except ValidationError as e:
         first = e.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise InputError(
             f"not a placer plan: {first['msg']}", source=source, field=where, code="plan"
-        ) from e
+        ) from None
+    for i, outcome in enumerate(plan.jobsets):
+        start = outcome.expected_start_seconds
+        if start is not None and start > MAX_START_S:
+            raise InputError(
+                f"must be at most {MAX_START_S:.0f} seconds (about 300 years), got {start:g}",
+                source=source,
+                obj=outcome.key,
+                field=f"jobsets.{i}.expected_start_seconds",
+                code="plan",
+            )
+    return plan
 
 
 def load_cluster_labels(paths: Sequence[str | Path]) -> dict[str, dict[str, str]]:
@@ -158,6 +162,13 @@ def ledger_reservations(obj: Mapping[str, Any] | None) -> list[JobEntry]:
     rows: list[JobEntry] = []
     for entry in ledger.entries.values():
         if not entry.soft or entry.start is None:
+            continue
+        if not reservation_start_ok(entry.start):
+            log.warning(
+                "ledger entry of %s: start %r is not an instant the extender can keep; ignored",
+                entry.owner,
+                entry.start,
+            )
             continue
         for name, job in sorted(entry.record.jobs.items()):
             if job.domain is not None:

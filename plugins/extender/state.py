@@ -30,17 +30,26 @@ from plugins.extender.pods import JobKey, PodInfo
 
 __all__ = [
     "DEFAULT_GUARD_S",
+    "MAX_EPOCH_S",
+    "MAX_START_S",
     "ExtenderStore",
     "JobEntry",
     "StateView",
     "domain_pattern",
     "entries_from_assignment",
     "entries_from_plan",
+    "reservation_start_ok",
     "reservations_from_plan",
     "reserved_reason",
 ]
 
 log = logging.getLogger(__name__)
+
+MAX_EPOCH_S = 253_402_300_799.0
+"""9999-12-31T23:59:59Z, the last instant a reason can print: reservations start before it."""
+MAX_START_S = 1e10
+"""The latest start a plan file may give (about 317 years after it is read), so that every
+reservation it makes is an instant the extender can date."""
 
 DEFAULT_GUARD_S = 1800.0
 """`--reservation-guard` default: how soon a reservation's start must be to keep other pods out."""
@@ -63,7 +72,7 @@ class JobEntry(BaseModel):
     planned: dict[int, str] = Field(default_factory=dict)
     """completion index -> planned node: a hard limit when `pinned`, else a preference."""
     pinned: bool = False
-    reserved_from: float | None = None
+    reserved_from: float | None = Field(default=None, ge=0, le=MAX_EPOCH_S, allow_inf_nan=False)
     """Set on a reservation row (time-aware planning): the domain is held for the JobSet's
     expected start at this instant (epoch seconds). Not a child Job: it only keeps other pods
     out, and only once the start is within the store's guard (`ExtenderStore.guard_s`)."""
@@ -72,6 +81,11 @@ class JobEntry(BaseModel):
     def key(self) -> JobKey:
         namespace, _, name = self.jobset.partition("/")
         return (namespace, name, self.job)
+
+
+def reservation_start_ok(start: float | None) -> bool:
+    """A reservation start the store can hold: a finite epoch second between 1970 and 9999."""
+    return start is not None and math.isfinite(start) and 0 <= start <= MAX_EPOCH_S
 
 
 def domain_pattern(domain: DomainRef) -> Pattern:

@@ -153,7 +153,12 @@ class WebhookServer:
         async def loop() -> None:
             while True:
                 await asyncio.sleep(self.options.reload_interval_s)
-                self.certificate.reload_if_changed()
+                # off the event loop: a read that hangs (a FIFO swapped in after the checks, a
+                # stuck mount) then stalls this task only, never the answers
+                try:
+                    await asyncio.to_thread(self.certificate.reload_if_changed)
+                except Exception:  # keep checking: the next renewal may load
+                    log.exception("checking the serving certificate for renewal failed")
 
         task = asyncio.create_task(loop()) if self.options.reload_interval_s > 0 else None
         yield

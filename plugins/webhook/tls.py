@@ -4,7 +4,9 @@ cert-manager rewrites the mounted Secret before the certificate expires; the kub
 files in place. `ServingCertificate.reload_if_changed` loads the new pair into a fresh
 `ssl.SSLContext` and, only once it loaded whole, hands it to new connections (the server's context
 switches each handshake to the newest one in its server-name callback); open connections keep the
-old one. A pair that does not load leaves the previous certificate in service.
+old one. A pair that does not load (half written, garbage, a FIFO or a device in a file's place)
+leaves the previous certificate in service and is logged; the server calls the reload from a
+worker thread, so even a file system that hangs cannot stop it answering.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import ssl
 from pathlib import Path
 
 from placer.model.errors import InputError
+from placer.serving import server_ssl_context
 
 __all__ = ["ServingCertificate"]
 
@@ -52,18 +55,14 @@ class ServingCertificate:
         return (cert.st_mtime, key.st_mtime, cert.st_size, key.st_size)
 
     def _load(self) -> ssl.SSLContext:
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        context.minimum_version = ssl.TLSVersion.TLSv1_2
-        try:
-            context.load_cert_chain(self.cert_file, self.key_file)
-        except (ssl.SSLError, OSError) as e:
-            raise InputError(
-                f"{self.cert_file} and {self.key_file} are not a PEM certificate and its"
-                f" private key ({e.__class__.__name__}: {e})",
-                field="--tls-cert-file/--tls-private-key-file",
-                code="usage",
-            ) from None
-        return context
+        """A fresh context from the files (checked regular files first: a FIFO in a
+        certificate's place is refused, never waited on)."""
+        return server_ssl_context(
+            self.cert_file,
+            self.key_file,
+            cert_field="--tls-cert-file",
+            key_field="--tls-private-key-file",
+        )
 
     def reload_if_changed(self) -> bool:
         """Load the files again if they changed since the last load; True when reloaded.

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from placer.model import manifests
+from placer.model import loading, manifests
 from placer.model.errors import InputError
 from placer.model.manifests import read_documents
 
@@ -34,10 +34,10 @@ items: []
 
 
 def pure(text: str) -> list[object]:
-    return [d for d in yaml.load_all(text, Loader=manifests._Loader) if d is not None]
+    return [d for d in yaml.load_all(text, Loader=loading._Loader) if d is not None]
 
 
-@pytest.mark.skipif(manifests._FastLoader is None, reason="PyYAML built without libyaml")
+@pytest.mark.skipif(loading._FastLoader is None, reason="PyYAML built without libyaml")
 @pytest.mark.parametrize("path", MANIFESTS, ids=lambda p: p.name)
 def test_libyaml_reads_what_the_pure_loader_reads(path: Path) -> None:
     text = path.read_text(encoding="utf-8")

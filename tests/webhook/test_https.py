@@ -10,6 +10,7 @@ import signal
 import ssl
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -115,6 +116,47 @@ def test_probes_and_metrics_on_the_plain_port(tmp_path: Path) -> None:
     assert 'placer_webhook_admissions_total{outcome="gated"} 1.0' in text
     assert 'placer_webhook_admissions_total{outcome="malformed"} 1.0' in text
     assert "placer_webhook_admission_seconds_count 2.0" in text
+
+
+@pytest.mark.parametrize("replacement", ["fifo", "garbage", "device"])
+def test_a_certificate_reload_that_fails_keeps_the_old_one_and_says_so(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, replacement: str
+) -> None:
+    """Issue 22: the certificate file replaced by a FIFO (or garbage, or a device) while the
+    webhook runs: the reload is refused, logged, and never blocks; HTTPS keeps answering with the
+    old certificate, and a restored file is picked up again."""
+    ca = make_ca()
+    first = make_server_files(tmp_path, ca)
+    with RunningWebhook(first, reload_interval_s=0.05) as hook:
+        renewed = make_server_files(tmp_path / "renewed", ca)
+        first.cert.unlink()
+        if replacement == "fifo":
+            os.mkfifo(first.cert)
+        elif replacement == "garbage":
+            first.cert.write_bytes(os.urandom(512))
+        else:
+            first.cert.symlink_to("/dev/zero")
+        with caplog.at_level("WARNING", logger="plugins.webhook.tls"):
+            reloaded: list[bool] = []
+            worker = threading.Thread(
+                target=lambda: reloaded.append(hook.server.certificate.reload_if_changed()),
+                daemon=True,
+            )
+            worker.start()
+            worker.join(60)  # a guard against a hang, not a time measurement
+            assert reloaded == [False], "the reload blocked on the replaced file"
+            for _ in range(3):  # the periodic reload runs meanwhile, and must not stall answers
+                assert hook.post(review(jobset_pod()))[0] == 200
+                assert hook.peer_serial() == first.serial
+                time.sleep(0.06)
+        assert any("keeping the current" in r.getMessage() for r in caplog.records)
+        first.cert.unlink()
+        first.cert.write_bytes(renewed.cert.read_bytes())
+        first.key.write_bytes(renewed.key.read_bytes())
+        os.utime(first.cert, (time.time() + 5, time.time() + 5))
+        assert hook.server.certificate.reload_if_changed()
+        assert hook.peer_serial() == renewed.serial
+        assert hook.get("/readyz")[0] == 200
 
 
 def test_renewed_certificate_is_served_without_restart(tmp_path: Path) -> None:

@@ -55,7 +55,20 @@ def prepare_jobset(
                     field=f"spec.replicatedJobs[{i}].template.spec.template.spec",
                     code="jobset",
                 ) from e
-            gates = pod_spec.setdefault("schedulingGates", []) or []
+            where = f"spec.replicatedJobs[{i}].template.spec.template.spec"
+            if not isinstance(pod_spec, dict):
+                raise InputError(
+                    "must be an object", source=source, obj=object_key(obj), field=where
+                )
+            gates = pod_spec.get("schedulingGates") or []
+            if not isinstance(gates, list) or not all(isinstance(g, Mapping) for g in gates):
+                raise InputError(
+                    "must be a list of gates, each an object with a name",
+                    source=source,
+                    obj=object_key(obj),
+                    field=f"{where}.schedulingGates",
+                    code="jobset",
+                )
             pod_spec["schedulingGates"] = gates
             if not any(isinstance(g, Mapping) and g.get("name") == PLACEMENT_GATE for g in gates):
                 gates.append({"name": PLACEMENT_GATE})

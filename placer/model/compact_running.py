@@ -1,0 +1,245 @@
+"""The `running:` entries of a compact cluster description: capacity already in use.
+
+Each entry names pools and nodes (names or shell patterns) and takes, on every node they match,
+what one of its pods would: its requests (by default every accelerator of the node), pod slots,
+host ports, and for a JobSet its hold on the node. `parse_description` (placer/model/compact.py)
+calls `apply_running` once the pools are expanded.
+
+The work is bounded, because a few bytes of YAML (or one anchor and a thousand aliases of it) can
+name every node of a 100,000-node description again and again: entries may take capacity on at
+most `MAX_RUNNING_USES` nodes together (a node counted once per entry), and the patterns may be
+tried against at most `MAX_PATTERN_TRIES` names together. Plain names (no `*`, `?` or `[`) are
+looked up, not matched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from fnmatch import fnmatchcase
+
+from pydantic import Field, StrictInt, StrictStr
+
+from placer.model.cluster import JobSetUsage, Node
+from placer.model.errors import InputError
+from placer.model.limits import INT32_MAX, MAX_DESCRIPTION_NODES, Int32, Port
+from placer.model.manifests import ClosedSchema
+from placer.model.messages import echo
+from placer.model.resources import (
+    PODS,
+    ResourceMap,
+    add_resources,
+    is_accelerator,
+    parse_resource_map,
+    subtract_resources,
+)
+
+__all__ = ["MAX_PATTERN_TRIES", "MAX_RUNNING_USES", "RunningSpec", "apply_running"]
+
+MAX_RUNNING_USES = 2 * MAX_DESCRIPTION_NODES
+"""Nodes the running entries take capacity on together, a node counted once per entry."""
+MAX_PATTERN_TRIES = 5_000_000
+"""Names the running entries' shell patterns are matched against together (about a second)."""
+
+Scalar = StrictStr | StrictInt | float | bool
+
+
+class RunningSpec(ClosedSchema):
+    jobset: StrictStr | None = None
+    pools: list[StrictStr] = Field(default_factory=list)
+    nodes: list[StrictStr] = Field(default_factory=list)
+    requests: dict[str, Scalar] | None = None
+    pods: StrictInt = Field(default=1, ge=0, le=INT32_MAX)
+    hostPorts: list[Port] = Field(default_factory=list)
+    priority: Int32 | StrictStr | None = None
+
+
+def _scalar(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+class _Budget:
+    """What the entries may still cost; the InputError once they ask for more."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.uses = MAX_RUNNING_USES
+        self.tries = MAX_PATTERN_TRIES
+
+    def try_names(self, count: int, field: str) -> None:
+        self.tries -= count
+        if self.tries < 0:
+            raise InputError(
+                f"the running entries' patterns are matched against more than "
+                f"{MAX_PATTERN_TRIES} names together; name pools and nodes, or match fewer",
+                source=self.source,
+                field=field,
+                code="too-many-nodes",
+            )
+
+    def use(self, count: int, field: str) -> None:
+        self.uses -= count
+        if self.uses < 0:
+            raise InputError(
+                f"the running entries take capacity on more than {MAX_RUNNING_USES} nodes "
+                "together (a node counted once per entry)",
+                source=self.source,
+                field=field,
+                code="too-many-nodes",
+            )
+
+
+def _matching(
+    pattern: str, names: Iterable[str], known: Mapping[str, object], budget: _Budget, field: str
+) -> list[str]:
+    if not any(ch in pattern for ch in "*?["):
+        return [pattern] if pattern in known else []
+    candidates = list(names)
+    budget.try_names(len(candidates), field)
+    return [n for n in candidates if fnmatchcase(n, pattern)]
+
+
+def _targets(
+    r: RunningSpec,
+    members: Mapping[str, Sequence[str]],
+    nodes: Mapping[str, Node],
+    budget: _Budget,
+    field: str,
+) -> list[str]:
+    """The nodes one entry takes capacity on, each once, in description order."""
+    if not r.pools and not r.nodes:
+        raise InputError(
+            "names no pools and no nodes", source=budget.source, field=field, code="running"
+        )
+    targets: list[str] = []
+    for j, pattern in enumerate(r.pools):
+        where = f"{field}.pools[{j}]"
+        matched = _matching(pattern, members, members, budget, where)
+        if not matched:
+            raise InputError(
+                f"no pool matches {echo(pattern)}",
+                source=budget.source,
+                field=where,
+                code="unknown-pool",
+            )
+        for p in matched:
+            budget.use(len(members[p]), where)
+            targets.extend(members[p])
+    for j, pattern in enumerate(r.nodes):
+        where = f"{field}.nodes[{j}]"
+        matched = _matching(pattern, nodes, nodes, budget, where)
+        if not matched:
+            raise InputError(
+                f"no node matches {echo(pattern)}",
+                source=budget.source,
+                field=where,
+                code="unknown-node",
+            )
+        budget.use(len(matched), where)
+        targets.extend(matched)
+    return list(dict.fromkeys(targets))
+
+
+@dataclass
+class _Load:
+    """What the entries take on one node, summed before the node is copied once."""
+
+    used: ResourceMap = field(default_factory=dict)
+    ports: set[tuple[int, str]] = field(default_factory=set)
+    usage: dict[str, JobSetUsage] = field(default_factory=dict)
+
+
+def apply_running(
+    nodes: dict[str, Node],
+    members: Mapping[str, Sequence[str]],
+    running: Sequence[RunningSpec],
+    classes: Mapping[str, int],
+    *,
+    source: str,
+) -> None:
+    """Take the capacity of every running entry, in place on `nodes` (name -> node); `members`
+    is pool name -> its node names. Each entry counts as one of its pods on every node it
+    names; what all entries take on a node is summed, then the node is copied once."""
+    budget = _Budget(source)
+    loads: dict[str, _Load] = {}
+    for k, r in enumerate(running):
+        where = f"running[{k}]"
+        targets = _targets(r, members, nodes, budget, where)
+        priority = _running_priority(r, classes, source=source, field=where)
+        requests = (
+            None
+            if r.requests is None
+            else parse_resource_map(
+                {k: _scalar(v) for k, v in r.requests.items()},
+                source=source,
+                field=f"{where}.requests",
+            )
+        )
+        ports = {(p, "TCP") for p in r.hostPorts}
+        key = None if not r.jobset else r.jobset if "/" in r.jobset else f"default/{r.jobset}"
+        for name in targets:
+            node = nodes[name]
+            load = loads.get(name)
+            if load is None:
+                load = loads[name] = _Load(usage=dict(node.jobset_usage))
+            _take(load, node, requests, r.pods, ports, key, priority)
+    for name, load in loads.items():
+        node = nodes[name]
+        nodes[name] = node.model_copy(
+            update={
+                "free": subtract_resources(node.free, load.used),
+                "jobsets": tuple(sorted({*node.jobsets, *load.usage})),
+                "used_host_ports": tuple(sorted({*node.used_host_ports, *load.ports})),
+                "jobset_usage": dict(sorted(load.usage.items())),
+            }
+        )
+
+
+def _take(
+    load: _Load,
+    node: Node,
+    requests: ResourceMap | None,
+    pods: int,
+    ports: set[tuple[int, str]],
+    jobset: str | None,
+    priority: int | None,
+) -> None:
+    """One entry on one node: as if one of its pods ran there (its requests, by default every
+    accelerator of the node; its pod slots; its host ports; for a JobSet, its hold)."""
+    if requests is None:
+        used = {k: v for k, v in node.allocatable.items() if is_accelerator(k)}
+    else:
+        used = dict(requests)
+    if PODS in node.allocatable:
+        used[PODS] = used.get(PODS, Decimal(0)) + pods
+    for k, v in used.items():
+        load.used[k] = load.used.get(k, Decimal(0)) + v
+    load.ports |= ports
+    if jobset is None:
+        return
+    before = load.usage.get(jobset, JobSetUsage())
+    mine = {k: v for k, v in used.items() if k in node.allocatable}
+    load.usage[jobset] = JobSetUsage(
+        requests=dict(sorted(add_resources(before.requests, mine).items())),
+        host_ports=tuple(sorted({*before.host_ports, *ports})),
+        priority=priority if priority is not None else before.priority,
+    )
+
+
+def _running_priority(
+    r: RunningSpec, classes: Mapping[str, int], *, source: str, field: str
+) -> int | None:
+    if r.priority is None or isinstance(r.priority, int):
+        return r.priority
+    if r.priority not in classes:
+        raise InputError(
+            f"unknown priority class {echo(r.priority)} "
+            f"(known: {', '.join(sorted(classes)) or 'none'})",
+            source=source,
+            field=f"{field}.priority",
+            code="priority-class",
+        )
+    return classes[r.priority]
