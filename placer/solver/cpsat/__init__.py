@@ -10,7 +10,8 @@ modules directly (tests/test_architecture.py checks it). Inside:
     variables.py    every decision variable, per mode; constraints.py, objectives.py the rules
     settings.py     `make_solver(options, purpose)`: every CP-SAT parameter
     solve.py        the lexicographic stages and what they proved; export.py `--export-model`
-    solution.py     typed solutions; hints.py, materialize.py, coarsen.py the planner's helpers
+    solution.py     `Solution`: the one form of a solution, from the greedy hint to materialize
+    hints.py        plans and coarse solutions made into `Solution`s; materialize.py, coarsen.py
 """
 
 from __future__ import annotations

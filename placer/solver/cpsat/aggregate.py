@@ -34,7 +34,7 @@ from placer.model.cluster import Node
 from placer.model.resources import is_accelerator
 from placer.model.topology import HOSTNAME, Domain
 from placer.solver.context import JobClass, PlacementContext
-from placer.solver.cpsat.problem import AggregatedProblem, DomainClass, NodeGroup
+from placer.solver.cpsat.problem import AggregatedProblem, DomainClass, NodeGroup, room_owners
 from placer.solver.cpsat.signatures import QueueView, enclosing_ids, node_parents, span_levels_of
 from placer.solver.greedy.tas import TasTree, kueue_failure
 
@@ -336,10 +336,7 @@ def shared_room_by_owner(
     first class holding it; the model then also closes that room when an overlapping domain is
     taken (see `add_overlapping_domains`)."""
     ctx = view.ctx
-    owner: dict[str, str] = {}
-    for c in classes:
-        for n in c.members[0].nodes:
-            owner.setdefault(n, c.id)
+    owner = room_owners(classes)
     result = []
     for c in classes:
         owned = [ctx.nodes[n] for n in c.members[0].nodes if owner[n] == c.id]

@@ -1,7 +1,7 @@
 """Hints: the greedy plan as a starting solution, and admission counts spread onto finer classes.
 
 A complete, feasible hint is what makes CP-SAT never worse than greedy in practice: the first
-solution it reports is at least the hint.
+solution it reports is at least the hint. Every function here returns a `Solution`.
 """
 
 from __future__ import annotations
@@ -10,69 +10,49 @@ from collections import defaultdict
 from collections.abc import Mapping
 
 from placer.model.plan import Plan
-from placer.solver.cpsat.materialize import Chosen
 from placer.solver.cpsat.problem import AggregatedProblem, DomainClass
 from placer.solver.cpsat.solution import Solution
 from placer.solver.cpsat.variables import Variables
 
-__all__ = ["solution_from_chosen", "solution_from_plan", "spread_counts"]
+__all__ = ["complete", "solution_from_plan", "spread_counts"]
 
 
-class _Values:
-    """An solution being filled in, family by family (only keys the model has)."""
+def _add(values: dict[tuple[int, str], int], key: tuple[int, str], n: int) -> None:
+    values[key] = values.get(key, 0) + n
 
-    def __init__(self, v: Variables) -> None:
-        self.v = v
-        self.admit: dict[str, int] = {}
-        self.count: dict[tuple[int, str], int] = defaultdict(int)
-        self.shared_in_class: dict[tuple[int, str], int] = defaultdict(int)
-        self.shared_in_group: dict[tuple[int, str], int] = defaultdict(int)
-        self.local: dict[tuple[int, str, str], int] = {}
-        self.span: dict[tuple[str, str, str], int] = {}
-        self.used: dict[tuple[int, str, str], int] = {}
 
-    def mark_parents(self, jobset: str, jc: int, parents: Mapping[str, str]) -> None:
-        """The JobSet spans, and the JobClass sits in and uses, each enclosing domain of where
-        it went."""
-        for level, parent in parents.items():
-            if (jobset, level, parent) in self.v.span:
-                self.span[(jobset, level, parent)] = 1
-            if (jc, level, parent) in self.v.local:
-                self.local[(jc, level, parent)] = 1
-            if (jc, level, parent) in self.v.used:
-                self.used[(jc, level, parent)] = 1
+def _mark_parents(
+    s: Solution, v: Variables, jobset: str, jc: int, parents: Mapping[str, str]
+) -> None:
+    """The JobSet spans, and the JobClass sits in and uses, each enclosing domain of where it
+    went (only keys the model has)."""
+    for level, parent in parents.items():
+        if (jobset, level, parent) in v.span:
+            s.span[(jobset, level, parent)] = 1
+        if (jc, level, parent) in v.local:
+            s.local[(jc, level, parent)] = 1
+        if (jc, level, parent) in v.used:
+            s.used[(jc, level, parent)] = 1
 
-    def solution(self, problem: AggregatedProblem) -> Solution:
-        """The values, with each Kueue class's hosts per node group as few as its pods need."""
-        hosts = {
-            (i, gid): -(
-                -self.shared_in_group.get((i, gid), 0) // problem.group_by_id(gid).capacity[i]
-            )
-            for i, gid in self.v.hosts
-        }
-        return Solution(
-            admit=self.admit,
-            count=dict(self.count),
-            shared_in_class=dict(self.shared_in_class),
-            shared_in_group=dict(self.shared_in_group),
-            local=self.local,
-            span=self.span,
-            used=self.used,
-            hosts=hosts,
-        )
+
+def _with_hosts(s: Solution, v: Variables, problem: AggregatedProblem) -> Solution:
+    """`s` with each Kueue class's hosts per node group as few as its pods there need."""
+    for i, gid in v.hosts:
+        pods = s.shared_in_group.get((i, gid), 0)
+        s.hosts[(i, gid)] = -(-pods // problem.group_by_id(gid).capacity[i])
+    return s
 
 
 def solution_from_plan(v: Variables, problem: AggregatedProblem, plan: Plan) -> Solution:
     """Every variable's value in a plan (the greedy one): a complete hint, so CP-SAT starts from a
     solution instead of having to repair a partial one (which at scale it may not do in time)."""
     class_of = {(d.key, d.path): c.id for c in problem.domain_classes for d in c.members}
-    room_of = _shared_room_owner(problem)
     rjob_class = {(jc.jobset.key, jc.rjob.name): jc.index for jc in problem.ctx.job_classes}
-    values = _Values(v)
+    s = Solution()
     for o in plan.jobsets:
         placed = o.status == "placed"
         if o.key in v.admit:
-            values.admit[o.key] = int(placed)
+            s.admit[o.key] = int(placed)
         if not placed:
             continue
         for j in o.jobs:
@@ -81,35 +61,22 @@ def solution_from_plan(v: Variables, problem: AggregatedProblem, plan: Plan) -> 
                 continue
             if j.domain is None:
                 for pod in j.pods:
-                    where = room_of.get(pod.node)
+                    where = problem.room_owner.get(pod.node)
                     if where is None:
                         continue
                     if (jc, where) in v.shared_in_class:
-                        values.shared_in_class[(jc, where)] += 1
+                        _add(s.shared_in_class, (jc, where), 1)
                     if (jc, where) in v.shared_in_group:
-                        values.shared_in_group[(jc, where)] += 1
-                    values.mark_parents(o.key, jc, problem.parents_of(where))
+                        _add(s.shared_in_group, (jc, where), 1)
+                    _mark_parents(s, v, o.key, jc, problem.parents_of(where))
                 continue
             path = tuple((k, val) for k, val in j.domain.path)
             cid = class_of.get((j.domain.key, path))
             if cid is not None:
                 if (jc, cid) in v.count:
-                    values.count[(jc, cid)] += 1
-                values.mark_parents(o.key, jc, problem.class_by_id(cid).parents)
-    return values.solution(problem)
-
-
-def _shared_room_owner(problem: AggregatedProblem) -> dict[str, str]:
-    """Node -> the class or group whose shared room the model counts it in."""
-    owner: dict[str, str] = {}
-    for g in problem.node_groups:
-        for n in g.nodes:
-            owner[n] = g.id
-    for c in problem.domain_classes:
-        for d in c.members:
-            for n in d.nodes:
-                owner.setdefault(n, c.id)
-    return owner
+                    _add(s.count, (jc, cid), 1)
+                _mark_parents(s, v, o.key, jc, problem.class_by_id(cid).parents)
+    return _with_hosts(s, v, problem)
 
 
 def _rank(c: DomainClass, jc_index: int, homes: set[str]) -> tuple[int, int, str]:
@@ -118,10 +85,11 @@ def _rank(c: DomainClass, jc_index: int, homes: set[str]) -> tuple[int, int, str
     return (0 if near else 1, c.stranded.get(jc_index, 0), c.id)
 
 
-def spread_counts(fine: AggregatedProblem, coarse: AggregatedProblem, solved: Solution) -> Chosen:
+def spread_counts(fine: AggregatedProblem, coarse: AggregatedProblem, solved: Solution) -> Solution:
     """The coarse solution on the fine classes: each coarse count goes to fine classes of it, the
-    JobSet's current enclosing domain first, then the tightest class. A decent packing by itself,
-    used as the fine model's hint, or as the answer when that model is too large to solve."""
+    JobSet's current enclosing domain first, then the tightest class. A decent packing by itself
+    (admissions and counts only), used to hint the fine model (`complete`), or as the answer
+    when that model is too large to solve."""
     fine_of: dict[str, list[str]] = defaultdict(list)
     coarse_of_domain = {d.path: c.id for c in coarse.domain_classes for d in c.members}
     for c in fine.domain_classes:
@@ -143,39 +111,42 @@ def spread_counts(fine: AggregatedProblem, coarse: AggregatedProblem, solved: So
                 take = min(need, left[f])
                 left[f] -= take
                 need -= take
-                counts[(jc.index, f)] = counts.get((jc.index, f), 0) + take
+                _add(counts, (jc.index, f), take)
                 homes.update(fine.class_by_id(f).parents.values())
-    return Chosen(admitted=solved.admitted, counts=counts, enclosing={})
+    return Solution(admit=dict(solved.admit), count=counts)
 
 
-def solution_from_chosen(v: Variables, problem: AggregatedProblem, chosen: Chosen) -> Solution:
-    """A complete hint from a class-level solution: counts, admissions, spans, shared room."""
-    values = _Values(v)
-    values.admit.update({key: 1 for key in chosen.admitted})
+def complete(v: Variables, problem: AggregatedProblem, partial: Solution) -> Solution:
+    """A complete hint from a solution's admissions and counts: spans and locality of where the
+    counts went, and the admitted JobSets' shared pods wherever there is room."""
+    s = Solution()
+    s.admit.update({key: 1 for key in partial.admitted})
     used: dict[str, int] = defaultdict(int)
     group_ids = {g.id for g in problem.node_groups}
-    for (i, cid), n in chosen.counts.items():
-        values.count[(i, cid)] = n
+    for (i, cid), n in partial.count.items():
+        if not n:
+            continue
+        s.count[(i, cid)] = n
         used[cid] += n
-        values.mark_parents(
-            problem.ctx.job_classes[i].jobset.key, i, problem.class_by_id(cid).parents
+        _mark_parents(
+            s, v, problem.ctx.job_classes[i].jobset.key, i, problem.class_by_id(cid).parents
         )
     for jc in problem.shared:
-        if jc.jobset.key not in chosen.admitted:
+        if jc.jobset.key not in s.admit:
             continue
         pods = jc.rjob.replicas * jc.rjob.pods_per_job
         for i, where in [*v.shared_in_group, *v.shared_in_class]:
             if i != jc.index or pods <= 0:
                 continue
             room = problem.shared_room(i, where)
-            target = values.shared_in_group
+            target = s.shared_in_group
             if where not in group_ids:
                 c = problem.class_by_id(where)
                 room = min(room, (c.size - used[where]) * c.shared_capacity.get(i, 0))
-                target = values.shared_in_class
+                target = s.shared_in_class
             take = min(pods, room)
             target[(i, where)] = take
             pods -= take
             if take:
-                values.mark_parents(jc.jobset.key, i, problem.parents_of(where))
-    return values.solution(problem)
+                _mark_parents(s, v, jc.jobset.key, i, problem.parents_of(where))
+    return _with_hosts(s, v, problem)

@@ -10,7 +10,6 @@ with Kueue topology annotations are packed as Kueue TAS would inside the domain 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from decimal import Decimal
 
 from placer.model.plan import JobPlacement, JobSetOutcome, Plan, SolverReport, relative_gap
@@ -25,39 +24,7 @@ from placer.solver.greedy.tas import TasTree, place_with_kueue
 from placer.solver.ledger import PlacementLedger
 from placer.solver.reasons import Classifier, ReasonTally, jobset_reason, occupancy_of
 
-__all__ = ["Chosen", "chosen_from", "materialize"]
-
-
-@dataclass(frozen=True)
-class Chosen:
-    """A solution in class terms, whatever produced it: what materialization needs."""
-
-    admitted: frozenset[str]
-    counts: Mapping[tuple[int, str], int]
-    """(JobClass, DomainClass) -> child Jobs placed in domains of that class."""
-    enclosing: Mapping[int, str] = field(default_factory=dict)
-    """Shared JobClass with a required topology -> id of the domain chosen for its pods."""
-    shared: Mapping[tuple[int, str], int] = field(default_factory=dict)
-    """(shared JobClass, node group or domain class) -> its pods there, as the model counts."""
-
-
-def chosen_from(problem: AggregatedProblem, solved: Solution) -> Chosen:
-    """What to materialize from a solution of the model."""
-    enclosing = {
-        i: parent
-        for (i, level, parent), x in solved.local.items()
-        if x
-        and problem.ctx.job_classes[i].rjob.required_topology == level
-        and not problem.ctx.job_classes[i].exclusive_key
-    }
-    return Chosen(
-        admitted=solved.admitted,
-        counts={k: n for k, n in solved.count.items() if n},
-        enclosing=enclosing,
-        shared={
-            k: n for k, n in (*solved.shared_in_group.items(), *solved.shared_in_class.items()) if n
-        },
-    )
+__all__ = ["materialize"]
 
 
 def _enclosing_nodes(
@@ -75,7 +42,7 @@ def _enclosing_nodes(
 def _exclusive_jobs(
     ledger: PlacementLedger,
     problem: AggregatedProblem,
-    chosen: Chosen,
+    solution: Solution,
     jobset: JobSetRequest,
     next_member: dict[str, int],
 ) -> list[JobPlacement] | None:
@@ -83,7 +50,7 @@ def _exclusive_jobs(
     for jc in [c for c in problem.ctx.classes_of(jobset) if c.exclusive_key]:
         job_index = 0
         for c in problem.classes_for(jc):
-            for _ in range(chosen.counts.get((jc.index, c.id), 0)):
+            for _ in range(solution.count.get((jc.index, c.id), 0)):
                 placed = None
                 while placed is None and next_member.get(c.id, 0) < c.size:
                     domain = c.members[next_member.get(c.id, 0)]
@@ -114,14 +81,15 @@ def _rigidity(ctx: PlacementContext) -> Callable[[JobClass], tuple[bool, int, De
 def _kueue_jobs(
     ctx: PlacementContext,
     ledger: PlacementLedger,
-    chosen: Chosen,
+    enclosing: Mapping[int, str],
     classes: list[JobClass],
     placements: dict[str, list[JobPlacement]],
     limits: Mapping[int, Mapping[str, int]],
 ) -> bool:
     """Pods of shared replicated jobs with Kueue annotations (in `_rigidity` order), packed as
     Kueue would, inside the domain the model chose for them (else wherever Kueue's own choice
-    fits); `limits` caps pods per node when following the model's counts.
+    fits; `enclosing` is `Solution.enclosing`); `limits` caps pods per node when following the
+    model's counts.
 
     The model sums room per class of nodes and does not say which nodes of a domain each JobSet
     uses, so the order matters: required topology before preferred (a preferred JobSet can go
@@ -131,7 +99,7 @@ def _kueue_jobs(
     tree = TasTree.of(ctx)
     homeless: list[JobClass] = []
     for jc in classes:
-        within = _enclosing_nodes(ctx, jc.rjob.required_topology, chosen.enclosing.get(jc.index))
+        within = _enclosing_nodes(ctx, jc.rjob.required_topology, enclosing.get(jc.index))
         jobs = place_with_kueue(ledger, tree, jc, within, limits.get(jc.index))
         if jobs is None:
             homeless.append(jc)
@@ -148,7 +116,7 @@ def _kueue_jobs(
 
 
 def materialize(
-    ctx: PlacementContext, problem: AggregatedProblem, chosen: Chosen, report: SolverReport
+    ctx: PlacementContext, problem: AggregatedProblem, solution: Solution, report: SolverReport
 ) -> Plan | None:
     """The plan for a solution; None when the relaxed shared-pod room does not pack onto real
     nodes (the caller then falls back to greedy).
@@ -159,20 +127,21 @@ def materialize(
     domains the model counts (`packing_levels`: the model chose their racks and blocks jointly).
     Of the plans that pack, the one spanning the fewest domains, level by level from the top, is
     kept. If none packs, once more following the model's counts for every replicated job."""
+    shared = solution.shared_pods
     if not any(c.rjob.kueue_topology for c in problem.shared):
-        return _materialize(ctx, problem, chosen, report, follow=frozenset(), by_queue=True)
-    counted = frozenset(problem.packing_levels) if chosen.shared else frozenset()
+        return _materialize(ctx, problem, solution, report, follow=frozenset(), by_queue=True)
+    counted = frozenset(problem.packing_levels) if shared else frozenset()
     ways = [(frozenset[int](), True), (frozenset[int](), False)]
     if counted:
         ways.append((counted, False))
     plans = [
         p
         for follow, by_queue in ways
-        if (p := _materialize(ctx, problem, chosen, report, follow=follow, by_queue=by_queue))
+        if (p := _materialize(ctx, problem, solution, report, follow=follow, by_queue=by_queue))
     ]
-    if not plans and chosen.shared:
+    if not plans and shared:
         every = frozenset(c.index for c in problem.shared)
-        found = _materialize(ctx, problem, chosen, report, follow=every, by_queue=False)
+        found = _materialize(ctx, problem, solution, report, follow=every, by_queue=False)
         plans = [found] if found else []
     return min(plans, key=lambda p: _kueue_spread(ctx, p)) if plans else None
 
@@ -199,7 +168,7 @@ def _kueue_spread(ctx: PlacementContext, plan: Plan) -> tuple[int, ...]:
 
 
 def _model_limits(
-    problem: AggregatedProblem, chosen: Chosen, classes: list[JobClass]
+    problem: AggregatedProblem, shared: Mapping[tuple[int, str], int], classes: list[JobClass]
 ) -> dict[int, dict[str, int]]:
     """JobClass -> node -> pods it may take there: each group's pods as the model counts them,
     handed out to the group's nodes in name order (classes in `classes` order, larger pods
@@ -213,7 +182,7 @@ def _model_limits(
     for jc in classes:
         limit = limits.setdefault(jc.index, {})
         pod = jc.rjob.pod
-        for (i, where), count in sorted(chosen.shared.items()):
+        for (i, where), count in sorted(shared.items()):
             if i != jc.index:
                 continue
             if where in domain_classes:
@@ -260,18 +229,20 @@ def _unplaced_reason(
 def _materialize(
     ctx: PlacementContext,
     problem: AggregatedProblem,
-    chosen: Chosen,
+    solution: Solution,
     report: SolverReport,
     *,
     follow: frozenset[int],
     by_queue: bool,
 ) -> Plan | None:
     ledger = PlacementLedger(ctx)
+    admitted = solution.admitted
+    enclosing = solution.enclosing(problem)
     next_member: dict[str, int] = {}
     placements: dict[str, list[JobPlacement]] = {}
     for js in ctx.jobsets:
-        if js.key in chosen.admitted:
-            jobs = _exclusive_jobs(ledger, problem, chosen, js, next_member)
+        if js.key in admitted:
+            jobs = _exclusive_jobs(ledger, problem, solution, js, next_member)
             if jobs is None:
                 return None
             placements[js.key] = jobs
@@ -280,9 +251,7 @@ def _materialize(
         if js.key not in placements:
             continue
         for jc in [c for c in ctx.classes_of(js) if not c.exclusive_key]:
-            within = _enclosing_nodes(
-                ctx, jc.rjob.required_topology, chosen.enclosing.get(jc.index)
-            )
+            within = _enclosing_nodes(ctx, jc.rjob.required_topology, enclosing.get(jc.index))
             if jc.rjob.kueue_topology:
                 kueue.append(jc)
                 continue
@@ -295,8 +264,10 @@ def _materialize(
         # the model's counts first: they hold room the model gave them, the rest take what is left
         rigidity = _rigidity(ctx)
         kueue.sort(key=lambda jc: (jc.index not in follow, rigidity(jc)))
-    limits = _model_limits(problem, chosen, [jc for jc in kueue if jc.index in follow])
-    if kueue and not _kueue_jobs(ctx, ledger, chosen, kueue, placements, limits):
+    limits = _model_limits(
+        problem, solution.shared_pods, [jc for jc in kueue if jc.index in follow]
+    )
+    if kueue and not _kueue_jobs(ctx, ledger, enclosing, kueue, placements, limits):
         return None
     outcomes: dict[str, JobSetOutcome] = {}
     for js in ctx.jobsets:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from placer.model.cluster import ClusterSnapshot
 from placer.model.errors import PlacerError
@@ -35,9 +36,10 @@ from placer.solver.cpsat.aggregate import aggregate
 from placer.solver.cpsat.builder import BuiltModel, build_model
 from placer.solver.cpsat.coarsen import coarsen
 from placer.solver.cpsat.export import check_export_path
-from placer.solver.cpsat.hints import solution_from_chosen, solution_from_plan, spread_counts
-from placer.solver.cpsat.materialize import Chosen, chosen_from, materialize
+from placer.solver.cpsat.hints import complete, solution_from_plan, spread_counts
+from placer.solver.cpsat.materialize import materialize
 from placer.solver.cpsat.problem import AggregatedProblem
+from placer.solver.cpsat.solution import Solution
 from placer.solver.cpsat.solve import (
     NOT_SEARCHED,
     SolveResult,
@@ -52,6 +54,7 @@ from placer.solver.phases import PhaseTimer
 __all__ = [
     "ADMISSION_SHARE",
     "PACKING_SHARE",
+    "Budget",
     "CpSatSolver",
     "admission_key",
     "best_greedy",
@@ -71,6 +74,36 @@ never past the budget): at fleet scale it is rarely proven and improves slowly a
 seconds."""
 CANONICAL_S = 0.5
 """The single-worker tie-break may search this long past packing's own deadline (within budget)."""
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The time limit as deadlines on the `time.perf_counter` clock, all counted from one start:
+    the whole solve's (`end`), admission's, and packing's and the tie-break's, which also depend
+    on when packing starts. Derived here only, so every stage reads the same budget."""
+
+    started: float
+    limit_s: float
+
+    @property
+    def end(self) -> float:
+        return self.started + self.limit_s
+
+    @property
+    def admission(self) -> float:
+        """Admission searches until `ADMISSION_SHARE` of the limit has passed."""
+        return self.started + ADMISSION_SHARE * self.limit_s
+
+    def packing(self, now: float) -> float:
+        """Packing, starting `now`, searches `PACKING_SHARE` of the limit (at least 1 s), never
+        past the end."""
+        return min(self.end, now + max(1.0, PACKING_SHARE * self.limit_s))
+
+    def tie_break(self, packing: float) -> float:
+        """The tie-break may search `CANONICAL_S` past packing's deadline, never past the end."""
+        return min(self.end, packing + CANONICAL_S)
+
+
 _CPSAT_ERRORS = (OverflowError, TypeError, ValueError, RuntimeError)
 """What OR-Tools raises on a model it cannot represent (coefficients beyond 64 bits, say): named
 in the report's notes, and the greedy plan is returned."""
@@ -111,8 +144,7 @@ def plan_with_context(
 ) -> Plan:
     """Plan with the budget counted from `started` (default: now), phases timed into `timer`."""
     timer = timer or PhaseTimer()
-    started = time.perf_counter() if started is None else started
-    limit = ctx.options.time_limit_s
+    budget = Budget(time.perf_counter() if started is None else started, ctx.options.time_limit_s)
     runner = StageRunner(ctx.options)
     with timer("aggregate"):
         fine = aggregate(ctx)
@@ -124,11 +156,10 @@ def plan_with_context(
         with timer("build"):
             built = build_model(coarse)
             _hint_greedy(built, greedy)
-        admission_deadline = started + ADMISSION_SHARE * limit
         with timer("solve"):
-            admission = solve_admission(built, runner, admission_deadline)
+            admission = solve_admission(built, runner, budget.admission)
         if admission.found:
-            plan = _pack_and_materialize(ctx, fine, built, admission, runner, started, timer)
+            plan = _pack_and_materialize(ctx, fine, built, admission, runner, budget, timer)
     except PlacerError:
         raise
     except _CPSAT_ERRORS as e:
@@ -180,7 +211,7 @@ def _pack_and_materialize(
     built: BuiltModel,
     admission: SolveResult,
     runner: StageRunner,
-    started: float,
+    budget: Budget,
     timer: PhaseTimer,
 ) -> Plan | None:
     """Packing on the fine classes with admissions fixed; if it finds nothing in time, the
@@ -188,8 +219,6 @@ def _pack_and_materialize(
     solved = admission.solution
     assert solved is not None
     coarse = built.problem
-    limit = ctx.options.time_limit_s
-    deadline = started + limit
     report = SolverReport(
         name="cpsat",
         status="OPTIMAL" if admission.optimal else "FEASIBLE",
@@ -197,9 +226,8 @@ def _pack_and_materialize(
         bound=admission.bound,
         notes=list(admission.notes),
     )
-    if fine is coarse:
-        start_from = chosen_from(coarse, solved)
-    else:
+    start_from = solved
+    if fine is not coarse:
         with timer("solve"):
             start_from = spread_counts(fine, coarse, solved)
         size = sum(len(fine.classes_for(jc)) for jc in fine.exclusive)
@@ -214,22 +242,20 @@ def _pack_and_materialize(
             with timer("materialize"):
                 return materialize(ctx, fine, start_from, report)
 
-    def pack() -> tuple[Chosen, SolveResult]:
+    def pack() -> tuple[Solution, SolveResult]:
         if fine is coarse:
             fine_built = built
         else:
             fine_built = build_model(fine)
-            hint = solution_from_chosen(fine_built.variables, fine, start_from)
-            hint.hint(fine_built.model, fine_built.variables)
-        now = time.perf_counter()
-        search_deadline = min(deadline, now + max(1.0, PACKING_SHARE * limit))
-        packing = solve_packing(fine_built, runner, search_deadline, solved.admitted)
+            complete(fine_built.variables, fine, start_from).hint(
+                fine_built.model, fine_built.variables
+            )
+        packing_deadline = budget.packing(time.perf_counter())
+        packing = solve_packing(fine_built, runner, packing_deadline, solved.admitted)
         if admission.optimal:
-            tie_break = min(deadline, search_deadline + CANONICAL_S)
-            packing = canonicalize(fine_built, runner, tie_break, packing)
-        if packing.solution is None:
-            return start_from, packing
-        return chosen_from(fine, packing.solution), packing
+            packing = canonicalize(fine_built, runner, budget.tie_break(packing_deadline), packing)
+        found = start_from if packing.solution is None else packing.solution
+        return found, packing
 
     with timer("solve"):
         chosen, packing = pack()

@@ -8,14 +8,15 @@ never rescan every class to find the ones a JobClass fits.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
+from functools import cached_property
 
 from placer.model.topology import Domain
 from placer.solver.context import JobClass, PlacementContext
 
-__all__ = ["AggregatedProblem", "DomainClass", "NodeGroup"]
+__all__ = ["AggregatedProblem", "DomainClass", "NodeGroup", "room_owners"]
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,18 @@ class NodeGroup:
     """Free resources of one node (scaled integers)."""
     parents: Mapping[str, str] = field(default_factory=dict)
     """Level a shared JobClass must stay in or counts domains of -> id of the enclosing domain."""
+
+
+def room_owners(classes: Sequence[DomainClass], groups: Sequence[NodeGroup] = ()) -> dict[str, str]:
+    """Node -> id of the class or group whose shared room the model counts it in: its node group,
+    else the first class (in class order) with a domain holding it. Overlapping keys put a node
+    in several classes' domains; its room is counted once, in that first one."""
+    owner = {n: g.id for g in groups for n in g.nodes}
+    for c in classes:
+        for d in c.members:
+            for n in d.nodes:
+                owner.setdefault(n, c.id)
+    return owner
 
 
 @dataclass(frozen=True)
@@ -116,6 +129,11 @@ class AggregatedProblem:
             return found.size * found.shared_capacity.get(jc_index, 0)
         group = self._group_by_id[where]
         return len(group.nodes) * group.capacity.get(jc_index, 0)
+
+    @cached_property
+    def room_owner(self) -> Mapping[str, str]:
+        """`room_owners` of this problem's classes and groups, computed once when first asked."""
+        return room_owners(self.domain_classes, self.node_groups)
 
     def parents_of(self, where: str) -> Mapping[str, str]:
         """Enclosing domains of a domain class or node group, by level."""

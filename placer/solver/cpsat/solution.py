@@ -1,19 +1,22 @@
-"""A solution of the planner's model as typed values per variable family, not names to numbers.
+"""A solution of the planner's model in class terms: one type from hint to materialization.
 
-Stages hand their best solution to the next stage as a hint, packing takes the admissions of the
-admission stages, and materialization reads the counts: all through `Solution`, keyed like the
-variables in `Variables`, so a typo in a variable name cannot silently read a zero.
+The greedy plan becomes one (`hints.solution_from_plan`) to hint the first stage; each stage's
+answer is one (`Solution.read`) and hints the next; a coarse answer spread onto finer classes is
+one (`hints.spread_counts`), completed over the fine model to hint it (`hints.complete`); and
+materialization turns one into a plan. Its families are `Variables`' (`variables.Families`), so a
+typo in a variable name cannot silently read a zero.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 from ortools.sat.python import cp_model
 
-from placer.solver.cpsat.variables import Variables
+from placer.solver.cpsat.problem import AggregatedProblem
+from placer.solver.cpsat.variables import FAMILIES, Families, Variables
 
 __all__ = ["Solution", "ValueSource"]
 
@@ -27,17 +30,8 @@ class ValueSource(Protocol):
 
 
 @dataclass(frozen=True)
-class Solution:
+class Solution(Families[int]):
     """Values of the planner's variables (missing keys mean 0)."""
-
-    admit: Mapping[str, int] = field(default_factory=dict)
-    count: Mapping[tuple[int, str], int] = field(default_factory=dict)
-    shared_in_class: Mapping[tuple[int, str], int] = field(default_factory=dict)
-    shared_in_group: Mapping[tuple[int, str], int] = field(default_factory=dict)
-    local: Mapping[tuple[int, str, str], int] = field(default_factory=dict)
-    span: Mapping[tuple[str, str, str], int] = field(default_factory=dict)
-    used: Mapping[tuple[int, str, str], int] = field(default_factory=dict)
-    hosts: Mapping[tuple[int, str], int] = field(default_factory=dict)
 
     @classmethod
     def read(cls, solver: ValueSource, v: Variables) -> Solution:
@@ -46,37 +40,32 @@ class Solution:
         def values(xs: Mapping[K, cp_model.IntVar]) -> dict[K, int]:
             return {k: int(solver.value(x)) for k, x in xs.items()}
 
-        return cls(
-            admit=values(v.admit),
-            count=values(v.count),
-            shared_in_class=values(v.shared_in_class),
-            shared_in_group=values(v.shared_in_group),
-            local=values(v.local),
-            span=values(v.span),
-            used=values(v.used),
-            hosts=values(v.hosts),
-        )
+        return cls(**{name: values(getattr(v, name)) for name in FAMILIES})
 
     @property
     def admitted(self) -> frozenset[str]:
         return frozenset(k for k, x in self.admit.items() if x)
 
+    @property
+    def shared_pods(self) -> dict[tuple[int, str], int]:
+        """(shared JobClass, node group or domain class) -> its pods there, where there are any."""
+        both = (*self.shared_in_group.items(), *self.shared_in_class.items())
+        return {k: n for k, n in both if n}
+
+    def enclosing(self, problem: AggregatedProblem) -> dict[int, str]:
+        """Shared JobClass with a required topology -> id of the domain chosen for its pods."""
+        classes = problem.ctx.job_classes
+        return {
+            i: parent
+            for (i, level, parent), x in self.local.items()
+            if x and classes[i].rjob.required_topology == level and not classes[i].exclusive_key
+        }
+
     def hint(self, model: cp_model.CpModel, v: Variables) -> None:
         """Replace the model's hint with this solution, complete over the planner's variables
         (a complete hint is a solution CP-SAT starts from; a partial one it may fail to repair)."""
         model.clear_hints()  # type: ignore[no-untyped-call]
-        _hint(model, v.admit, self.admit)
-        _hint(model, v.count, self.count)
-        _hint(model, v.shared_in_class, self.shared_in_class)
-        _hint(model, v.shared_in_group, self.shared_in_group)
-        _hint(model, v.local, self.local)
-        _hint(model, v.span, self.span)
-        _hint(model, v.used, self.used)
-        _hint(model, v.hosts, self.hosts)
-
-
-def _hint(
-    model: cp_model.CpModel, xs: Mapping[K, cp_model.IntVar], values: Mapping[K, int]
-) -> None:
-    for key, x in xs.items():
-        model.add_hint(x, values.get(key, 0))
+        for name in FAMILIES:
+            values: Mapping[object, int] = getattr(self, name)
+            for key, x in getattr(v, name).items():
+                model.add_hint(x, values.get(key, 0))

@@ -9,8 +9,8 @@ One container serves every question asked of the model (`ModelMode`):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import dataclass, field, fields
+from typing import Generic, Literal, TypeVar
 
 from ortools.sat.python import cp_model
 
@@ -18,7 +18,9 @@ from placer.solver.context import JobClass
 from placer.solver.cpsat.problem import AggregatedProblem
 
 __all__ = [
+    "FAMILIES",
     "MAX_COPIES",
+    "Families",
     "Guards",
     "ModelMode",
     "Variables",
@@ -28,6 +30,7 @@ __all__ = [
 ]
 
 ModelMode = Literal["admission", "copies", "partial"]
+T = TypeVar("T")
 
 MAX_COPIES = 10_000
 """Upper bound on copies of one JobSet in `copies` mode (the counting question needs one)."""
@@ -48,24 +51,40 @@ class Guards:
     """JobSet keys whose admission is a guarded requirement (`admitted:<key>`)."""
 
 
-@dataclass
-class Variables:
-    admit: dict[str, cp_model.IntVar] = field(default_factory=dict)
+@dataclass(frozen=True)
+class Families(Generic[T]):
+    """The planner's decision families, each keyed as the model keys it, spelled once: the model's
+    variables (`Variables`, `T` an `IntVar`) and a solution's values (`solution.Solution`, `T` an
+    int) are both families, so a hint, a stage's answer and a plan's counts cannot disagree on a
+    key. The mappings are filled while a model or a solution is made, never replaced."""
+
+    admit: dict[str, T] = field(default_factory=dict)
     """JobSet key -> 1 if the whole JobSet is placed (all-or-nothing); copies in `copies` mode."""
-    count: dict[tuple[int, str], cp_model.IntVar] = field(default_factory=dict)
+    count: dict[tuple[int, str], T] = field(default_factory=dict)
     """(JobClass, DomainClass) -> how many of its child Jobs take a domain of that class."""
-    shared_in_class: dict[tuple[int, str], cp_model.IntVar] = field(default_factory=dict)
+    shared_in_class: dict[tuple[int, str], T] = field(default_factory=dict)
     """(shared JobClass, DomainClass) -> its pods on members of the class left unreserved."""
-    shared_in_group: dict[tuple[int, str], cp_model.IntVar] = field(default_factory=dict)
+    shared_in_group: dict[tuple[int, str], T] = field(default_factory=dict)
     """(shared JobClass, NodeGroup) -> its pods on the group's nodes."""
-    local: dict[tuple[int, str, str], cp_model.IntVar] = field(default_factory=dict)
+    local: dict[tuple[int, str, str], T] = field(default_factory=dict)
     """(JobClass, level, enclosing domain id) -> 1 if that JobClass keeps all its Jobs there."""
-    span: dict[tuple[str, str, str], cp_model.IntVar] = field(default_factory=dict)
+    span: dict[tuple[str, str, str], T] = field(default_factory=dict)
     """(JobSet key, level, enclosing domain id) -> 1 if the JobSet uses any domain inside it."""
-    used: dict[tuple[int, str, str], cp_model.IntVar] = field(default_factory=dict)
+    used: dict[tuple[int, str, str], T] = field(default_factory=dict)
     """(shared Kueue JobClass, level, domain id) -> 1 if any of its pods is inside that domain."""
-    hosts: dict[tuple[int, str], cp_model.IntVar] = field(default_factory=dict)
+    hosts: dict[tuple[int, str], T] = field(default_factory=dict)
     """(shared Kueue JobClass, NodeGroup) -> nodes of the group holding its pods there."""
+
+
+FAMILIES: tuple[str, ...] = tuple(f.name for f in fields(Families))
+"""The families' names, in model order: what a solution reads and a hint sets."""
+
+
+@dataclass(frozen=True)
+class Variables(Families[cp_model.IntVar]):
+    """Every decision variable of one model: the planner's families, and those only the
+    counting (`copies`) and explaining (`Guards`) questions ask for."""
+
     copies_in: dict[tuple[int, str, str], cp_model.IntVar] = field(default_factory=dict)
     """`copies` mode: (JobClass, level, enclosing domain id) -> whole copies of it in there."""
     placed: dict[int, cp_model.IntVar] = field(default_factory=dict)
