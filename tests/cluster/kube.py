@@ -1,0 +1,138 @@
+"""What the cluster scenarios do to the real API server: apply manifests, make nodes, read state.
+
+The official client, as an operator's script would use it; nothing here is placer code, so a
+scenario can tell placer's behaviour from the fixture's.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes import dynamic
+from kubernetes.client.rest import ApiException
+
+from tests.cluster.processes import wait_until
+
+__all__ = [
+    "api_client",
+    "apply_all",
+    "create_nodes",
+    "ensure_namespace",
+    "events_for",
+    "list_pods",
+    "service_account_token",
+    "wait_for_crds",
+]
+
+FIELD_MANAGER = "placer-cluster-tests"
+
+
+def api_client(kubeconfig: Path) -> k8s.ApiClient:
+    return k8s_config.new_client_from_config(config_file=str(kubeconfig))
+
+
+def apply_all(kubeconfig: Path, documents: Iterable[dict[str, Any]]) -> None:
+    """Server-side apply each document (the way `kubectl apply --server-side` does)."""
+    with api_client(kubeconfig) as api:
+        client = dynamic.DynamicClient(api)
+        for document in documents:
+            resource = client.resources.get(
+                api_version=document["apiVersion"], kind=document["kind"]
+            )
+            namespace = document.get("metadata", {}).get("namespace")
+            resource.server_side_apply(
+                body=document,
+                name=document["metadata"]["name"],
+                namespace=namespace,
+                field_manager=FIELD_MANAGER,
+                force_conflicts=True,
+            )
+
+
+def wait_for_crds(kubeconfig: Path, names: list[str], timeout_s: float = 60.0) -> None:
+    with api_client(kubeconfig) as api:
+        extensions = k8s.ApiextensionsV1Api(api)
+
+        def established() -> bool:
+            for name in names:
+                crd = extensions.read_custom_resource_definition(name)
+                conditions = {c.type: c.status for c in (crd.status.conditions or [])}
+                if conditions.get("Established") != "True":
+                    return False
+            return True
+
+        wait_until(established, timeout_s=timeout_s, what=f"CRDs {names} established")
+
+
+def ensure_namespace(kubeconfig: Path, name: str, labels: dict[str, str] | None = None) -> None:
+    with api_client(kubeconfig) as api:
+        core = k8s.CoreV1Api(api)
+        body = {"metadata": {"name": name, "labels": labels or {}}}
+        try:
+            core.create_namespace(body)
+        except ApiException as error:
+            if error.status != 409:
+                raise
+            if labels:
+                core.patch_namespace(name, {"metadata": {"labels": labels}})
+
+
+_SERVER_SET = ("resourceVersion", "uid", "creationTimestamp", "managedFields", "generation")
+
+
+def create_nodes(kubeconfig: Path, nodes: Iterable[dict[str, Any]]) -> int:
+    """Create Node objects (with their status: allocatable, conditions) as a kubelet would."""
+    count = 0
+    with api_client(kubeconfig) as api:
+        core = k8s.CoreV1Api(api)
+        for node in nodes:
+            body = copy.deepcopy(node)
+            body.setdefault("apiVersion", "v1")
+            body.setdefault("kind", "Node")
+            for key in _SERVER_SET:
+                body["metadata"].pop(key, None)
+            status = body.get("status", {})
+            ready = {c["type"]: c["status"] for c in status.get("conditions", [])}.get("Ready")
+            if ready != "True":
+                # What the node lifecycle controller does to a node that is not Ready.
+                taints = body.setdefault("spec", {}).setdefault("taints", [])
+                taints.append({"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"})
+            core.create_node(body)
+            # The node registry keeps the status of a created node, but a status write is what
+            # a kubelet's heartbeat does: do it, so the stored status is exactly this one.
+            core.patch_node_status(body["metadata"]["name"], {"status": status})
+            count += 1
+    return count
+
+
+def service_account_token(kubeconfig: Path, namespace: str, name: str) -> str:
+    """A bound token for a ServiceAccount (TokenRequest), as a pod's projected volume gets."""
+    with api_client(kubeconfig) as api:
+        core = k8s.CoreV1Api(api)
+        request = {"spec": {"audiences": [], "expirationSeconds": 7200}}
+        answer = core.create_namespaced_service_account_token(name, namespace, request)
+        return str(answer.status.token)
+
+
+def list_pods(kubeconfig: Path, namespace: str, selector: str = "") -> list[Any]:
+    with api_client(kubeconfig) as api:
+        pods = k8s.CoreV1Api(api).list_namespaced_pod(namespace, label_selector=selector)
+        return list(pods.items)
+
+
+def events_for(kubeconfig: Path, namespace: str, name: str) -> list[Any]:
+    with api_client(kubeconfig) as api:
+        events = k8s.CoreV1Api(api).list_namespaced_event(
+            namespace, field_selector=f"involvedObject.name={name}"
+        )
+        return sorted(events.items, key=lambda e: e.metadata.name)
+
+
+def now_s() -> float:
+    return time.time()

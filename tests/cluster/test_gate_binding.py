@@ -1,0 +1,129 @@
+"""The gate binding end to end on the real control plane.
+
+placer's webhook (registered by a MutatingWebhookConfiguration, called by kube-apiserver over TLS)
+gates the pods the job controller creates for the JobSet controller's child Jobs; placer's
+controller, running as the shipped ServiceAccount, plans the JobSet, writes required node affinity
+and removes the gate; kube-scheduler binds every pod inside its planned domain, one child Job per
+domain. JobSet's own exclusive placement stays on (the example JobSets carry
+`alpha.jobset.sigs.k8s.io/exclusive-topology`), so this is also the scenario where the two must
+not fight.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import defaultdict
+from typing import Any
+
+from tests.cluster.scenario import GATE, REPO, Scenario, assignment_of, load_documents
+
+POOL = "cloud.google.com/gke-nodepool"
+
+
+def multislice(name: str, slices: int) -> dict[str, Any]:
+    (manifest,) = load_documents(REPO / "examples/jobsets/tpu-v5e-multislice.yaml")
+    manifest = copy.deepcopy(manifest)
+    manifest["metadata"]["name"] = name
+    manifest["spec"]["replicatedJobs"][0]["replicas"] = slices
+    return manifest
+
+
+def pools_by_child_job(scenario: Scenario, pods: list[Any]) -> dict[str, set[str]]:
+    labels = scenario.node_labels()
+    pools: dict[str, set[str]] = defaultdict(set)
+    for pod in pods:
+        job = pod.metadata.labels["batch.kubernetes.io/job-name"]
+        pools[job].add(labels[pod.spec.node_name][POOL])
+    return dict(pools)
+
+
+def required_values(pod: Any, key: str) -> list[str]:
+    affinity = pod.spec.affinity.node_affinity.required_during_scheduling_ignored_during_execution
+    return [
+        value
+        for term in affinity.node_selector_terms
+        for expression in term.match_expressions or []
+        if expression.key == key
+        for value in expression.values or []
+    ]
+
+
+def test_webhook_gates_controller_places_scheduler_binds_one_child_job_per_domain(
+    scenario: Scenario,
+) -> None:
+    scenario.use_example_cluster("tpu-v5e-v6e.yaml")
+    scenario.start_webhook()
+    scenario.start_controller()
+    scenario.create_jobset(multislice("train", slices=4))
+
+    pods = scenario.wait_pods_bound("train", count=8)
+
+    pools = pools_by_child_job(scenario, pods)
+    assert sorted(pools) == [f"train-workers-{i}" for i in range(4)]
+    assert all(len(p) == 1 for p in pools.values()), pools
+    chosen = [next(iter(p)) for p in pools.values()]
+    assert len(set(chosen)) == 4, f"two child Jobs share a slice: {pools}"
+    record = assignment_of(scenario.get_jobset("train"))
+    for job, pool in pools.items():
+        assert record["jobs"][job]["domain"]["value"] == next(iter(pool))
+    for pod in pods:
+        assert GATE not in [g.name for g in pod.spec.scheduling_gates or []]
+        job = pod.metadata.labels["batch.kubernetes.io/job-name"]
+        assert required_values(pod, POOL) == [record["jobs"][job]["domain"]["value"]]
+
+
+def test_a_jobset_that_cannot_be_placed_keeps_its_pods_gated_with_an_event(
+    scenario: Scenario,
+) -> None:
+    scenario.use_example_cluster("tpu-v5e-v6e.yaml")
+    scenario.start_webhook()
+    scenario.start_controller()
+    # The example cluster has 8 v5e 2x4 slices, one with a NotReady host: 7 can take a child Job.
+    scenario.create_jobset(multislice("too-wide", slices=8))
+
+    from tests.cluster.processes import wait_until
+
+    wait_until(
+        lambda: any(e.reason == "Unschedulable" for e in scenario.events("too-wide")),
+        timeout_s=90,
+        what="an Unschedulable event on too-wide",
+    )
+    pods = scenario.pods_of("too-wide")
+    assert pods, "the child Jobs' pods exist"
+    assert all(GATE in [g.name for g in p.spec.scheduling_gates or []] for p in pods)
+    assert all(not p.spec.node_name for p in pods)
+    assert assignment_of(scenario.get_jobset("too-wide")) == {}
+
+
+def test_a_jobset_restart_recreates_child_jobs_in_the_same_domains(scenario: Scenario) -> None:
+    scenario.use_example_cluster("tpu-v5e-v6e.yaml")
+    scenario.start_pod_reaper()
+    scenario.start_webhook()
+    scenario.start_controller()
+    scenario.create_jobset(multislice("restarted", slices=2))
+    before = pools_by_child_job(scenario, scenario.wait_pods_bound("restarted", count=4))
+    uids = {p.metadata.uid for p in scenario.pods_of("restarted")}
+
+    # A worker fails (what its kubelet would report): backoffLimit 0 fails its Job, and the
+    # JobSet's failurePolicy (maxRestarts 3) recreates every child Job.
+    victim = scenario.pods_of("restarted")[0]
+    scenario.core.patch_namespaced_pod_status(
+        victim.metadata.name, scenario.namespace, {"status": {"phase": "Failed"}}
+    )
+
+    def restarted() -> bool:
+        status = scenario.get_jobset("restarted").get("status", {})
+        pods = scenario.pods_of("restarted")
+        return (
+            status.get("restarts", 0) >= 1
+            and len(pods) == 4
+            and not uids & {p.metadata.uid for p in pods}
+            and all(p.spec.node_name for p in pods)
+        )
+
+    from tests.cluster.processes import wait_until
+
+    wait_until(restarted, timeout_s=120, what="the JobSet restarted and its new pods bound")
+    pods = scenario.pods_of("restarted")
+    assert {p.metadata.labels["jobset.sigs.k8s.io/restart-attempt"] for p in pods} == {"1"}
+    assert pools_by_child_job(scenario, pods) == before

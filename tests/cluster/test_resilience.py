@@ -1,0 +1,137 @@
+"""Several controllers, crashes and API server trouble on the real control plane.
+
+The guarantee under test: never two child Jobs in one domain, whatever runs and whatever fails,
+because every placement is committed to the fenced ledger (a ConfigMap, compare-and-swap on its
+resourceVersion) before any pod is released. Here the fencing is the real API server's optimistic
+concurrency, the leader election a real Lease, the watch 410s real compaction.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from collections import defaultdict
+
+import pytest
+from kubernetes import client as k8s
+
+from tests.cluster.processes import wait_until
+from tests.cluster.scenario import PLACER_SYSTEM, Scenario, assignment_of
+from tests.cluster.test_gate_binding import POOL, multislice
+
+TRIALS = int(os.environ.get("PLACER_CLUSTER_TRIALS", "2"))
+"""Seeded multi-controller trials per run (benchmarks.cluster_trials runs 200)."""
+
+
+def holder(scenario: Scenario, lease: str) -> str | None:
+    coordination = k8s.CoordinationV1Api(scenario._api)
+    try:
+        return str(coordination.read_namespaced_lease(lease, PLACER_SYSTEM).spec.holder_identity)
+    except k8s.exceptions.ApiException:
+        return None
+
+
+def assert_one_child_job_per_domain(scenario: Scenario) -> int:
+    """Across every namespace of the scenario: bound pods and placer's records agree, and no
+    domain holds two child Jobs. Returns the number of child Jobs placed."""
+    labels = scenario.node_labels()
+    owner: dict[str, str] = {}
+    placed = 0
+    for namespace in scenario.namespaces:
+        for jobset in scenario.list_jobsets(namespace):
+            name = jobset["metadata"]["name"]
+            record = assignment_of(jobset)
+            pools: dict[str, set[str]] = defaultdict(set)
+            for pod in scenario.pods_of(name, namespace):
+                if pod.spec.node_name:
+                    job = pod.metadata.labels["batch.kubernetes.io/job-name"]
+                    pools[job].add(labels[pod.spec.node_name][POOL])
+            for job, pool in pools.items():
+                assert len(pool) == 1, f"{namespace}/{job} spans {pool}"
+                assert record["jobs"][job]["domain"]["value"] in pool
+            for job, entry in record.get("jobs", {}).items():
+                domain = entry["domain"]["value"]
+                key = f"{namespace}/{job}"
+                assert domain not in owner, f"{key} and {owner[domain]} share {domain}"
+                owner[domain] = key
+                placed += 1
+    return placed
+
+
+def settled(scenario: Scenario) -> bool:
+    """Every JobSet either placed with all pods bound, or unplaced with none bound."""
+    for namespace in scenario.namespaces:
+        for jobset in scenario.list_jobsets(namespace):
+            name = jobset["metadata"]["name"]
+            pods = scenario.pods_of(name, namespace)
+            record = assignment_of(jobset)
+            expected = 2 * jobset["spec"]["replicatedJobs"][0]["replicas"]
+            if record and not (len(pods) == expected and all(p.spec.node_name for p in pods)):
+                return False
+            if not record and any(p.spec.node_name for p in pods):
+                return False
+    return True
+
+
+@pytest.mark.parametrize("seed", range(TRIALS))
+def test_three_controllers_two_elected_one_per_namespace_never_share_a_domain(
+    scenario: Scenario, seed: int
+) -> None:
+    rng = random.Random(seed)
+    scenario.use_example_cluster("tpu-v5e-v6e.yaml")
+    scenario.start_pod_reaper()
+    scenario.start_webhook()
+    other = scenario.add_namespace("b")
+    # Two replicas elect a leader for the first namespace; a third controller owns the second
+    # namespace under its own Lease. All three commit to the one ledger.
+    a0 = scenario.start_controller(identity="a0")
+    a1 = scenario.start_controller(identity="a1")
+    scenario.start_controller("--lease-name=placer-controller-b", identity="b0", namespaces=[other])
+    wait_until(
+        lambda: holder(scenario, "placer-controller") in {"a0", "a1"},
+        timeout_s=60,
+        what="a leader for the first namespace",
+    )
+
+    sizes = [rng.randint(1, 3) for _ in range(5)]
+    kill_after = rng.randrange(len(sizes))
+    for index, slices in enumerate(sizes):
+        namespace = rng.choice(scenario.namespaces)
+        scenario.create_jobset(multislice(f"trial-{index}", slices), namespace)
+        if index == kill_after:
+            leader = {"a0": a0, "a1": a1}[str(holder(scenario, "placer-controller"))]
+            leader.kill()
+
+    wait_until(lambda: settled(scenario), timeout_s=180, what="every JobSet placed or gated")
+    assert assert_one_child_job_per_domain(scenario) > 0
+    # The survivors took over: every JobSet left unplaced was planned and found no room.
+    for namespace in scenario.namespaces:
+        for jobset in scenario.list_jobsets(namespace):
+            name = jobset["metadata"]["name"]
+            if not assignment_of(jobset):
+                wait_until(
+                    lambda n=name, ns=namespace: any(
+                        e.reason == "Unschedulable" for e in scenario.events(n, ns)
+                    ),
+                    timeout_s=90,
+                    what=f"an Unschedulable event on {namespace}/{name}",
+                )
+
+
+def test_api_server_restart_after_compaction_the_watch_relists_and_places(
+    scenario: Scenario,
+) -> None:
+    scenario.use_example_cluster("tpu-v5e-v6e.yaml")
+    scenario.start_webhook()
+    scenario.start_controller()
+    scenario.create_jobset(multislice("before", slices=2))
+    scenario.wait_pods_bound("before", count=4)
+
+    # Compacted history and a restarted server: the controller's watches come back with a
+    # resourceVersion the server no longer has (410 Gone) and must relist.
+    scenario.plane.etcd_compact()
+    scenario.plane.restart_apiserver()
+    scenario.create_jobset(multislice("after", slices=2))
+
+    scenario.wait_pods_bound("after", count=4, timeout_s=180)
+    assert assert_one_child_job_per_domain(scenario) == 4
