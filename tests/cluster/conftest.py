@@ -96,4 +96,4 @@ def _keep_logs(plane: ControlPlane, case: Scenario, test_name: str) -> None:
     for component in [*plane.components.values(), *case.processes.values()]:
         if component.log_path.is_file():
             shutil.copy(component.log_path, target / component.log_path.name)
-    print(f"\ncomponent logs kept in {target}\n{plane.log_tails()}\n{case.log_tails()}")
+    print(f"\ncomponent logs kept in {target}\n{case.log_tails()}")

@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import json
 import ssl
+import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -228,8 +229,17 @@ class ControlPlane:
             ready_timeout_s=180.0,
         )
 
-    def restart_apiserver(self) -> None:
-        self.components["kube-apiserver"].restart(ready_timeout_s=180.0)
+    def restart_apiserver(self) -> float:
+        """Crash kube-apiserver (SIGKILL) and start it again; returns the seconds it was away.
+
+        Its watch cache starts afresh at etcd's current revision, so every client's watch comes
+        back with a resourceVersion the server no longer serves (410 Gone), as after a real
+        restart; after `etcd_compact` etcd cannot serve it either."""
+        server = self.components["kube-apiserver"]
+        started = time.monotonic()
+        server.kill()
+        server.start(ready_timeout_s=180.0)
+        return time.monotonic() - started
 
     def _start_controller_manager(self) -> None:
         self._add(

@@ -315,7 +315,10 @@ class KubeAdapter:
             onstarted_leading=on_started,
             onstopped_leading=on_stopped,
         )
-        elector: Any = _StoppableElection(cfg, stop)
+        # The client's elector logs every successful renewal (every retry period) at INFO;
+        # placer logs the transitions itself (placer.controller.leader).
+        logging.getLogger("leaderelection").setLevel(logging.WARNING)
+        elector: Any = _StoppableElection(cfg, stop, f"{settings.namespace}/{settings.lease}")
         elector.run()
 
 
@@ -327,11 +330,24 @@ class _StoppableElection(leaderelection.LeaderElection):
     API calls or logging from a thread that outlives its controller.
     """
 
-    def __init__(self, config: Any, stop: threading.Event) -> None:
+    def __init__(self, config: Any, stop: threading.Event, name: str) -> None:
         super().__init__(config)  # type: ignore[no-untyped-call]
         self._stop = stop
+        self._name = name
 
     def try_acquire_or_renew(self) -> bool:
+        """One attempt; a transport failure is a failed attempt, not the end of the election.
+
+        The client's lock methods catch only `ApiException`, so a refused connection (an API
+        server restarting) escaped its loops and ended leadership at the first failed renewal.
+        As in client-go, the leader now keeps retrying every retry period and steps down only
+        when the renew deadline passes without a successful renewal (found on the real control
+        plane: tests/cluster/test_resilience.py).
+        """
         if self._stop.is_set():
             return False
-        return bool(super().try_acquire_or_renew())  # type: ignore[no-untyped-call]
+        try:
+            return bool(super().try_acquire_or_renew())  # type: ignore[no-untyped-call]
+        except (urllib3.exceptions.HTTPError, OSError) as error:
+            log.warning("lease %s: API server unreachable (%s); retrying", self._name, error)
+            return False
