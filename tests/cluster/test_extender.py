@@ -1,0 +1,171 @@
+"""The scheduler extender in kube-scheduler's real configuration.
+
+`placer extender` watches the controller's ledger (as the shipped ServiceAccount
+`placer-extender`, with exactly deploy/scheduler's Roles); kube-scheduler calls it with
+deploy/scheduler/kube-scheduler-config.yaml's extender settings (nodeCacheCapable, managed
+TPU and GPU resources), pointed at 127.0.0.1. Pods that are not placer's must stay out of
+planned domains; with the extender down, `ignorable` decides whether they schedule at all.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.cluster.kube import apply_all, service_account_token
+from tests.cluster.processes import LOOPBACK, free_port, wait_until
+from tests.cluster.scenario import PLACER_SYSTEM, REPO, Scenario, assignment_of, load_documents
+from tests.cluster.test_gate_binding import POOL, multislice
+
+V5E = {
+    "cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice",
+    "cloud.google.com/gke-tpu-topology": "2x4",
+}
+
+
+def extender_settings(port: int, *, ignorable: bool) -> list[dict[str, Any]]:
+    """deploy/scheduler's extender entry, its URL on loopback."""
+    (config,) = load_documents(REPO / "deploy/scheduler/kube-scheduler-config.yaml")
+    (extender,) = copy.deepcopy(config["extenders"])
+    extender["urlPrefix"] = f"http://{LOOPBACK}:{port}"
+    extender["ignorable"] = ignorable
+    return [extender]
+
+
+def start_extender(scenario: Scenario) -> int:
+    documents = load_documents(REPO / "deploy/scheduler/extender.yaml")
+    rbac = [
+        d for d in documents if d["kind"] not in {"Deployment", "Service", "PodDisruptionBudget"}
+    ]
+    apply_all(scenario.admin, rbac)
+    token = service_account_token(scenario.admin, PLACER_SYSTEM, "placer-extender")
+    kubeconfig = scenario.plane.token_kubeconfig("placer-extender", token)
+    port = free_port()
+    scenario._placer(
+        "extender",
+        "extender",
+        f"--kubeconfig={kubeconfig}",
+        f"--host={LOOPBACK}",
+        f"--port={port}",
+        f"--ledger-namespace={PLACER_SYSTEM}",
+        health_url=f"http://{LOOPBACK}:{port}/healthz",
+    )
+    return port
+
+
+def other_pod(name: str) -> dict[str, Any]:
+    """Not placer's: no JobSet labels, one TPU chip, tolerating the TPU taint."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {
+            "nodeSelector": V5E,
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "busybox",
+                    "resources": {"limits": {"google.com/tpu": "1"}},
+                }
+            ],
+        },
+    }
+
+
+@pytest.fixture
+def scheduler_restored(scenario: Scenario) -> Iterator[Scenario]:
+    """The scheduler back to its plain configuration after the scenario, pass or fail."""
+    try:
+        yield scenario
+    finally:
+        scenario.plane.reconfigure_scheduler(scenario.plane.scheduler_config())
+
+
+def test_pods_that_are_not_placers_stay_out_of_planned_domains_and_ignorable_decides_when_down(
+    scheduler_restored: Scenario,
+) -> None:
+    scenario = scheduler_restored
+    scenario.use_example_cluster("tpu-v5e-v6e.yaml")
+    port = start_extender(scenario)
+    scenario.plane.reconfigure_scheduler(
+        scenario.plane.scheduler_config(extender_settings(port, ignorable=False))
+    )
+    scenario.start_webhook()
+    scenario.start_controller()
+    # Two chips per worker: each planned node keeps two free chips another pod could take.
+    manifest = multislice("half", slices=3)
+    container = manifest["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"][
+        "containers"
+    ][0]
+    container["resources"]["limits"]["google.com/tpu"] = 2
+    scenario.create_jobset(manifest)
+    scenario.wait_pods_bound("half", count=6)
+    record = assignment_of(scenario.get_jobset("half"))
+    planned = {entry["domain"]["value"] for entry in record["jobs"].values()}
+
+    # Chips free outside the planned domains; two pods more than that. Without the extender
+    # the two would take the free chips inside planned domains; with it they must wait.
+    outside = 0
+    for node in scenario.core.list_node().items:
+        labels = node.metadata.labels
+        usable = not any(t.key == "node.kubernetes.io/not-ready" for t in node.spec.taints or [])
+        if (
+            usable
+            and labels.get(POOL) not in planned
+            and all(labels.get(k) == v for k, v in V5E.items())
+        ):
+            outside += int(node.status.allocatable["google.com/tpu"])
+    names = [f"other-{index}" for index in range(outside + 2)]
+    for name in names:
+        scenario.core.create_namespaced_pod(scenario.namespace, other_pod(name))
+
+    def pods() -> list[Any]:
+        return [scenario.core.read_namespaced_pod(n, scenario.namespace) for n in names]
+
+    wait_until(
+        lambda: sum(bool(p.spec.node_name) for p in pods()) == outside,
+        timeout_s=120,
+        what=f"{outside} of the other pods bound",
+    )
+    labels = scenario.node_labels()
+    for pod in pods():
+        if pod.spec.node_name:
+            pool = labels[pod.spec.node_name][POOL]
+            assert pool not in planned, f"{pod.metadata.name} entered planned domain {pool}"
+    waiting = [p.metadata.name for p in pods() if not p.spec.node_name]
+    assert len(waiting) == 2
+    wait_until(
+        lambda: all(
+            any(e.reason == "FailedScheduling" for e in scenario.events(n)) for n in waiting
+        ),
+        timeout_s=60,
+        what="FailedScheduling for the pods with no room outside planned domains",
+    )
+    for name in names:
+        scenario.core.delete_namespaced_pod(name, scenario.namespace, grace_period_seconds=0)
+
+    # The extender down: not ignorable, a pod it should judge is not scheduled at all.
+    scenario.processes["extender"].stop()
+    scenario.core.create_namespaced_pod(scenario.namespace, other_pod("while-down"))
+
+    def refused() -> bool:
+        events = scenario.events("while-down")
+        return any(e.reason == "FailedScheduling" for e in events)
+
+    wait_until(refused, timeout_s=60, what="FailedScheduling for while-down")
+    assert not scenario.core.read_namespaced_pod("while-down", scenario.namespace).spec.node_name
+
+    # Ignorable: the scheduler goes on without it.
+    scenario.plane.reconfigure_scheduler(
+        scenario.plane.scheduler_config(extender_settings(port, ignorable=True))
+    )
+    wait_until(
+        lambda: bool(
+            scenario.core.read_namespaced_pod("while-down", scenario.namespace).spec.node_name
+        ),
+        timeout_s=90,
+        what="while-down bound with the extender ignorable",
+    )
