@@ -172,3 +172,21 @@ def test_node_labels_over_http() -> None:
         controller(KubeAdapter(api.client()), binding="node-labels").run_once()
         assert set(labels_of(api.cluster).values()) == {None}
         assert all(n["spec"]["taints"] == [TPU_TAINT] for n in api.cluster.objects("nodes"))
+
+
+def test_a_label_value_over_63_characters_is_refused_with_a_reason_not_patched() -> None:
+    """`<namespace>_<child Job>` is a label value: over 63 characters no node can carry it (the
+    real API server answers 422 to every node patch, as tests/cluster found)."""
+    cluster = tpu_cluster(blocks=3)
+    namespace = "a-team-with-a-rather-long-namespace-name-for-training"
+    add_jobset(cluster, "pretrain", jobs=2, gate=False, node_labels=True, namespace=namespace)
+    report = controller(cluster, binding="node-labels").run_once()
+    assert record(cluster, "pretrain", namespace) is None
+    assert all(value is None for value in labels_of(cluster).values())
+    events = [e for e in cluster.objects("events") if e["reason"] == "Unschedulable"]
+    assert len(events) == 1
+    value = f"{namespace}_pretrain-w-0"
+    assert f"label value {value!r} for child Job pretrain-w-0 is {len(value)} characters" in (
+        events[0]["message"]
+    )
+    assert report.writes and not any("node" in type(w).__name__.lower() for w in report.writes)

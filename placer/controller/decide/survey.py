@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from placer.controller.adapter import Obj
+from placer.controller.decide.bindings import namespaced_job
 from placer.controller.decide.ledger import Ledger
 from placer.controller.decide.state import ClusterState
 from placer.model.assignment import ASSIGNMENT_ANNOTATION, PLACEMENT_GATE, Assignment
@@ -296,6 +297,30 @@ def _parse(
     return result
 
 
+LABEL_VALUE_MAX = 63
+"""Kubernetes' limit on a label value, so on a nodeSelector value too."""
+
+
+def node_selector_label_problem(request: JobSetRequest) -> str:
+    """Why JobSet's node-selector strategy cannot work for this JobSet, or "".
+
+    JobSet selects each child Job's nodes by the label value `<namespace>_<child Job name>`;
+    over 63 characters it is not a valid label value, so no node can carry it and JobSet's own
+    child Job (whose nodeSelector holds it) is refused by the API server. Found on the real
+    control plane, where every node patch failed with 422 each cycle.
+    """
+    for _, _, job in request.child_jobs():
+        value = namespaced_job(request.namespace, job)
+        if len(value) > LABEL_VALUE_MAX:
+            return (
+                f"node-labels binding: label value {value!r} for child Job {job} is "
+                f"{len(value)} characters, over the {LABEL_VALUE_MAX} Kubernetes allows "
+                f"(alpha.jobset.sigs.k8s.io/namespaced-job is <namespace>_<child Job name>); "
+                "shorten the namespace, JobSet or replicatedJob name"
+            )
+    return ""
+
+
 def survey(
     state: ClusterState,
     *,
@@ -331,6 +356,9 @@ def survey(
         ):
             continue
         request, error, warning = _parse(obj, order, priorities, memo)
+        if request is not None and binding == "node-labels":
+            error = node_selector_label_problem(request)
+            request = None if error else request
         record, text = read_record(obj, key)
         if entry is not None:
             record = entry.record
