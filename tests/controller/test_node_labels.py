@@ -186,7 +186,8 @@ def test_a_label_value_over_63_characters_is_refused_with_a_reason_not_patched()
     events = [e for e in cluster.objects("events") if e["reason"] == "Unschedulable"]
     assert len(events) == 1
     value = f"{namespace}_pretrain-w-0"
-    assert f"label value {value!r} for child Job pretrain-w-0 is {len(value)} characters" in (
-        events[0]["message"]
+    assert (
+        f"label value {value!r} for child Job pretrain-w-0 is {len(value)} characters"
+        in (events[0]["message"])
     )
     assert report.writes and not any("node" in type(w).__name__.lower() for w in report.writes)
