@@ -314,7 +314,7 @@ def node_groups(
         by_signature[(view.node_signature(node), parents)].append(node)
     groups: list[NodeGroup] = []
     for nodes in sorted(by_signature.values(), key=lambda ns: ns[0].name):
-        capacity = {jc.index: view.node_capacity(jc, nodes[0]) for jc in shared}
+        capacity = {jc.index: ctx.node_capacity(jc, nodes[0]) for jc in shared}
         if not any(capacity.values()):
             continue
         groups.append(
@@ -340,6 +340,6 @@ def shared_room_by_owner(
     result = []
     for c in classes:
         owned = [ctx.nodes[n] for n in c.members[0].nodes if owner[n] == c.id]
-        room = {jc.index: sum(view.node_capacity(jc, n) for n in owned) for jc in shared}
+        room = {jc.index: sum(ctx.node_capacity(jc, n) for n in owned) for jc in shared}
         result.append(replace(c, shared_capacity=room, shared_resources=view.scaled_free(owned)))
     return tuple(result)

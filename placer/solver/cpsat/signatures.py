@@ -1,14 +1,14 @@
 """What nodes look like to the queue, and how much of each JobClass they hold: aggregation's inputs.
 
 Two domains fold into one class when their nodes look the same to every pod in the queue
-(`QueueView.node_signature`); pods per node are computed once per (pod shape, node signature), so
-a fleet of identical pools costs one capacity computation per shape. Used by aggregate.py only.
+(`QueueView.node_signature`). Pods per node come from the context's `ShapeIndex` (two lookups a
+node), so nothing here caches them. Used by aggregate.py only.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -23,7 +23,7 @@ NodeSignature = tuple[Any, ...]
 
 
 class QueueView:
-    """Node signatures and per-node capacities as the queue's JobClasses see them (cached)."""
+    """Node signatures as the queue's JobClasses see them (cached), and pods per set of nodes."""
 
     def __init__(self, ctx: PlacementContext, resource_scale: Mapping[str, Decimal]) -> None:
         self.ctx = ctx
@@ -39,7 +39,6 @@ class QueueView:
         self._by_name = by_name
         self._signatures: dict[str, NodeSignature] = {}
         self._shape_of = {jc.index: jc.rjob.pod.signature() for jc in ctx.job_classes}
-        self._capacity: dict[tuple[str, Hashable], int] = {}
 
     def node_signature(self, node: Node) -> NodeSignature:
         found = self._signatures.get(node.name)
@@ -55,14 +54,6 @@ class QueueView:
             )
         return found
 
-    def node_capacity(self, jc: JobClass, node: Node) -> int:
-        """Pods of `jc` that fit on `node`, once per (pod shape, node signature)."""
-        key = (self._shape_of[jc.index], self.node_signature(node))
-        found = self._capacity.get(key)
-        if found is None:
-            found = self._capacity[key] = self.ctx.node_capacity(jc, node)
-        return found
-
     def capacities(self, classes: Sequence[JobClass], nodes: Sequence[Node]) -> dict[int, int]:
         """Pods of each JobClass that fit on `nodes`, computed once per distinct pod shape."""
         per_shape: dict[str, int] = {}
@@ -70,7 +61,7 @@ class QueueView:
         for jc in classes:
             shape = self._shape_of[jc.index]
             if shape not in per_shape:
-                per_shape[shape] = sum(self.node_capacity(jc, n) for n in nodes)
+                per_shape[shape] = self.ctx.class_facts(jc).total_capacity(n.name for n in nodes)
             result[jc.index] = per_shape[shape]
         return result
 

@@ -82,6 +82,8 @@ class _Domain:
 
     values: tuple[str, ...]
     """Level values from the top level down to this domain (Kueue's levelValues)."""
+    index: int
+    """Position in the tree (0, 1, ...): where a search keeps this domain's counts."""
     children: list[_Domain] = field(default_factory=list)
     node: str | None = None
     """The node, for a leaf."""
@@ -108,6 +110,8 @@ class TasTree:
         self.levels_by_index: list[list[_Domain]] = [[] for _ in self.level_keys]
         index: dict[tuple[str, ...], _Domain] = {}
         self.roots: list[_Domain] = []
+        self.size = 0
+        """Domains in the tree, leaves included."""
         for node in sorted(nodes, key=lambda n: n.name):
             if any(lv not in node.labels for lv in required):
                 continue
@@ -117,11 +121,15 @@ class TasTree:
                 values = (*values, node.labels.get(lv, ""))
                 found = index.get(values)
                 if found is None:
-                    found = index[values] = _Domain(values)
+                    found = index[values] = _Domain(values, self.size)
+                    self.size += 1
                     self.levels_by_index[depth].append(found)
                     (parent.children if parent else self.roots).append(found)
                 parent = found
-            leaf = _Domain((*values, node.labels.get(HOSTNAME, node.name)), node=node.name)
+            leaf = _Domain(
+                (*values, node.labels.get(HOSTNAME, node.name)), self.size, node=node.name
+            )
+            self.size += 1
             self.levels_by_index[-1].append(leaf)
             (parent.children if parent else self.roots).append(leaf)
 
@@ -177,7 +185,7 @@ def find_group_assignment(
 
 
 class _Search:
-    """One run of Kueue's algorithm; counts per domain live here, keyed by `id(domain)`.
+    """One run of Kueue's algorithm; counts per domain live here, by the domain's `index`.
 
     Per domain, as Kueue keeps them: `pods` and `slices` that fit (phase fill), then that are
     assigned (phase descend); `leader`, 1 when the group's leader fits somewhere inside; `pods_wl`
@@ -199,11 +207,11 @@ class _Search:
         """Node -> workers' pods fitting beside the leader, for the nodes the leader fits on;
         None when there is no leader."""
         self.leaders = 0 if beside_leader is None else 1
-        self.pods: dict[int, int] = {}
-        self.slices: dict[int, int] = {}
-        self.pods_wl: dict[int, int] = {}
-        self.slices_wl: dict[int, int] = {}
-        self.leader: dict[int, int] = {}
+        self.pods = [0] * tree.size
+        self.slices = [0] * tree.size
+        self.pods_wl = [0] * tree.size
+        self.slices_wl = [0] * tree.size
+        self.leader = [0] * tree.size
 
     def run(self) -> tuple[list[tuple[str, int]], str | None] | str:
         """(worker pods per node in Kueue's order, the leader's node), or why nothing fits."""
@@ -257,12 +265,12 @@ class _Search:
     # -- state --
 
     @staticmethod
-    def _get(table: dict[int, int], d: _Domain) -> int:
-        return table.get(id(d), 0)
+    def _get(table: list[int], d: _Domain) -> int:
+        return table[d.index]
 
     @staticmethod
-    def _set(table: dict[int, int], d: _Domain, value: int) -> None:
-        table[id(d)] = value
+    def _set(table: list[int], d: _Domain, value: int) -> None:
+        table[d.index] = value
 
     def _count(self, d: _Domain, *, slices: bool, with_leader: bool) -> int:
         if slices:
