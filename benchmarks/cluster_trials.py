@@ -10,7 +10,9 @@ its own seed: create 1-5 JobSets of 1-3 slices in random namespaces at random mo
 random controller (SIGKILL) in a third of the trials, wait until every JobSet is placed with its
 pods bound or refused with an Unschedulable event, then check every bound pod and every record:
 no domain holds two child Jobs, no child Job spans two domains, every pod is in its recorded
-domain. Then the trial's JobSets are deleted and the next trial starts.
+domain. Then the trial's JobSets are deleted and the next trial starts. The summary counts the
+kills and the restarts the supervisor made: a restart beyond the kills is a controller that exited
+on its own (deposed, lost its lease).
 
 Prints one JSON line per trial and a summary; exits 1 if any trial saw a double placement.
 """
@@ -18,6 +20,7 @@ Prints one JSON line per trial and a summary; exits 1 if any trial saw a double 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -30,20 +33,26 @@ from pathlib import Path
 from tests.cluster import build
 from tests.cluster.conftest import _versions
 from tests.cluster.controlplane import ControlPlane
-from tests.cluster.processes import Component, wait_until
+from tests.cluster.processes import Component, ComponentExited, wait_until
 from tests.cluster.scenario import JOBSET_GROUP, JOBSET_VERSION, JOBSETS, Scenario
 from tests.cluster.test_gate_binding import multislice
 from tests.cluster.test_resilience import assert_one_child_job_per_domain, settled
 
 
-def supervise(components: list[Component], stop: threading.Event) -> threading.Thread:
-    """Restart any component that exits, until `stop` (the Deployment's restart policy)."""
+def supervise(
+    components: list[Component], stop: threading.Event, restarts: list[str]
+) -> threading.Thread:
+    """Restart any component that exits, until `stop` (the Deployment's restart policy); each
+    restart is appended to `restarts`."""
 
     def loop() -> None:
         while not stop.wait(1.0):
             for component in components:
                 if not component.running:
-                    component.start(ready_timeout_s=60)
+                    restarts.append(component.name)
+                    # Killed again while starting: the next round restarts it once more.
+                    with contextlib.suppress(ComponentExited, TimeoutError):
+                        component.start(ready_timeout_s=60)
 
     thread = threading.Thread(target=loop, name="supervisor", daemon=True)
     thread.start()
@@ -64,7 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     root = Path(tempfile.mkdtemp(prefix="placer-trials-"))
     plane = ControlPlane(root=root, binaries=binaries, sources=sources, versions=_versions())
     stop = threading.Event()
-    doubles = 0
+    doubles = kills = 0
+    restarts: list[str] = []
     started = time.monotonic()
     print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()}", file=sys.stderr)
     try:
@@ -82,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
                 "--lease-name=placer-controller-b", identity="b0", namespaces=[other]
             ),
         ]
-        supervise(controllers, stop)
+        supervise(controllers, stop, restarts)
         for trial in range(arguments.trials):
             rng = random.Random(arguments.seed * 100_000 + trial)
             t0 = time.monotonic()
@@ -93,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
                 case.create_jobset(multislice(f"t{trial}-{index}", rng.randint(1, 3)), namespace)
                 if index == kill_at:
                     rng.choice(controllers).kill()
+                    kills += 1
                 time.sleep(rng.uniform(0, 1.5))
             wait_until(lambda: settled(case), timeout_s=240, what=f"trial {trial} to settle")
             try:
@@ -133,6 +144,9 @@ def main(argv: list[str] | None = None) -> int:
     summary = {
         "trials": arguments.trials,
         "double_placements": doubles,
+        "kills": kills,
+        "restarts": len(restarts),
+        "restarts_beyond_kills": len(restarts) - kills,
         "minutes": round((time.monotonic() - started) / 60, 1),
         "load": os.getloadavg(),
     }

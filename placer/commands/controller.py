@@ -212,6 +212,7 @@ def _config(args: argparse.Namespace, identity: str) -> Any:
         resync_s=args.resync_interval,
         all_pods=args.pod_scope == "all",
         identity=identity,
+        lease=f"{args.lease_namespace or default_namespace()}/{args.lease_name}",
         ledger_namespace=args.ledger_namespace or default_namespace(),
         list_retry_s=args.retry_timeout,
     )

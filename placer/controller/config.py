@@ -32,6 +32,9 @@ class ControllerConfig(BaseModel):
     """Watch every pod (true free capacity) rather than only JobSet pods."""
     watch_timeout_s: float = 300.0
     identity: str = ""
+    lease: str = ""
+    """`namespace/name` of the Lease this controller is elected on: its ledger fence is counted
+    under it ("" for --once runs and tests: the ledger's single original term)."""
     ledger_namespace: str = "placer-system"
     """Where the placement ledger (ConfigMap `placer-ledger`) lives: the same for every
     controller of a cluster."""

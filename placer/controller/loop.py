@@ -69,6 +69,7 @@ def claim_ledger(ctl: Controller, stop: threading.Event) -> bool:
                 ctl.config.ledger_namespace,
                 LEDGER_NAME,
                 ctl.config.identity,
+                lease=ctl.config.lease,
                 policy=ctl.retry,
                 sleep=ctl.sleep,
                 on_object=ctl.cache.record,

@@ -6,6 +6,7 @@ component runs in its own process group so stopping it also stops anything it sp
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import socket
@@ -28,6 +29,19 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind((LOOPBACK, 0))
         return int(probe.getsockname()[1])
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: SIGKILL when the process that started it dies.
+
+    A test run or benchmark killed by a timeout runs no `finally`; without this its etcd, API
+    server and managers would outlive it, holding ports and CPU.
+    """
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+PR_SET_PDEATHSIG = 1
 
 
 class ComponentExited(RuntimeError):
@@ -77,6 +91,7 @@ class Component:
             stdin=subprocess.DEVNULL,
             env={**os.environ, **self.env},
             start_new_session=True,
+            preexec_fn=_die_with_parent,
         )
         log.close()
         if self.health_url is not None:

@@ -214,3 +214,35 @@ def test_entries_of_another_kind_are_held_and_never_released_here() -> None:
     z = record(cluster, "z", "ns1")
     assert z is not None and block_of(z, "z-w-0") == "b1"
     assert "reservation.ns9.gone" in ledger(cluster)
+
+
+def test_leaders_of_different_leases_share_the_ledger_same_lease_deposes() -> None:
+    """Controllers elected on different Leases (split namespaces) each claim their own term and
+    neither deposes the other; a newer leader of the same Lease still deposes the older one."""
+    cluster = tpu_cluster(blocks=3)
+    add_jobset(cluster, "x", jobs=1, namespace="ns1")
+    add_jobset(cluster, "y", jobs=1, namespace="ns2")
+    a = controller(cluster, identity="a0", namespaces=("ns1",))
+    b = controller(cluster, identity="b0", namespaces=("ns2",))
+    a.fence = claim(cluster, NS, LEDGER_NAME, "a0", lease="placer-system/lease-a")
+    b.fence = claim(cluster, NS, LEDGER_NAME, "b0", lease="placer-system/lease-b")
+    assert (a.fence.term, b.fence.term) == (1, 1)
+    a.relist()
+    assert list(a.run_cycle(force_plan=True).planned.placed) == ["ns1/x"]
+    b.relist()
+    assert list(b.run_cycle(force_plan=True).planned.placed) == ["ns2/y"]
+    assert_exclusive(cluster)
+    ledger = read_ledger(cluster.get("configmaps", LEDGER_NAME, namespace=NS), NS)
+    assert {lease: f.holder for lease, f in ledger.fences.items()} == {
+        "placer-system/lease-a": "a0",
+        "placer-system/lease-b": "b0",
+    }
+    newer = claim(cluster, NS, LEDGER_NAME, "a1", lease="placer-system/lease-a")
+    assert newer.term == 2
+    add_jobset(cluster, "z", jobs=1, namespace="ns1")
+    a.relist()
+    with pytest.raises(Deposed, match="under lease placer-system/lease-a"):
+        a.run_cycle(force_plan=True)
+    add_jobset(cluster, "w", jobs=1, namespace="ns2")
+    b.relist()
+    assert list(b.run_cycle(force_plan=True).planned.placed) == ["ns2/w"]

@@ -123,17 +123,19 @@ def claim(
     name: str,
     identity: str,
     *,
+    lease: str = "",
     policy: RetryPolicy | None = None,
     sleep: Callable[[float], None] = time.sleep,
     on_object: Callable[[Kind, Obj], None] = lambda kind, obj: None,
 ) -> Fence:
-    """Start a new term in the ledger for `identity` (an elected leader, before it plans)."""
+    """Start a new term under `lease` (`namespace/name`) in the ledger for `identity`: what an
+    elected leader does before it plans. Only leaders of the same Lease depose each other."""
     policy = policy or RetryPolicy()
     for _ in range(CLAIM_ATTEMPTS):
         ledger = read_fresh(
             adapter, namespace, name, policy=policy, sleep=sleep, on_object=on_object
         )
-        fence = Fence(holder=identity, term=ledger.term + 1)
+        fence = Fence(holder=identity, term=ledger.fence_of(lease).term + 1, lease=lease)
         result = commit(
             adapter,
             ledger,

@@ -34,6 +34,7 @@ commit.py.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from collections.abc import Mapping, Set
@@ -60,6 +61,7 @@ __all__ = [
     "LedgerEntry",
     "entry_key",
     "exclusive_clashes",
+    "fence_annotation",
     "ledger_object",
     "ledger_patch",
     "read_ledger",
@@ -74,6 +76,15 @@ TERM_ANNOTATION = f"{PREFIX}/ledger-term"
 """Fencing: bumped by every leader when it starts; a leader commits only under its own term."""
 HOLDER_ANNOTATION = f"{PREFIX}/ledger-holder"
 """The identity of the leader that claimed the current term."""
+FENCE_ANNOTATION_PREFIX = f"{PREFIX}/ledger-fence."
+"""Per-Lease fences: `<prefix><digest of the Lease>` = JSON {"lease", "term", "holder"}."""
+
+
+def fence_annotation(lease: str) -> str:
+    """The annotation key holding `lease`'s fence (a digest: Lease names may be 253 long)."""
+    return FENCE_ANNOTATION_PREFIX + hashlib.sha256(lease.encode()).hexdigest()[:16]
+
+
 PLACEMENT = "placement"
 RESERVATION = "reservation"
 
@@ -84,10 +95,21 @@ class Deposed(Exception):
 
 @dataclass(frozen=True)
 class Fence:
-    """An elected leader's claim on the ledger: its identity and the term it raised it to."""
+    """An elected leader's claim on the ledger: its identity and the term it raised it to.
+
+    Terms are counted per Lease: replicas elected on one Lease fence each other (a newer leader
+    deposes an older one), while controllers elected on different Leases (each managing its own
+    namespaces) share the ledger without deposing each other; their commits are still serialized
+    by the ledger's resourceVersion and checked node by node. With one term for every Lease, two
+    such controllers deposed each other at every claim and exited in turn (found by the
+    multi-controller trials on the real control plane, benchmarks/cluster_trials.py).
+    """
 
     holder: str
     term: int
+    lease: str = ""
+    """`namespace/name` of the Lease this leader was elected on; "" keeps the ledger's original
+    single term (`TERM_ANNOTATION`, `HOLDER_ANNOTATION`)."""
 
 
 class LedgerEntry(BaseModel):
@@ -200,6 +222,8 @@ class Ledger:
     """"" while the ledger does not exist (the first commit creates it)."""
     term: int = 0
     holder: str = ""
+    fences: Mapping[str, Fence] = field(default_factory=dict)
+    """The per-Lease fences, by Lease (`Fence.lease`)."""
     entries: Mapping[str, LedgerEntry] = field(default_factory=dict)
     unreadable: Set[str] = frozenset()
     """Keys whose value does not parse: kept as they are, and their owners planned around."""
@@ -207,6 +231,12 @@ class Ledger:
     @property
     def exists(self) -> bool:
         return bool(self.resource_version)
+
+    def fence_of(self, lease: str) -> Fence:
+        """The current claim under `lease` (term 0 and no holder if none)."""
+        if not lease:
+            return Fence(holder=self.holder, term=self.term)
+        return self.fences.get(lease, Fence(holder="", term=0, lease=lease))
 
     def placement(self, owner: str, uid: str) -> LedgerEntry | None:
         """The committed placement of this JobSet (this incarnation of it), if any."""
@@ -234,12 +264,27 @@ def read_ledger(obj: Obj | None, namespace: str) -> Ledger:
         term = int(annotations.get(TERM_ANNOTATION) or 0)
     except ValueError:
         term = 0
+    fences: dict[str, Fence] = {}
+    for key, text in sorted(annotations.items()):
+        if not key.startswith(FENCE_ANNOTATION_PREFIX):
+            continue
+        try:
+            value = json.loads(text)
+            fence = Fence(
+                holder=str(value["holder"]), term=int(value["term"]), lease=value["lease"]
+            )
+        except (ValueError, KeyError, TypeError) as e:
+            log.warning("ledger %s: unreadable fence %s: %s", meta.get("name"), key, e)
+            continue
+        if isinstance(fence.lease, str) and key == fence_annotation(fence.lease):
+            fences[fence.lease] = fence
     return Ledger(
         namespace=str(meta.get("namespace") or namespace),
         name=str(meta.get("name") or LEDGER_NAME),
         resource_version=resource_version(obj),
         term=term,
         holder=str(annotations.get(HOLDER_ANNOTATION) or ""),
+        fences=fences,
         entries=entries,
         unreadable=frozenset(unreadable),
     )
@@ -262,20 +307,24 @@ class LedgerChange:
         """Raise `Deposed` when a leader's commit would follow a newer leader's claim."""
         if self.fence is None or self.claim:
             return
-        if (ledger.term, ledger.holder) != (self.fence.term, self.fence.holder):
+        current = ledger.fence_of(self.fence.lease)
+        if (current.term, current.holder) != (self.fence.term, self.fence.holder):
+            under = f" under lease {self.fence.lease}" if self.fence.lease else ""
             raise Deposed(
-                f"the ledger is at term {ledger.term} of {ledger.holder or 'nobody'}; this "
-                f"replica led term {self.fence.term}"
+                f"the ledger is at term {current.term} of {current.holder or 'nobody'}{under}; "
+                f"this replica led term {self.fence.term}"
             )
 
 
 def _annotations(ledger: Ledger, change: LedgerChange) -> dict[str, str]:
-    if change.fence is not None and change.claim:
-        return {
-            TERM_ANNOTATION: str(max(ledger.term, change.fence.term)),
-            HOLDER_ANNOTATION: change.fence.holder,
-        }
-    return {}
+    fence = change.fence
+    if fence is None or not change.claim:
+        return {}
+    term = max(ledger.fence_of(fence.lease).term, fence.term)
+    if not fence.lease:
+        return {TERM_ANNOTATION: str(term), HOLDER_ANNOTATION: fence.holder}
+    value = {"holder": fence.holder, "lease": fence.lease, "term": term}
+    return {fence_annotation(fence.lease): json.dumps(value, sort_keys=True)}
 
 
 def ledger_object(ledger: Ledger, change: LedgerChange) -> Obj:
