@@ -145,11 +145,6 @@ def test_cpsat_public_surface_is_small_and_declared() -> None:
     assert len(cpsat.__all__) <= 20
 
 
-PENDING_DUPLICATE_CLASSES = {"Container", "ObjectMeta", "PodSpec"}
-"""Kubernetes object schemas still defined both as pydantic models (model/jobset.py) and as
-msgspec structs (model/kube_objects.py), until one form serves both readers."""
-
-
 def _class_definitions() -> dict[str, list[str]]:
     where: dict[str, list[str]] = {}
     for path in sorted(p for d in ("placer", "plugins") for p in (ROOT / d).rglob("*.py")):
@@ -163,14 +158,8 @@ def _class_definitions() -> dict[str, list[str]]:
 def test_no_class_name_is_defined_twice() -> None:
     """One name per concept: two classes of one name (two `Ledger`, two `Assignment`) make a
     reader guess which one a file means, private ones included."""
-    twice = {
-        name: sites
-        for name, sites in _class_definitions().items()
-        if len(sites) > 1 and name not in PENDING_DUPLICATE_CLASSES
-    }
+    twice = {name: sites for name, sites in _class_definitions().items() if len(sites) > 1}
     assert not twice, f"class names defined more than once: {twice}"
-    stale = {n for n in PENDING_DUPLICATE_CLASSES if len(_class_definitions().get(n, [])) < 2}
-    assert not stale, f"no longer duplicated, drop from PENDING_DUPLICATE_CLASSES: {stale}"
 
 
 FOLDER_MODULES_AT_MOST = {"placer/controller": 15, "placer/solver": 10}

@@ -1,36 +1,36 @@
 """JobSet manifests -> `JobSetRequest`, for `placer plan` (files) and the controller (watches).
 
-Only the fields that decide placement are validated, with pydantic models that keep every unknown
-field, so proposed API fields such as `spec.scheduling` pass through untouched; the raw object is
-kept as `manifest` for the writers. Every mistake is an `InputError` naming the file, the object
-(`namespace/name`) and the field path, e.g. `spec.replicatedJobs[0].replicas`.
+Only the fields that decide placement are validated, with the structs of `jobset_objects` (the
+snapshot loader's schema, read strictly); unknown fields are skipped there, and the raw object,
+proposed API fields such as `spec.scheduling` included, is kept as `manifest` for the writers.
+Every mistake is an `InputError` naming the file, the object (`namespace/name`) and the field
+path, e.g. `spec.replicatedJobs[0].replicas`.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError
+from typing import Any
 
 from placer.model.durations import jobset_expected_duration
 from placer.model.errors import InputError
+from placer.model.jobset_objects import (
+    AffinitySpec,
+    JobSetManifest,
+    RequirementSpec,
+    TemplatePodSpec,
+    TolerationSpec,
+)
+from placer.model.kube_objects import pod_host_ports, read_as
 from placer.model.kueue_annotations import check_podset_groups, read_kueue_topology
 from placer.model.limits import (
-    INT32_MAX,
     check_nesting_depth,
     check_pods_per_jobset,
     check_pods_per_plan,
 )
-from placer.model.manifests import (
-    describe_object,
-    object_key,
-    read_documents,
-    validation_error,
-)
+from placer.model.manifests import describe_object, object_key, read_documents
 from placer.model.resources import pod_request
 from placer.model.scheduling import NodeSelectorRequirement, NodeSelectorTerm, Toleration
 from placer.model.workload import (
@@ -41,154 +41,14 @@ from placer.model.workload import (
     ReplicatedJobRequest,
 )
 
-__all__ = [
-    "JobSetManifest",
-    "PodSpec",
-    "load_jobsets",
-    "parse_affinity_terms",
-    "parse_jobset",
-    "parse_tolerations",
-    "pod_host_ports",
-]
+__all__ = ["load_jobsets", "parse_affinity_terms", "parse_jobset", "parse_tolerations"]
 
 log = logging.getLogger(__name__)
 
 NODE_NAME_FIELD = "metadata.name"
 
 
-# --- schema: only what placement reads; everything else is kept (extra="allow") -------------------
-
-
-class _Open(BaseModel):
-    model_config = ConfigDict(extra="allow", frozen=True)
-
-
-class ObjectMeta(_Open):
-    name: StrictStr
-    namespace: StrictStr = "default"
-    uid: StrictStr = ""
-    creationTimestamp: datetime | None = None
-    labels: dict[str, StrictStr] = Field(default_factory=dict)
-    annotations: dict[str, StrictStr] = Field(default_factory=dict)
-
-
-class TemplateMeta(_Open):
-    labels: dict[str, StrictStr] = Field(default_factory=dict)
-    annotations: dict[str, StrictStr] = Field(default_factory=dict)
-
-
-class ContainerPort(_Open):
-    containerPort: StrictInt = Field(ge=1, le=65535)
-    hostPort: StrictInt | None = Field(default=None, ge=0, le=65535)
-    protocol: Literal["TCP", "UDP", "SCTP"] = "TCP"
-
-
-class Container(_Open):
-    name: StrictStr = ""
-    ports: list[ContainerPort] = Field(default_factory=list)
-    resources: dict[str, Any] = Field(default_factory=dict)
-    restartPolicy: StrictStr | None = None
-
-
-class TolerationSpec(_Open):
-    key: StrictStr = ""
-    operator: Literal["Exists", "Equal"] = "Equal"
-    value: StrictStr = ""
-    effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] = ""
-
-
-class RequirementSpec(_Open):
-    key: StrictStr
-    operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
-    values: list[StrictStr] = Field(default_factory=list)
-
-
-class TermSpec(_Open):
-    matchExpressions: list[RequirementSpec] = Field(default_factory=list)
-    matchFields: list[RequirementSpec] = Field(default_factory=list)
-
-
-class NodeSelectorSpec(_Open):
-    nodeSelectorTerms: list[TermSpec] = Field(default_factory=list)
-
-
-class NodeAffinitySpec(_Open):
-    requiredDuringSchedulingIgnoredDuringExecution: NodeSelectorSpec | None = None
-
-
-class AffinitySpec(_Open):
-    nodeAffinity: NodeAffinitySpec | None = None
-
-
-class PodSpec(_Open):
-    containers: list[Container] = Field(min_length=1)
-    initContainers: list[Container] = Field(default_factory=list)
-    nodeSelector: dict[str, StrictStr] = Field(default_factory=dict)
-    affinity: AffinitySpec | None = None
-    tolerations: list[TolerationSpec] = Field(default_factory=list)
-    hostNetwork: StrictBool = False
-    priority: StrictInt | None = Field(default=None, ge=-INT32_MAX - 1, le=INT32_MAX)
-    priorityClassName: StrictStr | None = None
-
-
-class PodTemplate(_Open):
-    metadata: TemplateMeta = Field(default_factory=TemplateMeta)
-    spec: PodSpec
-
-
-class JobSpec(_Open):
-    parallelism: StrictInt | None = Field(default=None, ge=0, le=INT32_MAX)
-    completions: StrictInt | None = Field(default=None, ge=0, le=INT32_MAX)
-    template: PodTemplate
-
-
-class JobTemplate(_Open):
-    metadata: TemplateMeta = Field(default_factory=TemplateMeta)
-    spec: JobSpec
-
-
-class ReplicatedJobSpec(_Open):
-    name: StrictStr = Field(min_length=1)
-    groupName: StrictStr = "default"
-    replicas: StrictInt = Field(default=1, ge=0, le=INT32_MAX)
-    template: JobTemplate
-
-
-class JobSetSpec(_Open):
-    replicatedJobs: list[ReplicatedJobSpec] = Field(min_length=1)
-
-
-class JobSetManifest(_Open):
-    apiVersion: StrictStr = ""
-    kind: Literal["JobSet"]
-    metadata: ObjectMeta
-    spec: JobSetSpec
-
-
-# --- pod-template pieces shared with the snapshot loader ------------------------------------------
-
-
-def pod_host_ports(pod_spec: Mapping[str, Any]) -> tuple[tuple[int, str], ...]:
-    """(port, protocol) the pod binds on its node: explicit hostPorts, and every containerPort under
-    hostNetwork (the API server defaults hostPort to containerPort there). Sidecars count too."""
-    host_network = pod_spec.get("hostNetwork") is True
-    containers = list(pod_spec.get("containers") or [])
-    containers += [
-        c
-        for c in pod_spec.get("initContainers") or []
-        if isinstance(c, Mapping) and c.get("restartPolicy") == "Always"
-    ]
-    ports: set[tuple[int, str]] = set()
-    for c in containers:
-        if not isinstance(c, Mapping):
-            continue
-        for p in c.get("ports") or []:
-            if not isinstance(p, Mapping):
-                continue
-            port = p.get("hostPort") or (p.get("containerPort") if host_network else None)
-            if isinstance(port, int) and port > 0:
-                ports.add((port, str(p.get("protocol") or "TCP")))
-    return tuple(sorted(ports))
+# --- pod-template pieces ------------------------------------------------------------------------
 
 
 def parse_tolerations(specs: Sequence[TolerationSpec]) -> tuple[Toleration, ...]:
@@ -200,7 +60,7 @@ def parse_tolerations(specs: Sequence[TolerationSpec]) -> tuple[Toleration, ...]
 def _requirement(
     r: RequirementSpec, *, field: str, source: str, obj: str
 ) -> NodeSelectorRequirement:
-    """Apply the API server's validation, which pydantic's shape check cannot express."""
+    """Apply the API server's validation, which the schema's shape check cannot express."""
 
     def bad(msg: str) -> InputError:
         return InputError(msg, source=source, obj=obj, field=field, code="affinity")
@@ -265,7 +125,12 @@ def parse_affinity_terms(
 
 
 def _priority(
-    pod: PodSpec, priority_classes: Mapping[str, int] | None, *, source: str, obj: str, field: str
+    pod: TemplatePodSpec,
+    priority_classes: Mapping[str, int] | None,
+    *,
+    source: str,
+    obj: str,
+    field: str,
 ) -> int:
     """Pod `priority` if set (admission fills it in live objects), else the class value, else 0."""
     if pod.priority is not None:
@@ -316,10 +181,7 @@ def parse_jobset(
     """
     key = object_key(obj)
     check_nesting_depth(obj, source, obj_name=key)
-    try:
-        m = JobSetManifest.model_validate(obj)
-    except ValidationError as e:
-        raise validation_error(e, source=source, obj=key) from e
+    m = read_as(JobSetManifest, obj, source)
     key = f"{m.metadata.namespace}/{m.metadata.name}"
     _check_size(m, source=source, obj=key)
     js_exclusive = m.metadata.annotations.get(EXCLUSIVE_TOPOLOGY) or None

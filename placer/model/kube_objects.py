@@ -1,7 +1,9 @@
 """Node, Pod and PriorityClass objects as placer reads them: typed, and only the fields it uses.
 
 The snapshot loader (`placer.model.snapshot`) turns tens of thousands of API objects into a
-`ClusterSnapshot`. The structs below are the one schema for them, whatever the source:
+`ClusterSnapshot`. The structs below are the one schema for them, whatever the source (and the
+JobSet parser reads a pending JobSet's pod template with strict subclasses of them,
+`placer.model.jobset_objects`):
 
 - a kubectl JSON file is decoded in one call (`decode_kubectl_list`), straight from its bytes into
   the structs: msgspec skips every field not declared here without building it;
@@ -30,7 +32,6 @@ from typing import Any, Literal, TypeVar
 import msgspec
 
 from placer.model.errors import InputError
-from placer.model.jobset import pod_host_ports
 from placer.model.manifests import object_key
 from placer.model.resources import PODS, ResourceMap, pod_request
 
@@ -53,6 +54,7 @@ __all__ = [
     "decode_kubectl_list",
     "footprint_signature",
     "pod_footprint",
+    "pod_host_ports",
     "read_as",
     "read_object",
 ]
@@ -113,8 +115,8 @@ class Container(msgspec.Struct, frozen=True, gc=False):
 
 class PodSpec(msgspec.Struct, frozen=True, gc=False):
     nodeName: str | None = None
-    containers: list[Container] | None = None
-    initContainers: list[Container] | None = None
+    containers: tuple[Container, ...] | None = None
+    initContainers: tuple[Container, ...] | None = None
     overhead: Any = None
     hostNetwork: Any = None
     priority: Any = None
@@ -225,18 +227,21 @@ def read_as(struct: type[_T], obj: Mapping[str, Any], source: str) -> _T:
     except msgspec.ValidationError as e:
         kind = struct.__name__.removesuffix("Object")
         named = obj if "kind" in obj else {**obj, "kind": kind}
-        raise _input_error(e, source=source, obj=object_key(named)) from e
+        raise _input_error(e, source=source, obj=object_key(named), data=obj) from e
 
 
 _MESSAGE = re.compile(r"^(?P<msg>.*?)(?: - at (?P<key>`key` in )?`\$(?P<path>[^`]*)`)?$", re.S)
 _MISSING = re.compile(r"^Object missing required field `(?P<name>[^`]+)`$")
 
 
-def _input_error(e: msgspec.ValidationError, *, source: str, obj: str) -> InputError:
+def _input_error(
+    e: msgspec.ValidationError, *, source: str, obj: str, data: Mapping[str, Any]
+) -> InputError:
     """msgspec's "Expected `str`, got `int` - at `$.metadata.name`" as file: object: field."""
     m = _MESSAGE.match(str(e))
     assert m is not None  # the pattern matches any text
-    message, field = m["msg"], (m["path"] or "").lstrip(".")
+    message = m["msg"]
+    field = _name_keys(data, m["path"] or "", message).lstrip(".")
     missing = _MISSING.match(message)
     if missing:
         field = f"{field}.{missing['name']}" if field else missing["name"]
@@ -244,6 +249,77 @@ def _input_error(e: msgspec.ValidationError, *, source: str, obj: str) -> InputE
     elif m["key"]:
         message = f"{message} as a key"
     return InputError(message, source=source, obj=obj, field=field, code="schema")
+
+
+def pod_host_ports(pod_spec: Mapping[str, Any]) -> tuple[tuple[int, str], ...]:
+    """(port, protocol) the pod binds on its node: explicit hostPorts, and every containerPort under
+    hostNetwork (the API server defaults hostPort to containerPort there). Sidecars count too."""
+    host_network = pod_spec.get("hostNetwork") is True
+    containers = list(pod_spec.get("containers") or [])
+    containers += [
+        c
+        for c in pod_spec.get("initContainers") or []
+        if isinstance(c, Mapping) and c.get("restartPolicy") == "Always"
+    ]
+    ports: set[tuple[int, str]] = set()
+    for c in containers:
+        if not isinstance(c, Mapping):
+            continue
+        for p in c.get("ports") or []:
+            if not isinstance(p, Mapping):
+                continue
+            port = p.get("hostPort") or (p.get("containerPort") if host_network else None)
+            if isinstance(port, int) and port > 0:
+                ports.add((port, str(p.get("protocol") or "TCP")))
+    return tuple(sorted(ports))
+
+
+_PART = re.compile(r"\.[^.\[]+|\[[^\]]*\]")
+_GOT = re.compile(r"got `(?P<kind>[a-z]+)`")
+_KINDS: dict[str, tuple[type, ...]] = {
+    "str": (str,),
+    "int": (int,),
+    "float": (float,),
+    "bool": (bool,),
+    "null": (type(None),),
+    "array": (list, tuple),
+    "object": (Mapping,),
+}
+
+
+def _name_keys(data: Any, path: str, message: str) -> str:
+    """msgspec writes a mapping's key as `[...]` (`.metadata.labels[...]`); name it, as
+    `.metadata.labels.team`: the first key down which the path leads to a value of the kind the
+    message says it got. The path unchanged when no key fits (or the message names no kind)."""
+    got = _GOT.search(message)
+    if "[...]" not in path or got is None:
+        return path
+    kinds = _KINDS.get(got["kind"], ())
+    parts = _PART.findall(path)
+
+    def walk(node: Any, i: int) -> str | None:
+        if i == len(parts):
+            wrong = isinstance(node, kinds) and not (kinds == (int,) and isinstance(node, bool))
+            return "" if wrong else None
+        part = parts[i]
+        if part == "[...]":
+            if isinstance(node, Mapping):
+                for key, value in node.items():
+                    rest = walk(value, i + 1)
+                    if rest is not None:
+                        return f".{key}{rest}"
+            return None
+        if part.startswith("["):
+            index = int(part[1:-1])
+            found = isinstance(node, list | tuple) and index < len(node)
+            rest = walk(node[index], i + 1) if found else None
+        else:
+            found = isinstance(node, Mapping) and part[1:] in node
+            rest = walk(node[part[1:]], i + 1) if found else None
+        return None if rest is None else f"{part}{rest}"
+
+    named = walk(data, 0)
+    return path if named is None else named
 
 
 Footprint = tuple[ResourceMap, tuple[tuple[int, str], ...]]

@@ -89,7 +89,7 @@ def test_replicas_beyond_int32(capsys: pytest.CaptureFixture[str], tmp_path: Pat
     assert code == 2
     assert err == (
         f"placer: error: {path}: default/huge: spec.replicatedJobs[0].replicas: "
-        "Input should be less than or equal to 2147483647\n"
+        "Expected `int` <= 2147483647\n"
     )
 
 
@@ -142,7 +142,7 @@ def test_priority_beyond_int32(capsys: pytest.CaptureFixture[str], tmp_path: Pat
     assert code == 2
     assert err == (
         f"placer: error: {path}: default/p: spec.replicatedJobs[0].template.spec.template.spec."
-        "priority: Input should be less than or equal to 2147483647\n"
+        "priority: Expected `int` <= 2147483647\n"
     )
 
 

@@ -22,7 +22,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from placer.model.errors import InputError
-from placer.model.jobset import pod_host_ports
 from placer.model.kube_objects import (
     NodeCondition,
     NodeObject,
@@ -33,6 +32,7 @@ from placer.model.kube_objects import (
     TaintSpec,
     decode_kubectl_list,
     pod_footprint,
+    pod_host_ports,
     read_as,
     read_object,
 )
@@ -423,3 +423,18 @@ def test_loaders_check_keys_of_yaml_and_of_objects_handed_in(tmp_path: Path) -> 
     with pytest.raises(InputError) as e:
         snapshot_from_objects([ok], [pod], source="cluster.json")
     assert (e.value.obj, e.value.field) == ("default/p", "metadata")
+
+
+@pytest.mark.parametrize(
+    ("labels", "field"),
+    [
+        pytest.param({"a": "x", "team": 3}, "metadata.labels.team", id="int-value"),
+        pytest.param({"a": "x", "b": None}, "metadata.labels.b", id="null-value"),
+        pytest.param({"t": True}, "metadata.labels.t", id="bool-value"),
+    ],
+)
+def test_a_bad_label_value_is_named_by_its_key(labels: dict[str, object], field: str) -> None:
+    obj = {"kind": "Node", "metadata": {"name": "n1", "labels": labels}}
+    with pytest.raises(InputError) as e:
+        read_object(obj, "nodes.json")
+    assert (e.value.source, e.value.obj, e.value.field) == ("nodes.json", "Node/n1", field)
