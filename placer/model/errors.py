@@ -2,7 +2,10 @@
 
     PlacerError                  root: everything placer raises on purpose
     +-- InputError (ValueError)  a manifest, snapshot or option is wrong; names file, object, field
-    +-- ClusterError             the Kubernetes API failed or refused (converted at the adapter)
+    +-- ClusterError             the Kubernetes API failed or refused (converted at the boundary,
+        |                        placer.model.kube_client)
+        +-- ResourceExpired      410 Gone: a watch's resourceVersion or a list's continue token
+                                 is older than the server keeps; relist, do not back off
 
 An unschedulable JobSet is never an error: it is a plan outcome with a reason.
 """
@@ -11,7 +14,7 @@ from __future__ import annotations
 
 from placer.model.messages import clip, printable
 
-__all__ = ["ClusterError", "InputError", "PlacerError"]
+__all__ = ["ClusterError", "InputError", "PlacerError", "ResourceExpired"]
 
 
 class PlacerError(Exception):
@@ -58,3 +61,14 @@ class ClusterError(PlacerError):
         self.status = status
         self.temporary = temporary
         super().__init__(message)
+
+
+class ResourceExpired(ClusterError):
+    """410 Gone: what was asked for is older than the API server keeps (etcd compacted it).
+
+    Not a failure to back off from: the caller lists again and watches from the new list."""
+
+    code = "expired"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, status=410)

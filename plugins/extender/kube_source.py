@@ -1,9 +1,10 @@
 """The extender's only contact with the Kubernetes API: watch JobSets, Nodes and the controller's
 placement ledger (its reservations), create Bindings.
 
-This is the one module of the extender importing the official `kubernetes` client (the layering rule
-in style.md); everything it reads is handed to the pure converters in `sources` and stored in the
-`ExtenderStore`. Third-party errors become `ClusterError` here and nowhere else.
+Everything it reads is handed to the pure converters in `sources` and stored in the
+`ExtenderStore`. Client setup, paged lists, watches and the conversion of every client failure
+into a `ClusterError` are placer's Kubernetes boundary (`placer.model.kube_client`), shared with
+the controller and the live snapshot loader; no module of the extender imports the client itself.
 
 Watch loop, per resource: list (replace everything the store knows of that kind), then watch from
 the list's resourceVersion; any end of the stream, an expired resourceVersion (410) or an error
@@ -12,84 +13,53 @@ leads to a fresh list after a short pause. The store turns ready once every firs
 
 from __future__ import annotations
 
-import contextlib
-import json
 import logging
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any, cast
-
-from kubernetes import client, config, watch
-from kubernetes.client.exceptions import ApiException
-from kubernetes.config.config_exception import ConfigException
+from typing import Any
 
 from placer.controller.decide.ledger import LEDGER_NAME
-from placer.model.errors import ClusterError, InputError
-from placer.model.kubeconfig import config_error
+from placer.model.errors import ClusterError, ResourceExpired
+from placer.model.kube_client import (
+    ApiClient,
+    KubeApis,
+    WatchStop,
+    converted,
+    list_all,
+    watch_events,
+)
 from plugins.extender.sources import jobset_entries, ledger_reservations, node_labels
 from plugins.extender.state import ExtenderStore
 
-__all__ = ["JOBSETS", "KubeBinder", "KubeWatcher", "api_client"]
+__all__ = ["JOBSETS", "KubeBinder", "KubeWatcher"]
 
 log = logging.getLogger(__name__)
 
 JOBSETS = ("jobset.x-k8s.io", "v1alpha2", "jobsets")
 """(group, version, plural) of the JobSet API."""
-_TEMPORARY = frozenset({408, 429, 500, 502, 503, 504})
-
-
-def api_client(kubeconfig: str | None = None) -> client.ApiClient:
-    """A client from `kubeconfig`, else the in-cluster service account, else ~/.kube/config."""
-    try:
-        if kubeconfig:
-            return cast(client.ApiClient, config.new_client_from_config(config_file=kubeconfig))  # type: ignore[no-untyped-call]
-        try:
-            config.load_incluster_config()  # type: ignore[no-untyped-call]
-            return client.ApiClient()
-        except ConfigException:
-            return cast(client.ApiClient, config.new_client_from_config())  # type: ignore[no-untyped-call]
-    except (ConfigException, OSError, ValueError, TypeError) as e:
-        raise InputError(
-            config_error(kubeconfig, e),
-            source=kubeconfig or "",
-            field="--kubeconfig",
-            code="kubeconfig",
-        ) from e
-
-
-def _api_error(action: str, e: Exception) -> ClusterError:
-    if isinstance(e, ApiException):
-        message = e.reason or ""
-        with contextlib.suppress(ValueError, AttributeError):
-            message = json.loads(e.body or "{}").get("message") or message
-        return ClusterError(
-            f"{action}: HTTP {e.status}: {message}",
-            status=e.status,
-            temporary=e.status in _TEMPORARY,
-        )
-    return ClusterError(f"{action}: {type(e).__name__}: {e}", temporary=True)
 
 
 class KubeBinder:
     """Creates `pods/binding`, as the scheduler's default binder would (target Node, pod UID as a
     precondition), within `timeout_s` so the scheduler's own 5 s deadline is never the one hit."""
 
-    def __init__(self, api: client.ApiClient, *, timeout_s: float = 3.0) -> None:
-        self._core = client.CoreV1Api(api)
+    def __init__(self, api: ApiClient, *, timeout_s: float = 3.0) -> None:
+        self._core = KubeApis(api).core
         self._timeout_s = timeout_s
 
     def bind(self, namespace: str, name: str, uid: str, node: str) -> None:
-        body = client.V1Binding(
-            metadata=client.V1ObjectMeta(name=name, namespace=namespace, uid=uid or None),
-            target=client.V1ObjectReference(kind="Node", api_version="v1", name=node),
-        )
-        try:
+        metadata = {"name": name, "namespace": namespace, **({"uid": uid} if uid else {})}
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": metadata,
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        }
+        with converted(f"binding {namespace}/{name} to {node}"):
             # The API answers a Status, not a Binding: read it raw instead of deserializing.
             self._core.create_namespaced_pod_binding(
                 name, namespace, body, _preload_content=False, _request_timeout=self._timeout_s
             )
-        except Exception as e:  # every client failure becomes a ClusterError (one error root)
-            raise _api_error(f"binding {namespace}/{name} to {node}", e) from e
 
 
 class KubeWatcher:
@@ -98,7 +68,7 @@ class KubeWatcher:
     def __init__(
         self,
         store: ExtenderStore,
-        api: client.ApiClient,
+        api: ApiClient,
         *,
         watch_timeout_s: int = 300,
         retry_s: float = 2.0,
@@ -106,18 +76,18 @@ class KubeWatcher:
         ledger_namespace: str | None = None,
     ) -> None:
         self.store = store
-        self._custom = client.CustomObjectsApi(api)
-        self._core = client.CoreV1Api(api)
+        apis = KubeApis(api)
+        self._custom = apis.custom
+        self._core = apis.core
         self._watch_timeout_s = watch_timeout_s
         self._retry_s = retry_s
         self._request_timeout_s = request_timeout_s
-        self._stop = threading.Event()
+        self._stop = WatchStop()
         self._ledger_namespace = ledger_namespace
         """Where the controller's placement ledger lives: its reservations are watched too."""
         self._listed = {"jobsets": threading.Event(), "nodes": threading.Event()}
         if ledger_namespace:
             self._listed["ledger"] = threading.Event()
-        self._watches: list[watch.Watch] = []
         self._threads: list[threading.Thread] = []
 
     def start(self) -> KubeWatcher:
@@ -134,8 +104,6 @@ class KubeWatcher:
 
     def stop(self) -> None:
         self._stop.set()
-        for w in list(self._watches):
-            w.stop()  # type: ignore[no-untyped-call]
         for t in self._threads:
             t.join(timeout=5)
 
@@ -146,6 +114,9 @@ class KubeWatcher:
         while not self._stop.is_set():
             try:
                 run()
+            except ResourceExpired:
+                log.info("%s watch expired; relisting in %.0f s", kind, self._retry_s)
+                self._stop.wait(self._retry_s)
             except Exception as e:  # keep watching whatever happens; the state stays as it was
                 log.warning("%s watch: %s; relisting in %.0f s", kind, e, self._retry_s)
                 self._stop.wait(self._retry_s)
@@ -160,60 +131,45 @@ class KubeWatcher:
             )
             self.store.set_synced(True)
 
-    def _stream(
-        self, func: Callable[..., Any], *args: Any, rv: str, **extra: Any
-    ) -> Iterator[dict[str, Any]]:
-        w = watch.Watch()  # type: ignore[no-untyped-call]
-        self._watches.append(w)
-        try:
-            kwargs: dict[str, Any] = {"timeout_seconds": self._watch_timeout_s, **extra}
-            if rv:
-                kwargs["resource_version"] = rv
-            for event in w.stream(func, *args, **kwargs):  # type: ignore[no-untyped-call]
-                if self._stop.is_set():
-                    return
-                if event.get("type") == "ERROR":
-                    obj = event.get("raw_object") or event.get("object") or {}
-                    code = obj.get("code") if isinstance(obj, dict) else None
-                    log.info("watch ended with an error event (code %s); relisting", code)
-                    return
-                yield event
-        finally:
-            w.stop()  # type: ignore[no-untyped-call]
-            self._watches.remove(w)
+    def _list(self, call: Callable[..., Any], what: str, **params: Any) -> tuple[list[Any], str]:
+        return list_all(
+            call, f"listing {what}", request_timeout_s=self._request_timeout_s, **params
+        )
+
+    def _watch(
+        self, call: Callable[..., Any], what: str, rv: str, **params: Any
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Changes after `rv`, bookmarks left out, until the server's timeout or `stop`."""
+        for kind, obj in watch_events(
+            call,
+            f"watching {what}",
+            resource_version=rv,
+            timeout_s=self._watch_timeout_s,
+            stop=self._stop,
+            **params,
+        ):
+            if kind != "BOOKMARK":
+                yield kind, obj
 
     def _jobsets_once(self) -> None:
-        doc: dict[str, Any] = self._custom.list_cluster_custom_object(  # type: ignore[assignment]
-            *JOBSETS, _request_timeout=self._request_timeout_s
-        )
+        api = dict(zip(("group", "version", "plural"), JOBSETS, strict=True))
+        items, rv = self._list(self._custom.list_cluster_custom_object, "jobsets", **api)
         entries = []
-        for obj in doc.get("items") or []:
+        for obj in items:
             entries.extend(jobset_entries(obj)[1])
         self.store.replace_plan(entries)
         self._listed_kind("jobsets")
-        rv = str((doc.get("metadata") or {}).get("resourceVersion") or "")
-        for event in self._stream(self._custom.list_cluster_custom_object, *JOBSETS, rv=rv):
-            obj = event.get("raw_object") or event.get("object")
-            if not isinstance(obj, dict) or event.get("type") == "BOOKMARK":
-                continue
+        for kind, obj in self._watch(self._custom.list_cluster_custom_object, "jobsets", rv, **api):
             key, rows = jobset_entries(obj)
-            self.store.set_jobset(key, [] if event.get("type") == "DELETED" else rows)
+            self.store.set_jobset(key, [] if kind == "DELETED" else rows)
 
     def _nodes_once(self) -> None:
-        response = self._core.list_node(
-            _preload_content=False, _request_timeout=self._request_timeout_s
-        )
-        doc = json.loads(response.data)  # type: ignore[attr-defined]  # raw urllib3 response
-        labels = dict(node_labels(obj) for obj in doc.get("items") or [])
-        self.store.replace_nodes(labels)
+        items, rv = self._list(self._core.list_node, "nodes")
+        self.store.replace_nodes(dict(node_labels(obj) for obj in items))
         self._listed_kind("nodes")
-        rv = str((doc.get("metadata") or {}).get("resourceVersion") or "")
-        for event in self._stream(self._core.list_node, rv=rv):
-            obj = event.get("raw_object")
-            if not isinstance(obj, dict) or event.get("type") == "BOOKMARK":
-                continue
+        for kind, obj in self._watch(self._core.list_node, "nodes", rv):
             name, node_label_map = node_labels(obj)
-            if event.get("type") == "DELETED":
+            if kind == "DELETED":
                 self.store.remove_node(name)
             else:
                 self.store.set_node(name, node_label_map)
@@ -225,40 +181,30 @@ class KubeWatcher:
         then limit list and watch to that one object (a Role rule with `resourceNames:
         [placer-ledger]` authorizes a list or watch only when it selects that name), so the
         extender needs no access to any other ConfigMap of the namespace."""
-        namespace = str(self._ledger_namespace)
-        selector = f"metadata.name={LEDGER_NAME}"
+        call = self._core.list_namespaced_config_map
+        where = {
+            "namespace": str(self._ledger_namespace),
+            "field_selector": f"metadata.name={LEDGER_NAME}",
+        }
         try:
-            response = self._core.list_namespaced_config_map(
-                namespace,
-                field_selector=selector,
-                _preload_content=False,
-                _request_timeout=self._request_timeout_s,
-            )
-        except ApiException as e:
+            items, rv = self._list(call, "the placement ledger", **where)
+        except ClusterError as e:
             if e.status != 403:
                 raise
             raise ClusterError(
-                f"listing the placement ledger {namespace}/{LEDGER_NAME} is forbidden: grant "
-                "list and watch on it (Role placer-extender-ledger in "
+                f"listing the placement ledger {where['namespace']}/{LEDGER_NAME} is forbidden: "
+                "grant list and watch on it (Role placer-extender-ledger in "
                 "deploy/scheduler/extender.yaml), or give the controller's namespace with "
                 "--ledger-namespace; not ready until then",
                 status=403,
             ) from e
-        doc = json.loads(response.data)  # type: ignore[attr-defined]  # raw urllib3 response
-        ledger = next((o for o in doc.get("items") or [] if _name(o) == LEDGER_NAME), None)
+        ledger = next((o for o in items if _name(o) == LEDGER_NAME), None)
         self.store.replace_reservations(ledger_reservations(ledger))
         self._listed_kind("ledger")
-        rv = str((doc.get("metadata") or {}).get("resourceVersion") or "")
-        for event in self._stream(
-            self._core.list_namespaced_config_map, namespace, rv=rv, field_selector=selector
-        ):
-            obj = event.get("raw_object")
-            if not isinstance(obj, dict) or event.get("type") == "BOOKMARK":
-                continue
-            if _name(obj) != LEDGER_NAME:
-                continue
-            deleted = event.get("type") == "DELETED"
-            self.store.replace_reservations([] if deleted else ledger_reservations(obj))
+        for kind, obj in self._watch(call, "the placement ledger", rv, **where):
+            if _name(obj) == LEDGER_NAME:
+                deleted = kind == "DELETED"
+                self.store.replace_reservations([] if deleted else ledger_reservations(obj))
 
 
 def _name(obj: Any) -> str:

@@ -93,7 +93,8 @@ def build(options: ServiceOptions) -> Service:
                 field="--cluster",
                 code="usage",
             )
-        from plugins.extender.kube_source import KubeWatcher, api_client
+        from placer.model.kube_client import api_client
+        from plugins.extender.kube_source import KubeWatcher
 
         store = ExtenderStore(synced=False, guard_s=options.reservation_guard_s)
         watcher = KubeWatcher(
@@ -102,7 +103,8 @@ def build(options: ServiceOptions) -> Service:
         stop_source = watcher.stop
     binder: Binder | None = None
     if options.bind:
-        from plugins.extender.kube_source import KubeBinder, api_client
+        from placer.model.kube_client import api_client
+        from plugins.extender.kube_source import KubeBinder
 
         binder = KubeBinder(api_client(options.kubeconfig))
     # With a Node watch the store has every node's labels; learning them again from each full

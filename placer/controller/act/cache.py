@@ -21,7 +21,7 @@ from typing import Any
 
 from placer.controller.adapter import ClusterAdapter, Kind, Obj, object_key, resource_version
 from placer.controller.decide.state import ClusterState, Key
-from placer.model.errors import ClusterError
+from placer.model.errors import ClusterError, ResourceExpired
 from placer.model.workload import JOBSET_NAME_LABEL
 
 __all__ = ["STOP_POLL_S", "WATCH_MAX_BACKOFF_S", "ClusterCache", "Stream"]
@@ -245,11 +245,10 @@ class ClusterCache:
                     self._rv[stream] = resource_version(event.object) or self._rv.get(stream, "")
                     if stop.is_set():
                         return
+            except ResourceExpired:
+                log.info("watch %s expired; relisting", stream)
+                self._relist_quietly(stream, stop, wait)
             except ClusterError as e:
-                if e.status == 410:
-                    log.info("watch %s expired; relisting", stream)
-                    self._relist_quietly(stream, stop, wait)
-                    continue
                 failures += 1
                 self.unhealthy.add(stream)
                 delay = min(WATCH_MAX_BACKOFF_S, 0.5 * 2 ** min(failures - 1, 6))

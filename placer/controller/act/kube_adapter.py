@@ -1,35 +1,34 @@
-"""`ClusterAdapter` over the official `kubernetes` client: the only controller module importing it.
+"""`ClusterAdapter` over the official `kubernetes` client, through placer's Kubernetes boundary.
 
-Objects travel as raw JSON (`_preload_content=False`), never as client model objects, so fields this
-client version does not know survive and the decision code sees exactly what kubectl would show.
+Client setup, error conversion, paged lists and watches are `placer.model.kube_client`'s, shared
+with the live snapshot loader and the extender: objects travel as raw JSON, never as client model
+objects, so fields this client version does not know survive and the decision code sees exactly
+what kubectl would show; every client or transport failure becomes a `ClusterError` (temporary
+for 408, 429, 5xx and connection problems), and a 410 a `ResourceExpired` so the cache relists.
 Writes are JSON merge patches carrying `metadata.resourceVersion` (optimistic concurrency) and the
-creates of Events and of the placement ledger (a ConfigMap). Watches use the client's
-`watch.Watch` with a server-side timeout; a 410 answer becomes `ClusterError(status=410)` so the
-cache relists. Leader election uses the client's `leaderelection` module on a coordination.k8s.io
-Lease. Every client or transport failure becomes a `ClusterError` here, marked temporary for 429,
-5xx and connection problems.
+creates of Events and of the placement ledger (a ConfigMap). Leader election uses the client's
+`leaderelection` module on a coordination.k8s.io Lease.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import logging
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import urllib3
-from kubernetes import client, config, watch
-from kubernetes.client.exceptions import ApiException
-from kubernetes.config.config_exception import ConfigException
+
+# The client's leader elector is the one part of the client used outside the boundary: its loop
+# is subclassed here (`_StoppableElection`), so it is imported where it is extended.
 from kubernetes.leaderelection import electionconfig, leaderelection
 from kubernetes.leaderelection.resourcelock.leaselock import LeaseLock
 
 from placer.controller.act.lease import LeaderSettings
 from placer.controller.adapter import Kind, Listing, Obj, WatchEvent
+from placer.model import kube_client
 from placer.model.errors import ClusterError
-from placer.model.kubeconfig import config_error
+from placer.model.kube_client import ApiClient, KubeApis, converted, read_json
 from placer.model.kueue_topology import KUEUE_GROUP, TOPOLOGY_VERSIONS
 
 __all__ = ["JOBSET_GROUP", "JOBSET_PLURAL", "JOBSET_VERSION", "KubeAdapter"]
@@ -40,61 +39,32 @@ JOBSET_GROUP = "jobset.x-k8s.io"
 JOBSET_VERSION = "v1alpha2"
 JOBSET_PLURAL = "jobsets"
 MERGE_PATCH = "application/merge-patch+json"
-PAGE_SIZE = 500
-_TEMPORARY = frozenset({429, 500, 502, 503, 504})
-
-
-def _error(e: Exception, what: str) -> ClusterError:
-    if isinstance(e, ApiException):
-        reason = e.reason or ""
-        with contextlib.suppress(ValueError, AttributeError):
-            reason = json.loads(e.body or "{}").get("message") or reason
-        return ClusterError(
-            f"{what}: {e.status} {reason}".strip(),
-            status=e.status,
-            temporary=e.status in _TEMPORARY,
-        )
-    return ClusterError(f"{what}: {e}", temporary=True)
-
-
-def _json(resp: Any) -> Obj:
-    data: Obj = json.loads(resp.data)
-    return data
 
 
 class KubeAdapter:
     """The real cluster. Build with `KubeAdapter.from_config(kubeconfig)` or from an ApiClient."""
 
-    def __init__(self, api_client: client.ApiClient, *, request_timeout_s: float = 30.0) -> None:
+    def __init__(self, api_client: ApiClient, *, request_timeout_s: float = 30.0) -> None:
         self.api_client = api_client
-        # Typed as Any: bodies and results are raw JSON here, never the client's model classes.
-        self.core: Any = client.CoreV1Api(api_client)
-        self.custom: Any = client.CustomObjectsApi(api_client)
-        self.scheduling: Any = client.SchedulingV1Api(api_client)
-        self.coordination: Any = client.CoordinationV1Api(api_client)
+        apis = KubeApis(api_client)
+        self.core = apis.core
+        self.custom = apis.custom
+        self.scheduling = apis.scheduling
+        self.coordination = apis.coordination
         self.timeout = request_timeout_s
 
     @classmethod
     def from_config(cls, kubeconfig: str | None = None) -> KubeAdapter:
         """Explicit kubeconfig; else in-cluster service account; else the default kubeconfig."""
-        try:
-            if kubeconfig:
-                return cls(config.new_client_from_config(config_file=kubeconfig))  # type: ignore[no-untyped-call]
-            try:
-                config.load_incluster_config()  # type: ignore[no-untyped-call]
-                return cls(client.ApiClient())
-            except ConfigException:
-                return cls(config.new_client_from_config())  # type: ignore[no-untyped-call]
-        except (ConfigException, OSError) as e:
-            raise ClusterError(config_error(kubeconfig, e)) from e
+        return cls(kube_client.api_client(kubeconfig))
 
     # --- dispatch ------------------------------------------------------------------------------
 
     def _lister(
         self, kind: Kind, namespace: str | None, version: str = TOPOLOGY_VERSIONS[0]
     ) -> Callable[..., Any]:
-        """A plain function (no return annotation, so `Watch` yields raw JSON) listing `kind`
-        (Kueue topologies in API `version`)."""
+        """The client's list call for `kind` (Kueue topologies in API `version`), in `namespace`
+        or all namespaces, taking the list and watch arguments as keywords."""
         fn: Callable[..., Any]
         args: tuple[str, ...] = ()
         if kind == "topologies":
@@ -136,7 +106,7 @@ class KubeAdapter:
                 else (self.core.list_event_for_all_namespaces, ())
             )
 
-        def call(**kwargs):  # type: ignore[no-untyped-def]  # deliberately unannotated, see above
+        def call(**kwargs: Any) -> Any:
             return fn(*args, **kwargs)
 
         return call
@@ -159,26 +129,13 @@ class KubeAdapter:
         return self._list_pages(kind, oldest, label_selector)
 
     def _list_pages(self, kind: Kind, call: Callable[..., Any], label_selector: str) -> Listing:
-        items: list[Obj] = []
-        token: str | None = None
-        while True:
-            try:
-                data = _json(
-                    call(
-                        label_selector=label_selector or None,
-                        limit=PAGE_SIZE,
-                        _continue=token,
-                        _preload_content=False,
-                        _request_timeout=self.timeout,
-                    )
-                )
-            except (ApiException, urllib3.exceptions.HTTPError, OSError) as e:
-                raise _error(e, f"listing {kind}") from e
-            items.extend(data.get("items") or [])
-            meta = data.get("metadata") or {}
-            token = meta.get("continue") or None
-            if not token:
-                return Listing(items=items, resource_version=str(meta.get("resourceVersion") or ""))
+        items, version = kube_client.list_all(
+            call,
+            f"listing {kind}",
+            request_timeout_s=self.timeout,
+            label_selector=label_selector or None,
+        )
+        return Listing(items=items, resource_version=version)
 
     def watch(
         self,
@@ -190,46 +147,34 @@ class KubeAdapter:
         timeout_s: float = 60.0,
         on_connected: Callable[[], None] | None = None,
     ) -> Iterator[WatchEvent]:
-        w: Any = watch.Watch()  # type: ignore[no-untyped-call]
-        lister = self._lister(kind, namespace)
-
-        def connect(**kw):  # type: ignore[no-untyped-def]  # unannotated: see `_lister`
-            response = lister(**kw)  # returns once the server answered 200 (headers read)
-            if on_connected is not None:
-                on_connected()
-            return response
-
-        kwargs: dict[str, Any] = {
-            "timeout_seconds": max(1, int(timeout_s)),
-            "allow_watch_bookmarks": True,
-        }
-        if resource_version:
-            kwargs["resource_version"] = resource_version
-        if label_selector:
-            kwargs["label_selector"] = label_selector
-        try:
-            for event in w.stream(connect, **kwargs):
-                if event.get("type") in ("ADDED", "MODIFIED", "DELETED", "BOOKMARK"):
-                    yield WatchEvent(type=event["type"], object=event["raw_object"])
-        except (ApiException, urllib3.exceptions.HTTPError, OSError) as e:
-            raise _error(e, f"watching {kind}") from e
-        finally:
-            w.stop()
+        selector: dict[str, Any] = {"label_selector": label_selector} if label_selector else {}
+        for kind_of_change, obj in kube_client.watch_events(
+            self._lister(kind, namespace),
+            f"watching {kind}",
+            resource_version=resource_version,
+            timeout_s=timeout_s,
+            on_connected=on_connected,
+            **selector,
+        ):
+            yield WatchEvent(type=kind_of_change, object=obj)
 
     def get(self, kind: Kind, name: str, *, namespace: str | None = None) -> Obj:
         opts: dict[str, Any] = {"_preload_content": False, "_request_timeout": self.timeout}
         ns = namespace or "default"
-        try:
+        what = f"reading {kind} {name}"
+        with converted(what):
             if kind == "nodes":
-                return _json(self.core.read_node(name, **opts))
+                return read_json(self.core.read_node(name, **opts), what)
             if kind == "configmaps":
-                return _json(self.core.read_namespaced_config_map(name, ns, **opts))
+                return read_json(self.core.read_namespaced_config_map(name, ns, **opts), what)
             if kind == "leases":
-                return _json(self.coordination.read_namespaced_lease(name, ns, **opts))
+                return read_json(self.coordination.read_namespaced_lease(name, ns, **opts), what)
             if kind == "pods":
-                return _json(self.core.read_namespaced_pod(name, namespace or "default", **opts))
+                return read_json(
+                    self.core.read_namespaced_pod(name, namespace or "default", **opts), what
+                )
             if kind == "jobsets":
-                return _json(
+                return read_json(
                     self.custom.get_namespaced_custom_object(
                         JOBSET_GROUP,
                         JOBSET_VERSION,
@@ -237,10 +182,9 @@ class KubeAdapter:
                         JOBSET_PLURAL,
                         name,
                         **opts,
-                    )
+                    ),
+                    what,
                 )
-        except (ApiException, urllib3.exceptions.HTTPError, OSError) as e:
-            raise _error(e, f"reading {kind} {name}") from e
         raise ClusterError(f"reading {kind} is not supported")
 
     def patch(self, kind: Kind, name: str, patch: Obj, *, namespace: str | None = None) -> Obj:
@@ -249,21 +193,24 @@ class KubeAdapter:
             "_request_timeout": self.timeout,
             "_content_type": MERGE_PATCH,
         }
-        try:
+        what = f"patching {kind} {name}"
+        with converted(what):
             if kind == "nodes":
-                return _json(self.core.patch_node(name, patch, **opts))
+                return read_json(self.core.patch_node(name, patch, **opts), what)
             if kind == "configmaps":
-                return _json(
+                return read_json(
                     self.core.patch_namespaced_config_map(
                         name, namespace or "default", patch, **opts
-                    )
+                    ),
+                    what,
                 )
             if kind == "pods":
-                return _json(
-                    self.core.patch_namespaced_pod(name, namespace or "default", patch, **opts)
+                return read_json(
+                    self.core.patch_namespaced_pod(name, namespace or "default", patch, **opts),
+                    what,
                 )
             if kind == "jobsets":
-                return _json(
+                return read_json(
                     self.custom.patch_namespaced_custom_object(
                         JOBSET_GROUP,
                         JOBSET_VERSION,
@@ -272,10 +219,9 @@ class KubeAdapter:
                         name,
                         patch,
                         **opts,
-                    )
+                    ),
+                    what,
                 )
-        except (ApiException, urllib3.exceptions.HTTPError, OSError) as e:
-            raise _error(e, f"patching {kind} {name}") from e
         raise ClusterError(f"patching {kind} is not supported")
 
     def create(self, kind: Kind, obj: Obj) -> Obj:
@@ -286,14 +232,12 @@ class KubeAdapter:
         if kind not in creators:
             raise ClusterError(f"creating {kind} is not supported")
         namespace = str((obj.get("metadata") or {}).get("namespace") or "default")
-        try:
-            return _json(
-                creators[kind](
-                    namespace, obj, _preload_content=False, _request_timeout=self.timeout
-                )
+        what = f"creating {kind}"
+        with converted(what):
+            response = creators[kind](
+                namespace, obj, _preload_content=False, _request_timeout=self.timeout
             )
-        except (ApiException, urllib3.exceptions.HTTPError, OSError) as e:
-            raise _error(e, f"creating {kind}") from e
+            return read_json(response, what)
 
     def lead(
         self,

@@ -26,7 +26,7 @@ from typing import Any
 from placer.controller.act.lease import LeaderSettings
 from placer.controller.act.selectors import matches_selector, merge_patch, parse_selector
 from placer.controller.adapter import KINDS, Kind, Listing, Obj, WatchEvent, copy_json
-from placer.model.errors import ClusterError
+from placer.model.errors import ClusterError, ResourceExpired
 
 __all__ = ["CLUSTER_SCOPED", "MemoryCluster", "pod_update_violation"]
 
@@ -200,7 +200,7 @@ class MemoryCluster:
         with self._cond:
             self._maybe_fail("watch", kind)
             if since < self._trimmed[kind]:
-                raise ClusterError(f"too old resource version: {since}", status=410)
+                raise ResourceExpired(f"too old resource version: {since}")
         if on_connected is not None:
             on_connected()
 
@@ -215,7 +215,7 @@ class MemoryCluster:
         while True:
             with self._cond:
                 if since < self._trimmed[kind]:
-                    raise ClusterError(f"too old resource version: {since}", status=410)
+                    raise ResourceExpired(f"too old resource version: {since}")
                 pending = [e for e in self._log[kind] if e[0] > since]
                 if not pending:
                     remaining = deadline - time.monotonic()
