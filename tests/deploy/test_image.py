@@ -4,8 +4,9 @@ No container builder or base image can be had where these tests run, so the test
 Dockerfile's builder and runtime stages do, with this interpreter instead of the base image: copy
 exactly the paths the builder stage copies, build the wheel from them, install it into a fresh
 virtual environment, and run `placer` from there, away from the source tree. The environment sees
-the already installed dependencies (--system-site-packages): resolving them is pip's job, the
-test checks that the wheel carries placer, its plugins, its entry point and its declared needs.
+the dependencies already installed for the interpreter running the tests (`fresh_environment`),
+whether that is a virtual environment or not: resolving them is pip's job, the test checks that
+the wheel carries placer, its plugins, its entry point and its declared needs.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import site
 import subprocess
 import sys
 import tomllib
@@ -121,19 +123,46 @@ def test_wheel_carries_the_packages_entry_point_and_dependencies(wheel: Path) ->
     assert requires == set(project["dependencies"])
 
 
-def test_installed_entrypoint_runs_from_a_fresh_environment(wheel: Path, tmp_path: Path) -> None:
-    venv = tmp_path / "venv"
-    subprocess.run(
-        [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)],
-        check=True,
-    )
+def installed_site_dirs() -> list[str]:
+    """Where the distributions this interpreter imports are installed: its site-packages (a
+    virtual environment's own, and its base's when it sees those) and the user site if enabled."""
+    dirs = [
+        *site.getsitepackages(),
+        *([site.getusersitepackages()] if site.ENABLE_USER_SITE else []),
+    ]
+    return [d for d in dict.fromkeys(dirs) if Path(d).is_dir()]
+
+
+def fresh_environment(venv: Path, env: dict[str, str]) -> Path:
+    """An empty virtual environment (its interpreter returned) that sees the distributions this
+    interpreter has installed, the dependencies among them.
+
+    `--system-site-packages` would show the base interpreter's only, which may lack them when the
+    tests run inside a virtual environment. The directories are listed in a `.pth` file as plain
+    paths, so their own `.pth` hooks stay off: an editable placer installed there cannot be
+    imported in place of the wheel's."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        check=True, capture_output=True, text=True, env=env,
+    ).stdout.strip()  # fmt: skip
+    lines = "".join(f"{d}\n" for d in installed_site_dirs())
+    (Path(purelib) / "_installed_dependencies.pth").write_text(lines)
+    return python
+
+
+def test_installed_entrypoint_runs_from_a_fresh_environment(wheel: Path, tmp_path: Path) -> None:
+    # Without PYTHONPATH, so the work tree is not on the path, neither for pip (a placer.egg-info
+    # there, left by an editable install, would count as placer already installed) nor for placer.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    venv = tmp_path / "venv"
+    python = fresh_environment(venv, env)
     subprocess.run(
         [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps",
          "--no-index", "--quiet", str(wheel)],
-        check=True, capture_output=True,
+        check=True, capture_output=True, env=env,
     )  # fmt: skip
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(args, capture_output=True, text=True, env=env, cwd=tmp_path)
