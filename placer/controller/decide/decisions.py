@@ -84,7 +84,14 @@ def _partial(request: JobSetRequest, jobs: set[str]) -> tuple[JobSetRequest, dic
     return request.model_copy(update={"replicated_jobs": tuple(rjobs)}), names
 
 
-def review(managed: Sequence[ManagedJobSet], index: DomainIndex, options: SolveOptions) -> Review:
+def review(
+    managed: Sequence[ManagedJobSet],
+    index: DomainIndex,
+    options: SolveOptions,
+    *,
+    admit: frozenset[str] = frozenset(),
+) -> Review:
+    """`admit`: suspended JobSets to plan all the same (Kueue waits for their placement)."""
     in_force: dict[str, Assignment] = {}
     broken: dict[str, dict[str, str]] = {}
     targets: list[Target] = []
@@ -98,7 +105,7 @@ def review(managed: Sequence[ManagedJobSet], index: DomainIndex, options: SolveO
                 in_force[ms.key] = ms.assignment
             continue
         if ms.assignment is None:
-            if not ms.suspended:
+            if not ms.suspended or ms.key in admit:
                 targets.append(Target(ms, ms.request))
             continue
         own = own_usage(ms.pods)

@@ -30,6 +30,11 @@ class ClusterState:
     """Kueue Topologies, by name: the topology levels, as `placer plan` reads them."""
     configmaps: Mapping[Key, Obj] = field(default_factory=dict)
     """The placement ledger (the only ConfigMap the controller watches)."""
+    workloads: Mapping[Key, Obj] = field(default_factory=dict)
+    """Kueue Workloads (watched only with --kueue-admission-check), as the rest by key."""
+    admission_checks: Mapping[str, Obj] = field(default_factory=dict)
+    cluster_queues: Mapping[str, Obj] = field(default_factory=dict)
+    resource_flavors: Mapping[str, Obj] = field(default_factory=dict)
     version: int = 0
     """Bumped by every change the cache sees."""
     capacity_version: int = 0

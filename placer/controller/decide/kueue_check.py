@@ -1,0 +1,291 @@
+"""Placer as a Kueue AdmissionCheck: what Kueue's state changes in a cycle, and the check states.
+
+Kueue reserves quota for a Workload, then waits for every AdmissionCheck of its ClusterQueue to be
+Ready before it admits the Workload and unsuspends its JobSet. Placer's check (controllerName
+`placer.dev/placement`, read by kueue_workloads.py) turns Ready only with a placement, so a JobSet
+is admitted only where it fits, and its pods, gated as every managed JobSet's are, are pinned per
+child Job from the ledger once JobSet creates them. Two pure steps of the cycle:
+
+- `kueue_admission` (review): a suspended JobSet whose Workload has quota reserved and placer's
+  check Pending is planned with everything else (its priority the Workload's `spec.priority`);
+  one whose Workload lost its quota (evicted, preempted, Retry, Rejected) holds nothing: its
+  ledger entry is released and its old record annotation is not read back. Placer never
+  preempts a Kueue-managed Workload itself; Kueue owns preemption.
+- `check_updates` (after the ledger commit, so the ledger records a placement before its check
+  turns Ready, and a controller restarted in between finds the committed entry and turns the
+  check Ready without planning again):
+    Ready     with `podSetUpdates`: per PodSet the annotation `placer.dev/placement` naming the
+              placement, and a nodeSelector of the levels every pod of the PodSet shares;
+    Pending   with the reason, and from the time-aware pass the expected start, where, and the
+              running JobSets it waits for;
+    Retry     once quota has been held past `--kueue-hold-quota`, `requeueAfterSeconds` near the
+              expected start, so Kueue lends the quota to others meanwhile;
+    Rejected  only when it can never fit (no expected start even on an empty cluster, the verdict
+              of `placer explain`).
+  A check whose state, message and updates are already as decided is not written again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from placer.controller.decide.decisions import PlannedRound, Review
+from placer.controller.decide.kueue_workloads import KueueView, KueueWorkload, rfc3339
+from placer.controller.decide.ledger import PLACEMENT, entry_key
+from placer.controller.decide.ledgerplan import LedgerView
+from placer.controller.decide.survey import ManagedJobSet
+from placer.model.assignment import PREFIX, Assignment
+from placer.model.durations import format_go_duration
+from placer.model.plan import DomainRef, JobSetOutcome
+from placer.model.workload import JobSetRequest
+
+__all__ = [
+    "DEFAULT_HOLD_QUOTA_S",
+    "MESSAGE_MAX",
+    "PLACEMENT_ANNOTATION",
+    "CheckUpdate",
+    "KueueAdmission",
+    "check_updates",
+    "kueue_admission",
+    "pod_set_updates",
+    "release_evicted",
+]
+
+PLACEMENT_ANNOTATION = f"{PREFIX}/placement"
+"""The pod-template annotation a Ready check adds: the placement (plan id and domains)."""
+DEFAULT_HOLD_QUOTA_S = 300.0
+"""How long a Workload may hold reserved quota with placer's check Pending before Retry."""
+MESSAGE_MAX = 32768
+"""Kueue's limit on a check message."""
+SHOWN = 6
+"""Domains or JobSets named in a message before "and N more"."""
+
+
+@dataclass(frozen=True)
+class KueueAdmission:
+    managed: tuple[ManagedJobSet, ...]
+    """The survey's JobSets as Kueue has them: no record for those that hold nothing, the
+    Workload's priority on those to plan."""
+    admit: frozenset[str]
+    """Suspended JobSets to plan now: quota reserved, placer's check Pending, nothing committed."""
+    release: frozenset[str]
+    """Ledger entry keys of JobSets whose Workload lost its quota: their domains are free."""
+
+
+def _with_priority(ms: ManagedJobSet, priority: int | None) -> ManagedJobSet:
+    if ms.request is None or priority is None or ms.request.priority == priority:
+        return ms
+    return dataclasses.replace(ms, request=ms.request.model_copy(update={"priority": priority}))
+
+
+def kueue_admission(managed: Sequence[ManagedJobSet], view: KueueView) -> KueueAdmission:
+    result: list[ManagedJobSet] = []
+    admit: set[str] = set()
+    release: set[str] = set()
+    for ms in managed:
+        wl = view.workloads.get(ms.key)
+        if wl is None or ms.finished:
+            result.append(ms)
+            continue
+        if wl.stage in ("waiting", "retry", "rejected"):
+            if ms.committed:
+                release.add(entry_key(PLACEMENT, ms.key))
+            result.append(dataclasses.replace(ms, assignment=None, committed=False))
+        elif wl.stage == "pending":
+            ms = _with_priority(ms, wl.priority)
+            if not ms.committed:
+                # a record annotation without a ledger entry is from an earlier admission
+                ms = dataclasses.replace(ms, assignment=None)
+                admit.add(ms.key)
+            result.append(ms)
+        else:
+            result.append(ms)
+    return KueueAdmission(tuple(result), frozenset(admit), frozenset(release))
+
+
+def release_evicted(view: LedgerView, release: frozenset[str]) -> LedgerView:
+    """The ledger view with `release` (kueue_admission) released and no longer held."""
+    if not release:
+        return view
+    return dataclasses.replace(
+        view,
+        foreign={k: v for k, v in view.foreign.items() if k not in release},
+        release=view.release | release,
+    )
+
+
+@dataclass(frozen=True)
+class CheckUpdate:
+    """The state placer's check on one Workload should have."""
+
+    workload: KueueWorkload
+    state: str
+    message: str
+    requeue_after_s: int | None = None
+    pod_set_updates: tuple[dict[str, object], ...] = ()
+
+    def entry(self, now: str) -> dict[str, object]:
+        """The `status.admissionChecks[]` entry: the transition time kept when the state is."""
+        old = self.workload.entry
+        same = old.get("state") == self.state and old.get("lastTransitionTime")
+        entry: dict[str, object] = {
+            "name": self.workload.check,
+            "state": self.state,
+            "lastTransitionTime": old.get("lastTransitionTime") if same else now,
+            "message": self.message,
+        }
+        if self.requeue_after_s is not None:
+            entry["requeueAfterSeconds"] = self.requeue_after_s
+        if self.pod_set_updates:
+            entry["podSetUpdates"] = [dict(u) for u in self.pod_set_updates]
+        return entry
+
+    def changes(self) -> bool:
+        old = self.workload.entry
+        return (
+            old.get("state") != self.state
+            or (old.get("message") or "") != self.message
+            or old.get("requeueAfterSeconds") != self.requeue_after_s
+            or list(old.get("podSetUpdates") or []) != [dict(u) for u in self.pod_set_updates]
+        )
+
+
+def _listed(values: Sequence[str]) -> str:
+    shown = ", ".join(values[:SHOWN])
+    return shown + (f" and {len(values) - SHOWN} more" if len(values) > SHOWN else "")
+
+
+def _domains(refs: Sequence[DomainRef]) -> str:
+    by_key: dict[str, list[str]] = {}
+    for d in refs:
+        values = by_key.setdefault(d.key, [])
+        if d.value not in values:
+            values.append(d.value)
+    return "; ".join(f"{k}={_listed(v)}" for k, v in sorted(by_key.items()))
+
+
+def _template_selector(request: JobSetRequest, pod_set: str) -> Mapping[str, object]:
+    for rj in (request.manifest.get("spec") or {}).get("replicatedJobs") or []:
+        if isinstance(rj, Mapping) and rj.get("name") == pod_set:
+            pod = ((rj.get("template") or {}).get("spec") or {}).get("template") or {}
+            return (pod.get("spec") or {}).get("nodeSelector") or {}
+    return {}
+
+
+def pod_set_updates(record: Assignment, request: JobSetRequest) -> tuple[dict[str, object], ...]:
+    """Per PodSet (replicatedJob): the placement annotation, and a nodeSelector of the domain
+    levels all its child Jobs share (the common prefix of their domain paths), without keys the
+    pod template already selects on (Kueue's updates may only add)."""
+    updates: list[dict[str, object]] = []
+    for rj in request.replicated_jobs:
+        jobs = [record.jobs.get(name) for r, _, name in request.child_jobs() if r.name == rj.name]
+        domains = [j.domain for j in jobs if j is not None and j.domain is not None]
+        label = record.plan_id or "placed"
+        if domains:
+            label += " " + _domains(domains)
+        update: dict[str, object] = {"name": rj.name, "annotations": {PLACEMENT_ANNOTATION: label}}
+        if domains and len(domains) == len(jobs):
+            paths = [tuple(d.path) or ((d.key, d.value),) for d in domains]
+            common: list[tuple[str, str]] = []
+            for level in zip(*paths, strict=False):
+                if any(step != level[0] for step in level):
+                    break
+                common.append(level[0])
+            have = _template_selector(request, rj.name)
+            selector = {k: v for k, v in common if k not in have}
+            if selector:
+                update["nodeSelector"] = selector
+        updates.append(update)
+    return tuple(updates)
+
+
+def _outcomes(planned: PlannedRound) -> dict[str, tuple[JobSetOutcome, bool]]:
+    """JobSet key -> its last outcome this cycle, and whether the time-aware pass made it."""
+    result: dict[str, tuple[JobSetOutcome, bool]] = {}
+    for plan, _, _ in planned.plans:
+        timed = "reserve" in plan.solver.phases
+        for o in plan.jobsets:
+            result[o.key] = (o, timed)
+    return result
+
+
+def _waiting(reason: str, outcome: JobSetOutcome, timed: bool, now_s: float) -> str:
+    message = f"no room for a placement now: {reason or outcome.status}"
+    start = outcome.expected_start_seconds
+    if timed and start is not None and start > 0:
+        eta = rfc3339(math.ceil((now_s + start) / 60) * 60)
+        message += f"; expected start {eta} (in {format_go_duration(start)})"
+        if outcome.reserved_domains:
+            message += f" on {_domains(outcome.reserved_domains)}"
+        if outcome.waits_for:
+            message += f"; waits for running {_listed(outcome.waits_for)}"
+    return message
+
+
+def _decide(
+    wl: KueueWorkload,
+    ms: ManagedJobSet,
+    record: Assignment | None,
+    found: tuple[JobSetOutcome, bool] | None,
+    reason: str,
+    now_s: float,
+    hold_s: float,
+) -> CheckUpdate | None:
+    if record is not None and ms.request is not None:
+        placed = f"placed (plan {record.plan_id})"
+        domains = [j.domain for j in record.jobs.values() if j.domain is not None]
+        if domains:
+            placed += f" on {_domains(domains)}"
+        return CheckUpdate(wl, "Ready", placed, pod_set_updates=pod_set_updates(record, ms.request))
+    if found is None:
+        return None  # not planned this cycle (gathering, or nothing changed): as it is
+    outcome, timed = found
+    if outcome.status == "placed":
+        return None  # placed, not committed (another writer was first): next cycle
+    if timed and outcome.expected_start_seconds is None:
+        why = reason or outcome.status
+        message = f"can never be placed, not even on an empty cluster: {why}"
+        return CheckUpdate(wl, "Rejected", message[:MESSAGE_MAX])
+    message = _waiting(reason, outcome, timed, now_s)
+    held = now_s - wl.reserved_since if wl.reserved_since is not None else 0.0
+    if held > hold_s:
+        start = outcome.expected_start_seconds if timed else None
+        requeue = max(1, math.ceil(start)) if start else max(1, math.ceil(hold_s))
+        message += (
+            f"; quota held {format_go_duration(held)}, over the {format_go_duration(hold_s)} "
+            f"hold: given back, requeued in {format_go_duration(requeue)}"
+        )
+        return CheckUpdate(wl, "Retry", message[:MESSAGE_MAX], requeue_after_s=requeue)
+    return CheckUpdate(wl, "Pending", message[:MESSAGE_MAX])
+
+
+def check_updates(
+    view: KueueView,
+    managed: Sequence[ManagedJobSet],
+    rev: Review,
+    planned: PlannedRound,
+    *,
+    committed: bool,
+    now_s: float,
+    hold_s: float = DEFAULT_HOLD_QUOTA_S,
+) -> list[CheckUpdate]:
+    """The check states to write after this cycle's commit (`committed`: it went through, so
+    `planned.placed` is in the ledger). Only changes are returned."""
+    by_key = {ms.key: ms for ms in managed}
+    outcomes = _outcomes(planned)
+    updates: list[CheckUpdate] = []
+    for key, wl in sorted(view.workloads.items()):
+        ms = by_key.get(key)
+        if wl.stage != "pending" or ms is None or ms.finished:
+            continue
+        record = planned.placed.get(key) if committed else None
+        if record is None and ms.committed and key in rev.in_force:
+            record = rev.in_force[key]
+        reason = planned.unschedulable.get(key, "")
+        update = _decide(wl, ms, record, outcomes.get(key), reason, now_s, hold_s)
+        if update is not None and update.changes():
+            updates.append(update)
+    return updates

@@ -1,0 +1,453 @@
+"""Placer as a Kueue AdmissionCheck, the pure decisions: which Workloads placer serves, what each
+cycle does with their JobSets, and the exact check state and message it writes."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime
+from typing import Any
+
+from benchmarks import cluster_sim as sim
+from placer.controller.act.memory_adapter import MemoryCluster
+from placer.controller.adapter import Obj
+from placer.controller.decide.decisions import PlannedRound, Review, held_records, review
+from placer.controller.decide.decisions import solve_targets as solve
+from placer.controller.decide.domains import DomainIndex
+from placer.controller.decide.kueue_check import (
+    PLACEMENT_ANNOTATION,
+    CheckUpdate,
+    check_updates,
+    kueue_admission,
+    release_evicted,
+)
+from placer.controller.decide.kueue_workloads import CONTROLLER_NAME, KueueView, read_kueue
+from placer.controller.decide.ledger import PLACEMENT, entry_key
+from placer.controller.decide.ledgerplan import LedgerView
+from placer.controller.decide.reserving import timed_planning
+from placer.controller.decide.snapshot import planning_snapshot
+from placer.controller.decide.state import ClusterState
+from placer.controller.decide.survey import ManagedJobSet, survey
+from placer.model.durations import EXPECTED_DURATION
+from placer.model.options import SolveOptions, TimePolicy
+from placer.solver.check.checker import check
+from placer.solver.registry import get_solver
+from tests.controller.builders import BLOCK, TPU, add_jobset, on_blocks, state_of, tpu_cluster
+
+NOW = datetime(2026, 12, 1, 12, 0, 0, tzinfo=UTC)
+NOW_S = NOW.timestamp()
+NOW_TEXT = "2026-12-01T12:00:00Z"
+OPTIONS = SolveOptions(time=TimePolicy(reservations="head"))
+CHECK = "placer"
+
+
+def admission_check(name: str = CHECK, **spec: Any) -> Obj:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "AdmissionCheck",
+        "metadata": {"name": name, "uid": f"uid-{name}"},
+        "spec": {"controllerName": CONTROLLER_NAME, **spec},
+    }
+
+
+def workload(
+    jobset: str,
+    pod_sets: list[tuple[str, int]],
+    *,
+    name: str = "",
+    state: str = "Pending",
+    reserved_at: str | None = "2026-12-01T11:59:00Z",
+    evicted: bool = False,
+    owner_kind: str = "JobSet",
+    owner: bool = True,
+    priority: int | None = None,
+    message: str = "",
+    check: str = CHECK,
+) -> Obj:
+    conditions = []
+    if reserved_at is not None:
+        conditions.append(
+            {"type": "QuotaReserved", "status": "True", "lastTransitionTime": reserved_at}
+        )
+    if evicted:
+        conditions.append({"type": "Evicted", "status": "True", "lastTransitionTime": NOW_TEXT})
+    wl: Obj = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {
+            "name": name or f"jobset-{jobset}-1234",
+            "namespace": "default",
+            "uid": f"wl-{jobset}",
+            "resourceVersion": "7",
+            "ownerReferences": (
+                [{"kind": owner_kind, "name": jobset, "controller": True, "uid": "x"}]
+                if owner
+                else []
+            ),
+        },
+        "spec": {"podSets": [{"name": n, "count": c, "template": {}} for n, c in pod_sets]},
+        "status": {
+            "conditions": conditions,
+            "admissionChecks": [
+                {
+                    "name": check,
+                    "state": state,
+                    "message": message,
+                    "lastTransitionTime": "2026-12-01T11:59:00Z",
+                }
+            ],
+        },
+    }
+    if priority is not None:
+        wl["spec"]["priority"] = priority
+    return wl
+
+
+def suspended_jobset(cluster: MemoryCluster, name: str, *, jobs: int = 2, pods: int = 2) -> None:
+    add_jobset(cluster, name, jobs=jobs, pods=pods, pods_now=False)
+
+    def suspend(obj: Obj) -> None:
+        obj["spec"]["suspend"] = True
+
+    cluster.mutate("jobsets", name, suspend, namespace="default")
+
+
+def running_jobset(cluster: MemoryCluster, name: str, blocks: list[int], hours: int) -> None:
+    """A JobSet (not managed) running on whole blocks since NOW - 1h, expected to run `hours`."""
+    obj = sim.jobset_object(
+        name, replicated_jobs=[("w", len(blocks), 2, {TPU: "4"})], exclusive_key=BLOCK, gate=False
+    )
+    obj["metadata"]["annotations"][EXPECTED_DURATION] = f"{hours}h"
+    cluster.create("jobsets", obj)
+    pods = sorted(sim.create_pods(cluster, "default", name), key=lambda p: p["metadata"]["name"])
+    for i, pod in enumerate(pods):
+        node = f"n-{blocks[i // 2]}-{i % 2}"
+
+        def bind(o: Obj, node: str = node) -> None:
+            o["spec"]["nodeName"] = node
+            o["status"] = {"phase": "Running", "startTime": "2026-12-01T11:00:00Z"}
+
+        cluster.mutate("pods", pod["metadata"]["name"], bind, namespace="default")
+
+
+def with_kueue(
+    state: ClusterState, *workloads: Obj, checks: list[Obj] | None = None
+) -> ClusterState:
+    return dataclasses.replace(
+        state,
+        workloads={("default", w["metadata"]["name"]): w for w in workloads},
+        admission_checks={c["metadata"]["name"]: c for c in checks or [admission_check()]},
+    )
+
+
+@dataclasses.dataclass
+class Cycle:
+    view: KueueView
+    managed: tuple[ManagedJobSet, ...]
+    rev: Review
+    planned: PlannedRound
+    updates: list[CheckUpdate]
+    release: frozenset[str]
+
+
+def cycle(
+    state: ClusterState, *, hold_s: float = 300.0, ledger: dict[str, Any] | None = None
+) -> Cycle:
+    """One cycle's decisions as the controller makes them, the plans checked."""
+    entries = ledger or {}
+    managed = survey(state, binding="gate")
+    managed = [
+        dataclasses.replace(ms, assignment=entries[ms.key], committed=True)
+        if ms.key in entries
+        else ms
+        for ms in managed
+    ]
+    view = read_kueue(state, {ms.key: ms.request for ms in managed}, now=NOW_TEXT)
+    adm = kueue_admission(managed, view)
+    snapshot = planning_snapshot(state, binding="gate")
+    index = DomainIndex(snapshot)
+    rev = review(adm.managed, index, OPTIONS, admit=adm.admit)
+    base, options = timed_planning(
+        snapshot, state, {}, OPTIONS, NOW_S, records=held_records(rev), foreign={}
+    )
+    solver = get_solver("best-fit", time_policy=options.time)
+    planned = solve(rev, rev.targets, base, index, solver, options, pinned=False)
+    for plan, snap, requests in planned.plans:
+        assert check(plan, snap, requests, options) == []
+    updates = check_updates(
+        view, adm.managed, rev, planned, committed=True, now_s=NOW_S, hold_s=hold_s
+    )
+    return Cycle(view, adm.managed, rev, planned, updates, adm.release)
+
+
+def only(updates: list[CheckUpdate]) -> CheckUpdate:
+    assert len(updates) == 1, updates
+    return updates[0]
+
+
+def test_a_reserved_workload_is_admitted_with_its_placement() -> None:
+    cluster = tpu_cluster(blocks=3)
+    suspended_jobset(cluster, "a", jobs=2)
+    c = cycle(with_kueue(state_of(cluster), workload("a", [("w", 4)])))
+    record = c.planned.placed["default/a"]
+    blocks = sorted(j.domain.value for j in record.jobs.values() if j.domain)
+    assert len(set(blocks)) == 2
+    update = only(c.updates)
+    assert update.state == "Ready"
+    assert update.message == f"placed (plan {record.plan_id}) on {BLOCK}={', '.join(blocks)}"
+    # two child Jobs on two blocks share no domain: an annotation, no nodeSelector
+    assert update.pod_set_updates == (
+        {
+            "name": "w",
+            "annotations": {PLACEMENT_ANNOTATION: f"{record.plan_id} {BLOCK}={', '.join(blocks)}"},
+        },
+    )
+    entry = update.entry(NOW_TEXT)
+    assert entry["name"] == CHECK and entry["lastTransitionTime"] == NOW_TEXT
+    assert "requeueAfterSeconds" not in entry
+
+
+def test_one_domain_for_a_whole_pod_set_becomes_a_node_selector() -> None:
+    cluster = tpu_cluster(blocks=2)
+    suspended_jobset(cluster, "a", jobs=1)
+    c = cycle(with_kueue(state_of(cluster), workload("a", [("w", 2)])))
+    [job] = c.planned.placed["default/a"].jobs.values()
+    assert job.domain is not None
+    [podset] = only(c.updates).pod_set_updates
+    assert podset["nodeSelector"] == {BLOCK: job.domain.value}
+
+
+def test_a_suspended_jobset_without_reserved_quota_is_not_planned() -> None:
+    cluster = tpu_cluster(blocks=3)
+    suspended_jobset(cluster, "a")
+    c = cycle(with_kueue(state_of(cluster), workload("a", [("w", 4)], reserved_at=None)))
+    assert c.rev.targets == [] and c.updates == []
+    assert c.view.workloads["default/a"].stage == "waiting"
+
+
+def test_no_room_now_stays_pending_with_when_where_and_whom_it_waits_for() -> None:
+    cluster = tpu_cluster(blocks=3)
+    running_jobset(cluster, "r", [0, 1], hours=3)  # started 1h ago: ends in 2h
+    suspended_jobset(cluster, "a", jobs=2)
+    c = cycle(with_kueue(state_of(cluster), workload("a", [("w", 4)])))
+    assert "default/a" not in c.planned.placed
+    update = only(c.updates)
+    assert update.state == "Pending"
+    assert update.requeue_after_s is None
+    reason = c.planned.unschedulable["default/a"]
+    assert update.message.startswith(f"no room for a placement now: {reason}; ")
+    assert "; expected start 2026-12-01T14:00:00Z (in 2h)" in update.message
+    assert update.message.endswith("; waits for running default/r")
+    assert f" on {BLOCK}=" in update.message
+
+
+def test_past_the_hold_it_gives_the_quota_back_until_its_expected_start() -> None:
+    cluster = tpu_cluster(blocks=3)
+    running_jobset(cluster, "r", [0, 1], hours=3)
+    suspended_jobset(cluster, "a", jobs=2)
+    state = with_kueue(
+        state_of(cluster), workload("a", [("w", 4)], reserved_at="2026-12-01T11:50:00Z")
+    )
+    held = cycle(state, hold_s=300.0)
+    update = only(held.updates)
+    assert update.state == "Retry"
+    assert update.requeue_after_s == 7200
+    assert update.message.endswith("; quota held 10m, over the 5m hold: given back, requeued in 2h")
+    assert update.entry(NOW_TEXT)["requeueAfterSeconds"] == 7200
+    # within the hold it is still Pending
+    assert only(cycle(state, hold_s=900.0).updates).state == "Pending"
+
+
+def test_rejected_only_when_it_never_fits_even_on_an_empty_cluster() -> None:
+    cluster = tpu_cluster(blocks=3)
+    suspended_jobset(cluster, "big", jobs=4)
+    c = cycle(with_kueue(state_of(cluster), workload("big", [("w", 8)])))
+    update = only(c.updates)
+    assert update.state == "Rejected"
+    reason = c.planned.unschedulable["default/big"]
+    assert update.message == f"can never be placed, not even on an empty cluster: {reason}"
+
+
+def test_a_committed_placement_turns_ready_without_planning_again() -> None:
+    """A controller restarted between the ledger commit and Ready: the entry is in force, the
+    check turns Ready with it, nothing is planned (no second placement)."""
+    cluster = tpu_cluster(blocks=3)
+    suspended_jobset(cluster, "a", jobs=2)
+    record = on_blocks("default/a", {"a-w-0": "b1", "a-w-1": "b2"})
+    state = with_kueue(state_of(cluster), workload("a", [("w", 4)]))
+    c = cycle(state, ledger={"default/a": record})
+    assert c.rev.targets == [] and c.planned.plans == []
+    update = only(c.updates)
+    assert update.state == "Ready"
+    assert update.message == f"placed (plan p) on {BLOCK}=b1, b2"
+
+
+def test_an_unchanged_check_is_not_written_again() -> None:
+    cluster = tpu_cluster(blocks=3)
+    suspended_jobset(cluster, "a", jobs=2)
+    record = on_blocks("default/a", {"a-w-0": "b1", "a-w-1": "b2"})
+    wl = workload("a", [("w", 4)])
+    first = only(cycle(with_kueue(state_of(cluster), wl), ledger={"default/a": record}).updates)
+    wl["status"]["admissionChecks"] = [first.entry(NOW_TEXT)]
+    wl["status"]["admissionChecks"][0]["state"] = "Pending"  # Kueue has not read it yet
+    again = cycle(with_kueue(state_of(cluster), wl), ledger={"default/a": record})
+    assert only(again.updates).entry(NOW_TEXT)["lastTransitionTime"] == NOW_TEXT
+    wl["status"]["admissionChecks"] = [first.entry("2026-12-01T11:00:00Z")]
+    done = cycle(with_kueue(state_of(cluster), wl), ledger={"default/a": record})
+    assert done.updates == []
+
+
+def test_an_evicted_workload_frees_its_domains_and_its_old_record() -> None:
+    cluster = tpu_cluster(blocks=3)
+    suspended_jobset(cluster, "a", jobs=2)
+    record = on_blocks("default/a", {"a-w-0": "b1", "a-w-1": "b2"})
+    wl = workload("a", [("w", 4)], state="Pending", evicted=True)
+    c = cycle(with_kueue(state_of(cluster), wl), ledger={"default/a": record})
+    key = entry_key(PLACEMENT, "default/a")
+    assert c.release == frozenset({key})
+    [ms] = c.managed
+    assert ms.assignment is None and not ms.committed
+    assert c.rev.targets == [] and "default/a" not in c.rev.in_force and c.updates == []
+    view = release_evicted(LedgerView(foreign={key: record.jobs}), c.release)
+    assert view.release == {key} and key not in view.foreign
+
+
+def test_a_stale_record_annotation_of_an_earlier_admission_is_replanned() -> None:
+    cluster = tpu_cluster(blocks=3)
+    suspended_jobset(cluster, "a", jobs=2)
+    state = with_kueue(state_of(cluster), workload("a", [("w", 4)]))
+    managed = survey(state, binding="gate")
+    stale = [
+        dataclasses.replace(ms, assignment=on_blocks(ms.key, {"a-w-0": "b0"})) for ms in managed
+    ]
+    view = read_kueue(state, {ms.key: ms.request for ms in stale}, now=NOW_TEXT)
+    adm = kueue_admission(stale, view)
+    assert adm.admit == {"default/a"}
+    assert adm.managed[0].assignment is None
+
+
+def test_the_workload_priority_is_the_one_planned() -> None:
+    cluster = tpu_cluster(blocks=3)
+    suspended_jobset(cluster, "a", jobs=2)
+    state = with_kueue(state_of(cluster), workload("a", [("w", 4)], priority=1234))
+    c = cycle(state)
+    assert [t.request.priority for t in c.rev.targets] == [1234]
+
+
+def warnings(state: ClusterState) -> list[tuple[str, str, str]]:
+    managed = survey(state, binding="gate")
+    view = read_kueue(state, {ms.key: ms.request for ms in managed}, now=NOW_TEXT)
+    assert view.workloads == {}
+    return [(e.kind, e.reason, e.message) for e in view.events]
+
+
+def test_malformed_workloads_get_a_warning_and_no_decision() -> None:
+    cluster = tpu_cluster(blocks=3)
+    suspended_jobset(cluster, "a", jobs=2)
+    base = state_of(cluster)
+    name = "jobset-a-1234"
+    assert warnings(with_kueue(base, workload("a", [("x", 4)]))) == [
+        (
+            "Workload",
+            "NotPlaceable",
+            f"Workload default/{name}: spec.podSets ['x'] are not the replicatedJobs ['w'] of "
+            f"JobSet default/a; check {CHECK} left as it is",
+        )
+    ]
+    assert warnings(with_kueue(base, workload("a", [("w", 3)])))[0][2] == (
+        f"Workload default/{name}: spec.podSets[w].count is 3, JobSet default/a runs 4 pods in "
+        f"replicatedJob w; check {CHECK} left as it is"
+    )
+    assert warnings(with_kueue(base, workload("a", [("w", 4)], owner=False)))[0][2] == (
+        f"Workload default/{name}: no owner reference: placer plans only Workloads of a JobSet; "
+        f"check {CHECK} left as it is"
+    )
+    assert warnings(with_kueue(base, workload("a", [("w", 4)], owner_kind="Job")))[0][2] == (
+        f"Workload default/{name}: owned by a Job (a): placer plans only JobSets; "
+        f"check {CHECK} left as it is"
+    )
+
+
+def test_a_jobset_placer_does_not_manage_is_warned_about() -> None:
+    cluster = tpu_cluster(blocks=3)
+    add_jobset(cluster, "plain", gate=False, pods_now=False)
+    [(kind, reason, message)] = warnings(
+        with_kueue(state_of(cluster), workload("plain", [("w", 4)]))
+    )
+    assert (kind, reason) == ("Workload", "NotPlaceable")
+    assert "JobSet default/plain is not managed by placer" in message
+
+
+def test_an_admission_check_with_parameters_is_refused_and_its_workloads_left_alone() -> None:
+    cluster = tpu_cluster(blocks=3)
+    suspended_jobset(cluster, "a", jobs=2)
+    params = {"apiGroup": "example.com", "kind": "Config", "name": "c"}
+    state = with_kueue(
+        state_of(cluster),
+        workload("a", [("w", 4)]),
+        checks=[admission_check(parameters=params)],
+    )
+    [(kind, reason, message)] = warnings(state)
+    assert (kind, reason) == ("AdmissionCheck", "UnsupportedParameters")
+    assert message.startswith(f"AdmissionCheck {CHECK}: spec.parameters ")
+
+
+def test_workloads_of_other_checks_are_not_placers() -> None:
+    cluster = tpu_cluster(blocks=3)
+    suspended_jobset(cluster, "a", jobs=2)
+    other = admission_check("prov", controllerName="kueue.x-k8s.io/provisioning-request")
+    state = with_kueue(state_of(cluster), workload("a", [("w", 4)], check="prov"), checks=[other])
+    c = cycle(state)
+    assert c.view.workloads == {} and c.view.checks == frozenset()
+    assert c.rev.targets == [] and c.updates == []
+
+
+def test_kueue_tas_on_a_flavor_with_placers_check_is_a_conflict() -> None:
+    cluster = tpu_cluster(blocks=1)
+    flavors = {
+        "tas": {"metadata": {"name": "tas"}, "spec": {"topologyName": "default"}},
+        "plain": {"metadata": {"name": "plain"}, "spec": {}},
+    }
+
+    def queue(name: str, flavor: str, on: list[str] | None = None) -> Obj:
+        rule: Obj = {"name": CHECK}
+        if on is not None:
+            rule["onFlavors"] = on
+        return {
+            "metadata": {"name": name, "uid": name},
+            "spec": {
+                "resourceGroups": [{"flavors": [{"name": flavor}, {"name": "plain"}]}],
+                "admissionChecksStrategy": {"admissionChecks": [rule]},
+            },
+        }
+
+    state = dataclasses.replace(
+        with_kueue(state_of(cluster)),
+        resource_flavors=flavors,
+        cluster_queues={
+            "clash": queue("clash", "tas"),
+            "only-plain": queue("only-plain", "tas", on=["plain"]),
+            "no-tas": queue("no-tas", "plain"),
+        },
+    )
+    [(kind, reason, message)] = warnings(state)
+    assert (kind, reason) == ("ClusterQueue", "TopologyConflict")
+    assert message.startswith(
+        "ClusterQueue clash: placer's admission check is used on ResourceFlavor(s) tas with "
+        "topologyName"
+    )
+
+
+def test_events_are_named_after_what_they_say() -> None:
+    cluster = tpu_cluster(blocks=3)
+    suspended_jobset(cluster, "a", jobs=2)
+    state = with_kueue(state_of(cluster), workload("a", [("x", 4)]))
+    managed = survey(state, binding="gate")
+    first = read_kueue(state, {ms.key: ms.request for ms in managed}, now=NOW_TEXT).events
+    again = read_kueue(state, {ms.key: ms.request for ms in managed}, now="later").events
+    assert [e.body["metadata"]["name"] for e in first] == [
+        e.body["metadata"]["name"] for e in again
+    ]
+    [event] = first
+    assert event.body["involvedObject"]["kind"] == "Workload"
+    assert event.body["involvedObject"]["namespace"] == "default"
+    assert event.body["type"] == "Warning"
