@@ -32,6 +32,7 @@ from placer.commands.timing import (
     guard_s,
     time_policy_from_args,
 )
+from placer.model.durations import parse_go_duration
 from placer.model.errors import ClusterError, InputError
 from placer.model.files import check_input_file
 
@@ -142,6 +143,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default="all",
         help="watch all pods (exact free capacity, default) or only JobSet pods",
     )
+    kueue = parser.add_argument_group("kueue")
+    kueue.add_argument(
+        "--kueue-admission-check",
+        action="store_true",
+        help="serve Kueue AdmissionChecks whose controllerName is placer.dev/placement: a "
+        "Workload with reserved quota is admitted only with a placement (plans time-aware)",
+    )
+    kueue.add_argument(
+        "--kueue-hold-quota",
+        metavar="DURATION",
+        default="5m",
+        help="how long a Workload may hold reserved quota waiting for a placement before its "
+        "check turns Retry, giving the quota back until its expected start (default 5m)",
+    )
     ha = parser.add_argument_group("operation")
     ha.add_argument(
         "--leader-elect",
@@ -215,6 +230,8 @@ def _config(args: argparse.Namespace, identity: str) -> Any:
         lease=f"{args.lease_namespace or default_namespace()}/{args.lease_name}",
         ledger_namespace=args.ledger_namespace or default_namespace(),
         list_retry_s=args.retry_timeout,
+        kueue_admission_check=args.kueue_admission_check,
+        kueue_hold_quota_s=parse_go_duration(args.kueue_hold_quota, field="--kueue-hold-quota"),
     )
 
 

@@ -29,7 +29,18 @@ __all__ = [
 ]
 
 Kind = Literal[
-    "nodes", "pods", "jobsets", "priorityclasses", "topologies", "events", "configmaps", "leases"
+    "nodes",
+    "pods",
+    "jobsets",
+    "priorityclasses",
+    "topologies",
+    "events",
+    "configmaps",
+    "leases",
+    "workloads",
+    "admissionchecks",
+    "clusterqueues",
+    "resourceflavors",
 ]
 KINDS: tuple[Kind, ...] = (
     "nodes",
@@ -40,10 +51,17 @@ KINDS: tuple[Kind, ...] = (
     "events",
     "configmaps",
     "leases",
+    "workloads",
+    "admissionchecks",
+    "clusterqueues",
+    "resourceflavors",
 )
 """Cluster-scoped: nodes, priorityclasses, topologies (Kueue's `Topology`, listed only: they give
 the topology levels as `placer plan` reads them). Namespaced: pods, jobsets, events, configmaps
-(the placement ledger) and leases (read for leader election)."""
+(the placement ledger) and leases (read for leader election). With `--kueue-admission-check`
+also Kueue's Workloads (namespaced; placer patches only their status: `patch("workloads", ...)`
+is a merge patch of the status subresource), AdmissionChecks, ClusterQueues and ResourceFlavors
+(cluster-scoped, read only)."""
 
 Obj = dict[str, Any]
 

@@ -35,6 +35,7 @@ When cycles run (the watch loop, `--once`, an elected leader's work) is loop.py'
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -56,6 +57,14 @@ from placer.controller.decide.decisions import (
     solve_targets,
 )
 from placer.controller.decide.domains import DomainIndex
+from placer.controller.decide.kueue_check import (
+    KueueAdmission,
+    check_updates,
+    check_writes,
+    kueue_admission,
+    release_evicted,
+)
+from placer.controller.decide.kueue_workloads import KueueView, read_kueue
 from placer.controller.decide.ledger import (
     LEDGER_LABEL,
     LEDGER_NAME,
@@ -111,6 +120,12 @@ class Controller:
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self.adapter = adapter
+        if config.kueue_admission_check and not config.options.time.active:
+            # a check's Pending message gives the expected start; Rejected needs the verdict
+            # on an empty cluster: both come from the time-aware pass
+            time = config.options.time.model_copy(update={"reservations": "head"})
+            options = config.options.model_copy(update={"time": time})
+            config = config.model_copy(update={"options": options})
         self.config = config
         time_policy = config.options.time
         self.solver = (
@@ -130,7 +145,10 @@ class Controller:
             all_pods=config.all_pods,
             watch_timeout_s=config.watch_timeout_s,
             ledger=Stream("configmaps", config.ledger_namespace, LEDGER_LABEL),
+            kueue=config.kueue_admission_check,
         )
+        self.kueue_warned: set[str] = set()
+        """Names of the Kueue Warning events already sent (one per object and message)."""
         self.announced: dict[str, str] = {}
         """JobSet -> the Unschedulable message already emitted."""
         self.placed_announced: set[tuple[str, str]] = set()
@@ -203,6 +221,40 @@ class Controller:
             state=state, ledger=ledger, managed=tuple(managed), snapshot=snapshot, index=index
         )
 
+    def _kueue(self, observed: Observed) -> tuple[Observed, KueueView, KueueAdmission]:
+        """Kueue's view of this round, and the survey as Kueue has it (kueue_check.py)."""
+        view = read_kueue(
+            observed.state,
+            {ms.key: ms.request for ms in observed.managed},
+            now=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            namespaces=self.config.namespaces,
+        )
+        adm = kueue_admission(observed.managed, view)
+        return dataclasses.replace(observed, managed=adm.managed), view, adm
+
+    def _kueue_writes(
+        self,
+        observed: Observed,
+        view: KueueView,
+        rev: Review,
+        planned: PlannedRound,
+        *,
+        committed: bool,
+        now: str,
+    ) -> list[Write]:
+        """Placer's check on each Workload it decided on, after the ledger commit; then the
+        Warnings not sent yet."""
+        updates = check_updates(
+            view,
+            observed.managed,
+            rev,
+            planned,
+            committed=committed,
+            now_s=self.wall_clock(),
+            hold_s=self.config.kueue_hold_quota_s,
+        )
+        return check_writes(observed.state, updates, view.events, self.kueue_warned, now=now)
+
     def _due(
         self, rev: Review, state: ClusterState, now: float, *, force: bool
     ) -> tuple[list[Target], list[str], float | None]:
@@ -255,8 +307,15 @@ class Controller:
             observed = self._observe(phase)
             options = self._options(observed.snapshot)
             with phase("review"):
-                rev = review(observed.managed, observed.index, options)
+                kueue: tuple[KueueView, KueueAdmission] | None = None
+                if self.config.kueue_admission_check:
+                    observed, kview, adm = self._kueue(observed)
+                    kueue = (kview, adm)
+                admit = kueue[1].admit if kueue else frozenset()
+                rev = review(observed.managed, observed.index, options, admit=admit)
                 view = view_ledger(observed.ledger, observed.state, observed.managed)
+                if kueue:
+                    view = release_evicted(view, kueue[1].release)
             if view.suspects and not self.config.dry_run:
                 with phase("commit"):
                     if gone is None:
@@ -366,6 +425,10 @@ class Controller:
                 now=settings.now,
                 instance=settings.instance,
             )
+            if kueue is not None:
+                writes += self._kueue_writes(
+                    observed, kueue[0], rev, planned, committed=bool(committed), now=settings.now
+                )
         executed = None
         if self.config.dry_run:
             for w in writes:
@@ -443,6 +506,8 @@ class Controller:
                 self.placed_announced.add((w.jobset, w.plan_id))
             elif isinstance(w, EmitEvent) and w.reason == DURATION_WARNING:
                 self.warned[w.jobset] = str(w.body.get("message"))
+            elif isinstance(w, EmitEvent) and not w.jobset:
+                self.kueue_warned.add(str(w.body["metadata"]["name"]))
 
     def _observe_metrics(self, report: CycleReport) -> None:
         m = self.metrics

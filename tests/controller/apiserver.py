@@ -18,6 +18,9 @@ Paths served (all the adapter and the client's leader election use):
     /apis/scheduling.k8s.io/v1/priorityclasses               list
     /apis/kueue.x-k8s.io/v1beta1/topologies                  list (v1beta2 answers 404: an
                                                              older Kueue, one version served)
+    /apis/kueue.x-k8s.io/v1beta1[/namespaces/{ns}]/workloads[/{name}[/status]]
+                                                             list, watch, get, patch (status)
+    /apis/kueue.x-k8s.io/v1beta1/admissionchecks, clusterqueues, resourceflavors   list, watch
     /apis/coordination.k8s.io/v1/namespaces/{ns}/leases[/{name}]        get, create, replace
 
 Lists and watches also take the one field selector clients use, `metadata.name=<name>`.
@@ -86,6 +89,17 @@ _ROUTES = [
         "priorityclasses",
     ),
     (re.compile(r"^/apis/kueue\.x-k8s\.io/v1beta1/topologies$"), "topologies"),
+    (re.compile(r"^/apis/kueue\.x-k8s\.io/v1beta1/workloads$"), "workloads"),
+    (
+        re.compile(
+            r"^/apis/kueue\.x-k8s\.io/v1beta1/namespaces/(?P<ns>[^/]+)/workloads"
+            r"(?:/(?P<name>[^/]+)(?:/status)?)?$"
+        ),
+        "workloads",
+    ),
+    (re.compile(r"^/apis/kueue\.x-k8s\.io/v1beta1/admissionchecks$"), "admissionchecks"),
+    (re.compile(r"^/apis/kueue\.x-k8s\.io/v1beta1/clusterqueues$"), "clusterqueues"),
+    (re.compile(r"^/apis/kueue\.x-k8s\.io/v1beta1/resourceflavors$"), "resourceflavors"),
     (
         re.compile(
             r"^/apis/coordination\.k8s\.io/v1/namespaces/(?P<ns>[^/]+)/leases"
@@ -102,6 +116,10 @@ _LIST_KIND = {
     "jobsets": "JobSetList",
     "priorityclasses": "PriorityClassList",
     "topologies": "TopologyList",
+    "workloads": "WorkloadList",
+    "admissionchecks": "AdmissionCheckList",
+    "clusterqueues": "ClusterQueueList",
+    "resourceflavors": "ResourceFlavorList",
     "leases": "LeaseList",
     "configmaps": "ConfigMapList",
 }
@@ -216,6 +234,8 @@ class _Handler(BaseHTTPRequestHandler):
                 ctype = self.headers.get("Content-Type", "")
                 if "json-patch" in ctype:
                     raise ClusterError("JSON patch is not supported by this stand-in", status=415)
+                if kind == "workloads" and not urlparse(self.path).path.endswith("/status"):
+                    raise ClusterError("placer writes only a Workload's status", status=405)
                 return self._send(
                     200,
                     store.patch(

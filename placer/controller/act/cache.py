@@ -24,13 +24,15 @@ from placer.controller.decide.state import ClusterState, Key
 from placer.model.errors import ClusterError, ResourceExpired
 from placer.model.workload import JOBSET_NAME_LABEL
 
-__all__ = ["STOP_POLL_S", "WATCH_MAX_BACKOFF_S", "ClusterCache", "Stream"]
+__all__ = ["KUEUE_KINDS", "STOP_POLL_S", "WATCH_MAX_BACKOFF_S", "ClusterCache", "Stream"]
 
 log = logging.getLogger(__name__)
 
 STOP_POLL_S = 0.2
 """How often a waiting controller loop looks at its stop event (SIGTERM acts within this)."""
 WATCH_MAX_BACKOFF_S = 30.0
+KUEUE_KINDS: tuple[Kind, ...] = ("workloads", "admissionchecks", "clusterqueues", "resourceflavors")
+"""Watched only with `--kueue-admission-check`."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,13 @@ def _capacity_fingerprint(kind: str, obj: Obj | None) -> Any:
         return None
     if kind == "pods":
         return ((obj.get("spec") or {}).get("nodeName"), (obj.get("status") or {}).get("phase"))
+    if kind == "workloads":
+        # what changes who may be planned (quota, eviction, check states), not our messages
+        status = obj.get("status") or {}
+        return (
+            tuple((c.get("type"), c.get("status")) for c in status.get("conditions") or []),
+            tuple((c.get("name"), c.get("state")) for c in status.get("admissionChecks") or []),
+        )
     if kind == "jobsets":
         return (
             (obj.get("status") or {}).get("terminalState"),
@@ -77,6 +86,7 @@ class ClusterCache:
         all_pods: bool = True,
         watch_timeout_s: float = 300.0,
         ledger: Stream | None = None,
+        kueue: bool = False,
     ) -> None:
         self.adapter = adapter
         self.watch_timeout_s = watch_timeout_s
@@ -90,6 +100,10 @@ class ClusterCache:
             self.streams.append(Stream("pods"))
         else:
             self.streams += [Stream("pods", ns, JOBSET_NAME_LABEL) for ns in scopes]
+        if kueue:
+            # placer's AdmissionCheck: Workloads everywhere (their JobSets may be anywhere) and
+            # the cluster-scoped objects saying which checks are placer's and on which flavors
+            self.streams += [Stream(k) for k in KUEUE_KINDS]
         self._objects: dict[str, dict[Key, Obj]] = {
             "nodes": {},
             "pods": {},
@@ -97,6 +111,7 @@ class ClusterCache:
             "priorityclasses": {},
             "topologies": {},
             "configmaps": {},
+            **{k: {} for k in KUEUE_KINDS},
         }
         self._rv: dict[Stream, str] = {}
         self.unhealthy: set[Stream] = set()
@@ -189,6 +204,10 @@ class ClusterCache:
                 priority_classes={k[1]: o for k, o in self._objects["priorityclasses"].items()},
                 topologies={k[1]: o for k, o in self._objects["topologies"].items()},
                 configmaps=dict(self._objects["configmaps"]),
+                workloads=dict(self._objects["workloads"]),
+                admission_checks={k[1]: o for k, o in self._objects["admissionchecks"].items()},
+                cluster_queues={k[1]: o for k, o in self._objects["clusterqueues"].items()},
+                resource_flavors={k[1]: o for k, o in self._objects["resourceflavors"].items()},
                 version=self._version,
                 capacity_version=self._capacity_version,
             )

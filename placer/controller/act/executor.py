@@ -25,6 +25,7 @@ from placer.controller.decide.writes import (
     EmitEvent,
     LabelNode,
     RecordAssignment,
+    SetAdmissionCheck,
     UngatePod,
     Write,
 )
@@ -69,6 +70,8 @@ def _kind(w: Write) -> Kind:
             return "nodes"
         case EmitEvent():
             return "events"
+        case SetAdmissionCheck():
+            return "workloads"
     raise TypeError(w)  # pragma: no cover
 
 
@@ -82,6 +85,8 @@ def _send(adapter: ClusterAdapter, w: Write) -> Obj:
             return adapter.patch("nodes", w.name, w.patch)
         case EmitEvent():
             return adapter.create("events", w.body)
+        case SetAdmissionCheck():
+            return adapter.patch("workloads", w.name, w.patch(), namespace=w.namespace)
     raise TypeError(w)  # pragma: no cover
 
 
@@ -93,12 +98,14 @@ def _read(adapter: ClusterAdapter, w: Write) -> Obj:
             return adapter.get("pods", w.name, namespace=w.namespace)
         case LabelNode():
             return adapter.get("nodes", w.name)
+        case SetAdmissionCheck():
+            return adapter.get("workloads", w.name, namespace=w.namespace)
     raise TypeError(w)  # pragma: no cover
 
 
 def _rebase(w: Write, current: Obj) -> Write | None:
     match w:
-        case RecordAssignment() | UngatePod() | LabelNode():
+        case RecordAssignment() | UngatePod() | LabelNode() | SetAdmissionCheck():
             return w.rebase(current)
     return None
 

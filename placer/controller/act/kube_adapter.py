@@ -39,6 +39,12 @@ JOBSET_GROUP = "jobset.x-k8s.io"
 JOBSET_VERSION = "v1alpha2"
 JOBSET_PLURAL = "jobsets"
 MERGE_PATCH = "application/merge-patch+json"
+KUEUE_KINDS = frozenset(
+    {"topologies", "workloads", "admissionchecks", "clusterqueues", "resourceflavors"}
+)
+"""Kueue's kinds (plural = kind name), served as v1beta2, v1beta1 or both: read in the newest
+the cluster serves (found by the first list), written (Workload and AdmissionCheck status only)
+in the same."""
 
 
 class KubeAdapter:
@@ -52,6 +58,8 @@ class KubeAdapter:
         self.scheduling = apis.scheduling
         self.coordination = apis.coordination
         self.timeout = request_timeout_s
+        self.kueue_versions: dict[str, str] = {}
+        """Kueue kind -> the API version its first list found served."""
 
     @classmethod
     def from_config(cls, kubeconfig: str | None = None) -> KubeAdapter:
@@ -60,16 +68,24 @@ class KubeAdapter:
 
     # --- dispatch ------------------------------------------------------------------------------
 
+    def _kueue_version(self, kind: str) -> str:
+        return self.kueue_versions.get(kind, TOPOLOGY_VERSIONS[0])
+
     def _lister(
-        self, kind: Kind, namespace: str | None, version: str = TOPOLOGY_VERSIONS[0]
+        self, kind: Kind, namespace: str | None, version: str | None = None
     ) -> Callable[..., Any]:
-        """The client's list call for `kind` (Kueue topologies in API `version`), in `namespace`
-        or all namespaces, taking the list and watch arguments as keywords."""
+        """The client's list call for `kind` (Kueue's kinds in API `version`, else the one found
+        served), in `namespace` or all namespaces, taking the list and watch arguments as
+        keywords."""
         fn: Callable[..., Any]
         args: tuple[str, ...] = ()
-        if kind == "topologies":
-            fn = self.custom.list_cluster_custom_object
-            args = (KUEUE_GROUP, version, "topologies")
+        if kind in KUEUE_KINDS:
+            version = version or self._kueue_version(kind)
+            fn, args = (
+                (self.custom.list_namespaced_custom_object, (KUEUE_GROUP, version, namespace, kind))
+                if namespace
+                else (self.custom.list_cluster_custom_object, (KUEUE_GROUP, version, kind))
+            )
         elif kind == "nodes":
             fn = self.core.list_node
         elif kind == "pods":
@@ -116,17 +132,24 @@ class KubeAdapter:
     def list(
         self, kind: Kind, *, namespace: str | None = None, label_selector: str = ""
     ) -> Listing:
-        if kind != "topologies":
+        if kind not in KUEUE_KINDS or kind in self.kueue_versions:
             return self._list_pages(kind, self._lister(kind, namespace), label_selector)
-        # Kueue serves Topology in one or two versions: the newest one the cluster knows
+        # Kueue serves its kinds in one or two versions: the newest one the cluster knows
         for version in TOPOLOGY_VERSIONS[:-1]:
             try:
-                return self._list_pages(kind, self._lister(kind, None, version), label_selector)
+                found = self._list_pages(
+                    kind, self._lister(kind, namespace, version), label_selector
+                )
             except ClusterError as e:
                 if e.status != 404:
                     raise
-        oldest = self._lister(kind, None, TOPOLOGY_VERSIONS[-1])
-        return self._list_pages(kind, oldest, label_selector)
+                continue
+            self.kueue_versions[kind] = version
+            return found
+        oldest = TOPOLOGY_VERSIONS[-1]
+        found = self._list_pages(kind, self._lister(kind, namespace, oldest), label_selector)
+        self.kueue_versions[kind] = oldest
+        return found
 
     def _list_pages(self, kind: Kind, call: Callable[..., Any], label_selector: str) -> Listing:
         items, version = kube_client.list_all(
@@ -173,6 +196,20 @@ class KubeAdapter:
                 return read_json(
                     self.core.read_namespaced_pod(name, namespace or "default", **opts), what
                 )
+            if kind == "workloads":
+                version = self._kueue_version(kind)
+                return read_json(
+                    self.custom.get_namespaced_custom_object(
+                        KUEUE_GROUP, version, ns, kind, name, **opts
+                    ),
+                    what,
+                )
+            if kind == "admissionchecks":
+                version = self._kueue_version(kind)
+                return read_json(
+                    self.custom.get_cluster_custom_object(KUEUE_GROUP, version, kind, name, **opts),
+                    what,
+                )
             if kind == "jobsets":
                 return read_json(
                     self.custom.get_namespaced_custom_object(
@@ -207,6 +244,26 @@ class KubeAdapter:
             if kind == "pods":
                 return read_json(
                     self.core.patch_namespaced_pod(name, namespace or "default", patch, **opts),
+                    what,
+                )
+            if kind == "workloads":  # only their status: placer's admission check entry
+                return read_json(
+                    self.custom.patch_namespaced_custom_object_status(
+                        KUEUE_GROUP,
+                        self._kueue_version(kind),
+                        namespace or "default",
+                        kind,
+                        name,
+                        patch,
+                        **opts,
+                    ),
+                    what,
+                )
+            if kind == "admissionchecks":  # only their status: the Active condition
+                return read_json(
+                    self.custom.patch_cluster_custom_object_status(
+                        KUEUE_GROUP, self._kueue_version(kind), kind, name, patch, **opts
+                    ),
                     what,
                 )
             if kind == "jobsets":

@@ -30,7 +30,10 @@ from placer.model.errors import ClusterError, ResourceExpired
 
 __all__ = ["CLUSTER_SCOPED", "MemoryCluster", "pod_update_violation"]
 
-CLUSTER_SCOPED: frozenset[str] = frozenset({"nodes", "priorityclasses", "topologies"})
+CLUSTER_SCOPED: frozenset[str] = frozenset(
+    {"nodes", "priorityclasses", "topologies"}
+    | {"admissionchecks", "clusterqueues", "resourceflavors"}
+)
 _TEMPORARY = frozenset({429, 500, 502, 503, 504})
 
 
@@ -246,6 +249,8 @@ class MemoryCluster:
             self._maybe_fail("patch", kind, name)
             current = self._get(kind, name, namespace)
             self._check_rv(kind, current, (patch.get("metadata") or {}).get("resourceVersion"))
+            if kind == "workloads":  # placer patches only their status subresource
+                patch = {"status": patch.get("status") or {}}
             updated = merge_patch(current, patch)
             for field in ("name", "namespace", "uid", "creationTimestamp"):
                 if field in current["metadata"]:

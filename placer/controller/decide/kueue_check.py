@@ -29,14 +29,16 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 
 from placer.controller.decide.decisions import PlannedRound, Review
-from placer.controller.decide.kueue_workloads import KueueView, KueueWorkload, rfc3339
+from placer.controller.decide.kueue_workloads import KueueEvent, KueueView, KueueWorkload, rfc3339
 from placer.controller.decide.ledger import PLACEMENT, entry_key
 from placer.controller.decide.ledgerplan import LedgerView
+from placer.controller.decide.state import ClusterState
 from placer.controller.decide.survey import ManagedJobSet
+from placer.controller.decide.writes import EmitEvent, SetAdmissionCheck, Write
 from placer.model.assignment import PREFIX, Assignment
 from placer.model.durations import format_go_duration
 from placer.model.plan import DomainRef, JobSetOutcome
@@ -49,6 +51,7 @@ __all__ = [
     "CheckUpdate",
     "KueueAdmission",
     "check_updates",
+    "check_writes",
     "kueue_admission",
     "pod_set_updates",
     "release_evicted",
@@ -289,3 +292,30 @@ def check_updates(
         if update is not None and update.changes():
             updates.append(update)
     return updates
+
+
+def check_writes(
+    state: ClusterState,
+    updates: Sequence[CheckUpdate],
+    events: Sequence[KueueEvent],
+    warned: Set[str],
+    *,
+    now: str,
+) -> list[Write]:
+    """The writes: each check update as a status patch of its Workload (as observed), then the
+    Warning events not sent yet (`warned`: names of those sent). Events carry no JobSet, so a
+    JobSet's failed record never drops them."""
+    writes: list[Write] = []
+    for u in updates:
+        wl = state.workloads.get(u.workload.key)
+        if wl is not None:
+            previous = str(u.workload.entry.get("state") or "")
+            writes.append(
+                SetAdmissionCheck.on(
+                    wl, u.entry(now), jobset=u.workload.jobset, previous_state=previous
+                )
+            )
+    for e in events:
+        if e.body["metadata"]["name"] not in warned:
+            writes.append(EmitEvent(namespace=e.namespace, reason=e.reason, body=e.body))
+    return writes

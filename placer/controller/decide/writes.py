@@ -24,6 +24,7 @@ __all__ = [
     "EmitEvent",
     "LabelNode",
     "RecordAssignment",
+    "SetAdmissionCheck",
     "UngatePod",
     "Write",
 ]
@@ -138,4 +139,81 @@ class EmitEvent(_Write):
         return f"event {self.reason} on JobSet {self.jobset}: {self.body.get('message')}"
 
 
-Write = RecordAssignment | UngatePod | LabelNode | EmitEvent
+_CHECK_FIELDS = ("state", "message", "requeueAfterSeconds", "podSetUpdates")
+
+
+def _entries(workload: Obj) -> list[Obj]:
+    checks = (workload.get("status") or {}).get("admissionChecks") or []
+    return [e for e in checks if isinstance(e, dict)]
+
+
+class SetAdmissionCheck(_Write):
+    """Set placer's entry in a Kueue Workload's `status.admissionChecks[]` (kueue_check.py).
+
+    A JSON merge patch of the status subresource replaces the whole list, so it carries every
+    entry as read, ours changed, and the Workload's resourceVersion as precondition: another
+    check's controller writing meanwhile is a 409, and the write is rebased on what it wrote.
+    """
+
+    op: Literal["admission-check"] = "admission-check"
+    namespace: str
+    name: str
+    uid: str
+    resource_version: str
+    entry: Obj
+    """The new entry (its `name` is placer's check)."""
+    previous_state: str
+    """The state the decision was made on: a Workload whose check Kueue reset meanwhile (an
+    eviction) is decided again next cycle, not overwritten."""
+    checks: tuple[Obj, ...]
+
+    def patch(self) -> Obj:
+        return {
+            "metadata": {"resourceVersion": self.resource_version},
+            "status": {"admissionChecks": list(self.checks)},
+        }
+
+    @classmethod
+    def on(
+        cls, workload: Obj, entry: Obj, *, jobset: str, previous_state: str
+    ) -> SetAdmissionCheck:
+        meta = workload.get("metadata") or {}
+        checks = tuple(entry if e.get("name") == entry["name"] else e for e in _entries(workload))
+        return cls(
+            jobset=jobset,
+            namespace=str(meta.get("namespace") or "default"),
+            name=str(meta.get("name") or ""),
+            uid=_uid(workload),
+            resource_version=resource_version(workload),
+            entry=entry,
+            previous_state=previous_state,
+            checks=checks,
+        )
+
+    def rebase(self, current: Obj) -> SetAdmissionCheck | None:
+        if self.uid and _uid(current) != self.uid:
+            raise Aborted(f"Workload {self.namespace}/{self.name} was deleted and recreated")
+        now = next((e for e in _entries(current) if e.get("name") == self.entry["name"]), None)
+        if now is None:
+            raise Aborted(
+                f"Workload {self.namespace}/{self.name} no longer has check {self.entry['name']}"
+            )
+        if all(now.get(f) == self.entry.get(f) for f in _CHECK_FIELDS):
+            return None
+        if now.get("state") != self.previous_state:
+            raise Aborted(
+                f"check {self.entry['name']} of Workload {self.namespace}/{self.name} went "
+                f"{self.previous_state} -> {now.get('state')} meanwhile"
+            )
+        return SetAdmissionCheck.on(
+            current, self.entry, jobset=self.jobset, previous_state=self.previous_state
+        )
+
+    def describe(self) -> str:
+        return (
+            f"set check {self.entry['name']} of Workload {self.namespace}/{self.name} to "
+            f"{self.entry['state']}: {self.entry.get('message')}"
+        )
+
+
+Write = RecordAssignment | UngatePod | LabelNode | EmitEvent | SetAdmissionCheck

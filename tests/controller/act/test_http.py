@@ -13,7 +13,7 @@ import pytest
 from benchmarks import cluster_sim as sim
 from placer.controller.act.kube_adapter import KubeAdapter
 from placer.controller.act.leader import LeaderSettings, run_elected
-from placer.controller.reconcile import Controller
+from placer.controller.reconcile import Controller, ControllerConfig
 from placer.model.errors import ClusterError
 from tests.controller.apiserver import ApiServer
 from tests.controller.builders import (
@@ -217,3 +217,25 @@ def test_leader_election_lets_one_replica_work(api: ApiServer) -> None:
     assert record(api.cluster, "train") is not None
     for s in stops:
         s.set()
+
+
+def test_the_kueue_check_over_http_in_the_version_served(api: ApiServer) -> None:
+    """Kueue's kinds listed in the newest version served (v1beta1 here: v1beta2 answers 404),
+    placer's check written by one merge patch of the Workload's status subresource."""
+    from tests.controller.test_kueue_admission import check_of, setup, submit
+
+    setup(api.cluster)
+    submit(api.cluster, "a", jobs=2)
+    kube = adapter(api)
+    ctl = Controller(
+        kube,
+        ControllerConfig(solver="best-fit", window_s=0.0, kueue_admission_check=True),
+        sleep=lambda s: None,
+    )
+    report = assert_valid(ctl.run_once())
+    assert report.executed is not None and report.executed.failed == []
+    assert check_of(api.cluster, "a")["state"] == "Ready"
+    assert kube.kueue_versions["workloads"] == "v1beta1"
+    assert ("GET", "/apis/kueue.x-k8s.io/v1beta2/workloads?limit=500") in api.requests
+    patches = [p for m, p in api.requests if m == "PATCH" and "workloads" in p]
+    assert patches == ["/apis/kueue.x-k8s.io/v1beta1/namespaces/default/workloads/jobset-a/status"]
