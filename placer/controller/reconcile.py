@@ -253,7 +253,9 @@ class Controller:
             now_s=self.wall_clock(),
             hold_s=self.config.kueue_hold_quota_s,
         )
-        return check_writes(observed.state, updates, view.events, self.kueue_warned, now=now)
+        return check_writes(
+            observed.state, updates, view.events, self.kueue_warned, checks=view.checks, now=now
+        )
 
     def _due(
         self, rev: Review, state: ClusterState, now: float, *, force: bool

@@ -20,7 +20,9 @@ Paths served (all the adapter and the client's leader election use):
                                                              older Kueue, one version served)
     /apis/kueue.x-k8s.io/v1beta1[/namespaces/{ns}]/workloads[/{name}[/status]]
                                                              list, watch, get, patch (status)
-    /apis/kueue.x-k8s.io/v1beta1/admissionchecks, clusterqueues, resourceflavors   list, watch
+    /apis/kueue.x-k8s.io/v1beta1/admissionchecks[/{name}[/status]]
+                                                             list, watch, get, patch (status)
+    /apis/kueue.x-k8s.io/v1beta1/clusterqueues, resourceflavors   list, watch
     /apis/coordination.k8s.io/v1/namespaces/{ns}/leases[/{name}]        get, create, replace
 
 Lists and watches also take the one field selector clients use, `metadata.name=<name>`.
@@ -97,7 +99,12 @@ _ROUTES = [
         ),
         "workloads",
     ),
-    (re.compile(r"^/apis/kueue\.x-k8s\.io/v1beta1/admissionchecks$"), "admissionchecks"),
+    (
+        re.compile(
+            r"^/apis/kueue\.x-k8s\.io/v1beta1/admissionchecks(?:/(?P<name>[^/]+)(?:/status)?)?$"
+        ),
+        "admissionchecks",
+    ),
     (re.compile(r"^/apis/kueue\.x-k8s\.io/v1beta1/clusterqueues$"), "clusterqueues"),
     (re.compile(r"^/apis/kueue\.x-k8s\.io/v1beta1/resourceflavors$"), "resourceflavors"),
     (
@@ -198,6 +205,8 @@ class _Handler(BaseHTTPRequestHandler):
         verb = {"PATCH": "patch", "PUT": "update", "POST": "create"}.get(method) or (
             "get" if name is not None else "watch" if watching else "list"
         )
+        if urlparse(self.path).path.endswith("/status"):
+            kind = f"{kind}/status"  # a subresource is its own resource to RBAC
         request = Request(verb, kind, ns, name if name is not None else _named(query))
         if self.server.authorize is not None and not self.server.authorize(request):
             raise ClusterError(f"forbidden: {request}", status=403)
@@ -234,8 +243,10 @@ class _Handler(BaseHTTPRequestHandler):
                 ctype = self.headers.get("Content-Type", "")
                 if "json-patch" in ctype:
                     raise ClusterError("JSON patch is not supported by this stand-in", status=415)
-                if kind == "workloads" and not urlparse(self.path).path.endswith("/status"):
-                    raise ClusterError("placer writes only a Workload's status", status=405)
+                if kind in ("workloads", "admissionchecks") and not urlparse(
+                    self.path
+                ).path.endswith("/status"):
+                    raise ClusterError(f"placer writes only the status of {kind}", status=405)
                 return self._send(
                     200,
                     store.patch(

@@ -24,6 +24,13 @@ API_GROUPS = {
     "jobsets": "jobset.x-k8s.io",
     "priorityclasses": "scheduling.k8s.io",
     "leases": "coordination.k8s.io",
+    "topologies": "kueue.x-k8s.io",
+    "workloads": "kueue.x-k8s.io",
+    "workloads/status": "kueue.x-k8s.io",
+    "admissionchecks": "kueue.x-k8s.io",
+    "admissionchecks/status": "kueue.x-k8s.io",
+    "clusterqueues": "kueue.x-k8s.io",
+    "resourceflavors": "kueue.x-k8s.io",
 }
 """The API group of each resource the API-server stand-in serves."""
 

@@ -22,6 +22,7 @@ from functools import partial
 from placer.controller.adapter import ClusterAdapter, Kind, Obj
 from placer.controller.decide.writes import (
     Aborted,
+    ActivateCheck,
     EmitEvent,
     LabelNode,
     RecordAssignment,
@@ -72,6 +73,8 @@ def _kind(w: Write) -> Kind:
             return "events"
         case SetAdmissionCheck():
             return "workloads"
+        case ActivateCheck():
+            return "admissionchecks"
     raise TypeError(w)  # pragma: no cover
 
 
@@ -87,6 +90,8 @@ def _send(adapter: ClusterAdapter, w: Write) -> Obj:
             return adapter.create("events", w.body)
         case SetAdmissionCheck():
             return adapter.patch("workloads", w.name, w.patch(), namespace=w.namespace)
+        case ActivateCheck():
+            return adapter.patch("admissionchecks", w.name, w.patch())
     raise TypeError(w)  # pragma: no cover
 
 
@@ -100,12 +105,14 @@ def _read(adapter: ClusterAdapter, w: Write) -> Obj:
             return adapter.get("nodes", w.name)
         case SetAdmissionCheck():
             return adapter.get("workloads", w.name, namespace=w.namespace)
+        case ActivateCheck():
+            return adapter.get("admissionchecks", w.name)
     raise TypeError(w)  # pragma: no cover
 
 
 def _rebase(w: Write, current: Obj) -> Write | None:
     match w:
-        case RecordAssignment() | UngatePod() | LabelNode() | SetAdmissionCheck():
+        case RecordAssignment() | UngatePod() | LabelNode() | SetAdmissionCheck() | ActivateCheck():
             return w.rebase(current)
     return None
 

@@ -249,7 +249,7 @@ class MemoryCluster:
             self._maybe_fail("patch", kind, name)
             current = self._get(kind, name, namespace)
             self._check_rv(kind, current, (patch.get("metadata") or {}).get("resourceVersion"))
-            if kind == "workloads":  # placer patches only their status subresource
+            if kind in ("workloads", "admissionchecks"):  # placer patches only their status
                 patch = {"status": patch.get("status") or {}}
             updated = merge_patch(current, patch)
             for field in ("name", "namespace", "uid", "creationTimestamp"):

@@ -38,7 +38,7 @@ from placer.controller.decide.ledger import PLACEMENT, entry_key
 from placer.controller.decide.ledgerplan import LedgerView
 from placer.controller.decide.state import ClusterState
 from placer.controller.decide.survey import ManagedJobSet
-from placer.controller.decide.writes import EmitEvent, SetAdmissionCheck, Write
+from placer.controller.decide.writes import ActivateCheck, EmitEvent, SetAdmissionCheck, Write
 from placer.model.assignment import PREFIX, Assignment
 from placer.model.durations import format_go_duration
 from placer.model.plan import DomainRef, JobSetOutcome
@@ -300,12 +300,19 @@ def check_writes(
     events: Sequence[KueueEvent],
     warned: Set[str],
     *,
+    checks: Set[str],
     now: str,
 ) -> list[Write]:
-    """The writes: each check update as a status patch of its Workload (as observed), then the
-    Warning events not sent yet (`warned`: names of those sent). Events carry no JobSet, so a
-    JobSet's failed record never drops them."""
+    """The writes: `Active` on each of placer's AdmissionChecks that lacks it, each check update
+    as a status patch of its Workload (as observed), then the Warning events not sent yet
+    (`warned`: names of those sent). Events carry no JobSet, so a JobSet's failed record never
+    drops them."""
     writes: list[Write] = []
+    for name in sorted(checks):
+        check = state.admission_checks.get(name)
+        activate = ActivateCheck.on(check, now=now) if check is not None else None
+        if activate is not None:
+            writes.append(activate)
     for u in updates:
         wl = state.workloads.get(u.workload.key)
         if wl is not None:

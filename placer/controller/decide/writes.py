@@ -21,6 +21,7 @@ from placer.model.snapshot import TERMINAL_PHASES
 
 __all__ = [
     "Aborted",
+    "ActivateCheck",
     "EmitEvent",
     "LabelNode",
     "RecordAssignment",
@@ -216,4 +217,63 @@ class SetAdmissionCheck(_Write):
         )
 
 
-Write = RecordAssignment | UngatePod | LabelNode | EmitEvent | SetAdmissionCheck
+ACTIVE_REASON = "Active"
+
+
+def _active(check: Obj) -> bool:
+    return any(
+        isinstance(c, dict) and c.get("type") == "Active" and c.get("status") == "True"
+        for c in (check.get("status") or {}).get("conditions") or []
+    )
+
+
+class ActivateCheck(_Write):
+    """Set the `Active` condition of one of placer's AdmissionChecks: Kueue keeps a ClusterQueue
+    listing a check inactive until the check's controller says it serves it."""
+
+    op: Literal["activate"] = "activate"
+    name: str
+    resource_version: str
+    conditions: tuple[Obj, ...]
+
+    @classmethod
+    def on(cls, check: Obj, *, now: str) -> ActivateCheck | None:
+        """None when the check is Active already."""
+        if _active(check):
+            return None
+        meta = check.get("metadata") or {}
+        others = [
+            c
+            for c in (check.get("status") or {}).get("conditions") or []
+            if isinstance(c, dict) and c.get("type") != "Active"
+        ]
+        active: Obj = {
+            "type": "Active",
+            "status": "True",
+            "reason": ACTIVE_REASON,
+            "message": "placer serves this check (controllerName placer.dev/placement)",
+            "lastTransitionTime": now,
+        }
+        if meta.get("generation") is not None:
+            active["observedGeneration"] = meta["generation"]
+        return cls(
+            name=str(meta.get("name") or ""),
+            resource_version=resource_version(check),
+            conditions=(*others, active),
+        )
+
+    def patch(self) -> Obj:
+        return {
+            "metadata": {"resourceVersion": self.resource_version},
+            "status": {"conditions": list(self.conditions)},
+        }
+
+    def rebase(self, current: Obj) -> ActivateCheck | None:
+        now = next((str(c.get("lastTransitionTime")) for c in self.conditions), "")
+        return ActivateCheck.on(current, now=now)
+
+    def describe(self) -> str:
+        return f"mark AdmissionCheck {self.name} Active"
+
+
+Write = RecordAssignment | UngatePod | LabelNode | EmitEvent | SetAdmissionCheck | ActivateCheck
