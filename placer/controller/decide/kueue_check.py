@@ -32,7 +32,8 @@ import math
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 
-from placer.controller.decide.decisions import PlannedRound, Review
+from placer.controller.decide.decisions import PlannedRound, Review, held_records
+from placer.controller.decide.domains import hold_token
 from placer.controller.decide.kueue_workloads import KueueEvent, KueueView, KueueWorkload, rfc3339
 from placer.controller.decide.ledger import PLACEMENT, entry_key
 from placer.controller.decide.ledgerplan import LedgerView
@@ -215,16 +216,35 @@ def _outcomes(planned: PlannedRound) -> dict[str, tuple[JobSetOutcome, bool]]:
     return result
 
 
-def _waiting(reason: str, outcome: JobSetOutcome, timed: bool, now_s: float) -> str:
-    message = f"no room for a placement now: {reason or outcome.status}"
+def _holders(rev: Review) -> dict[str, str]:
+    """The planner's hold token of each recorded child Job (`domains.hold_token`) -> its JobSet:
+    a message names JobSets, not tokens."""
+    return {
+        hold_token(key.split("/", 1)[0], job): key
+        for key, jobs in held_records(rev).items()
+        for job in jobs
+    }
+
+
+def _named(text: str, holders: Mapping[str, str]) -> str:
+    for token, key in sorted(holders.items(), key=lambda t: -len(t[0])):
+        text = text.replace(token, key)
+    return text
+
+
+def _waiting(
+    reason: str, outcome: JobSetOutcome, timed: bool, now_s: float, holders: Mapping[str, str]
+) -> str:
+    message = f"no room for a placement now: {_named(reason or outcome.status, holders)}"
     start = outcome.expected_start_seconds
     if timed and start is not None and start > 0:
         eta = rfc3339(math.ceil((now_s + start) / 60) * 60)
         message += f"; expected start {eta} (in {format_go_duration(start)})"
         if outcome.reserved_domains:
             message += f" on {_domains(outcome.reserved_domains)}"
-        if outcome.waits_for:
-            message += f"; waits for running {_listed(outcome.waits_for)}"
+        waits = list(dict.fromkeys(holders.get(w, w) for w in outcome.waits_for))
+        if waits:
+            message += f"; waits for running {_listed(waits)}"
     return message
 
 
@@ -236,6 +256,7 @@ def _decide(
     reason: str,
     now_s: float,
     hold_s: float,
+    holders: Mapping[str, str],
 ) -> CheckUpdate | None:
     if record is not None and ms.request is not None:
         placed = f"placed (plan {record.plan_id})"
@@ -249,10 +270,10 @@ def _decide(
     if outcome.status == "placed":
         return None  # placed, not committed (another writer was first): next cycle
     if timed and outcome.expected_start_seconds is None:
-        why = reason or outcome.status
+        why = _named(reason or outcome.status, holders)
         message = f"can never be placed, not even on an empty cluster: {why}"
         return CheckUpdate(wl, "Rejected", message[:MESSAGE_MAX])
-    message = _waiting(reason, outcome, timed, now_s)
+    message = _waiting(reason, outcome, timed, now_s, holders)
     held = now_s - wl.reserved_since if wl.reserved_since is not None else 0.0
     if held > hold_s:
         start = outcome.expected_start_seconds if timed else None
@@ -279,6 +300,7 @@ def check_updates(
     `planned.placed` is in the ledger). Only changes are returned."""
     by_key = {ms.key: ms for ms in managed}
     outcomes = _outcomes(planned)
+    holders = _holders(rev)
     updates: list[CheckUpdate] = []
     for key, wl in sorted(view.workloads.items()):
         ms = by_key.get(key)
@@ -288,7 +310,7 @@ def check_updates(
         if record is None and ms.committed and key in rev.in_force:
             record = rev.in_force[key]
         reason = planned.unschedulable.get(key, "")
-        update = _decide(wl, ms, record, outcomes.get(key), reason, now_s, hold_s)
+        update = _decide(wl, ms, record, outcomes.get(key), reason, now_s, hold_s, holders)
         if update is not None and update.changes():
             updates.append(update)
     return updates

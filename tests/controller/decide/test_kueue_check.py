@@ -451,3 +451,21 @@ def test_events_are_named_after_what_they_say() -> None:
     assert event.body["involvedObject"]["kind"] == "Workload"
     assert event.body["involvedObject"]["namespace"] == "default"
     assert event.body["type"] == "Warning"
+
+
+def test_a_message_names_the_jobsets_holding_domains_not_the_planners_tokens() -> None:
+    cluster = tpu_cluster(blocks=2)
+    suspended_jobset(cluster, "a", jobs=2)
+    suspended_jobset(cluster, "b", jobs=2)
+    record = on_blocks("default/a", {"a-w-0": "b0", "a-w-1": "b1"})
+    state = with_kueue(
+        state_of(cluster),
+        workload("a", [("w", 4)], state="Ready"),
+        workload("b", [("w", 4)]),
+    )
+    c = cycle(state, ledger={"default/a": record})
+    update = only(c.updates)
+    assert update.workload.jobset == "default/b" and update.state == "Pending"
+    assert "placer:" not in update.message
+    assert "1 held by running default/a, 1 held by running default/a" in update.message
+    assert update.message.endswith("; waits for running default/a")
