@@ -40,6 +40,7 @@ from kubernetes import client as k8s
 from tests.cluster import build
 from tests.cluster.conftest import _versions
 from tests.cluster.controlplane import ControlPlane
+from tests.cluster.kube import api_client
 from tests.cluster.scenario import Scenario, assignment_of
 
 RACK = "example.com/rack"
@@ -200,6 +201,12 @@ def latency(case: Scenario, jobsets: int, pods: int) -> dict[str, Any]:
     }
 
 
+def plane_pods(plane: ControlPlane) -> list[Any]:
+    """Every pod of the cluster: a run starts only when the previous one left none."""
+    with api_client(plane.admin_kubeconfig) as api:
+        return list(k8s.CoreV1Api(api).list_pod_for_all_namespaces().items)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.cluster_throughput", description=__doc__
@@ -255,7 +262,9 @@ def main(argv: list[str] | None = None) -> int:
             finally:
                 case.tear_down()
             print(json.dumps(results[-1]), file=sys.stderr)
-            time.sleep(5)
+            left = len(plane_pods(plane))
+            if left:
+                raise SystemExit(f"{left} pods of the previous run are still there")
     finally:
         plane.stop()
     print(

@@ -114,9 +114,12 @@ class Scenario:
                 admission.delete_mutating_webhook_configuration(name)
         for process in self.processes.values():
             process.stop()
-        self._reaper_stop.set()
-        if self._reaper is not None:
-            self._reaper.join(timeout=10)
+        # Every pod of this scenario must be gone before the next one plans on the same nodes:
+        # a Job not yet collected recreates pods, and a pod deleted gracefully stays Terminating
+        # (holding its node) until something finishes the deletion, so the reaper runs until the
+        # namespaces are gone.
+        if self._reaper is None:
+            self.start_pod_reaper()
         for namespace in self.namespaces:
             with contextlib.suppress(ApiException):
                 for jobset in self.list_jobsets(namespace):
@@ -127,7 +130,16 @@ class Scenario:
             self.force_delete_pods(namespace)
             with contextlib.suppress(ApiException):
                 self.core.delete_namespace(namespace)
+        with contextlib.suppress(TimeoutError):
+            wait_until(self._namespaces_gone, timeout_s=120, what="the scenario's namespaces gone")
+        self._reaper_stop.set()
+        if self._reaper is not None:
+            self._reaper.join(timeout=10)
         self._api.close()
+
+    def _namespaces_gone(self) -> bool:
+        names = {n.metadata.name for n in self.core.list_namespace().items}
+        return not names & set(self.namespaces)
 
     def add_namespace(self, suffix: str) -> str:
         """Another managed namespace for this scenario (split-namespace controllers)."""
