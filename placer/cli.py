@@ -18,11 +18,13 @@ import sys
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import NoReturn
 
 from placer.model.errors import PlacerError
+from placer.model.messages import clip, printable
 from placer.runtime import collector_paused, end_batch_process
 
-__all__ = ["build_parser", "main", "placer_version", "prog_name", "run"]
+__all__ = ["OneLineParser", "build_parser", "main", "placer_version", "prog_name", "run"]
 
 DESCRIPTION = (
     "Plan pending Kubernetes JobSets jointly with CP-SAT: one topology domain per child Job, "
@@ -65,8 +67,18 @@ def _add_global_flags(parser: argparse.ArgumentParser, *, top: bool) -> None:
     )
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, with a usage error said in one line and a pointer to `--help`, instead of the
+    usage block and then the line (subcommands' parsers are of this class too: argparse makes
+    them with the class of the parser they hang from)."""
+
+    def error(self, message: str) -> NoReturn:
+        text = clip(printable(f"{self.prog}: error: {message}"))
+        self.exit(2, f"{text} (see '{self.prog} --help')\n")
+
+
 def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=prog or prog_name(), description=DESCRIPTION)
+    parser = OneLineParser(prog=prog or prog_name(), description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"%(prog)s {placer_version()}")
     _add_global_flags(parser, top=True)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

@@ -26,7 +26,7 @@ from placer.commands.argtypes import label_keys, number, whole_number
 from placer.model.cluster import ClusterSnapshot
 from placer.model.errors import InputError
 from placer.model.files import check_input_file
-from placer.model.limits import SEED_MAX
+from placer.model.limits import MAX_WORKERS, SEED_MAX
 from placer.model.options import SolveOptions
 from placer.model.plan import Plan
 from placer.model.workload import JobSetRequest
@@ -112,7 +112,7 @@ def add_solver_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--workers",
         metavar="N",
-        type=whole_number(0),
+        type=whole_number(0, MAX_WORKERS),
         default=_DEFAULTS.workers,
         help="CP-SAT search workers; 0 = CP-SAT's portfolio of 8 whatever the cores (default)",
     )

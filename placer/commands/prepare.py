@@ -12,6 +12,7 @@ import sys
 
 import yaml
 
+from placer.commands.argtypes import label_key
 from placer.controller.decide.prepare import prepare_jobset
 from placer.model.errors import InputError
 
@@ -38,6 +39,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument(
         "--exclusive-topology",
         metavar="KEY",
+        type=label_key,
         help="node-labels binding: the node label key of the domains, for "
         "JobSets that do not name one",
     )

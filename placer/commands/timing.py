@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Mapping
 
-from placer.commands.argtypes import number, whole_number
+from placer.commands.argtypes import number, rfc3339, whole_number
 from placer.model.durations import parse_go_duration, parse_rfc3339
 from placer.model.errors import InputError
 from placer.model.options import DEFAULT_DURATION_S, TimePolicy
@@ -56,6 +56,7 @@ def add_time_args(parser: argparse.ArgumentParser, *, planning_instant: bool = T
         group.add_argument(
             "--now",
             metavar="RFC3339",
+            type=rfc3339,
             help="the planning instant, e.g. 2026-12-01T06:00:00Z (default: the wall clock), so a "
             "plan over time is reproducible",
         )
@@ -102,7 +103,7 @@ def time_policy_from_args(
     max_wait = getattr(args, "max_wait", None)
     now = getattr(args, "now", None)
     policy = TimePolicy(
-        now=parse_rfc3339(now) if now else None,
+        now=parse_rfc3339(now) if now is not None else None,
         reservations=getattr(args, "reservations", _DEFAULTS.reservations),
         head=getattr(args, "reservation_head", _DEFAULTS.head),
         default_duration_s=default_s,

@@ -12,7 +12,7 @@ import logging
 import sys
 from pathlib import Path
 
-from placer.commands.argtypes import PORT, number, whole_number
+from placer.commands.argtypes import PORT, interval_s, whole_number
 
 __all__ = ["register", "run"]
 
@@ -48,9 +48,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument(
         "--tls-reload-interval",
         metavar="SECONDS",
-        type=number(0, 86400),
+        type=interval_s(86400),
         default=60.0,
-        help="check the certificate files for renewal this often; 0 never (60)",
+        help="check the certificate files for renewal this often, at least 1; 0 never (60)",
     )
     parser.add_argument(
         "--max-body-bytes",

@@ -65,6 +65,15 @@ from placer.model.limits import (
 )
 from placer.model.manifests import ClosedSchema, validation_error
 from placer.model.messages import echo
+from placer.model.names import (
+    check,
+    check_label_map,
+    check_levels,
+    check_taints,
+    dns1123_subdomain_problem,
+    label_value_problem,
+    qualified_name_problem,
+)
 from placer.model.resources import (
     parse_resource_map,
 )
@@ -261,6 +270,9 @@ def _expand(
     names: set[str] = set()
     for p, spec in enumerate(_pool_specs(pools, source=source, prefix=prefix)):
         field = f"{prefix}[{p}]"
+        check_taints(spec.taints, source=source, field=f"{field}.taints")
+        if spec.poolLabel:
+            check(qualified_name_problem, spec.poolLabel, source=source, field=f"{field}.poolLabel")
         allocatable = parse_resource_map(
             {k: _scalar(v) for k, v in spec.allocatable.items()},
             source=source,
@@ -286,13 +298,28 @@ def _expand(
                         code="duplicate",
                     )
                 names.add(name)
+                check(
+                    dns1123_subdomain_problem,
+                    name,
+                    source=source,
+                    field=f"{field}.nodeName",
+                    what="node name",
+                )
                 labels = {
                     k: render_template(
                         _scalar(v), values, source=source, field=f"{field}.labels.{k}"
                     )
                     for k, v in spec.labels.items()
                 }
+                check_label_map(labels, source=source, field=f"{field}.labels")
                 if spec.poolLabel:
+                    check(
+                        label_value_problem,
+                        pool,
+                        source=source,
+                        field=f"{field}.name",
+                        what=f"pool name (the value of {spec.poolLabel})",
+                    )
                     labels.setdefault(spec.poolLabel, pool)
                 labels.setdefault(HOSTNAME, name)
                 out.append(
@@ -335,7 +362,10 @@ def add_pools(
 
 
 def _override(node: Node, o: NodeOverride, *, source: str, field: str) -> Node:
-    labels = {**node.labels, **{k: _scalar(v) for k, v in o.labels.items()}}
+    added = {k: _scalar(v) for k, v in o.labels.items()}
+    check_label_map(added, source=source, field=f"{field}.labels")
+    check_taints(o.taints, source=source, field=f"{field}.taints")
+    labels = {**node.labels, **added}
     allocatable = {
         **node.allocatable,
         **parse_resource_map(
@@ -363,6 +393,15 @@ def parse_description(doc: Mapping[str, Any], *, source: str = "") -> ClusterSna
         desc = Description.model_validate(doc)
     except ValidationError as e:
         raise validation_error(e, source=source, obj=DESCRIPTION_KIND) from e
+    check_levels(desc.levels, source=source, field="levels")
+    for name in desc.priorityClasses:
+        check(
+            dns1123_subdomain_problem,
+            name,
+            source=source,
+            field=f"priorityClasses[{echo(name, quote=False)}]",
+            what="PriorityClass name",
+        )
     expanded = _expand(desc.pools, source=source)
     nodes = {node.name: node for _, node in expanded}
     members: dict[str, list[str]] = {}

@@ -26,6 +26,7 @@ from placer.model.errors import InputError
 from placer.model.limits import INT32_MAX, MAX_DESCRIPTION_NODES, Int32, Port
 from placer.model.manifests import ClosedSchema
 from placer.model.messages import echo
+from placer.model.names import check, dns1123_label_problem, dns1123_subdomain_problem
 from placer.model.resources import (
     PODS,
     ResourceMap,
@@ -179,7 +180,7 @@ def apply_running(
             )
         )
         ports = {(p, "TCP") for p in r.hostPorts}
-        key = None if not r.jobset else r.jobset if "/" in r.jobset else f"default/{r.jobset}"
+        key = None if r.jobset is None else _jobset_key(r.jobset, source, f"{where}.jobset")
         for name in targets:
             node = nodes[name]
             load = loads.get(name)
@@ -196,6 +197,15 @@ def apply_running(
                 "jobset_usage": dict(sorted(load.usage.items())),
             }
         )
+
+
+def _jobset_key(text: str, source: str, field: str) -> str:
+    """`namespace/name` (namespace defaults to `default`), both checked as the API server has
+    them: the key names the JobSet in plans and reasons."""
+    namespace, _, name = text.rpartition("/") if "/" in text else ("default", "", text)
+    check(dns1123_label_problem, namespace, source=source, field=field, what="namespace")
+    check(dns1123_subdomain_problem, name, source=source, field=field, what="JobSet name")
+    return f"{namespace}/{name}"
 
 
 def _take(

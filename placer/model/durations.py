@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from placer.model.errors import InputError
+from placer.model.messages import echo
 
 __all__ = [
     "EXPECTED_DURATION",
@@ -34,6 +35,8 @@ MAX_DURATION_S = 10 * 365 * 24 * 3600.0
 """Ten years: past this a duration is a typo, and keeping it bounded keeps timelines finite."""
 
 DurationSource = Literal["annotation", "active-deadline", "default"]
+INT64_MAX = 2**63 - 1
+"""`activeDeadlineSeconds` is an int64 in the Job API."""
 
 _UNITS_S = {
     "ns": 1e-9,
@@ -45,7 +48,8 @@ _UNITS_S = {
     "m": 60.0,
     "h": 3600.0,
 }
-_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+_PART = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h)")
+"""ASCII digits only, as Go's parser reads them (`\\d` would take Arabic and full-width ones)."""
 
 
 def parse_go_duration(text: str, *, source: str = "", obj: str = "", field: str = "") -> float:
@@ -62,7 +66,7 @@ def parse_go_duration(text: str, *, source: str = "", obj: str = "", field: str 
     if not raw:
         raise bad("empty duration; use a Go duration such as 90m or 6h")
     if raw.startswith("-"):
-        raise bad(f"negative duration {text!r}")
+        raise bad(f"negative duration {echo(text)}")
     body = raw[1:] if raw.startswith("+") else raw
     if body == "0":
         return 0.0
@@ -74,9 +78,9 @@ def parse_go_duration(text: str, *, source: str = "", obj: str = "", field: str 
         total += float(match.group(1)) * _UNITS_S[match.group(2)]
         pos = match.end()
     if pos != len(body) or pos == 0:
-        raise bad(f"invalid duration {text!r}; use a Go duration such as 90m, 6h or 1h30m")
+        raise bad(f"invalid duration {echo(text)}; use a Go duration such as 90m, 6h or 1h30m")
     if not math.isfinite(total) or total > MAX_DURATION_S:
-        raise bad(f"duration {text!r} is longer than {format_go_duration(MAX_DURATION_S)}")
+        raise bad(f"duration {echo(text)} is longer than {format_go_duration(MAX_DURATION_S)}")
     return total
 
 
@@ -96,16 +100,18 @@ def format_go_duration(seconds: float) -> str:
 def parse_rfc3339(text: str, *, field: str = "--now") -> datetime:
     """An RFC 3339 instant (`2026-12-01T06:00:00Z`), always timezone-aware, for `--now`."""
     raw = text.strip()
-    if not re.fullmatch(r"\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d:\d\d(\.\d+)?([Zz]|[+-]\d\d:\d\d)", raw):
+    if not re.fullmatch(
+        r"\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d:\d\d(\.\d+)?([Zz]|[+-]\d\d:\d\d)", raw, re.ASCII
+    ):
         raise InputError(
-            f"{text!r} is not an RFC 3339 time such as 2026-12-01T06:00:00Z",
+            f"{echo(text)} is not an RFC 3339 time such as 2026-12-01T06:00:00Z",
             field=field,
             code="time",
         )
     try:
         value = datetime.fromisoformat(raw.replace("z", "Z"))
     except ValueError as e:
-        raise InputError(f"{text!r}: {e}", field=field, code="time") from e
+        raise InputError(f"{echo(text)}: {e}", field=field, code="time") from e
     return value.astimezone(UTC)
 
 
@@ -127,8 +133,8 @@ def jobset_expected_duration(
     outlive its slowest child. A deadline missing on some replicated jobs does not bound those, so
     the deadline is used only when every replicated job states one.
     """
-    metadata = obj.get("metadata") or {}
-    annotations = metadata.get("annotations") or {}
+    metadata = obj.get("metadata")
+    annotations = metadata.get("annotations") if isinstance(metadata, Mapping) else None
     text = annotations.get(EXPECTED_DURATION) if isinstance(annotations, Mapping) else None
     if text is not None:
         field = f"metadata.annotations[{EXPECTED_DURATION}]"
@@ -138,16 +144,21 @@ def jobset_expected_duration(
             parse_go_duration(text, source=source, obj=key, field=field), "annotation"
         )
     deadlines: list[float] = []
-    rjobs = (obj.get("spec") or {}).get("replicatedJobs") or []
-    for i, rj in enumerate(rjobs):
-        spec = ((rj or {}).get("template") or {}).get("spec") or {}
-        value = spec.get("activeDeadlineSeconds")
+    spec = obj.get("spec")
+    rjobs = spec.get("replicatedJobs") if isinstance(spec, Mapping) else None
+    for i, rj in enumerate(rjobs if isinstance(rjobs, list) else []):
+        template = rj.get("template") if isinstance(rj, Mapping) else None
+        job = template.get("spec") if isinstance(template, Mapping) else None
+        value = job.get("activeDeadlineSeconds") if isinstance(job, Mapping) else None
         if value is None:
             return ExpectedDuration(None, "default")
         field = f"spec.replicatedJobs[{i}].template.spec.activeDeadlineSeconds"
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= INT64_MAX:
             raise InputError(
-                f"must be a positive integer, got {value!r}", source=source, obj=key, field=field
+                f"must be a positive integer of at most {INT64_MAX} (int64), got {echo(value)}",
+                source=source,
+                obj=key,
+                field=field,
             )
         deadlines.append(min(float(value), MAX_DURATION_S))
     if not deadlines:

@@ -16,6 +16,7 @@ from typing import Any
 
 from placer.model.durations import jobset_expected_duration
 from placer.model.errors import InputError
+from placer.model.jobset_names import check_jobset_names
 from placer.model.jobset_objects import (
     AffinitySpec,
     JobSetManifest,
@@ -182,9 +183,10 @@ def parse_jobset(
     key = object_key(obj)
     check_nesting_depth(obj, source, obj_name=key)
     m = read_as(JobSetManifest, obj, source)
+    check_jobset_names(m, source=source)
     key = f"{m.metadata.namespace}/{m.metadata.name}"
     _check_size(m, source=source, obj=key)
-    js_exclusive = m.metadata.annotations.get(EXCLUSIVE_TOPOLOGY) or None
+    js_exclusive = m.metadata.annotations.get(EXCLUSIVE_TOPOLOGY)
     rjobs: list[ReplicatedJobRequest] = []
     priorities: list[int] = []
     names: set[str] = set()
@@ -230,8 +232,9 @@ def parse_jobset(
                 replicas=rj.replicas,
                 pods_per_job=pods_per_job,
                 pod=shape,
-                exclusive_key=rj.template.metadata.annotations.get(EXCLUSIVE_TOPOLOGY)
-                or js_exclusive,
+                exclusive_key=rj.template.metadata.annotations.get(
+                    EXCLUSIVE_TOPOLOGY, js_exclusive
+                ),
                 required_topology=kueue.required_topology,
                 preferred_topology=kueue.preferred_topology,
                 slice_topology=kueue.slice_topology,

@@ -14,6 +14,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from placer.model.errors import InputError
+from placer.model.messages import echo
+from placer.model.names import qualified_name_problem
 
 __all__ = [
     "KUEUE_GROUP",
@@ -44,7 +46,7 @@ def topology_levels(obj: Mapping[str, Any], *, source: str = "") -> tuple[str, .
     """The node label keys of a Topology's levels, coarse to fine."""
     meta = obj.get("metadata")
     name = meta.get("name") if isinstance(meta, Mapping) else None
-    key = f"Topology/{name}" if isinstance(name, str) and name else "Topology"
+    key = f"Topology/{echo(name, quote=False)}" if isinstance(name, str) and name else "Topology"
     spec = obj.get("spec")
     levels = spec.get("levels") if isinstance(spec, Mapping) else None
     if not isinstance(levels, list) or not levels:
@@ -61,6 +63,15 @@ def topology_levels(obj: Mapping[str, Any], *, source: str = "") -> tuple[str, .
         if not isinstance(label, str) or not label:
             raise InputError(
                 "each level needs a nodeLabel (a node label key)",
+                source=source,
+                obj=key,
+                field=f"spec.levels[{i}].nodeLabel",
+                code="kueue",
+            )
+        problem = qualified_name_problem(label)
+        if problem:
+            raise InputError(
+                f"node label key {echo(label)} {problem}",
                 source=source,
                 obj=key,
                 field=f"spec.levels[{i}].nodeLabel",

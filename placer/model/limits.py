@@ -33,6 +33,7 @@ __all__ = [
     "MAX_PODS_PER_PLAN",
     "MAX_POOL_HOSTS",
     "MAX_PRICE_PER_HOUR",
+    "MAX_WORKERS",
     "SEED_MAX",
     "Int32",
     "Port",
@@ -65,6 +66,9 @@ MAX_DESCRIPTION_NODES = 100_000
 """Nodes a compact cluster description may expand to (twice the largest benchmark)."""
 MAX_CATALOG_NODES = 100_000
 """Nodes a node-pool catalog may offer (maxCount x hosts summed over pool types)."""
+MAX_WORKERS = 256
+"""CP-SAT search workers (`--workers`): each is a thread; CP-SAT itself rejects a model's
+parameters somewhere past 10,000 (MODEL_INVALID), and no machine runs more than a few hundred."""
 MAX_PRICE_PER_HOUR = 1_000_000.0
 """Catalog prices stay finite and small enough to scale into CP-SAT's 64-bit objective."""
 

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from placer.model.errors import InputError
 from placer.model.files import check_input_file, read_input_text
 from placer.model.loading import load_json, load_yaml_documents
+from placer.model.messages import echo
 
 __all__ = [
     "MANIFEST_SUFFIXES",
@@ -107,13 +108,19 @@ _CLUSTER_SCOPED = frozenset({"Node", "PriorityClass", "Namespace"})
 def object_key(obj: Mapping[str, Any]) -> str:
     """`namespace/name` (or `Kind/name` when cluster-scoped) for error messages; never raises."""
     meta = obj.get("metadata")
-    kind = str(obj.get("kind") or "object")
+    kind = _short(obj.get("kind") or "object")
     if not isinstance(meta, Mapping):
         return kind
-    name = meta.get("name", "?")
+    name = _short(meta.get("name", "?"))
     if kind in _CLUSTER_SCOPED:
         return f"{kind}/{name}"
-    return f"{meta.get('namespace') or 'default'}/{name}"
+    return f"{_short(meta.get('namespace') or 'default')}/{name}"
+
+
+def _short(part: object) -> str:
+    """A part of an object key as messages show it: escaped, and cut if long (names are checked
+    later; the message saying what is wrong with one must still fit on a line)."""
+    return echo(part if isinstance(part, str) else str(part), limit=80, quote=False)
 
 
 def describe_object(obj: Mapping[str, Any]) -> str:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Iterable, Mapping
+from typing import Protocol
 
 from placer.model.errors import InputError
 from placer.model.messages import echo
@@ -35,7 +36,9 @@ __all__ = [
     "MAX_SUBDOMAIN_LENGTH",
     "check",
     "check_label_map",
+    "check_levels",
     "check_qualified_keys",
+    "check_taints",
     "dns1123_label_problem",
     "dns1123_subdomain_problem",
     "label_value_problem",
@@ -156,7 +159,11 @@ def check_qualified_keys(
 
 
 def check_label_map(
-    labels: Mapping[object, object], *, source: str = "", obj: str = "", field: str = ""
+    labels: Mapping[str, object] | Mapping[object, object],
+    *,
+    source: str = "",
+    obj: str = "",
+    field: str = "",
 ) -> None:
     """Label keys qualified names, values label values (node labels, selectors, templates)."""
     for key, value in labels.items():
@@ -176,3 +183,38 @@ def check_label_map(
 def _member(field: str, key: object) -> str:
     shown = echo(key, limit=80, quote=False) if isinstance(key, str) else echo(key)
     return f"{field}[{shown}]" if field else f"[{shown}]"
+
+
+class _TaintLike(Protocol):
+    @property
+    def key(self) -> str: ...
+    @property
+    def value(self) -> str: ...
+
+
+def check_taints(
+    taints: Iterable[_TaintLike], *, source: str = "", obj: str = "", field: str = ""
+) -> None:
+    """Taint keys are qualified names, values label values (Nodes, descriptions)."""
+    for i, t in enumerate(taints):
+        check(qualified_name_problem, t.key, source=source, obj=obj, field=f"{field}[{i}].key")
+        check(label_value_problem, t.value, source=source, obj=obj, field=f"{field}[{i}].value")
+
+
+def check_levels(
+    levels: Iterable[object], *, source: str = "", obj: str = "", field: str = ""
+) -> tuple[str, ...]:
+    """Topology levels, coarse to fine: node label keys (qualified names), none empty, none
+    twice (`--levels`, descriptions, catalogs, Kueue Topologies)."""
+    seen: list[str] = []
+    for i, level in enumerate(levels):
+        where = f"{field}[{i}]"
+        key = check(
+            qualified_name_problem, level, source=source, obj=obj, field=where, what="level"
+        )
+        if key in seen:
+            raise InputError(
+                f"level {echo(key)} listed twice", source=source, obj=obj, field=where, code="name"
+            )
+        seen.append(key)
+    return tuple(seen)

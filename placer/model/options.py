@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from placer.model.errors import InputError
+from placer.model.limits import MAX_WORKERS
 
 __all__ = ["DEFAULT_DURATION_S", "QueuePolicy", "ReservationPolicy", "SolveOptions", "TimePolicy"]
 
@@ -74,7 +75,7 @@ class SolveOptions(BaseModel):
     time_limit_s: float = 10.0
     """Wall-clock budget of one CP-SAT solve call, counted from its start: aggregation, greedy
     hint and model building use it up before search does (see placer/solver/cpsat/planner.py)."""
-    workers: int = 0
+    workers: int = Field(default=0, ge=0, le=MAX_WORKERS)
     """CP-SAT search workers; 0 means CP-SAT's default portfolio of 8, whatever the core count."""
     seed: int = 0
     queue: QueuePolicy = "priority"

@@ -43,7 +43,16 @@ from placer.model.kube_objects import (
 )
 from placer.model.kubectl_list import format_quantity, snapshot_to_kubectl_list
 from placer.model.kueue_topology import is_kueue_topology, topology_levels
+from placer.model.limits import INT32_MAX
 from placer.model.manifests import describe_object, expand_paths, object_key, read_documents
+from placer.model.messages import echo
+from placer.model.names import (
+    check,
+    check_label_map,
+    check_taints,
+    dns1123_label_problem,
+    dns1123_subdomain_problem,
+)
 from placer.model.resources import (
     ResourceMap,
     parse_resource_map,
@@ -124,13 +133,18 @@ class _NodeReader:
         self._allocatable: dict[tuple[tuple[str, Any], ...], ResourceMap] = {}
 
     def __call__(self, n: NodeObject, source: str) -> _NodeDraft:
+        name = n.metadata.name
+        obj = f"Node/{echo(name, quote=False)}"
+        check(dns1123_subdomain_problem, name, source=source, obj=obj, field="metadata.name")
+        check_label_map(n.metadata.labels, source=source, obj=obj, field="metadata.labels")
         taints = self._taints.get(n.spec.taints)
         if taints is None:
+            check_taints(n.spec.taints, source=source, obj=obj, field="spec.taints")
             taints = self._taints[n.spec.taints] = tuple(
                 Taint(key=t.key, value=t.value, effect=t.effect) for t in n.spec.taints
             )
         return _NodeDraft(
-            name=n.metadata.name,
+            name=name,
             labels=dict(sorted(n.metadata.labels.items())),
             taints=taints,
             allocatable=self._read_allocatable(n, source),
@@ -161,10 +175,28 @@ def _pod_priority(pod: PodObject, classes: Mapping[str, int]) -> int | None:
     if isinstance(priority, int) and not isinstance(priority, bool):
         return priority
     label = pod.metadata.labels.get(JOBSET_PRIORITY_LABEL)
-    if label is not None and label.lstrip("-").isdigit():
+    if label is not None and label.isascii() and label.lstrip("-").isdigit():
         return int(label)
     name = pod.spec.priorityClassName
     return classes.get(name) if isinstance(name, str) else None
+
+
+def _owner(source: str, pod: PodObject, jobset: str) -> str:
+    """`namespace/name` of the JobSet a running pod belongs to, both checked as the API server
+    has them (the pair becomes a JobSet key the planner and the writers use)."""
+    namespace = pod.metadata.namespace
+    if dns1123_label_problem(namespace) or dns1123_subdomain_problem(jobset):  # cached: cheap
+        obj = f"{echo(namespace, quote=False)}/{echo(pod.metadata.name, quote=False)}"
+        check(dns1123_label_problem, namespace, source=source, obj=obj, field="metadata.namespace")
+        check(
+            dns1123_subdomain_problem,
+            jobset,
+            source=source,
+            obj=obj,
+            field=f"metadata.labels[{JOBSET_NAME_LABEL}]",
+            what="JobSet name",
+        )
+    return f"{namespace}/{jobset}"
 
 
 def _footprints() -> Callable[[str, PodObject], Footprint]:
@@ -221,7 +253,7 @@ def _apply_pods(
             ports.setdefault(node, set()).update(pod_ports)
         jobset = pod.metadata.labels.get(JOBSET_NAME_LABEL)
         if jobset:
-            owner = f"{pod.metadata.namespace}/{jobset}"
+            owner = _owner(source, pod, jobset)
             owners.setdefault(node, set()).add(owner)
             entry = usage.setdefault(node, {}).setdefault(owner, _Usage())
             _accumulate(entry.requests, request)
@@ -341,8 +373,22 @@ class _Usage:
 
 
 def _priority_classes(objs: Iterable[tuple[str, PriorityClassObject]]) -> dict[str, int]:
-    """name -> value, sorted by name; a later definition wins."""
-    result = {pc.metadata.name: pc.value for _, pc in objs}
+    """name -> value, sorted by name; a later definition wins. Names are DNS-1123 subdomains and
+    values int32, as the API server has them."""
+    result: dict[str, int] = {}
+    for source, pc in objs:
+        name = pc.metadata.name
+        obj = f"PriorityClass/{echo(name, quote=False)}"
+        check(dns1123_subdomain_problem, name, source=source, obj=obj, field="metadata.name")
+        if not -INT32_MAX - 1 <= pc.value <= INT32_MAX:
+            raise InputError(
+                f"must be an int32 ({-INT32_MAX - 1} .. {INT32_MAX}), got {echo(pc.value)}",
+                source=source,
+                obj=obj,
+                field="value",
+                code="priority-class",
+            )
+        result[name] = pc.value
     return dict(sorted(result.items()))
 
 

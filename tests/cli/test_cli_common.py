@@ -41,7 +41,7 @@ def test_every_flag_reaches_solve_options() -> None:
         "--cluster",
         "b.json",
         "--levels",
-        "block, pool,",
+        "block, pool",
         "--no-extended-resource-toleration",
         "--solver",
         "best-fit",

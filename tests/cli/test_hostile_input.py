@@ -405,3 +405,306 @@ def test_aliased_running_entries_are_bounded(
         f"placer: error: {described}: running[20].pools[0]: the running entries take capacity on "
         "more than 200000 nodes together (a node counted once per entry)\n",
     )
+
+
+# --- item 4: names as the API server has them, once, at parse time ---------------------------
+
+POD = "spec.replicatedJobs[0].template.spec.template.spec"
+LABEL = (
+    "must be a DNS-1123 label: lower-case letters, digits and '-', starting and ending with a "
+    "letter or digit"
+)
+HUGE = f"'{'a' * 80}'... (100000 characters)"
+SUBDOMAIN = (
+    "must be a DNS-1123 subdomain: lower-case letters, digits, '-' and '.', each '.'-separated "
+    "part starting and ending with a letter or digit"
+)
+QUALIFIED = (
+    "must be a qualified name: an optional DNS-1123 subdomain and '/', then letters, digits, "
+    "'-', '_' and '.', starting and ending with a letter or digit"
+)
+
+
+def _edit(manifest: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
+    """Set `a.b[0].c` in the manifest (creating mappings on the way)."""
+    node: Any = manifest
+    parts = path.replace("]", "").replace("[", ".").split(".")
+    for part in parts[:-1]:
+        node = node[int(part)] if part.isdigit() else node.setdefault(part, {})
+    node[int(parts[-1]) if parts[-1].isdigit() else parts[-1]] = value
+    return manifest
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "obj", "field", "message"),
+    [
+        pytest.param(
+            "metadata.name",
+            "",
+            "default/",
+            "metadata.name",
+            "'' must not be empty",
+            id="empty-name",
+        ),
+        pytest.param(
+            "metadata.name",
+            "a" * 100_000,
+            f"default/{'a' * 80}... (100000 characters)",
+            "metadata.name",
+            f"{HUGE} must be at most 253 characters, got 100000",
+            id="huge-name",
+        ),
+        pytest.param(
+            "metadata.name",
+            "x\x1b[2J",
+            "default/x\\x1b[2J",
+            "metadata.name",
+            f"'x\\x1b[2J' {SUBDOMAIN}",
+            id="control-characters",
+        ),
+        pytest.param(
+            "metadata.namespace",
+            "team/a",
+            "team/a/x",
+            "metadata.namespace",
+            f"'team/a' {LABEL}",
+            id="namespace-slash",
+        ),
+        pytest.param(
+            "metadata.namespace",
+            "..",
+            "../x",
+            "metadata.namespace",
+            f"'..' {LABEL}",
+            id="namespace-dots",
+        ),
+        pytest.param(
+            "metadata.labels.team",
+            "v" * 64,
+            "default/x",
+            "metadata.labels[team]",
+            f"'{'v' * 64}' must be at most 63 characters, got 64",
+            id="long-label-value",
+        ),
+        pytest.param(
+            "metadata.labels.bad key",
+            "v",
+            "default/x",
+            "metadata.labels[bad key]",
+            f"key 'bad key' {QUALIFIED}",
+            id="label-key",
+        ),
+        pytest.param(
+            f"{POD}.nodeSelector.-x",
+            "v",
+            "default/x",
+            f"{POD}.nodeSelector[-x]",
+            f"key '-x' {QUALIFIED}",
+            id="node-selector-key",
+        ),
+        pytest.param(
+            "metadata.annotations.alpha\\.jobset\\.sigs\\.k8s\\.io/exclusive-topology",
+            "",
+            "default/x",
+            "metadata.annotations[alpha.jobset.sigs.k8s.io/exclusive-topology]",
+            "node label key '' must not be empty",
+            id="empty-exclusive-key",
+        ),
+        pytest.param(
+            "spec.replicatedJobs[0].name",
+            "Workers",
+            "default/x",
+            "spec.replicatedJobs[0].name",
+            f"'Workers' {LABEL}",
+            id="replicated-job-name",
+        ),
+    ],
+)
+def test_jobset_names_follow_the_api_server(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    path: str,
+    value: Any,
+    obj: str,
+    field: str,
+    message: str,
+) -> None:
+    manifest = jobset_manifest("x")
+    if "\\." in path:  # an annotation key with dots
+        key = path.split(".", 2)[2].replace("\\.", ".")
+        manifest["metadata"]["annotations"][key] = value
+    else:
+        _edit(manifest, path, value)
+    target = tmp_path / "x.yaml"
+    target.write_text(yaml.safe_dump(manifest))
+    code, err = plan(capsys, tmp_path, target)
+    assert (code, err) == (2, f"placer: error: {target}: {obj}: {field}: {message}\n")
+    assert "\x1b" not in err
+
+
+def _snapshot(*items: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "List", "items": list(items)}
+
+
+def _node(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labels or {}},
+        "status": {"allocatable": {"cpu": "8", "pods": "110"}},
+    }
+
+
+@pytest.mark.parametrize(
+    ("items", "where"),
+    [
+        pytest.param(
+            [_node("Node_1")], f"Node/Node_1: metadata.name: 'Node_1' {SUBDOMAIN}", id="node-name"
+        ),
+        pytest.param(
+            [_node("n1", {"pool": "p" * 64})],
+            f"Node/n1: metadata.labels[pool]: '{'p' * 64}' must be at most 63 characters, got 64",
+            id="node-label-value",
+        ),
+        pytest.param(
+            [_node("n1"), {"kind": "PriorityClass", "metadata": {"name": "high"}, "value": 2**40}],
+            "PriorityClass/high: value: must be an int32 (-2147483648 .. 2147483647), got "
+            "1099511627776",
+            id="priority-class-value",
+        ),
+    ],
+)
+def test_snapshot_names_follow_the_api_server(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, items: list[dict[str, Any]], where: str
+) -> None:
+    cluster = tmp_path / "cluster.json"
+    cluster.write_text(json.dumps(_snapshot(*items)))
+    jobsets = write_jobsets(tmp_path, jobset_manifest("a"))
+    code, err = run(capsys, "plan", "--cluster", cluster, *FAST, jobsets)
+    assert (code, err) == (2, f"placer: error: {cluster}: {where}\n")
+
+
+@pytest.mark.parametrize(
+    ("description", "where"),
+    [
+        pytest.param(
+            {"levels": ["pool", ""]}, "levels[1]: level '' must not be empty", id="empty-level"
+        ),
+        pytest.param(
+            {"levels": ["pool", "pool"]}, "levels[1]: level 'pool' listed twice", id="twice"
+        ),
+        pytest.param(
+            {"pools": [{"name": "P-{i}", "allocatable": {"cpu": "1"}}]},
+            f"pools[0].nodeName: node name 'P-0-0' {SUBDOMAIN}",
+            id="node-name-template",
+        ),
+        pytest.param(
+            {"pools": [{"name": "p-{i}", "labels": {"zone": "a b"}}]},
+            "pools[0].labels[zone]: 'a b' must be a label value: empty, or letters, digits, '-', "
+            "'_' and '.', starting and ending with a letter or digit",
+            id="label-value",
+        ),
+    ],
+)
+def test_description_names_follow_the_api_server(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, description: dict[str, Any], where: str
+) -> None:
+    doc = {"kind": "ClusterDescription", "pools": [{"name": "p-{i}"}], **description}
+    described = tmp_path / "described.yaml"
+    described.write_text(yaml.safe_dump(doc))
+    jobsets = write_jobsets(tmp_path, jobset_manifest("a"))
+    code, err = run(capsys, "plan", "--cluster", described, *FAST, jobsets)
+    assert (code, err) == (2, f"placer: error: {described}: {where}\n")
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        pytest.param(
+            10**30,
+            "must be a positive integer of at most 9223372036854775807 (int64), got "
+            "1000000000000000000000000000000",
+            id="deadline-past-int64",
+        ),
+    ],
+)
+def test_active_deadline_beyond_int64(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, value: Any, message: str
+) -> None:
+    manifest = jobset_manifest("x")
+    manifest["spec"]["replicatedJobs"][0]["template"]["spec"]["activeDeadlineSeconds"] = value
+    path = write_jobsets(tmp_path, manifest)
+    code, err = plan(capsys, tmp_path, path)
+    field = "spec.replicatedJobs[0].template.spec.activeDeadlineSeconds"
+    assert (code, err) == (2, f"placer: error: {path}: default/x: {field}: {message}\n")
+
+
+@pytest.mark.parametrize("duration", ["\u0661h", "\uff11h", "9" * 200_000 + "h"])
+def test_durations_take_ascii_digits_and_are_echoed_cut(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, duration: str
+) -> None:
+    manifest = jobset_manifest("x")
+    manifest["metadata"]["annotations"]["placer.dev/expected-duration"] = duration
+    path = write_jobsets(tmp_path, manifest)
+    code, err = plan(capsys, tmp_path, path)
+    assert code == 2 and len(err.splitlines()) == 1 and len(err) < 400
+    field = "metadata.annotations[placer.dev/expected-duration]"
+    assert err.startswith(f"placer: error: {path}: default/x: {field}: ")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        pytest.param(
+            ["plan", "--workers", "100000"],
+            "placer plan: error: argument --workers: must be at most 256, got 100000",
+            id="workers",
+        ),
+        pytest.param(
+            ["plan", "--now", ""],
+            "placer plan: error: argument --now: '' is not an RFC 3339 time such as "
+            "2026-12-01T06:00:00Z",
+            id="now-empty",
+        ),
+        pytest.param(
+            ["plan", "--levels", "pool,,host"],
+            "placer plan: error: argument --levels: level '' must not be empty",
+            id="levels-empty",
+        ),
+        pytest.param(
+            ["plan", "--levels", "pool,pool"],
+            "placer plan: error: argument --levels: level 'pool' listed twice",
+            id="levels-twice",
+        ),
+        pytest.param(
+            [
+                "webhook",
+                "--tls-cert-file",
+                "c",
+                "--tls-private-key-file",
+                "k",
+                "--tls-reload-interval",
+                "1e-9",
+            ],
+            "placer webhook: error: argument --tls-reload-interval: must be 0 (never) or at "
+            "least 1, got 1e-9",
+            id="reload-interval",
+        ),
+        pytest.param(
+            ["plan", "--bogus\x1b[31m"],
+            "placer: error: unrecognized arguments: --bogus\\x1b[31m",
+            id="unknown-flag",
+        ),
+    ],
+)
+def test_flags_refused_in_one_line_with_a_pointer_to_help(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, argv: list[str], message: str
+) -> None:
+    cluster, jobsets = _plan_inputs(tmp_path)
+    if argv[0] == "plan":
+        argv = [*argv, "--cluster", str(cluster), str(jobsets)]
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    prog = message.split(": error:")[0]
+    assert capsys.readouterr().err == f"{message} (see '{prog} --help')\n"

@@ -129,7 +129,7 @@ def test_seed_out_of_range(capsys: pytest.CaptureFixture[str], tmp_path: Path, s
     err = capsys.readouterr().err
     problem = "must be >= 0" if seed == "-1" else "must be at most 2147483647"
     problem += f", got {seed}"
-    assert err.splitlines()[-1] == f"placer plan: error: argument --seed: {problem}"
+    assert err == (f"placer plan: error: argument --seed: {problem} (see 'placer plan --help')\n")
 
 
 def test_priority_beyond_int32(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
