@@ -6,6 +6,7 @@ exactly (declare a huge body, stop mid-body, hold connections open). Every wait 
 
 from __future__ import annotations
 
+import gzip
 import json
 import socket
 import ssl
@@ -122,6 +123,25 @@ def test_a_chunked_body_is_cut_off_at_the_limit(server: HttpServer) -> None:
     status, _, answer = exchange(server, head + chunk * 3 + b"0\r\n\r\n")
     assert status == 413
     assert answer["status"] == 413
+
+
+@pytest.mark.parametrize(
+    ("encoding", "body"),
+    [
+        pytest.param("gzip", gzip.compress(b'{"a": 1}')[:12] + b"not gzip at all", id="gzip"),
+        pytest.param("deflate", b"\x78\x9c" + b"not deflate", id="deflate"),
+    ],
+)
+def test_a_body_that_does_not_decompress_is_a_json_400(
+    server: HttpServer, caplog: pytest.LogCaptureFixture, encoding: str, body: bytes
+) -> None:
+    head = post_head("/echo", len(body), f"Content-Encoding: {encoding}\r\n")
+    with caplog.at_level("ERROR"):
+        status, headers, answer = exchange(server, head + body)
+    assert status == 400 and headers["content-type"].startswith("application/json")
+    assert answer["error"].startswith(f"body cannot be decoded (Content-Encoding '{encoding}')")
+    assert not [r for r in caplog.records if r.levelname == "ERROR"], "a client's mistake"
+    assert exchange(server, post_head("/echo", 2) + b"ok")[0] == 200
 
 
 def test_a_post_without_length_is_411(server: HttpServer) -> None:

@@ -47,8 +47,16 @@ def _finite_float(text: str) -> float:
     return value
 
 
-JSON_DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite_float)
-"""The standard decoder, refusing NaN, infinities and overlong floats (for `raw_decode`)."""
+def _bounded_int(text: str) -> int:
+    if len(text) > MAX_NUMBER_CHARS:
+        raise ValueError(f"a number of {len(text)} characters; at most {MAX_NUMBER_CHARS}")
+    return int(text)
+
+
+JSON_DECODER = json.JSONDecoder(
+    parse_constant=_no_constant, parse_float=_finite_float, parse_int=_bounded_int
+)
+"""The standard decoder, refusing NaN, infinities and overlong numbers."""
 
 
 def load_json(text: str | bytes, *, source: str = "", obj: str = "", what: str = "JSON") -> Any:
@@ -70,10 +78,8 @@ def load_json(text: str | bytes, *, source: str = "", obj: str = "", what: str =
         raise InputError(
             f"not UTF-8: {e.reason} at byte {e.start}", source=source, obj=obj, code="syntax"
         ) from None
-    except ValueError as e:  # a constant, an overlong float, an integer past Python's limit
+    except ValueError as e:  # a constant, an overlong number
         message = str(e)
-        if "integer string conversion" in message:
-            message = f"a number of more than {MAX_NUMBER_CHARS} digits"
         raise InputError(
             f"invalid {what}: {message}", source=source, obj=obj, code="syntax"
         ) from None
@@ -88,7 +94,7 @@ def _too_deep(source: str, obj: str = "") -> InputError:
 # --- YAML -----------------------------------------------------------------------------------------
 
 
-def _bounded_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
+def _bounded_yaml_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
     if len(node.value) > MAX_NUMBER_CHARS:
         raise yaml.constructor.ConstructorError(
             None,
@@ -108,7 +114,7 @@ _Loader.yaml_implicit_resolvers = {
     ch: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
     for ch, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
-_Loader.add_constructor("tag:yaml.org,2002:int", _bounded_int)
+_Loader.add_constructor("tag:yaml.org,2002:int", _bounded_yaml_int)
 
 # libyaml parses several times faster; the same resolvers and constructors, so the same values.
 # It is only ever the first try: on any error the pure-Python loader parses again, so messages
@@ -120,7 +126,7 @@ if getattr(yaml, "__with_libyaml__", False):
         """libyaml parser with `_Loader`'s resolvers and constructors."""
 
     _CLoader.yaml_implicit_resolvers = _Loader.yaml_implicit_resolvers
-    _CLoader.add_constructor("tag:yaml.org,2002:int", _bounded_int)
+    _CLoader.add_constructor("tag:yaml.org,2002:int", _bounded_yaml_int)
     _FastLoader = _CLoader
 
 

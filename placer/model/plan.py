@@ -2,6 +2,8 @@
 
 `Plan.model_dump(mode="json")` is the `placer plan --format json` document other tools read (the
 extender's `--plan`, the capacity tools, the benchmarks). Every JobSet given appears exactly once.
+A plan read back is checked like any input: no NaN or infinity anywhere, no negative index or
+expected start.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ OutcomeStatus = Literal["placed", "unschedulable", "partial"]
 
 
 class DomainRef(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, allow_inf_nan=False)
     key: str
     value: str
     path: list[tuple[str, str]] = Field(default_factory=list)
@@ -32,23 +34,23 @@ class DomainRef(BaseModel):
 
 
 class PodPlacement(BaseModel):
-    model_config = ConfigDict(frozen=True)
-    index: int
+    model_config = ConfigDict(frozen=True, allow_inf_nan=False)
+    index: int = Field(ge=0)
     """The pod's completion index within its child Job."""
     node: str
 
 
 class JobPlacement(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, allow_inf_nan=False)
     name: str
     replicated_job: str
-    index: int
+    index: int = Field(ge=0)
     domain: DomainRef | None
     pods: list[PodPlacement]
 
 
 class JobSetOutcome(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, allow_inf_nan=False)
     namespace: str = "default"
     name: str
     status: OutcomeStatus
@@ -74,7 +76,7 @@ class JobSetOutcome(BaseModel):
 
 
 class SolverReport(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, allow_inf_nan=False)
     name: str
     status: str
     """OPTIMAL, FEASIBLE (cpsat), HEURISTIC (greedy) or FALLBACK (cpsat fell back to greedy)."""
@@ -106,7 +108,7 @@ def relative_gap(objective: float, bound: float | None) -> float | None:
 
 
 class Plan(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, allow_inf_nan=False)
     solver: SolverReport
     jobsets: list[JobSetOutcome]
 

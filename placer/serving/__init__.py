@@ -15,6 +15,8 @@ reach the port, so both need the same guards. They live here once, on aiohttp:
   closed (the count can overshoot by one accept batch, at most the listen backlog). A connection
   must send a complete request head within `idle_timeout_s` of opening or of its last answer
   (aiohttp's keep-alive timer), and a body within `body_timeout_s` (else 408).
+- **A body that cannot be read is the client's fault**: a compressed body that does not
+  decompress (corrupt gzip or deflate) is a JSON 400, never a 500.
 - **JSON errors for every status the application answers**: router misses (404, 405), limits
   (411, 413, 408, 503) and handler exceptions (500) all go through one middleware that asks the
   caller's `error_body(status, message)` for the payload; so do aiohttp's own refusals of

@@ -16,6 +16,7 @@ from http import HTTPStatus
 from typing import Any, TypeVar
 
 from aiohttp import web
+from aiohttp.web_protocol import RequestPayloadError
 
 __all__ = [
     "ADMISSION_KEY",
@@ -122,6 +123,13 @@ class _Admission:
 ADMISSION_KEY = web.AppKey("placer_serving_admission", _Admission)
 
 
+def _one_line(e: BaseException) -> str:
+    """An exception's text in one short line (aiohttp's carry a status and a newline)."""
+    text = " ".join(str(e).split())
+    text = text.removeprefix("400, message: ")
+    return text[:200] or type(e).__name__
+
+
 def _message(e: web.HTTPException) -> str:
     text = e.text or ""
     if text.startswith(f"{e.status}: "):  # aiohttp's default text repeats the status
@@ -189,6 +197,18 @@ def make_application(
                 raise web.HTTPRequestTimeout(
                     text=f"body not received within {limits.body_timeout_s:g} s"
                 ) from None
+            except RequestPayloadError as e:  # a compressed body that does not decompress
+                encoding = request.headers.get("Content-Encoding", "")
+                # Nothing more of this body can be read, nor the next request found after it:
+                # answer, then close the connection (the body marked read, so aiohttp does
+                # not try to drain it and log the decoder's failure as its own).
+                request.content.feed_eof()
+                refused = answer(
+                    400,
+                    f"body cannot be decoded (Content-Encoding {encoding!r}): {_one_line(e)}",
+                )
+                refused.force_close()
+                return refused
             return await handler(request)
         finally:
             admission.release(hold)

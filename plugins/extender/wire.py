@@ -7,27 +7,32 @@ Those Go types carry no json tags, so the JSON keys are the Go field names:
 `ExtenderBindingResult{Error}`. Like Go's decoder, keys match exactly first, then ignoring case.
 The embedded Pod and NodeList are ordinary API objects with their usual lower-case keys.
 
-Why a hand-made walker for the full-NodeList case: a scheduler that is not node-cache capable sends
-every candidate Node in full (about 9 KB each with images and conditions) and expects the accepted
-ones back as full objects. Decoding 1,000 of them with `json.loads` and encoding them again takes
-several hundred milliseconds, past the scheduler's patience. The walker parses the envelope, the Pod
-and each Node's name and labels exactly, remembers where each Node's text starts and ends, and the
-response copies the accepted Nodes' original text. Any item that does not look like the compact
-output of Go's encoder (metadata first, name first in it, items separated by `,`) is decoded in
-full instead, so odd input is slower, never misread.
+Why structure-first decoding for the full-NodeList case: a scheduler that is not node-cache
+capable sends every candidate Node in full (about 9 KB each with images and conditions) and
+expects the accepted ones back as full objects. Decoding 1,000 of them into Python objects and
+encoding them again takes several hundred milliseconds, past the scheduler's patience. So the body
+is parsed by structure in C (msgspec): the envelope and the NodeList into `msgspec.Raw` spans
+(the exact text of each value, not built), each Node's `metadata.name` and `metadata.labels`
+decoded from its span by a struct that skips every other field, and the response copies the
+accepted Nodes' spans. A JSON parser decides what is a key and where a value ends, so a `"labels"`
+or `"name"` key nested elsewhere in a Node (an annotation, a status field) is never taken for the
+Node's own; duplicate keys resolve as in Python's decoder (the last one counts). The Pod, small,
+is decoded in full by `placer.model.loading` (NaN, overlong numbers refused).
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Any
 
+import msgspec
+
 from placer.model.errors import InputError
 from placer.model.limits import MAX_NESTING_DEPTH
+from placer.model.loading import JSON_DECODER
 from plugins.extender.decide import FilterResult, HostScore
 
 __all__ = [
@@ -42,23 +47,16 @@ __all__ = [
     "encode_priorities",
 ]
 
-_DECODER = json.JSONDecoder()
-_WS = re.compile(r"[ \t\n\r]*")
-_WS_CHARS = frozenset(" \t\n\r")
-_ITEM_HEAD = '{"metadata":{"name":"'
-_ITEM_SEP = ',{"metadata":'
-_LABELS = '"labels":'
 _COMPACT = (",", ":")
 
 
 @dataclass(frozen=True, slots=True)
 class NodeItem:
-    """One Node of a full NodeList request: what decisions need, and where its text lies."""
+    """One Node of a full NodeList request: what decisions need, and its exact text."""
 
     name: str
     labels: dict[str, str]
-    start: int
-    end: int
+    raw: bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,9 +66,6 @@ class ExtenderArgs:
     pod: dict[str, Any]
     node_names: list[str] | None = None
     nodes: list[NodeItem] | None = None
-    text: str = ""
-    """The request body, for copying accepted Nodes back verbatim."""
-    raw: bytes = b""
 
     @property
     def names(self) -> list[str]:
@@ -98,122 +93,123 @@ def _bad(message: str, field: str = "", obj: str = "ExtenderArgs") -> InputError
     return InputError(message, obj=obj, field=field, code="extender-request")
 
 
-def _skip(s: str, i: int) -> int:
-    if s[i : i + 1] not in _WS_CHARS:  # the common case: Go writes no whitespace
-        return i
-    m = _WS.match(s, i)
-    return m.end() if m else i
-
-
-def _value(s: str, i: int, field: str) -> tuple[Any, int]:
-    try:
-        return _DECODER.raw_decode(s, i)
-    except RecursionError as e:  # the C decoder's own guard, near 1,000 levels
-        raise _bad(_TOO_DEEP, field) from e
-    except json.JSONDecodeError as e:
-        raise _bad(f"malformed JSON: {e.msg} at line {e.lineno} column {e.colno}", field) from e
-
-
 _TOO_DEEP = f"nested deeper than {MAX_NESTING_DEPTH} levels"
 """Said when the C decoder's recursion guard trips (near 1,000 levels). Shallower nesting is
 harmless here: decisions read only the Pod's metadata and walk nothing recursively, so the Pod is
 not measured (that walk cost half a millisecond per request)."""
 
 
-def _walk_object(s: str, i: int, field: str, handle: Any) -> int:
-    """Walk the object at `s[i]`, calling `handle(key, value_start) -> value_end` per member."""
-    i = _skip(s, i)
-    if not s.startswith("{", i):
-        raise _bad(f"expected a JSON object at offset {i}", field)
-    i = _skip(s, i + 1)
-    if s.startswith("}", i):
-        return i + 1
-    while True:
-        if not s.startswith('"', i):
-            raise _bad(f"malformed JSON: expected a key at offset {i}", field)
-        try:
-            key, i = scanstring(s, i + 1)
-        except json.JSONDecodeError as e:
-            raise _bad(f"malformed JSON: {e.msg} at offset {e.pos}", field) from e
-        i = _skip(s, i)
-        if not s.startswith(":", i):
-            raise _bad(f"malformed JSON: expected ':' at offset {i}", field)
-        i = handle(key, _skip(s, i + 1))
-        i = _skip(s, i)
-        if s.startswith(",", i):
-            i = _skip(s, i + 1)
-            continue
-        if s.startswith("}", i):
-            return i + 1
-        raise _bad(f"malformed JSON: expected ',' or '}}' at offset {i}", field)
+class _NodeMeta(msgspec.Struct, frozen=True, gc=False):
+    name: str = ""
+    labels: dict[str, str] | None = None
 
 
-def _full_item(s: str, p: int, index: int) -> tuple[NodeItem, int]:
-    field = f"Nodes.items[{index}]"
-    obj, end = _value(s, p, field)
-    meta = obj.get("metadata") if isinstance(obj, dict) else None
-    name = meta.get("name") if isinstance(meta, dict) else None
-    if not isinstance(name, str) or not name:
-        raise _bad("a Node without metadata.name", field)
-    labels = meta.get("labels") if isinstance(meta, dict) else None
-    return NodeItem(name, _labels(labels, field), p, end), end
+class _NodeHead(msgspec.Struct, frozen=True, gc=False):
+    """What decisions read of a Node; msgspec skips every other field without building it."""
+
+    metadata: _NodeMeta = _NodeMeta()
 
 
-def _labels(labels: object, field: str) -> dict[str, str]:
-    if labels is None:
-        return {}
-    if not isinstance(labels, dict) or not set(map(type, labels.values())) <= {str}:
-        raise _bad("metadata.labels must map strings to strings", field)
-    return labels
+_MEMBERS = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_ITEMS = msgspec.json.Decoder(list[msgspec.Raw] | None)
+_NAMES = msgspec.json.Decoder(list[str] | None)
+_HEAD = msgspec.json.Decoder(_NodeHead)
 
 
-def _fast_item(s: str, p: int, index: int) -> tuple[NodeItem, int] | None:
-    """A Node in Go's compact shape, found without decoding it whole; None if unsure."""
-    if not s.startswith(_ITEM_HEAD, p):
-        return None
-    end = s.find(_ITEM_SEP, p + 1)
-    if end == -1 or s[end - 1] != "}":
-        return None
-    # `,{"metadata":` cannot occur inside a JSON string (its quotes would be escaped), and a
-    # v1.Node has no nested object starting with metadata, so for the scheduler's Nodes the first
-    # separator ends the item. For other senders: if it sat in a nested array, the item's own
-    # brace would still be open in the slice and the count refuses (braces inside strings could
-    # only hide that if they were unbalanced exactly as much: not a case worth a full decode).
-    if s.count("{", p, end) != s.count("}", p, end):
-        return None
-    field = f"Nodes.items[{index}]"
+def _decode(
+    decoder: msgspec.json.Decoder[Any], raw: bytes | msgspec.Raw, field: str, shape: str
+) -> Any:
+    """One value by structure; malformed JSON, too deep or the wrong shape is an InputError."""
     try:
-        name, _ = scanstring(s, p + len(_ITEM_HEAD))
-    except json.JSONDecodeError:
-        return None
-    labels: object = None
-    at = s.find(_LABELS, p, end)
-    if at != -1:
-        labels, _ = _value(s, _skip(s, at + len(_LABELS)), field)
-    if not name:
-        raise _bad("a Node without metadata.name", field)
-    return NodeItem(name, _labels(labels, field), p, end), end
+        return decoder.decode(raw)
+    except RecursionError:  # the C decoder's own guard, near 1,000 levels
+        raise _bad(_TOO_DEEP, field or _member_at(bytes(raw).decode("utf-8", "replace"))) from None
+    except msgspec.ValidationError:
+        raise _bad(shape, field) from None
+    except msgspec.DecodeError as e:
+        # Python's decoder says where, in lines and columns; its words are the message
+        text = bytes(raw).decode("utf-8", "replace")
+        _python_decode(text, field)
+        raise _bad(f"malformed JSON: {e}", field) from None
 
 
-def _walk_items(s: str, i: int) -> tuple[list[NodeItem], int]:
-    if s.startswith("null", i):
-        return [], i + 4
-    if not s.startswith("[", i):
-        raise _bad("items must be an array", "Nodes.items")
-    items: list[NodeItem] = []
-    i = _skip(s, i + 1)
-    if s.startswith("]", i):
-        return items, i + 1
-    while True:
-        found = _fast_item(s, i, len(items)) or _full_item(s, i, len(items))
-        items.append(found[0])
-        i = _skip(s, found[1])
-        if s.startswith(",", i):
-            i = _skip(s, i + 1)
+def _python_decode(text: str, field: str = "", obj: str = "ExtenderArgs") -> Any:
+    """`text` by Python's decoder (NaN, infinities and overlong numbers refused); an InputError
+    names the member of the request where the JSON goes wrong."""
+    try:
+        return JSON_DECODER.decode(text)
+    except RecursionError:
+        raise _bad(_TOO_DEEP, field or _member_at(text), obj) from None
+    except json.JSONDecodeError as e:
+        where = field or _member_at(text, e.pos)
+        raise _bad(
+            f"malformed JSON: {e.msg} at line {e.lineno} column {e.colno}", where, obj
+        ) from None
+    except ValueError as e:  # NaN, an overlong number
+        raise _bad(f"malformed JSON: {e}", field, obj) from None
+
+
+def _member_at(text: str, stop: int | None = None) -> str:
+    """Which member of the request holds offset `stop` (or, without one, first nests deeper than
+    `MAX_NESTING_DEPTH`): `Pod`, `Nodes.items[3]`, for the message. A scan run only once a
+    decoder has refused the body, so its speed does not matter."""
+    frames: list[list[Any]] = []  # ["{", last key] or ["[", index]
+    i, expect_key = 0, False
+    end = len(text) if stop is None else min(stop, len(text))
+    while i < end:
+        c = text[i]
+        if c == '"':
+            try:
+                key, i = scanstring(text, i + 1)
+            except ValueError:
+                break
+            if expect_key and frames and frames[-1][0] == "{":
+                frames[-1][1] = key
             continue
-        if s.startswith("]", i):
-            return items, i + 1
-        raise _bad(f"malformed JSON: expected ',' or ']' at offset {i}", "Nodes.items")
+        if c in "{[":
+            if stop is None and len(frames) > MAX_NESTING_DEPTH:
+                break
+            frames.append([c, None if c == "{" else 0])
+            expect_key = c == "{"
+        elif c in "}]":
+            if frames:
+                frames.pop()
+            expect_key = False
+        elif c == ",":
+            if frames and frames[-1][0] == "[":
+                frames[-1][1] += 1
+            expect_key = bool(frames) and frames[-1][0] == "{"
+        elif c == ":":
+            expect_key = False
+        i += 1
+    member = str(frames[0][1]) if frames and frames[0][0] == "{" and frames[0][1] else ""
+    if member.lower() == "nodes" and len(frames) > 2 and frames[1][1] == "items":
+        return f"Nodes.items[{frames[2][1]}]"
+    return member
+
+
+def _canonical(members: dict[str, msgspec.Raw], keys: dict[str, str]) -> dict[str, msgspec.Raw]:
+    """Go's key matching: the exact key wins, else one that matches ignoring case."""
+    found: dict[str, msgspec.Raw] = {}
+    for key, value in members.items():
+        canonical = keys.get(key.lower())
+        if canonical is not None and (canonical not in found or key == canonical):
+            found[canonical] = value
+    return found
+
+
+def _node(raw: msgspec.Raw, index: int) -> NodeItem:
+    field = f"Nodes.items[{index}]"
+    head = _decode(
+        _HEAD, raw, field, "a Node is an object whose metadata.labels map strings to strings"
+    )
+    if not head.metadata.name:
+        raise _bad("a Node without metadata.name", field)
+    return NodeItem(head.metadata.name, dict(head.metadata.labels or {}), bytes(raw))
+
+
+def _is_null(raw: msgspec.Raw) -> bool:
+    return bytes(raw).strip() == b"null"
 
 
 _ARG_KEYS = {"pod": "Pod", "nodes": "Nodes", "nodenames": "NodeNames"}
@@ -222,42 +218,31 @@ _ARG_KEYS = {"pod": "Pod", "nodes": "Nodes", "nodenames": "NodeNames"}
 def decode_args(body: bytes) -> ExtenderArgs:
     """Decode an `ExtenderArgs` body; InputError (HTTP 400) if it is not one."""
     try:
-        s = body.decode("utf-8")
+        body.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise _bad(f"body is not UTF-8: {e.reason} at byte {e.start}") from e
-    found: dict[str, Any] = {}
-
-    def nodelist(key: str, i: int) -> int:
-        if key.lower() == "items":
-            items, end = _walk_items(s, i)
-            found["items"] = items
-            return end
-        return _value(s, i, f"Nodes.{key}")[1]
-
-    def member(key: str, i: int) -> int:
-        canonical = _ARG_KEYS.get(key.lower())
-        if canonical == "Nodes" and not s.startswith("null", i):
-            found["Nodes"] = True
-            return _walk_object(s, i, "Nodes", nodelist)
-        value, end = _value(s, i, canonical or key)
-        if canonical is not None and (canonical not in found or key == canonical):
-            found[canonical] = value
-        return end
-
-    end = _walk_object(s, 0, "", member)
-    if _skip(s, end) != len(s):
-        raise _bad(f"malformed JSON: extra data at offset {_skip(s, end)}")
-    pod = found.get("Pod")
+        raise _bad(f"body is not UTF-8: {e.reason} at byte {e.start}") from None
+    found = _canonical(_decode(_MEMBERS, body, "", "expected a JSON object"), _ARG_KEYS)
+    pod_raw = found.get("Pod")
+    pod = None if pod_raw is None else _python_decode(bytes(pod_raw).decode(), "Pod")
     if not isinstance(pod, dict):
         raise _bad("Pod must be a Pod object", "Pod")
-    names = found.get("NodeNames")
-    if names is not None:
-        if not isinstance(names, list) or not set(map(type, names)) <= {str}:
-            raise _bad("NodeNames must be an array of strings", "NodeNames")
+    names_raw = found.get("NodeNames")
+    if names_raw is not None and not _is_null(names_raw):
+        names = _decode(_NAMES, names_raw, "NodeNames", "NodeNames must be an array of strings")
         return ExtenderArgs(pod=pod, node_names=names)
-    if found.get("Nodes") is True:
-        return ExtenderArgs(pod=pod, nodes=found.get("items", []), text=s, raw=body)
-    raise _bad("neither NodeNames nor Nodes given", "NodeNames")
+    nodes_raw = found.get("Nodes")
+    if nodes_raw is None or _is_null(nodes_raw):
+        raise _bad("neither NodeNames nor Nodes given", "NodeNames")
+    nodelist = _canonical(
+        _decode(_MEMBERS, nodes_raw, "Nodes", "Nodes must be a NodeList object"), {"items": "items"}
+    )
+    items_raw = nodelist.get("items")
+    items = (
+        []
+        if items_raw is None
+        else _decode(_ITEMS, items_raw, "Nodes.items", "items must be an array") or []
+    )
+    return ExtenderArgs(pod=pod, nodes=[_node(raw, i) for i, raw in enumerate(items)])
 
 
 _BIND_KEYS = {
@@ -272,11 +257,10 @@ def decode_binding(body: bytes) -> BindingArgs:
     """Decode an `ExtenderBindingArgs` body; InputError (HTTP 400) if it is not one."""
     obj = "ExtenderBindingArgs"
     try:
-        doc = json.loads(body)
-    except RecursionError as e:
-        raise _bad(_TOO_DEEP, obj=obj) from e
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise _bad(f"malformed JSON: {e}", obj=obj) from e
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise _bad(f"body is not UTF-8: {e.reason} at byte {e.start}", obj=obj) from None
+    doc = _python_decode(text, obj=obj)
     if not isinstance(doc, dict):
         raise _bad("expected a JSON object", obj=obj)
     fields: dict[str, str] = {}
@@ -363,14 +347,9 @@ def encode_filter(args: ExtenderArgs, result: FilterResult) -> bytes:
     by_name: dict[str, NodeItem] = {}
     for item in args.nodes:
         by_name.setdefault(item.name, item)
-    spans = [by_name[n] for n in result.passed]
     tail = f']}},"NodeNames":null,{_tail(result)}'.encode()
     head = b'{"Nodes":{"metadata":{},"items":['
-    if args.raw.isascii():  # byte offsets equal character offsets: copy bytes, skip re-encoding
-        raw = memoryview(args.raw)
-        return b"".join([head, b",".join(raw[i.start : i.end] for i in spans), tail])
-    text = args.text
-    return b"".join([head, ",".join(text[i.start : i.end] for i in spans).encode(), tail])
+    return b"".join([head, b",".join(by_name[n].raw for n in result.passed), tail])
 
 
 def encode_error(message: str) -> bytes:

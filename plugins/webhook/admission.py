@@ -11,13 +11,16 @@ labeled `placer.dev/managed: "false"` themselves. A JobSet's own annotations nev
 is the opt-in; the pod-template label is the per-JobSet opt-out. The answer re-checks what it can
 see, so a configuration without selectors never gates anything else:
 
-- not a pod CREATE, not a JobSet pod, opted out: allowed unchanged;
+- not a CREATE of a v1 Pod (`request.kind` group "", version v1, kind Pod; `request.resource`
+  v1 pods when given), not a JobSet pod, opted out: allowed unchanged (a `request.kind` that is
+  not an object at all is a malformed review);
 - JobSet's node-selector strategy (`alpha.jobset.sigs.k8s.io/node-selector` on the pod): that
   JobSet is placed through node labels (`placer controller --binding node-labels`), no gate;
 - `spec.nodeName` already set: the API server refuses gates on bound pods, allowed unchanged with
   a warning;
 - otherwise a JSONPatch adding `placer.dev/placement` to `spec.schedulingGates` (created, or
-  appended to the gates already there); nothing when the gate is already present.
+  appended to the gates already there, each of which must be an object with a qualified name);
+  nothing when the gate is already present.
 
 A review that cannot be read gets an AdmissionReview answer with `allowed: false` and a status
 message, never an exception: the configuration's `failurePolicy: Fail` says "no pod of an
@@ -33,11 +36,16 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from placer.model.assignment import PLACEMENT_GATE, PREFIX
+from placer.model.loading import JSON_DECODER
+from placer.model.messages import echo
+from placer.model.names import qualified_name_problem
 from placer.model.workload import JOBSET_NAME_LABEL, NODE_SELECTOR_STRATEGY
 
 __all__ = [
     "ADMISSION_API_VERSION",
     "MANAGED_LABEL",
+    "POD_KIND",
+    "POD_RESOURCE",
     "Answer",
     "MalformedReview",
     "Outcome",
@@ -88,7 +96,14 @@ def gate_patch(spec: Mapping[str, Any]) -> JsonPatch:
         return [{"op": "add", "path": "/spec/schedulingGates", "value": [{"name": PLACEMENT_GATE}]}]
     if not isinstance(gates, list):
         raise MalformedReview("request.object.spec.schedulingGates: not a list")
-    if any(isinstance(g, Mapping) and g.get("name") == PLACEMENT_GATE for g in gates):
+    for i, gate in enumerate(gates):
+        name = gate.get("name") if isinstance(gate, Mapping) else None
+        if not isinstance(name, str) or qualified_name_problem(name):
+            raise MalformedReview(
+                f"request.object.spec.schedulingGates[{i}]: not a gate (an object whose name is "
+                f"a qualified name), got {echo(gate)}"
+            )
+    if any(g["name"] == PLACEMENT_GATE for g in gates):
         return []
     return [{"op": "add", "path": "/spec/schedulingGates/-", "value": {"name": PLACEMENT_GATE}}]
 
@@ -99,6 +114,20 @@ def _mapping(value: Any, where: str, uid: str = "") -> Mapping[str, Any]:
     return value
 
 
+POD_KIND = ("", "v1", "Pod")
+"""(group, version, kind) of the only reviews patched: the v1 Pod the webhook is registered for
+(the API server converts a review to that version, so any other is not ours to change)."""
+POD_RESOURCE = ("", "v1", "pods")
+
+
+def _gvk(kind: Mapping[str, Any]) -> tuple[object, object, object]:
+    return (kind.get("group", ""), kind.get("version"), kind.get("kind"))
+
+
+def _gvr(resource: Mapping[str, Any]) -> tuple[object, object, object]:
+    return (resource.get("group", ""), resource.get("version"), resource.get("resource"))
+
+
 def _pod_name(meta: Mapping[str, Any], namespace: str) -> str:
     name = meta.get("name") or f"{meta.get('generateName') or ''}*"
     return f"{namespace}/{name}"
@@ -107,11 +136,11 @@ def _pod_name(meta: Mapping[str, Any], namespace: str) -> str:
 def decide(request: Mapping[str, Any]) -> Answer:
     """The decision for one `AdmissionReview.request` (see the module docstring)."""
     uid = str(request.get("uid") or "")
-    kind = request.get("kind") or {}
-    resource = request.get("resource") or {}
-    is_pod = (isinstance(kind, Mapping) and kind.get("kind") == "Pod") or (
-        isinstance(resource, Mapping) and resource.get("resource") == "pods"
-    )
+    kind = _mapping(request.get("kind"), "request.kind", uid)
+    resource = request.get("resource")
+    if resource is not None:
+        resource = _mapping(resource, "request.resource", uid)
+    is_pod = _gvk(kind) == POD_KIND and (resource is None or _gvr(resource) == POD_RESOURCE)
     if request.get("operation") != "CREATE" or not is_pod or request.get("subResource"):
         return Answer("not-a-pod-create")
     pod = _mapping(request.get("object"), "request.object", uid)
@@ -127,7 +156,10 @@ def decide(request: Mapping[str, Any]) -> Answer:
     if NODE_SELECTOR_STRATEGY in annotations:
         return Answer("node-selector-strategy")
     spec = _mapping(pod.get("spec"), "request.object.spec", uid)
-    if spec.get("nodeName"):
+    node_name = spec.get("nodeName")
+    if node_name is not None and not isinstance(node_name, str):
+        raise MalformedReview("request.object.spec.nodeName: not a string", uid=uid)
+    if node_name:
         name = _pod_name(meta, str(request.get("namespace") or ""))
         return Answer(
             "bound",
@@ -160,21 +192,24 @@ def error_review(message: str, *, uid: str = "", code: int = 400) -> bytes:
 
 def _request(body: bytes) -> Mapping[str, Any]:
     try:
-        review = json.loads(body)
+        review = JSON_DECODER.decode(body.decode("utf-8"))
     except (ValueError, RecursionError) as e:
         raise MalformedReview(f"body is not JSON ({type(e).__name__})") from None
     review = _mapping(review, "body")
     request = review.get("request")
-    uid = str(request.get("uid") or "") if isinstance(request, Mapping) else ""
+    found = request.get("uid") if isinstance(request, Mapping) else None
+    uid = found if isinstance(found, str) else ""
     if review.get("apiVersion") != ADMISSION_API_VERSION or review.get("kind") != "AdmissionReview":
         raise MalformedReview(
             f"expected apiVersion {ADMISSION_API_VERSION} kind AdmissionReview, got "
-            f"{review.get('apiVersion')!r} {review.get('kind')!r}",
+            f"{echo(review.get('apiVersion'))} {echo(review.get('kind'))}",
             uid=uid,
         )
     request = _mapping(request, "request")
-    if not uid:
-        raise MalformedReview("request.uid: missing")
+    if not isinstance(request.get("uid"), str) or not request["uid"]:
+        raise MalformedReview(
+            f"request.uid: not a non-empty string, got {echo(request.get('uid'))}"
+        )
     return request
 
 

@@ -4,6 +4,8 @@ drains the request in flight before the process exits 0."""
 
 from __future__ import annotations
 
+import gzip
+import http.client
 import json
 import signal
 import socket
@@ -144,3 +146,55 @@ def test_a_probe_never_reads_a_body(url: str) -> None:
         sock.sendall(b"POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 4000\r\n\r\n{")
         status_line = sock.makefile("rb").readline()
     assert status_line.split(b" ")[1] == b"405"
+
+
+def _raw_post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
+    conn = http.client.HTTPConnection(url.removeprefix("http://"), timeout=10)
+    try:
+        conn.request("POST", "/filter", body=body, headers=headers)
+        response = conn.getresponse()
+        return response.status, response.read()
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize(
+    ("body", "headers", "message"),
+    [
+        pytest.param(
+            gzip.compress(b"")[:10] + b"\xff" * 64,  # a gzip header, then no deflate stream
+            {"Content-Encoding": "gzip"},
+            "body cannot be decoded (Content-Encoding 'gzip')",
+            id="corrupt-gzip",
+        ),
+        pytest.param(
+            b"\x78\x9cgarbage",
+            {"Content-Encoding": "deflate"},
+            "body cannot be decoded (Content-Encoding 'deflate')",
+            id="corrupt-deflate",
+        ),
+    ],
+)
+def test_bad_bodies_are_a_400_in_the_extender_shape_never_a_500(
+    url: str, body: bytes, headers: dict[str, str], message: str
+) -> None:
+    status, raw = _raw_post(url, body, {"Content-Type": "application/json", **headers})
+    assert status == 400
+    assert error_of(raw).startswith(message)
+    status, answer = post(url, "filter", {"Pod": plain_pod(), "NodeNames": ["n3"]})
+    assert (status, answer["NodeNames"]) == (200, ["n3"])
+
+
+def test_a_5000_digit_number_is_a_400_at_default_limits(tmp_path: Path) -> None:
+    plan, cluster = write_inputs(tmp_path)
+    service = build(ServiceOptions(host="127.0.0.1", port=0, plan=plan, cluster=(cluster,)))
+    service.start()
+    try:
+        body = b'{"NodeNames": ["n3"], "Pod": {"spec": {"priority": ' + b"9" * 5000 + b"}}}"
+        status, raw = _raw_post(service.server.url, body, {"Content-Type": "application/json"})
+        assert (status, error_of(raw)) == (
+            400,
+            "ExtenderArgs: Pod: malformed JSON: a number of 5000 characters; at most 100",
+        )
+    finally:
+        service.close()

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from placer.model.errors import InputError
 from plugins.extender.decide import FilterResult
-from plugins.extender.wire import _fast_item, decode_args, decode_binding, encode_filter
+from plugins.extender.wire import decode_args, decode_binding, encode_filter
 from tests.extender.builders import NODES, node_object, plain_pod
 
 GO = (",", ":")
@@ -35,18 +35,13 @@ def test_nodelist_items_are_read_and_echoed_verbatim(separators: tuple[str, str]
     assert answer["NodeNames"] is None and answer["Error"] == ""
 
 
-def _first_item(body: bytes) -> tuple[str, int]:
-    text = body.decode()
-    return text, text.index('"items":[') + len('"items":[')
-
-
-def test_go_shaped_nodes_take_the_fast_path() -> None:
-    text, start = _first_item(nodelist_body([node_object("n1"), node_object("n2")]))
-    found = _fast_item(text, start, 0)
-    assert found is not None
-    item, end = found
-    assert (item.name, item.labels["kubernetes.io/hostname"]) == ("n1", "n1")
-    assert json.loads(text[item.start : end]) == node_object("n1")
+def test_nodes_are_read_by_structure_and_echoed_verbatim() -> None:
+    body = nodelist_body([node_object("n1"), node_object("n2")])
+    args = decode_args(body)
+    assert args.nodes is not None
+    first = args.nodes[0]
+    assert (first.name, first.labels["kubernetes.io/hostname"]) == ("n1", "n1")
+    assert json.loads(first.raw) == node_object("n1")
 
 
 @pytest.mark.parametrize(
@@ -60,15 +55,51 @@ def test_go_shaped_nodes_take_the_fast_path() -> None:
         pytest.param({"spec": {}, **node_object("n1")}, id="metadata-not-first"),
     ],
 )
-def test_unusual_nodes_fall_back_to_a_full_decode(node: dict[str, object]) -> None:
+def test_unusual_nodes_are_read_like_any_other(node: dict[str, object]) -> None:
     items = [node, node_object("n2")]
-    body = nodelist_body(items)
-    text, start = _first_item(body)
-    assert _fast_item(text, start, 0) is None
-    args = decode_args(body)
+    args = decode_args(nodelist_body(items))
     assert args.names == ["n1", "n2"]
     answer = json.loads(encode_filter(args, FilterResult(passed=("n1", "n2"))))
     assert answer["Nodes"]["items"] == items
+
+
+def _decoy(name: str, labels: dict[str, str]) -> dict[str, object]:
+    """A Node whose own labels come after `"labels"` and `"name"` keys nested elsewhere."""
+    node = node_object(name, labels)
+    meta = node["metadata"]
+    assert isinstance(meta, dict)
+    own = meta.pop("labels")
+    meta["annotations"] = {"labels": json.dumps({"pool": "other"}), "name": "decoy"}
+    meta["managedFields"] = [{"fieldsV1": {"labels": {"pool": "other"}, "name": "decoy"}}]
+    meta["labels"] = own
+    return {"metadata": meta, "status": {"labels": {"pool": "other"}, "name": "decoy"}}
+
+
+def test_nested_labels_and_names_do_not_fool_the_reader() -> None:
+    labels = {"pool": "p1", "kubernetes.io/hostname": "n1"}
+    plain, decoy = node_object("n1", labels), _decoy("n1", labels)
+    for node in (plain, decoy):
+        args = decode_args(nodelist_body([node]))
+        assert args.labels == {"n1": labels}
+    body = nodelist_body([plain]).replace(b'"name":"n1"', b'"name":"a","name":"n1"', 1)
+    assert decode_args(body).names == ["n1"], "a duplicate key: the last counts, as in json"
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(["pool", "labels", "name", "kubernetes.io/hostname"]),
+        st.sampled_from(["p1", "p2", "labels", "name"]),
+        max_size=4,
+    ),
+    st.sampled_from(["annotations", "managedFields", "status"]),
+)
+def test_the_reader_agrees_with_a_full_decode(labels: dict[str, str], decoy: str) -> None:
+    node = node_object("n1", labels)
+    node["metadata"][decoy] = {"labels": {"x": "y"}, "name": "z"}  # type: ignore[index]
+    body = nodelist_body([node])
+    args = decode_args(body)
+    full = json.loads(body)["Nodes"]["items"][0]["metadata"]
+    assert args.names == [full["name"]] and args.labels == {full["name"]: full["labels"]}
 
 
 def test_non_ascii_nodes_are_echoed_intact() -> None:
@@ -101,7 +132,7 @@ def test_keys_match_like_gos_decoder() -> None:
         pytest.param(b'{"NodeNames": ["a"]}', "Pod must be a Pod object", id="no-pod"),
         pytest.param(b'{"Pod": {}, "NodeNames": [1]}', "array of strings", id="bad-names"),
         pytest.param(b'{"Pod": {}}', "neither NodeNames nor Nodes", id="no-nodes"),
-        pytest.param(b'{"Pod": {}, "NodeNames": []} x', "extra data", id="trailing"),
+        pytest.param(b'{"Pod": {}, "NodeNames": []} x', "Extra data", id="trailing"),
         pytest.param(
             b'{"Pod": {}, "Nodes": {"items": [{"spec": {}}]}}', "metadata.name", id="nameless-node"
         ),
@@ -134,7 +165,9 @@ def test_binding_needs_pod_and_node() -> None:
 
 
 def test_a_deeply_nested_binding_is_an_input_error() -> None:
-    with pytest.raises(InputError, match=r"^ExtenderBindingArgs: nested deeper than 100 levels$"):
+    with pytest.raises(
+        InputError, match=r"^ExtenderBindingArgs: PodName: nested deeper than 100 levels$"
+    ):
         decode_binding(b'{"PodName": ' + b"[" * 100_000 + b"]" * 100_000 + b"}")
 
 

@@ -125,6 +125,16 @@ def test_managed_label_true_on_the_pod_still_gates() -> None:
             },
             id="not-a-pod",
         ),
+        pytest.param(
+            {"kind": {"group": "apps", "version": "v1", "kind": "Deployment"}},
+            id="deployment-kind-with-pods-resource",
+        ),
+        pytest.param({"kind": {"group": "", "version": "v1beta1", "kind": "Pod"}}, id="not-v1"),
+        pytest.param({"kind": {"group": "x.io", "version": "v1", "kind": "Pod"}}, id="other-group"),
+        pytest.param(
+            {"resource": {"group": "", "version": "v1", "resource": "deployments"}},
+            id="pod-kind-other-resource",
+        ),
     ],
 )
 def test_only_pod_creates_are_mutated(request_change: dict[str, Any]) -> None:
@@ -145,6 +155,15 @@ def test_only_pod_creates_are_mutated(request_change: dict[str, Any]) -> None:
         pytest.param({"metadata": {"labels": {JOBSET_NAME_LABEL: "t"}},
                       "spec": {"schedulingGates": "x"}},
                      "schedulingGates: not a list", id="gates"),
+        pytest.param({"metadata": {"labels": {JOBSET_NAME_LABEL: "t"}},
+                      "spec": {"schedulingGates": [None, 5]}},
+                     "schedulingGates[0]: not a gate (an object whose name is a qualified name), "
+                     "got None", id="gate-items"),
+        pytest.param({"metadata": {"labels": {JOBSET_NAME_LABEL: "t"}},
+                      "spec": {"schedulingGates": [{"name": "ok"}, {"name": 5}]}},
+                     "schedulingGates[1]: not a gate", id="gate-name-number"),
+        pytest.param({"metadata": {"labels": {JOBSET_NAME_LABEL: "t"}}, "spec": {"nodeName": 5}},
+                     "request.object.spec.nodeName: not a string", id="node-name"),
     ],
 )  # fmt: skip
 def test_malformed_pod_is_refused_with_a_message(pod: Any, message: str) -> None:
@@ -171,7 +190,9 @@ def test_malformed_pod_is_refused_with_a_message(pod: Any, message: str) -> None
         pytest.param(json.dumps({**review({}), "request": None}).encode(), "request: not an object",
                      "", id="no-request"),
         pytest.param(json.dumps({**review({}), "request": {"operation": "CREATE"}}).encode(),
-                     "request.uid: missing", "", id="no-uid"),
+                     "request.uid: not a non-empty string, got None", "", id="no-uid"),
+        pytest.param(json.dumps({**review({}), "request": {**review({})["request"], "uid": 5}})
+                     .encode(), "request.uid: not a non-empty string, got 5", "", id="uid-number"),
     ],
 )  # fmt: skip
 def test_unreadable_review_raises_with_what_was_found(body: bytes, message: str, uid: str) -> None:
@@ -183,3 +204,19 @@ def test_unreadable_review_raises_with_what_was_found(body: bytes, message: str,
 def test_gate_patch_is_empty_only_when_our_gate_is_there() -> None:
     assert gate_patch({"schedulingGates": [{"name": "other"}, GATE]}) == []
     assert gate_patch({"schedulingGates": [{"name": "other"}]}) != []
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [
+        pytest.param("Pod", id="a-string"),
+        pytest.param(["Pod"], id="a-list"),
+        pytest.param(None, id="none"),
+    ],
+)
+def test_a_kind_that_is_no_group_version_kind_is_malformed(kind: Any) -> None:
+    body = review(jobset_pod())
+    body["request"]["kind"] = kind
+    response = json.loads(answer_review(json.dumps(body).encode())[0])["response"]
+    assert response["allowed"] is False and "patch" not in response
+    assert "request.kind: not an object" in response["status"]["message"]

@@ -4,6 +4,7 @@ error answers, body limit, probes, metrics, certificate renewal, graceful stop, 
 from __future__ import annotations
 
 import base64
+import gzip
 import json
 import os
 import signal
@@ -233,3 +234,31 @@ def test_command_serves_until_sigterm_and_exits_0(tmp_path: Path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+@pytest.mark.parametrize(
+    ("encoding", "body"),
+    [
+        pytest.param("gzip", gzip.compress(b"")[:10] + b"\xff" * 64, id="gzip"),
+        pytest.param("deflate", b"\x78\x9cgarbage", id="deflate"),
+    ],
+)
+def test_a_body_that_does_not_decompress_is_a_400_review(
+    tmp_path: Path, encoding: str, body: bytes
+) -> None:
+    with RunningWebhook(make_server_files(tmp_path)) as hook:
+        conn = hook.connection()
+        try:
+            headers = {"Content-Type": "application/json", "Content-Encoding": encoding}
+            conn.request("POST", MUTATE_PATH, body=body, headers=headers)
+            response = conn.getresponse()
+            status, got = response.status, json.loads(response.read())
+        finally:
+            conn.close()
+        assert hook.post(review(jobset_pod()))[0] == 200
+    assert status == 400 and got["kind"] == "AdmissionReview"
+    assert got["response"]["allowed"] is False
+    assert (
+        f"body cannot be decoded (Content-Encoding '{encoding}')"
+        in (got["response"]["status"]["message"])
+    )
