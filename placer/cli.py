@@ -20,6 +20,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import NoReturn
 
+from placer.commands.log_output import RepeatLimit, SafeFormatter
 from placer.model.errors import PlacerError
 from placer.model.messages import clip, printable
 from placer.runtime import collector_paused, end_batch_process
@@ -107,7 +108,12 @@ def run() -> None:
     end_batch_process(code)
 
 
-def _execute(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+def _configure_logging(args: argparse.Namespace) -> RepeatLimit | None:
+    """Log to stderr in printable, bounded lines (`placer.commands.log_output`); for a batch
+    command without `-v`, repeated warnings are summarized at the end. None when logging was
+    already configured (an embedding program, a test runner): then it is left as it is."""
+    root = logging.getLogger()
+    had = list(root.handlers)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
@@ -116,16 +122,30 @@ def _execute(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if not args.verbose:
         # the Kubernetes client's transport logs each retry; the failure is reported once, below
         logging.getLogger("urllib3").setLevel(logging.ERROR)
+    ours = [h for h in root.handlers if h not in had]
+    limit = None if args.verbose or args.command in LONG_RUNNING else RepeatLimit()
+    for handler in ours:
+        handler.setFormatter(SafeFormatter("%(levelname)s %(name)s: %(message)s"))
+        if limit is not None:
+            handler.addFilter(limit)
+    return limit if ours else None
+
+
+def _execute(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    limit = _configure_logging(args)
     # A batch command runs with the cyclic collector paused (see placer.runtime).
     tuning = contextlib.nullcontext() if args.command in LONG_RUNNING else collector_paused()
     try:
         with tuning:
             code: int = args.func(args)
     except PlacerError as e:
-        print(f"{parser.prog}: error: {e}", file=sys.stderr)
+        print(clip(printable(f"{parser.prog}: error: {e}")), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
+    finally:
+        for line in limit.summary() if limit is not None else ():
+            print(line, file=sys.stderr)
     return code
 
 

@@ -29,6 +29,7 @@ from placer.commands.output import (
 )
 from placer.commands.whatif import add_whatif_args, apply_whatif_args
 from placer.model.errors import InputError
+from placer.model.messages import printable_lines
 from placer.render.capacity import (
     render_capacity,
     render_cheapest,
@@ -113,7 +114,9 @@ def run(args: argparse.Namespace) -> int:
     elif args.format == "yaml":
         sys.stdout.write(as_yaml(render_report_json(report)))
     else:
-        sys.stdout.write(clip_lines(render_capacity(report), output_width(args.format)))
+        sys.stdout.write(
+            printable_lines(clip_lines(render_capacity(report), output_width(args.format)))
+        )
     return 0
 
 
@@ -149,7 +152,7 @@ def _cheapest(args: argparse.Namespace) -> int:
         sys.stdout.write(as_yaml(render_report_json(report)))
     else:
         width = output_width(args.format)
-        sys.stdout.write(clip_lines(render_cheapest(report, jobsets), width))
+        sys.stdout.write(printable_lines(clip_lines(render_cheapest(report, jobsets), width)))
     return 0
 
 

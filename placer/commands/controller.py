@@ -35,6 +35,7 @@ from placer.commands.timing import (
 from placer.model.durations import parse_go_duration
 from placer.model.errors import ClusterError, InputError
 from placer.model.files import check_input_file
+from placer.model.messages import echo
 
 __all__ = ["register", "run"]
 
@@ -56,7 +57,7 @@ def _seconds(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        raise argparse.ArgumentTypeError(f"not a number: {echo(text)}") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
     return value

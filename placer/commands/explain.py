@@ -24,6 +24,7 @@ from placer.commands.output import add_output_arg, as_yaml, output_width, progre
 from placer.commands.timing import add_time_args, time_policy_from_args
 from placer.commands.whatif import add_whatif_args, apply_whatif_args
 from placer.model.errors import InputError
+from placer.model.messages import echo, printable_lines
 from placer.render.explain import render_explanation, render_explanation_json
 
 __all__ = ["register", "run"]
@@ -106,7 +107,9 @@ def run(args: argparse.Namespace) -> int:
     elif args.format == "yaml":
         sys.stdout.write(as_yaml(render_explanation_json(explanation)))
     else:
-        sys.stdout.write(render_explanation(explanation, width=output_width(args.format)))
+        sys.stdout.write(
+            printable_lines(render_explanation(explanation, width=output_width(args.format)))
+        )
     return 0
 
 
@@ -114,7 +117,7 @@ def _check_target(target: str) -> None:
     """A forgotten NAMESPACE/NAME leaves the last JobSet path in its place: say so."""
     if Path(target).exists():
         raise InputError(
-            f"the JobSet to explain is missing: {target!r} is a file or directory; give "
+            f"the JobSet to explain is missing: {echo(target)} is a file or directory; give "
             "NAMESPACE/NAME after the JobSet files",
             field="NAMESPACE/NAME",
             code="usage",

@@ -22,6 +22,7 @@ from placer.commands.map_option import add_map_arg, check_map_arg, draw_map
 from placer.commands.output import TABLE_ROWS, add_output_arg, output_width, progress_for
 from placer.commands.timing import add_time_args
 from placer.model.errors import InputError
+from placer.model.messages import printable_lines
 from placer.render.document import render_json, render_yaml
 from placer.render.emit import emit_files, write_files
 from placer.render.table import render_table
@@ -86,5 +87,5 @@ def run(args: argparse.Namespace) -> int:
     else:
         width = output_width(args.format)
         rows = TABLE_ROWS if width is not None else None
-        sys.stdout.write(render_table(plan, jobsets, width=width, max_rows=rows))
+        sys.stdout.write(printable_lines(render_table(plan, jobsets, width=width, max_rows=rows)))
     return 0

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from placer.commands.argtypes import number, rfc3339, whole_number
 from placer.model.durations import parse_go_duration, parse_rfc3339
 from placer.model.errors import InputError
+from placer.model.messages import echo
 from placer.model.options import DEFAULT_DURATION_S, TimePolicy
 
 __all__ = ["DEFAULT_GUARD", "add_guard_arg", "add_time_args", "guard_s", "time_policy_from_args"]
@@ -94,7 +95,7 @@ def time_policy_from_args(
             default_s = seconds
         elif not name:
             raise InputError(
-                f"{text!r}: give CLASS=DURATION or a plain DURATION",
+                f"{echo(text)}: give CLASS=DURATION or a plain DURATION",
                 field="--default-duration",
                 code="usage",
             )

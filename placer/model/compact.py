@@ -292,7 +292,7 @@ def _expand(
                 )
                 if name in names:
                     raise InputError(
-                        f"node name {name!r} generated twice",
+                        f"node name {echo(name)} generated twice",
                         source=source,
                         field=f"{field}.nodeName",
                         code="duplicate",
@@ -353,7 +353,7 @@ def add_pools(
     for node in added:
         if node.name in existing:
             raise InputError(
-                f"node {node.name!r} already exists in the cluster",
+                f"node {echo(node.name)} already exists in the cluster",
                 source=source,
                 field="pools",
                 code="duplicate",
@@ -411,7 +411,7 @@ def parse_description(doc: Mapping[str, Any], *, source: str = "") -> ClusterSna
         field = f"nodes[{k}]"
         if o.name not in nodes:
             raise InputError(
-                f"no node named {o.name!r} in the pools",
+                f"no node named {echo(o.name)} in the pools",
                 source=source,
                 field=f"{field}.name",
                 code="unknown-node",

@@ -32,6 +32,7 @@ from placer.model.limits import (
     check_pods_per_plan,
 )
 from placer.model.manifests import describe_object, object_key, read_documents
+from placer.model.messages import echo
 from placer.model.resources import pod_request
 from placer.model.scheduling import NodeSelectorRequirement, NodeSelectorTerm, Toleration
 from placer.model.workload import (
@@ -76,7 +77,7 @@ def _requirement(
         try:
             int(r.values[0])
         except ValueError as e:
-            raise bad(f"operator {r.operator} needs an integer, got {r.values[0]!r}") from e
+            raise bad(f"operator {r.operator} needs an integer, got {echo(r.values[0])}") from e
     return NodeSelectorRequirement(key=r.key, operator=r.operator, values=tuple(r.values))
 
 
@@ -103,7 +104,7 @@ def parse_affinity_terms(
             f = f"{base}[{t}].matchFields[{i}]"
             if r.key != NODE_NAME_FIELD:
                 raise InputError(
-                    f"matchFields supports only {NODE_NAME_FIELD}, got {r.key!r}",
+                    f"matchFields supports only {NODE_NAME_FIELD}, got {echo(r.key)}",
                     source=source,
                     obj=obj,
                     field=f"{f}.key",
@@ -194,7 +195,7 @@ def parse_jobset(
         field = f"spec.replicatedJobs[{i}]"
         if rj.name in names:
             raise InputError(
-                f"duplicate replicatedJob name {rj.name!r}",
+                f"duplicate replicatedJob name {echo(rj.name)}",
                 source=source,
                 obj=key,
                 field=f"{field}.name",

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from placer.model.errors import InputError
+from placer.model.messages import echo
 from placer.model.workload import (
     EXCLUSIVE_TOPOLOGY,
     KUEUE_PODSET_GROUP,
@@ -86,7 +87,8 @@ def read_kueue_topology(
     if unconstrained_text is not None:
         if unconstrained_text.lower() not in ("true", "false"):
             raise bad(
-                KUEUE_UNCONSTRAINED_TOPOLOGY, f"must be true or false, got {unconstrained_text!r}"
+                KUEUE_UNCONSTRAINED_TOPOLOGY,
+                f"must be true or false, got {echo(unconstrained_text)}",
             )
         unconstrained = unconstrained_text.lower() == "true"
     if unconstrained and (required or preferred):
@@ -101,9 +103,11 @@ def read_kueue_topology(
         try:
             slice_size = int(size_text)
         except ValueError:
-            raise bad(KUEUE_SLICE_SIZE, f"must be a positive integer, got {size_text!r}") from None
+            raise bad(
+                KUEUE_SLICE_SIZE, f"must be a positive integer, got {echo(size_text)}"
+            ) from None
         if slice_size < 1:
-            raise bad(KUEUE_SLICE_SIZE, f"must be a positive integer, got {size_text!r}")
+            raise bad(KUEUE_SLICE_SIZE, f"must be a positive integer, got {echo(size_text)}")
     elif slice_topology is not None:
         slice_size = max(pods_per_job, 1)
     pod_count = replicas * pods_per_job
@@ -137,7 +141,7 @@ def _check_group_annotation(
     if not group:
         raise bad(KUEUE_PODSET_GROUP, "must not be empty")
     if group.isdigit():
-        raise bad(KUEUE_PODSET_GROUP, f"must not be a number, got {group!r}")
+        raise bad(KUEUE_PODSET_GROUP, f"must not be a number, got {echo(group)}")
     if slice_topology is not None or size_text is not None:
         other = KUEUE_SLICE_TOPOLOGY if slice_topology is not None else KUEUE_SLICE_SIZE
         raise bad(KUEUE_PODSET_GROUP, f"cannot be combined with {other}")
@@ -194,7 +198,7 @@ def check_podset_groups(js: JobSetRequest) -> None:
 
     def bad(i: int, message: str) -> InputError:
         return InputError(
-            f"podset group {js.replicated_jobs[i].podset_group!r} {message}",
+            f"podset group {echo(js.replicated_jobs[i].podset_group)} {message}",
             source=js.source,
             obj=js.key,
             field=annotations_field(i, KUEUE_PODSET_GROUP),
@@ -259,7 +263,7 @@ def check_topology_levels(jobsets: Sequence[JobSetRequest], levels: Sequence[str
             for key, level in named:
                 if level is not None and level not in order:
                     raise InputError(
-                        f"unknown topology level {level!r}; the levels are {', '.join(order)}",
+                        f"unknown topology level {echo(level)}; the levels are {', '.join(order)}",
                         source=js.source,
                         obj=js.key,
                         field=annotations_field(i, key),

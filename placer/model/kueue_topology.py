@@ -79,7 +79,7 @@ def topology_levels(obj: Mapping[str, Any], *, source: str = "") -> tuple[str, .
             )
         if label in keys:
             raise InputError(
-                f"level {label!r} listed twice",
+                f"level {echo(label)} listed twice",
                 source=source,
                 obj=key,
                 field=f"spec.levels[{i}].nodeLabel",

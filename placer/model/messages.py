@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import reprlib
 
-__all__ = ["ECHO_LIMIT", "LINE_LIMIT", "clip", "echo", "printable"]
+__all__ = ["ECHO_LIMIT", "LINE_LIMIT", "clip", "echo", "printable", "printable_lines"]
 
 ECHO_LIMIT = 80
 """Characters of a refused value quoted in a message."""
@@ -65,7 +65,19 @@ def printable(text: str) -> str:
     return "".join(ch if ch.isprintable() else _escape(ch) for ch in text)
 
 
+def printable_lines(text: str) -> str:
+    """A report for the terminal: each line `printable`, the line breaks kept."""
+    if text.isprintable() or all(line.isprintable() for line in text.split("\n")):
+        return text
+    return "\n".join(printable(line) for line in text.split("\n"))
+
+
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
 def _escape(ch: str) -> str:
+    if ch in _NAMED:
+        return _NAMED[ch]
     code = ord(ch)
     if code < 0x100:
         return f"\\x{code:02x}"

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from placer.model.errors import InputError
 from placer.model.limits import MAX_WORKERS
+from placer.model.messages import echo
 
 __all__ = ["DEFAULT_DURATION_S", "QueuePolicy", "ReservationPolicy", "SolveOptions", "TimePolicy"]
 
@@ -60,7 +61,7 @@ class TimePolicy(BaseModel):
             if name not in priority_classes:
                 known = ", ".join(sorted(priority_classes)) or "none in the cluster"
                 raise InputError(
-                    f"unknown PriorityClass {name!r} (known: {known})",
+                    f"unknown PriorityClass {echo(name)} (known: {known})",
                     field="--default-duration",
                     code="usage",
                 )

@@ -19,6 +19,7 @@ from typing import Any
 
 from placer.model.errors import InputError
 from placer.model.messages import echo
+from placer.model.names import check, qualified_name_problem
 
 __all__ = [
     "MAX_QUANTITY",
@@ -122,6 +123,15 @@ def parse_resource_map(
     result: ResourceMap = {}
     for name, value in (raw or {}).items():
         where = f"{field}.{name}" if field else str(name)
+        if not isinstance(name, str) or qualified_name_problem(name):
+            check(
+                qualified_name_problem,
+                name,
+                source=source,
+                obj=obj,
+                field=f"{field}[{echo(name, quote=False)}]" if field else "",
+                what="resource name",
+            )
         try:
             quantity = _quantity(value)
         except QuantityError as e:

@@ -25,6 +25,7 @@ from placer.model.cluster import ClusterSnapshot, Node
 from placer.model.compact import DESCRIPTION_KIND, parse_description
 from placer.model.errors import InputError
 from placer.model.manifests import object_key, read_documents
+from placer.model.messages import echo
 from placer.model.resources import add_resources
 
 __all__ = [
@@ -50,7 +51,7 @@ def drain(snapshot: ClusterSnapshot, target: str) -> tuple[ClusterSnapshot, str]
         missing = f"no node labeled {key}={value}"
     else:
         gone = {n.name for n in snapshot.nodes if n.name == target}
-        missing = f"no node named {target!r}"
+        missing = f"no node named {echo(target)}"
     if not gone:
         raise InputError(missing, field="--drain", code="unknown-node")
     nodes = tuple(n for n in snapshot.nodes if n.name not in gone)
@@ -79,7 +80,7 @@ def add_pools_from(snapshot: ClusterSnapshot, path: str | Path) -> tuple[Cluster
         for n in part.nodes:
             if n.name in existing:
                 raise InputError(
-                    f"node {n.name!r} already exists in the cluster",
+                    f"node {echo(n.name)} already exists in the cluster",
                     source=doc_source,
                     field="pools",
                     code="duplicate",
@@ -186,7 +187,7 @@ def apply_whatifs(
         elif kind == "remove":
             snapshot, note = remove_jobset(snapshot, arg)
         else:
-            raise InputError(f"unknown what-if {kind!r}", code="usage")
+            raise InputError(f"unknown what-if {echo(kind)}", code="usage")
         notes.append(note)
     return snapshot, notes
 

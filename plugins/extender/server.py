@@ -33,6 +33,7 @@ from typing import Protocol
 from aiohttp import web
 
 from placer.model.errors import ClusterError, InputError
+from placer.model.messages import echo
 from placer.serving import HttpServer, ServingLimits, make_application, run_blocking
 from plugins.extender.decide import filter_nodes, prioritize
 from plugins.extender.pods import pod_info
@@ -101,7 +102,7 @@ class ExtenderApp:
         if verb == "readyz":
             return (200 if self.store.synced else 503), self._status(), JSON
         if verb not in ("filter", "prioritize", "bind"):
-            return 404, encode_error(f"no such verb {verb!r}: filter, prioritize, bind"), JSON
+            return 404, encode_error(f"no such verb {echo(verb)}: filter, prioritize, bind"), JSON
         if method != "POST":
             return 405, encode_error(f"{verb} takes POST, not {method}"), JSON
         if verb == "bind":
