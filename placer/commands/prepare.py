@@ -49,6 +49,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from placer.model.jobset import validate_jobset
     from placer.model.manifests import read_documents
 
     for p in args.jobsets:
@@ -57,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
     docs = []
     for source, doc in read_documents(args.jobsets):
         if doc.get("kind") == "JobSet":
+            validate_jobset(doc, source=source)  # what the controller would refuse, refused now
             doc = prepare_jobset(
                 doc, args.binding, exclusive_key=args.exclusive_topology, source=source
             )

@@ -61,6 +61,7 @@ from placer.model.limits import (
     MAX_DESCRIPTION_NODES,
     MAX_POOL_HOSTS,
     Int32,
+    Int64,
     check_nesting_depth,
 )
 from placer.model.manifests import ClosedSchema, validation_error
@@ -92,7 +93,7 @@ __all__ = [
 DESCRIPTION_KIND = "ClusterDescription"
 DEFAULT_POOL_LABEL = "cloud.google.com/gke-nodepool"
 
-Scalar = StrictStr | StrictInt | float | StrictBool
+Scalar = StrictStr | Int64 | float | StrictBool
 
 
 class DescriptionTaint(ClosedSchema):

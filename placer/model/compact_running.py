@@ -23,7 +23,7 @@ from pydantic import Field, StrictInt, StrictStr
 
 from placer.model.cluster import JobSetUsage, Node
 from placer.model.errors import InputError
-from placer.model.limits import INT32_MAX, MAX_DESCRIPTION_NODES, Int32, Port
+from placer.model.limits import INT32_MAX, MAX_DESCRIPTION_NODES, Int32, Int64, Port
 from placer.model.manifests import ClosedSchema
 from placer.model.messages import echo
 from placer.model.names import check, dns1123_label_problem, dns1123_subdomain_problem
@@ -43,7 +43,7 @@ MAX_RUNNING_USES = 2 * MAX_DESCRIPTION_NODES
 MAX_PATTERN_TRIES = 5_000_000
 """Names the running entries' shell patterns are matched against together (about a second)."""
 
-Scalar = StrictStr | StrictInt | float | bool
+Scalar = StrictStr | Int64 | float | bool
 
 
 class RunningSpec(ClosedSchema):

@@ -43,7 +43,13 @@ from placer.model.workload import (
     ReplicatedJobRequest,
 )
 
-__all__ = ["load_jobsets", "parse_affinity_terms", "parse_jobset", "parse_tolerations"]
+__all__ = [
+    "load_jobsets",
+    "parse_affinity_terms",
+    "parse_jobset",
+    "parse_tolerations",
+    "validate_jobset",
+]
 
 log = logging.getLogger(__name__)
 
@@ -169,6 +175,15 @@ def _check_size(m: JobSetManifest, *, source: str, obj: str) -> None:
         )
 
 
+def validate_jobset(obj: Mapping[str, Any], *, source: str = "") -> JobSetManifest:
+    """The JobSet's schema (what placement reads, by type and range) and its names, by the API
+    server's rules: what `parse_jobset` and `placer prepare` both check first."""
+    check_nesting_depth(obj, source, obj_name=object_key(obj))
+    m = read_as(JobSetManifest, obj, source)
+    check_jobset_names(m, source=source)
+    return m
+
+
 def parse_jobset(
     obj: Mapping[str, Any],
     *,
@@ -181,10 +196,7 @@ def parse_jobset(
     The JobSet's priority is the highest of its pod templates' (JobSet itself gives every pod the
     template's priority; mixed priorities inside one JobSet are unusual).
     """
-    key = object_key(obj)
-    check_nesting_depth(obj, source, obj_name=key)
-    m = read_as(JobSetManifest, obj, source)
-    check_jobset_names(m, source=source)
+    m = validate_jobset(obj, source=source)
     key = f"{m.metadata.namespace}/{m.metadata.name}"
     _check_size(m, source=source, obj=key)
     js_exclusive = m.metadata.annotations.get(EXCLUSIVE_TOPOLOGY)

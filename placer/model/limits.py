@@ -36,6 +36,7 @@ __all__ = [
     "MAX_WORKERS",
     "SEED_MAX",
     "Int32",
+    "Int64",
     "Port",
     "check_nesting_depth",
     "check_pods_per_jobset",
@@ -75,6 +76,8 @@ MAX_PRICE_PER_HOUR = 1_000_000.0
 
 Int32 = Annotated[StrictInt, Field(ge=-INT32_MAX - 1, le=INT32_MAX)]
 """An integer field Kubernetes declares int32 (priorities, PriorityClass values)."""
+Int64 = Annotated[StrictInt, Field(ge=-(2**63), le=2**63 - 1)]
+"""An integer that is written out as text somewhere (a label value, a quantity)."""
 Port = Annotated[StrictInt, Field(ge=1, le=65535)]
 
 

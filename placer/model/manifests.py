@@ -120,7 +120,7 @@ def object_key(obj: Mapping[str, Any]) -> str:
 def _short(part: object) -> str:
     """A part of an object key as messages show it: escaped, and cut if long (names are checked
     later; the message saying what is wrong with one must still fit on a line)."""
-    return echo(part if isinstance(part, str) else str(part), limit=80, quote=False)
+    return echo(part, limit=80, quote=False) if isinstance(part, str) else echo(part, limit=80)
 
 
 def describe_object(obj: Mapping[str, Any]) -> str:

@@ -121,6 +121,14 @@ def parse_resource_map(
     over int64, and a whole number for extended resources (`google.com/tpu`, `nvidia.com/gpu`:
     devices are not divided). A violation is an InputError naming the field."""
     result: ResourceMap = {}
+    if raw is not None and not isinstance(raw, Mapping):
+        raise InputError(
+            f"must be a mapping of resource names to quantities, got {echo(raw)}",
+            source=source,
+            obj=obj,
+            field=field,
+            code="quantity",
+        )
     for name, value in (raw or {}).items():
         where = f"{field}.{name}" if field else str(name)
         if not isinstance(name, str) or qualified_name_problem(name):

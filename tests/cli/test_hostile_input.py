@@ -708,3 +708,18 @@ def test_flags_refused_in_one_line_with_a_pointer_to_help(
     assert exited.value.code == 2
     prog = message.split(": error:")[0]
     assert capsys.readouterr().err == f"{message} (see '{prog} --help')\n"
+
+
+def test_catalog_levels_are_node_label_keys_none_twice(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    catalog = yaml.safe_load(CATALOG.read_text())
+    catalog["levels"] = ["cloud.google.com/gke-nodepool", "cloud.google.com/gke-nodepool"]
+    bad = tmp_path / "catalog.yaml"
+    bad.write_text(yaml.safe_dump(catalog))
+    jobsets = write_jobsets(tmp_path, jobset_manifest("a"))
+    code, err = run(capsys, "capacity", "--cheapest", "--catalog", bad, *FAST, jobsets)
+    assert (code, err) == (
+        2,
+        f"placer: error: {bad}: levels[1]: level 'cloud.google.com/gke-nodepool' listed twice\n",
+    )

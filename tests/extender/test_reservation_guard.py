@@ -7,6 +7,7 @@ from 3 hours on; ml/short runs on b3/s1 now (backfill, it ends before the reserv
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -244,3 +245,41 @@ def test_watch_mode_reads_reservations_from_the_ledger(tmp_path: Path) -> None:
             assert answer["NodeNames"] == ["n8"]
         finally:
             service.close()
+
+
+@pytest.mark.parametrize("start", [math.nan, math.inf, -1e30, 1e30])
+def test_ledger_reservations_the_extender_cannot_date_are_ignored_not_fatal(
+    start: float, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 22: a ledger (the controller's ConfigMap, editable by anyone who may write it) whose
+    reservation starts at NaN or centuries away: that row holds nothing and says so; the rows
+    beside it still hold, and the view builds (a start it cannot print used to raise)."""
+    from placer.controller.decide.ledger import (
+        LedgerChange,
+        LedgerEntry,
+        ledger_object,
+        read_ledger,
+    )
+    from placer.model.assignment import Assignment, JobAssignment
+    from placer.model.plan import DomainRef
+    from plugins.extender.sources import ledger_reservations
+    from plugins.extender.state import ExtenderStore
+
+    domain = DomainRef(key="pool", value="p1", path=[("pool", "p1")])
+    now = time.time()
+
+    def entry(owner: str, at: float) -> LedgerEntry:
+        record = Assignment(jobset=owner, jobs={"r0": JobAssignment(domain=domain)})
+        return LedgerEntry(kind="reservation", owner=owner, record=record, start=at, end=at + 60)
+
+    change = LedgerChange(put={"reservation.ml.bad": entry("ml/bad", start),
+                               "reservation.ml.good": entry("ml/good", now + 60)})  # fmt: skip
+    obj = ledger_object(read_ledger(None, "placer-system"), change)
+    with caplog.at_level("WARNING"):
+        rows = ledger_reservations(obj)
+    assert [r.jobset for r in rows] == ["ml/good"]
+    assert any("ml/bad" in r.getMessage() for r in caplog.records)
+    store = ExtenderStore(guard_s=3600)
+    store.replace_reservations(rows)
+    store.replace_nodes({"n1": {"pool": "p1"}})
+    assert store.view().reasons["n1"].startswith("reserved for ml/good from ")

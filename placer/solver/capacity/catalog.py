@@ -38,6 +38,7 @@ from placer.model.limits import (
     check_nesting_depth,
 )
 from placer.model.manifests import ClosedSchema, object_key, read_documents, validation_error
+from placer.model.names import check_levels
 
 __all__ = ["CATALOG_KIND", "Catalog", "PoolType", "load_catalog"]
 
@@ -73,6 +74,7 @@ class Catalog(ClosedSchema):
 
 
 def _validate(catalog: Catalog) -> Catalog:
+    check_levels(catalog.levels, source=catalog.source, field="levels")
     seen: set[str] = set()
     offered = 0
     for k, t in enumerate(catalog.poolTypes):
