@@ -181,21 +181,21 @@ def _pod_priority(pod: PodObject, classes: Mapping[str, int]) -> int | None:
     return classes.get(name) if isinstance(name, str) else None
 
 
-def _owner(source: str, pod: PodObject, jobset: str) -> str:
-    """`namespace/name` of the JobSet a running pod belongs to, both checked as the API server
-    has them (the pair becomes a JobSet key the planner and the writers use)."""
+def _owner(source: str, pod: PodObject, jobset: str) -> str | None:
+    """`namespace/name` of the JobSet a running pod belongs to, or None when the pair is no
+    JobSet's (its label names no valid JobSet: anyone may label a pod, and such a pod must
+    neither hold a domain nor stop a controller that reads the cluster every cycle)."""
     namespace = pod.metadata.namespace
     if dns1123_label_problem(namespace) or dns1123_subdomain_problem(jobset):  # cached: cheap
-        obj = f"{echo(namespace, quote=False)}/{echo(pod.metadata.name, quote=False)}"
-        check(dns1123_label_problem, namespace, source=source, obj=obj, field="metadata.namespace")
-        check(
-            dns1123_subdomain_problem,
-            jobset,
-            source=source,
-            obj=obj,
-            field=f"metadata.labels[{JOBSET_NAME_LABEL}]",
-            what="JobSet name",
+        log.debug(
+            "%s: pod %s/%s: label %s=%s names no JobSet; counted as a pod of no JobSet",
+            source,
+            echo(namespace, quote=False),
+            echo(pod.metadata.name, quote=False),
+            JOBSET_NAME_LABEL,
+            echo(jobset, quote=False),
         )
+        return None
     return f"{namespace}/{jobset}"
 
 
@@ -252,8 +252,8 @@ def _apply_pods(
         if pod_ports:
             ports.setdefault(node, set()).update(pod_ports)
         jobset = pod.metadata.labels.get(JOBSET_NAME_LABEL)
-        if jobset:
-            owner = _owner(source, pod, jobset)
+        owner = _owner(source, pod, jobset) if jobset else None
+        if owner is not None:
             owners.setdefault(node, set()).add(owner)
             entry = usage.setdefault(node, {}).setdefault(owner, _Usage())
             _accumulate(entry.requests, request)
@@ -308,10 +308,13 @@ def _running_starts(pods: Iterable[tuple[str, PodObject]]) -> dict[str, RunningJ
     Its expected duration stays unknown here (the planner's default applies): the JobSet objects
     carry it, and a snapshot of pods does not."""
     starts: dict[str, datetime] = {}
-    for _, pod in pods:
+    for source, pod in pods:
         jobset = pod.metadata.labels.get(JOBSET_NAME_LABEL)
         text = pod.status.startTime
         if not jobset or pod.status.phase in TERMINAL_PHASES or not isinstance(text, str):
+            continue
+        key = _owner(source, pod, jobset)
+        if key is None:
             continue
         try:
             started = datetime.fromisoformat(text.replace("Z", "+00:00"))
@@ -319,7 +322,6 @@ def _running_starts(pods: Iterable[tuple[str, PodObject]]) -> dict[str, RunningJ
             continue  # a malformed timestamp only loses the date: the run counts from now
         if started.tzinfo is None:
             started = started.replace(tzinfo=UTC)
-        key = f"{pod.metadata.namespace}/{jobset}"
         if key not in starts or started < starts[key]:
             starts[key] = started
     return {k: RunningJobSet(started_at=v) for k, v in sorted(starts.items())}

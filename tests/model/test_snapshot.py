@@ -478,3 +478,29 @@ def test_running_jobsets_take_their_expected_duration_from_jobset_objects(
         # a dump of what runs, not the user's request: logged (file, JobSet, field), not exit 2
         assert f"{path}: ns/odd: metadata.annotations[placer.dev/expected-duration]" in caplog.text
         assert "ns/odd" not in running or running["ns/odd"].expected_duration_s is None
+
+
+def test_a_pod_labeled_for_no_valid_jobset_uses_capacity_but_holds_no_domain() -> None:
+    """Issue 22: anyone may label a pod; a JobSet label naming no valid JobSet (upper case, `_`)
+    must not become a JobSet key, nor stop a controller that reads the cluster every cycle."""
+    node = {
+        "metadata": {"name": "n1", "labels": {"kubernetes.io/hostname": "n1"}},
+        "status": {"allocatable": {"cpu": "8", "pods": "110"}},
+    }
+
+    def pod(name: str, jobset: str) -> dict[str, object]:
+        return {
+            "metadata": {
+                "name": name,
+                "namespace": "ml",
+                "labels": {"jobset.sigs.k8s.io/jobset-name": jobset},
+            },
+            "spec": {"nodeName": "n1", "containers": [{"resources": {"requests": {"cpu": "1"}}}]},
+            "status": {"phase": "Running", "startTime": "2026-01-01T00:00:00Z"},
+        }
+
+    snapshot = snapshot_from_objects([node], [pod("a", "Not_A_JobSet"), pod("b", "train")])
+    [n1] = snapshot.nodes
+    assert n1.free["cpu"] == Decimal(6)
+    assert n1.jobsets == ("ml/train",)
+    assert set(snapshot.running) == {"ml/train"}
