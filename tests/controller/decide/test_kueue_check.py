@@ -7,9 +7,11 @@ import dataclasses
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
+
 from benchmarks import cluster_sim as sim
 from placer.controller.act.memory_adapter import MemoryCluster
-from placer.controller.adapter import Obj
+from placer.controller.adapter import Obj, copy_json
 from placer.controller.decide.decisions import PlannedRound, Review, held_records, review
 from placer.controller.decide.decisions import solve_targets as solve
 from placer.controller.decide.domains import DomainIndex
@@ -27,6 +29,7 @@ from placer.controller.decide.reserving import timed_planning
 from placer.controller.decide.snapshot import planning_snapshot
 from placer.controller.decide.state import ClusterState
 from placer.controller.decide.survey import ManagedJobSet, survey
+from placer.controller.decide.writes import Aborted, ActivateCheck, SetAdmissionCheck
 from placer.model.durations import EXPECTED_DURATION
 from placer.model.options import SolveOptions, TimePolicy
 from placer.solver.check.checker import check
@@ -469,3 +472,41 @@ def test_a_message_names_the_jobsets_holding_domains_not_the_planners_tokens() -
     assert "placer:" not in update.message
     assert "1 held by running default/a, 1 held by running default/a" in update.message
     assert update.message.endswith("; waits for running default/a")
+
+
+def test_a_check_write_keeps_the_other_checks_and_survives_a_conflict() -> None:
+    wl = workload("a", [("w", 4)])
+    wl["status"]["admissionChecks"].append({"name": "prov", "state": "Ready", "message": "ok"})
+    entry = {"name": CHECK, "state": "Ready", "message": "placed", "lastTransitionTime": NOW_TEXT}
+    write = SetAdmissionCheck.on(wl, entry, jobset="default/a", previous_state="Pending")
+    assert write.patch() == {
+        "metadata": {"resourceVersion": "7"},
+        "status": {"admissionChecks": [entry, wl["status"]["admissionChecks"][1]]},
+    }
+    # another controller wrote its check meanwhile: rebased on what it wrote
+    fresh = copy_json(wl)
+    fresh["metadata"]["resourceVersion"] = "8"
+    fresh["status"]["admissionChecks"][1]["message"] = "changed"
+    rebased = write.rebase(fresh)
+    assert rebased is not None and rebased.resource_version == "8"
+    assert rebased.checks[1]["message"] == "changed" and rebased.checks[0] == entry
+    # already as intended: nothing to write
+    done = copy_json(fresh)
+    done["status"]["admissionChecks"][0] = entry
+    assert write.rebase(done) is None
+    # Kueue evicted it meanwhile (check reset, state moved on): not overwritten
+    evicted = copy_json(fresh)
+    evicted["status"]["admissionChecks"][0]["state"] = "Retry"
+    with pytest.raises(Aborted, match="went Pending -> Retry meanwhile"):
+        write.rebase(evicted)
+
+
+def test_placers_checks_are_marked_active_once() -> None:
+    check = admission_check()
+    activate = ActivateCheck.on(check, now=NOW_TEXT)
+    assert activate is not None
+    [condition] = activate.patch()["status"]["conditions"]
+    assert (condition["type"], condition["status"]) == ("Active", "True")
+    check["status"] = {"conditions": [condition]}
+    assert ActivateCheck.on(check, now=NOW_TEXT) is None
+    assert activate.rebase(check) is None
