@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 
@@ -227,9 +228,10 @@ def _holders(rev: Review) -> dict[str, str]:
 
 
 def _named(text: str, holders: Mapping[str, str]) -> str:
+    """`text` with hold tokens replaced by their JobSets, a JobSet named twice in a row once."""
     for token, key in sorted(holders.items(), key=lambda t: -len(t[0])):
         text = text.replace(token, key)
-    return text
+    return re.sub(r"(?<![\w./-])([\w.-]+/[\w.-]+)(?:, \1(?![\w./-]))+", r"\1", text)
 
 
 def _waiting(
@@ -280,7 +282,7 @@ def _decide(
         requeue = max(1, math.ceil(start)) if start else max(1, math.ceil(hold_s))
         message += (
             f"; quota held {format_go_duration(held)}, over the {format_go_duration(hold_s)} "
-            f"hold: given back, requeued in {format_go_duration(requeue)}"
+            f"hold: Retry, requeue in {format_go_duration(requeue)}"
         )
         return CheckUpdate(wl, "Retry", message[:MESSAGE_MAX], requeue_after_s=requeue)
     return CheckUpdate(wl, "Pending", message[:MESSAGE_MAX])

@@ -254,7 +254,7 @@ def test_past_the_hold_it_gives_the_quota_back_until_its_expected_start() -> Non
     update = only(held.updates)
     assert update.state == "Retry"
     assert update.requeue_after_s == 7200
-    assert update.message.endswith("; quota held 10m, over the 5m hold: given back, requeued in 2h")
+    assert update.message.endswith("; quota held 10m, over the 5m hold: Retry, requeue in 2h")
     assert update.entry(NOW_TEXT)["requeueAfterSeconds"] == 7200
     # within the hold it is still Pending
     assert only(cycle(state, hold_s=900.0).updates).state == "Pending"
