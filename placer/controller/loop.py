@@ -17,7 +17,7 @@ import threading
 from typing import TYPE_CHECKING
 
 from placer.controller.act.commit import claim
-from placer.controller.decide.ledger import LEDGER_NAME, Deposed
+from placer.controller.decide.ledger import Deposed
 from placer.controller.report import CycleReport
 from placer.model.errors import ClusterError, InputError, PlacerError
 
@@ -67,7 +67,6 @@ def claim_ledger(ctl: Controller, stop: threading.Event) -> bool:
             ctl.fence = claim(
                 ctl.adapter,
                 ctl.config.ledger_namespace,
-                LEDGER_NAME,
                 ctl.config.identity,
                 lease=ctl.config.lease,
                 policy=ctl.retry,

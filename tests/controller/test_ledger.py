@@ -161,9 +161,9 @@ def test_a_deposed_leader_commits_nothing() -> None:
     cluster = tpu_cluster(blocks=3)
     add_jobset(cluster, "x", jobs=1)
     old = controller(cluster, identity="old")
-    old.fence = claim(cluster, NS, LEDGER_NAME, "old")
+    old.fence = claim(cluster, NS, "old")
     old.relist()
-    new_fence = claim(cluster, NS, LEDGER_NAME, "new")  # a newer leader took over
+    new_fence = claim(cluster, NS, "new")  # a newer leader took over
     assert new_fence.term == old.fence.term + 1
     cluster.calls.clear()
     with pytest.raises(Deposed):
@@ -183,8 +183,8 @@ def test_a_deposed_leader_stops_its_loop_and_writes_nothing() -> None:
     cluster = tpu_cluster(blocks=3)
     old = controller(cluster, identity="old", debounce_s=0.0)
     stop = threading.Event()
-    old.fence = claim(cluster, NS, LEDGER_NAME, "old")
-    claim(cluster, NS, LEDGER_NAME, "new")
+    old.fence = claim(cluster, NS, "old")
+    claim(cluster, NS, "new")
     add_jobset(cluster, "x", jobs=1)
     thread = threading.Thread(target=old.run, args=(stop,), daemon=True)
     thread.start()
@@ -224,8 +224,8 @@ def test_leaders_of_different_leases_share_the_ledger_same_lease_deposes() -> No
     add_jobset(cluster, "y", jobs=1, namespace="ns2")
     a = controller(cluster, identity="a0", namespaces=("ns1",))
     b = controller(cluster, identity="b0", namespaces=("ns2",))
-    a.fence = claim(cluster, NS, LEDGER_NAME, "a0", lease="placer-system/lease-a")
-    b.fence = claim(cluster, NS, LEDGER_NAME, "b0", lease="placer-system/lease-b")
+    a.fence = claim(cluster, NS, "a0", lease="placer-system/lease-a")
+    b.fence = claim(cluster, NS, "b0", lease="placer-system/lease-b")
     assert (a.fence.term, b.fence.term) == (1, 1)
     a.relist()
     assert list(a.run_cycle(force_plan=True).planned.placed) == ["ns1/x"]
@@ -237,7 +237,7 @@ def test_leaders_of_different_leases_share_the_ledger_same_lease_deposes() -> No
         "placer-system/lease-a": "a0",
         "placer-system/lease-b": "b0",
     }
-    newer = claim(cluster, NS, LEDGER_NAME, "a1", lease="placer-system/lease-a")
+    newer = claim(cluster, NS, "a1", lease="placer-system/lease-a")
     assert newer.term == 2
     add_jobset(cluster, "z", jobs=1, namespace="ns1")
     a.relist()

@@ -23,6 +23,7 @@ from functools import partial
 from placer.controller.act.executor import RetryPolicy, with_retries
 from placer.controller.adapter import ClusterAdapter, Kind, Obj
 from placer.controller.decide.ledger import (
+    LEDGER_NAME,
     Fence,
     Ledger,
     LedgerChange,
@@ -120,7 +121,6 @@ def commit(
 def claim(
     adapter: ClusterAdapter,
     namespace: str,
-    name: str,
     identity: str,
     *,
     lease: str = "",
@@ -128,8 +128,10 @@ def claim(
     sleep: Callable[[float], None] = time.sleep,
     on_object: Callable[[Kind, Obj], None] = lambda kind, obj: None,
 ) -> Fence:
-    """Start a new term under `lease` (`namespace/name`) in the ledger for `identity`: what an
-    elected leader does before it plans. Only leaders of the same Lease depose each other."""
+    """Start a new term under `lease` (`namespace/name`) in the ledger of `namespace` (the
+    ConfigMap `LEDGER_NAME`) for `identity`: what an elected leader does before it plans. Only
+    leaders of the same Lease depose each other."""
+    name = LEDGER_NAME
     policy = policy or RetryPolicy()
     for _ in range(CLAIM_ATTEMPTS):
         ledger = read_fresh(
