@@ -39,7 +39,7 @@ from typing import Any
 from benchmarks import cluster_sim as sim
 from placer.controller.act.memory_adapter import MemoryCluster
 from placer.controller.decide.ledger import LEDGER_NAME
-from placer.controller.reconcile import Controller, ControllerConfig, CycleReport
+from placer.controller.reconcile import Clocks, Controller, ControllerConfig, CycleReport
 from placer.model.options import ReservationPolicy, SolveOptions, TimePolicy
 from placer.model.plan import Plan
 from placer.model.workload import JOBSET_NAME_LABEL
@@ -163,7 +163,9 @@ def measure(
     built = time.perf_counter() - start
     options = SolveOptions(time_limit_s=time_limit_s, time=TimePolicy(reservations=reservations))
     config = ControllerConfig(solver=solver, options=options, window_s=0.0)
-    controller = Controller(cluster, config, sleep=lambda s: None, wall_clock=lambda: INSTANT_S)
+    controller = Controller(
+        cluster, config, clocks=Clocks(sleep=lambda s: None, wall=lambda: INSTANT_S)
+    )
     start = time.perf_counter()
     controller.relist()
     listed = time.perf_counter() - start

@@ -1,4 +1,4 @@
-"""The reconcile loop: observe, decide (pure), commit to the ledger, write back, repeat.
+"""The reconcile loop: observe, review, plan, commit, write; repeat.
 
 Why one global cycle rather than a work queue of objects, the usual controller shape: placement is
 a joint decision. Which domain one JobSet should get depends on every other pending JobSet (the
@@ -9,24 +9,30 @@ A cycle therefore observes the whole cluster once, plans every due JobSet in one
 commits the result in one ledger write; the per-object work (a record, pod ungates, node labels)
 follows from that one decision. Watches only tell the loop when to run a cycle.
 
-One cycle (`Controller.run_cycle`); each phase's wall time goes into `CycleReport.phases`:
+Phases of one cycle (`Controller.run_cycle`), each one method handing the next a frozen value,
+timed into `CycleReport.phases` (the names in brackets):
 
-1. observe   - `ClusterCache.state()` and the ledger in it: one consistent view.
-2. survey    - the managed JobSets, their records (ledger entry, else annotation) and pods.
-3. snapshot  - the planner's snapshot of that view (snapshot.planning_snapshot), rebuilt only when
-               something that changes capacity changed.
-4. review    - records in force, broken, and the targets to plan (decisions.review); what the
-               ledger holds for others, and what it can release (ledgerplan.view_ledger).
-5. plan      - once the oldest target has waited the gather window, plan every due target in one
-               solver call around everything held (decisions.solve_targets); a target that was
-               unschedulable is retried only after capacity changed, or every `replan_s`.
-6. commit    - new placements, adopted records and releases in one compare-and-swap of the ledger
-               (commit.commit). When another writer committed first, the round starts again at 1
-               from the fresh ledger (at most `MAX_ROUNDS` rounds; then nothing new is written
-               and the next cycle tries again). A leader whose ledger term was taken over raises
-               `Deposed` and writes nothing.
-7. writes    - `writeplan.plan_writes` ("write planning"), then `executor.execute` ("writes"),
-               or only logged with --dry-run.
+  observe  `ClusterCache.state()`, the ledger in it, the managed JobSets (their records: ledger
+           entry, else annotation) and the planner's snapshot, rebuilt only when something that
+           changes capacity changed -> `Observed`                 [observe, survey, snapshot]
+  review   (with --kueue-admission-check, first the survey as Kueue has it: the suspended
+           JobSets whose Workload holds quota are planned, evicted ones released; kueue_check.py)
+           records in force, broken, and the targets to plan (review.review); what the ledger
+           holds for others and what it can release (ledgerplan.view_ledger; suspects confirmed
+           gone by one read per cycle); which targets are due: the oldest has waited the gather
+           window, and one that was unschedulable is retried only after capacity changed or
+           every `replan_s` -> `Reviewed`                                    [review, commit]
+  plan     every due target in one solver call around everything held (planning.planning_inputs,
+           planning.solve_targets) -> `PlannedRound`                                  [plan]
+  commit   new placements, adopted records, releases and reservations in one compare-and-swap of
+           the ledger (ledgerplan.ledger_change, reserving.reservation_changes, commit.commit)
+           -> `_Committed`. When another writer committed first, the round starts again at
+           observe from the fresh ledger (at most `MAX_ROUNDS` rounds; then nothing new is
+           written and the next cycle tries again). A leader whose ledger term was taken over
+           raises `Deposed` and writes nothing.                                     [commit]
+  write    `writeplan.plan_writes` decides every write and event of the JobSets, and
+           kueue_check.check_writes placer's check on each Workload; `executor.execute` sends
+           them (only logged with --dry-run)                          [write planning, writes]
 
 When cycles run (the watch loop, `--once`, an elected leader's work) is loop.py's business;
 `run`, `run_once` and `run_leading` here hand over to it. The settings are config.py's
@@ -39,7 +45,8 @@ import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from placer.controller import loop
@@ -48,14 +55,6 @@ from placer.controller.act.commit import commit, confirm_gone
 from placer.controller.act.executor import ExecReport, RetryPolicy, execute
 from placer.controller.adapter import ClusterAdapter
 from placer.controller.config import ControllerConfig
-from placer.controller.decide.decisions import (
-    PlannedRound,
-    Review,
-    Target,
-    held_records,
-    review,
-    solve_targets,
-)
 from placer.controller.decide.domains import DomainIndex
 from placer.controller.decide.kueue_check import (
     KueueAdmission,
@@ -71,17 +70,13 @@ from placer.controller.decide.ledger import (
     Fence,
     Ledger,
     LedgerChange,
-    LedgerEntry,
     read_ledger,
 )
 from placer.controller.decide.ledgerplan import ledger_change, view_ledger
-from placer.controller.decide.observed import Announced, Observed
-from placer.controller.decide.reserving import (
-    DURATION_WARNING,
-    reservation_changes,
-    time_events,
-    timed_planning,
-)
+from placer.controller.decide.observed import Announced, Observed, Reviewed
+from placer.controller.decide.planning import PlannedRound, planning_inputs, solve_targets
+from placer.controller.decide.reserving import DURATION_WARNING, reservation_changes
+from placer.controller.decide.review import Review, Target, review
 from placer.controller.decide.snapshot import planning_snapshot
 from placer.controller.decide.state import ClusterState
 from placer.controller.decide.survey import ParseMemo, RefMemo, survey
@@ -96,12 +91,40 @@ from placer.runtime import collector_paused, freeze_long_lived
 from placer.solver.interface import Solver
 from placer.solver.registry import get_solver, prepare_solver
 
-__all__ = ["MAX_ROUNDS", "Controller", "ControllerConfig", "CycleReport"]
+__all__ = ["MAX_ROUNDS", "Clocks", "Controller", "ControllerConfig", "CycleReport"]
 
 log = logging.getLogger(__name__)
 
 MAX_ROUNDS = 4
 """Plan-and-commit rounds per cycle when other writers keep committing first."""
+
+
+@dataclass(frozen=True)
+class _Committed:
+    """The commit phase's hand-over to the write phase."""
+
+    planned: PlannedRound
+    """The round's plans; `placed` only what the ledger took, `reserved` what to announce."""
+    refused: Mapping[str, str] = field(default_factory=dict)
+    """Placements the final ledger check refused (JobSet key -> why)."""
+    committed: bool | None = None
+    """True: the ledger took the commit; False: another writer committed first; None: nothing
+    to commit (or a dry run)."""
+    gave_up: bool = False
+    """Other writers kept committing first for `MAX_ROUNDS` rounds: nothing new is written and
+    the next cycle runs at once."""
+
+
+@dataclass(frozen=True)
+class Clocks:
+    """How the controller reads time and waits; tests and simulations pass their own."""
+
+    monotonic: Callable[[], float] = time.monotonic
+    """Windows, retries and phase timing."""
+    sleep: Callable[[float], None] = time.sleep
+    """Backoff between retried API calls."""
+    wall: Callable[[], float] = time.time
+    """Epoch seconds: the planning instant of time-aware planning, and reservations' times."""
 
 
 class Controller:
@@ -115,16 +138,14 @@ class Controller:
         solver: Solver | None = None,
         metrics: Metrics | None = None,
         retry: RetryPolicy | None = None,
-        clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], None] = time.sleep,
-        wall_clock: Callable[[], float] = time.time,
+        clocks: Clocks | None = None,
     ) -> None:
         self.adapter = adapter
         if config.kueue_admission_check and not config.options.time.active:
             # a check's Pending message gives the expected start; Rejected needs the verdict
             # on an empty cluster: both come from the time-aware pass
-            time = config.options.time.model_copy(update={"reservations": "head"})
-            options = config.options.model_copy(update={"time": time})
+            policy = config.options.time.model_copy(update={"reservations": "head"})
+            options = config.options.model_copy(update={"time": policy})
             config = config.model_copy(update={"options": options})
         self.config = config
         time_policy = config.options.time
@@ -133,12 +154,13 @@ class Controller:
             if solver
             else get_solver(config.solver, time_policy=time_policy)
         )
-        self.wall_clock = wall_clock
+        clocks = clocks or Clocks()
+        self.clock = clocks.monotonic
+        self.sleep = clocks.sleep
+        self.wall_clock = clocks.wall
         """Epoch seconds: the planning instant of time-aware planning, and reservations' times."""
         self.metrics = metrics or Metrics()
         self.retry = retry or RetryPolicy()
-        self.clock = clock
-        self.sleep = sleep
         self.cache = ClusterCache(
             adapter,
             namespaces=config.namespaces,
@@ -197,15 +219,84 @@ class Controller:
             self._ledger = (version, read_ledger(obj, namespace))
         return self._ledger[1]
 
-    def _observe(self, phase: PhaseTimer) -> Observed:
-        with phase("observe"):
+    def run_cycle(self, *, force_plan: bool = False) -> CycleReport:
+        """One cycle (see the module docstring), with the cyclic garbage collector paused.
+
+        A cycle builds a snapshot, plans and writes: hundreds of thousands of objects on a
+        10,000-node cluster, whose allocation bursts would trigger full collections rescanning all
+        of them (a fifth of the cycle's time). They hold no reference cycles worth collecting
+        before the cycle ends; the collector catches up afterwards.
+        """
+        with collector_paused():
+            return self._run_cycle(force_plan=force_plan)
+
+    def _run_cycle(self, *, force_plan: bool) -> CycleReport:
+        """observe -> review -> plan -> commit (in rounds, see `_decide`), then write."""
+        start = self.clock()
+        timer = PhaseTimer(self.clock)
+        reviewed, outcome, rounds = self._decide(timer, force_plan=force_plan)
+        writes, executed = self._write(reviewed, outcome, timer)
+        self._remember(outcome.planned, reviewed, executed, writes)
+        observed = reviewed.observed
+        report = CycleReport(
+            managed=list(observed.managed),
+            review=reviewed.review,
+            planned=outcome.planned,
+            writes=writes,
+            executed=executed,
+            snapshot=observed.snapshot,
+            wall_s=self.clock() - start,
+            wake_in_s=0.0 if outcome.gave_up else reviewed.wake_in_s,
+            deferred=list(reviewed.deferred),
+            phases=timer.seconds,
+            rounds=rounds,
+            committed=outcome.committed,
+            refused=dict(outcome.refused),
+            ledger=observed.ledger,
+        )
+        self._observe_metrics(report)
+        return report
+
+    def _decide(self, timer: PhaseTimer, *, force_plan: bool) -> tuple[Reviewed, _Committed, int]:
+        """The rounds of observe -> review -> plan -> commit: again from a fresh observation
+        while another writer committed first, at most `MAX_ROUNDS` times. Also returns the
+        number of rounds run."""
+        gone: frozenset[str] | None = None
+        for rounds in range(1, MAX_ROUNDS + 1):
+            observed = self._observe(timer)
+            reviewed = self._review(observed, timer, force_plan=force_plan, gone=gone)
+            gone = reviewed.gone
+            planned = self._plan(reviewed, timer)
+            if self.config.dry_run:
+                return reviewed, _Committed(planned), rounds
+            outcome = self._commit(reviewed, planned, timer)
+            if outcome.committed is None and rounds > 1:
+                # nothing left to commit after losing to another writer: still not committed
+                return reviewed, replace(outcome, committed=False), rounds
+            if outcome.committed is not False:
+                return reviewed, outcome, rounds
+        log.warning(
+            "the ledger kept changing under %d rounds; nothing new written this cycle", MAX_ROUNDS
+        )
+        given_up = _Committed(
+            PlannedRound(plans=planned.plans),
+            refused=outcome.refused,
+            committed=False,
+            gave_up=True,
+        )
+        return reviewed, given_up, MAX_ROUNDS
+
+    def _observe(self, timer: PhaseTimer) -> Observed:
+        """Phase 1: one consistent view of the cache, the ledger, the managed JobSets and the
+        planner's snapshot."""
+        with timer("observe"):
             state = self.cache.state()
             ledger = self._read_ledger(state)
         if len(self._parsed) > 4 * len(state.jobsets) + 100:
             self._parsed.clear()  # forget deleted and superseded manifests
         if len(self._refs) > 2 * len(state.pods) + 100:
             self._refs.clear()  # forget deleted pods and superseded versions
-        with phase("survey"):
+        with timer("survey"):
             managed = survey(
                 state,
                 binding=self.config.binding,
@@ -214,7 +305,7 @@ class Controller:
                 refs=self._refs,
                 ledger=ledger,
             )
-        with phase("snapshot"):
+        with timer("snapshot"):
             snapshot = self._planning_snapshot(state)
             index = DomainIndex(snapshot)
         return Observed(
@@ -257,6 +348,53 @@ class Controller:
             observed.state, updates, view.events, self.kueue_warned, checks=view.checks, now=now
         )
 
+    def _review(
+        self,
+        observed: Observed,
+        timer: PhaseTimer,
+        *,
+        force_plan: bool,
+        gone: frozenset[str] | None,
+    ) -> Reviewed:
+        """Phase 2: the records judged, the ledger sorted (its suspects confirmed gone once per
+        cycle: `gone` is what an earlier round confirmed), and the targets due now."""
+        options = self._options(observed.snapshot)
+        with timer("review"):
+            kueue: KueueView | None = None
+            adm: KueueAdmission | None = None
+            if self.config.kueue_admission_check:
+                observed, kueue, adm = self._kueue(observed)
+            admit = adm.admit if adm is not None else frozenset()
+            rev = review(observed.managed, observed.index, options, admit=admit)
+            view = view_ledger(observed.ledger, observed.state, observed.managed)
+            if adm is not None:
+                view = release_evicted(view, adm.release)
+        if view.suspects and not self.config.dry_run:
+            with timer("commit"):
+                if gone is None:
+                    gone = frozenset(
+                        confirm_gone(
+                            self.adapter, view.suspects, policy=self.retry, sleep=self.sleep
+                        )
+                    )
+                # Confirmed gone: planned around no longer, released by this round's commit.
+                view = view.without(gone)
+        now = self.clock()
+        due, deferred, wake = self._due(rev, observed.state, now, force=force_plan)
+        return Reviewed(
+            observed=observed,
+            options=options,
+            review=rev,
+            ledger=view,
+            due=tuple(due),
+            deferred=tuple(deferred),
+            wake_in_s=wake,
+            now_s=now,
+            wall_s=self.wall_clock(),
+            gone=gone,
+            kueue=kueue,
+        )
+
     def _due(
         self, rev: Review, state: ClusterState, now: float, *, force: bool
     ) -> tuple[list[Target], list[str], float | None]:
@@ -286,127 +424,66 @@ class Controller:
                 due.append(t)
         return due, deferred, None
 
-    def run_cycle(self, *, force_plan: bool = False) -> CycleReport:
-        """One cycle (see the module docstring), with the cyclic garbage collector paused.
+    def _plan(self, reviewed: Reviewed, timer: PhaseTimer) -> PlannedRound:
+        """Phase 3: every due target in one solver call around everything held."""
+        with timer("plan"):
+            inputs = planning_inputs(reviewed, pinned=self.config.pin_nodes, refs=self._refs)
+            planned = solve_targets(reviewed.due, inputs, self.solver)
+        self._log_plans(planned, reviewed.due, timer)
+        return planned
 
-        A cycle builds a snapshot, plans and writes: hundreds of thousands of objects on a
-        10,000-node cluster, whose allocation bursts would trigger full collections rescanning all
-        of them (a fifth of the cycle's time). They hold no reference cycles worth collecting
-        before the cycle ends; the collector catches up afterwards.
-        """
-        with collector_paused():
-            return self._run_cycle(force_plan=force_plan)
-
-    def _run_cycle(self, *, force_plan: bool) -> CycleReport:
-        start = self.clock()
-        phase = PhaseTimer(self.clock)
-        gone: frozenset[str] | None = None
-        rounds, committed = 0, None
-        refused: dict[str, str] = {}
-        announce: dict[str, LedgerEntry] = {}
-        while True:
-            rounds += 1
-            observed = self._observe(phase)
-            options = self._options(observed.snapshot)
-            with phase("review"):
-                kueue: tuple[KueueView, KueueAdmission] | None = None
-                if self.config.kueue_admission_check:
-                    observed, kview, adm = self._kueue(observed)
-                    kueue = (kview, adm)
-                admit = kueue[1].admit if kueue else frozenset()
-                rev = review(observed.managed, observed.index, options, admit=admit)
-                view = view_ledger(observed.ledger, observed.state, observed.managed)
-                if kueue:
-                    view = release_evicted(view, kueue[1].release)
-            if view.suspects and not self.config.dry_run:
-                with phase("commit"):
-                    if gone is None:
-                        gone = frozenset(
-                            confirm_gone(
-                                self.adapter, view.suspects, policy=self.retry, sleep=self.sleep
-                            )
-                        )
-                    # Confirmed gone: planned around no longer, released by this round's commit.
-                    view = view.without(gone)
-            now = self.clock()
-            due, deferred, wake = self._due(rev, observed.state, now, force=force_plan)
-            with phase("plan"):
-                wall = self.wall_clock()
-                base, timed = timed_planning(
-                    observed.snapshot,
-                    observed.state,
-                    view.reserved,
-                    options,
-                    wall,
-                    records=held_records(rev),
-                    foreign=view.foreign,
-                    refs=self._refs,
-                )
-                planned = solve_targets(
-                    rev,
-                    due,
-                    base,
-                    observed.index,
-                    self.solver,
-                    timed,
-                    pinned=self.config.pin_nodes,
-                    foreign=view.foreign,
-                )
-            self._log_plans(planned, due, phase)
-            if self.config.dry_run:
-                break
-            with phase("commit"):
-                change, refused = ledger_change(
-                    observed.ledger,
-                    view,
+    def _commit(self, reviewed: Reviewed, planned: PlannedRound, timer: PhaseTimer) -> _Committed:
+        """Phase 4: the round's placements, adoptions, releases and reservations in one
+        compare-and-swap of the ledger. Placements the final node check refuses become
+        unschedulable; reservations are announced only once committed."""
+        observed, view, options = reviewed.observed, reviewed.ledger, reviewed.options
+        with timer("commit"):
+            change, refused = ledger_change(
+                observed.ledger,
+                view,
+                observed.managed,
+                planned.placed,
+                observed.index,
+                fence=self.fence,
+            )
+            planned = planned.refusing(refused)
+            reserved = {}
+            if options.time.active:
+                kept = reservation_changes(
+                    [p for p, _, _ in planned.plans],
                     observed.managed,
-                    planned.placed,
-                    observed.index,
-                    fence=self.fence,
+                    view.reserved,
+                    reviewed.wall_s,
+                    options.time,
                 )
-                for key, why in refused.items():
-                    planned.placed.pop(key, None)
-                    planned.unschedulable[key] = f"not committed: {why}"
-                if options.time.active:
-                    kept = reservation_changes(
-                        [p for p, _, _ in planned.plans],
-                        observed.managed,
-                        view.reserved,
-                        wall,
-                        options.time,
-                    )
-                    change = LedgerChange(
-                        put={**change.put, **kept.put},
-                        remove=(change.remove | kept.remove) - kept.put.keys(),
-                        fence=change.fence,
-                    )
-                    announce = kept.announce
-                if not change:
-                    change.check_fence(observed.ledger)  # a deposed leader writes nothing
-                    break
-                result = commit(
-                    self.adapter,
-                    observed.ledger,
-                    change,
-                    policy=self.retry,
-                    sleep=self.sleep,
-                    on_object=self.cache.record,
+                change = LedgerChange(
+                    put={**change.put, **kept.put},
+                    remove=(change.remove | kept.remove) - kept.put.keys(),
+                    fence=change.fence,
                 )
-            self.metrics.ledger_commits.labels(
-                outcome="committed" if result.committed else "conflict"
-            ).inc()
-            committed = result.committed
-            if result.committed:
-                break
-            if rounds >= MAX_ROUNDS:
-                log.warning(
-                    "the ledger kept changing under %d rounds; nothing new written this cycle",
-                    rounds,
-                )
-                planned = PlannedRound(plans=planned.plans)
-                announce = {}
-                wake = 0.0
-                break
+                reserved = kept.announce
+            if not change:
+                change.check_fence(observed.ledger)  # a deposed leader writes nothing
+                return _Committed(planned, refused)
+            result = commit(
+                self.adapter,
+                observed.ledger,
+                change,
+                policy=self.retry,
+                sleep=self.sleep,
+                on_object=self.cache.record,
+            )
+        outcome = "committed" if result.committed else "conflict"
+        self.metrics.ledger_commits.labels(outcome=outcome).inc()
+        if result.committed:
+            planned = replace(planned, reserved=reserved)
+        return _Committed(planned, refused, committed=result.committed)
+
+    def _write(
+        self, reviewed: Reviewed, outcome: _Committed, timer: PhaseTimer
+    ) -> tuple[list[Write], ExecReport | None]:
+        """Phase 5: every write and event the round's outcome needs, then sent (or, with
+        --dry-run, logged)."""
         settings = WriteSettings(
             binding=self.config.binding,
             namespaces=self.config.namespaces,
@@ -414,58 +491,41 @@ class Controller:
             instance=self.config.identity,
         )
         announced = Announced(
-            unschedulable=dict(self.announced), placed=frozenset(self.placed_announced)
+            unschedulable=dict(self.announced),
+            placed=frozenset(self.placed_announced),
+            duration_warnings=dict(self.warned),
         )
-        with phase("write planning"):
-            writes = plan_writes(observed, rev, planned, settings, announced)
-            if not committed:
-                announce = {}
-            writes += time_events(
-                observed.managed,
-                announce,
-                self.warned,
-                now=settings.now,
-                instance=settings.instance,
+        with timer("write planning"):
+            writes = plan_writes(
+                reviewed.observed, reviewed.review, outcome.planned, settings, announced
             )
-            if kueue is not None:
+            if reviewed.kueue is not None:
                 writes += self._kueue_writes(
-                    observed, kueue[0], rev, planned, committed=bool(committed), now=settings.now
+                    reviewed.observed,
+                    reviewed.kueue,
+                    reviewed.review,
+                    outcome.planned,
+                    committed=bool(outcome.committed),
+                    now=settings.now,
                 )
-        executed = None
         if self.config.dry_run:
             for w in writes:
                 log.info("dry run: would %s", w.describe())
-        elif writes:
-            with phase("writes"):
-                executed = execute(
-                    self.adapter,
-                    writes,
-                    policy=self.retry,
-                    on_object=self.cache.record,
-                    sleep=self.sleep,
-                )
-            self._account(executed)
-        self._remember(planned, observed.state, now, executed, writes)
-        report = CycleReport(
-            managed=list(observed.managed),
-            review=rev,
-            planned=planned,
-            writes=writes,
-            executed=executed,
-            snapshot=observed.snapshot,
-            wall_s=self.clock() - start,
-            wake_in_s=wake,
-            deferred=deferred,
-            phases=phase.seconds,
-            rounds=rounds,
-            committed=committed,
-            refused=refused,
-            ledger=observed.ledger,
-        )
-        self._observe_metrics(report)
-        return report
+            return writes, None
+        if not writes:
+            return writes, None
+        with timer("writes"):
+            executed = execute(
+                self.adapter,
+                writes,
+                policy=self.retry,
+                on_object=self.cache.record,
+                sleep=self.sleep,
+            )
+        self._account(executed)
+        return writes, executed
 
-    def _log_plans(self, planned: PlannedRound, due: list[Target], phase: PhaseTimer) -> None:
+    def _log_plans(self, planned: PlannedRound, due: Sequence[Target], phase: PhaseTimer) -> None:
         if not due:
             return
         self.metrics.plan_seconds.observe(phase.seconds.get("plan", 0.0))
@@ -490,16 +550,18 @@ class Controller:
     def _remember(
         self,
         planned: PlannedRound,
-        state: ClusterState,
-        now: float,
+        reviewed: Reviewed,
         executed: ExecReport | None,
         writes: list[Write],
     ) -> None:
+        """What the process keeps across cycles: when each target last failed, and which events
+        were sent."""
         for key in planned.placed:
             self.failed_at.pop(key, None)
             self.announced.pop(key, None)
+        capacity = reviewed.observed.state.capacity_version
         for key in planned.unschedulable:
-            self.failed_at[key] = (state.capacity_version, now)
+            self.failed_at[key] = (capacity, reviewed.now_s)
         done = executed.done if executed is not None else writes if self.config.dry_run else []
         for w in done:
             if isinstance(w, EmitEvent) and w.reason == "Unschedulable":

@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from placer.controller.act.executor import ExecReport
-from placer.controller.decide.decisions import PlannedRound, Review
 from placer.controller.decide.ledger import Ledger
+from placer.controller.decide.planning import PlannedRound
+from placer.controller.decide.review import Review
 from placer.controller.decide.survey import ManagedJobSet
 from placer.controller.decide.writes import Write
 from placer.model.cluster import ClusterSnapshot

@@ -65,8 +65,10 @@ __all__ = [
     "TERMINAL_PHASES",
     "format_quantity",
     "load_snapshot",
+    "running_starts",
     "snapshot_from_objects",
     "snapshot_to_kubectl_list",
+    "with_expected_durations",
 ]
 
 log = logging.getLogger(__name__)
@@ -302,19 +304,16 @@ def _apply_pods(
     return result
 
 
-def _running_starts(pods: Iterable[tuple[str, PodObject]]) -> dict[str, RunningJobSet]:
-    """When each running JobSet started: the earliest `status.startTime` of its live pods.
+def running_starts(pods: Iterable[tuple[str, object, object]]) -> dict[str, RunningJobSet]:
+    """When each running JobSet started: the earliest `status.startTime` of its live pods, given
+    as (JobSet key, `status.phase`, `status.startTime`) each. The snapshot loaders call it on the
+    snapshot's pods, the controller on its cache's pods every time-aware cycle.
 
     Its expected duration stays unknown here (the planner's default applies): the JobSet objects
-    carry it, and a snapshot of pods does not."""
+    carry it (`with_expected_durations`), and a snapshot of pods does not."""
     starts: dict[str, datetime] = {}
-    for source, pod in pods:
-        jobset = pod.metadata.labels.get(JOBSET_NAME_LABEL)
-        text = pod.status.startTime
-        if not jobset or pod.status.phase in TERMINAL_PHASES or not isinstance(text, str):
-            continue
-        key = _owner(source, pod, jobset)
-        if key is None:
+    for key, phase, text in pods:
+        if phase in TERMINAL_PHASES or not isinstance(text, str):
             continue
         try:
             started = datetime.fromisoformat(text.replace("Z", "+00:00"))
@@ -327,26 +326,35 @@ def _running_starts(pods: Iterable[tuple[str, PodObject]]) -> dict[str, RunningJ
     return {k: RunningJobSet(started_at=v) for k, v in sorted(starts.items())}
 
 
-def _with_durations(
-    running: dict[str, RunningJobSet],
-    objects: Sequence[tuple[str, JobSetObject]],
-    nodes: Sequence[Node],
+def _running_starts(pods: Iterable[tuple[str, PodObject]]) -> dict[str, RunningJobSet]:
+    return running_starts(
+        (key, pod.status.phase, pod.status.startTime)
+        for source, pod in pods
+        if (jobset := pod.metadata.labels.get(JOBSET_NAME_LABEL))
+        and pod.status.phase not in TERMINAL_PHASES
+        and isinstance(pod.status.startTime, str)
+        and (key := _owner(source, pod, jobset)) is not None
+    )
+
+
+def with_expected_durations(
+    running: Mapping[str, RunningJobSet],
+    jobsets: Iterable[tuple[str, str, Mapping[str, Any]]],
+    *,
+    warn: bool = True,
 ) -> dict[str, RunningJobSet]:
-    """Running JobSets' expected durations from the JobSet objects in the snapshot (annotation,
-    else activeDeadlineSeconds). A bad value only costs its own date: it is warned about, and
-    the planner's default applies, because a snapshot is what the cluster holds, not a file the
-    user can fix before planning."""
-    holders = {k for n in nodes for k in n.jobsets}
+    """`running` with the expected durations read from JobSet objects, given as (source, JobSet
+    key, manifest) each (annotation, else activeDeadlineSeconds). A bad value only costs its own
+    date: it is warned about (`warn`; the controller's survey reports it as an Event instead),
+    and the planner's default applies, because a snapshot is what the cluster holds, not a file
+    the user can fix before planning."""
     result = dict(running)
-    for source, obj in objects:
-        key = f"{obj.metadata.namespace}/{obj.metadata.name}"
-        if key not in holders:
-            continue
-        manifest = {"metadata": {"annotations": obj.metadata.annotations}, "spec": obj.spec}
+    for source, key, manifest in jobsets:
         try:
             duration = jobset_expected_duration(manifest, source=source, key=key)
         except InputError as e:
-            log.warning("%s; using the default duration for this running JobSet", e)
+            if warn:
+                log.warning("%s; using the default duration for this running JobSet", e)
             continue
         if duration.seconds is None:
             continue
@@ -358,6 +366,23 @@ def _with_durations(
             }
         )
     return dict(sorted(result.items()))
+
+
+def _with_durations(
+    running: dict[str, RunningJobSet],
+    objects: Sequence[tuple[str, JobSetObject]],
+    nodes: Sequence[Node],
+) -> dict[str, RunningJobSet]:
+    """Running JobSets' expected durations from the JobSet objects in the snapshot."""
+    holders = {k for n in nodes for k in n.jobsets}
+    return with_expected_durations(
+        running,
+        (
+            (source, key, {"metadata": {"annotations": obj.metadata.annotations}, "spec": obj.spec})
+            for source, obj in objects
+            if (key := f"{obj.metadata.namespace}/{obj.metadata.name}") in holders
+        ),
+    )
 
 
 def _accumulate(total: ResourceMap, request: Mapping[str, Decimal]) -> None:

@@ -15,7 +15,7 @@ from placer.controller.act.cache import ClusterCache
 from placer.controller.act.memory_adapter import MemoryCluster
 from placer.controller.adapter import ClusterAdapter, Obj
 from placer.controller.decide.state import ClusterState
-from placer.controller.reconcile import Controller, ControllerConfig, CycleReport
+from placer.controller.reconcile import Clocks, Controller, ControllerConfig, CycleReport
 from placer.model.assignment import ASSIGNMENT_ANNOTATION, PLACEMENT_GATE, Assignment, JobAssignment
 from placer.model.plan import DomainRef
 from placer.solver.check.checker import check
@@ -90,7 +90,7 @@ def add_jobset(
 def controller(adapter: ClusterAdapter, **config: Any) -> Controller:
     """A controller planning at once (no gather window), with the greedy solver by default."""
     settings: dict[str, Any] = {"solver": "best-fit", "window_s": 0.0, **config}
-    return Controller(adapter, ControllerConfig(**settings), sleep=lambda s: None)
+    return Controller(adapter, ControllerConfig(**settings), clocks=Clocks(sleep=lambda s: None))
 
 
 def assert_valid(report: CycleReport) -> CycleReport:

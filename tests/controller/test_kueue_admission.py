@@ -13,7 +13,7 @@ from placer.controller.adapter import Obj
 from placer.controller.decide.kueue_check import PLACEMENT_ANNOTATION
 from placer.controller.decide.kueue_workloads import CONTROLLER_NAME, rfc3339
 from placer.controller.decide.ledger import LEDGER_NAME, Ledger, read_ledger
-from placer.controller.reconcile import Controller, ControllerConfig
+from placer.controller.reconcile import Clocks, Controller, ControllerConfig
 from tests.controller.builders import (
     BLOCK,
     add_jobset,
@@ -41,7 +41,7 @@ def kueue_controller(cluster: MemoryCluster, **config: Any) -> Controller:
         "kueue_admission_check": True,
         **config,
     }
-    return Controller(cluster, ControllerConfig(**settings), sleep=lambda s: None)
+    return Controller(cluster, ControllerConfig(**settings), clocks=Clocks(sleep=lambda s: None))
 
 
 def setup(cluster: MemoryCluster) -> None:
@@ -212,7 +212,7 @@ def test_a_restart_between_ledger_commit_and_ready_neither_loses_nor_doubles() -
     assert check_of(cluster, "a")["state"] == "Pending"
     second = kueue_controller(cluster)
     report = second.run_once()
-    assert report.planned.plans == []  # nothing planned again
+    assert report.planned.plans == ()  # nothing planned again
     assert ledger(cluster).placement("default/a", "") == entry
     assert check_of(cluster, "a")["state"] == "Ready"
     assert entry.record.plan_id in check_of(cluster, "a")["message"]
@@ -245,7 +245,9 @@ def test_without_the_flag_kueue_is_not_read_and_suspended_jobsets_wait() -> None
     setup(cluster)
     submit(cluster, "a", jobs=2)
     Controller(
-        cluster, ControllerConfig(solver="best-fit", window_s=0.0), sleep=lambda s: None
+        cluster,
+        ControllerConfig(solver="best-fit", window_s=0.0),
+        clocks=Clocks(sleep=lambda s: None),
     ).run_once()
     assert check_of(cluster, "a")["state"] == "Pending"
     assert ledger(cluster).placement("default/a", "") is None

@@ -73,7 +73,7 @@ def test_pods_land_on_their_labeled_domain_and_nothing_is_rewritten() -> None:
         assert node["metadata"]["labels"][BLOCK] == block_of(a, job)
     # Our own label and taint do not make the record look broken: nothing to do.
     report = controller(cluster, binding="node-labels").run_once()
-    assert report.review.broken == {} and report.planned.plans == []
+    assert report.review.broken == {} and report.planned.plans == ()
     assert [w.op for w in report.writes] == ["event"]  # a fresh process re-announces (409)
 
 

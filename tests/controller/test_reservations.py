@@ -23,7 +23,7 @@ from placer.controller.act.kube_adapter import KubeAdapter
 from placer.controller.act.memory_adapter import MemoryCluster
 from placer.controller.adapter import ClusterAdapter
 from placer.controller.decide.ledger import LedgerEntry, read_ledger
-from placer.controller.reconcile import Controller, ControllerConfig
+from placer.controller.reconcile import Clocks, Controller, ControllerConfig
 from placer.model.durations import EXPECTED_DURATION
 from placer.model.errors import InputError
 from placer.model.options import SolveOptions, TimePolicy
@@ -76,7 +76,7 @@ def timed(
     config = ControllerConfig(
         solver="best-fit", window_s=0.0, options=SolveOptions(time_limit_s=10.0, time=policy)
     )
-    return Controller(adapter, config, sleep=lambda s: None, wall_clock=lambda: T0)
+    return Controller(adapter, config, clocks=Clocks(sleep=lambda s: None, wall=lambda: T0))
 
 
 def reservations(cluster: MemoryCluster) -> dict[str, LedgerEntry]:

@@ -81,7 +81,7 @@ def test_pods_created_after_the_record_get_the_same_domain() -> None:
     sim.create_pods(cluster, "default", "train")
     report = ctl.run_once()
     assert [w.op for w in report.writes] == ["ungate"] * 4
-    assert report.planned.plans == []  # nothing re-planned
+    assert report.planned.plans == ()  # nothing re-planned
     for pod in jobset_pods(cluster, "train"):
         assert not gated(pod)
 

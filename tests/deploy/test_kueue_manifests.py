@@ -15,7 +15,7 @@ import yaml
 from placer.controller.act.cache import KUEUE_KINDS
 from placer.controller.act.kube_adapter import KubeAdapter
 from placer.controller.decide.kueue_workloads import CONTROLLER_NAME
-from placer.controller.reconcile import Controller, ControllerConfig
+from placer.controller.reconcile import Clocks, Controller, ControllerConfig
 from tests.controller.apiserver import ApiServer, Request
 from tests.controller.builders import tpu_cluster
 from tests.controller.test_kueue_admission import CHECK, check_of, submit
@@ -84,7 +84,7 @@ def test_the_rights_are_exactly_what_the_controller_uses(tmp_path: Path) -> None
         ctl = Controller(
             KubeAdapter(api.client(), request_timeout_s=5),
             ControllerConfig(solver="best-fit", window_s=0.0, kueue_admission_check=True),
-            sleep=lambda s: None,
+            clocks=Clocks(sleep=lambda s: None),
         )
         report = ctl.run_once()
     assert report.executed is not None and report.executed.failed == []

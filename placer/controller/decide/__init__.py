@@ -2,8 +2,12 @@
 
 Nothing here talks to a cluster, sleeps or reads a clock: every function takes the cycle's frozen
 inputs (`state.ClusterState`, `observed.Observed`) and returns values, so each decision is tested
-on its own and a rerun after a crash decides the same. `survey`, `snapshot` read the view;
-`decisions` and `reserving` plan; `ledger`, `ledgerplan` say what the placement ledger holds and
-what to commit; `writeplan`, `writes`, `bindings` say what to write (and `prepare` how a manifest
-opts in). The code that carries the decisions out is in `placer.controller.act`.
+on its own and a rerun after a crash decides the same. By phase of the cycle (reconcile.py):
+observe: `state`, `survey`, `snapshot`, `domains` (`observed.Observed`); review: `review`,
+`validity`, `ledgerplan.view_ledger` (`observed.Reviewed`); plan: `planning`, `reserving`
+(`planning.PlannedRound`); commit: `ledger`, `ledgerplan.ledger_change`,
+`reserving.reservation_changes`; write: `writeplan.plan_writes`, `writes`, `bindings` (and
+`prepare`, how a manifest opts in); the Kueue admission check: `kueue_workloads` (what Kueue
+shows) and `kueue_check` (which Workloads placer serves, and its check on each). The code that
+carries the decisions out is in `placer.controller.act`.
 """

@@ -3,27 +3,70 @@
 The planner only knows a domain is taken when a node in it lists a holder in `Node.jobsets` (the
 snapshot loader fills that from running pods). Between committing a placement and its pods running,
 the domains are taken only on paper, so before planning we add a holder token per recorded child Job
-(`placer:<namespace>/<job>`) to every node of its domain (`reserve`). A token never equals a JobSet
-key, so a held domain is closed to everyone, the JobSet itself included: re-placing one child Job
-can never land on a sibling's domain. Pure functions over frozen models; `model_copy` for the
-changed nodes.
+to every node of its domain (`holds`, then `reserve`). A token never equals a JobSet key, so a held
+domain is closed to everyone, the JobSet itself included: re-placing one child Job can never land
+on a sibling's domain. Pure functions over frozen models; `model_copy` for the changed nodes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from placer.model.assignment import JobAssignment
 from placer.model.cluster import ClusterSnapshot, Node
 from placer.model.plan import DomainRef
 
-__all__ = ["HOLD_PREFIX", "DomainIndex", "domain_id", "hold_token", "reserve"]
+__all__ = [
+    "HOLD_PREFIX",
+    "DomainIndex",
+    "Hold",
+    "JobsByHolder",
+    "domain_id",
+    "hold_token",
+    "holds",
+    "reserve",
+]
 
 HOLD_PREFIX = "placer:"
 
+JobsByHolder = Mapping[str, Mapping[str, JobAssignment]]
+"""Holder (a JobSet key, or a ledger holder label) -> child Job name -> where it is recorded."""
+
+
+@dataclass(frozen=True)
+class Hold:
+    """One recorded child Job as the planner sees it taken: the token put on its nodes, and the
+    JobSet whose expected end is the hold's end (time-aware planning)."""
+
+    token: str
+    owner: str
+    """`namespace/name` of the JobSet the child Job belongs to."""
+    job_name: str
+    job: JobAssignment
+
 
 def hold_token(namespace: str, job: str) -> str:
+    """The token of a managed JobSet's recorded child Job (`holds` builds every token)."""
     return f"{HOLD_PREFIX}{namespace}/{job}"
+
+
+def holds(records: JobsByHolder, foreign: JobsByHolder) -> list[Hold]:
+    """Every hold the planner adds, in a stable order: one per child Job of `records` (JobSet key
+    -> its recorded child Jobs), token `placer:<namespace>/<job>`; one per child Job that
+    `foreign` holds (a ledger holder label, `<kind>.<namespace>.<name>` or
+    `record.<namespace>.<name>`, -> child Jobs), token `placer:<label>:<job>`, which never equals
+    a managed child Job's."""
+    result: list[Hold] = []
+    for key, jobs in sorted(records.items()):
+        namespace = key.split("/", 1)[0]
+        for name, job in sorted(jobs.items()):
+            result.append(Hold(hold_token(namespace, name), key, name, job))
+    for label, jobs in sorted(foreign.items()):
+        owner = label.split(".", 1)[-1].replace(".", "/", 1)
+        for name, job in sorted(jobs.items()):
+            result.append(Hold(f"{HOLD_PREFIX}{label}:{name}", owner, name, job))
+    return result
 
 
 def _pairs(domain: DomainRef) -> tuple[tuple[str, str], ...]:

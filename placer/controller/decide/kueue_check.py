@@ -33,11 +33,12 @@ import re
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 
-from placer.controller.decide.decisions import PlannedRound, Review, held_records
-from placer.controller.decide.domains import hold_token
+from placer.controller.decide.domains import holds
 from placer.controller.decide.kueue_workloads import KueueEvent, KueueView, KueueWorkload, rfc3339
 from placer.controller.decide.ledger import PLACEMENT, entry_key
 from placer.controller.decide.ledgerplan import LedgerView
+from placer.controller.decide.planning import PlannedRound
+from placer.controller.decide.review import Review, held_records
 from placer.controller.decide.state import ClusterState
 from placer.controller.decide.survey import ManagedJobSet
 from placer.controller.decide.writes import ActivateCheck, EmitEvent, SetAdmissionCheck, Write
@@ -218,13 +219,9 @@ def _outcomes(planned: PlannedRound) -> dict[str, tuple[JobSetOutcome, bool]]:
 
 
 def _holders(rev: Review) -> dict[str, str]:
-    """The planner's hold token of each recorded child Job (`domains.hold_token`) -> its JobSet:
-    a message names JobSets, not tokens."""
-    return {
-        hold_token(key.split("/", 1)[0], job): key
-        for key, jobs in held_records(rev).items()
-        for job in jobs
-    }
+    """The planner's hold token of each recorded child Job (`domains.holds`) -> its JobSet: a
+    message names JobSets, not tokens."""
+    return {h.token: h.owner for h in holds(held_records(rev), {})}
 
 
 def _named(text: str, holders: Mapping[str, str]) -> str:
@@ -250,16 +247,25 @@ def _waiting(
     return message
 
 
+@dataclass(frozen=True)
+class _Cycle:
+    """What every check decision of one cycle shares."""
+
+    now_s: float
+    hold_s: float
+    holders: Mapping[str, str]
+    """The planner's hold token -> its JobSet (`_holders`)."""
+
+
 def _decide(
     wl: KueueWorkload,
     ms: ManagedJobSet,
     record: Assignment | None,
     found: tuple[JobSetOutcome, bool] | None,
     reason: str,
-    now_s: float,
-    hold_s: float,
-    holders: Mapping[str, str],
+    cycle: _Cycle,
 ) -> CheckUpdate | None:
+    now_s, hold_s, holders = cycle.now_s, cycle.hold_s, cycle.holders
     if record is not None and ms.request is not None:
         placed = f"placed (plan {record.plan_id})"
         domains = [j.domain for j in record.jobs.values() if j.domain is not None]
@@ -302,7 +308,7 @@ def check_updates(
     `planned.placed` is in the ledger). Only changes are returned."""
     by_key = {ms.key: ms for ms in managed}
     outcomes = _outcomes(planned)
-    holders = _holders(rev)
+    cycle = _Cycle(now_s=now_s, hold_s=hold_s, holders=_holders(rev))
     updates: list[CheckUpdate] = []
     for key, wl in sorted(view.workloads.items()):
         ms = by_key.get(key)
@@ -312,7 +318,7 @@ def check_updates(
         if record is None and ms.committed and key in rev.in_force:
             record = rev.in_force[key]
         reason = planned.unschedulable.get(key, "")
-        update = _decide(wl, ms, record, outcomes.get(key), reason, now_s, hold_s, holders)
+        update = _decide(wl, ms, record, outcomes.get(key), reason, cycle)
         if update is not None and update.changes():
             updates.append(update)
     return updates

@@ -1,8 +1,9 @@
-"""The frozen inputs of one reconcile round: what was observed, and what was already announced.
+"""The frozen values a reconcile round hands from phase to phase, and what was already announced.
 
-A cycle reads the cache once, then every decision of that round works on this one value (survey,
-review, planning, the ledger commit, `plan_writes`) rather than on a growing list of parameters;
-what the process remembers across cycles (events already sent) is passed the same way.
+A cycle reads the cache once (`Observed`, the observe phase's value), judges it (`Reviewed`, the
+review phase's), then planning, the ledger commit and `plan_writes` work on these values rather
+than on a growing list of parameters; what the process remembers across cycles (events already
+sent) is passed the same way (`Announced`). The plan phase's value is planning.PlannedRound.
 """
 
 from __future__ import annotations
@@ -11,12 +12,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from placer.controller.decide.domains import DomainIndex
+from placer.controller.decide.kueue_workloads import KueueView
 from placer.controller.decide.ledger import Ledger
+from placer.controller.decide.ledgerplan import LedgerView
+from placer.controller.decide.review import Review, Target
 from placer.controller.decide.state import ClusterState
 from placer.controller.decide.survey import ManagedJobSet
 from placer.model.cluster import ClusterSnapshot
+from placer.model.options import SolveOptions
 
-__all__ = ["Announced", "Observed"]
+__all__ = ["Announced", "Observed", "Reviewed"]
 
 
 @dataclass(frozen=True)
@@ -32,6 +37,33 @@ class Observed:
 
 
 @dataclass(frozen=True)
+class Reviewed:
+    """What the review made of one observation: the records judged, the ledger sorted, and the
+    targets due for planning now."""
+
+    observed: Observed
+    options: SolveOptions
+    """The configured options with `--default-duration` resolved against the cluster's classes."""
+    review: Review
+    ledger: LedgerView
+    """The ledger against the observed JobSets, with suspects confirmed gone released."""
+    due: tuple[Target, ...] = ()
+    """Targets planned this round: the gather window closed, not retried too soon."""
+    deferred: tuple[str, ...] = ()
+    """Targets waiting (the gather window, or nothing changed since they were unschedulable)."""
+    wake_in_s: float | None = None
+    """Seconds until the gather window closes (None: nothing waiting for it)."""
+    now_s: float = 0.0
+    """The round's instant on the controller's monotonic clock (windows and retries)."""
+    wall_s: float = 0.0
+    """The round's instant in epoch seconds: time-aware planning's instant, reservations' clock."""
+    gone: frozenset[str] | None = None
+    """Ledger suspects a read confirmed gone (None: not asked yet); asked once per cycle."""
+    kueue: KueueView | None = None
+    """Kueue's Workloads and checks as this round read them (--kueue-admission-check)."""
+
+
+@dataclass(frozen=True)
 class Announced:
     """Events this process already sent, so they are not repeated every cycle."""
 
@@ -39,3 +71,5 @@ class Announced:
     """JobSet key -> the `Unschedulable` message last emitted."""
     placed: frozenset[tuple[str, str]] = frozenset()
     """(JobSet key, plan id) whose `Placed` event was sent (or found already sent)."""
+    duration_warnings: Mapping[str, str] = field(default_factory=dict)
+    """JobSet key -> the Warning about its unreadable expected duration last emitted."""

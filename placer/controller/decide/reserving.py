@@ -13,31 +13,33 @@ placement ledger, committed with the placements under the same precondition and 
 - `reservation_changes`: what the cycle's plans change in the ledger: a reservation put when it
   is new, on other domains, or its expected start moved by more than `RETIME_S`; removed when a
   JobSet planned this cycle no longer has one. Only JobSets planned this cycle are touched.
-- `running_jobsets`: when each running JobSet started (its pods' earliest `status.startTime`)
-  and how long it is expected to run (the JobSet object's annotation), for the release timeline.
-  Computed only while time-aware planning is on, so a cycle without it does no extra work.
+- `running_timing`: when each running JobSet started and how long it is expected to run, read
+  from this cycle's pods and JobSet objects by the snapshot loaders' own functions
+  (`placer.model.snapshot.running_starts`, `with_expected_durations`), and the same for every
+  hold the planner adds. Computed only while time-aware planning is on (planning.planning_inputs),
+  so a cycle without it does no extra work.
+
+The `Reserved` events and the warnings about unreadable durations are decided with every other
+event, in writeplan.plan_writes.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from placer.controller.decide.bindings import event_body
-from placer.controller.decide.domains import HOLD_PREFIX, hold_token
+from placer.controller.decide.domains import Hold
 from placer.controller.decide.ledger import RESERVATION, LedgerEntry, entry_key
 from placer.controller.decide.state import ClusterState
 from placer.controller.decide.survey import ManagedJobSet, RefMemo, jobset_pods
-from placer.controller.decide.writes import EmitEvent
 from placer.model.assignment import Assignment, JobAssignment
 from placer.model.cluster import ClusterSnapshot, DomainReservation, RunningJobSet
-from placer.model.durations import jobset_expected_duration, parse_rfc3339
-from placer.model.errors import InputError
-from placer.model.options import SolveOptions, TimePolicy
+from placer.model.options import TimePolicy
 from placer.model.plan import DomainRef, Plan
+from placer.model.snapshot import running_starts, with_expected_durations
 from placer.solver.time.release import expected_duration_s
 
 __all__ = [
@@ -46,10 +48,8 @@ __all__ = [
     "ReservationChanges",
     "reservation_changes",
     "reserved_message",
-    "running_jobsets",
+    "running_timing",
     "snapshot_reservations",
-    "time_events",
-    "timed_planning",
 ]
 
 log = logging.getLogger(__name__)
@@ -153,145 +153,47 @@ def reserved_message(entry: LedgerEntry) -> str:
     return f"reserved from {when} (expected start): {where}"
 
 
-def _start_time(pod: Mapping[str, Any]) -> datetime | None:
-    text = (pod.get("status") or {}).get("startTime")
-    if not isinstance(text, str):
-        return None
-    try:
-        return parse_rfc3339(text, field="status.startTime")
-    except InputError:
-        return None
-
-
-def running_jobsets(
-    state: ClusterState, snapshot: ClusterSnapshot, refs: RefMemo | None = None
-) -> dict[str, RunningJobSet]:
-    """Start (earliest pod `status.startTime`) and expected duration of every JobSet running on
-    the snapshot's nodes. An unreadable duration leaves the default (the survey warns). `refs`:
-    the survey's memo of pod labels, so pods are not read again."""
-    on_nodes = {k for n in snapshot.nodes for k in n.jobsets}
-    started: dict[str, datetime] = {}
-    for key, entries in jobset_pods(state, refs).items():
-        if key not in on_nodes:
-            continue
-        times = [t for e in entries if not e.terminal and (t := _start_time(e.pod)) is not None]
-        if times:
-            started[key] = min(times)
-    result: dict[str, RunningJobSet] = {}
-    for key in sorted(on_nodes):
+def _manifests(
+    state: ClusterState, keys: Iterable[str]
+) -> Iterable[tuple[str, str, Mapping[str, Any]]]:
+    """(source, key, object) of the JobSets in `keys` the cache holds."""
+    for key in sorted(keys):
         namespace, _, name = key.partition("/")
         obj = state.jobsets.get((namespace, name))
-        seconds, source = None, "default"
         if obj is not None:
-            try:
-                expected = jobset_expected_duration(obj, source="cluster", key=key)
-                seconds, source = expected.seconds, expected.source
-            except InputError:
-                pass
-        if key in started or seconds is not None:
-            result[key] = RunningJobSet(
-                started_at=started.get(key),
-                expected_duration_s=seconds,
-                duration_source=source,  # type: ignore[arg-type]
-            )
-    return result
+            yield "cluster", key, obj
 
 
-def time_events(
-    managed: Sequence[ManagedJobSet],
-    announce: Mapping[str, LedgerEntry],
-    warned: Mapping[str, str],
-    *,
-    now: str,
-    instance: str,
-) -> list[EmitEvent]:
-    """`Reserved` for each reservation just committed new or moved; a Warning for each JobSet
-    whose expected duration does not parse (once per message)."""
-    events: list[EmitEvent] = []
-    by_owner = {e.owner: e for e in announce.values()}
-    for ms in managed:
-        if ms.warning and warned.get(ms.key) != ms.warning:
-            events.append(_event(ms, DURATION_WARNING, ms.warning, "Warning", now, instance))
-        entry = by_owner.get(ms.key)
-        if entry is not None:
-            events.append(_event(ms, "Reserved", reserved_message(entry), "Normal", now, instance))
-    return events
+def _pod_starts(
+    state: ClusterState, keys: Set[str], refs: RefMemo | None
+) -> Iterator[tuple[str, object, object]]:
+    """(JobSet key, `status.phase`, `status.startTime`) of every pod of the JobSets in `keys`."""
+    for key, entries in jobset_pods(state, refs).items():
+        if key in keys:
+            for e in entries:
+                status = e.pod.get("status") or {}
+                yield key, status.get("phase"), status.get("startTime")
 
 
-def _event(
-    ms: ManagedJobSet, reason: str, message: str, type_: str, now: str, instance: str
-) -> EmitEvent:
-    body = event_body(
-        ms.obj, reason=reason, message=message, type_=type_, now=now, instance=instance
-    )
-    return EmitEvent(jobset=ms.key, namespace=ms.namespace, reason=reason, body=body)
-
-
-def timed_planning(
+def running_timing(
+    state: ClusterState,
     snapshot: ClusterSnapshot,
-    state: ClusterState,
-    reserved: Mapping[str, LedgerEntry],
-    options: SolveOptions,
-    wall_s: float,
-    *,
-    records: Mapping[str, Mapping[str, JobAssignment]],
-    foreign: Mapping[str, Mapping[str, JobAssignment]],
+    holds: Sequence[Hold],
     refs: RefMemo | None = None,
-) -> tuple[ClusterSnapshot, SolveOptions]:
-    """The snapshot and options of a cycle's planning at `wall_s` (epoch seconds): the ledger's
-    reservations on the snapshot (honored by every solver) and, with time-aware planning on,
-    running JobSets' timing and the planning instant. Without either, both as they are: a cycle
-    without reservations does no extra work. `records` (JobSet key -> its recorded child Jobs)
-    and `foreign` (holder label -> child Jobs) are the holds the planner adds as tokens: each
-    token ends when its JobSet is expected to."""
-    policy = options.time
-    if not reserved and not policy.active:
-        return snapshot, options
-    update: dict[str, object] = {"reservations": snapshot_reservations(reserved.values(), wall_s)}
-    if policy.active:
-        running = {**snapshot.running, **running_jobsets(state, snapshot, refs)}
-        update["running"] = {**running, **_holder_timing(records, foreign, running, state)}
-        instant = datetime.fromtimestamp(wall_s, UTC)
-        options = options.model_copy(update={"time": policy.model_copy(update={"now": instant})})
-    return snapshot.model_copy(update=update), options
-
-
-def _expected(state: ClusterState, owner: str) -> RunningJobSet:
-    namespace, _, name = owner.partition("/")
-    obj = state.jobsets.get((namespace, name))
-    if obj is not None:
-        try:
-            expected = jobset_expected_duration(obj, source="cluster", key=owner)
-        except InputError:
-            return RunningJobSet()
-        return RunningJobSet(
-            expected_duration_s=expected.seconds,
-            duration_source=expected.source,
-        )
-    return RunningJobSet()
-
-
-def _holder_timing(
-    records: Mapping[str, Mapping[str, JobAssignment]],
-    foreign: Mapping[str, Mapping[str, JobAssignment]],
-    running: Mapping[str, RunningJobSet],
-    state: ClusterState,
 ) -> dict[str, RunningJobSet]:
-    """Timing of the hold tokens (domains.hold_token, decisions._holders): their JobSet's, or,
-    for a placement whose pods do not run yet, its expected duration from now."""
-    owners: dict[str, str] = {}
-    for key, jobs in records.items():
-        namespace = key.split("/", 1)[0]
-        for name in jobs:
-            owners[hold_token(namespace, name)] = key
-    for label, jobs in foreign.items():
-        owner = label.split(".", 1)[-1].replace(".", "/", 1)
-        for name in jobs:
-            owners[f"{HOLD_PREFIX}{label}:{name}"] = owner
-    timing: dict[str, RunningJobSet] = {}
-    result: dict[str, RunningJobSet] = {}
-    for token, owner in owners.items():
-        if owner not in timing:
-            timing[owner] = running.get(owner) or _expected(state, owner)
-        result[token] = timing[owner]
-    return result
+    """`ClusterSnapshot.running` for time-aware planning: the snapshot's, updated for every
+    JobSet on its nodes from this cycle's pods (earliest live `status.startTime`) and JobSet
+    objects (expected duration; an unreadable one leaves the default, the survey warns), plus
+    one entry per hold token (domains.holds): its JobSet's timing, or, for a placement whose
+    pods do not run yet, its expected duration from now. `refs`: the survey's memo of pod
+    labels, so pods are not read again."""
+    on_nodes = {k for n in snapshot.nodes for k in n.jobsets}
+    starts = running_starts(_pod_starts(state, on_nodes, refs))
+    fresh = with_expected_durations(starts, _manifests(state, on_nodes), warn=False)
+    running = {**snapshot.running, **fresh}
+    waiting = {h.owner for h in holds} - running.keys()
+    expected = with_expected_durations({}, _manifests(state, waiting), warn=False)
+    timing = {
+        h.token: running.get(h.owner) or expected.get(h.owner, RunningJobSet()) for h in holds
+    }
+    return {**running, **timing}

@@ -1,6 +1,6 @@
 """Whether a recorded child Job still fits where its record puts it (nodes lost, cordoned, full).
 
-`decisions.review` asks `job_problem` for every child Job of every record; the JobSet's own running
+`review.review` asks `job_problem` for every child Job of every record; the JobSet's own running
 pods are given back first (`own_usage`), since the room they take is theirs.
 """
 

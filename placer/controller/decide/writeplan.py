@@ -3,7 +3,9 @@
 Order matters and is fixed here: for each JobSet, its record first (so a crash after any later write
 finds the record and resumes), then the `Placed` event, then its pods (gate binding) or nodes
 (node-labels binding); `Unschedulable` events; cleanup of nodes released by finished or deleted
-JobSets last. Every write is computed against the observed object and is a no-op if the object is
+JobSets; then a Warning for each JobSet whose expected duration does not parse and a `Reserved`
+event for each reservation just committed new or moved. Every event the controller sends is
+decided here. Every write is computed against the observed object and is a no-op if the object is
 already as intended, so running `plan_writes` again after a crash writes only what is missing:
 at most one record and one event per JobSet per placement, and one update per pod.
 """
@@ -22,9 +24,11 @@ from placer.controller.decide.bindings import (
     node_label_patch,
     ungate_patch,
 )
-from placer.controller.decide.decisions import PlannedRound, Review
 from placer.controller.decide.domains import DomainIndex, domain_id
 from placer.controller.decide.observed import Announced, Observed
+from placer.controller.decide.planning import PlannedRound
+from placer.controller.decide.reserving import DURATION_WARNING, reserved_message
+from placer.controller.decide.review import Review
 from placer.controller.decide.state import ClusterState
 from placer.controller.decide.survey import Binding, ManagedJobSet
 from placer.controller.decide.writes import EmitEvent, LabelNode, RecordAssignment, UngatePod, Write
@@ -89,6 +93,47 @@ class _Hostnames:
                 for n, o in self._state.nodes.items()
             }
         return self._found
+
+
+def _event(
+    ms: ManagedJobSet,
+    reason: str,
+    message: str,
+    type_: str,
+    settings: WriteSettings,
+    *,
+    plan_id: str = "",
+) -> EmitEvent:
+    body = event_body(
+        ms.obj,
+        reason=reason,
+        message=message,
+        type_=type_,
+        now=settings.now,
+        instance=settings.instance,
+    )
+    return EmitEvent(
+        jobset=ms.key, namespace=ms.namespace, reason=reason, body=body, plan_id=plan_id
+    )
+
+
+def _time_events(
+    managed: Sequence[ManagedJobSet],
+    planned: PlannedRound,
+    announced: Announced,
+    settings: WriteSettings,
+) -> list[Write]:
+    """A Warning for each JobSet whose expected duration does not parse (once per message);
+    `Reserved` for each reservation this round committed new or moved."""
+    events: list[Write] = []
+    by_owner = {e.owner: e for e in planned.reserved.values()}
+    for ms in managed:
+        if ms.warning and announced.duration_warnings.get(ms.key) != ms.warning:
+            events.append(_event(ms, DURATION_WARNING, ms.warning, "Warning", settings))
+        entry = by_owner.get(ms.key)
+        if entry is not None:
+            events.append(_event(ms, "Reserved", reserved_message(entry), "Normal", settings))
+    return events
 
 
 def _pod_writes(ms: ManagedJobSet, record: Assignment, hostnames: _Hostnames) -> list[Write]:
@@ -206,21 +251,7 @@ def plan_writes(
             problems = "; ".join(f"{j}: {why}" for j, why in sorted(rev.broken[ms.key].items()))
             reason = f"{problems}; cannot re-place: {reason}"
         if reason and announced.unschedulable.get(ms.key) != reason:
-            unschedulable_events.append(
-                EmitEvent(
-                    jobset=ms.key,
-                    namespace=ms.namespace,
-                    reason="Unschedulable",
-                    body=event_body(
-                        ms.obj,
-                        reason="Unschedulable",
-                        message=reason,
-                        type_="Warning",
-                        now=settings.now,
-                        instance=settings.instance,
-                    ),
-                )
-            )
+            unschedulable_events.append(_event(ms, "Unschedulable", reason, "Warning", settings))
         rewrite = new is None and record is not None and ms.committed
         if rewrite and record is not None and ms.annotation == record.to_annotation():
             rewrite = False
@@ -244,26 +275,13 @@ def plan_writes(
         if record is None:
             continue
         if (ms.key, record.plan_id) not in announced.placed:
-            writes.append(
-                EmitEvent(
-                    jobset=ms.key,
-                    namespace=ms.namespace,
-                    reason="Placed",
-                    plan_id=record.plan_id,
-                    body=event_body(
-                        ms.obj,
-                        reason="Placed",
-                        message=placed_message(record),
-                        type_="Normal",
-                        now=settings.now,
-                        instance=settings.instance,
-                    ),
-                )
-            )
+            message = placed_message(record)
+            writes.append(_event(ms, "Placed", message, "Normal", settings, plan_id=record.plan_id))
         labeled.append((ms.key, record))
         if settings.binding == "gate":
             writes.extend(_pod_writes(ms, record, hostnames))
     writes.extend(unschedulable_events)
     if settings.binding == "node-labels":
         writes.extend(_node_writes(labeled, state, index, settings.namespaces))
+    writes.extend(_time_events(managed, planned, announced, settings))
     return writes

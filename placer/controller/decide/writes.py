@@ -1,6 +1,6 @@
 """The writes a reconcile cycle decided on, as plain data, and how each one survives a 409.
 
-`decisions.plan_writes` produces them; `executor.execute` sends them through the adapter. Each write
+`writeplan.plan_writes` produces them; `executor.execute` sends them through the adapter. Each write
 knows the object state it was decided on (its resourceVersion). When the API server answers 409, the
 executor re-reads the object and asks the write to `rebase` on it: the same intent recomputed on the
 fresh object, `None` if the fresh object already is as intended, or `Aborted` if the decision no

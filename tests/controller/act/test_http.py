@@ -13,7 +13,7 @@ import pytest
 from benchmarks import cluster_sim as sim
 from placer.controller.act.kube_adapter import KubeAdapter
 from placer.controller.act.leader import LeaderSettings, run_elected
-from placer.controller.reconcile import Controller, ControllerConfig
+from placer.controller.reconcile import Clocks, Controller, ControllerConfig
 from placer.model.errors import ClusterError
 from tests.controller.apiserver import ApiServer
 from tests.controller.builders import (
@@ -172,7 +172,7 @@ def test_the_watch_loop_gathers_a_window(api: ApiServer) -> None:
     add_jobset(api.cluster, "a", jobs=1)
     ctl.cache.relist()
     first = ctl.run_cycle()
-    assert first.planned.plans == [] and first.deferred == ["default/a"]
+    assert first.planned.plans == () and first.deferred == ["default/a"]
     assert first.wake_in_s is not None and 0 < first.wake_in_s <= 0.5
     add_jobset(api.cluster, "b", jobs=1)
     time.sleep(0.55)
@@ -230,7 +230,7 @@ def test_the_kueue_check_over_http_in_the_version_served(api: ApiServer) -> None
     ctl = Controller(
         kube,
         ControllerConfig(solver="best-fit", window_s=0.0, kueue_admission_check=True),
-        sleep=lambda s: None,
+        clocks=Clocks(sleep=lambda s: None),
     )
     report = assert_valid(ctl.run_once())
     assert report.executed is not None and report.executed.failed == []

@@ -6,10 +6,11 @@ from typing import Any
 
 from benchmarks import cluster_sim as sim
 from placer.controller.act.memory_adapter import MemoryCluster
-from placer.controller.decide.decisions import PlannedRound, review, solve_targets
 from placer.controller.decide.domains import DomainIndex, hold_token, reserve
 from placer.controller.decide.ledger import Ledger
 from placer.controller.decide.observed import Announced, Observed
+from placer.controller.decide.planning import PlannedRound, PlanningInputs, solve_targets
+from placer.controller.decide.review import held_records, review
 from placer.controller.decide.snapshot import planning_snapshot
 from placer.controller.decide.survey import ManagedJobSet, is_finished, is_managed, survey
 from placer.controller.decide.writeplan import WriteSettings, plan_writes
@@ -36,9 +37,10 @@ def decide(
     snapshot = planning_snapshot(state, binding=binding)
     index = DomainIndex(snapshot)
     rev = review(managed, index, OPTIONS)
-    planned = solve_targets(
-        rev, rev.targets, snapshot, index, get_solver("best-fit"), OPTIONS, pinned=False
+    inputs = PlanningInputs(
+        snapshot=snapshot, index=index, options=OPTIONS, records=held_records(rev)
     )
+    planned = solve_targets(rev.targets, inputs, get_solver("best-fit"))
     for plan, snap, requests in planned.plans:
         assert check(plan, snap, requests, OPTIONS) == []
     observed = Observed(
@@ -105,7 +107,7 @@ def test_a_valid_record_is_kept_and_only_its_gated_pods_are_written() -> None:
     add_jobset(cluster, "a", jobs=2, pods=1)
     a = claim(cluster, "a", {"a-w-0": "b2", "a-w-1": "b0"})
     writes, rev, planned = decide(cluster, placed_announced={("default/a", "p")})
-    assert rev.in_force == {"default/a": a} and planned.plans == []
+    assert rev.in_force == {"default/a": a} and planned.plans == ()
     assert [(w.op, w.requirements[0]["values"]) for w in writes] == [  # type: ignore[union-attr]
         ("ungate", ["b2"]),
         ("ungate", ["b0"]),

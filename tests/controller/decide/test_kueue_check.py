@@ -12,8 +12,6 @@ import pytest
 from benchmarks import cluster_sim as sim
 from placer.controller.act.memory_adapter import MemoryCluster
 from placer.controller.adapter import Obj, copy_json
-from placer.controller.decide.decisions import PlannedRound, Review, held_records, review
-from placer.controller.decide.decisions import solve_targets as solve
 from placer.controller.decide.domains import DomainIndex
 from placer.controller.decide.kueue_check import (
     PLACEMENT_ANNOTATION,
@@ -23,9 +21,11 @@ from placer.controller.decide.kueue_check import (
     release_evicted,
 )
 from placer.controller.decide.kueue_workloads import CONTROLLER_NAME, KueueView, read_kueue
-from placer.controller.decide.ledger import PLACEMENT, entry_key
+from placer.controller.decide.ledger import PLACEMENT, Ledger, entry_key
 from placer.controller.decide.ledgerplan import LedgerView
-from placer.controller.decide.reserving import timed_planning
+from placer.controller.decide.observed import Observed, Reviewed
+from placer.controller.decide.planning import PlannedRound, planning_inputs, solve_targets
+from placer.controller.decide.review import Review, review
 from placer.controller.decide.snapshot import planning_snapshot
 from placer.controller.decide.state import ClusterState
 from placer.controller.decide.survey import ManagedJobSet, survey
@@ -169,13 +169,21 @@ def cycle(
     snapshot = planning_snapshot(state, binding="gate")
     index = DomainIndex(snapshot)
     rev = review(adm.managed, index, OPTIONS, admit=adm.admit)
-    base, options = timed_planning(
-        snapshot, state, {}, OPTIONS, NOW_S, records=held_records(rev), foreign={}
+    observed = Observed(
+        state=state,
+        ledger=Ledger(namespace="placer-system"),
+        managed=tuple(adm.managed),
+        snapshot=snapshot,
+        index=index,
     )
-    solver = get_solver("best-fit", time_policy=options.time)
-    planned = solve(rev, rev.targets, base, index, solver, options, pinned=False)
+    reviewed = Reviewed(
+        observed=observed, options=OPTIONS, review=rev, ledger=LedgerView(), wall_s=NOW_S
+    )
+    inputs = planning_inputs(reviewed, pinned=False)
+    solver = get_solver("best-fit", time_policy=inputs.options.time)
+    planned = solve_targets(rev.targets, inputs, solver)
     for plan, snap, requests in planned.plans:
-        assert check(plan, snap, requests, options) == []
+        assert check(plan, snap, requests, inputs.options) == []
     updates = check_updates(
         view, adm.managed, rev, planned, committed=True, now_s=NOW_S, hold_s=hold_s
     )
@@ -278,7 +286,7 @@ def test_a_committed_placement_turns_ready_without_planning_again() -> None:
     record = on_blocks("default/a", {"a-w-0": "b1", "a-w-1": "b2"})
     state = with_kueue(state_of(cluster), workload("a", [("w", 4)]))
     c = cycle(state, ledger={"default/a": record})
-    assert c.rev.targets == [] and c.planned.plans == []
+    assert c.rev.targets == [] and c.planned.plans == ()
     update = only(c.updates)
     assert update.state == "Ready"
     assert update.message == f"placed (plan p) on {BLOCK}=b1, b2"

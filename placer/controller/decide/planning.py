@@ -1,0 +1,252 @@
+"""The plan phase: what the solver is given, one call for every due target, and what it placed.
+
+Pure given a solver:
+
+1. `planning_inputs`: one frozen `PlanningInputs` for the round: the snapshot with the ledger's
+   reservations (honored by every solver) and, with time-aware planning on, running JobSets'
+   timing and each hold's expected end (reserving.running_timing); the options with the planning
+   instant; the records and foreign holds to plan around. Without reservations or time-aware
+   planning, the observed snapshot and options as they are: such a cycle does no extra work.
+2. `solve_targets`: plan all targets together with every held record reserved. A broken record
+   is first repaired child Job by child Job (siblings stay where they are); a repair that does
+   not fit is retried as a whole-JobSet re-placement, with what the first pass placed now
+   reserved too. Each plan is checked against the snapshot it was made on and guarded once more
+   here: a new record may never overlap a reserved node.
+
+The commit phase (ledgerplan.ledger_change) and the write phase (writeplan.plan_writes) take the
+`PlannedRound` from here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+
+from placer.controller.decide.domains import DomainIndex, JobsByHolder, holds, reserve
+from placer.controller.decide.ledger import LedgerEntry
+from placer.controller.decide.observed import Reviewed
+from placer.controller.decide.reserving import running_timing, snapshot_reservations
+from placer.controller.decide.review import Target, held_records
+from placer.controller.decide.survey import RefMemo
+from placer.model.assignment import Assignment, JobAssignment
+from placer.model.cluster import ClusterSnapshot
+from placer.model.options import SolveOptions
+from placer.model.plan import JobSetOutcome, Plan
+from placer.model.workload import JobSetRequest
+from placer.solver.check.checker import check
+from placer.solver.interface import Solver
+
+__all__ = ["PlannedRound", "PlanningInputs", "planning_inputs", "solve_targets"]
+
+log = logging.getLogger(__name__)
+
+PlanRecord = tuple[Plan, ClusterSnapshot, list[JobSetRequest]]
+"""One solver call: the plan, the snapshot it was made on, the requests it was given."""
+
+
+@dataclass(frozen=True)
+class PlanningInputs:
+    """Everything one round's planning reads, fixed before the first solver call."""
+
+    snapshot: ClusterSnapshot
+    """The planner's snapshot, with reservations and (time-aware planning) running timing."""
+    index: DomainIndex
+    """The observed snapshot's domains (holds and overlaps are looked up in it)."""
+    options: SolveOptions
+    """The cycle's options; with time-aware planning, at the round's planning instant."""
+    records: JobsByHolder
+    """JobSet key -> its recorded child Jobs held while planning (review.held_records)."""
+    foreign: JobsByHolder = field(default_factory=dict)
+    """Holder label -> child Jobs held by placements this controller does not manage."""
+    pinned: bool = False
+    """New records also pin each pod to the node the plan gave it."""
+
+
+def planning_inputs(
+    reviewed: Reviewed, *, pinned: bool, refs: RefMemo | None = None
+) -> PlanningInputs:
+    """The round's `PlanningInputs` (see the module docstring). `refs`: the survey's memo of pod
+    labels, so pods are not read again for their start times."""
+    observed, view, options = reviewed.observed, reviewed.ledger, reviewed.options
+    records = held_records(reviewed.review)
+    snapshot, policy = observed.snapshot, options.time
+    if view.reserved or policy.active:
+        update: dict[str, object] = {
+            "reservations": snapshot_reservations(view.reserved.values(), reviewed.wall_s)
+        }
+        if policy.active:
+            taken = holds(records, view.foreign)
+            update["running"] = running_timing(observed.state, snapshot, taken, refs)
+            instant = datetime.fromtimestamp(reviewed.wall_s, UTC)
+            options = options.model_copy(
+                update={"time": policy.model_copy(update={"now": instant})}
+            )
+        snapshot = snapshot.model_copy(update=update)
+    return PlanningInputs(
+        snapshot=snapshot,
+        index=observed.index,
+        options=options,
+        records=records,
+        foreign=view.foreign,
+        pinned=pinned,
+    )
+
+
+@dataclass(frozen=True)
+class PlannedRound:
+    """The outcome of one round's planning (and, once committed, of its commit)."""
+
+    placed: Mapping[str, Assignment] = field(default_factory=dict)
+    """New records to write (after the commit phase: only those the ledger took)."""
+    unschedulable: Mapping[str, str] = field(default_factory=dict)
+    plans: tuple[PlanRecord, ...] = ()
+    """Every (plan, snapshot it was made on, requests): what tests and metrics look at."""
+    reserved: Mapping[str, LedgerEntry] = field(default_factory=dict)
+    """Reservations this round committed new or on other domains (entry key -> entry): one
+    `Reserved` event each. Set by the commit phase."""
+
+    def refusing(self, refused: Mapping[str, str]) -> PlannedRound:
+        """This round with the placements the ledger's final check refused made unschedulable."""
+        if not refused:
+            return self
+        return replace(
+            self,
+            placed={k: a for k, a in self.placed.items() if k not in refused},
+            unschedulable={
+                **self.unschedulable,
+                **{k: f"not committed: {why}" for k, why in refused.items()},
+            },
+        )
+
+
+def _plan_id(jobs: Mapping[str, JobAssignment]) -> str:
+    text = json.dumps(
+        {k: v.model_dump(mode="json") for k, v in sorted(jobs.items())}, sort_keys=True
+    )
+    return hashlib.sha1(text.encode()).hexdigest()[:12]
+
+
+def _merge(target: Target, outcome: JobSetOutcome, *, pinned: bool) -> Assignment | None:
+    """The full record for the JobSet: kept child Jobs plus the newly placed ones."""
+    if outcome.status != "placed":
+        return None
+    part = Assignment.from_outcome(outcome, pinned=pinned)
+    jobs = dict(target.keep)
+    for name, job in part.jobs.items():
+        jobs[target.names.get(name, name)] = job
+    request = target.managed.request
+    expected = {n for _, _, n in request.child_jobs()} if request else set()
+    if set(jobs) != expected:
+        log.error(
+            "%s: plan covers %s, expected %s; not recorded",
+            target.key,
+            sorted(jobs),
+            sorted(expected),
+        )
+        return None
+    jobs = dict(sorted(jobs.items()))
+    return Assignment(jobset=target.key, jobs=jobs, pinned=pinned, plan_id=_plan_id(jobs))
+
+
+def _held_nodes(
+    records: JobsByHolder, foreign: JobsByHolder, index: DomainIndex
+) -> dict[str, list[str]]:
+    """node -> the tokens of every hold on it (domains.holds)."""
+    result: dict[str, list[str]] = {}
+    for hold in holds(records, foreign):
+        for node in index.job_nodes(hold.job):
+            result.setdefault(node, []).append(hold.token)
+    return result
+
+
+def _overlap(record: Assignment, held: Mapping[str, list[str]], index: DomainIndex) -> str:
+    """The first reserved node the record would take, or ""."""
+    for hold in holds({record.jobset: record.jobs}, {}):
+        for node in index.job_nodes(hold.job):
+            others = [t for t in held.get(node, ()) if t != hold.token]
+            if others:
+                return f"{hold.job_name} on {node} (held by {others[0]})"
+    return ""
+
+
+def _solve_pass(
+    targets: Sequence[Target], records: JobsByHolder, inputs: PlanningInputs, solver: Solver
+) -> tuple[dict[str, tuple[Assignment | None, str]], PlanRecord]:
+    """One solver call for `targets` around `records` and the foreign holds: JobSet key ->
+    (its new record, or None and why), and the call itself."""
+    index, options = inputs.index, inputs.options
+    held = _held_nodes(records, inputs.foreign, index)
+    snapshot = reserve(inputs.snapshot, held)
+    requests = [t.request for t in targets]
+    plan = solver.solve(snapshot, requests, options)
+    call = (plan, snapshot, requests)
+    # CP-SAT runs the checker itself (its "check" phase); check the others here.
+    checked = "check" in plan.solver.phases
+    violations = (
+        list(check(plan, snapshot, requests, options)) if options.check and not checked else []
+    )
+    if violations:
+        log.error("plan refused by the checker: %s", "; ".join(violations[:5]))
+        refused = "plan refused by the checker: " + violations[0]
+        return {t.key: (None, refused) for t in targets}, call
+    outcomes: dict[str, tuple[Assignment | None, str]] = {}
+    by_key: dict[str, JobSetOutcome] = {}
+    for o in plan.jobsets:
+        by_key.setdefault(o.key, o)  # the first, as `Plan.outcome` finds it
+    for target in targets:
+        outcome = by_key.get(target.key)
+        if outcome is None:
+            outcomes[target.key] = (None, "the solver returned no outcome")
+            continue
+        record = _merge(target, outcome, pinned=inputs.pinned)
+        reason = outcome.reason or outcome.status
+        if record is not None and (clash := _overlap(record, held, index)):
+            log.error("%s: plan overlaps a reserved domain: %s", target.key, clash)
+            record, reason = None, f"plan overlaps a reserved domain: {clash}"
+        outcomes[target.key] = (record, reason)
+    return outcomes, call
+
+
+def solve_targets(
+    targets: Sequence[Target], inputs: PlanningInputs, solver: Solver
+) -> PlannedRound:
+    """Plan `targets` (the review's due targets) around the held records and everything
+    `inputs.foreign` holds (other controllers' placements, see ledgerplan.view_ledger)."""
+    if not targets:
+        return PlannedRound()
+    records = dict(inputs.records)
+    # A whole-JobSet target may reuse its own old domains; a partial one keeps them all reserved.
+    whole = {t.key for t in targets if not t.partial}
+    first, call = _solve_pass(
+        targets, {k: v for k, v in records.items() if k not in whole}, inputs, solver
+    )
+    calls = [call]
+    placed: dict[str, Assignment] = {}
+    unschedulable: dict[str, str] = {}
+    retry: list[Target] = []
+    for t in targets:
+        record, reason = first[t.key]
+        if record is not None:
+            placed[t.key] = record
+            records[t.key] = record.jobs
+        elif t.partial and t.managed.request is not None:
+            retry.append(Target(t.managed, t.managed.request))
+        else:
+            unschedulable[t.key] = reason
+    if retry:
+        retry_keys = {t.key for t in retry}
+        second, call = _solve_pass(
+            retry, {k: v for k, v in records.items() if k not in retry_keys}, inputs, solver
+        )
+        calls.append(call)
+        for t in retry:
+            record, reason = second[t.key]
+            if record is not None:
+                placed[t.key] = record
+            else:
+                unschedulable[t.key] = reason
+    return PlannedRound(placed=placed, unschedulable=unschedulable, plans=tuple(calls))
