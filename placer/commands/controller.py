@@ -71,6 +71,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "back: node affinity on gated pods (gate binding) or node labels and taints "
         "(node-labels binding).",
     )
+    _add_placement_args(parser)
+    add_solver_args(parser)
+    add_time_args(parser, planning_instant=False)
+    _add_loop_args(parser.add_argument_group("loop"))
+    _add_kueue_args(parser.add_argument_group("kueue"))
+    _add_operation_args(parser.add_argument_group("operation"))
+    parser.set_defaults(func=run)
+
+
+def _add_placement_args(parser: argparse.ArgumentParser) -> None:
+    """Which cluster and JobSets, how placements are bound, what a pass does."""
     parser.add_argument(
         "--kubeconfig",
         metavar="PATH",
@@ -114,9 +125,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_false",
         help="do not model the ExtendedResourceToleration admission plugin",
     )
-    add_solver_args(parser)
-    add_time_args(parser, planning_instant=False)
-    loop = parser.add_argument_group("loop")
+
+
+def _add_loop_args(loop: argparse._ArgumentGroup) -> None:
+    """When cycles run: the gather window, retries and relists, which pods are watched."""
     loop.add_argument(
         "--window",
         metavar="SECONDS",
@@ -144,7 +156,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default="all",
         help="watch all pods (exact free capacity, default) or only JobSet pods",
     )
-    kueue = parser.add_argument_group("kueue")
+
+
+def _add_kueue_args(kueue: argparse._ArgumentGroup) -> None:
+    """Serving Kueue's AdmissionChecks."""
     kueue.add_argument(
         "--kueue-admission-check",
         action="store_true",
@@ -158,7 +173,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="how long a Workload may hold reserved quota waiting for a placement before its "
         "check turns Retry, giving the quota back until its expected start (default 5m)",
     )
-    ha = parser.add_argument_group("operation")
+
+
+def _add_operation_args(ha: argparse._ArgumentGroup) -> None:
+    """Running in a cluster: leader election, the ledger, retries, metrics, logs."""
     ha.add_argument(
         "--leader-elect",
         action=argparse.BooleanOptionalAction,
@@ -209,7 +227,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default="text",
         help="json: one structured object per line",
     )
-    parser.set_defaults(func=run)
 
 
 def _config(args: argparse.Namespace, identity: str) -> Any:
