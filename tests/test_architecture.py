@@ -200,3 +200,57 @@ def test_solvers_are_assembled_in_one_place() -> None:
             ):
                 wrapping.append(f"{rel}:{node.lineno}")
     assert not wrapping, f"TimeAwareSolver constructed outside {home}: {wrapping}"
+
+
+FUNCTION_LINES_AT_MOST = 100
+MANY_PARAMETERS = 8
+"""A function taking this many parameters threads state a frozen value should carry."""
+MANY_PARAMETERS_AT_MOST = 2
+"""In placer/ and plugins/ together; none in placer/controller/."""
+PENDING_MANY_PARAMETERS = {
+    "placer/render/fleet_map.py:build_fleet_map",
+    "placer/solver/explain/explain.py:explain_jobset",
+    "placer/solver/time/reservations.py:reserve",
+}
+"""Functions above the parameter limit until their callers pass one value instead; the tree may
+keep `MANY_PARAMETERS_AT_MOST` of them."""
+
+
+def _functions() -> list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    found = []
+    for path in sorted(p for d in ("placer", "plugins") for p in (ROOT / d).rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                found.append((rel, node))
+    return found
+
+
+def _parameters(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    a = node.args
+    named = [x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
+    return len([n for n in named if n not in ("self", "cls")]) + bool(a.vararg) + bool(a.kwarg)
+
+
+def test_functions_stay_short() -> None:
+    long = [
+        f"{rel}:{node.lineno} {node.name} ({lines} lines)"
+        for rel, node in _functions()
+        if (lines := (node.end_lineno or node.lineno) - node.lineno + 1) > FUNCTION_LINES_AT_MOST
+    ]
+    assert not long, f"functions over {FUNCTION_LINES_AT_MOST} lines: {long}"
+
+
+def test_few_functions_take_many_parameters() -> None:
+    many = {
+        f"{rel}:{node.name}" for rel, node in _functions() if _parameters(node) >= MANY_PARAMETERS
+    }
+    controller = sorted(m for m in many if m.startswith("placer/controller/"))
+    assert not controller, f"controller functions with {MANY_PARAMETERS}+ parameters: {controller}"
+    # Above the target, no function may join the pending ones.
+    unexpected = sorted(many - PENDING_MANY_PARAMETERS)
+    assert len(many) <= MANY_PARAMETERS_AT_MOST or not unexpected, (
+        f"functions with {MANY_PARAMETERS}+ parameters: {unexpected}; pass one value instead"
+    )
+    stale = sorted(PENDING_MANY_PARAMETERS - many)
+    assert not stale, f"no longer over the limit, drop from PENDING_MANY_PARAMETERS: {stale}"
