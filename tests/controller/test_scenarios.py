@@ -10,7 +10,9 @@ import pytest
 from benchmarks import cluster_sim as sim
 from placer.controller.act.memory_adapter import MemoryCluster
 from placer.controller.adapter import Kind, Listing, Obj
+from placer.controller.reconcile import Controller
 from placer.model.errors import ClusterError
+from placer.solver.greedy.baselines import BestFitSolver
 from tests.controller.builders import (
     BLOCK,
     add_jobset,
@@ -388,3 +390,29 @@ def test_cluster_errors_carry_status() -> None:
     with pytest.raises(ClusterError) as e:
         cluster.get("nodes", "missing")
     assert e.value.status == 404
+
+
+class _IgnoresHolds:
+    """A broken solver: plans as if no node were held, so it gives away a held block."""
+
+    name = "ignores-holds"
+
+    def solve(self, snapshot: Any, jobsets: Any, options: Any) -> Any:
+        free = tuple(n.model_copy(update={"jobsets": ()}) for n in snapshot.nodes)
+        return BestFitSolver().solve(snapshot.model_copy(update={"nodes": free}), jobsets, options)
+
+
+def test_a_plan_the_checker_refuses_leaves_its_targets_unschedulable() -> None:
+    """The controller's solver checks every plan (it is prepared by the registry): a plan that
+    breaks a rule is never committed or written, and the cycle goes on with a reason."""
+    cluster = tpu_cluster(blocks=1)
+    add_jobset(cluster, "a", jobs=1)
+    assert list(controller(cluster).run_once().planned.placed) == ["default/a"]
+    add_jobset(cluster, "b", jobs=1)
+    config = controller(cluster).config
+    report = Controller(cluster, config, solver=_IgnoresHolds()).run_once()
+    assert report.planned.placed == {} and report.planned.plans == ()
+    assert report.planned.unschedulable["default/b"].startswith("plan refused by the checker: ")
+    assert record(cluster, "b") is None
+    [event] = events(cluster, "Unschedulable")
+    assert event["involvedObject"]["name"] == "b" and "refused by the checker" in event["message"]

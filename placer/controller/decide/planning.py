@@ -10,8 +10,8 @@ Pure given a solver:
 2. `solve_targets`: plan all targets together with every held record reserved. A broken record
    is first repaired child Job by child Job (siblings stay where they are); a repair that does
    not fit is retried as a whole-JobSet re-placement, with what the first pass placed now
-   reserved too. Each plan is checked against the snapshot it was made on and guarded once more
-   here: a new record may never overlap a reserved node.
+   reserved too. Each plan is checked against the snapshot it was made on (by the prepared
+   solver) and guarded once more here: a new record may never overlap a reserved node.
 
 The commit phase (ledgerplan.ledger_change) and the write phase (writeplan.plan_writes) take the
 `PlannedRound` from here.
@@ -37,8 +37,8 @@ from placer.model.cluster import ClusterSnapshot
 from placer.model.options import SolveOptions
 from placer.model.plan import JobSetOutcome, Plan
 from placer.model.workload import JobSetRequest
-from placer.solver.check.checker import check
 from placer.solver.interface import Solver
+from placer.solver.registry import InvalidPlanError
 
 __all__ = ["PlannedRound", "PlanningInputs", "planning_inputs", "solve_targets"]
 
@@ -175,24 +175,24 @@ def _overlap(record: Assignment, held: Mapping[str, list[str]], index: DomainInd
 
 def _solve_pass(
     targets: Sequence[Target], records: JobsByHolder, inputs: PlanningInputs, solver: Solver
-) -> tuple[dict[str, tuple[Assignment | None, str]], PlanRecord]:
+) -> tuple[dict[str, tuple[Assignment | None, str]], PlanRecord | None]:
     """One solver call for `targets` around `records` and the foreign holds: JobSet key ->
-    (its new record, or None and why), and the call itself."""
+    (its new record, or None and why), and the call itself (None: its plan failed the check).
+
+    `solver` comes prepared (`placer.solver.registry`: the controller's always is), so every plan
+    is checked against the snapshot it was made on; a plan the checker rejects leaves every
+    target unschedulable with the first violation as the reason, rather than stopping the cycle."""
     index, options = inputs.index, inputs.options
     held = _held_nodes(records, inputs.foreign, index)
     snapshot = reserve(inputs.snapshot, held)
     requests = [t.request for t in targets]
-    plan = solver.solve(snapshot, requests, options)
+    try:
+        plan = solver.solve(snapshot, requests, options)
+    except InvalidPlanError as e:  # the solver is prepared (registry): it checks every plan
+        log.error("plan refused by the checker: %s", "; ".join(e.violations[:5]))
+        refused = "plan refused by the checker: " + e.violations[0]
+        return {t.key: (None, refused) for t in targets}, None
     call = (plan, snapshot, requests)
-    # CP-SAT runs the checker itself (its "check" phase); check the others here.
-    checked = "check" in plan.solver.phases
-    violations = (
-        list(check(plan, snapshot, requests, options)) if options.check and not checked else []
-    )
-    if violations:
-        log.error("plan refused by the checker: %s", "; ".join(violations[:5]))
-        refused = "plan refused by the checker: " + violations[0]
-        return {t.key: (None, refused) for t in targets}, call
     outcomes: dict[str, tuple[Assignment | None, str]] = {}
     by_key: dict[str, JobSetOutcome] = {}
     for o in plan.jobsets:
@@ -224,7 +224,7 @@ def solve_targets(
     first, call = _solve_pass(
         targets, {k: v for k, v in records.items() if k not in whole}, inputs, solver
     )
-    calls = [call]
+    calls = [c for c in (call,) if c is not None]
     placed: dict[str, Assignment] = {}
     unschedulable: dict[str, str] = {}
     retry: list[Target] = []
@@ -242,7 +242,8 @@ def solve_targets(
         second, call = _solve_pass(
             retry, {k: v for k, v in records.items() if k not in retry_keys}, inputs, solver
         )
-        calls.append(call)
+        if call is not None:
+            calls.append(call)
         for t in retry:
             record, reason = second[t.key]
             if record is not None:
