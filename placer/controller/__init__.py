@@ -9,8 +9,9 @@ the phases). The folders say which side of that line a module is on:
 - `act/`: what touches a cluster: `KubeAdapter` (the only module importing `kubernetes`),
   `MemoryCluster` (in memory, for tests and simulations), the watch cache, ledger commits, the
   write executor with its retry policy, leader election.
-- here: the cycle (`reconcile.Controller`), when cycles run (`loop`), its settings (`config`),
-  report, metrics and logs, and the `adapter.ClusterAdapter` seam both sides meet at.
+- here: the cycle (`reconcile.Controller`), when cycles run (`loop`), what one cycle leaves the
+  next (`memory`), its settings (`config`), report, metrics and logs, and the
+  `adapter.ClusterAdapter` seam both sides meet at.
 """
 
 from __future__ import annotations

@@ -2,19 +2,33 @@
 
 One `Metrics` object per controller, on its own registry (so tests can run several side by side).
 What an operator watches: how long planning takes and how good the plan is (solver gap), how many
-managed JobSets wait, are placed or unschedulable, and whether writes fail.
+managed JobSets wait, are placed or unschedulable, and whether writes fail. The cycle hands each
+phase's outcome to `observe_plans`, `count_writes` and `observe_cycle`, which also log it.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
+if TYPE_CHECKING:
+    from placer.controller.act.executor import ExecReport
+    from placer.controller.decide.planning import PlanRecord
+    from placer.controller.report import CycleReport
+
 __all__ = ["Metrics"]
+
+log = logging.getLogger(__name__)
 
 _PLAN_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120)
 
 
 class Metrics:
+    """The controller's metrics on their own registry, and what the cycle reports into them."""
+
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
         r = self.registry
@@ -63,3 +77,48 @@ class Metrics:
     def serve(self, port: int, addr: str = "0.0.0.0") -> None:
         """Serve `/metrics` on `addr:port` from a background thread."""
         start_http_server(port, addr=addr, registry=self.registry)
+
+    def observe_plans(self, plans: Sequence[PlanRecord], plan_s: float) -> None:
+        """A round planned due targets: the planning time so far, and each solver call's gap."""
+        self.plan_seconds.observe(plan_s)
+        for plan, _, _ in plans:
+            gap = plan.solver.gap  # None: nothing proven
+            self.gap.set(float("nan") if gap is None else gap)
+            log.info(
+                "planned %d JobSet(s) with %s: %s, gap %s, %.2fs",
+                len(plan.jobsets),
+                plan.solver.name,
+                plan.solver.status,
+                "unknown" if gap is None else f"{gap:.3f}",
+                plan.solver.wall_seconds,
+            )
+
+    def count_writes(self, executed: ExecReport) -> None:
+        for w in executed.done:
+            self.writes.labels(kind=w.op).inc()
+        for w, _ in executed.failed:
+            self.write_failures.labels(kind=w.op).inc()
+
+    def observe_cycle(self, report: CycleReport) -> None:
+        """A cycle ended: its time, and how many managed JobSets wait, hold a placement or are
+        unschedulable."""
+        self.cycles.inc()
+        self.cycle_seconds.observe(report.wall_s)
+        self.pending.set(len(report.review.targets) - len(report.planned.placed))
+        self.placed.set(
+            len(report.review.in_force)
+            + len([k for k in report.planned.placed if k not in report.review.in_force])
+        )
+        self.unschedulable.set(len(report.planned.unschedulable))
+        log.debug(
+            "cycle: %d managed, %d in force, %d targets, %d placed, %d unschedulable, "
+            "%d writes, %d round(s), %.3fs",
+            len(report.managed),
+            len(report.review.in_force),
+            len(report.review.targets),
+            len(report.planned.placed),
+            len(report.planned.unschedulable),
+            len(report.writes),
+            report.rounds,
+            report.wall_s,
+        )

@@ -19,9 +19,9 @@ timed into `CycleReport.phases` (the names in brackets):
            JobSets whose Workload holds quota are planned, evicted ones released; kueue_check.py)
            records in force, broken, and the targets to plan (review.review); what the ledger
            holds for others and what it can release (ledgerplan.view_ledger; suspects confirmed
-           gone by one read per cycle); which targets are due: the oldest has waited the gather
-           window, and one that was unschedulable is retried only after capacity changed or
-           every `replan_s` -> `Reviewed`                                    [review, commit]
+           gone by one read per cycle); which targets are due (memory.CycleMemory.due): the
+           oldest has waited the gather window, and one that was unschedulable is retried only
+           after capacity changed or every `replan_s` -> `Reviewed`          [review, commit]
   plan     every due target in one solver call around everything held (planning.planning_inputs,
            planning.solve_targets) -> `PlannedRound`                                  [plan]
   commit   new placements, adopted records, releases and reservations in one compare-and-swap of
@@ -36,7 +36,8 @@ timed into `CycleReport.phases` (the names in brackets):
 
 When cycles run (the watch loop, `--once`, an elected leader's work) is loop.py's business;
 `run`, `run_once` and `run_leading` here hand over to it. The settings are config.py's
-`ControllerConfig`, the report report.py's `CycleReport`.
+`ControllerConfig`, the report report.py's `CycleReport`, what one cycle leaves the next
+memory.py's `CycleMemory`.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
@@ -73,15 +74,16 @@ from placer.controller.decide.ledger import (
     read_ledger,
 )
 from placer.controller.decide.ledgerplan import ledger_change, view_ledger
-from placer.controller.decide.observed import Announced, Observed, Reviewed
+from placer.controller.decide.observed import Observed, Reviewed
 from placer.controller.decide.planning import PlannedRound, planning_inputs, solve_targets
-from placer.controller.decide.reserving import DURATION_WARNING, reservation_changes
-from placer.controller.decide.review import Review, Target, review
+from placer.controller.decide.reserving import reservation_changes
+from placer.controller.decide.review import Review, review
 from placer.controller.decide.snapshot import planning_snapshot
 from placer.controller.decide.state import ClusterState
 from placer.controller.decide.survey import ParseMemo, RefMemo, survey
 from placer.controller.decide.writeplan import WriteSettings, plan_writes
-from placer.controller.decide.writes import EmitEvent, Write
+from placer.controller.decide.writes import Write
+from placer.controller.memory import CycleMemory
 from placer.controller.metrics import Metrics
 from placer.controller.report import CycleReport, PhaseTimer
 from placer.model.cluster import ClusterSnapshot
@@ -169,17 +171,8 @@ class Controller:
             ledger=Stream("configmaps", config.ledger_namespace, LEDGER_LABEL),
             kueue=config.kueue_admission_check,
         )
-        self.kueue_warned: set[str] = set()
-        """Names of the Kueue Warning events already sent (one per object and message)."""
-        self.announced: dict[str, str] = {}
-        """JobSet -> the Unschedulable message already emitted."""
-        self.placed_announced: set[tuple[str, str]] = set()
-        """(JobSet, plan id) whose Placed event was sent (or found already sent)."""
-        self.pending_since: dict[str, float] = {}
-        self.failed_at: dict[str, tuple[int, float]] = {}
-        """JobSet -> (capacity version, time) of its last unschedulable plan."""
-        self.warned: dict[str, str] = {}
-        """JobSet -> the expected-duration warning already emitted."""
+        self.memory = CycleMemory()
+        """Across cycles: who waits since when, who failed, which events were sent."""
         self.fence: Fence | None = None
         """Set while this replica leads: the ledger term it claimed (see ledger.py)."""
         self.deposed = False
@@ -236,7 +229,9 @@ class Controller:
         timer = PhaseTimer(self.clock)
         reviewed, outcome, rounds = self._decide(timer, force_plan=force_plan)
         writes, executed = self._write(reviewed, outcome, timer)
-        self._remember(outcome.planned, reviewed, executed, writes)
+        done = executed.done if executed is not None else writes if self.config.dry_run else []
+        capacity = reviewed.observed.state.capacity_version
+        self.memory.remember(outcome.planned, capacity, reviewed.now_s, done)
         observed = reviewed.observed
         report = CycleReport(
             managed=list(observed.managed),
@@ -254,7 +249,7 @@ class Controller:
             refused=dict(outcome.refused),
             ledger=observed.ledger,
         )
-        self._observe_metrics(report)
+        self.metrics.observe_cycle(report)
         return report
 
     def _decide(self, timer: PhaseTimer, *, force_plan: bool) -> tuple[Reviewed, _Committed, int]:
@@ -345,7 +340,12 @@ class Controller:
             hold_s=self.config.kueue_hold_quota_s,
         )
         return check_writes(
-            observed.state, updates, view.events, self.kueue_warned, checks=view.checks, now=now
+            observed.state,
+            updates,
+            view.events,
+            self.memory.kueue_warnings,
+            checks=view.checks,
+            now=now,
         )
 
     def _review(
@@ -380,56 +380,35 @@ class Controller:
                 # Confirmed gone: planned around no longer, released by this round's commit.
                 view = view.without(gone)
         now = self.clock()
-        due, deferred, wake = self._due(rev, observed.state, now, force=force_plan)
+        chosen = self.memory.due(
+            rev,
+            observed.state.capacity_version,
+            now,
+            window_s=self.config.window_s,
+            replan_s=self.config.replan_s,
+            force=force_plan,
+        )
         return Reviewed(
             observed=observed,
             options=options,
             review=rev,
             ledger=view,
-            due=tuple(due),
-            deferred=tuple(deferred),
-            wake_in_s=wake,
+            due=tuple(chosen.due),
+            deferred=tuple(chosen.deferred),
+            wake_in_s=chosen.wake_in_s,
             now_s=now,
             wall_s=self.wall_clock(),
             gone=gone,
             kueue=kueue,
         )
 
-    def _due(
-        self, rev: Review, state: ClusterState, now: float, *, force: bool
-    ) -> tuple[list[Target], list[str], float | None]:
-        """(targets to plan now, keys deferred, seconds until the window closes)."""
-        keys = {t.key for t in rev.targets}
-        for k in list(self.pending_since):
-            if k not in keys:
-                del self.pending_since[k]
-        for k in keys:
-            self.pending_since.setdefault(k, now)
-        if not rev.targets:
-            return [], [], None
-        oldest = min(self.pending_since[k] for k in keys)
-        if not force and now - oldest < self.config.window_s:
-            return [], sorted(keys), self.config.window_s - (now - oldest)
-        due, deferred = [], []
-        for t in rev.targets:
-            last = self.failed_at.get(t.key)
-            stale = (
-                last is not None
-                and last[0] == state.capacity_version
-                and now - last[1] < self.config.replan_s
-            )
-            if stale and not force:
-                deferred.append(t.key)
-            else:
-                due.append(t)
-        return due, deferred, None
-
     def _plan(self, reviewed: Reviewed, timer: PhaseTimer) -> PlannedRound:
         """Phase 3: every due target in one solver call around everything held."""
         with timer("plan"):
             inputs = planning_inputs(reviewed, pinned=self.config.pin_nodes, refs=self._refs)
             planned = solve_targets(reviewed.due, inputs, self.solver)
-        self._log_plans(planned, reviewed.due, timer)
+        if reviewed.due:
+            self.metrics.observe_plans(planned.plans, timer.seconds.get("plan", 0.0))
         return planned
 
     def _commit(self, reviewed: Reviewed, planned: PlannedRound, timer: PhaseTimer) -> _Committed:
@@ -490,11 +469,7 @@ class Controller:
             now=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             instance=self.config.identity,
         )
-        announced = Announced(
-            unschedulable=dict(self.announced),
-            placed=frozenset(self.placed_announced),
-            duration_warnings=dict(self.warned),
-        )
+        announced = self.memory.announced()
         with timer("write planning"):
             writes = plan_writes(
                 reviewed.observed, reviewed.review, outcome.planned, settings, announced
@@ -522,79 +497,8 @@ class Controller:
                 on_object=self.cache.record,
                 sleep=self.sleep,
             )
-        self._account(executed)
+        self.metrics.count_writes(executed)
         return writes, executed
-
-    def _log_plans(self, planned: PlannedRound, due: Sequence[Target], phase: PhaseTimer) -> None:
-        if not due:
-            return
-        self.metrics.plan_seconds.observe(phase.seconds.get("plan", 0.0))
-        for plan, _, _ in planned.plans:
-            gap = plan.solver.gap  # None: nothing proven
-            self.metrics.gap.set(float("nan") if gap is None else gap)
-            log.info(
-                "planned %d JobSet(s) with %s: %s, gap %s, %.2fs",
-                len(plan.jobsets),
-                plan.solver.name,
-                plan.solver.status,
-                "unknown" if gap is None else f"{gap:.3f}",
-                plan.solver.wall_seconds,
-            )
-
-    def _account(self, executed: ExecReport) -> None:
-        for w in executed.done:
-            self.metrics.writes.labels(kind=w.op).inc()
-        for w, _ in executed.failed:
-            self.metrics.write_failures.labels(kind=w.op).inc()
-
-    def _remember(
-        self,
-        planned: PlannedRound,
-        reviewed: Reviewed,
-        executed: ExecReport | None,
-        writes: list[Write],
-    ) -> None:
-        """What the process keeps across cycles: when each target last failed, and which events
-        were sent."""
-        for key in planned.placed:
-            self.failed_at.pop(key, None)
-            self.announced.pop(key, None)
-        capacity = reviewed.observed.state.capacity_version
-        for key in planned.unschedulable:
-            self.failed_at[key] = (capacity, reviewed.now_s)
-        done = executed.done if executed is not None else writes if self.config.dry_run else []
-        for w in done:
-            if isinstance(w, EmitEvent) and w.reason == "Unschedulable":
-                self.announced[w.jobset] = str(w.body.get("message"))
-            elif isinstance(w, EmitEvent) and w.reason == "Placed":
-                self.placed_announced.add((w.jobset, w.plan_id))
-            elif isinstance(w, EmitEvent) and w.reason == DURATION_WARNING:
-                self.warned[w.jobset] = str(w.body.get("message"))
-            elif isinstance(w, EmitEvent) and not w.jobset:
-                self.kueue_warned.add(str(w.body["metadata"]["name"]))
-
-    def _observe_metrics(self, report: CycleReport) -> None:
-        m = self.metrics
-        m.cycles.inc()
-        m.cycle_seconds.observe(report.wall_s)
-        m.pending.set(len(report.review.targets) - len(report.planned.placed))
-        m.placed.set(
-            len(report.review.in_force)
-            + len([k for k in report.planned.placed if k not in report.review.in_force])
-        )
-        m.unschedulable.set(len(report.planned.unschedulable))
-        log.debug(
-            "cycle: %d managed, %d in force, %d targets, %d placed, %d unschedulable, "
-            "%d writes, %d round(s), %.3fs",
-            len(report.managed),
-            len(report.review.in_force),
-            len(report.review.targets),
-            len(report.planned.placed),
-            len(report.planned.unschedulable),
-            len(report.writes),
-            report.rounds,
-            report.wall_s,
-        )
 
     # --- running -------------------------------------------------------------------------------
 

@@ -40,7 +40,7 @@ from placer.model.workload import JobSetRequest
 from placer.solver.interface import Solver
 from placer.solver.registry import InvalidPlanError
 
-__all__ = ["PlannedRound", "PlanningInputs", "planning_inputs", "solve_targets"]
+__all__ = ["PlanRecord", "PlannedRound", "PlanningInputs", "planning_inputs", "solve_targets"]
 
 log = logging.getLogger(__name__)
 
