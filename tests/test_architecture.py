@@ -207,13 +207,6 @@ MANY_PARAMETERS = 8
 """A function taking this many parameters threads state a frozen value should carry."""
 MANY_PARAMETERS_AT_MOST = 2
 """In placer/ and plugins/ together; none in placer/controller/."""
-PENDING_MANY_PARAMETERS = {
-    "placer/render/fleet_map.py:build_fleet_map",
-    "placer/solver/explain/explain.py:explain_jobset",
-    "placer/solver/time/reservations.py:reserve",
-}
-"""Functions above the parameter limit until their callers pass one value instead; the tree may
-keep `MANY_PARAMETERS_AT_MOST` of them."""
 
 
 def _functions() -> list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
@@ -247,10 +240,6 @@ def test_few_functions_take_many_parameters() -> None:
     }
     controller = sorted(m for m in many if m.startswith("placer/controller/"))
     assert not controller, f"controller functions with {MANY_PARAMETERS}+ parameters: {controller}"
-    # Above the target, no function may join the pending ones.
-    unexpected = sorted(many - PENDING_MANY_PARAMETERS)
-    assert len(many) <= MANY_PARAMETERS_AT_MOST or not unexpected, (
-        f"functions with {MANY_PARAMETERS}+ parameters: {unexpected}; pass one value instead"
+    assert len(many) <= MANY_PARAMETERS_AT_MOST, (
+        f"functions with {MANY_PARAMETERS}+ parameters: {sorted(many)}; pass one value instead"
     )
-    stale = sorted(PENDING_MANY_PARAMETERS - many)
-    assert not stale, f"no longer over the limit, drop from PENDING_MANY_PARAMETERS: {stale}"

@@ -79,7 +79,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from placer.solver.explain import explain_jobset
+    from placer.solver.explain import ExplainSettings, explain_jobset
 
     check_map_arg(args)
     _check_target(args.target)
@@ -94,10 +94,10 @@ def run(args: argparse.Namespace) -> int:
             options_from_args(args).model_copy(
                 update={"time": time_policy_from_args(args, snapshot.priority_classes)}
             ),
-            solver=args.solver,
+            settings=ExplainSettings(
+                solver=args.solver, remedies=args.remedies, replan_budget=args.replans
+            ),
             whatif=notes,
-            remedies=args.remedies,
-            replan_budget=args.replans,
             progress=progress,
         )
     title = f"placer explain {explanation.jobset}: {explanation.status}"

@@ -190,9 +190,10 @@ def _domain_keys(plan: Plan | None, keys: Iterable[str]) -> list[str]:
     return found
 
 
-def _colors(counts: Counter[str], first: str | None, top_n: int) -> dict[str, str]:
+def _colors(counts: Counter[str], first: str | None) -> dict[str, str]:
+    """A color each for `first` and the JobSets on the most hosts, as many as the palette has."""
     ranked = sorted(counts, key=lambda k: (k != first, -counts[k], k))
-    return {k: PALETTE[i] for i, k in enumerate(ranked[: min(top_n, len(PALETTE))])}
+    return {k: PALETTE[i] for i, k in enumerate(ranked[: len(PALETTE)])}
 
 
 @dataclass
@@ -247,7 +248,6 @@ def build_fleet_map(
     stranded: Collection[str] | None = None,
     title: str = "",
     highlight: str | None = None,
-    top_n: int = len(PALETTE),
 ) -> FleetMap:
     """The map of `snapshot` with `plan` drawn in; `keys` are the JobSets' exclusive keys.
 
@@ -263,7 +263,7 @@ def build_fleet_map(
 
     states = {n.name: _state(n, occ) for n in snapshot.nodes}
     counts: Counter[str] = Counter(js for _, js in states.values() if js is not None)
-    colors = _colors(counts, highlight, top_n)
+    colors = _colors(counts, highlight)
 
     def color_of(js: str | None) -> str:
         return OTHERS if js is None else colors.get(js, OTHERS)

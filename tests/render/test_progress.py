@@ -7,7 +7,7 @@ import time
 
 from placer.model.options import SolveOptions
 from placer.render.progress import TerminalProgress, progress_line
-from placer.solver.explain import explain_jobset
+from placer.solver.explain import ExplainSettings, explain_jobset
 from tests.strategies import cluster, jobset, pool, rjob
 
 
@@ -74,7 +74,7 @@ def test_explain_reports_its_phases_and_replans_through_the_hook() -> None:
         [jobset("t", rjob(replicas=2))],
         "team-a/t",
         SolveOptions(workers=1, time_limit_s=5),
-        replan_budget=5,
+        settings=ExplainSettings(replan_budget=5),
         progress=recorder,
     )
     assert e.status == "unschedulable"

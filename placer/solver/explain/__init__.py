@@ -8,7 +8,7 @@ document, with `diagnosis_document` turning the classifier's data into it).
 
 from __future__ import annotations
 
-from placer.solver.explain.explain import explain_jobset, find_target
+from placer.solver.explain.explain import ExplainSettings, explain_jobset, find_target
 from placer.solver.explain.result import (
     Conflict,
     Explanation,
@@ -21,6 +21,7 @@ from placer.solver.explain.result import (
 
 __all__ = [
     "Conflict",
+    "ExplainSettings",
     "Explanation",
     "ReasonCount",
     "Remedy",

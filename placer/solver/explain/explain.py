@@ -11,6 +11,7 @@ Phases, each one function below:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from placer.model.cluster import ClusterSnapshot
 from placer.model.errors import InputError
@@ -28,7 +29,7 @@ from placer.solver.progress import SILENT, ProgressHook
 from placer.solver.reasons import diagnose, occupancy_from_plan
 from placer.solver.registry import get_solver
 
-__all__ = ["explain_jobset", "find_target"]
+__all__ = ["ExplainSettings", "explain_jobset", "find_target"]
 
 
 def find_target(jobsets: Sequence[JobSetRequest], name: str) -> JobSetRequest | None:
@@ -43,19 +44,28 @@ def find_target(jobsets: Sequence[JobSetRequest], name: str) -> JobSetRequest | 
     return None
 
 
+@dataclass(frozen=True)
+class ExplainSettings:
+    """How `explain_jobset` searches: the solver it plans and re-plans with, and whether (and
+    with how many re-plans at most) it looks for remedies."""
+
+    solver: str = "cpsat"
+    remedies: bool = True
+    replan_budget: int = 24
+
+
 def explain_jobset(
     snapshot: ClusterSnapshot,
     jobsets: Sequence[JobSetRequest],
     name: str,
     options: SolveOptions,
     *,
-    solver: str = "cpsat",
+    settings: ExplainSettings = ExplainSettings(),
     whatif: Sequence[str] = (),
-    remedies: bool = True,
-    replan_budget: int = 24,
     progress: ProgressHook = SILENT,
 ) -> Explanation:
-    """Why JobSet `name` is (not) placed when `jobsets` are planned onto `snapshot`.
+    """Why JobSet `name` is (not) placed when `jobsets` are planned onto `snapshot`; `whatif`
+    names the changes already made to them (reported as given).
 
     `progress` hears each phase (plan, count, conflict, remedies) and each re-plan.
     """
@@ -63,8 +73,10 @@ def explain_jobset(
     if target is None:
         return _not_pending(snapshot, jobsets, name, options, whatif)
     progress.phase("plan")
-    plan = _plan(snapshot, jobsets, options, solver)
-    notes = [f"plan check: {v}" for v in check(plan, snapshot, jobsets, options)]
+    plan = _plan(snapshot, jobsets, options, settings.solver)
+    # the solver checked the plan already (a failing plan raises) unless the checker is off
+    unchecked = () if options.check else check(plan, snapshot, jobsets, options)
+    notes = [f"plan check: {v}" for v in unchecked]
     outcome = plan.outcome(target.key)
     base = {
         "jobset": target.key,
@@ -98,14 +110,14 @@ def explain_jobset(
             "is admitted"
         )
     found = []
-    if remedies:
+    if settings.remedies:
         progress.phase("remedies")
         replanner = Replanner(
             snapshot,
             list(jobsets),
             options,
-            solver=solver,
-            budget=replan_budget,
+            solver=settings.solver,
+            budget=settings.replan_budget,
             progress=progress,
         )
         found = find_remedies(replanner, inputs, diagnosis)

@@ -260,7 +260,7 @@ def _earliest(candidate: Candidate, calendar: Calendar) -> Reservation | None:
 
 
 def reserve(
-    units: Sequence[Unit],
+    units: Sequence[Unit] | UnitLayout,
     candidates: Sequence[Candidate],
     *,
     free_at: Mapping[str, float] | None = None,
@@ -268,7 +268,6 @@ def reserve(
     always: Collection[str] = (),
     holds: Iterable[tuple[UnitId, float, float]] = (),
     kept: Mapping[str, frozenset[UnitId]] | None = None,
-    layout: UnitLayout | None = None,
 ) -> list[Reservation]:
     """Reservations for `candidates` in the order given (queue order), each the earliest it can be.
 
@@ -279,10 +278,10 @@ def reserve(
     still reserved for past it. `holds` are (unit, start, end) periods already promised (runs
     planned now). `kept` maps a candidate to the units it was given in an earlier round: those
     are placed first and stay its own while they fit it (see the module doc); they count toward
-    `limit` like any other delayed reservation. `layout`: `UnitLayout(units)`, when the caller
-    runs several passes over the same units (it is the same whoever builds it).
+    `limit` like any other delayed reservation. `units` may be given as their `UnitLayout` when
+    the caller runs several passes over the same units (it is the same whoever builds it).
     """
-    layout = layout or UnitLayout(units)
+    layout = units if isinstance(units, UnitLayout) else UnitLayout(units)
     calendar = Calendar(layout, free_at or {})
     # the cluster once every running JobSet ended: what fits there fits some day
     empty = Calendar(layout, {})

@@ -247,14 +247,13 @@ class TimeAwareSolver:
                     if policy.max_wait_s is not None and _waited_s(js, now) > policy.max_wait_s
                 }
                 found = reserve(
-                    units.units,
+                    units.layout,
                     [units.candidate(js, durations[js.key]) for js in order],
                     free_at=units.free_at,
                     limit=limit,
                     always=overdue,
                     kept=_kept(snapshot, units),
                     holds=other_holds,
-                    layout=units.layout,
                 )
                 reservations = {r.jobset: r for r in found}
         start_now = {k for k, r in reservations.items() if r.start_s == 0}
@@ -357,11 +356,10 @@ def _estimates(
     if not rest:
         return {}
     found = reserve(
-        units.units,
+        units.layout,
         [units.candidate(js, durations[js.key]) for js in rest],
         free_at=units.free_at,
         holds=holds,
-        layout=units.layout,
     )
     return {r.jobset: r for r in found}
 

@@ -11,7 +11,7 @@ from placer.model.cluster import ClusterSnapshot
 from placer.model.options import SolveOptions
 from placer.model.workload import JobSetRequest
 from placer.solver.cpsat import SolverPurpose, make_solver
-from placer.solver.explain import explain_jobset
+from placer.solver.explain import ExplainSettings, explain_jobset
 from placer.solver.explain.conflicts import ConflictInputs, find_conflict, max_replicas, min_drops
 from tests.strategies import BLOCK, HOSTNAME, NODEPOOL, cluster, jobset, pool, rjob, solve_checked
 
@@ -77,7 +77,9 @@ def test_all_or_nothing_across_replicated_jobs() -> None:
     snap = cluster(pool("p0", 2), pool("p1", 2))
     high = jobset("high", priority=10)
     target = jobset("t", rjob("workers"), rjob("driver"), order=1)
-    e = explain_jobset(snap, [high, target], target.key, OPTIONS, remedies=False)
+    e = explain_jobset(
+        snap, [high, target], target.key, OPTIONS, settings=ExplainSettings(remedies=False)
+    )
     assert e.status == "unschedulable"
     assert e.conflict is not None
     assert sorted(r.id for r in e.conflict.requirements) == [
@@ -102,7 +104,11 @@ def test_greedy_left_it_out_although_a_joint_plan_exists() -> None:
     high = jobset("high", rjob(node_selector=None), priority=10)
     target = jobset("t", rjob(node_selector={"cloud.google.com/gke-tpu-topology": "2x4"}))
     e = explain_jobset(
-        snap, [high, target], target.key, OPTIONS, solver="first-fit", remedies=False
+        snap,
+        [high, target],
+        target.key,
+        OPTIONS,
+        settings=ExplainSettings(solver="first-fit", remedies=False),
     )
     assert e.status == "unschedulable"
     assert e.conflict is not None and e.conflict.status == "no-conflict"

@@ -10,7 +10,7 @@ from placer.model.cluster import ClusterSnapshot
 from placer.model.options import SolveOptions
 from placer.model.scheduling import NodeSelectorRequirement, NodeSelectorTerm, Taint
 from placer.model.workload import JobSetRequest
-from placer.solver.explain import Explanation, ReasonCount, explain_jobset
+from placer.solver.explain import ExplainSettings, Explanation, ReasonCount, explain_jobset
 from tests.strategies import (
     BLOCK,
     HOSTNAME,
@@ -30,7 +30,7 @@ OPTIONS = SolveOptions(workers=1, time_limit_s=5)
 def _explain(
     snap: ClusterSnapshot, queue: Sequence[JobSetRequest], key: str = "team-a/t"
 ) -> Explanation:
-    e = explain_jobset(snap, queue, key, OPTIONS, remedies=False)
+    e = explain_jobset(snap, queue, key, OPTIONS, settings=ExplainSettings(remedies=False))
     assert not [n for n in e.notes if n.startswith("plan check")], e.notes
     return e
 

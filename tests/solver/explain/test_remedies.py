@@ -8,7 +8,7 @@ from placer.model.cluster import ClusterSnapshot, JobSetUsage
 from placer.model.options import SolveOptions
 from placer.model.whatif import remove_jobset
 from placer.model.workload import JobSetRequest
-from placer.solver.explain import Explanation, Remedy, explain_jobset
+from placer.solver.explain import ExplainSettings, Explanation, Remedy, explain_jobset
 from tests.strategies import (
     BLOCK,
     HOSTNAME,
@@ -147,6 +147,12 @@ def test_no_remedy_is_said_so() -> None:
 
 def test_replan_budget_is_respected() -> None:
     snap = cluster(pool("p0", 2), pool("p1", 2), pool("p2", 2, ready=False))
-    e = explain_jobset(snap, [jobset("t", rjob(replicas=3))], "team-a/t", OPTIONS, replan_budget=0)
+    e = explain_jobset(
+        snap,
+        [jobset("t", rjob(replicas=3))],
+        "team-a/t",
+        OPTIONS,
+        settings=ExplainSettings(replan_budget=0),
+    )
     assert e.remedies == []
     assert "remedy search stopped after 0 re-plans" in e.notes

@@ -19,7 +19,7 @@ from placer.model.whatif import (
     remove_jobset,
     running_priority,
 )
-from placer.solver.explain import explain_jobset
+from placer.solver.explain import ExplainSettings, explain_jobset
 from tests.strategies import NODEPOOL, TPU, cluster, jobset, pool, rjob
 
 OPTIONS = SolveOptions(workers=1, time_limit_s=5)
@@ -128,11 +128,15 @@ def test_whatifs_change_the_explanation() -> None:
     # the only domain is held by a running JobSet: not placed; after it finishes: placed
     usage_snap = parse_description(DESCRIPTION)
     target = jobset("t", rjob(replicas=2))
-    before = explain_jobset(usage_snap, [target], "team-a/t", OPTIONS, remedies=False)
+    before = explain_jobset(
+        usage_snap, [target], "team-a/t", OPTIONS, settings=ExplainSettings(remedies=False)
+    )
     assert before.status == "unschedulable"
     assert before.replicated_jobs[0].reasons[0].kind == "held"
     after_snap, _ = apply_whatifs(usage_snap, [("remove", "team-z/run")])
-    after = explain_jobset(after_snap, [target], "team-a/t", OPTIONS, remedies=False)
+    after = explain_jobset(
+        after_snap, [target], "team-a/t", OPTIONS, settings=ExplainSettings(remedies=False)
+    )
     assert after.status == "placed"
     # draining a pool takes away what it needed again
     drained, _ = apply_whatifs(after_snap, [("drain", f"{NODEPOOL}=p1")])

@@ -16,7 +16,7 @@ from placer.model.options import SolveOptions
 from placer.model.snapshot import load_snapshot
 from placer.model.workload import JobSetRequest
 from placer.solver.context import PlacementContext
-from placer.solver.explain import diagnosis_document, explain_jobset
+from placer.solver.explain import ExplainSettings, diagnosis_document, explain_jobset
 from placer.solver.reasons import diagnose, jobset_reason, occupancy_from_plan
 from tests.strategies import scenarios, solve_checked
 
@@ -45,7 +45,11 @@ def _assert_agree(snapshot: ClusterSnapshot, jobsets: Sequence[JobSetRequest], s
             ), outcome.reason
             continue
         explanation = explain_jobset(
-            snapshot, jobsets, js.key, OPTIONS, solver=solver, remedies=False
+            snapshot,
+            jobsets,
+            js.key,
+            OPTIONS,
+            settings=ExplainSettings(solver=solver, remedies=False),
         )
         assert explanation.reason == outcome.reason
         assert explanation.replicated_jobs == [diagnosis_document(d) for d in diagnosis]

@@ -30,5 +30,5 @@ def test_reservations_equal_the_previous_pass(case: ReservationCase) -> None:
     assert reserve(case.units, case.candidates, **args) == expected  # type: ignore[arg-type]
     # a layout built once and shared between passes answers the same
     layout = UnitLayout(case.units)
-    assert reserve(case.units, case.candidates, layout=layout, **args) == expected  # type: ignore[arg-type]
-    assert reserve(case.units, case.candidates, layout=layout, **args) == expected  # type: ignore[arg-type]
+    assert reserve(layout, case.candidates, **args) == expected  # type: ignore[arg-type]
+    assert reserve(layout, case.candidates, **args) == expected  # type: ignore[arg-type]
