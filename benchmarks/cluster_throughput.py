@@ -217,6 +217,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=900.0, help="per run, seconds")
     parser.add_argument("--modes", default="native,placer")
     parser.add_argument("--latency", action="store_true")
+    parser.add_argument(
+        "--window", default="2", help="the controller's --window (gather time; its default 2 s)"
+    )
     arguments = parser.parse_args(argv)
 
     binaries = build.ensure()
@@ -250,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
             else:
                 case.start_webhook()
-                case.start_controller("--window=2")
+                case.start_controller(f"--window={arguments.window}")
             case.start_pod_reaper()
             try:
                 if mode == "latency":
