@@ -321,23 +321,34 @@ class ControlPlane:
         (directory / "tls.key").write_bytes(pair.key.read_bytes())
         return directory
 
-    def _start_jobset(self) -> None:
-        from tests.cluster.kube import apply_all
-        from tests.cluster.manifests import jobset_webhooks
-
-        webhook_port, probe_port, metrics_port = self.jobset_webhook_port, free_port(), free_port()
-        config = {
-            "apiVersion": "config.jobset.x-k8s.io/v1alpha1",
-            "kind": "Configuration",
+    def _manager_settings(self, name: str, webhook_port: int) -> tuple[dict[str, Any], int, int]:
+        """What the JobSet and Kueue managers' Configurations share (both controller-runtime
+        managers): no leader election, our certificates instead of their own rotation, every
+        server on loopback. Returns the settings, the probe port and the metrics port."""
+        probe_port, metrics_port = free_port(), free_port()
+        settings = {
             "leaderElection": {"leaderElect": False},
             "internalCertManagement": {"enable": False},
             "webhook": {
                 "port": webhook_port,
                 "host": LOOPBACK,
-                "certDir": str(self._manager_certs("jobset-webhook")),
+                "certDir": str(self._manager_certs(f"{name}-webhook")),
             },
             "metrics": {"bindAddress": f"{LOOPBACK}:{metrics_port}"},
             "health": {"healthProbeBindAddress": f"{LOOPBACK}:{probe_port}"},
+        }
+        return settings, probe_port, metrics_port
+
+    def _start_jobset(self) -> None:
+        from tests.cluster.kube import apply_all
+        from tests.cluster.manifests import jobset_webhooks
+
+        webhook_port = self.jobset_webhook_port
+        shared, probe_port, metrics_port = self._manager_settings("jobset", webhook_port)
+        config = {
+            "apiVersion": "config.jobset.x-k8s.io/v1alpha1",
+            "kind": "Configuration",
+            **shared,
         }
         path = self.root / "jobset-config.yaml"
         path.write_text(yaml.safe_dump(config))
@@ -364,21 +375,14 @@ class ControlPlane:
         from tests.cluster.kube import apply_all, ensure_namespace
         from tests.cluster.manifests import kueue_webhooks
 
-        webhook_port, probe_port, metrics_port = self.kueue_webhook_port, free_port(), free_port()
+        webhook_port = self.kueue_webhook_port
+        shared, probe_port, _ = self._manager_settings("kueue", webhook_port)
         ensure_namespace(self.admin_kubeconfig, "kueue-system")
         config = {
             "apiVersion": "config.kueue.x-k8s.io/v1beta2",
             "kind": "Configuration",
             "namespace": "kueue-system",
-            "leaderElection": {"leaderElect": False},
-            "internalCertManagement": {"enable": False},
-            "webhook": {
-                "port": webhook_port,
-                "host": LOOPBACK,
-                "certDir": str(self._manager_certs("kueue-webhook")),
-            },
-            "metrics": {"bindAddress": f"{LOOPBACK}:{metrics_port}"},
-            "health": {"healthProbeBindAddress": f"{LOOPBACK}:{probe_port}"},
+            **shared,
             "manageJobsWithoutQueueName": False,
             "integrations": {"frameworks": list(KUEUE_FRAMEWORKS)},
         }
