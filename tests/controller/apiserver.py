@@ -1,5 +1,12 @@
 """A minimal Kubernetes API server on 127.0.0.1, serving a `MemoryCluster` to the real client.
 
+A stand-in, kept only for faults the real API server cannot be made to show on demand: injected
+409/429/5xx answers on chosen calls, connection resets mid-stream, one client cut off from some
+paths while others are served, and a solver held longer than a lease. Everything the real
+components enforce or do (immutability of pod specs, gates only removed, webhooks over TLS, RBAC,
+field validation, watches answered 410 after compaction, JobSet, Kueue and the scheduler acting)
+is tested on the real control plane in tests/cluster/.
+
 Why not kmock's KubernetesEmulator: it ignores label selectors, sets no resourceVersion, uid or
 creationTimestamp (so no 409 on stale writes and no watch resumption), merges patches without
 `null`-deletes, and serves from an asyncio loop that the synchronous official client would need a

@@ -1,6 +1,11 @@
 """An API-server stand-in for the extender tests: kmock's KubernetesEmulator on a loopback port,
 run in a background thread so synchronous code (the official client) can talk to it over HTTP.
 
+Kept for the extender's unit tests of bind and watch edge cases (a Binding to an unknown pod or
+one already bound, watch streams ending at chosen points), which are quick to provoke here; the
+extender in kube-scheduler's real configuration, with the shipped RBAC, is tested on the real
+control plane (tests/cluster/test_extender.py).
+
 The emulator stores objects and serves list/watch; the `pods/binding` subresource it does not know
 is added as a reaction that behaves like the real one: 404 for an unknown pod, 409 when the pod
 already has a node, else the pod gets `spec.nodeName` and the call answers a Success Status.
