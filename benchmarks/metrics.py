@@ -8,7 +8,6 @@ stops the benchmark: a fast wrong plan is not a result.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from decimal import Decimal
@@ -18,6 +17,7 @@ from placer.model.options import SolveOptions
 from placer.model.plan import Plan
 from placer.model.resources import is_accelerator
 from placer.model.workload import JobSetRequest
+from placer.solver.check.checker import check
 from placer.solver.context import JobClass, PlacementContext
 
 __all__ = [
@@ -29,8 +29,6 @@ __all__ = [
     "plan_metrics",
     "tier_weights",
 ]
-
-log = logging.getLogger(__name__)
 
 
 class CheckFailed(AssertionError):
@@ -45,12 +43,7 @@ def checked(
     *,
     where: str,
 ) -> bool:
-    """Run the plan checker; raise on any violation. False if no checker is installed yet."""
-    try:
-        from placer.solver.check.checker import check
-    except ImportError:
-        log.warning("placer.solver.check.checker is not available: %s not checked", where)
-        return False
+    """Run the plan checker; raise on any violation; True once checked."""
     violations = check(plan, snapshot, list(jobsets), options)
     if violations:
         shown = "\n  ".join(violations[:20])

@@ -90,12 +90,9 @@ def _worker(
     }
     ctx = PlacementContext(snapshot, requests, options)
     out["domains"] = len(ctx.exclusive_domains)
-    try:
-        from placer.solver.cpsat import aggregate
+    from placer.solver.cpsat import aggregate
 
-        out["domain_classes"] = len(aggregate(ctx).domain_classes)
-    except ImportError:
-        out["domain_classes"] = None
+    out["domain_classes"] = len(aggregate(ctx).domain_classes)
     out["checked"] = (
         checked(plan, snapshot, requests, options, where=f"scaling {cluster}") if check else False
     )

@@ -12,30 +12,26 @@ from typing import Any
 
 import yaml
 
+from tests.helpers.builders import node_manifest
+
 __all__ = ["NODEPOOL", "jobset_manifest", "write_cluster", "write_jobsets"]
 
 NODEPOOL = "cloud.google.com/gke-nodepool"
+TPU_TAINT = {"key": "google.com/tpu", "value": "present", "effect": "NoSchedule"}
 
 
 def _node(name: str, pool: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": name,
-            "labels": {
-                NODEPOOL: pool,
-                "cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice",
-                "cloud.google.com/gke-tpu-topology": "2x4",
-                "kubernetes.io/hostname": name,
-            },
+    """A TPU v5e 2x4 host of node pool `pool`: 4 chips, tainted for TPUs."""
+    return node_manifest(
+        name,
+        labels={
+            NODEPOOL: pool,
+            "cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice",
+            "cloud.google.com/gke-tpu-topology": "2x4",
         },
-        "spec": {"taints": [{"key": "google.com/tpu", "value": "present", "effect": "NoSchedule"}]},
-        "status": {
-            "allocatable": {"cpu": "24", "memory": "180Gi", "pods": "110", "google.com/tpu": "4"},
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
-    }
+        allocatable={"cpu": "24", "memory": "180Gi", "pods": "110", "google.com/tpu": "4"},
+        taints=[TPU_TAINT],
+    )
 
 
 def write_cluster(tmp_path: Path, pools: int = 4, hosts: int = 2) -> Path:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from placer.cli import main
+from tests.helpers.cli import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTERS = ROOT / "examples" / "clusters"
@@ -17,10 +17,7 @@ JOBSETS = ROOT / "examples" / "jobsets"
 FAST = ["--workers", "1", "--time-limit", "10"]
 
 
-def _run(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
+_run = run_cli
 
 
 def _cells(html: str) -> dict[str, str]:

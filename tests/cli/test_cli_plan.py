@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -14,39 +13,23 @@ import pytest
 import yaml
 
 from placer.cli import main
+from placer.model.jobset import load_jobsets
+from placer.model.options import SolveOptions
 from placer.model.plan import Plan
+from placer.model.snapshot import load_snapshot
+from placer.solver.check.checker import check
+from placer.solver.registry import SOLVER_NAMES
 from tests.cli.inputs import NODEPOOL, jobset_manifest, write_cluster, write_jobsets
+from tests.helpers.cli import command
 
 REPO = Path(__file__).resolve().parents[2]
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 FAST = ["--workers", "1", "--time-limit", "5"]
 
-needs_snapshot = pytest.mark.skipif(
-    importlib.util.find_spec("placer.model.snapshot") is None,
-    reason="snapshot loader not there yet",
-)
+SOLVERS = list(SOLVER_NAMES)
 
 
-def solver_available(name: str) -> bool:
-    module = {"cpsat": "placer.solver.cpsat.planner"}.get(name, "placer.solver.greedy.baselines")
-    try:
-        return importlib.util.find_spec(module) is not None
-    except ModuleNotFoundError:
-        return False
-
-
-SOLVERS = [
-    pytest.param(
-        s, id=s, marks=pytest.mark.skipif(not solver_available(s), reason=f"{s} not there yet")
-    )
-    for s in ("cpsat", "first-fit", "best-fit", "largest-first")
-]
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, str, str]:
-    code = main(["plan", *map(str, argv)])
-    out, err = capsys.readouterr()
-    return code, out, err
+run = command("plan")
 
 
 def assert_one_line_error(err: str, *fragments: str) -> None:
@@ -59,15 +42,7 @@ def assert_one_line_error(err: str, *fragments: str) -> None:
 
 
 def check_plan(doc: dict, cluster: Path, jobsets: Path) -> None:
-    """Run the independent checker on what the CLI printed, once the checker exists."""
-    try:
-        from placer.solver.check.checker import check
-    except ImportError:
-        return
-    from placer.model.jobset import load_jobsets
-    from placer.model.options import SolveOptions
-    from placer.model.snapshot import load_snapshot
-
+    """Run the independent checker on what the CLI printed."""
     snapshot = load_snapshot([cluster])
     requests = load_jobsets([jobsets], priority_classes=snapshot.priority_classes)
     assert check(Plan.model_validate(doc), snapshot, requests, SolveOptions()) == []
@@ -76,7 +51,6 @@ def check_plan(doc: dict, cluster: Path, jobsets: Path) -> None:
 # -- bad input: exit 2, one line naming the file, no traceback -----------------------------------
 
 
-@needs_snapshot
 def test_yaml_syntax_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cluster = write_cluster(tmp_path)
     bad = tmp_path / "broken.yaml"
@@ -102,7 +76,6 @@ def test_missing_cluster_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert_one_line_error(err, str(missing), "no such file")
 
 
-@needs_snapshot
 def test_negative_replicas(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     jobsets = write_jobsets(tmp_path, jobset_manifest("neg", namespace="team-a", replicas=-1))
     code, _, err = run(capsys, "--cluster", write_cluster(tmp_path), jobsets)
@@ -139,7 +112,6 @@ def test_malformed_running_pod_in_snapshot(
     assert_one_line_error(err, str(cluster), "x/p", field)
 
 
-@needs_snapshot
 def test_file_without_jobsets(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {}}
     path = write_jobsets(tmp_path, cm, name="configmap.yaml")
@@ -205,7 +177,6 @@ def _inputs(tmp_path: Path, *, node_selector_strategy: bool = False) -> tuple[Pa
     return cluster, jobsets
 
 
-@needs_snapshot
 @pytest.mark.parametrize("solver", SOLVERS)
 def test_json_output_shape(solver: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cluster, jobsets = _inputs(tmp_path)
@@ -238,7 +209,6 @@ def test_json_output_shape(solver: str, tmp_path: Path, capsys: pytest.CaptureFi
     check_plan(doc, cluster, jobsets)
 
 
-@needs_snapshot
 @pytest.mark.parametrize("solver", SOLVERS[:2])
 def test_table_mentions_each_jobset(
     solver: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -258,7 +228,6 @@ def test_table_mentions_each_jobset(
     assert lines[-1].startswith(f"solver {solver}: ")
 
 
-@needs_snapshot
 @pytest.mark.parametrize("solver", SOLVERS[:1])
 def test_yaml_output_equals_json_output(
     solver: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -274,7 +243,6 @@ def test_yaml_output_equals_json_output(
     assert a == b
 
 
-@needs_snapshot
 @pytest.mark.parametrize("solver", SOLVERS[:1])
 def test_emit_writes_affinity_patches(
     solver: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -16,6 +16,7 @@ import yaml
 from placer.cli import main
 from placer.model.errors import InputError
 from placer.model.snapshot import load_snapshot
+from tests.helpers.cli import command
 
 BLOCK = "cloud.com/topology-block"
 RACK = "cloud.com/topology-rack"
@@ -116,10 +117,7 @@ def test_a_topology_without_levels_is_an_input_error(
     assert (e.value.source, e.value.obj, e.value.field) == (str(path), "Topology/default", field)
 
 
-def plan(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, str, str]:
-    code = main(["plan", *map(str, argv)])
-    out, err = capsys.readouterr()
-    return code, out, err
+plan = command("plan")
 
 
 def test_an_unknown_level_in_an_annotation_exits_2(

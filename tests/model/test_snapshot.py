@@ -21,6 +21,7 @@ from placer.model.snapshot import (
     snapshot_from_objects,
     snapshot_to_kubectl_list,
 )
+from tests.helpers.builders import node_manifest
 
 JOBSET_LABEL = "jobset.sigs.k8s.io/jobset-name"
 
@@ -33,25 +34,22 @@ def node(
     taints: list[dict[str, str]] | None = None,
     **allocatable: str,
 ) -> dict[str, Any]:
-    obj: dict[str, Any] = {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "pool": "p"}},
-        "spec": {},
-        "status": {
-            "allocatable": allocatable or {"cpu": "8", "google.com/tpu": "4", "pods": "110"}
-        },
-    }
+    """A node of pool `p` (4 TPU chips unless `allocatable` says otherwise); `ready` is its Ready
+    condition's status, beside a MemoryPressure one (None: no conditions at all)."""
+    conditions = None
     if ready is not None:
-        obj["status"]["conditions"] = [
+        conditions = [
             {"type": "MemoryPressure", "status": "False"},
             {"type": "Ready", "status": ready},
         ]
-    if unschedulable:
-        obj["spec"]["unschedulable"] = True
-    if taints:
-        obj["spec"]["taints"] = taints
-    return obj
+    return node_manifest(
+        name,
+        labels={"pool": "p"},
+        allocatable=allocatable or {"cpu": "8", "google.com/tpu": "4", "pods": "110"},
+        taints=taints or (),
+        conditions=conditions,
+        unschedulable=unschedulable,
+    )
 
 
 def pod(

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from placer.cli import main
 from placer.model.cluster import ClusterSnapshot
 from placer.model.jobset import load_jobsets
 from placer.model.options import SolveOptions
@@ -15,16 +14,14 @@ from placer.model.plan import Plan
 from placer.solver.capacity.catalog import load_catalog
 from placer.solver.check.checker import check
 from tests.cli.inputs import jobset_manifest, write_cluster, write_jobsets
+from tests.helpers.cli import command
 
 REPO = Path(__file__).resolve().parents[3]
 FAST = ["--workers", "1", "--time-limit", "5"]
 CATALOG = REPO / "examples" / "catalog.yaml"
 
 
-def run(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, str, str]:
-    code = main(["capacity", *map(str, argv)])
-    out, err = capsys.readouterr()
-    return code, out, err
+run = command("capacity")
 
 
 @pytest.fixture

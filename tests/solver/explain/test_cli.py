@@ -7,22 +7,19 @@ from pathlib import Path
 
 import pytest
 
-from placer.cli import main
 from placer.model.jobset import load_jobsets
 from placer.model.options import SolveOptions
 from placer.model.plan import Plan
 from placer.model.snapshot import load_snapshot
 from placer.solver.check.checker import check
 from tests.cli.inputs import jobset_manifest, write_cluster, write_jobsets
+from tests.helpers.cli import command
 
 REPO = Path(__file__).resolve().parents[3]
 FAST = ["--workers", "1", "--time-limit", "5"]
 
 
-def run(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, str, str]:
-    code = main(["explain", *map(str, argv)])
-    out, err = capsys.readouterr()
-    return code, out, err
+run = command("explain")
 
 
 def one_line_error(err: str, *fragments: str) -> None:
