@@ -314,349 +314,77 @@ def test_a_kept_reservation_on_a_domain_that_is_gone_is_made_anew() -> None:
     assert _reserved(second) == _reserved(first)
 
 
+def _tpu_host(name: str, pool: str, block: str, *, ready: bool = True) -> Node:
+    """One v5e 2x4 host, as the strategy draws them (the known failure's fleet)."""
+    room = {"cpu": Decimal("32"), "pods": Decimal("110"), "google.com/tpu": Decimal("4")}
+    return Node(
+        name=name,
+        labels={
+            "kubernetes.io/hostname": name,
+            NODEPOOL: pool,
+            BLOCK: block,
+            "cloud.google.com/gke-tpu-topology": "2x4",
+        },
+        taints=(Taint(key="google.com/tpu", value="present", effect="NoSchedule"),),
+        allocatable=room,
+        free=room,
+        ready=ready,
+    )
+
+
+def _tpu_request(name: str, order: int, replicas: int, pods: int, key: str) -> JobSetRequest:
+    pod = PodShape(requests={"cpu": Decimal("1"), "google.com/tpu": Decimal("4")})
+    return JobSetRequest(
+        namespace="team-a",
+        name=name,
+        order=order,
+        replicated_jobs=(
+            ReplicatedJobRequest(
+                name="r0", replicas=replicas, pods_per_job=pods, pod=pod, exclusive_key=key
+            ),
+        ),
+    )
+
+
+_KNOWN_FAILURE = (
+    ClusterSnapshot(
+        nodes=(
+            _tpu_host("pool0-host-0", "pool0", "b1"),
+            _tpu_host("pool0-host-1", "pool0", "b1"),
+            _tpu_host("pool1-host-0", "pool1", "b0"),
+            *(_tpu_host(f"pool2-host-{h}", "pool2", "b1") for h in range(3)),
+            _tpu_host("pool3-host-0", "pool3", "b0"),
+            _tpu_host("pool3-host-1", "pool3", "b0"),
+            _tpu_host("pool3-host-2", "pool3", "b0", ready=False),
+        ),
+        levels=(BLOCK, NODEPOOL, "kubernetes.io/hostname"),
+        running={
+            "team-z/running": RunningJobSet(
+                started_at=None, expected_duration_s=1800.0, duration_source="default"
+            )
+        },
+    ),
+    [_tpu_request("js0", 0, 2, 4, BLOCK), _tpu_request("js1", 1, 1, 1, NODEPOOL)],
+    SolveOptions(
+        time_limit_s=10.0,
+        workers=1,
+        seed=0,
+        time=TimePolicy(
+            now=_dt.datetime(2026, 12, 1, 6, 0, tzinfo=_dt.UTC),
+            reservations="head",
+            head=1,
+            default_duration_s=14400.0,
+        ),
+    ),
+    "best-fit",
+)
+"""The case Hypothesis found where a reservation's start moves later in the second round."""
+
+
 # Derandomized: CI must not fail at random on the known bug recorded below as an expected failure.
 @settings(max_examples=25, deadline=None, derandomize=True)
 @given(case=_timed_cases())
-@example(
-    case=(
-        ClusterSnapshot(
-            nodes=(
-                Node(
-                    name="pool0-host-0",
-                    labels={
-                        "kubernetes.io/hostname": "pool0-host-0",
-                        "cloud.google.com/gke-nodepool": "pool0",
-                        "cloud.google.com/gce-topology-block": "b1",
-                        "cloud.google.com/gke-tpu-topology": "2x4",
-                    },
-                    taints=(Taint(key="google.com/tpu", value="present", effect="NoSchedule"),),
-                    allocatable={
-                        "cpu": Decimal("32"),
-                        "pods": Decimal("110"),
-                        "google.com/tpu": Decimal("4"),
-                    },
-                    free={
-                        "cpu": Decimal("32"),
-                        "pods": Decimal("110"),
-                        "google.com/tpu": Decimal("4"),
-                    },
-                    ready=True,
-                    unschedulable=False,
-                    used_host_ports=(),
-                    jobsets=(),
-                    jobset_usage={},
-                ),
-                Node(
-                    name="pool0-host-1",
-                    labels={
-                        "kubernetes.io/hostname": "pool0-host-1",
-                        "cloud.google.com/gke-nodepool": "pool0",
-                        "cloud.google.com/gce-topology-block": "b1",
-                        "cloud.google.com/gke-tpu-topology": "2x4",
-                    },
-                    taints=(Taint(key="google.com/tpu", value="present", effect="NoSchedule"),),
-                    allocatable={
-                        "cpu": Decimal("32"),
-                        "pods": Decimal("110"),
-                        "google.com/tpu": Decimal("4"),
-                    },
-                    free={
-                        "cpu": Decimal("32"),
-                        "pods": Decimal("110"),
-                        "google.com/tpu": Decimal("4"),
-                    },
-                    ready=True,
-                    unschedulable=False,
-                    used_host_ports=(),
-                    jobsets=(),
-                    jobset_usage={},
-                ),
-                Node(
-                    name="pool1-host-0",
-                    labels={
-                        "kubernetes.io/hostname": "pool1-host-0",
-                        "cloud.google.com/gke-nodepool": "pool1",
-                        "cloud.google.com/gce-topology-block": "b0",
-                        "cloud.google.com/gke-tpu-topology": "2x4",
-                    },
-                    taints=(Taint(key="google.com/tpu", value="present", effect="NoSchedule"),),
-                    allocatable={
-                        "cpu": Decimal("32"),
-                        "pods": Decimal("110"),
-                        "google.com/tpu": Decimal("4"),
-                    },
-                    free={
-                        "cpu": Decimal("32"),
-                        "pods": Decimal("110"),
-                        "google.com/tpu": Decimal("4"),
-                    },
-                    ready=True,
-                    unschedulable=False,
-                    used_host_ports=(),
-                    jobsets=(),
-                    jobset_usage={},
-                ),
-                Node(
-                    name="pool2-host-0",
-                    labels={
-                        "kubernetes.io/hostname": "pool2-host-0",
-                        "cloud.google.com/gke-nodepool": "pool2",
-                        "cloud.google.com/gce-topology-block": "b1",
-                        "cloud.google.com/gke-tpu-topology": "2x4",
-                    },
-                    taints=(Taint(key="google.com/tpu", value="present", effect="NoSchedule"),),
-                    allocatable={
-                        "cpu": Decimal("32"),
-                        "pods": Decimal("110"),
-                        "google.com/tpu": Decimal("4"),
-                    },
-                    free={
-                        "cpu": Decimal("32"),
-                        "pods": Decimal("110"),
-                        "google.com/tpu": Decimal("4"),
-                    },
-                    ready=True,
-                    unschedulable=False,
-                    used_host_ports=(),
-                    jobsets=(),
-                    jobset_usage={},
-                ),
-                Node(
-                    name="pool2-host-1",
-                    labels={
-                        "kubernetes.io/hostname": "pool2-host-1",
-                        "cloud.google.com/gke-nodepool": "pool2",
-                        "cloud.google.com/gce-topology-block": "b1",
-                        "cloud.google.com/gke-tpu-topology": "2x4",
-                    },
-                    taints=(Taint(key="google.com/tpu", value="present", effect="NoSchedule"),),
-                    allocatable={
-                        "cpu": Decimal("32"),
-                        "pods": Decimal("110"),
-                        "google.com/tpu": Decimal("4"),
-                    },
-                    free={
-                        "cpu": Decimal("32"),
-                        "pods": Decimal("110"),
-                        "google.com/tpu": Decimal("4"),
-                    },
-                    ready=True,
-                    unschedulable=False,
-                    used_host_ports=(),
-                    jobsets=(),
-                    jobset_usage={},
-                ),
-                Node(
-                    name="pool2-host-2",
-                    labels={
-                        "kubernetes.io/hostname": "pool2-host-2",
-                        "cloud.google.com/gke-nodepool": "pool2",
-                        "cloud.google.com/gce-topology-block": "b1",
-                        "cloud.google.com/gke-tpu-topology": "2x4",
-                    },
-                    taints=(Taint(key="google.com/tpu", value="present", effect="NoSchedule"),),
-                    allocatable={
-                        "cpu": Decimal("32"),
-                        "pods": Decimal("110"),
-                        "google.com/tpu": Decimal("4"),
-                    },
-                    free={
-                        "cpu": Decimal("32"),
-                        "pods": Decimal("110"),
-                        "google.com/tpu": Decimal("4"),
-                    },
-                    ready=True,
-                    unschedulable=False,
-                    used_host_ports=(),
-                    jobsets=(),
-                    jobset_usage={},
-                ),
-                Node(
-                    name="pool3-host-0",
-                    labels={
-                        "kubernetes.io/hostname": "pool3-host-0",
-                        "cloud.google.com/gke-nodepool": "pool3",
-                        "cloud.google.com/gce-topology-block": "b0",
-                        "cloud.google.com/gke-tpu-topology": "2x4",
-                    },
-                    taints=(Taint(key="google.com/tpu", value="present", effect="NoSchedule"),),
-                    allocatable={
-                        "cpu": Decimal("32"),
-                        "pods": Decimal("110"),
-                        "google.com/tpu": Decimal("4"),
-                    },
-                    free={
-                        "cpu": Decimal("32"),
-                        "pods": Decimal("110"),
-                        "google.com/tpu": Decimal("4"),
-                    },
-                    ready=True,
-                    unschedulable=False,
-                    used_host_ports=(),
-                    jobsets=(),
-                    jobset_usage={},
-                ),
-                Node(
-                    name="pool3-host-1",
-                    labels={
-                        "kubernetes.io/hostname": "pool3-host-1",
-                        "cloud.google.com/gke-nodepool": "pool3",
-                        "cloud.google.com/gce-topology-block": "b0",
-                        "cloud.google.com/gke-tpu-topology": "2x4",
-                    },
-                    taints=(Taint(key="google.com/tpu", value="present", effect="NoSchedule"),),
-                    allocatable={
-                        "cpu": Decimal("32"),
-                        "pods": Decimal("110"),
-                        "google.com/tpu": Decimal("4"),
-                    },
-                    free={
-                        "cpu": Decimal("32"),
-                        "pods": Decimal("110"),
-                        "google.com/tpu": Decimal("4"),
-                    },
-                    ready=True,
-                    unschedulable=False,
-                    used_host_ports=(),
-                    jobsets=(),
-                    jobset_usage={},
-                ),
-                Node(
-                    name="pool3-host-2",
-                    labels={
-                        "kubernetes.io/hostname": "pool3-host-2",
-                        "cloud.google.com/gke-nodepool": "pool3",
-                        "cloud.google.com/gce-topology-block": "b0",
-                        "cloud.google.com/gke-tpu-topology": "2x4",
-                    },
-                    taints=(Taint(key="google.com/tpu", value="present", effect="NoSchedule"),),
-                    allocatable={
-                        "cpu": Decimal("32"),
-                        "pods": Decimal("110"),
-                        "google.com/tpu": Decimal("4"),
-                    },
-                    free={
-                        "cpu": Decimal("32"),
-                        "pods": Decimal("110"),
-                        "google.com/tpu": Decimal("4"),
-                    },
-                    ready=False,
-                    unschedulable=False,
-                    used_host_ports=(),
-                    jobsets=(),
-                    jobset_usage={},
-                ),
-            ),
-            priority_classes={},
-            levels=(
-                "cloud.google.com/gce-topology-block",
-                "cloud.google.com/gke-nodepool",
-                "kubernetes.io/hostname",
-            ),
-            kueue_topology="",
-            source="",
-            running={
-                "team-z/running": RunningJobSet(
-                    started_at=None, expected_duration_s=1800.0, duration_source="default"
-                )
-            },
-            reservations=(),
-        ),
-        [
-            JobSetRequest(
-                namespace="team-a",
-                name="js0",
-                uid="",
-                priority=0,
-                creation_timestamp=None,
-                order=0,
-                declared_priority=None,
-                replicated_jobs=(
-                    ReplicatedJobRequest(
-                        name="r0",
-                        group_name="default",
-                        replicas=2,
-                        pods_per_job=4,
-                        pod=PodShape(
-                            requests={"cpu": Decimal("1"), "google.com/tpu": Decimal("4")},
-                            node_selector={},
-                            affinity_terms=(),
-                            tolerations=(),
-                            host_ports=(),
-                        ),
-                        exclusive_key="cloud.google.com/gce-topology-block",
-                        required_topology=None,
-                        preferred_topology=None,
-                        slice_topology=None,
-                        slice_size=None,
-                        podset_group=None,
-                        unconstrained=False,
-                    ),
-                ),
-                node_selector_strategy=False,
-                expected_duration_s=None,
-                duration_source="default",
-                source="",
-            ),
-            JobSetRequest(
-                namespace="team-a",
-                name="js1",
-                uid="",
-                priority=0,
-                creation_timestamp=None,
-                order=1,
-                declared_priority=None,
-                replicated_jobs=(
-                    ReplicatedJobRequest(
-                        name="r0",
-                        group_name="default",
-                        replicas=1,
-                        pods_per_job=1,
-                        pod=PodShape(
-                            requests={"cpu": Decimal("1"), "google.com/tpu": Decimal("4")},
-                            node_selector={},
-                            affinity_terms=(),
-                            tolerations=(),
-                            host_ports=(),
-                        ),
-                        exclusive_key="cloud.google.com/gke-nodepool",
-                        required_topology=None,
-                        preferred_topology=None,
-                        slice_topology=None,
-                        slice_size=None,
-                        podset_group=None,
-                        unconstrained=False,
-                    ),
-                ),
-                node_selector_strategy=False,
-                expected_duration_s=None,
-                duration_source="default",
-                source="",
-            ),
-        ],
-        SolveOptions(
-            time_limit_s=10.0,
-            workers=1,
-            seed=0,
-            queue="priority",
-            extended_resource_toleration=True,
-            levels=(),
-            export_model_path=None,
-            check=True,
-            time=TimePolicy(
-                now=_dt.datetime(2026, 12, 1, 6, 0, tzinfo=_dt.UTC),
-                reservations="head",
-                head=1,
-                default_duration_s=14400.0,
-                default_duration_by_priority={},
-                default_duration_by_class={},
-                aging_per_hour=0.0,
-                max_wait_s=None,
-            ),
-        ),
-        "best-fit",
-    ),
-).xfail(
+@example(case=_KNOWN_FAILURE).xfail(
     raises=AssertionError,
     reason="known bug, left open: a reservation's start moves from 3600 s to 14400 s in the "
     "second round (a running JobSet holding no node, a NotReady host); found by this test",
