@@ -200,6 +200,79 @@ def test_kueue_evicting_frees_the_domains_for_the_next_workload() -> None:
     assert ledger(cluster).placement("default/high", "") is not None
 
 
+def readmit(cluster: MemoryCluster, name: str) -> None:
+    """Kueue reserving quota again for an evicted Workload: QuotaReserved, its checks Pending."""
+
+    def change(wl: Obj) -> None:
+        at = rfc3339(time.time() - 1)
+        wl["status"]["conditions"] = [
+            {"type": "QuotaReserved", "status": "True", "lastTransitionTime": at}
+        ]
+
+    cluster.mutate("workloads", f"jobset-{name}", change, namespace="default")
+
+
+def blocks_of(cluster: MemoryCluster, name: str) -> set[str]:
+    entry = ledger(cluster).placement(f"default/{name}", "")
+    assert entry is not None
+    return {j.domain.value for j in entry.record.jobs.values() if j.domain}
+
+
+def finish(cluster: MemoryCluster, name: str) -> None:
+    cluster.delete("workloads", f"jobset-{name}", namespace="default")
+    cluster.delete("jobsets", name, namespace="default")
+    for pod in list(cluster.objects("pods")):
+        if pod["metadata"]["labels"].get("jobset.sigs.k8s.io/jobset-name") == name:
+            cluster.delete("pods", pod["metadata"]["name"], namespace="default")
+
+
+def test_readmitted_it_gets_its_old_domains_back_when_they_are_free() -> None:
+    cluster = tpu_cluster(blocks=3)
+    setup(cluster)
+    submit(cluster, "small", jobs=1)
+    submit(cluster, "a", jobs=2)
+    ctl = kueue_controller(cluster)
+    assert_valid(ctl.run_once())
+    admit(cluster, "small")
+    admit(cluster, "a")
+    ctl.run_once()
+    old = blocks_of(cluster, "a")
+    plan_id = check_of(cluster, "a")["message"]
+    evict(cluster, "a")
+    assert_valid(ctl.run_once())
+    assert ledger(cluster).placement("default/a", "") is None  # freed at once
+    finish(cluster, "small")  # a fresh plan could now start anywhere, its old blocks included
+    ctl.run_once()
+    readmit(cluster, "a")
+    report = assert_valid(ctl.run_once())
+    assert report.planned.plans == ()  # not planned again: recorded as it was
+    assert blocks_of(cluster, "a") == old
+    assert check_of(cluster, "a")["state"] == "Ready"
+    assert check_of(cluster, "a")["message"] == plan_id  # the same plan id, the same domains
+
+
+def test_readmitted_when_an_old_domain_was_taken_it_is_planned_anew() -> None:
+    cluster = tpu_cluster(blocks=3)
+    setup(cluster)
+    submit(cluster, "a", jobs=2)
+    ctl = kueue_controller(cluster)
+    ctl.run_once()
+    admit(cluster, "a")
+    ctl.run_once()
+    old = blocks_of(cluster, "a")
+    evict(cluster, "a")
+    submit(cluster, "b", jobs=1)
+    assert_valid(ctl.run_once())
+    taken = blocks_of(cluster, "b")
+    assert taken <= old  # b took one of a's old blocks while a was out
+    readmit(cluster, "a")
+    report = assert_valid(ctl.run_once())
+    assert report.planned.plans  # planned anew
+    assert check_of(cluster, "a")["state"] == "Ready"
+    assert not blocks_of(cluster, "a") & taken
+    assert len(blocks_of(cluster, "a")) == 2
+
+
 def test_a_restart_between_ledger_commit_and_ready_neither_loses_nor_doubles() -> None:
     cluster = tpu_cluster(blocks=3)
     setup(cluster)

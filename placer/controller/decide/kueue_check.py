@@ -9,8 +9,9 @@ child Job from the ledger once JobSet creates them. Two pure steps of the cycle:
 - `kueue_admission` (review): a suspended JobSet whose Workload has quota reserved and placer's
   check Pending is planned with everything else (its priority the Workload's `spec.priority`);
   one whose Workload lost its quota (evicted, preempted, Retry, Rejected) holds nothing: its
-  ledger entry is released and its old record annotation is not read back. Placer never
-  preempts a Kueue-managed Workload itself; Kueue owns preemption.
+  ledger entry is released at once. Re-admitted, it gets the domains of its old record
+  annotation back when every one of them is free (review.py), else it is planned anew. Placer
+  never preempts a Kueue-managed Workload itself; Kueue owns preemption.
 - `check_updates` (after the ledger commit, so the ledger records a placement before its check
   turns Ready, and a controller restarted in between finds the committed entry and turns the
   check Ready without planning again):
@@ -103,8 +104,8 @@ def kueue_admission(managed: Sequence[ManagedJobSet], view: KueueView) -> KueueA
         elif wl.stage == "pending":
             ms = _with_priority(ms, wl.priority)
             if not ms.committed:
-                # a record annotation without a ledger entry is from an earlier admission
-                ms = dataclasses.replace(ms, assignment=None)
+                # a record annotation without a ledger entry is from an earlier admission:
+                # review gives those domains back if they are all free (a restore target)
                 admit.add(ms.key)
             result.append(ms)
         else:

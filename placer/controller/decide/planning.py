@@ -35,7 +35,7 @@ from placer.controller.decide.survey import RefMemo
 from placer.model.assignment import Assignment, JobAssignment
 from placer.model.cluster import ClusterSnapshot
 from placer.model.options import SolveOptions
-from placer.model.plan import JobSetOutcome, Plan
+from placer.model.plan import DomainRef, JobSetOutcome, Plan
 from placer.model.workload import JobSetRequest
 from placer.solver.interface import Solver
 from placer.solver.registry import InvalidPlanError
@@ -211,6 +211,45 @@ def _solve_pass(
     return outcomes, call
 
 
+def _reserved_nodes(inputs: PlanningInputs, jobset: str) -> set[str]:
+    """Nodes of every domain the snapshot reserves for a JobSet other than `jobset`."""
+    nodes: set[str] = set()
+    for r in inputs.snapshot.reservations:
+        if r.jobset != jobset and r.path:
+            ref = DomainRef(key=r.key, value=r.path[-1][1], path=list(r.path))
+            nodes.update(inputs.index.members(ref))
+    return nodes
+
+
+def _restore(
+    targets: Sequence[Target],
+    records: dict[str, Mapping[str, JobAssignment]],
+    inputs: PlanningInputs,
+) -> tuple[list[Target], dict[str, Assignment]]:
+    """Restore targets (review.Target.restore) recorded as they are, in queue order, when no
+    other hold or reservation touches their nodes; the rest, and those that clash, to solve
+    (a clashing one as a whole JobSet, holding nothing). `records` is updated in place."""
+    rest: list[Target] = []
+    placed: dict[str, Assignment] = {}
+    for t in targets:
+        if not t.restore or t.managed.assignment is None:
+            rest.append(t)
+            continue
+        old = t.managed.assignment
+        jobs = dict(sorted(t.keep.items()))
+        record = Assignment(jobset=t.key, jobs=jobs, pinned=old.pinned, plan_id=_plan_id(jobs))
+        others = {k: v for k, v in records.items() if k != t.key}
+        held = _held_nodes(others, inputs.foreign, inputs.index)
+        taken = {n for j in jobs.values() for n in inputs.index.job_nodes(j)}
+        if _overlap(record, held, inputs.index) or taken & _reserved_nodes(inputs, t.key):
+            records.pop(t.key, None)
+            rest.append(Target(replace(t.managed, assignment=None), t.request))
+            continue
+        placed[t.key] = record
+        records[t.key] = record.jobs
+    return rest, placed
+
+
 def solve_targets(
     targets: Sequence[Target], inputs: PlanningInputs, solver: Solver
 ) -> PlannedRound:
@@ -219,13 +258,16 @@ def solve_targets(
     if not targets:
         return PlannedRound()
     records = dict(inputs.records)
+    placed: dict[str, Assignment] = {}
+    targets, placed = _restore(targets, records, inputs)
+    if not targets:
+        return PlannedRound(placed=placed)
     # A whole-JobSet target may reuse its own old domains; a partial one keeps them all reserved.
     whole = {t.key for t in targets if not t.partial}
     first, call = _solve_pass(
         targets, {k: v for k, v in records.items() if k not in whole}, inputs, solver
     )
     calls = [c for c in (call,) if c is not None]
-    placed: dict[str, Assignment] = {}
     unschedulable: dict[str, str] = {}
     retry: list[Target] = []
     for t in targets:

@@ -10,7 +10,7 @@ must plan around. The plan phase (planning.py) takes it from here.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from placer.controller.decide.domains import DomainIndex, JobsByHolder
 from placer.controller.decide.survey import ManagedJobSet
@@ -33,6 +33,10 @@ class Target:
     """Child Job name in `request` -> real child Job name (partial targets renumber indices)."""
     keep: Mapping[str, JobAssignment] = field(default_factory=dict)
     """Child Jobs that stay where the record has them."""
+    restore: bool = False
+    """Every child Job goes back where an earlier record had them (Kueue re-admitted the
+    JobSet and its old domains are free): nothing to solve, the record is committed again once
+    planning finds it clear of every hold and reservation (planning.solve_targets)."""
 
     @property
     def key(self) -> str:
@@ -76,7 +80,9 @@ def review(
     *,
     admit: frozenset[str] = frozenset(),
 ) -> Review:
-    """`admit`: suspended JobSets to plan all the same (Kueue waits for their placement)."""
+    """`admit`: suspended JobSets to plan all the same (Kueue waits for their placement); one
+    that still has the record of an earlier admission gets those domains back when every one is
+    free (a `restore` target), else is planned anew."""
     in_force: dict[str, Assignment] = {}
     broken: dict[str, dict[str, str]] = {}
     targets: list[Target] = []
@@ -111,6 +117,15 @@ def review(
             )
             if why:
                 problems[name] = why
+        if ms.key in admit and not ms.committed:
+            # Kueue re-admitted it: the record is its last admission's, released on eviction.
+            # Every old domain still free: back there; else planned anew, holding nothing.
+            if problems:
+                targets.append(Target(replace(ms, assignment=None), ms.request))
+            else:
+                kept = {n: j for n, j in ms.assignment.jobs.items() if n in rjobs}
+                targets.append(Target(ms, ms.request, keep=kept, restore=True))
+            continue
         if not problems:
             in_force[ms.key] = ms.assignment
             continue

@@ -24,12 +24,18 @@ from placer.controller.decide.kueue_workloads import CONTROLLER_NAME, KueueView,
 from placer.controller.decide.ledger import PLACEMENT, Ledger, entry_key
 from placer.controller.decide.ledgerplan import LedgerView
 from placer.controller.decide.observed import Observed, Reviewed
-from placer.controller.decide.planning import PlannedRound, planning_inputs, solve_targets
+from placer.controller.decide.planning import (
+    PlannedRound,
+    PlanningInputs,
+    planning_inputs,
+    solve_targets,
+)
 from placer.controller.decide.review import Review, review
 from placer.controller.decide.snapshot import planning_snapshot
 from placer.controller.decide.state import ClusterState
 from placer.controller.decide.survey import ManagedJobSet, survey
 from placer.controller.decide.writes import Aborted, ActivateCheck, SetAdmissionCheck
+from placer.model.cluster import DomainReservation
 from placer.model.durations import EXPECTED_DURATION
 from placer.model.options import SolveOptions, TimePolicy
 from placer.solver.check.checker import check
@@ -322,18 +328,68 @@ def test_an_evicted_workload_frees_its_domains_and_its_old_record() -> None:
     assert view.release == {key} and key not in view.foreign
 
 
-def test_a_stale_record_annotation_of_an_earlier_admission_is_replanned() -> None:
+def _readmitted(record: dict[str, str]) -> tuple[Review, PlanningInputs]:
+    """A JobSet Kueue re-admitted, its record annotation (of its earlier admission) on
+    `record`'s blocks, nothing in the ledger; what review and planning make of it."""
     cluster = tpu_cluster(blocks=3)
     suspended_jobset(cluster, "a", jobs=2)
     state = with_kueue(state_of(cluster), workload("a", [("w", 4)]))
-    managed = survey(state, binding="gate")
-    stale = [
-        dataclasses.replace(ms, assignment=on_blocks(ms.key, {"a-w-0": "b0"})) for ms in managed
+    managed = [
+        dataclasses.replace(ms, assignment=on_blocks(ms.key, record))
+        for ms in survey(state, binding="gate")
     ]
-    view = read_kueue(state, {ms.key: ms.request for ms in stale}, now=NOW_TEXT)
-    adm = kueue_admission(stale, view)
+    view = read_kueue(state, {ms.key: ms.request for ms in managed}, now=NOW_TEXT)
+    adm = kueue_admission(managed, view)
     assert adm.admit == {"default/a"}
-    assert adm.managed[0].assignment is None
+    snapshot = planning_snapshot(state, binding="gate")
+    rev = review(adm.managed, DomainIndex(snapshot), OPTIONS, admit=adm.admit)
+    observed = Observed(
+        state=state,
+        ledger=Ledger(namespace="placer-system"),
+        managed=tuple(adm.managed),
+        snapshot=snapshot,
+        index=DomainIndex(snapshot),
+    )
+    reviewed = Reviewed(
+        observed=observed, options=OPTIONS, review=rev, ledger=LedgerView(), wall_s=NOW_S
+    )
+    return rev, planning_inputs(reviewed, pinned=False)
+
+
+def test_a_readmitted_jobset_whose_old_domains_are_free_is_restored_without_solving() -> None:
+    rev, inputs = _readmitted({"a-w-0": "b1", "a-w-1": "b2"})
+    [target] = rev.targets
+    assert target.restore and set(target.keep) == {"a-w-0", "a-w-1"}
+    planned = solve_targets(rev.targets, inputs, get_solver("best-fit"))
+    assert planned.plans == ()
+    record = planned.placed["default/a"]
+    assert {n: j.domain.value for n, j in record.jobs.items() if j.domain} == {
+        "a-w-0": "b1",
+        "a-w-1": "b2",
+    }
+
+
+def test_a_readmitted_jobset_whose_old_domain_is_reserved_for_another_is_planned_anew() -> None:
+    rev, inputs = _readmitted({"a-w-0": "b1", "a-w-1": "b2"})
+    reservation = DomainReservation(
+        jobset="default/other", key=BLOCK, path=((BLOCK, "b2"),), start_s=600.0, end_s=4200.0
+    )
+    snapshot = inputs.snapshot.model_copy(update={"reservations": (reservation,)})
+    inputs = dataclasses.replace(inputs, snapshot=snapshot)
+    planned = solve_targets(rev.targets, inputs, get_solver("best-fit"))
+    assert len(planned.plans) == 1  # solved, not restored
+    plan, snap, requests = planned.plans[0]
+    assert check(plan, snap, requests, OPTIONS) == []
+    [request] = requests
+    assert request.key == "default/a"
+    assert "b2" not in {j.domain.value for j in planned.placed["default/a"].jobs.values()}
+
+
+def test_an_incomplete_record_of_an_earlier_admission_is_planned_anew_holding_nothing() -> None:
+    rev, inputs = _readmitted({"a-w-0": "b0"})  # a-w-1 is not in it
+    [target] = rev.targets
+    assert not target.restore and target.managed.assignment is None and not target.keep
+    assert "default/a" not in inputs.records
 
 
 def test_the_workload_priority_is_the_one_planned() -> None:
