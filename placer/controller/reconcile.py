@@ -64,6 +64,7 @@ from placer.controller.decide.kueue_check import (
     kueue_admission,
     release_evicted,
 )
+from placer.controller.decide.kueue_eta import estimate_behind
 from placer.controller.decide.kueue_workloads import KueueView, read_kueue
 from placer.controller.decide.ledger import (
     LEDGER_LABEL,
@@ -407,6 +408,7 @@ class Controller:
         with timer("plan"):
             inputs = planning_inputs(reviewed, pinned=self.config.pin_nodes, refs=self._refs)
             planned = solve_targets(reviewed.due, inputs, self.solver)
+            planned = estimate_behind(reviewed, inputs, planned)
         if reviewed.due:
             self.metrics.observe_plans(planned.plans, timer.seconds.get("plan", 0.0))
         return planned

@@ -18,7 +18,8 @@ child Job from the ledger once JobSet creates them. Two pure steps of the cycle:
     Ready     with `podSetUpdates`: per PodSet the annotation `placer.dev/placement` naming the
               placement, and a nodeSelector of the levels every pod of the PodSet shares;
     Pending   with the reason, and from the time-aware pass the expected start, where, and the
-              running JobSets it waits for;
+              running JobSets it waits for; a Workload still waiting for quota says so, and
+              when it would start were its quota reserved now (kueue_eta.py);
     Retry     once quota has been held past `--kueue-hold-quota`, `requeueAfterSeconds` near the
               expected start, so Kueue lends the quota to others meanwhile;
     Rejected  only when it can never fit (no expected start even on an empty cluster, the verdict
@@ -35,6 +36,7 @@ from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 
 from placer.controller.decide.domains import holds
+from placer.controller.decide.kueue_eta import QUOTA_WAIT
 from placer.controller.decide.kueue_workloads import KueueEvent, KueueView, KueueWorkload, rfc3339
 from placer.controller.decide.ledger import PLACEMENT, entry_key
 from placer.controller.decide.ledgerplan import LedgerView
@@ -232,20 +234,38 @@ def _named(text: str, holders: Mapping[str, str]) -> str:
     return re.sub(r"(?<![\w./-])([\w.-]+/[\w.-]+)(?:, \1(?![\w./-]))+", r"\1", text)
 
 
+def _eta(outcome: JobSetOutcome, now_s: float, holders: Mapping[str, str]) -> str:
+    """ "expected start <time> on <domains>; waits for running <JobSets>", or "" without one.
+    The time is absolute (rounded up to the minute), so the message, and the Workload, are not
+    rewritten every cycle as the wait shortens."""
+    start = outcome.expected_start_seconds
+    if start is None or start <= 0:
+        return ""
+    text = f"expected start {rfc3339(math.ceil((now_s + start) / 60) * 60)}"
+    if outcome.reserved_domains:
+        text += f" on {_domains(outcome.reserved_domains)}"
+    waits = list(dict.fromkeys(holders.get(w, w) for w in outcome.waits_for))
+    if waits:
+        text += f"; waits for running {_listed(waits)}"
+    return text
+
+
 def _waiting(
     reason: str, outcome: JobSetOutcome, timed: bool, now_s: float, holders: Mapping[str, str]
 ) -> str:
     message = f"no room for a placement now: {_named(reason or outcome.status, holders)}"
-    start = outcome.expected_start_seconds
-    if timed and start is not None and start > 0:
-        eta = rfc3339(math.ceil((now_s + start) / 60) * 60)
-        message += f"; expected start {eta} (in {format_go_duration(start)})"
-        if outcome.reserved_domains:
-            message += f" on {_domains(outcome.reserved_domains)}"
-        waits = list(dict.fromkeys(holders.get(w, w) for w in outcome.waits_for))
-        if waits:
-            message += f"; waits for running {_listed(waits)}"
-    return message
+    eta = _eta(outcome, now_s, holders) if timed else ""
+    return f"{message}; {eta}" if eta else message
+
+
+def _quota_wait(outcome: JobSetOutcome, now_s: float, holders: Mapping[str, str]) -> str:
+    """The message of a Workload waiting for Kueue's quota (kueue_eta.py): what it waits for,
+    and when it would start were its quota reserved now."""
+    if outcome.expected_start_seconds is None:
+        then = "it can never be placed, not even on an empty cluster"
+    else:
+        then = _eta(outcome, now_s, holders) or "room for it now"
+    return f"{QUOTA_WAIT}; placer places it once Kueue does; were quota reserved now: {then}"
 
 
 @dataclass(frozen=True)
@@ -313,6 +333,13 @@ def check_updates(
     updates: list[CheckUpdate] = []
     for key, wl in sorted(view.workloads.items()):
         ms = by_key.get(key)
+        if wl.stage == "waiting" and key in planned.behind:
+            quota = CheckUpdate(
+                wl, "Pending", _quota_wait(planned.behind[key], now_s, cycle.holders)
+            )
+            if quota.changes():
+                updates.append(quota)
+            continue
         if wl.stage != "pending" or ms is None or ms.finished:
             continue
         record = planned.placed.get(key) if committed else None

@@ -40,7 +40,14 @@ from placer.model.workload import JobSetRequest
 from placer.solver.interface import Solver
 from placer.solver.registry import InvalidPlanError
 
-__all__ = ["PlanRecord", "PlannedRound", "PlanningInputs", "planning_inputs", "solve_targets"]
+__all__ = [
+    "PlanRecord",
+    "PlannedRound",
+    "PlanningInputs",
+    "held_nodes",
+    "planning_inputs",
+    "solve_targets",
+]
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +115,9 @@ class PlannedRound:
     reserved: Mapping[str, LedgerEntry] = field(default_factory=dict)
     """Reservations this round committed new or on other domains (entry key -> entry): one
     `Reserved` event each. Set by the commit phase."""
+    behind: Mapping[str, JobSetOutcome] = field(default_factory=dict)
+    """JobSets whose Kueue Workload waits for quota -> when each could start were its quota
+    reserved now, behind this round (kueue_eta.estimate_behind); nothing is reserved for them."""
 
     def refusing(self, refused: Mapping[str, str]) -> PlannedRound:
         """This round with the placements the ledger's final check refused made unschedulable."""
@@ -152,7 +162,7 @@ def _merge(target: Target, outcome: JobSetOutcome, *, pinned: bool) -> Assignmen
     return Assignment(jobset=target.key, jobs=jobs, pinned=pinned, plan_id=_plan_id(jobs))
 
 
-def _held_nodes(
+def held_nodes(
     records: JobsByHolder, foreign: JobsByHolder, index: DomainIndex
 ) -> dict[str, list[str]]:
     """node -> the tokens of every hold on it (domains.holds)."""
@@ -183,7 +193,7 @@ def _solve_pass(
     is checked against the snapshot it was made on; a plan the checker rejects leaves every
     target unschedulable with the first violation as the reason, rather than stopping the cycle."""
     index, options = inputs.index, inputs.options
-    held = _held_nodes(records, inputs.foreign, index)
+    held = held_nodes(records, inputs.foreign, index)
     snapshot = reserve(inputs.snapshot, held)
     requests = [t.request for t in targets]
     try:
@@ -239,7 +249,7 @@ def _restore(
         jobs = dict(sorted(t.keep.items()))
         record = Assignment(jobset=t.key, jobs=jobs, pinned=old.pinned, plan_id=_plan_id(jobs))
         others = {k: v for k, v in records.items() if k != t.key}
-        held = _held_nodes(others, inputs.foreign, inputs.index)
+        held = held_nodes(others, inputs.foreign, inputs.index)
         taken = {n for j in jobs.values() for n in inputs.index.job_nodes(j)}
         if _overlap(record, held, inputs.index) or taken & _reserved_nodes(inputs, t.key):
             records.pop(t.key, None)

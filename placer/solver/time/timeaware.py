@@ -42,7 +42,13 @@ from placer.solver.time.calendar import UnitLayout
 from placer.solver.time.release import ReleaseTimeline, expected_duration_s
 from placer.solver.time.reservations import Candidate, Need, Reservation, Unit, UnitId, reserve
 
-__all__ = ["TimeAwareSolver", "queue_standing", "reservation_order", "reservations_of"]
+__all__ = [
+    "TimeAwareSolver",
+    "expected_starts_behind",
+    "queue_standing",
+    "reservation_order",
+    "reservations_of",
+]
 
 
 def queue_standing(jobset: JobSetRequest, policy: TimePolicy, now: datetime) -> float:
@@ -420,3 +426,61 @@ class _Annotator:
 
 def _id(path: Sequence[tuple[str, str]]) -> str:
     return "/".join(v for _, v in path)
+
+
+def expected_starts_behind(
+    snapshot: ClusterSnapshot,
+    later: Sequence[JobSetRequest],
+    options: SolveOptions,
+    planned: tuple[Plan, Sequence[JobSetRequest]] | None = None,
+) -> list[JobSetOutcome]:
+    """When each JobSet of `later` could start were it queued now behind everything the
+    `planned` round (its plan and the requests it was given) placed or reserved, and behind the
+    snapshot's reservations; in reservation order, reserving nothing. One unplaced outcome each,
+    with its expected start, domains and whom it waits for.
+
+    For JobSets that may not start this round whatever the room, so are not planned: a Kueue
+    Workload without reserved quota, whose estimate assumes quota were reserved now.
+    """
+    policy = options.time
+    now = policy.now or datetime.now(UTC)
+    plan, queued = planned if planned is not None else (None, ())
+    timeline = ReleaseTimeline.build(
+        snapshot,
+        now,
+        policy.default_duration_s,
+        default_for_priority=policy.default_duration_by_priority,
+    )
+    units = _Units(snapshot, [*queued, *later], options, timeline)
+    durations = {js.key: expected_duration_s(js, policy) for js in [*queued, *later]}
+    holds: list[tuple[UnitId, float, float]] = []
+    for o in plan.jobsets if plan is not None else []:
+        placed = o.status == "placed"
+        start = 0.0 if placed else o.expected_start_seconds
+        refs = [j.domain for j in o.jobs if j.domain] if placed else o.reserved_domains
+        if start is None:
+            continue
+        end = start + durations.get(o.key, policy.default_duration_s)
+        holds += [((d.key, _id(d.path)), start, end) for d in refs]
+    planned_keys = {o.key for o in plan.jobsets} if plan is not None else set()
+    holds += [
+        ((r.key, _id(r.path)), r.start_s, max(r.end_s, r.start_s))
+        for r in snapshot.reservations
+        if r.jobset not in planned_keys
+    ]
+    order = sorted(later, key=lambda js: reservation_order(js, policy, now))
+    found = reserve(
+        units.layout,
+        [units.candidate(js, durations[js.key]) for js in order],
+        free_at=units.free_at,
+        holds=[h for h in holds if h[0] in units.domains],
+    )
+    after = _Annotator(units, {}, {r.jobset: r for r in found}, [], {})
+    return [
+        after.outcome(
+            JobSetOutcome(
+                namespace=js.namespace, name=js.name, status="unschedulable", priority=js.priority
+            )
+        )
+        for js in order
+    ]

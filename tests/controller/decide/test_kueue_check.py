@@ -20,6 +20,7 @@ from placer.controller.decide.kueue_check import (
     kueue_admission,
     release_evicted,
 )
+from placer.controller.decide.kueue_eta import estimate_behind
 from placer.controller.decide.kueue_workloads import CONTROLLER_NAME, KueueView, read_kueue
 from placer.controller.decide.ledger import PLACEMENT, Ledger, entry_key
 from placer.controller.decide.ledgerplan import LedgerView
@@ -183,11 +184,17 @@ def cycle(
         index=index,
     )
     reviewed = Reviewed(
-        observed=observed, options=OPTIONS, review=rev, ledger=LedgerView(), wall_s=NOW_S
+        observed=observed,
+        options=OPTIONS,
+        review=rev,
+        ledger=LedgerView(),
+        wall_s=NOW_S,
+        due=tuple(rev.targets),
+        kueue=view,
     )
     inputs = planning_inputs(reviewed, pinned=False)
     solver = get_solver("best-fit", time_policy=inputs.options.time)
-    planned = solve_targets(rev.targets, inputs, solver)
+    planned = estimate_behind(reviewed, inputs, solve_targets(rev.targets, inputs, solver))
     for plan, snap, requests in planned.plans:
         assert check(plan, snap, requests, inputs.options) == []
     updates = check_updates(
@@ -233,12 +240,55 @@ def test_one_domain_for_a_whole_pod_set_becomes_a_node_selector() -> None:
     assert podset["nodeSelector"] == {BLOCK: job.domain.value}
 
 
-def test_a_suspended_jobset_without_reserved_quota_is_not_planned() -> None:
+def test_a_suspended_jobset_without_reserved_quota_is_not_planned_but_told_its_eta() -> None:
     cluster = tpu_cluster(blocks=3)
     suspended_jobset(cluster, "a")
     c = cycle(with_kueue(state_of(cluster), workload("a", [("w", 4)], reserved_at=None)))
-    assert c.rev.targets == [] and c.updates == []
+    assert c.rev.targets == [] and c.planned.placed == {}
     assert c.view.workloads["default/a"].stage == "waiting"
+    update = only(c.updates)
+    assert (update.state, update.requeue_after_s, update.pod_set_updates) == ("Pending", None, ())
+    assert update.message == (
+        "waits for Kueue to reserve quota; placer places it once Kueue does; "
+        "were quota reserved now: room for it now"
+    )
+
+
+def test_without_quota_its_eta_counts_what_runs_and_what_the_round_placed() -> None:
+    cluster = tpu_cluster(blocks=3)
+    running_jobset(cluster, "r", [0], hours=3)  # started 1h ago: b0 busy for 2h more
+    suspended_jobset(cluster, "first", jobs=2)  # quota reserved: placed now on b1, b2
+    suspended_jobset(cluster, "later", jobs=2)
+    c = cycle(
+        with_kueue(
+            state_of(cluster),
+            workload("first", [("w", 4)]),
+            workload("later", [("w", 4)], reserved_at=None),
+        )
+    )
+    assert set(c.planned.placed) == {"default/first"}
+    [quota] = [u for u in c.updates if u.workload.jobset == "default/later"]
+    # were its quota reserved now: b0 frees when r ends (in 2h), b1 and b2 when first, placed
+    # now for the default 4h, ends; two blocks at once only then
+    assert OPTIONS.time.default_duration_s == 4 * 3600
+    assert c.planned.behind["default/later"].expected_start_seconds == 4 * 3600
+    assert (quota.state, quota.requeue_after_s) == ("Pending", None)
+    assert quota.message == (
+        "waits for Kueue to reserve quota; placer places it once Kueue does; "
+        "were quota reserved now: expected start 2026-12-01T16:00:00Z; waits for running default/r"
+    )
+
+
+def test_a_quota_wait_message_already_written_is_not_estimated_again_without_a_plan() -> None:
+    cluster = tpu_cluster(blocks=3)
+    suspended_jobset(cluster, "a")
+    first = only(
+        cycle(with_kueue(state_of(cluster), workload("a", [("w", 4)], reserved_at=None))).updates
+    )
+    wl = workload("a", [("w", 4)], reserved_at=None)
+    wl["status"]["admissionChecks"] = [first.entry(NOW_TEXT)]
+    again = cycle(with_kueue(state_of(cluster), wl))
+    assert again.planned.behind == {} and again.updates == []
 
 
 def test_no_room_now_stays_pending_with_when_where_and_whom_it_waits_for() -> None:
@@ -252,7 +302,7 @@ def test_no_room_now_stays_pending_with_when_where_and_whom_it_waits_for() -> No
     assert update.requeue_after_s is None
     reason = c.planned.unschedulable["default/a"]
     assert update.message.startswith(f"no room for a placement now: {reason}; ")
-    assert "; expected start 2026-12-01T14:00:00Z (in 2h)" in update.message
+    assert "; expected start 2026-12-01T14:00:00Z on " in update.message
     assert update.message.endswith("; waits for running default/r")
     assert f" on {BLOCK}=" in update.message
 
@@ -323,7 +373,10 @@ def test_an_evicted_workload_frees_its_domains_and_its_old_record() -> None:
     assert c.release == frozenset({key})
     [ms] = c.managed
     assert ms.assignment is None and not ms.committed
-    assert c.rev.targets == [] and "default/a" not in c.rev.in_force and c.updates == []
+    assert c.rev.targets == [] and "default/a" not in c.rev.in_force
+    # waiting for quota again: the check stays Pending, telling when it would start
+    assert only(c.updates).state == "Pending"
+    assert only(c.updates).message.startswith("waits for Kueue to reserve quota; ")
     view = release_evicted(LedgerView(foreign={key: record.jobs}), c.release)
     assert view.release == {key} and key not in view.foreign
 
