@@ -17,7 +17,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import yaml
 from pydantic import ValidationError
@@ -32,6 +32,9 @@ from placer.model.plan import Plan
 from placer.model.workload import JobSetRequest
 from placer.solver.registry import SOLVER_NAMES
 
+if TYPE_CHECKING:  # the live queue imports the Kubernetes client: only when live
+    from placer.model.live_queue import LiveQueue
+
 __all__ = [
     "LOAD_PHASE",
     "add_cluster_args",
@@ -39,6 +42,7 @@ __all__ = [
     "add_solver_args",
     "load_cluster",
     "load_inputs",
+    "load_live_queue_args",
     "options_from_args",
     "run_solver",
 ]
@@ -212,6 +216,28 @@ def load_cluster(args: argparse.Namespace) -> ClusterSnapshot:
     from placer.model.snapshot import load_snapshot
 
     return _guarded(lambda: load_snapshot(paths), paths)
+
+
+def load_live_queue_args(
+    args: argparse.Namespace, snapshot: ClusterSnapshot, jobsets: Sequence[JobSetRequest]
+) -> tuple[list[JobSetRequest], LiveQueue]:
+    """With --kubeconfig: the JobSets given, then the cluster's pending ones not given (files
+    win), numbered on in queue order; and what Kueue still owes each (model/live_queue.py)."""
+    from placer.model.live_queue import load_live_queue
+    from placer.model.whatif import running_jobsets
+
+    kubeconfig = str(args.kubeconfig)
+    queue = _guarded(
+        lambda: load_live_queue(kubeconfig, running_jobsets(snapshot), snapshot.priority_classes),
+        [kubeconfig],
+    )
+    given = {js.key for js in jobsets}
+    extra = [js for js in queue.jobsets if js.key not in given]
+    merged = [
+        *jobsets,
+        *(js.model_copy(update={"order": len(jobsets) + i}) for i, js in enumerate(extra)),
+    ]
+    return merged, queue
 
 
 def load_inputs(args: argparse.Namespace) -> tuple[ClusterSnapshot, list[JobSetRequest]]:

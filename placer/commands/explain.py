@@ -2,8 +2,10 @@
 
 Plans the same snapshot and queue as `placer plan` (same flags, same solver), then explains one
 JobSet: counts by reason per replicated job, a minimal set of conflicting requirements (CP-SAT
-assumptions) and remedies, each checked by planning again. Exit 0 with an explanation (placed or
-not); exit 2 on bad input, through `PlacerError` in `placer.cli`.
+assumptions) and remedies, each checked by planning again. With --kubeconfig the cluster's pending
+JobSets join the queue (model/live_queue.py) and a JobSet that Kueue has not given quota yet is
+said to wait for Kueue, with when it would start once it has. Exit 0 with an explanation (placed
+or not); exit 2 on bad input, through `PlacerError` in `placer.cli`.
 """
 
 from __future__ import annotations
@@ -11,12 +13,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from placer.commands.argtypes import whole_number
 from placer.commands.common import (
     add_cluster_args,
     add_solver_args,
     load_inputs,
+    load_live_queue_args,
     options_from_args,
 )
 from placer.commands.map_option import add_map_arg, check_map_arg, draw_map
@@ -25,7 +29,12 @@ from placer.commands.timing import add_time_args, time_policy_from_args
 from placer.commands.whatif import add_whatif_args, apply_whatif_args
 from placer.model.errors import InputError
 from placer.model.messages import echo, printable_lines
+from placer.model.options import TimePolicy
+from placer.model.workload import JobSetRequest
 from placer.render.explain import render_explanation, render_explanation_json
+
+if TYPE_CHECKING:  # the live queue imports the Kubernetes client: only when live
+    from placer.model.live_queue import LiveQueue
 
 __all__ = ["register", "run"]
 
@@ -73,7 +82,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument(
         "target",
         metavar="NAMESPACE/NAME",
-        help="the JobSet to explain (pending in JOBSETS, or running on the cluster)",
+        help="the JobSet to explain (pending in JOBSETS or, with --kubeconfig, in the "
+        "cluster; or running on the cluster)",
     )
     parser.set_defaults(func=run)
 
@@ -86,20 +96,25 @@ def run(args: argparse.Namespace) -> int:
     with progress_for(args) as progress:
         progress.phase("load")
         snapshot, jobsets = load_inputs(args)
+        policy = time_policy_from_args(args, snapshot.priority_classes)
+        kueue = ""
+        if args.kubeconfig:
+            jobsets, queue = load_live_queue_args(args, snapshot, jobsets)
+            jobsets, kueue, policy = _as_kueue_has_it(args.target, jobsets, queue, policy)
         snapshot, jobsets, notes = apply_whatif_args(args, snapshot, jobsets)
         explanation = explain_jobset(
             snapshot,
             jobsets,
             args.target,
-            options_from_args(args).model_copy(
-                update={"time": time_policy_from_args(args, snapshot.priority_classes)}
-            ),
+            options_from_args(args).model_copy(update={"time": policy}),
             settings=ExplainSettings(
                 solver=args.solver, remedies=args.remedies, replan_budget=args.replans
             ),
             whatif=notes,
             progress=progress,
         )
+        if kueue:
+            explanation = explanation.model_copy(update={"kueue": kueue})
     title = f"placer explain {explanation.jobset}: {explanation.status}"
     draw_map(args, snapshot, explanation.plan, jobsets, title=title, highlight=explanation.jobset)
     if args.format == "json":
@@ -111,6 +126,21 @@ def run(args: argparse.Namespace) -> int:
             printable_lines(render_explanation(explanation, width=output_width(args.format)))
         )
     return 0
+
+
+def _as_kueue_has_it(
+    target: str, jobsets: list[JobSetRequest], queue: LiveQueue, policy: TimePolicy
+) -> tuple[list[JobSetRequest], str, TimePolicy]:
+    """The queue as placer's Kueue admission check plans it: JobSets whose Workload has no
+    quota yet start only once Kueue says, so they are left out, all but the target (explained
+    as if its quota were reserved now); what Kueue still owes the target; and, when Kueue
+    manages it, time-aware planning as the controller runs it under --kueue-admission-check
+    (`--reservations head` unless asked otherwise), so the expected start is the check's."""
+    kept = [js for js in jobsets if js.key == target or js.key not in queue.quota_waiting]
+    kueue = queue.kueue.get(target, "")
+    if kueue and not policy.active:
+        policy = policy.model_copy(update={"reservations": "head"})
+    return kept, kueue, policy
 
 
 def _check_target(target: str) -> None:

@@ -150,6 +150,8 @@ def render_explanation(e: Explanation, *, width: int | None = None) -> str:
     head = f"{e.jobset}: {e.status}"
     lines = [head if e.status == "running" else f"{head} (priority {e.priority})"]
     lines.extend(f"what-if: {w}" for w in e.whatif)
+    if e.kueue:
+        lines.append(f"kueue: {e.kueue}")
     lines.extend(_expected_start(e))
     if e.status in ("placed", "partial") and e.jobs:
         lines.append("")

@@ -31,6 +31,7 @@ from placer.controller.decide.state import ClusterState, Key
 from placer.model.assignment import PREFIX
 from placer.model.durations import parse_rfc3339
 from placer.model.errors import InputError
+from placer.model.kueue_workload import condition_true, owner_of
 from placer.model.workload import JobSetRequest
 
 __all__ = [
@@ -103,13 +104,6 @@ class KueueView:
     """JobSet key -> its Workload under placer's check."""
     events: tuple[KueueEvent, ...] = ()
     """Warnings for objects placer cannot serve."""
-
-
-def condition_true(obj: Mapping[str, Any], kind: str) -> bool:
-    return any(
-        isinstance(c, Mapping) and c.get("type") == kind and c.get("status") == "True"
-        for c in (obj.get("status") or {}).get("conditions") or []
-    )
 
 
 def _condition_time(obj: Mapping[str, Any], kind: str) -> float | None:
@@ -196,15 +190,6 @@ def _placer_checks(
     return frozenset(usable), frozenset(refused), events
 
 
-def _owner(workload: Mapping[str, Any]) -> tuple[str, str] | None:
-    """(kind, name) of the controlling owner (else the first owner), None without one."""
-    refs = [r for r in (workload.get("metadata") or {}).get("ownerReferences") or [] if r]
-    if not refs:
-        return None
-    ref = next((r for r in refs if r.get("controller")), refs[0])
-    return str(ref.get("kind") or ""), str(ref.get("name") or "")
-
-
 def pod_set_problem(workload: Mapping[str, Any], request: JobSetRequest) -> str:
     """Why the Workload's PodSets are not the JobSet's replicatedJobs, or ""."""
     pod_sets = {
@@ -262,7 +247,7 @@ def read_kueue(
         if entry is None:
             continue
         problem, jobset = "", ""
-        owner = _owner(wl)
+        owner = owner_of(wl)
         if owner is None:
             problem = "no owner reference: placer plans only Workloads of a JobSet"
         elif owner[0] != "JobSet":

@@ -137,6 +137,9 @@ class Explanation(BaseModel):
     reason: str = ""
     """The planner's own one-line reason (empty when placed)."""
     whatif: list[str] = Field(default_factory=list)
+    kueue: str = ""
+    """What Kueue still owes it before placer may place it (a live cluster's Workload: quota
+    not reserved, admission checks pending); empty without Kueue or once admitted."""
     jobs: list[JobPlacement] = Field(default_factory=list)
     """Where it is placed (all of it, or the part a `partial` outcome holds)."""
     replicated_jobs: list[ReplicatedJobDiagnosis] = Field(default_factory=list)

@@ -68,6 +68,7 @@ def test_json_document(capsys: pytest.CaptureFixture[str], inputs: tuple[Path, P
         "priority",
         "reason",
         "whatif",
+        "kueue",
         "jobs",
         "replicated_jobs",
         "conflict",
