@@ -14,6 +14,7 @@ import copy
 import time
 from typing import Any
 
+import pytest
 from kubernetes import client as k8s
 
 from placer.model.durations import parse_rfc3339
@@ -21,6 +22,7 @@ from tests.cluster.kube import apply_all
 from tests.cluster.processes import wait_until
 from tests.cluster.scenario import GATE, REPO, Scenario, assignment_of, load_documents
 from tests.cluster.test_gate_binding import multislice
+from tests.helpers.cli import run_cli
 
 KUEUE_GROUP, KUEUE_VERSION = "kueue.x-k8s.io", "v1beta2"
 KUEUE = f"{KUEUE_GROUP}/{KUEUE_VERSION}"
@@ -28,8 +30,9 @@ QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 CHECK = "placer"
 
 
-def setup(scenario: Scenario, tpu_quota: int) -> None:
-    """deploy/kueue's check and RBAC, a flavor, a ClusterQueue using the check, a LocalQueue."""
+def setup(scenario: Scenario, tpu_quota: int, *, preemption: bool = False) -> None:
+    """deploy/kueue's check and RBAC, a flavor, a ClusterQueue using the check (`preemption`:
+    Kueue preempts lower-priority Workloads within it), a LocalQueue."""
     shipped = [
         d
         for f in ("deploy/kueue/admissioncheck.yaml", "deploy/kueue/rbac.yaml")
@@ -63,6 +66,11 @@ def setup(scenario: Scenario, tpu_quota: int) -> None:
                         }
                     ],
                     "admissionChecksStrategy": {"admissionChecks": [{"name": CHECK}]},
+                    **(
+                        {"preemption": {"withinClusterQueue": "LowerPriority"}}
+                        if preemption
+                        else {}
+                    ),
                 },
             },
             {
@@ -108,7 +116,9 @@ def controller_log(scenario: Scenario) -> str:
     return scenario.processes["controller-placer-0"].log_path.read_text(errors="replace")
 
 
-def test_a_queue_over_quota_is_admitted_only_with_placements(scenario: Scenario) -> None:
+def test_a_queue_over_quota_is_admitted_only_with_placements(
+    scenario: Scenario, capsys: pytest.CaptureFixture[str]
+) -> None:
     scenario.use_example_cluster("tpu-v5e-v6e.yaml")
     setup(scenario, tpu_quota=16)  # 2 slices of v5e 2x4: 2 child Jobs x 2 pods x 4 chips
     scenario.start_controller("--kueue-admission-check")
@@ -138,6 +148,27 @@ def test_a_queue_over_quota_is_admitted_only_with_placements(scenario: Scenario)
         assert scenario.pods_of("over-quota") == []
         assert check_of(workload_of(scenario, "over-quota")).get("state", "Pending") == "Pending"
         time.sleep(2)
+
+    # Kueue put placer's check on it before reserving quota: placer says what it waits for,
+    # and when it would start once Kueue reserves its quota (first runs: room for it now).
+    def told_it_waits_for_quota() -> bool:
+        message = check_of(workload_of(scenario, "over-quota")).get("message", "")
+        return message.startswith("waits for Kueue to reserve quota; ")
+
+    wait_until(told_it_waits_for_quota, timeout_s=60, what="over-quota's quota-wait message")
+    assert check_of(workload_of(scenario, "over-quota"))["message"].endswith(
+        "were quota reserved now: room for it now"
+    )
+    target = f"{scenario.namespace}/over-quota"
+    code, out, err = run_cli(
+        capsys, "explain", "--kubeconfig", scenario.admin, "--no-remedies", target
+    )
+    assert code == 0, err
+    name = (workload_of(scenario, "over-quota") or {})["metadata"]["name"]
+    assert f"kueue: Kueue has not reserved quota for Workload {scenario.namespace}/{name} " in out
+    assert "in LocalQueue training (Kueue: " in out
+    assert "placer places it only once Kueue reserves quota" in out
+    assert out.startswith(f"{target}: placed (priority 0)\n")  # room for it, once admitted
 
     # The first finishes (deleted): Kueue reserves quota for the second, placer places it.
     scenario.start_pod_reaper()
