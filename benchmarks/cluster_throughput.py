@@ -48,27 +48,25 @@ GPU = "nvidia.com/gpu"
 NODES_PER_RACK = 20
 
 
+def gpu_node(name: str, labels: dict[str, str]) -> dict[str, Any]:
+    """A Ready fake node of 8 GPUs (no kubelet behind it), labeled `labels` and its hostname."""
+    resources = {"cpu": "96", "memory": "1000Gi", GPU: "8", "pods": "110"}
+    return {
+        "metadata": {"name": name, "labels": {**labels, "kubernetes.io/hostname": name}},
+        "spec": {},
+        "status": {
+            "allocatable": resources,
+            "capacity": resources,
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
 def fleet(nodes: int) -> list[dict[str, Any]]:
-    items = []
-    for index in range(nodes):
-        rack = f"rack-{index // NODES_PER_RACK:04d}"
-        name = f"gpu-{index:05d}"
-        resources = {"cpu": "96", "memory": "1000Gi", GPU: "8", "pods": "110"}
-        items.append(
-            {
-                "metadata": {
-                    "name": name,
-                    "labels": {RACK: rack, "kubernetes.io/hostname": name},
-                },
-                "spec": {},
-                "status": {
-                    "allocatable": resources,
-                    "capacity": resources,
-                    "conditions": [{"type": "Ready", "status": "True"}],
-                },
-            }
-        )
-    return items
+    return [
+        gpu_node(f"gpu-{index:05d}", {RACK: f"rack-{index // NODES_PER_RACK:04d}"})
+        for index in range(nodes)
+    ]
 
 
 def jobset(name: str, pods: int) -> dict[str, Any]:

@@ -20,6 +20,12 @@ cycle's plans are printed as a digest, so a speed change shows it changed no pla
 same digests on both trees. Run from the repository root:
 
     python -m benchmarks.controller_bench --solver cpsat --time-limit 10 [--reservations head]
+
+With `--kueue` the pending JobSets are suspended under Kueue instead (issue 19's target: quota
+reserved to placer's check Ready at 10,000 nodes and 500 Workloads within 2 s at the median):
+each has a Workload whose quota is reserved and whose placer check is Pending, and the first
+cycle plans them and writes every check (Ready, or Pending with its expected start), so every
+Workload's check is written within that cycle's wall time.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ from typing import Any
 
 from benchmarks import cluster_sim as sim
 from placer.controller.act.memory_adapter import MemoryCluster
+from placer.controller.decide.kueue_workloads import CONTROLLER_NAME, rfc3339
 from placer.controller.decide.ledger import LEDGER_NAME
 from placer.controller.reconcile import Clocks, Controller, ControllerConfig, CycleReport
 from placer.model.options import ReservationPolicy, SolveOptions, TimePolicy
@@ -66,6 +73,9 @@ class Fleet:
     running_share: float = 0.3
     """Share of the node pools running an unmanaged JobSet."""
     seed: int = 1
+    kueue: bool = False
+    """The pending JobSets are suspended under Kueue instead: each has a Workload with quota
+    reserved and placer's AdmissionCheck Pending (--kueue-admission-check), no pods yet."""
 
 
 def _pool(i: int) -> str:
@@ -120,9 +130,39 @@ def build_cluster(fleet: Fleet) -> MemoryCluster:
             spec = rj["template"]["spec"]["template"]["spec"]
             spec["nodeSelector"] = {TOPOLOGY: "4x4"}
             spec["tolerations"] = [{"key": TPU, "operator": "Exists", "effect": "NoSchedule"}]
-        cluster.create("jobsets", obj)
-        sim.create_pods(cluster, "research", name)
+        if fleet.kueue:
+            obj["spec"]["suspend"] = True
+            cluster.create("jobsets", obj)
+            cluster.create("workloads", _workload(name, replicas))
+        else:
+            cluster.create("jobsets", obj)
+            sim.create_pods(cluster, "research", name)
+    if fleet.kueue:
+        cluster.create(
+            "admissionchecks",
+            {"metadata": {"name": "placer"}, "spec": {"controllerName": CONTROLLER_NAME}},
+        )
     return cluster
+
+
+def _workload(jobset: str, replicas: int) -> dict[str, Any]:
+    """Kueue's Workload of a queued JobSet: quota reserved at the planning instant, placer's
+    check Pending (Kueue now waits for placer)."""
+    at = rfc3339(INSTANT_S)
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {
+            "name": f"jobset-{jobset}",
+            "namespace": "research",
+            "ownerReferences": [{"kind": "JobSet", "name": jobset, "controller": True}],
+        },
+        "spec": {"podSets": [{"name": "workers", "count": replicas * HOSTS_PER_POOL}]},
+        "status": {
+            "conditions": [{"type": "QuotaReserved", "status": "True", "lastTransitionTime": at}],
+            "admissionChecks": [{"name": "placer", "state": "Pending", "lastTransitionTime": at}],
+        },
+    }
 
 
 def _cycle(controller: Controller) -> tuple[CycleReport, dict[str, tuple[float, float]]]:
@@ -161,8 +201,12 @@ def measure(
     start = time.perf_counter()
     cluster = build_cluster(fleet)
     built = time.perf_counter() - start
+    if fleet.kueue and reservations == "none":
+        reservations = "head"  # what --kueue-admission-check runs with
     options = SolveOptions(time_limit_s=time_limit_s, time=TimePolicy(reservations=reservations))
-    config = ControllerConfig(solver=solver, options=options, window_s=0.0)
+    config = ControllerConfig(
+        solver=solver, options=options, window_s=0.0, kueue_admission_check=fleet.kueue
+    )
     controller = Controller(
         cluster, config, clocks=Clocks(sleep=lambda s: None, wall=lambda: INSTANT_S)
     )
@@ -194,7 +238,17 @@ def measure(
             plan_digest(plans),
             plan_digest([p for p, _, _ in second.planned.plans]),
         ),
+        "checks": _check_states(cluster),
     }
+
+
+def _check_states(cluster: MemoryCluster) -> dict[str, int]:
+    """How many Workloads' placer checks are in each state after both cycles."""
+    states: dict[str, int] = {}
+    for wl in cluster.objects("workloads"):
+        for entry in wl["status"].get("admissionChecks") or []:
+            states[entry["state"]] = states.get(entry["state"], 0) + 1
+    return dict(sorted(states.items()))
 
 
 def machine() -> str:
@@ -227,6 +281,8 @@ def _print(fleet: Fleet, solver: str, limit: float, r: dict[str, Any]) -> None:
     print(f"placement ledger: {r['ledger_bytes']:,} bytes of data (ConfigMap limit 1 MiB)")
     print(f"reservations: {r['reserved']} JobSets reserved for")
     print(f"plan digests (first cycle, second cycle): {r['digests'][0]} {r['digests'][1]}")
+    if r["checks"]:
+        print(f"placer's Kueue checks after both cycles: {r['checks']}")
     print(f"second cycle (nothing changed): {r['second_writes']} writes")
     for name, (wall, cpu) in r["second"].items():
         print(f"  {name}: {wall:.2f} s wall" + (f", {cpu:.2f} s CPU" if cpu else ""))
@@ -240,9 +296,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--time-limit", type=float, default=10.0, help="solver time limit, s")
     parser.add_argument("--seed", type=int, default=Fleet.seed)
     parser.add_argument("--reservations", choices=("none", "head", "all"), default="none")
+    parser.add_argument(
+        "--kueue",
+        action="store_true",
+        help="the pending JobSets wait under Kueue for placer's admission check (Workloads with "
+        "quota reserved); the first cycle's wall time is QuotaReserved to check Ready",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
-    fleet = Fleet(nodes=args.nodes, pending=args.pending, seed=args.seed)
+    fleet = Fleet(nodes=args.nodes, pending=args.pending, seed=args.seed, kueue=args.kueue)
     result = measure(fleet, args.solver, args.time_limit, args.reservations)
     _print(fleet, args.solver, args.time_limit, result)
     return 0
