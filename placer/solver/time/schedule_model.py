@@ -1,0 +1,240 @@
+"""The CP-SAT model of the schedule over time: a flat list of rules over one variable container.
+
+`build_schedule(problem)` reads as the rules it adds, in order, each returning its objective
+terms (as `cpsat/builder.py` does for the snapshot model):
+
+  needs          each replicated job gets all its child Jobs, one domain each, from its classes
+  topology       with a required topology, all of them inside one enclosing domain
+  capacity       per class, at every instant, the JobSets running there plus the domains still
+                 busy fit its size (a cumulative: each JobSet all-or-nothing for its expected
+                 duration, from its start)
+  stability      a JobSet keeps last round's reservation (start and classes) unless moving it
+                 gains more than `STABLE_S` of its own weighted wait
+  waits          weighted waits: `TIER_RATIO` per priority tier, times the JobSet's bounded-
+                 slowdown weight (shorter runs weigh more per second waited)
+  max_wait       seconds past `--max-wait`, weighed above every other term
+
+The greedy pass's schedule is given as a complete hint (`add_hint`); `extract` reads a solution.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ortools.sat.python import cp_model
+
+from placer.solver.time.schedule_problem import ScheduleJob, ScheduleProblem
+
+__all__ = [
+    "SLOWDOWN_FLOOR_S",
+    "SLOWDOWN_REF_S",
+    "STABLE_S",
+    "TIER_RATIO",
+    "ScheduleVariables",
+    "Scheduled",
+    "build_schedule",
+    "extract",
+    "wait_weight",
+]
+
+TIER_RATIO = 10
+"""A second of wait in one priority tier weighs as ten in the tier below: tiers first."""
+SLOWDOWN_REF_S = 24 * 3600
+SLOWDOWN_FLOOR_S = 600
+"""Bounded slowdown: a JobSet's wait weighs `SLOWDOWN_REF_S / max(duration, SLOWDOWN_FLOOR_S)`
+(at least 1): an hour's wait doubles a one-hour run, and is little to a two-day one."""
+STABLE_S = 3600
+"""The stability rule: last round's reservation moves only if the new schedule gains more than
+an hour of that JobSet's own weighted wait by moving it."""
+
+
+def wait_weight(job: ScheduleJob) -> int:
+    """What one second of this JobSet's wait costs."""
+    slowdown = max(1, round(SLOWDOWN_REF_S / max(job.duration_s, SLOWDOWN_FLOOR_S)))
+    return int(TIER_RATIO**job.rank * slowdown)
+
+
+@dataclass
+class ScheduleVariables:
+    """Every decision variable of the schedule model."""
+
+    start: dict[str, cp_model.IntVar] = field(default_factory=dict)
+    """JobSet -> its start, seconds after now (0: starts now)."""
+    run: dict[str, cp_model.IntervalVar] = field(default_factory=dict)
+    """JobSet -> its run, [start, start + expected duration)."""
+    take: dict[tuple[str, str, int], cp_model.IntVar] = field(default_factory=dict)
+    """(JobSet, replicated job, class) -> its child Jobs on domains of that class."""
+    group: dict[tuple[str, str, int], cp_model.IntVar] = field(default_factory=dict)
+    """(JobSet, replicated job, enclosing domain number) -> all its child Jobs are inside it."""
+    overdue: dict[str, cp_model.IntVar] = field(default_factory=dict)
+    """JobSet -> seconds its wait would run past `--max-wait`."""
+    moved: dict[str, cp_model.IntVar] = field(default_factory=dict)
+    """JobSet with last round's reservation -> it no longer keeps it."""
+
+
+@dataclass(frozen=True)
+class Scheduled:
+    """One JobSet in a solution: its start and child Jobs per (replicated job, class)."""
+
+    key: str
+    start_s: int
+    counts: Mapping[tuple[str, int], int]
+
+
+def _variables(model: cp_model.CpModel, problem: ScheduleProblem) -> ScheduleVariables:
+    v = ScheduleVariables()
+    starts = cp_model.Domain.from_values(list(problem.starts))
+    sizes = {c.index: len(c.units) for c in problem.classes}
+    for j in problem.jobs:
+        v.start[j.key] = model.new_int_var_from_domain(starts, f"start[{j.key}]")
+        v.run[j.key] = model.new_fixed_size_interval_var(
+            v.start[j.key], j.duration_s, f"run[{j.key}]"
+        )
+        for n in j.needs:
+            for c in n.classes:
+                top = min(n.count, sizes[c])
+                v.take[(j.key, n.name, c)] = model.new_int_var(
+                    0, top, f"take[{j.key},{n.name},{c}]"
+                )
+            for g, _ in enumerate(n.groups):
+                v.group[(j.key, n.name, g)] = model.new_bool_var(f"group[{j.key},{n.name},{g}]")
+        if problem.max_wait_s is not None:
+            v.overdue[j.key] = model.new_int_var(
+                0, problem.starts[-1] + j.waited_s, f"over[{j.key}]"
+            )
+    return v
+
+
+def add_needs(
+    model: cp_model.CpModel, v: ScheduleVariables, problem: ScheduleProblem
+) -> list[cp_model.LinearExprT]:
+    """Each replicated job gets all its child Jobs, one domain each, from the classes it fits."""
+    for j in problem.jobs:
+        for n in j.needs:
+            model.add(sum(v.take[(j.key, n.name, c)] for c in n.classes) == n.count)
+    return []
+
+
+def add_topology(
+    model: cp_model.CpModel, v: ScheduleVariables, problem: ScheduleProblem
+) -> list[cp_model.LinearExprT]:
+    """A replicated job with a required topology takes all its domains inside one domain of
+    that level."""
+    for j in problem.jobs:
+        for n in j.needs:
+            if not n.groups:
+                continue
+            model.add_exactly_one(v.group[(j.key, n.name, g)] for g in range(len(n.groups)))
+            for c in n.classes:
+                inside = [v.group[(j.key, n.name, g)] for g, cs in enumerate(n.groups) if c in cs]
+                model.add(v.take[(j.key, n.name, c)] <= n.count * sum(inside))
+    return []
+
+
+def add_capacity(
+    model: cp_model.CpModel, v: ScheduleVariables, problem: ScheduleProblem
+) -> list[cp_model.LinearExprT]:
+    """At every instant, a class's domains taken by running JobSets and by the JobSets the
+    schedule runs then number at most its size."""
+    for cls in problem.classes:
+        intervals: list[cp_model.IntervalVar] = []
+        demands: list[cp_model.LinearExprT] = []
+        for start, end, count in cls.busy:
+            name = f"busy[{cls.index},{start},{end}]"
+            intervals.append(model.new_fixed_size_interval_var(start, end - start, name))
+            demands.append(count)
+        for j in problem.jobs:
+            takes = [v.take[(j.key, n.name, cls.index)] for n in j.needs if cls.index in n.classes]
+            if takes:
+                intervals.append(v.run[j.key])
+                demands.append(sum(takes))
+        if intervals:
+            model.add_cumulative(intervals, demands, len(cls.units))
+    return []
+
+
+def add_stability(
+    model: cp_model.CpModel, v: ScheduleVariables, problem: ScheduleProblem
+) -> list[cp_model.LinearExprT]:
+    """A JobSet keeps last round's reservation (its start and classes, which the hint carries)
+    unless the schedule gains more than `STABLE_S` of its weighted wait by moving it."""
+    terms: list[cp_model.LinearExprT] = []
+    for j in problem.jobs:
+        if not j.kept:
+            continue
+        moved = v.moved[j.key] = model.new_bool_var(f"moved[{j.key}]")
+        model.add(v.start[j.key] == j.hint_start_s).only_enforce_if(moved.Not())
+        hinted = {(n, c): k for n, c, k in j.hint_counts}
+        for (key, need, c), var in v.take.items():
+            if key == j.key:
+                model.add(var == hinted.get((need, c), 0)).only_enforce_if(moved.Not())
+        terms.append(STABLE_S * wait_weight(j) * moved)
+    return terms
+
+
+def add_waits(
+    model: cp_model.CpModel, v: ScheduleVariables, problem: ScheduleProblem
+) -> list[cp_model.LinearExprT]:
+    """Each second a JobSet waits costs its weight (`wait_weight`)."""
+    return [wait_weight(j) * v.start[j.key] for j in problem.jobs]
+
+
+def add_max_wait(
+    model: cp_model.CpModel, v: ScheduleVariables, problem: ScheduleProblem
+) -> list[cp_model.LinearExprT]:
+    """A JobSet's wait past `--max-wait` (since creation) costs more than any other wait: the
+    schedule first keeps as many waits as it can under the maximum, and as short past it."""
+    if problem.max_wait_s is None or not problem.jobs:
+        return []
+    top = max(wait_weight(j) for j in problem.jobs) * TIER_RATIO
+    terms: list[cp_model.LinearExprT] = []
+    for j in problem.jobs:
+        over = v.overdue[j.key]
+        model.add(over >= v.start[j.key] + j.waited_s - problem.max_wait_s)
+        terms.append(top * over)
+    return terms
+
+
+def add_hint(model: cp_model.CpModel, v: ScheduleVariables, problem: ScheduleProblem) -> None:
+    """The greedy pass's schedule (last round's reservations first) as a complete hint."""
+    for j in problem.jobs:
+        model.add_hint(v.start[j.key], j.hint_start_s)
+        hinted = {(n, c): k for n, c, k in j.hint_counts}
+        for n in j.needs:
+            used = {c for (name, c) in hinted if name == n.name}
+            for c in n.classes:
+                model.add_hint(v.take[(j.key, n.name, c)], hinted.get((n.name, c), 0))
+            for g, cs in enumerate(n.groups):
+                model.add_hint(v.group[(j.key, n.name, g)], bool(used) and used <= set(cs))
+        if j.key in v.overdue:
+            late = j.hint_start_s + j.waited_s - (problem.max_wait_s or 0)
+            model.add_hint(v.overdue[j.key], max(0, late))
+        if j.key in v.moved:
+            model.add_hint(v.moved[j.key], False)
+
+
+def build_schedule(problem: ScheduleProblem) -> tuple[cp_model.CpModel, ScheduleVariables]:
+    """The model: variables, then one rule per call, the objective set once, the hint."""
+    model = cp_model.CpModel()
+    v = _variables(model, problem)
+    terms: list[cp_model.LinearExprT] = []
+    terms += add_needs(model, v, problem)
+    terms += add_topology(model, v, problem)
+    terms += add_capacity(model, v, problem)
+    terms += add_stability(model, v, problem)
+    terms += add_waits(model, v, problem)
+    terms += add_max_wait(model, v, problem)
+    model.minimize(sum(terms))
+    add_hint(model, v, problem)
+    return model, v
+
+
+def extract(solver: cp_model.CpSolver, v: ScheduleVariables) -> list[Scheduled]:
+    """Each JobSet's start and child Jobs per class in the solver's solution."""
+    counts: dict[str, dict[tuple[str, int], int]] = {k: {} for k in v.start}
+    for (key, need, c), var in v.take.items():
+        k = solver.value(var)
+        if k:
+            counts[key][(need, c)] = int(k)
+    return [Scheduled(key, int(solver.value(s)), counts[key]) for key, s in v.start.items()]
