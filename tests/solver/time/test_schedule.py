@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from ortools.sat.python import cp_model
@@ -25,6 +26,7 @@ from placer.solver.time.schedule_problem import (
     build_problem,
     unit_release_s,
 )
+from placer.solver.time.timeaware import reservations_of
 from tests.strategies import cluster, jobset, pool, rjob
 
 NOW = datetime(2026, 12, 1, 6, 0, tzinfo=UTC)
@@ -223,3 +225,50 @@ def test_the_schedule_never_starts_a_jobset_before_its_domains_free_nor_overlaps
         spans.sort()
         for (_, e1, k1), (s2, _, k2) in itertools.pairwise(spans):
             assert s2 >= e1, f"{k1} and {k2} overlap on one domain"
+
+
+def _round(snap: ClusterSnapshot, queue: list[JobSetRequest], before: Plan | None) -> Plan:
+    """A round of the receding horizon: last round's reservations on the snapshot."""
+    if before is not None:
+        policy = TimePolicy(now=NOW, reservations="all", schedule="cpsat")
+        snap = snap.model_copy(update={"reservations": reservations_of(before, queue, policy)})
+    return _plan(snap, queue, "cpsat")
+
+
+def _held(plan: Plan, key: str) -> tuple[float | None, list[str]]:
+    o = plan.outcome(f"team-a/{key}")
+    return o.expected_start_seconds, [d.value for d in o.reserved_domains]
+
+
+def test_reservations_stay_across_rounds_when_nothing_changed() -> None:
+    snap = _fleet({"a": 2, "b": 2}, free=2)
+    queue = [
+        _timed(jobset("wide", rjob(replicas=4)), 1, 30),
+        _timed(jobset("long", rjob(replicas=1)), 4, 10),
+    ]
+    first = _round(snap, queue, None)
+    assert _held(first, "long")[0] == 3 * H
+    second = _round(snap, queue, first)
+    assert [_held(second, k) for k in ("wide", "long")] == [
+        _held(first, k) for k in ("wide", "long")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("pool_b_ends_h", "expected"),
+    [
+        pytest.param(1.5, (2 * H, ["busy-a"]), id="half-an-hour-sooner-keeps-it"),
+        pytest.param(0.5, (0.5 * H, ["busy-b"]), id="an-hour-and-a-half-sooner-moves-it"),
+    ],
+)
+def test_a_reservation_moves_only_when_the_new_schedule_is_clearly_better(
+    pool_b_ends_h: float, expected: tuple[float, list[str]]
+) -> None:
+    """Reserved on busy-a from 2 h; next round busy-b is expected free sooner than busy-a. The
+    reservation moves only if that gains more than `STABLE_S` (1 h) of its own wait."""
+    queue = [_timed(jobset("narrow", rjob(replicas=1)), 1, 10)]
+    first = _round(_fleet({"a": 2, "b": 3}, free=0), queue, None)
+    assert _held(first, "narrow") == (2 * H, ["busy-a"])
+    second = _round(_fleet({"a": 2, "b": pool_b_ends_h}, free=0), queue, first)
+    start, domains = expected
+    assert _held(second, "narrow") == (start, domains if start else [])
