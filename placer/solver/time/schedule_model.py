@@ -12,7 +12,8 @@ terms (as `cpsat/builder.py` does for the snapshot model):
                  gains more than `STABLE_S` of its own weighted wait
   waits          weighted waits: `TIER_RATIO` per priority tier, times the JobSet's bounded-
                  slowdown weight (shorter runs weigh more per second waited)
-  max_wait       seconds past `--max-wait`, weighed above every other term
+  max_wait       seconds past `--max-wait`, weighed above every other term, the longest
+                 overshoot above them all
 
 The greedy pass's schedule is given as a complete hint (`add_hint`); `extract` reads a solution.
 """
@@ -71,6 +72,8 @@ class ScheduleVariables:
     """JobSet -> seconds its wait would run past `--max-wait`."""
     moved: dict[str, cp_model.IntVar] = field(default_factory=dict)
     """JobSet with last round's reservation -> it no longer keeps it."""
+    worst_overdue: cp_model.IntVar | None = None
+    """The longest wait past `--max-wait` of any JobSet, seconds."""
 
 
 @dataclass(frozen=True)
@@ -183,16 +186,23 @@ def add_waits(
 def add_max_wait(
     model: cp_model.CpModel, v: ScheduleVariables, problem: ScheduleProblem
 ) -> list[cp_model.LinearExprT]:
-    """A JobSet's wait past `--max-wait` (since creation) costs more than any other wait: the
-    schedule first keeps as many waits as it can under the maximum, and as short past it."""
+    """A JobSet's wait past `--max-wait` (since creation) costs more than any other wait, and
+    the longest such overshoot more than all of them together: the schedule first makes the
+    longest wait past the maximum as short as it can (the queue's oldest JobSet is never left
+    to slip because shorter ones weigh more), then the others, then weighs waits."""
     if problem.max_wait_s is None or not problem.jobs:
         return []
     top = max(wait_weight(j) for j in problem.jobs) * TIER_RATIO
+    worst = v.worst_overdue = model.new_int_var(
+        0, max(problem.starts[-1] + j.waited_s for j in problem.jobs), "worst_over"
+    )
     terms: list[cp_model.LinearExprT] = []
     for j in problem.jobs:
         over = v.overdue[j.key]
         model.add(over >= v.start[j.key] + j.waited_s - problem.max_wait_s)
+        model.add(worst >= over)
         terms.append(top * over)
+    terms.append(top * (len(problem.jobs) + 1) * worst)
     return terms
 
 
@@ -212,6 +222,9 @@ def add_hint(model: cp_model.CpModel, v: ScheduleVariables, problem: SchedulePro
             model.add_hint(v.overdue[j.key], max(0, late))
         if j.key in v.moved:
             model.add_hint(v.moved[j.key], False)
+    if v.worst_overdue is not None and problem.max_wait_s is not None:
+        overshoots = [j.hint_start_s + j.waited_s - problem.max_wait_s for j in problem.jobs]
+        model.add_hint(v.worst_overdue, max(0, *overshoots))
 
 
 def build_schedule(problem: ScheduleProblem) -> tuple[cp_model.CpModel, ScheduleVariables]:
