@@ -33,7 +33,7 @@ from placer.model.options import SolveOptions
 from placer.solver.cpsat import make_solver
 from placer.solver.time.calendar import Calendar, UnitId, UnitLayout
 from placer.solver.time.reservations import Reservation, reserve
-from placer.solver.time.schedule_model import Scheduled, build_schedule, extract
+from placer.solver.time.schedule_model import Scheduled, build_schedule, extract, objective_fits
 from placer.solver.time.schedule_problem import (
     ScheduleProblem,
     ScheduleRequest,
@@ -88,6 +88,8 @@ def schedule(request: ScheduleRequest, options: SolveOptions) -> ScheduleOutcome
     problem = build_problem(request, hinted, unit_release_s(request.layout, free_at), holds)
     if not problem.jobs:
         return ScheduleOutcome(_complete(request, hinted, {}), "OPTIMAL", "schedule: nothing waits")
+    if not objective_fits(problem):
+        return ScheduleOutcome(None, "FALLBACK", "schedule: objective past 64 bits, greedy")
     model, variables = build_schedule(problem)
     solver = make_solver(options, "schedule")
     status = solver.status_name(solver.solve(model))

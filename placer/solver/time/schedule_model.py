@@ -28,23 +28,33 @@ from ortools.sat.python import cp_model
 from placer.solver.time.schedule_problem import ScheduleJob, ScheduleProblem
 
 __all__ = [
+    "OBJECTIVE_LIMIT",
     "SLOWDOWN_FLOOR_S",
     "SLOWDOWN_REF_S",
     "STABLE_S",
+    "TIERS",
     "TIER_RATIO",
     "ScheduleVariables",
     "Scheduled",
     "build_schedule",
     "extract",
+    "objective_fits",
     "wait_weight",
 ]
 
-TIER_RATIO = 10
-"""A second of wait in one priority tier weighs as ten in the tier below: tiers first."""
+TIER_RATIO = 50
+"""A second of wait in one priority tier weighs as fifty in the tier below, more than the widest
+spread of slowdown weights (48): a second of a higher tier's wait always outweighs a second of
+any lower tier's, whatever the runs' lengths (tiers first)."""
+TIERS = 4
+"""Priority tiers the weights tell apart; higher ones weigh as the fourth (the objective stays
+within 64-bit integers, see `objective_fits`)."""
 SLOWDOWN_REF_S = 24 * 3600
-SLOWDOWN_FLOOR_S = 600
+SLOWDOWN_FLOOR_S = 1800
 """Bounded slowdown: a JobSet's wait weighs `SLOWDOWN_REF_S / max(duration, SLOWDOWN_FLOOR_S)`
-(at least 1): an hour's wait doubles a one-hour run, and is little to a two-day one."""
+(1 to 48): an hour's wait triples a 30-minute run, and is little to a two-day one."""
+OBJECTIVE_LIMIT = 2**62
+"""CP-SAT's objective is a 64-bit integer: a model whose worst case passes this is not built."""
 STABLE_S = 3600
 """The stability rule: last round's reservation moves only if the new schedule gains more than
 an hour of that JobSet's own weighted wait by moving it."""
@@ -53,7 +63,19 @@ an hour of that JobSet's own weighted wait by moving it."""
 def wait_weight(job: ScheduleJob) -> int:
     """What one second of this JobSet's wait costs."""
     slowdown = max(1, round(SLOWDOWN_REF_S / max(job.duration_s, SLOWDOWN_FLOOR_S)))
-    return int(TIER_RATIO**job.rank * slowdown)
+    return int(TIER_RATIO ** min(job.rank, TIERS - 1) * slowdown)
+
+
+def objective_fits(problem: ScheduleProblem) -> bool:
+    """Whether the objective's largest value stays within `OBJECTIVE_LIMIT`: every term at its
+    bound (the last start on offer plus the longest wait so far)."""
+    if not problem.jobs:
+        return True
+    late = problem.starts[-1] + max(j.waited_s for j in problem.jobs)
+    top = max(wait_weight(j) for j in problem.jobs) * TIER_RATIO
+    n = len(problem.jobs)
+    worst = late * (top * (2 * n + 1) + sum(wait_weight(j) for j in problem.jobs) + n * top)
+    return worst < OBJECTIVE_LIMIT
 
 
 @dataclass

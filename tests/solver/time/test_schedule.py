@@ -272,3 +272,14 @@ def test_a_reservation_moves_only_when_the_new_schedule_is_clearly_better(
     second = _round(_fleet({"a": 2, "b": pool_b_ends_h}, free=0), queue, first)
     start, domains = expected
     assert _held(second, "narrow") == (start, domains if start else [])
+
+
+def test_a_higher_tier_goes_first_even_against_a_shorter_lower_tier_run() -> None:
+    """One pool. The low JobSet's 30 min run weighs twice the high one's hour per second
+    waited (bounded slowdown), but a tier up weighs fifty times: the high one starts now."""
+    snap = _fleet({}, free=1)
+    queue = [
+        _timed(jobset("low", rjob(replicas=1), priority=0), 0.5, 30),
+        _timed(jobset("high", rjob(replicas=1), priority=10), 1, 10),
+    ]
+    assert _starts(_plan(snap, queue, "cpsat")) == {"low": 1 * H, "high": 0.0}
