@@ -11,7 +11,7 @@ terms (as `cpsat/builder.py` does for the snapshot model):
   stability      a JobSet keeps last round's reservation (start and classes) unless moving it
                  gains more than `STABLE_S` of its own weighted wait
   waits          weighted waits: `TIER_RATIO` per priority tier, times the JobSet's bounded-
-                 slowdown weight (shorter runs weigh more per second waited)
+                 slowdown weight (shorter runs weigh more per second waited) plus its age
   max_wait       seconds past `--max-wait`, weighed above every other term, the longest
                  overshoot above them all
 
@@ -34,6 +34,8 @@ __all__ = [
     "STABLE_S",
     "TIERS",
     "TIER_RATIO",
+    "WEIGHT_AGING_PER_H",
+    "WEIGHT_CAP",
     "ScheduleVariables",
     "Scheduled",
     "build_schedule",
@@ -60,10 +62,21 @@ STABLE_S = 3600
 an hour of that JobSet's own weighted wait by moving it."""
 
 
+WEIGHT_AGING_PER_H = 4
+"""Aging inside a tier: a JobSet's weight per second waited grows by this much per hour it has
+waited, up to the largest slowdown weight (48). Without it a long run weighs 1 or 2 against a
+short one's 48 and is pushed back round after round until `--max-wait` (seen in the over-time
+benchmark: reservations of 12 h TPU JobSets receding from 4 h to 58 h); with it, after half a day
+every JobSet of a tier weighs the same."""
+WEIGHT_CAP = 48
+
+
 def wait_weight(job: ScheduleJob) -> int:
-    """What one second of this JobSet's wait costs."""
+    """What one second of this JobSet's wait costs: its tier, then its bounded slowdown weight
+    plus aging, at most `WEIGHT_CAP` (below `TIER_RATIO`, so tiers stay first)."""
     slowdown = max(1, round(SLOWDOWN_REF_S / max(job.duration_s, SLOWDOWN_FLOOR_S)))
-    return int(TIER_RATIO ** min(job.rank, TIERS - 1) * slowdown)
+    aged = slowdown + WEIGHT_AGING_PER_H * job.waited_s // 3600
+    return int(TIER_RATIO ** min(job.rank, TIERS - 1) * min(WEIGHT_CAP, aged))
 
 
 def objective_fits(problem: ScheduleProblem) -> bool:
