@@ -35,6 +35,7 @@ from typing import Any
 from benchmarks.measure import machine_info
 from benchmarks.overtime import SimResult, simulate
 from benchmarks.progress import Progress
+from benchmarks.schedule_targets import SCHEDULE, judge_schedule
 from benchmarks.simworld import HOUR, SimConfig, SimWorld, build_world, shape_pools
 from placer.model.options import SolveOptions
 
@@ -45,6 +46,8 @@ SLOWDOWN_FLOOR_S = 600.0
 LONG_WAIT_S = 24 * HOUR
 GREEDY = ("best-fit", "best-fit-strict", "easy", "conservative", "easy-aging")
 CPSAT = ("cpsat", "cpsat-head", "cpsat-all", "cpsat-head-aging")
+BASELINE = "easy-aging"
+"""Issue 21's greedy policy with the same rules as `cpsat-schedule`, named before any run."""
 
 
 def estimates_for(world: SimWorld, mode: str, seed: int) -> dict[str, float | None]:
@@ -124,7 +127,7 @@ class Matrix:
     estimates: tuple[str, ...] = ESTIMATES
     full_matrix_load: float = 0.9
     """Every estimate kind runs at this load; the other loads run with `over` only."""
-    policies: tuple[str, ...] = GREEDY + CPSAT
+    policies: tuple[str, ...] = (*GREEDY, *CPSAT, SCHEDULE)
     jobsets: int = 300
     time_limit_s: float = 5.0
     size: float = 1.0
@@ -334,7 +337,13 @@ def _worlds(rows: Sequence[dict[str, Any]]) -> list[str]:
 
 
 def _write(
-    out: Path, command: str, started: float, rows: list[dict[str, Any]], kept: list[Any], done: bool
+    out: Path,
+    command: str,
+    started: float,
+    rows: list[dict[str, Any]],
+    kept: list[Any],
+    done: bool,
+    matrix_baseline: str = BASELINE,
 ) -> None:
     wall = time.perf_counter() - started
     plots = _plots(kept, out)
@@ -349,6 +358,10 @@ def _write(
         "## Targets",
         "",
         *judge(rows),
+        "",
+        "## The CP-SAT schedule against the greedy pass (issue 21)",
+        "",
+        *judge_schedule(rows, matrix_baseline),
         "",
         "## Worlds",
         "",
@@ -397,7 +410,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--fleets", type=_names(("tpu", "gb200")), help="comma-separated subset")
     parser.add_argument("--loads", type=_loads, help="comma-separated offered loads, e.g. 0.9")
     parser.add_argument("--estimates", type=_names(ESTIMATES), help="comma-separated subset")
-    parser.add_argument("--policies", type=_names(GREEDY + CPSAT), help="comma-separated subset")
+    parser.add_argument(
+        "--policies", type=_names((*GREEDY, *CPSAT, SCHEDULE)), help="comma-separated subset"
+    )
+    parser.add_argument(
+        "--baseline",
+        choices=GREEDY,
+        default=BASELINE,
+        help=f"the greedy policy {SCHEDULE} is judged against, named before the run (default "
+        f"{BASELINE}: the same aging and maximum wait)",
+    )
     args = parser.parse_args(argv)
     out: Path = args.out or Path(tempfile.mkdtemp(prefix="placer-backfill-"))
     out.mkdir(parents=True, exist_ok=True)
@@ -419,9 +441,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         matrix,
         args.seed,
         progress,
-        on_cell=lambda r, k: _write(out, command, started, r, k, done=False),
+        on_cell=lambda r, k: _write(out, command, started, r, k, False, args.baseline),
     )
-    _write(out, command, started, rows, kept, done=True)
+    _write(out, command, started, rows, kept, True, args.baseline)
     print(out / "backfill.md")
     return 0
 

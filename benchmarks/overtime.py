@@ -37,6 +37,7 @@ from placer.model.options import (
     DEFAULT_DURATION_S,
     QueuePolicy,
     ReservationPolicy,
+    ScheduleMode,
     SolveOptions,
     TimePolicy,
 )
@@ -59,6 +60,8 @@ class Policy:
     """Priority points per hour waited in the reservation order (see `TimePolicy`)."""
     max_wait_s: float | None = None
     """A JobSet waiting longer than this always gets a reservation (see `TimePolicy`)."""
+    schedule: ScheduleMode = "greedy"
+    """Who decides start times: the greedy reservation pass or the CP-SAT schedule."""
 
     def time_policy(
         self, now: datetime | None = None, default_duration_s: float = DEFAULT_DURATION_S
@@ -70,6 +73,7 @@ class Policy:
             aging_per_hour=self.aging_per_hour,
             max_wait_s=self.max_wait_s,
             default_duration_s=default_duration_s,
+            schedule=self.schedule,
         )
 
     def build(self) -> Solver:
@@ -105,6 +109,14 @@ POLICIES: dict[str, Policy] = {
             max_wait_s=MAX_WAIT_S,
         ),
         Policy(
+            "cpsat-schedule",
+            "best-fit",
+            reservations="all",
+            aging_per_hour=AGING_PER_HOUR,
+            max_wait_s=MAX_WAIT_S,
+            schedule="cpsat",
+        ),
+        Policy(
             "cpsat-head-aging",
             "cpsat",
             reservations="head",
@@ -114,7 +126,10 @@ POLICIES: dict[str, Policy] = {
     )
 }
 """`best-fit` is Kueue's BestEffortFIFO, `best-fit-strict` its StrictFIFO; `easy` and
-`conservative` are the classic greedy backfills (reservation for the queue head / for everyone)."""
+`conservative` are the classic greedy backfills (reservation for the queue head / for everyone).
+`cpsat-schedule` (issue 21) has the aging policies' rules, with every start time decided by the
+CP-SAT schedule (`--schedule cpsat`) and best-fit placing who starts now, so its difference from
+`easy-aging` is the schedule alone."""
 
 
 @dataclass

@@ -37,6 +37,15 @@ def add_time_args(parser: argparse.ArgumentParser, *, planning_instant: bool = T
         "(conservative backfill). Others start now only where they delay no reservation",
     )
     group.add_argument(
+        "--schedule",
+        choices=("greedy", "cpsat"),
+        default=_DEFAULTS.schedule,
+        help="who decides when waiting JobSets start: greedy (default: the reservation pass, "
+        "each JobSet in queue order the earliest slot left) or cpsat (one CP-SAT model over "
+        "time for the whole queue, the greedy pass as its hint and fallback; every JobSet it "
+        "does not start now gets a reservation)",
+    )
+    group.add_argument(
         "--reservation-head",
         metavar="N",
         type=whole_number(1, 100_000),
@@ -107,6 +116,7 @@ def time_policy_from_args(
         now=parse_rfc3339(now) if now is not None else None,
         reservations=getattr(args, "reservations", _DEFAULTS.reservations),
         head=getattr(args, "reservation_head", _DEFAULTS.head),
+        schedule=getattr(args, "schedule", _DEFAULTS.schedule),
         default_duration_s=default_s,
         default_duration_by_class=by_class,
         aging_per_hour=getattr(args, "aging_rate", _DEFAULTS.aging_per_hour),

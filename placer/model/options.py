@@ -12,10 +12,18 @@ from placer.model.errors import InputError
 from placer.model.limits import MAX_WORKERS
 from placer.model.messages import echo
 
-__all__ = ["DEFAULT_DURATION_S", "QueuePolicy", "ReservationPolicy", "SolveOptions", "TimePolicy"]
+__all__ = [
+    "DEFAULT_DURATION_S",
+    "QueuePolicy",
+    "ReservationPolicy",
+    "ScheduleMode",
+    "SolveOptions",
+    "TimePolicy",
+]
 
 QueuePolicy = Literal["priority", "strict-fifo"]
 ReservationPolicy = Literal["none", "head", "all"]
+ScheduleMode = Literal["greedy", "cpsat"]
 DEFAULT_DURATION_S = 4 * 3600.0
 """Expected run time of a JobSet that states none: a typical training or fine-tuning run."""
 
@@ -31,6 +39,11 @@ class TimePolicy(BaseModel):
     JobSets in queue order that cannot start now (EASY backfill); `all`: of every one
     (conservative backfill). Others start now only where they delay no reservation."""
     head: int = Field(default=1, ge=1)
+    schedule: ScheduleMode = "greedy"
+    """Who decides the waiting JobSets' start times: `greedy`, the reservation pass in queue
+    order (each the earliest slot left); `cpsat`, one CP-SAT model over time for the whole queue
+    (`placer/solver/time/schedule.py`), with the greedy pass as its hint and fallback. With
+    `cpsat` every waiting JobSet the schedule does not start now gets a reservation."""
     default_duration_s: float = Field(default=DEFAULT_DURATION_S, gt=0)
     default_duration_by_priority: dict[int, float] = Field(default_factory=dict)
     """Priority value -> default duration: what the planner reads (see `for_classes`)."""
@@ -47,7 +60,9 @@ class TimePolicy(BaseModel):
 
     @property
     def active(self) -> bool:
-        return self.reservations != "none" or self.max_wait_s is not None
+        return (
+            self.reservations != "none" or self.max_wait_s is not None or self.schedule == "cpsat"
+        )
 
     def for_classes(self, priority_classes: Mapping[str, int]) -> TimePolicy:
         """This policy with `default_duration_by_class` resolved against the cluster's

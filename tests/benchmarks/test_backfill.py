@@ -181,3 +181,50 @@ def test_the_report_lists_each_worlds_shapes_once() -> None:
         "| w | 90% | all | every free accelerator | 100% | 2.0 |",
         "| w | 90% | 18h | 3 | 13% | 49.6 |",
     ]
+
+
+def _row(policy: str, estimate: str, p95: float, top: float, slowdown: float, util: float) -> dict:  # type: ignore[type-arg]
+    return {
+        "world": "tpu-152n",
+        "load": 0.9,
+        "estimate": estimate,
+        "policy": policy,
+        "p95_delay_h": p95,
+        "max_delay_h": top,
+        "bounded_slowdown": slowdown,
+        "window_utilization": util,
+        "round_wall_median_s": 0.5,
+        "fluid_backlog_h": 30.0,
+    }
+
+
+def test_the_schedule_is_judged_against_the_baseline_named_before_the_run() -> None:
+    from benchmarks.schedule_targets import judge_schedule
+
+    rows = [
+        _row("easy-aging", "over", 40.0, 50.0, 30.0, 0.650),
+        _row("cpsat-schedule", "over", 33.0, 43.0, 25.0, 0.645),
+        _row("easy-aging", "none", 40.0, 50.0, 30.0, 0.650),
+        _row("cpsat-schedule", "none", 42.5, 51.0, 30.0, 0.600),
+    ]
+    lines = judge_schedule(rows, "easy-aging")
+    [over] = [line for line in lines if "| 90% | over |" in line]
+    [none] = [line for line in lines if "| 90% | none |" in line]
+    # over: p95 0.82x met, max 0.86x missed, slowdown 0.83x missed, utilization within a point
+    assert "33.00 h vs 40.00 h (0.82x): met" in over
+    assert "43.00 h vs 50.00 h (0.86x): **missed**" in over
+    assert "25.00 vs 30.00 (0.83x): **missed**" in over
+    assert "64.5% vs best 65.0%: met" in over
+    # none: p95 +6% missed, max +2% met, utilization 7.7% lower missed
+    assert "42.50 h vs 40.00 h (1.06x): **missed**" in none
+    assert "51.00 h vs 50.00 h (1.02x): met" in none
+    assert "60.0% vs 65.0%: **missed**" in none
+    # the bound (30 h) is below the baseline's max (50 h): the max must stay below 50 h
+    assert "43.00 h vs baseline 50.00 h: met" in over
+
+
+def test_the_schedule_policy_has_the_aging_rules_and_the_cpsat_schedule() -> None:
+    policy = POLICIES["cpsat-schedule"]
+    easy = POLICIES["easy-aging"]
+    assert (policy.aging_per_hour, policy.max_wait_s) == (easy.aging_per_hour, easy.max_wait_s)
+    assert policy.time_policy().schedule == "cpsat" and policy.time_policy().active

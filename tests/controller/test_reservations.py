@@ -132,6 +132,37 @@ def test_a_reserved_domain_goes_only_to_a_jobset_that_ends_before_the_reservatio
     assert "cloud.google.com/gce-topology-block=b2" in reserved["message"]
 
 
+def test_the_controller_runs_the_cpsat_schedule_and_records_every_reservation() -> None:
+    """`--schedule cpsat`: the same case decided jointly. a-wide (1 h, all three blocks) keeps
+    its start at 2 h; c-short backfills b2; b-long (5 h) would push a-wide to 5 h, so the
+    schedule starts it when a-wide ends, at 3 h, and that start is a reservation too."""
+    cluster = tpu_cluster(blocks=3)
+    running(cluster)
+    add(cluster, "a-wide", 3, "1h")
+    add(cluster, "b-long", 1, "5h")
+    add(cluster, "c-short", 1, "30m")
+    controller = timed(cluster, "all", TimePolicy(schedule="cpsat"))
+    report = controller.run_once()
+    for plan, snapshot, requests in report.planned.plans:
+        assert check(plan, snapshot, requests, controller.config.options) == []
+        assert any(n.startswith("schedule: OPTIMAL") for n in plan.solver.notes)
+    plan = report.planned.plans[0][0]
+    assert plan.outcome("default/a-wide").expected_start_seconds == 2 * H
+    assert plan.outcome("default/b-long").expected_start_seconds == 3 * H
+    assert reserved_blocks(cluster, "default/a-wide") == {"b0", "b1", "b2"}
+    assert len(reserved_blocks(cluster, "default/b-long")) == 1
+    short = record(cluster, "c-short")
+    assert short is not None and block_of(short, "c-short-w-0") == "b2"
+    assert sorted(e["involvedObject"]["name"] for e in events(cluster, "Reserved")) == [
+        "a-wide",
+        "b-long",
+    ]
+    # the next cycle keeps both reservations where they are
+    before = reservations(cluster)
+    assert timed(cluster, "all", TimePolicy(schedule="cpsat")).run_once().committed is None
+    assert reservations(cluster) == before
+
+
 def test_a_restarted_controller_keeps_the_reservations_and_announces_nothing_again() -> None:
     cluster = tpu_cluster(blocks=3)
     running(cluster)
@@ -299,10 +330,13 @@ def test_controller_flags_turn_reservations_on(tmp_path: Path, capsys: Any) -> N
             "0.5",
             "--max-wait",
             "24h",
+            "--schedule",
+            "cpsat",
         ]
     )
     policy = _config(args, "me").options.time
     assert (policy.reservations, policy.head, policy.default_duration_s) == ("all", 3, 5400.0)
+    assert policy.schedule == "cpsat"
     assert (policy.aging_per_hour, policy.max_wait_s, policy.now) == (0.5, 86400.0, None)
     with ApiServer(tpu_cluster(blocks=3)) as api:
         running(api.cluster)

@@ -7,7 +7,10 @@ Purposes differ in what they need from the search:
 - `canonical`  the planner's tie-break: one worker, so the same input gives the same plan;
 - `conflict`   explain's assumption cores: one worker, so cores and their minimization repeat;
 - `count`      capacity counting: the portfolio with interleaved search (many similar copies);
-- `purchase`   cheapest node pools: the portfolio.
+- `purchase`   cheapest node pools: the portfolio;
+- `schedule`   the schedule over time (`placer/solver/time/schedule.py`): the portfolio, at most
+               `SCHEDULE_TIME_CAP_S` whatever the time limit (it runs every round, and the greedy
+               pass it starts from is a complete answer already).
 
 `SolveOptions.workers == 0` means `DEFAULT_WORKERS`: CP-SAT's full portfolio, even on fewer cores
 (its subsolvers then take turns; on 2 cores that still proves the planner's models faster than 2
@@ -22,14 +25,24 @@ from ortools.sat.python import cp_model
 
 from placer.model.options import SolveOptions
 
-__all__ = ["CONFLICT_TIME_CAP_S", "DEFAULT_WORKERS", "SolverPurpose", "make_solver", "workers_for"]
+__all__ = [
+    "CONFLICT_TIME_CAP_S",
+    "DEFAULT_WORKERS",
+    "SCHEDULE_TIME_CAP_S",
+    "SolverPurpose",
+    "make_solver",
+    "workers_for",
+]
 
-SolverPurpose = Literal["stage", "canonical", "conflict", "count", "purchase"]
+SolverPurpose = Literal["stage", "canonical", "conflict", "count", "purchase", "schedule"]
 
 DEFAULT_WORKERS = 8
 """Workers when `SolveOptions.workers` is 0: the size of CP-SAT's default parallel portfolio."""
 CONFLICT_TIME_CAP_S = 10.0
 """One conflict check searches at most this long, whatever the time limit: explain asks many."""
+SCHEDULE_TIME_CAP_S = 1.0
+"""One schedule search takes at most this long: the median round must stay under 2 s (issue 21),
+and the search starts from the greedy pass's complete schedule, so it only improves on it."""
 _SINGLE_WORKER: frozenset[SolverPurpose] = frozenset({"canonical", "conflict"})
 
 
@@ -46,6 +59,8 @@ def make_solver(
     limit_s = options.time_limit_s if time_left_s is None else time_left_s
     if purpose == "conflict":
         limit_s = min(limit_s, CONFLICT_TIME_CAP_S)
+    if purpose == "schedule":
+        limit_s = min(limit_s, SCHEDULE_TIME_CAP_S)
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = max(0.0, limit_s)
     solver.parameters.num_workers = workers_for(options, purpose)

@@ -33,10 +33,16 @@ OVERDUE_FLOOR_S = 300.0
 
 
 def expected_duration_s(jobset: JobSetRequest, policy: TimePolicy) -> float:
-    """What the JobSet states, else the default for its priority, else the default."""
+    """What the JobSet states, else the default for its priority, else the default.
+
+    The priority it declares (`reported_priority`), not one a planner raised: the time-aware pass
+    lifts the JobSets it starts now above every tier, and such a JobSet must keep its class's
+    duration, or it would no longer fit the gap before a reservation it was planned into."""
     if jobset.expected_duration_s is not None:
         return jobset.expected_duration_s
-    return policy.default_duration_by_priority.get(jobset.priority, policy.default_duration_s)
+    return policy.default_duration_by_priority.get(
+        jobset.reported_priority, policy.default_duration_s
+    )
 
 
 def expected_end_s(

@@ -25,6 +25,7 @@ without one are planned now and never reserved for.
 
 from __future__ import annotations
 
+import bisect
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -41,6 +42,7 @@ from placer.solver.phases import PhaseTimer
 from placer.solver.time.calendar import UnitLayout
 from placer.solver.time.release import ReleaseTimeline, expected_duration_s
 from placer.solver.time.reservations import Candidate, Need, Reservation, Unit, UnitId, reserve
+from placer.solver.time.schedule import ScheduleRequest, schedule
 
 __all__ = [
     "TimeAwareSolver",
@@ -74,6 +76,22 @@ def reservation_order(
     if policy.max_wait_s is not None and waited > policy.max_wait_s:
         return (0, -waited, 0.0, *jobset.queue_key()[1:])
     return (1, 0.0, -queue_standing(jobset, policy, now), *jobset.queue_key()[1:])
+
+
+def _tiers(
+    jobsets: Sequence[JobSetRequest], policy: TimePolicy, now: datetime
+) -> dict[str, tuple[int, float]]:
+    """Per JobSet, (its priority tier in the schedule's objective, seconds waited): the tier is
+    how many of the queue's priority values its standing (priority plus aging) reaches, so a
+    JobSet aged past a higher priority weighs as that tier does."""
+    values = sorted({js.priority for js in jobsets})
+    return {
+        js.key: (
+            max(0, bisect.bisect_right(values, queue_standing(js, policy, now)) - 1),
+            _waited_s(js, now),
+        )
+        for js in jobsets
+    }
 
 
 def _aware(t: datetime) -> datetime:
@@ -235,6 +253,7 @@ class TimeAwareSolver:
             durations = {js.key: expected_duration_s(js, policy) for js in jobsets}
             order = sorted(jobsets, key=lambda js: reservation_order(js, policy, now))
             reservations: dict[str, Reservation] = {}
+            notes: list[str] = []
             # reservations of JobSets outside this queue (another controller's): held as they are
             queued = {js.key for js in jobsets}
             others = tuple(r for r in snapshot.reservations if r.jobset not in queued)
@@ -244,24 +263,9 @@ class TimeAwareSolver:
                 if (r.key, _id(r.path)) in units.domains
             ]
             if policy.active:
-                limit = None if policy.reservations == "all" else policy.head
-                if policy.reservations == "none":
-                    limit = 0
-                overdue = {
-                    js.key
-                    for js in jobsets
-                    if policy.max_wait_s is not None and _waited_s(js, now) > policy.max_wait_s
-                }
-                found = reserve(
-                    units.layout,
-                    [units.candidate(js, durations[js.key]) for js in order],
-                    free_at=units.free_at,
-                    limit=limit,
-                    always=overdue,
-                    kept=_kept(snapshot, units),
-                    holds=other_holds,
+                reservations, notes = _reserve_all(
+                    snapshot, jobsets, options, units, order, durations, other_holds
                 )
-                reservations = {r.jobset: r for r in found}
         start_now = {k for k, r in reservations.items() if r.start_s == 0}
         future = [r for r in reservations.values() if r.start_s]
         held = (
@@ -297,9 +301,60 @@ class TimeAwareSolver:
             update={
                 "phases": {**timer.seconds, **plan.solver.phases},
                 "wall_seconds": time.perf_counter() - started,
+                "notes": [*plan.solver.notes, *notes],
             }
         )
         return plan.model_copy(update={"jobsets": outcomes, "solver": report})
+
+
+def _reserve_all(
+    snapshot: ClusterSnapshot,
+    jobsets: Sequence[JobSetRequest],
+    options: SolveOptions,
+    units: _Units,
+    order: Sequence[JobSetRequest],
+    durations: dict[str, float],
+    other_holds: list[tuple[UnitId, float, float]],
+) -> tuple[dict[str, Reservation], list[str]]:
+    """The reservation phase: the schedule's (`--schedule cpsat`) unless it has no answer, else
+    the greedy pass's, per JobSet in `order`; and what the schedule has to say."""
+    policy = options.time
+    now = policy.now or datetime.now(UTC)
+    notes: list[str] = []
+    limit = None if policy.reservations == "all" else policy.head
+    if policy.reservations == "none":
+        limit = 0
+    overdue = {
+        js.key
+        for js in jobsets
+        if policy.max_wait_s is not None and _waited_s(js, now) > policy.max_wait_s
+    }
+    candidates = tuple(units.candidate(js, durations[js.key]) for js in order)
+    kept = _kept(snapshot, units)
+    found: Sequence[Reservation] | None = None
+    if policy.schedule == "cpsat":
+        request = ScheduleRequest(
+            units.layout,
+            candidates,
+            units.free_at,
+            tuple(other_holds),
+            kept,
+            _tiers(jobsets, policy, now),
+            policy.max_wait_s,
+        )
+        outcome = schedule(request, options)
+        found, notes = outcome.reservations, [outcome.note]
+    if found is None:
+        found = reserve(
+            units.layout,
+            candidates,
+            free_at=units.free_at,
+            limit=limit,
+            always=overdue,
+            kept=kept,
+            holds=other_holds,
+        )
+    return {r.jobset: r for r in found}, notes
 
 
 def _kept(snapshot: ClusterSnapshot, units: _Units) -> dict[str, frozenset[UnitId]]:

@@ -55,3 +55,17 @@ def test_default_duration_applies_per_priority_when_the_source_says_nothing() ->
     )
     assert timeline.ends_s == {"ns/x": 600, "ns/y": 3600}
     assert timeline.defaulted == {"ns/x", "ns/y"}
+
+
+def test_a_raised_priority_keeps_the_default_duration_of_the_declared_one() -> None:
+    """The time-aware pass lifts the JobSets it starts now above every tier; the default
+    duration of their PriorityClass must still apply (found with --schedule cpsat: a 30 min
+    backfill became a 6 h run and lost its gap)."""
+    from placer.model.options import TimePolicy
+    from placer.solver.time.release import expected_duration_s
+    from tests.strategies import jobset
+
+    policy = TimePolicy(default_duration_s=6 * 3600.0, default_duration_by_priority={100: 1800.0})
+    low = jobset("smoke", priority=100)
+    lifted = low.model_copy(update={"priority": 1001, "declared_priority": 100})
+    assert expected_duration_s(low, policy) == expected_duration_s(lifted, policy) == 1800.0

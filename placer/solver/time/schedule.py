@@ -1,0 +1,157 @@
+"""When every waiting JobSet starts, decided jointly by CP-SAT: `--schedule cpsat`.
+
+The greedy reservation pass (`reservations.reserve`) walks the queue and gives each JobSet the
+earliest slot left; it never holds one back so that two others start sooner, nor picks which
+narrow ones to start now because they end before a reservation. This pass decides all start
+times at once, over classes of domains (`schedule_problem`), and hands the time-aware pass the
+same thing the greedy pass does: a `Reservation` (start and domains) per waiting JobSet. Only
+what starts now is committed by the round; the rest become reservations, re-planned next round
+with these as the kept ones (`schedule_model.add_stability` says when they move).
+
+Phases (one function each):
+
+  hint         the greedy pass over every waiting JobSet (last round's reservations kept
+               first), in whole seconds: a complete schedule, and the answer when the model
+               has none
+  problem      classes of domains and each JobSet's needs over them (`build_problem`)
+  build        the model (`schedule_model.build_schedule`), the hint given whole
+  solve        one search, `make_solver(options, "schedule")`
+  materialize  the solution's classes turned into domains, JobSets taken by start (any free
+               domain of the class does: see `schedule_problem`'s docstring)
+
+Left to the greedy pass (the outcome says so): overlapping exclusive keys (two keys whose
+domains share nodes), where a class cannot stand for its domains.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from placer.model.options import SolveOptions
+from placer.solver.cpsat import make_solver
+from placer.solver.time.calendar import Calendar, UnitId, UnitLayout
+from placer.solver.time.reservations import Reservation, reserve
+from placer.solver.time.schedule_model import Scheduled, build_schedule, extract, objective_fits
+from placer.solver.time.schedule_problem import (
+    ScheduleProblem,
+    ScheduleRequest,
+    build_problem,
+    unit_release_s,
+)
+
+__all__ = ["ScheduleOutcome", "ScheduleRequest", "schedule"]
+
+
+@dataclass(frozen=True)
+class ScheduleOutcome:
+    reservations: tuple[Reservation, ...] | None
+    """Per waiting JobSet, as `reserve` gives them; None: no answer, plan with the greedy pass."""
+    status: str
+    """The search's status (OPTIMAL, FEASIBLE), or why there is no answer."""
+    note: str
+
+
+def _whole_seconds(
+    request: ScheduleRequest,
+) -> tuple[dict[str, float], list[tuple[UnitId, int, int]]]:
+    free_at = {n: math.ceil(f) if math.isfinite(f) else f for n, f in request.free_at.items()}
+    holds = [(u, math.floor(s), math.ceil(e)) for u, s, e in request.holds]
+    return free_at, holds
+
+
+def hint(request: ScheduleRequest) -> dict[str, Reservation]:
+    """The greedy pass over every waiting JobSet in whole seconds, last round's kept first."""
+    free_at, holds = _whole_seconds(request)
+    rounded = [replace(c, duration_s=float(math.ceil(c.duration_s))) for c in request.candidates]
+    found = reserve(
+        request.layout,
+        rounded,
+        free_at=free_at,
+        holds=[(u, float(s), float(e)) for u, s, e in holds],
+        kept=request.kept,
+    )
+    return {r.jobset: r for r in found}
+
+
+def _overlapping(layout: UnitLayout) -> bool:
+    return any(len(c) != 1 for c in layout.cells) or any(len(u) != 1 for u in layout.units_of)
+
+
+def schedule(request: ScheduleRequest, options: SolveOptions) -> ScheduleOutcome:
+    """Start times and domains of every waiting JobSet, or no answer (see the module doc)."""
+    if _overlapping(request.layout):
+        return ScheduleOutcome(None, "FALLBACK", "schedule: overlapping exclusive keys, greedy")
+    hinted = hint(request)
+    free_at, holds = _whole_seconds(request)
+    problem = build_problem(request, hinted, unit_release_s(request.layout, free_at), holds)
+    if not problem.jobs:
+        return ScheduleOutcome(_complete(request, hinted, {}), "OPTIMAL", "schedule: nothing waits")
+    if not objective_fits(problem):
+        return ScheduleOutcome(None, "FALLBACK", "schedule: objective past 64 bits, greedy")
+    model, variables = build_schedule(problem)
+    solver = make_solver(options, "schedule")
+    status = solver.status_name(solver.solve(model))
+    if status not in ("OPTIMAL", "FEASIBLE"):
+        return ScheduleOutcome(None, status, f"schedule: {status}, greedy")
+    placed = materialize(request, problem, extract(solver, variables))
+    if placed is None:
+        return ScheduleOutcome(None, "FALLBACK", "schedule: no domains for a class, greedy")
+    note = (
+        f"schedule: {status}, {len(problem.jobs)} JobSets over {len(problem.classes)} classes, "
+        f"objective {solver.objective_value:.0f}, bound {solver.best_objective_bound:.0f}"
+    )
+    return ScheduleOutcome(_complete(request, hinted, placed), status, note)
+
+
+def _complete(
+    request: ScheduleRequest, hinted: Mapping[str, Reservation], placed: Mapping[str, Reservation]
+) -> tuple[Reservation, ...]:
+    """Every candidate's reservation, in queue order: the schedule's, else the hint's (a JobSet
+    without an exclusive need starts now; one that never fits has none)."""
+    return tuple(
+        placed.get(c.jobset) or hinted.get(c.jobset) or Reservation(c.jobset, None, None)
+        for c in request.candidates
+    )
+
+
+def materialize(
+    request: ScheduleRequest, problem: ScheduleProblem, solution: Sequence[Scheduled]
+) -> dict[str, Reservation] | None:
+    """Domains for the solution's class counts, JobSets taken in order of start (last round's
+    domains first for a JobSet that had them); None if a class runs out, which the capacity
+    rule rules out."""
+    layout = request.layout
+    free_at, holds = _whole_seconds(request)
+    calendar = Calendar(layout, free_at)
+    for unit, start, end in holds:
+        calendar.hold(layout.number[unit], start, end)
+    masks = {c.index: _mask(c.units) for c in problem.classes}
+    jobs = {j.key: j for j in problem.jobs}
+    result: dict[str, Reservation] = {}
+    for s in sorted(solution, key=lambda s: (s.start_s, s.key)):
+        job = jobs[s.key]
+        end = s.start_s + job.duration_s
+        before = _mask(layout.number[u] for u in request.kept.get(s.key, ()) if u in layout.number)
+        units: dict[str, list[int]] = {}
+        for (need, cls), count in sorted(s.counts.items()):
+            pool = calendar.free_mask(s.start_s, end, masks[cls])
+            chosen = calendar.by_preference(pool & before, end, count)
+            if len(chosen) < count:
+                chosen += calendar.by_preference(pool & ~before, end, count - len(chosen))
+            if len(chosen) < count:
+                return None
+            for u in chosen:
+                calendar.hold(u, s.start_s, end)
+            units.setdefault(need, []).extend(chosen)
+        named = {n: tuple(layout.ids[u] for u in sorted(us)) for n, us in units.items()}
+        result[s.key] = Reservation(s.key, float(s.start_s), float(end), named)
+    return result
+
+
+def _mask(numbers: Iterable[int]) -> int:
+    mask = 0
+    for u in numbers:
+        mask |= 1 << u
+    return mask

@@ -1,0 +1,288 @@
+"""The CP-SAT model of the schedule over time: a flat list of rules over one variable container.
+
+`build_schedule(problem)` reads as the rules it adds, in order, each returning its objective
+terms (as `cpsat/builder.py` does for the snapshot model):
+
+  needs          each replicated job gets all its child Jobs, one domain each, from its classes
+  topology       with a required topology, all of them inside one enclosing domain
+  capacity       per class, at every instant, the JobSets running there plus the domains still
+                 busy fit its size (a cumulative: each JobSet all-or-nothing for its expected
+                 duration, from its start)
+  stability      a JobSet keeps last round's reservation (start and classes) unless moving it
+                 gains more than `STABLE_S` of its own weighted wait
+  waits          weighted waits: `TIER_RATIO` per priority tier, times the JobSet's bounded-
+                 slowdown weight (shorter runs weigh more per second waited) plus its age
+  max_wait       seconds past `--max-wait`, weighed above every other term, the longest
+                 overshoot above them all
+
+The greedy pass's schedule is given as a complete hint (`add_hint`); `extract` reads a solution.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ortools.sat.python import cp_model
+
+from placer.solver.time.schedule_problem import ScheduleJob, ScheduleProblem
+
+__all__ = [
+    "OBJECTIVE_LIMIT",
+    "SLOWDOWN_FLOOR_S",
+    "SLOWDOWN_REF_S",
+    "STABLE_S",
+    "TIERS",
+    "TIER_RATIO",
+    "WEIGHT_AGING_PER_H",
+    "WEIGHT_CAP",
+    "ScheduleVariables",
+    "Scheduled",
+    "build_schedule",
+    "extract",
+    "objective_fits",
+    "wait_weight",
+]
+
+TIER_RATIO = 50
+"""A second of wait in one priority tier weighs as fifty in the tier below, more than the widest
+spread of slowdown weights (48): a second of a higher tier's wait always outweighs a second of
+any lower tier's, whatever the runs' lengths (tiers first)."""
+TIERS = 4
+"""Priority tiers the weights tell apart; higher ones weigh as the fourth (the objective stays
+within 64-bit integers, see `objective_fits`)."""
+SLOWDOWN_REF_S = 24 * 3600
+SLOWDOWN_FLOOR_S = 1800
+"""Bounded slowdown: a JobSet's wait weighs `SLOWDOWN_REF_S / max(duration, SLOWDOWN_FLOOR_S)`
+(1 to 48): an hour's wait triples a 30-minute run, and is little to a two-day one."""
+OBJECTIVE_LIMIT = 2**62
+"""CP-SAT's objective is a 64-bit integer: a model whose worst case passes this is not built."""
+STABLE_S = 3600
+"""The stability rule: last round's reservation moves only if the new schedule gains more than
+an hour of that JobSet's own weighted wait by moving it."""
+
+
+WEIGHT_AGING_PER_H = 4
+"""Aging inside a tier: a JobSet's weight per second waited grows by this much per hour it has
+waited, up to the largest slowdown weight (48). Without it a long run weighs 1 or 2 against a
+short one's 48 and is pushed back round after round until `--max-wait` (seen in the over-time
+benchmark: reservations of 12 h TPU JobSets receding from 4 h to 58 h); with it, after half a day
+every JobSet of a tier weighs the same."""
+WEIGHT_CAP = 48
+
+
+def wait_weight(job: ScheduleJob) -> int:
+    """What one second of this JobSet's wait costs: its tier, then its bounded slowdown weight
+    plus aging, at most `WEIGHT_CAP` (below `TIER_RATIO`, so tiers stay first)."""
+    slowdown = max(1, round(SLOWDOWN_REF_S / max(job.duration_s, SLOWDOWN_FLOOR_S)))
+    aged = slowdown + WEIGHT_AGING_PER_H * job.waited_s // 3600
+    return int(TIER_RATIO ** min(job.rank, TIERS - 1) * min(WEIGHT_CAP, aged))
+
+
+def objective_fits(problem: ScheduleProblem) -> bool:
+    """Whether the objective's largest value stays within `OBJECTIVE_LIMIT`: every term at its
+    bound (the last start on offer plus the longest wait so far)."""
+    if not problem.jobs:
+        return True
+    late = problem.starts[-1] + max(j.waited_s for j in problem.jobs)
+    top = max(wait_weight(j) for j in problem.jobs) * TIER_RATIO
+    n = len(problem.jobs)
+    worst = late * (top * (2 * n + 1) + sum(wait_weight(j) for j in problem.jobs) + n * top)
+    return worst < OBJECTIVE_LIMIT
+
+
+@dataclass
+class ScheduleVariables:
+    """Every decision variable of the schedule model."""
+
+    start: dict[str, cp_model.IntVar] = field(default_factory=dict)
+    """JobSet -> its start, seconds after now (0: starts now)."""
+    run: dict[str, cp_model.IntervalVar] = field(default_factory=dict)
+    """JobSet -> its run, [start, start + expected duration)."""
+    take: dict[tuple[str, str, int], cp_model.IntVar] = field(default_factory=dict)
+    """(JobSet, replicated job, class) -> its child Jobs on domains of that class."""
+    group: dict[tuple[str, str, int], cp_model.IntVar] = field(default_factory=dict)
+    """(JobSet, replicated job, enclosing domain number) -> all its child Jobs are inside it."""
+    overdue: dict[str, cp_model.IntVar] = field(default_factory=dict)
+    """JobSet -> seconds its wait would run past `--max-wait`."""
+    moved: dict[str, cp_model.IntVar] = field(default_factory=dict)
+    """JobSet with last round's reservation -> it no longer keeps it."""
+    worst_overdue: cp_model.IntVar | None = None
+    """The longest wait past `--max-wait` of any JobSet, seconds."""
+
+
+@dataclass(frozen=True)
+class Scheduled:
+    """One JobSet in a solution: its start and child Jobs per (replicated job, class)."""
+
+    key: str
+    start_s: int
+    counts: Mapping[tuple[str, int], int]
+
+
+def _variables(model: cp_model.CpModel, problem: ScheduleProblem) -> ScheduleVariables:
+    v = ScheduleVariables()
+    starts = cp_model.Domain.from_values(list(problem.starts))
+    sizes = {c.index: len(c.units) for c in problem.classes}
+    for j in problem.jobs:
+        v.start[j.key] = model.new_int_var_from_domain(starts, f"start[{j.key}]")
+        v.run[j.key] = model.new_fixed_size_interval_var(
+            v.start[j.key], j.duration_s, f"run[{j.key}]"
+        )
+        for n in j.needs:
+            for c in n.classes:
+                top = min(n.count, sizes[c])
+                v.take[(j.key, n.name, c)] = model.new_int_var(
+                    0, top, f"take[{j.key},{n.name},{c}]"
+                )
+            for g, _ in enumerate(n.groups):
+                v.group[(j.key, n.name, g)] = model.new_bool_var(f"group[{j.key},{n.name},{g}]")
+        if problem.max_wait_s is not None:
+            v.overdue[j.key] = model.new_int_var(
+                0, problem.starts[-1] + j.waited_s, f"over[{j.key}]"
+            )
+    return v
+
+
+def add_needs(
+    model: cp_model.CpModel, v: ScheduleVariables, problem: ScheduleProblem
+) -> list[cp_model.LinearExprT]:
+    """Each replicated job gets all its child Jobs, one domain each, from the classes it fits."""
+    for j in problem.jobs:
+        for n in j.needs:
+            model.add(sum(v.take[(j.key, n.name, c)] for c in n.classes) == n.count)
+    return []
+
+
+def add_topology(
+    model: cp_model.CpModel, v: ScheduleVariables, problem: ScheduleProblem
+) -> list[cp_model.LinearExprT]:
+    """A replicated job with a required topology takes all its domains inside one domain of
+    that level."""
+    for j in problem.jobs:
+        for n in j.needs:
+            if not n.groups:
+                continue
+            model.add_exactly_one(v.group[(j.key, n.name, g)] for g in range(len(n.groups)))
+            for c in n.classes:
+                inside = [v.group[(j.key, n.name, g)] for g, cs in enumerate(n.groups) if c in cs]
+                model.add(v.take[(j.key, n.name, c)] <= n.count * sum(inside))
+    return []
+
+
+def add_capacity(
+    model: cp_model.CpModel, v: ScheduleVariables, problem: ScheduleProblem
+) -> list[cp_model.LinearExprT]:
+    """At every instant, a class's domains taken by running JobSets and by the JobSets the
+    schedule runs then number at most its size."""
+    for cls in problem.classes:
+        intervals: list[cp_model.IntervalVar] = []
+        demands: list[cp_model.LinearExprT] = []
+        for start, end, count in cls.busy:
+            name = f"busy[{cls.index},{start},{end}]"
+            intervals.append(model.new_fixed_size_interval_var(start, end - start, name))
+            demands.append(count)
+        for j in problem.jobs:
+            takes = [v.take[(j.key, n.name, cls.index)] for n in j.needs if cls.index in n.classes]
+            if takes:
+                intervals.append(v.run[j.key])
+                demands.append(sum(takes))
+        if intervals:
+            model.add_cumulative(intervals, demands, len(cls.units))
+    return []
+
+
+def add_stability(
+    model: cp_model.CpModel, v: ScheduleVariables, problem: ScheduleProblem
+) -> list[cp_model.LinearExprT]:
+    """A JobSet keeps last round's reservation (its start and classes, which the hint carries)
+    unless the schedule gains more than `STABLE_S` of its weighted wait by moving it."""
+    terms: list[cp_model.LinearExprT] = []
+    for j in problem.jobs:
+        if not j.kept:
+            continue
+        moved = v.moved[j.key] = model.new_bool_var(f"moved[{j.key}]")
+        model.add(v.start[j.key] == j.hint_start_s).only_enforce_if(moved.Not())
+        hinted = {(n, c): k for n, c, k in j.hint_counts}
+        for (key, need, c), var in v.take.items():
+            if key == j.key:
+                model.add(var == hinted.get((need, c), 0)).only_enforce_if(moved.Not())
+        terms.append(STABLE_S * wait_weight(j) * moved)
+    return terms
+
+
+def add_waits(
+    model: cp_model.CpModel, v: ScheduleVariables, problem: ScheduleProblem
+) -> list[cp_model.LinearExprT]:
+    """Each second a JobSet waits costs its weight (`wait_weight`)."""
+    return [wait_weight(j) * v.start[j.key] for j in problem.jobs]
+
+
+def add_max_wait(
+    model: cp_model.CpModel, v: ScheduleVariables, problem: ScheduleProblem
+) -> list[cp_model.LinearExprT]:
+    """A JobSet's wait past `--max-wait` (since creation) costs more than any other wait, and
+    the longest such overshoot more than all of them together: the schedule first makes the
+    longest wait past the maximum as short as it can (the queue's oldest JobSet is never left
+    to slip because shorter ones weigh more), then the others, then weighs waits."""
+    if problem.max_wait_s is None or not problem.jobs:
+        return []
+    top = max(wait_weight(j) for j in problem.jobs) * TIER_RATIO
+    worst = v.worst_overdue = model.new_int_var(
+        0, max(problem.starts[-1] + j.waited_s for j in problem.jobs), "worst_over"
+    )
+    terms: list[cp_model.LinearExprT] = []
+    for j in problem.jobs:
+        over = v.overdue[j.key]
+        model.add(over >= v.start[j.key] + j.waited_s - problem.max_wait_s)
+        model.add(worst >= over)
+        terms.append(top * over)
+    terms.append(top * (len(problem.jobs) + 1) * worst)
+    return terms
+
+
+def add_hint(model: cp_model.CpModel, v: ScheduleVariables, problem: ScheduleProblem) -> None:
+    """The greedy pass's schedule (last round's reservations first) as a complete hint."""
+    for j in problem.jobs:
+        model.add_hint(v.start[j.key], j.hint_start_s)
+        hinted = {(n, c): k for n, c, k in j.hint_counts}
+        for n in j.needs:
+            used = {c for (name, c) in hinted if name == n.name}
+            for c in n.classes:
+                model.add_hint(v.take[(j.key, n.name, c)], hinted.get((n.name, c), 0))
+            for g, cs in enumerate(n.groups):
+                model.add_hint(v.group[(j.key, n.name, g)], bool(used) and used <= set(cs))
+        if j.key in v.overdue:
+            late = j.hint_start_s + j.waited_s - (problem.max_wait_s or 0)
+            model.add_hint(v.overdue[j.key], max(0, late))
+        if j.key in v.moved:
+            model.add_hint(v.moved[j.key], False)
+    if v.worst_overdue is not None and problem.max_wait_s is not None:
+        overshoots = [j.hint_start_s + j.waited_s - problem.max_wait_s for j in problem.jobs]
+        model.add_hint(v.worst_overdue, max(0, *overshoots))
+
+
+def build_schedule(problem: ScheduleProblem) -> tuple[cp_model.CpModel, ScheduleVariables]:
+    """The model: variables, then one rule per call, the objective set once, the hint."""
+    model = cp_model.CpModel()
+    v = _variables(model, problem)
+    terms: list[cp_model.LinearExprT] = []
+    terms += add_needs(model, v, problem)
+    terms += add_topology(model, v, problem)
+    terms += add_capacity(model, v, problem)
+    terms += add_stability(model, v, problem)
+    terms += add_waits(model, v, problem)
+    terms += add_max_wait(model, v, problem)
+    model.minimize(sum(terms))
+    add_hint(model, v, problem)
+    return model, v
+
+
+def extract(solver: cp_model.CpSolver, v: ScheduleVariables) -> list[Scheduled]:
+    """Each JobSet's start and child Jobs per class in the solver's solution."""
+    counts: dict[str, dict[tuple[str, int], int]] = {k: {} for k in v.start}
+    for (key, need, c), var in v.take.items():
+        k = solver.value(var)
+        if k:
+            counts[key][(need, c)] = int(k)
+    return [Scheduled(key, int(solver.value(s)), counts[key]) for key, s in v.start.items()]

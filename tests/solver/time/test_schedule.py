@@ -1,0 +1,285 @@
+"""`--schedule cpsat`: start times decided jointly, on small cases whose best schedule is known."""
+
+from __future__ import annotations
+
+import itertools
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from ortools.sat.python import cp_model
+
+from placer.model.cluster import ClusterSnapshot, RunningJobSet
+from placer.model.options import SolveOptions, TimePolicy
+from placer.model.plan import Plan
+from placer.model.workload import JobSetRequest
+from placer.solver.check.checker import check
+from placer.solver.registry import get_solver
+from placer.solver.time import timeaware
+from placer.solver.time.release import ReleaseTimeline
+from placer.solver.time.schedule import hint
+from placer.solver.time.schedule_model import build_schedule
+from placer.solver.time.schedule_problem import (
+    ScheduleProblem,
+    ScheduleRequest,
+    build_problem,
+    unit_release_s,
+)
+from placer.solver.time.timeaware import reservations_of
+from tests.strategies import cluster, jobset, pool, rjob
+
+NOW = datetime(2026, 12, 1, 6, 0, tzinfo=UTC)
+H = 3600.0
+BUSY = {"free": {"cpu": 32, "pods": 110, "google.com/tpu": 0}}
+
+
+def _fleet(busy_h: dict[str, float], free: int) -> ClusterSnapshot:
+    """Pools `busy-<name>` held by a running JobSet for that many hours, and `free` free ones."""
+    snap = cluster(
+        *(pool(f"busy-{p}", 2, jobsets=[f"ns/run-{p}"], **BUSY) for p in busy_h),  # type: ignore[arg-type]
+        *(pool(f"free-{i}", 2) for i in range(free)),
+    )
+    running = {
+        f"ns/run-{p}": RunningJobSet(started_at=NOW, expected_duration_s=h * H)
+        for p, h in busy_h.items()
+    }
+    return snap.model_copy(update={"running": running})
+
+
+def _timed(js: JobSetRequest, hours: float, minutes_ago: int) -> JobSetRequest:
+    return js.model_copy(
+        update={
+            "expected_duration_s": hours * H,
+            "duration_source": "annotation",
+            "creation_timestamp": NOW - timedelta(minutes=minutes_ago),
+        }
+    )
+
+
+def _plan(
+    snap: ClusterSnapshot,
+    queue: list[JobSetRequest],
+    schedule: str,
+    max_wait_s: float | None = None,
+) -> Plan:
+    policy = TimePolicy(now=NOW, reservations="all", schedule=schedule, max_wait_s=max_wait_s)  # type: ignore[arg-type]
+    options = SolveOptions(workers=1, seed=0, time=policy)
+    plan = get_solver("best-fit", time_policy=policy).solve(snap, queue, options)
+    assert check(plan, snap, queue, options) == []
+    return plan
+
+
+def _starts(plan: Plan) -> dict[str, float | None]:
+    return {o.key.split("/")[1]: o.expected_start_seconds for o in plan.jobsets}
+
+
+def test_holding_a_narrow_jobset_back_lets_two_wide_ones_start_sooner() -> None:
+    """Two pools free now, two free in 1 h. In queue order the greedy pass starts the 3 h narrow
+    JobSet now and both 1 h wide ones (all four pools) wait for it: 3 h and 4 h. Holding the
+    narrow one back starts them at 1 h and 2 h, the narrow one at 3 h: 96 weighted hours
+    (24 per hour of a 1 h run, 8 of a 3 h one) instead of 168."""
+    snap = _fleet({"a": 1, "b": 1}, free=2)
+    queue = [
+        _timed(jobset("narrow", rjob(replicas=1)), 3, 30),
+        _timed(jobset("wide-1", rjob(replicas=4)), 1, 20),
+        _timed(jobset("wide-2", rjob(replicas=4)), 1, 10),
+    ]
+    greedy = _starts(_plan(snap, queue, "greedy"))
+    assert greedy["narrow"] == 0 and sorted([greedy["wide-1"], greedy["wide-2"]]) == [3 * H, 4 * H]
+    joint = _plan(snap, queue, "cpsat")
+    starts = _starts(joint)
+    assert sorted([starts["wide-1"], starts["wide-2"]]) == [1 * H, 2 * H]
+    assert starts["narrow"] == 3 * H
+    assert joint.outcome("team-a/narrow").status == "unschedulable"
+    assert any(n.startswith("schedule: OPTIMAL") for n in joint.solver.notes)
+
+
+def test_a_narrow_jobset_that_ends_before_the_reservation_is_backfilled() -> None:
+    snap = _fleet({"a": 2, "b": 2}, free=2)
+    queue = [
+        _timed(jobset("wide", rjob(replicas=4)), 1, 30),
+        _timed(jobset("narrow", rjob(replicas=1)), 1, 10),
+    ]
+    plan = _plan(snap, queue, "cpsat")
+    narrow, wide = plan.outcome("team-a/narrow"), plan.outcome("team-a/wide")
+    assert narrow.status == "placed" and narrow.backfill
+    assert wide.expected_start_seconds == 2 * H and len(wide.reserved_domains) == 4
+    assert wide.waits_for == ["ns/run-a", "ns/run-b"]
+
+
+def test_a_narrow_jobset_that_would_delay_the_reservation_waits() -> None:
+    """A 4 h narrow run now would push the 1 h wide one from 2 h to 4 h (48 weighted hours
+    lost); waiting until the wide one ends costs the narrow one 3 h at 6 per hour (18)."""
+    snap = _fleet({"a": 2, "b": 2}, free=2)
+    queue = [
+        _timed(jobset("narrow", rjob(replicas=1)), 4, 30),
+        _timed(jobset("wide", rjob(replicas=4)), 1, 10),
+    ]
+    assert _starts(_plan(snap, queue, "greedy"))["narrow"] == 0
+    starts = _starts(_plan(snap, queue, "cpsat"))
+    assert starts == {"narrow": 3 * H, "wide": 2 * H}
+
+
+def test_max_wait_comes_before_weighted_waits() -> None:
+    """The long run waited 23 h of a 24 h maximum: it starts at 1 h, though starting the two
+    short ones first would weigh less."""
+    snap = _fleet({"a": 1}, free=0)
+    queue = [
+        _timed(jobset("short-1", rjob(replicas=1)), 1, 10),
+        _timed(jobset("short-2", rjob(replicas=1)), 1, 5),
+        _timed(jobset("long", rjob(replicas=1)), 10, 23 * 60),
+    ]
+    starts = _starts(_plan(snap, queue, "cpsat", max_wait_s=24 * H))
+    assert starts["long"] == 1 * H
+    without = _starts(_plan(snap, queue, "cpsat"))
+    assert without["long"] == 3 * H
+
+
+def test_the_hint_is_a_valid_schedule_and_the_model_never_worse() -> None:
+    snap = _fleet({"a": 1, "b": 1}, free=2)
+    queue = [
+        _timed(jobset("narrow", rjob(replicas=1)), 3, 30),
+        _timed(jobset("wide-1", rjob(replicas=4)), 1, 20),
+        _timed(jobset("wide-2", rjob(replicas=4)), 1, 10),
+    ]
+    problem = _problem(snap, queue)
+    fixed, free = cp_model.CpSolver(), cp_model.CpSolver()
+    fixed.parameters.fix_variables_to_their_hinted_value = True
+    for solver in (fixed, free):
+        solver.parameters.num_workers = 1
+    model, _ = build_schedule(problem)
+    assert fixed.status_name(fixed.solve(model)) in ("OPTIMAL", "FEASIBLE")
+    model, _ = build_schedule(problem)
+    assert free.status_name(free.solve(model)) == "OPTIMAL"
+    assert free.objective_value < fixed.objective_value
+
+
+def _problem(snap: ClusterSnapshot, queue: list[JobSetRequest]) -> ScheduleProblem:
+    """The schedule problem the time-aware pass would build (through its own units)."""
+
+    policy = TimePolicy(now=NOW, reservations="all", schedule="cpsat")
+    timeline = ReleaseTimeline.build(snap, NOW, policy.default_duration_s)
+    units = timeaware._Units(snap, queue, SolveOptions(time=policy), timeline)
+    request = ScheduleRequest(
+        units.layout,
+        tuple(units.candidate(js, js.expected_duration_s or 0) for js in queue),
+        units.free_at,
+        (),
+        {},
+        timeaware._tiers(queue, policy, NOW),
+        None,
+    )
+    hinted = hint(request)
+    release = unit_release_s(units.layout, {n: float(f) for n, f in units.free_at.items()})
+    return build_problem(request, hinted, release, [])
+
+
+@st.composite
+def _queues(draw: st.DrawFn) -> tuple[ClusterSnapshot, list[JobSetRequest]]:
+    busy = draw(
+        st.dictionaries(st.sampled_from("abc"), st.sampled_from([0.5, 1, 2, 5]), max_size=3)
+    )
+    snap = _fleet(busy, free=draw(st.integers(0, 2)))
+    pools = len(busy) + len([n for n in snap.nodes if n.name.startswith("free-")]) // 2
+    queue = [
+        _timed(
+            jobset(
+                f"js-{i}",
+                rjob(replicas=draw(st.integers(1, max(1, pools)))),
+                priority=draw(st.sampled_from([0, 0, 10])),
+            ),
+            draw(st.sampled_from([0.25, 1, 3])),
+            draw(st.integers(0, 600)),
+        )
+        for i in range(draw(st.integers(1, 5)))
+    ]
+    return snap, queue
+
+
+@settings(max_examples=25, deadline=None)
+@given(case=_queues())
+def test_the_schedule_never_starts_a_jobset_before_its_domains_free_nor_overlaps_two(
+    case: tuple[ClusterSnapshot, list[JobSetRequest]],
+) -> None:
+    snap, queue = case
+    plan = _plan(snap, queue, "cpsat")  # the checker runs on it
+    assert any(n.startswith("schedule: ") for n in plan.solver.notes)
+    ends = {k: r.expected_duration_s or 0.0 for k, r in snap.running.items()}
+    free_at = {
+        n.labels["cloud.google.com/gke-nodepool"]: max((ends[k] for k in n.jobsets), default=0.0)
+        for n in snap.nodes
+    }
+    duration = {js.key: js.expected_duration_s or 0.0 for js in queue}
+    windows: dict[str, list[tuple[float, float, str]]] = {}
+    for o in plan.jobsets:
+        if o.status == "placed":
+            for j in o.jobs:
+                assert j.domain is not None and free_at[j.domain.value] == 0
+                windows.setdefault(j.domain.value, []).append((0.0, duration[o.key], o.key))
+        for d in o.reserved_domains:
+            start = o.expected_start_seconds
+            assert start is not None and start >= free_at[d.value]
+            windows.setdefault(d.value, []).append((start, start + duration[o.key], o.key))
+    for spans in windows.values():
+        spans.sort()
+        for (_, e1, k1), (s2, _, k2) in itertools.pairwise(spans):
+            assert s2 >= e1, f"{k1} and {k2} overlap on one domain"
+
+
+def _round(snap: ClusterSnapshot, queue: list[JobSetRequest], before: Plan | None) -> Plan:
+    """A round of the receding horizon: last round's reservations on the snapshot."""
+    if before is not None:
+        policy = TimePolicy(now=NOW, reservations="all", schedule="cpsat")
+        snap = snap.model_copy(update={"reservations": reservations_of(before, queue, policy)})
+    return _plan(snap, queue, "cpsat")
+
+
+def _held(plan: Plan, key: str) -> tuple[float | None, list[str]]:
+    o = plan.outcome(f"team-a/{key}")
+    return o.expected_start_seconds, [d.value for d in o.reserved_domains]
+
+
+def test_reservations_stay_across_rounds_when_nothing_changed() -> None:
+    snap = _fleet({"a": 2, "b": 2}, free=2)
+    queue = [
+        _timed(jobset("wide", rjob(replicas=4)), 1, 30),
+        _timed(jobset("long", rjob(replicas=1)), 4, 10),
+    ]
+    first = _round(snap, queue, None)
+    assert _held(first, "long")[0] == 3 * H
+    second = _round(snap, queue, first)
+    assert [_held(second, k) for k in ("wide", "long")] == [
+        _held(first, k) for k in ("wide", "long")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("pool_b_ends_h", "expected"),
+    [
+        pytest.param(1.5, (2 * H, ["busy-a"]), id="half-an-hour-sooner-keeps-it"),
+        pytest.param(0.5, (0.5 * H, ["busy-b"]), id="an-hour-and-a-half-sooner-moves-it"),
+    ],
+)
+def test_a_reservation_moves_only_when_the_new_schedule_is_clearly_better(
+    pool_b_ends_h: float, expected: tuple[float, list[str]]
+) -> None:
+    """Reserved on busy-a from 2 h; next round busy-b is expected free sooner than busy-a. The
+    reservation moves only if that gains more than `STABLE_S` (1 h) of its own wait."""
+    queue = [_timed(jobset("narrow", rjob(replicas=1)), 1, 10)]
+    first = _round(_fleet({"a": 2, "b": 3}, free=0), queue, None)
+    assert _held(first, "narrow") == (2 * H, ["busy-a"])
+    second = _round(_fleet({"a": 2, "b": pool_b_ends_h}, free=0), queue, first)
+    start, domains = expected
+    assert _held(second, "narrow") == (start, domains if start else [])
+
+
+def test_a_higher_tier_goes_first_even_against_a_shorter_lower_tier_run() -> None:
+    """One pool. The low JobSet's 30 min run weighs twice the high one's hour per second
+    waited (bounded slowdown), but a tier up weighs fifty times: the high one starts now."""
+    snap = _fleet({}, free=1)
+    queue = [
+        _timed(jobset("low", rjob(replicas=1), priority=0), 0.5, 30),
+        _timed(jobset("high", rjob(replicas=1), priority=10), 1, 10),
+    ]
+    assert _starts(_plan(snap, queue, "cpsat")) == {"low": 1 * H, "high": 0.0}
