@@ -23,6 +23,7 @@ import yaml
 from pydantic import ValidationError
 
 from placer.commands.argtypes import label_keys, number, whole_number
+from placer.commands.preemption_args import preemption_from_args
 from placer.model.cluster import ClusterSnapshot
 from placer.model.errors import InputError
 from placer.model.files import check_input_file
@@ -160,6 +161,7 @@ def options_from_args(args: argparse.Namespace) -> SolveOptions:
         extended_resource_toleration=getattr(args, "extended_resource_toleration", True),
         levels=tuple(levels) if levels else (),
         export_model_path=getattr(args, "export_model", None),
+        preemption=preemption_from_args(args),
     )
 
 
@@ -243,6 +245,12 @@ def run_solver(
     options = options_from_args(args).model_copy(
         update={"time": time_policy_from_args(args, snapshot.priority_classes)}
     )
+    if options.preemption.active and options.time.active:
+        raise InputError(
+            "cannot be combined with --reservations or --max-wait yet",
+            field="--preemption",
+            code="usage",
+        )
     solver = get_solver(getattr(args, "solver", "cpsat"), time_policy=options.time)
     started = time.perf_counter()
     plan = solver.solve(snapshot, jobsets, options)

@@ -23,6 +23,7 @@ __all__ = [
     "add_copy_locality",
     "add_domain_exclusivity",
     "add_domains_used",
+    "add_eviction",
     "add_hosts_used",
     "add_impossible",
     "add_locality",
@@ -31,6 +32,25 @@ __all__ = [
     "add_shared_fit",
     "add_strict_fifo",
 ]
+
+
+def add_eviction(model: cp_model.CpModel, v: Variables, problem: AggregatedProblem) -> None:
+    """Preemption: a domain a running JobSet holds is used only if that JobSet is evicted, whole
+    (one literal per JobSet, so never a part of it); and a JobSet is evicted only if some domain
+    it holds is used (an eviction that frees no needed domain is never chosen)."""
+    if not v.evict:
+        return
+    usage: dict[str, list[cp_model.IntVar]] = defaultdict(list)
+    for (_, cid), x in (*v.count.items(), *v.shared_in_class.items()):
+        usage[cid].append(x)
+    freed: dict[str, list[cp_model.IntVar]] = defaultdict(list)
+    for c in problem.domain_classes:
+        for key in c.evicts:
+            for x in usage[c.id]:
+                model.add(x == 0).only_enforce_if(~v.evict[key])
+            freed[key].extend(usage[c.id])
+    for key, lit in v.evict.items():
+        model.add(sum(freed[key], cp_model.LinearExpr.constant(0)) >= lit)
 
 
 def add_all_or_nothing(model: cp_model.CpModel, v: Variables, problem: AggregatedProblem) -> None:

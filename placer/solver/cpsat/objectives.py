@@ -1,6 +1,7 @@
 """Objective terms, one function per goal, in the lexicographic order the planner optimizes them.
 
 1. per priority tier, highest first: accelerator units admitted (never trade a higher tier away);
+   then, with preemption, the least eviction cost (accelerator-seconds lost and restarted);
 2. queue order: among equal admissions, prefer JobSets earlier in the queue;
 3. best fit: fewest free accelerators stranded in chosen domains;
 4. Kueue packing: shared replicated jobs with a required or preferred topology use the fewest
@@ -28,6 +29,7 @@ __all__ = [
     "admitted_units",
     "domains_spanned",
     "domains_used",
+    "eviction_cost",
     "hosts_used",
     "packing_terms",
     "queue_preference",
@@ -63,6 +65,18 @@ def admitted_units(v: Variables, problem: AggregatedProblem, tier: int) -> cp_mo
             for js in problem.ctx.jobsets
             if js.priority == tier
         ),
+        cp_model.LinearExpr.constant(0),
+    )
+
+
+def eviction_cost(v: Variables, problem: AggregatedProblem) -> cp_model.LinearExpr:
+    """Accelerator-seconds the chosen victims lose and spend restarting
+    (`VictimCandidate.weight`)."""
+    victims = problem.ctx.victims
+    if victims is None or not v.evict:
+        return cp_model.LinearExpr.constant(0)
+    return sum(
+        (victims.candidates[k].weight * x for k, x in v.evict.items()),
         cp_model.LinearExpr.constant(0),
     )
 

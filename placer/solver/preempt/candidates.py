@@ -1,0 +1,154 @@
+"""Which running JobSets the planner may evict, for which pending JobSets, and what each costs.
+
+Phase "snapshot" of the CP-SAT planner when `--preemption lower-priority` is on. The rules, each a
+JobSet that is never a victim:
+- annotated `placer.dev/preemptible: "false"`;
+- of equal or higher priority than the JobSet that needs room (a running JobSet whose pods state
+  no priority counts as priority 0, Kubernetes' default);
+- any victim of a JobSet whose PriorityClass (or pod template) says `preemptionPolicy: Never`:
+  such a JobSet evicts nobody;
+- any victim of a JobSet not expected to wait longer than `--preempt-after` without preemption;
+- a JobSet also in the queue, or whose usage the snapshot does not record (evicting it would free
+  room the planner cannot count).
+Victims are whole: evicting one frees every node it runs on (`placer.model.whatif.without_jobsets`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from decimal import Decimal
+from functools import cached_property
+
+from placer.model.cluster import ClusterSnapshot
+from placer.model.options import SolveOptions
+from placer.model.preemption import EvictionCost, PreemptionFacts, eviction_cost
+from placer.model.resources import PODS, is_accelerator
+from placer.model.whatif import running_jobsets, running_priority
+from placer.model.workload import JobSetRequest
+
+__all__ = ["VictimCandidate", "Victims", "find_victims", "never_preempts"]
+
+
+@dataclass(frozen=True)
+class VictimCandidate:
+    """A running JobSet some pending JobSet may evict."""
+
+    key: str
+    priority: int
+    cost: EvictionCost
+    nodes: frozenset[str]
+
+    @property
+    def weight(self) -> int:
+        """Its cost as the model weighs it: whole accelerator-seconds, at least 1, so among
+        equally costly choices fewer victims win."""
+        return max(1, round(self.cost.chip_seconds))
+
+
+@dataclass(frozen=True)
+class Victims:
+    """The candidates, and which pending JobSets may preempt at all."""
+
+    candidates: Mapping[str, VictimCandidate]
+    preemptors: frozenset[str]
+    """Pending JobSet keys allowed to preempt (not `Never`, waiting longer than preempt-after)."""
+    priorities: Mapping[str, int] = field(default_factory=dict)
+    """Pending JobSet key -> the priority it preempts with (its declared one)."""
+    snapshot: ClusterSnapshot | None = None
+    """The cluster before any eviction (what attribution and the checker read)."""
+
+    @cached_property
+    def on_node(self) -> Mapping[str, tuple[str, ...]]:
+        """Node -> candidates running on it."""
+        found: dict[str, list[str]] = {}
+        for key in sorted(self.candidates):
+            for n in self.candidates[key].nodes:
+                found.setdefault(n, []).append(key)
+        return {n: tuple(ks) for n, ks in found.items()}
+
+    def can_evict(self, jobset: str, victim: str) -> bool:
+        """May pending JobSet `jobset` evict candidate `victim`?"""
+        candidate = self.candidates.get(victim)
+        return (
+            candidate is not None
+            and jobset in self.preemptors
+            and candidate.priority < self.priorities[jobset]
+        )
+
+    def only(self, keys: Sequence[str]) -> Victims:
+        """These victims alone (the ones the planner chose)."""
+        chosen = {k: self.candidates[k] for k in sorted(keys)}
+        return Victims(chosen, self.preemptors, self.priorities, self.snapshot)
+
+
+def never_preempts(jobset: JobSetRequest, snapshot: ClusterSnapshot) -> bool:
+    """`preemptionPolicy: Never` on its pod template or its PriorityClass."""
+    return jobset.never_preempts or (
+        jobset.priority_class_name is not None
+        and jobset.priority_class_name in snapshot.non_preempting_classes
+    )
+
+
+def _units_held(snapshot: ClusterSnapshot, key: str) -> int | None:
+    """Accelerator units the JobSet's pods hold (pods when it requests none); None when some node
+    holding it does not record its usage."""
+    accelerators, pods = Decimal(0), Decimal(0)
+    for n in snapshot.nodes:
+        if key not in n.jobsets:
+            continue
+        usage = n.jobset_usage.get(key)
+        if usage is None:
+            return None
+        accelerators += sum((v for k, v in usage.requests.items() if is_accelerator(k)), Decimal(0))
+        pods += usage.requests.get(PODS, Decimal(0))
+    return int(accelerators) if accelerators > 0 else int(pods)
+
+
+def find_victims(
+    snapshot: ClusterSnapshot,
+    jobsets: Sequence[JobSetRequest],
+    options: SolveOptions,
+    waits_too_long: Callable[[JobSetRequest], bool] | None = None,
+) -> Victims | None:
+    """The candidates under `options.preemption`, or None when preemption is off or nobody
+    could be evicted. `waits_too_long` says whether a pending JobSet's expected wait without
+    preemption exceeds `--preempt-after` (None: every pending JobSet may preempt)."""
+    policy = options.preemption
+    if not policy.active:
+        return None
+    pending = {js.key for js in jobsets}
+    preemptors = [
+        js
+        for js in jobsets
+        if not never_preempts(js, snapshot) and (waits_too_long is None or waits_too_long(js))
+    ]
+    if not preemptors:
+        return None
+    highest = max(js.reported_priority for js in preemptors)
+    now = options.time.now or datetime.now(UTC)
+    candidates: dict[str, VictimCandidate] = {}
+    for key in running_jobsets(snapshot):
+        info = snapshot.running.get(key)
+        priority = running_priority(snapshot, key) or 0
+        if key in pending or priority >= highest:
+            continue
+        if info is not None and not info.preemption.preemptible:
+            continue
+        units = _units_held(snapshot, key)
+        if units is None:
+            continue
+        started = info.started_at if info is not None else None
+        facts = info.preemption if info is not None else PreemptionFacts()
+        cost = eviction_cost(units, started, now, facts, policy.restart_cost_s)
+        nodes = frozenset(n.name for n in snapshot.nodes if key in n.jobsets)
+        candidates[key] = VictimCandidate(key, priority, cost, nodes)
+    if not candidates:
+        return None
+    return Victims(
+        candidates,
+        frozenset(js.key for js in preemptors),
+        {js.key: js.reported_priority for js in jobsets},
+        snapshot,
+    )
