@@ -21,6 +21,7 @@ from placer.commands.common import (
 )
 from placer.commands.map_option import add_map_arg, check_map_arg, draw_map
 from placer.commands.output import add_output_arg, as_yaml, output_width, progress_for
+from placer.commands.preemption_args import add_preemption_args, check_combination
 from placer.commands.timing import add_time_args, time_policy_from_args
 from placer.commands.whatif import add_whatif_args, apply_whatif_args
 from placer.model.errors import InputError
@@ -44,6 +45,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_solver_args(parser)
     add_whatif_args(parser)
     add_time_args(parser)
+    add_preemption_args(parser)
     add_map_arg(parser)
     add_output_arg(
         parser,
@@ -91,8 +93,10 @@ def run(args: argparse.Namespace) -> int:
             snapshot,
             jobsets,
             args.target,
-            options_from_args(args).model_copy(
-                update={"time": time_policy_from_args(args, snapshot.priority_classes)}
+            check_combination(
+                options_from_args(args).model_copy(
+                    update={"time": time_policy_from_args(args, snapshot.priority_classes)}
+                )
             ),
             settings=ExplainSettings(
                 solver=args.solver, remedies=args.remedies, replan_budget=args.replans

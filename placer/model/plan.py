@@ -103,6 +103,16 @@ class PreemptedJobSet(BaseModel):
     def cost_chip_hours(self) -> float:
         return self.lost_chip_hours + self.restart_chip_hours
 
+    @property
+    def cost_text(self) -> str:
+        """`priority 100, 16 accelerators; 6.7 chip-hours: 5.3 of work lost, 1.3 to restart`:
+        how the table and `placer explain` word it."""
+        return (
+            f"priority {self.priority}, {self.accelerators} accelerators; "
+            f"{self.cost_chip_hours:.1f} chip-hours: {self.lost_chip_hours:.1f} of work lost, "
+            f"{self.restart_chip_hours:.1f} to restart"
+        )
+
 
 class SolverReport(BaseModel):
     model_config = ConfigDict(frozen=True, allow_inf_nan=False)

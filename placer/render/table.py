@@ -231,10 +231,7 @@ def render_table(
 def preemption_lines(plan: Plan) -> list[str]:
     """One sentence per evicted JobSet: for whom, and what it costs in chip-hours."""
     return [
-        f"{p.key} preempted (priority {p.priority}, {p.accelerators} accelerators) for "
-        f"{', '.join(p.makes_room_for)}: {p.cost_chip_hours:.1f} chip-hours "
-        f"({p.lost_chip_hours:.1f} of work lost, "
-        f"{p.restart_chip_hours:.1f} to restart)"
+        f"{p.key} preempted for {', '.join(p.makes_room_for)} ({p.cost_text})"
         for p in plan.preempted
     ]
 

@@ -42,8 +42,8 @@ def test_the_table_says_who_is_preempted_for_whom(capsys: pytest.CaptureFixture[
     )  # fmt: skip
     assert code == 0
     assert (
-        "batch/eval-b preempted (priority 100, 8 accelerators) for prod/llm-sft: 2.7 chip-hours "
-        "(2.7 of work lost, 0.0 to restart)"
+        "batch/eval-b preempted for prod/llm-sft (priority 100, 8 accelerators; 2.7 chip-hours: "
+        "2.7 of work lost, 0.0 to restart)"
     ) in out.splitlines()
 
 

@@ -2,9 +2,9 @@
 
 Judged from the snapshot and the plan alone, like the rest of the checker (no solver code):
 - preemption is allowed at all (`--preemption` not `none`) when the plan evicts anyone;
-- every victim runs on the snapshot, is not annotated `placer.dev/preemptible: "false"`, has
-  strictly lower priority than every JobSet it makes room for (a running JobSet whose pods state
-  no priority counts as 0), and none of those states `preemptionPolicy: Never`;
+- every victim runs on the snapshot, is not annotated `placer.dev/preemptible: "false"`, has a
+  known priority strictly lower than every JobSet it makes room for, and none of those states
+  `preemptionPolicy: Never`;
 - victims are whole: the rest of the checker judges nodes with every victim's pods gone
   (`without_victims`), never a part of one;
 - a placed JobSet uses a victim's node (a pod on it, or an exclusive domain holding it) only if it
@@ -97,7 +97,10 @@ def _check_victim(
     info = snapshot.running.get(key)
     if info is not None and not info.preemption.preemptible:
         problems.add(f"{key}: preempted but annotated placer.dev/preemptible: false")
-    priority = running_priority(snapshot, key) or 0
+    priority = running_priority(snapshot, key)
+    if priority is None:
+        problems.add(f"{key}: preempted but its priority is unknown")
+        return
     for who in sorted(listed_by):
         js = given.get(who)
         if js is None:

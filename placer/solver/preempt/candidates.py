@@ -3,8 +3,8 @@
 Phase "snapshot" of the CP-SAT planner when `--preemption lower-priority` is on. The rules, each a
 JobSet that is never a victim:
 - annotated `placer.dev/preemptible: "false"`;
-- of equal or higher priority than the JobSet that needs room (a running JobSet whose pods state
-  no priority counts as priority 0, Kubernetes' default);
+- of equal or higher priority than the JobSet that needs room, or of unknown priority (its pods
+  state none in the snapshot: placer cannot tell it is lower);
 - any victim of a JobSet whose PriorityClass (or pod template) says `preemptionPolicy: Never`:
   such a JobSet evicts nobody;
 - any victim of a JobSet not expected to wait longer than `--preempt-after` without preemption;
@@ -131,8 +131,8 @@ def find_victims(
     candidates: dict[str, VictimCandidate] = {}
     for key in running_jobsets(snapshot):
         info = snapshot.running.get(key)
-        priority = running_priority(snapshot, key) or 0
-        if key in pending or priority >= highest:
+        priority = running_priority(snapshot, key)
+        if key in pending or priority is None or priority >= highest:
             continue
         if info is not None and not info.preemption.preemptible:
             continue

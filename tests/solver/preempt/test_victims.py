@@ -231,3 +231,13 @@ def test_a_victim_is_never_protected_nor_partial(case: PreemptionCase) -> None:
 
 def _units(plan: Plan, tier: int) -> int:
     return sum(o.accelerators for o in plan.jobsets if o.status == "placed" and o.priority == tier)
+
+
+def test_a_jobset_of_unknown_priority_is_never_preempted() -> None:
+    cluster = snap(
+        running_pool("p0", 2, "team-b/unknown", priority=None),
+        running={"team-b/unknown": started(1)},
+    )
+    plan = solve_checked("cpsat", cluster, [wide()], ON)
+    assert plan.outcome("team-a/big").status == "unschedulable"
+    assert plan.preempted == []

@@ -1,0 +1,53 @@
+"""The preemption remedy: the cheapest whole running JobSets whose eviction starts a JobSet now.
+
+Asked of the CP-SAT planner itself with `--preemption lower-priority` (whatever the user's flag),
+so the answer obeys every protection rule (`placer.solver.preempt`) and weighs victims by their
+eviction cost, as `placer plan --preemption lower-priority` would: "evicting X (3.1 chip-hours
+lost) starts it now". One re-plan, counted against the remedy search's budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from placer.model.plan import PreemptedJobSet
+from placer.model.preemption import PreemptionPolicy
+from placer.solver.explain.result import Remedy
+from placer.solver.registry import get_solver
+
+if TYPE_CHECKING:
+    from placer.solver.explain.remedies import Replanner
+
+__all__ = ["eviction_remedy", "eviction_text"]
+
+
+def eviction_text(victims: Sequence[PreemptedJobSet]) -> str:
+    """`evicting a/x (priority 100, 16 accelerators; 6.7 chip-hours: ...) and b/y (...)`."""
+    return "evicting " + " and ".join(f"{v.key} ({v.cost_text})" for v in victims)
+
+
+def eviction_remedy(rp: Replanner, key: str) -> Remedy | None:
+    """The victims the planner with preemption picks for JobSet `key`, when that places it;
+    None when nothing it may evict frees enough, or the re-plan budget is spent."""
+    if rp.options.time.active:
+        rp.notes.append("preemption remedy not searched with time-aware planning")
+        return None
+    policy = PreemptionPolicy(
+        mode="lower-priority", restart_cost_s=rp.options.preemption.restart_cost_s
+    )
+    options = rp.options.model_copy(update={"export_model_path": None, "preemption": policy})
+    if not rp.spend():
+        return None
+    plan = get_solver("cpsat").solve(rp.snapshot, rp.jobsets, options)
+    outcome = plan.outcome(key)
+    if outcome.status != "placed" or not outcome.preempts:
+        return None
+    victims = [p for p in plan.preempted if p.key in outcome.preempts]
+    return Remedy(
+        kind="preempt",
+        text=f"{eviction_text(victims)} starts it now",
+        change={"remove_running": list(outcome.preempts)},
+        verified=True,
+        jobs=list(outcome.jobs),
+    )
