@@ -29,6 +29,7 @@ from placer.model.messages import echo
 __all__ = [
     "CHECKPOINT_INTERVAL",
     "DEFAULT_RESTART_COST_S",
+    "NOT_MOVED",
     "PREEMPTIBLE",
     "PREEMPTION_MODES",
     "EvictionCost",
@@ -44,8 +45,12 @@ PREEMPTIBLE = "placer.dev/preemptible"
 DEFAULT_RESTART_COST_S = 300.0
 """Five minutes of a JobSet's accelerators: rescheduling, pulling images, loading a checkpoint."""
 
-PreemptionMode = Literal["none", "lower-priority"]
+NOT_MOVED = "not moved: it keeps running where it is"
+"""`placer defrag`: the outcome of a running JobSet in the queue that the plan leaves alone."""
+
+PreemptionMode = Literal["none", "lower-priority", "defrag"]
 PREEMPTION_MODES: tuple[PreemptionMode, ...] = ("none", "lower-priority")
+"""What `--preemption` offers; `defrag` is `placer defrag`'s own mode (moves, not evictions)."""
 
 
 class PreemptionPolicy(BaseModel):
@@ -54,7 +59,9 @@ class PreemptionPolicy(BaseModel):
     model_config = ConfigDict(frozen=True)
     mode: PreemptionMode = "none"
     """`none`: running JobSets are never evicted; `lower-priority`: a pending JobSet may evict
-    whole running JobSets of strictly lower priority that are not protected."""
+    whole running JobSets of strictly lower priority that are not protected; `defrag`: running
+    JobSets also given in the queue may be moved (restarted whole in other free domains), of any
+    priority, unless protected."""
     restart_cost_s: float = Field(default=DEFAULT_RESTART_COST_S, ge=0, allow_inf_nan=False)
     """Seconds of a victim's accelerators a restart costs on top of the work it loses."""
     preempt_after_s: float | None = Field(default=None, ge=0, allow_inf_nan=False)

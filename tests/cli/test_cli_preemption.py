@@ -121,3 +121,36 @@ def test_preempt_after_preempts_only_for_a_long_wait(
     assert code == 0
     doc = json.loads(out)
     assert [p["namespace"] + "/" + p["name"] for p in doc["preempted"]] == preempted
+
+
+FRAGMENTED = REPO / "examples/clusters/tpu-fragmented.yaml"
+DEFRAG_QUEUE = REPO / "examples/jobsets/defrag"
+defrag = command("defrag")
+
+
+def test_defrag_moves_the_cheapest_runner_out_of_the_way(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """prod/sft-block needs 3 slices in one block, each block has 2 free: moving batch/eval-b
+    (checkpointed at 12:00, so only its restart is lost) from block-0 to block-1 starts it."""
+    code, out, _ = defrag(capsys, "--cluster", FRAGMENTED, "--now", NOW, "--workers", "1",
+                          DEFRAG_QUEUE)  # fmt: skip
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].split() == ["MOVE", "PRIORITY", "TO", "COST", "(CHIP-HOURS)", "STARTS",
+                                "GAIN", "(ACCELERATORS)"]  # fmt: skip
+    assert lines[1].split() == ["batch/eval-b", "100", "v5e-2x4-pool-6", "0.7", "prod/sft-block",
+                                "24"]  # fmt: skip
+    assert lines[3] == (
+        "1 move; 1 of 1 pending JobSets start (24 accelerators), 0.7 chip-hours restarted"
+    )
+
+
+def test_defrag_without_running_manifests_moves_nothing(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, _ = defrag(capsys, "--cluster", FRAGMENTED, "--now", NOW, "--format", "json",
+                          DEFRAG_QUEUE / "01-prod-sft-block.yaml")  # fmt: skip
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["preempted"] == [] and doc["jobsets"][0]["status"] == "unschedulable"

@@ -7,6 +7,8 @@ Judged from the snapshot and the plan alone, like the rest of the checker (no so
   `preemptionPolicy: Never`;
 - victims are whole: the rest of the checker judges nodes with every victim's pods gone
   (`without_victims`), never a part of one;
+- with `placer defrag` victims are moves instead: each is given and placed again elsewhere, of
+  any priority, and makes room only for JobSets that are not moved themselves;
 - a placed JobSet uses a victim's node (a pod on it, or an exclusive domain holding it) only if it
   lists that victim in `preempts`, and lists only victims whose nodes it uses; each victim's
   `makes_room_for` is exactly who lists it, never empty.
@@ -73,8 +75,27 @@ def check_preemptions(
                 problems.add(f"{o.key}: preempts {v}, which the plan does not list as preempted")
     if victims and not options.preemption.active:
         problems.add(f"preempts {', '.join(sorted(victims))} with --preemption none")
+    moves = options.preemption.mode == "defrag"
     for key, p in victims.items():
         _check_victim(key, p.makes_room_for, listed.get(key, set()), snapshot, given, problems)
+        if moves:
+            _check_move(key, plan, given, problems)
+            for mover in sorted(listed.get(key, set()) & victims.keys()):
+                problems.add(f"{mover}: moved onto what moving {key} frees")
+        else:
+            _check_priority(key, listed.get(key, set()), snapshot, given, problems)
+
+
+def _check_move(
+    key: str, plan: Plan, given: Mapping[str, JobSetRequest], problems: set[str]
+) -> None:
+    """Defrag: a moved JobSet is given (its manifest says how to re-place it) and placed again;
+    it makes room for pending JobSets only, never for another moved one."""
+    if key not in given:
+        problems.add(f"{key}: moved but not given, so it cannot be placed again")
+        return
+    if plan.outcome(key).status != "placed":
+        problems.add(f"{key}: moved but not placed again")
 
 
 def _check_victim(
@@ -97,6 +118,16 @@ def _check_victim(
     info = snapshot.running.get(key)
     if info is not None and not info.preemption.preemptible:
         problems.add(f"{key}: preempted but annotated placer.dev/preemptible: false")
+
+
+def _check_priority(
+    key: str,
+    listed_by: set[str],
+    snapshot: ClusterSnapshot,
+    given: Mapping[str, JobSetRequest],
+    problems: set[str],
+) -> None:
+    """A victim's known priority is below each of its preemptors', none of them `Never`."""
     priority = running_priority(snapshot, key)
     if priority is None:
         problems.add(f"{key}: preempted but its priority is unknown")

@@ -57,13 +57,20 @@ def tiers(problem: AggregatedProblem) -> list[int]:
     return sorted({js.priority for js in problem.ctx.jobsets}, reverse=True)
 
 
+def _moved(problem: AggregatedProblem) -> frozenset[str]:
+    """Defrag: running JobSets in the queue, whose admission is a move, never a gain."""
+    victims = problem.ctx.victims
+    return frozenset(victims.candidates) if victims is not None and victims.moves else frozenset()
+
+
 def admitted_units(v: Variables, problem: AggregatedProblem, tier: int) -> cp_model.LinearExpr:
     """Accelerator units (pods for JobSets without accelerators) admitted in one priority tier."""
+    moved = _moved(problem)
     return sum(
         (
             js.accelerator_units * v.admit[js.key]
             for js in problem.ctx.jobsets
-            if js.priority == tier
+            if js.priority == tier and js.key not in moved
         ),
         cp_model.LinearExpr.constant(0),
     )
@@ -84,8 +91,13 @@ def eviction_cost(v: Variables, problem: AggregatedProblem) -> cp_model.LinearEx
 def queue_preference(v: Variables, problem: AggregatedProblem) -> cp_model.LinearExpr:
     """Earlier JobSets weigh more, so among equal admissions the head of the queue goes first."""
     jobsets = problem.ctx.jobsets
+    moved = _moved(problem)
     return sum(
-        ((len(jobsets) - i) * v.admit[js.key] for i, js in enumerate(jobsets)),
+        (
+            (len(jobsets) - i) * v.admit[js.key]
+            for i, js in enumerate(jobsets)
+            if js.key not in moved
+        ),
         cp_model.LinearExpr.constant(0),
     )
 

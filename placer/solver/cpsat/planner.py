@@ -39,7 +39,12 @@ from placer.solver.cpsat.builder import BuiltModel, build_model
 from placer.solver.cpsat.coarsen import coarsen
 from placer.solver.cpsat.export import check_export_path
 from placer.solver.cpsat.hints import complete, solution_from_plan, spread_counts
-from placer.solver.cpsat.preemption import evicting_context, materialize_evicting
+from placer.solver.cpsat.preemption import (
+    evicting_context,
+    greedy_context,
+    materialize_evicting,
+    stay_put,
+)
 from placer.solver.cpsat.problem import AggregatedProblem
 from placer.solver.cpsat.solution import Solution
 from placer.solver.cpsat.solve import (
@@ -154,7 +159,7 @@ def plan_with_context(
         fine = aggregate(model_ctx)
         coarse = coarsen(fine)
     with timer("greedy"):
-        greedy = best_greedy(ctx)
+        greedy = stay_put(best_greedy(greedy_context(ctx)), ctx)
     plan: Plan | None = None
     try:
         with timer("build"):
@@ -173,7 +178,7 @@ def plan_with_context(
     if plan is None or admission_key(plan) < admission_key(greedy):
         why = _fallback_reason(plan, admission)
         log.warning("falling back to the greedy plan: %s", why)
-        greedy = greedy_plan(ctx, greedy.solver.name)
+        greedy = stay_put(greedy_plan(greedy_context(ctx), greedy.solver.name), ctx)
         objective = greedy.solver.objective
         plan = greedy.model_copy(
             update={
@@ -282,10 +287,12 @@ def best_greedy(ctx: PlacementContext) -> Plan:
 
 
 def admission_key(plan: Plan) -> tuple[int, ...]:
-    """Lexicographic admission: accelerator units placed per priority tier, highest tier first."""
+    """Lexicographic admission: accelerator units placed per priority tier, highest tier first
+    (a running JobSet a defrag plan moves is no admission)."""
     per_tier: dict[int, int] = {}
+    moved = {p.key for p in plan.preempted}
     for o in plan.jobsets:
         per_tier.setdefault(o.priority, 0)
-        if o.status == "placed":
+        if o.status == "placed" and o.key not in moved:
             per_tier[o.priority] += o.accelerators
     return tuple(per_tier[p] for p in sorted(per_tier, reverse=True))

@@ -33,7 +33,8 @@ def nodes_used(outcome: JobSetOutcome, by_name: Mapping[str, Node]) -> set[str]:
 
 
 def _victims_of(outcome: JobSetOutcome, by_name: Mapping[str, Node], victims: Victims) -> set[str]:
-    return {v for n in nodes_used(outcome, by_name) for v in victims.on_node.get(n, ())}
+    found = {v for n in nodes_used(outcome, by_name) for v in victims.on_node.get(n, ())}
+    return found - {outcome.key}  # a JobSet moved (defrag) does not make room for itself
 
 
 def attribute_preemptions(plan: Plan, snapshot: ClusterSnapshot, victims: Victims) -> Plan:

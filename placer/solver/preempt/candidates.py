@@ -16,7 +16,7 @@ Victims are whole: evicting one frees every node it runs on (`placer.model.whati
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from decimal import Decimal
 from functools import cached_property
@@ -39,12 +39,14 @@ class VictimCandidate:
     priority: int
     cost: EvictionCost
     nodes: frozenset[str]
+    base_weight: int = 0
+    """Added to its cost (defrag: more than every move's cost together, so fewest moves win)."""
 
     @property
     def weight(self) -> int:
         """Its cost as the model weighs it: whole accelerator-seconds, at least 1, so among
         equally costly choices fewer victims win."""
-        return max(1, round(self.cost.chip_seconds))
+        return self.base_weight + max(1, round(self.cost.chip_seconds))
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,9 @@ class Victims:
     """Pending JobSet key -> the priority it preempts with (its declared one)."""
     snapshot: ClusterSnapshot | None = None
     """The cluster before any eviction (what attribution and the checker read)."""
+    moves: bool = False
+    """Defrag: candidates are moved (re-placed elsewhere, they are in the queue too), whatever
+    their priority."""
 
     @cached_property
     def on_node(self) -> Mapping[str, tuple[str, ...]]:
@@ -68,19 +73,24 @@ class Victims:
                 found.setdefault(n, []).append(key)
         return {n: tuple(ks) for n, ks in found.items()}
 
+    @cached_property
+    def running(self) -> frozenset[str]:
+        """Every JobSet running on the cluster before any eviction."""
+        return frozenset(running_jobsets(self.snapshot)) if self.snapshot else frozenset()
+
     def can_evict(self, jobset: str, victim: str) -> bool:
         """May pending JobSet `jobset` evict candidate `victim`?"""
         candidate = self.candidates.get(victim)
         return (
             candidate is not None
             and jobset in self.preemptors
-            and candidate.priority < self.priorities[jobset]
+            and (self.moves or candidate.priority < self.priorities[jobset])
         )
 
     def only(self, keys: Sequence[str]) -> Victims:
         """These victims alone (the ones the planner chose)."""
         chosen = {k: self.candidates[k] for k in sorted(keys)}
-        return Victims(chosen, self.preemptors, self.priorities, self.snapshot)
+        return Victims(chosen, self.preemptors, self.priorities, self.snapshot, self.moves)
 
 
 def never_preempts(jobset: JobSetRequest, snapshot: ClusterSnapshot) -> bool:
@@ -118,6 +128,8 @@ def find_victims(
     policy = options.preemption
     if not policy.active:
         return None
+    if policy.mode == "defrag":
+        return _movable(snapshot, jobsets, options)
     pending = {js.key for js in jobsets}
     preemptors = [
         js
@@ -127,23 +139,14 @@ def find_victims(
     if not preemptors:
         return None
     highest = max(js.reported_priority for js in preemptors)
-    now = options.time.now or datetime.now(UTC)
     candidates: dict[str, VictimCandidate] = {}
     for key in running_jobsets(snapshot):
-        info = snapshot.running.get(key)
         priority = running_priority(snapshot, key)
         if key in pending or priority is None or priority >= highest:
             continue
-        if info is not None and not info.preemption.preemptible:
-            continue
-        units = _units_held(snapshot, key)
-        if units is None:
-            continue
-        started = info.started_at if info is not None else None
-        facts = info.preemption if info is not None else PreemptionFacts()
-        cost = eviction_cost(units, started, now, facts, policy.restart_cost_s)
-        nodes = frozenset(n.name for n in snapshot.nodes if key in n.jobsets)
-        candidates[key] = VictimCandidate(key, priority, cost, nodes)
+        candidate = _candidate(snapshot, key, options, priority)
+        if candidate is not None:
+            candidates[key] = candidate
     if not candidates:
         return None
     return Victims(
@@ -152,3 +155,42 @@ def find_victims(
         {js.key: js.reported_priority for js in jobsets},
         snapshot,
     )
+
+
+def _candidate(
+    snapshot: ClusterSnapshot, key: str, options: SolveOptions, priority: int
+) -> VictimCandidate | None:
+    """`key` as a candidate with its cost, or None when protected or its usage is unknown."""
+    info = snapshot.running.get(key)
+    if info is not None and not info.preemption.preemptible:
+        return None
+    units = _units_held(snapshot, key)
+    if units is None:
+        return None
+    now = options.time.now or datetime.now(UTC)
+    started = info.started_at if info is not None else None
+    facts = info.preemption if info is not None else PreemptionFacts()
+    cost = eviction_cost(units, started, now, facts, options.preemption.restart_cost_s)
+    nodes = frozenset(n.name for n in snapshot.nodes if key in n.jobsets)
+    return VictimCandidate(key, priority, cost, nodes)
+
+
+def _movable(
+    snapshot: ClusterSnapshot, jobsets: Sequence[JobSetRequest], options: SolveOptions
+) -> Victims | None:
+    """Defrag: running JobSets given in the queue (their manifests say how to re-place them),
+    not protected; every other queued JobSet may use what a move frees."""
+    running = set(running_jobsets(snapshot))
+    found: dict[str, VictimCandidate] = {}
+    for js in jobsets:
+        if js.key in running:
+            c = _candidate(snapshot, js.key, options, js.reported_priority)
+            if c is not None:
+                found[js.key] = c
+    if not running.intersection(js.key for js in jobsets):
+        return None  # nothing given runs: a plain plan (kept whole otherwise: the rest stay put)
+    above = sum(c.weight for c in found.values()) + 1
+    moves = {k: replace(c, base_weight=above) for k, c in found.items()}
+    pending = frozenset(js.key for js in jobsets if js.key not in running)
+    priorities = {js.key: js.reported_priority for js in jobsets}
+    return Victims(moves, pending, priorities, snapshot, moves=True)
