@@ -154,3 +154,25 @@ def test_defrag_without_running_manifests_moves_nothing(
     assert code == 0
     doc = json.loads(out)
     assert doc["preempted"] == [] and doc["jobsets"][0]["status"] == "unschedulable"
+
+
+explain = command("explain")
+
+
+def test_explain_offers_both_answers_for_a_blocked_jobset(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The move on the fragmented cluster (running manifests given); the eviction on the busy
+    one, with its cost."""
+    code, out, _ = explain(capsys, "--cluster", FRAGMENTED, "--now", NOW, "--workers", "1",
+                           DEFRAG_QUEUE, "prod/sft-block")  # fmt: skip
+    assert code == 0
+    assert "  - moving batch/eval-b to v5e-2x4-pool-6 starts it now: " in out
+    code, out, _ = explain(capsys, "--cluster", CLUSTER, "--now", NOW, "--workers", "1",
+                           "-o", "wide", SFT, "prod/llm-sft")  # fmt: skip
+    assert code == 0
+    assert (
+        "  - evicting batch/eval-a (priority 100, 16 accelerators; 6.7 chip-hours: 5.3 of work "
+        "lost, 1.3 to restart) and batch/eval-b (priority 100, 8 accelerators; 3.3 chip-hours: "
+        "2.7 of work lost, 0.7 to restart) starts it now: "
+    ) in out

@@ -30,7 +30,7 @@ from placer.model.whatif import remove_jobset, running_priority
 from placer.model.workload import JobSetRequest, ReplicatedJobRequest
 from placer.solver.context import PlacementContext
 from placer.solver.explain.conflicts import ConflictInputs, max_replicas, min_drops
-from placer.solver.explain.evict import eviction_remedy
+from placer.solver.explain.evict import eviction_remedy, move_remedy
 from placer.solver.explain.result import Remedy, ReplicatedJobDiagnosis
 from placer.solver.progress import SILENT, ProgressHook
 from placer.solver.registry import get_solver
@@ -413,6 +413,9 @@ def _running(
         if evict is not None:
             out.append(evict)
             seen.add(tuple(evict.change["remove_running"]))  # type: ignore[arg-type]
+    move = move_remedy(rp, target.key)
+    if move is not None:
+        out.append(move)
     for keys, jobs in _smallest_set(rp, target.key, candidates):
         if tuple(keys) in seen:
             continue
