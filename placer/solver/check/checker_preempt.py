@@ -34,15 +34,27 @@ def without_victims(plan: Plan, snapshot: ClusterSnapshot) -> ClusterSnapshot:
     return without_jobsets(snapshot, {p.key for p in plan.preempted})[0]
 
 
-def _used_nodes(o: JobSetOutcome, nodes: Mapping[str, Node]) -> set[str]:
+def _used_nodes(o: JobSetOutcome, by_label: Mapping[tuple[str, str], list[Node]]) -> set[str]:
+    """Its pods' nodes, and every node of each exclusive domain it takes."""
     used = {p.node for j in o.jobs for p in j.pods}
     for j in o.jobs:
         if j.domain is not None:
             pins = {**dict(j.domain.path), j.domain.key: j.domain.value}
+            members = by_label.get((j.domain.key, j.domain.value), [])
             used.update(
-                n.name for n in nodes.values() if all(n.labels.get(k) == v for k, v in pins.items())
+                n.name for n in members if all(n.labels.get(k) == v for k, v in pins.items())
             )
     return used
+
+
+def _domain_index(snapshot: ClusterSnapshot, plan: Plan) -> dict[tuple[str, str], list[Node]]:
+    """(domain key, value) -> nodes carrying it, for the keys the plan's domains use."""
+    keys = {j.domain.key for o in plan.jobsets for j in o.jobs if j.domain is not None}
+    found: dict[tuple[str, str], list[Node]] = {}
+    for n in snapshot.nodes:
+        for k in keys & n.labels.keys():
+            found.setdefault((k, n.labels[k]), []).append(n)
+    return found
 
 
 def _never(js: JobSetRequest, snapshot: ClusterSnapshot) -> bool:
@@ -57,14 +69,19 @@ def check_preemptions(
     problems: set[str],
 ) -> None:
     """Add a line to `problems` for every preemption rule the plan breaks (see the module)."""
+    if not plan.preempted and not any(o.preempts for o in plan.jobsets):
+        return  # nothing evicted: the rest of the checker judges the plan as it always did
     nodes = {n.name: n for n in snapshot.nodes}
+    by_label = _domain_index(snapshot, plan)
     victims = {p.key: p for p in plan.preempted}
     listed: dict[str, set[str]] = {}
     for o in plan.jobsets:
         mine = set(o.preempts)
         if o.preempts and o.status != "placed":
             problems.add(f"{o.key}: preempts {', '.join(o.preempts)} but is not placed")
-        running_there = {j for n in _used_nodes(o, nodes) if n in nodes for j in nodes[n].jobsets}
+        running_there = {
+            j for n in _used_nodes(o, by_label) if n in nodes for j in nodes[n].jobsets
+        }
         for v in sorted(mine - running_there):
             problems.add(f"{o.key}: preempts {v} but uses none of its nodes")
         for v in sorted((running_there & victims.keys()) - mine):

@@ -17,37 +17,49 @@ from placer.solver.preempt.candidates import Victims
 __all__ = ["attribute_preemptions", "nodes_used"]
 
 
-def nodes_used(outcome: JobSetOutcome, by_name: Mapping[str, Node]) -> set[str]:
+def nodes_used(outcome: JobSetOutcome, by_label: Mapping[tuple[str, str], list[Node]]) -> set[str]:
     """Nodes a placed JobSet occupies: its pods' nodes and every node of the exclusive domains
-    its child Jobs take (a domain taken whole must be free of anyone else)."""
+    its child Jobs take (a domain taken whole must be free of anyone else); `by_label` is
+    (label, value) -> nodes carrying it, for the labels domains pin."""
     used = {p.node for j in outcome.jobs for p in j.pods}
     for j in outcome.jobs:
         if j.domain is None:
             continue
         pins = dict(j.domain.path)
         pins[j.domain.key] = j.domain.value
-        used.update(
-            n.name for n in by_name.values() if all(n.labels.get(k) == v for k, v in pins.items())
-        )
+        members = by_label.get((j.domain.key, j.domain.value), [])
+        used.update(n.name for n in members if all(n.labels.get(k) == v for k, v in pins.items()))
     return used
 
 
-def _victims_of(outcome: JobSetOutcome, by_name: Mapping[str, Node], victims: Victims) -> set[str]:
-    found = {v for n in nodes_used(outcome, by_name) for v in victims.on_node.get(n, ())}
+def _by_label(snapshot: ClusterSnapshot, plan: Plan) -> dict[tuple[str, str], list[Node]]:
+    keys = {j.domain.key for o in plan.jobsets for j in o.jobs if j.domain is not None}
+    found: dict[tuple[str, str], list[Node]] = {}
+    for n in snapshot.nodes:
+        for k in keys:
+            if k in n.labels:
+                found.setdefault((k, n.labels[k]), []).append(n)
+    return found
+
+
+def _victims_of(
+    outcome: JobSetOutcome, by_label: Mapping[tuple[str, str], list[Node]], victims: Victims
+) -> set[str]:
+    found = {v for n in nodes_used(outcome, by_label) for v in victims.on_node.get(n, ())}
     return found - {outcome.key}  # a JobSet moved (defrag) does not make room for itself
 
 
 def attribute_preemptions(plan: Plan, snapshot: ClusterSnapshot, victims: Victims) -> Plan:
     """`plan` with each placed JobSet's `preempts` and the `preempted` entries of the victims
     some placed JobSet needs; `snapshot` is the one before any eviction."""
-    by_name = snapshot.by_name()
+    by_label = _by_label(snapshot, plan)
     beneficiaries: dict[str, list[str]] = {}
     outcomes: list[JobSetOutcome] = []
     for o in plan.jobsets:
         if o.status != "placed":
             outcomes.append(o)
             continue
-        mine = sorted(_victims_of(o, by_name, victims))
+        mine = sorted(_victims_of(o, by_label, victims))
         for v in mine:
             beneficiaries.setdefault(v, []).append(o.key)
         outcomes.append(o.model_copy(update={"preempts": mine}) if mine else o)

@@ -25,7 +25,7 @@ from placer.model.cluster import ClusterSnapshot
 from placer.model.options import SolveOptions
 from placer.model.preemption import EvictionCost, PreemptionFacts, eviction_cost
 from placer.model.resources import PODS, is_accelerator
-from placer.model.whatif import running_jobsets, running_priority
+from placer.model.whatif import running_jobsets
 from placer.model.workload import JobSetRequest
 
 __all__ = ["VictimCandidate", "Victims", "find_victims", "never_preempts"]
@@ -101,19 +101,44 @@ def never_preempts(jobset: JobSetRequest, snapshot: ClusterSnapshot) -> bool:
     )
 
 
-def _units_held(snapshot: ClusterSnapshot, key: str) -> int | None:
-    """Accelerator units the JobSet's pods hold (pods when it requests none); None when some node
-    holding it does not record its usage."""
-    accelerators, pods = Decimal(0), Decimal(0)
-    for n in snapshot.nodes:
-        if key not in n.jobsets:
-            continue
-        usage = n.jobset_usage.get(key)
-        if usage is None:
+@dataclass
+class _Held:
+    """What one running JobSet holds, summed in one pass over the nodes."""
+
+    nodes: set[str] = field(default_factory=set)
+    accelerators: Decimal = Decimal(0)
+    pods: Decimal = Decimal(0)
+    known: bool = True
+    """False when some node holding it does not record its usage."""
+    priority: int | None = None
+
+    @property
+    def units(self) -> int | None:
+        """Accelerator units its pods hold (pods when it requests none); None if unknown."""
+        if not self.known:
             return None
-        accelerators += sum((v for k, v in usage.requests.items() if is_accelerator(k)), Decimal(0))
-        pods += usage.requests.get(PODS, Decimal(0))
-    return int(accelerators) if accelerators > 0 else int(pods)
+        return int(self.accelerators) if self.accelerators > 0 else int(self.pods)
+
+
+def _holdings(snapshot: ClusterSnapshot) -> dict[str, _Held]:
+    """Running JobSet -> what it holds (one pass: at fleet scale a pass per JobSet is seconds)."""
+    held: dict[str, _Held] = {}
+    for n in snapshot.nodes:
+        for key in n.jobsets:
+            h = held.setdefault(key, _Held())
+            h.nodes.add(n.name)
+            usage = n.jobset_usage.get(key)
+            if usage is None:
+                h.known = False
+                continue
+            for name, value in usage.requests.items():
+                if is_accelerator(name):
+                    h.accelerators += value
+            h.pods += usage.requests.get(PODS, Decimal(0))
+            if usage.priority is not None:
+                p = usage.priority
+                h.priority = p if h.priority is None else max(h.priority, p)
+    return held
 
 
 def find_victims(
@@ -140,11 +165,11 @@ def find_victims(
         return None
     highest = max(js.reported_priority for js in preemptors)
     candidates: dict[str, VictimCandidate] = {}
-    for key in running_jobsets(snapshot):
-        priority = running_priority(snapshot, key)
+    for key, held in sorted(_holdings(snapshot).items()):
+        priority = held.priority
         if key in pending or priority is None or priority >= highest:
             continue
-        candidate = _candidate(snapshot, key, options, priority)
+        candidate = _candidate(snapshot, key, held, options, priority)
         if candidate is not None:
             candidates[key] = candidate
     if not candidates:
@@ -158,21 +183,20 @@ def find_victims(
 
 
 def _candidate(
-    snapshot: ClusterSnapshot, key: str, options: SolveOptions, priority: int
+    snapshot: ClusterSnapshot, key: str, held: _Held, options: SolveOptions, priority: int
 ) -> VictimCandidate | None:
     """`key` as a candidate with its cost, or None when protected or its usage is unknown."""
     info = snapshot.running.get(key)
     if info is not None and not info.preemption.preemptible:
         return None
-    units = _units_held(snapshot, key)
+    units = held.units
     if units is None:
         return None
     now = options.time.now or datetime.now(UTC)
     started = info.started_at if info is not None else None
     facts = info.preemption if info is not None else PreemptionFacts()
     cost = eviction_cost(units, started, now, facts, options.preemption.restart_cost_s)
-    nodes = frozenset(n.name for n in snapshot.nodes if key in n.jobsets)
-    return VictimCandidate(key, priority, cost, nodes)
+    return VictimCandidate(key, priority, cost, frozenset(held.nodes))
 
 
 def _movable(
@@ -180,11 +204,12 @@ def _movable(
 ) -> Victims | None:
     """Defrag: running JobSets given in the queue (their manifests say how to re-place them),
     not protected; every other queued JobSet may use what a move frees."""
-    running = set(running_jobsets(snapshot))
+    holdings = _holdings(snapshot)
+    running = set(holdings)
     found: dict[str, VictimCandidate] = {}
     for js in jobsets:
         if js.key in running:
-            c = _candidate(snapshot, js.key, options, js.reported_priority)
+            c = _candidate(snapshot, js.key, holdings[js.key], options, js.reported_priority)
             if c is not None:
                 found[js.key] = c
     if not running.intersection(js.key for js in jobsets):
