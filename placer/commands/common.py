@@ -250,6 +250,11 @@ def run_solver(
     started = time.perf_counter()
     plan = solver.solve(snapshot, jobsets, options)
     log.debug("solver %s returned in %.3f s", solver.name, time.perf_counter() - started)
+    if options.preemption.active and solver.name != "cpsat":
+        note = f"--preemption: {solver.name} never preempts (only cpsat chooses victims)"
+        plan = plan.model_copy(
+            update={"solver": plan.solver.model_copy(update={"notes": [*plan.solver.notes, note]})}
+        )
     if load_seconds is None:
         return plan
     phases = {LOAD_PHASE: round(load_seconds, 6), **plan.solver.phases}

@@ -176,3 +176,11 @@ def test_explain_offers_both_answers_for_a_blocked_jobset(
         "lost, 1.3 to restart) and batch/eval-b (priority 100, 8 accelerators; 3.3 chip-hours: "
         "2.7 of work lost, 0.7 to restart) starts it now: "
     ) in out
+
+
+def test_a_greedy_solver_never_preempts_and_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = plan(capsys, "--cluster", CLUSTER, "--now", NOW, "--solver", "best-fit",
+                        "--preemption", "lower-priority", SFT)  # fmt: skip
+    assert code == 0
+    assert "note: --preemption: best-fit never preempts (only cpsat chooses victims)" in out
+    assert "preempted for" not in out

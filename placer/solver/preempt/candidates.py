@@ -156,16 +156,27 @@ def find_victims(
     if policy.mode == "defrag":
         return _movable(snapshot, jobsets, options)
     pending = {js.key for js in jobsets}
+    holdings = _holdings(snapshot)
+    lowest = min(
+        (h.priority for k, h in holdings.items() if h.priority is not None and k not in pending),
+        default=None,
+    )
+    if lowest is None:
+        return None
+    # the expected wait (`--preempt-after`) costs greedy passes: asked only of JobSets that
+    # outrank some running JobSet
     preemptors = [
         js
         for js in jobsets
-        if not never_preempts(js, snapshot) and (waits_too_long is None or waits_too_long(js))
+        if js.reported_priority > lowest
+        and not never_preempts(js, snapshot)
+        and (waits_too_long is None or waits_too_long(js))
     ]
     if not preemptors:
         return None
     highest = max(js.reported_priority for js in preemptors)
     candidates: dict[str, VictimCandidate] = {}
-    for key, held in sorted(_holdings(snapshot).items()):
+    for key, held in sorted(holdings.items()):
         priority = held.priority
         if key in pending or priority is None or priority >= highest:
             continue
