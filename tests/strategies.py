@@ -44,6 +44,7 @@ __all__ = [
     "node_room_groups",
     "pod",
     "pool",
+    "preemption_mixes",
     "preemption_scenarios",
     "queues",
     "resources",
@@ -541,3 +542,24 @@ def node_room_groups(draw: st.DrawFn) -> list[list[tuple[int, int | None]]]:
             nodes.append((room, draw(st.none() | st.integers(0, room))))
         groups.append(nodes)
     return groups
+
+
+@st.composite
+def preemption_mixes(draw: st.DrawFn) -> tuple[ClusterSnapshot, list[JobSetRequest]]:
+    """`scenarios()` (blocks, overlapping exclusive keys, shared pods, required and preferred
+    topology, NotReady and cordoned hosts) with the held pools' running JobSet given a recorded
+    usage and priority 0 (mostly) or 1, so a queued JobSet of priority 1 may evict it."""
+    snapshot, queue = draw(scenarios())
+    priority = draw(st.sampled_from([0, 0, 0, 1]))
+    nodes = []
+    for n in snapshot.nodes:
+        if n.jobsets:
+            used = {k: v - n.free.get(k, Decimal(0)) for k, v in n.allocatable.items()}
+            usage = JobSetUsage(
+                requests={k: v for k, v in used.items() if v > 0} | {"pods": Decimal(1)},
+                priority=priority,
+            )
+            n = n.model_copy(update={"jobset_usage": {k: usage for k in n.jobsets}})
+        nodes.append(n)
+    running = {"team-z/running": RunningJobSet(started_at=datetime(2026, 12, 1, tzinfo=UTC))}
+    return snapshot.model_copy(update={"nodes": tuple(nodes), "running": running}), queue

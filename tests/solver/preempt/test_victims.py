@@ -22,6 +22,7 @@ from tests.strategies import (
     PreemptionCase,
     jobset,
     pool,
+    preemption_mixes,
     preemption_scenarios,
     rjob,
     running_pool,
@@ -241,3 +242,23 @@ def test_a_jobset_of_unknown_priority_is_never_preempted() -> None:
     plan = solve_checked("cpsat", cluster, [wide()], ON)
     assert plan.outcome("team-a/big").status == "unschedulable"
     assert plan.preempted == []
+
+
+@settings(
+    max_examples=100, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
+@given(preemption_mixes())
+def test_preemption_among_every_placement_rule_passes_the_checker(
+    mix: tuple[ClusterSnapshot, list[JobSetRequest]],
+) -> None:
+    """Blocks and pools both exclusive (overlapping domains), shared pods, required and
+    preferred topology: every plan with preemption passes the checker (solve_checked), never
+    admits less in any tier than without it, and evicts only to place someone."""
+    snapshot, queue = mix
+    plan = solve_checked("cpsat", snapshot, queue, ON)
+    off = solve_checked("cpsat", snapshot, queue, OFF)
+    tiers = sorted({js.priority for js in queue}, reverse=True)
+    assert [_units(plan, t) for t in tiers] >= [_units(off, t) for t in tiers]
+    for victim in plan.preempted:
+        assert victim.makes_room_for
+        assert all(plan.outcome(k).status == "placed" for k in victim.makes_room_for)
