@@ -386,14 +386,25 @@ def _with_durations(
 
 
 def with_preemption_facts(
-    running: Mapping[str, RunningJobSet], jobsets: Iterable[tuple[str, str, Mapping[str, Any]]]
+    running: Mapping[str, RunningJobSet],
+    jobsets: Iterable[tuple[str, str, Mapping[str, Any]]],
+    *,
+    strict: bool = True,
 ) -> dict[str, RunningJobSet]:
     """`running` with each JobSet object's checkpoint interval and `preemptible` flag, given as
-    (source, JobSet key, manifest) each. Unlike a duration, a bad value is refused (exit 2): it
-    decides whether work may be thrown away, so it is not guessed."""
+    (source, JobSet key, manifest) each. Unlike a duration, a bad value in a file is refused
+    (exit 2): it decides whether work may be thrown away, so it is not guessed. Read live
+    (`strict=False`: nobody can fix the cluster before planning), it is warned about and the
+    JobSet is never a victim."""
     result = dict(running)
     for source, key, manifest in jobsets:
-        facts = jobset_preemption_facts(manifest, source=source, key=key)
+        try:
+            facts = jobset_preemption_facts(manifest, source=source, key=key)
+        except InputError as e:
+            if strict:
+                raise
+            log.warning("%s; this running JobSet is never preempted", e)
+            facts = PreemptionFacts(preemptible=False)
         if facts != PreemptionFacts():
             base = result.get(key, RunningJobSet())
             result[key] = base.model_copy(update={"preemption": facts})
