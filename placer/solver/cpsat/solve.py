@@ -29,7 +29,6 @@ from placer.solver.cpsat.settings import SolverPurpose, make_solver
 from placer.solver.cpsat.solution import Solution
 
 __all__ = [
-    "EVICTION_RESERVE",
     "NOT_SEARCHED",
     "SolveResult",
     "StageRunner",
@@ -39,12 +38,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-EVICTION_RESERVE = 0.3
-"""With victims to choose, the tiers leave this share of admission's time to the eviction-cost
-stage: at fleet scale an unproven lowest tier otherwise takes it all, and the victims are then
-whichever the tiers' search happened to pick (measured at 10,000 nodes and 500 pending: 105
-victims, 481 chip-hours; benchmarks/RESULTS-preemption.md)."""
 
 NOT_SEARCHED = "NOT_SEARCHED"
 """Stage status when the time limit was spent before the stage could start searching."""
@@ -147,12 +140,10 @@ def solve_admission(built: BuiltModel, runner: StageRunner, deadline: float) -> 
     objective, bound, optimal = 0, 0, True
     bound_known = True
     notes: list[str] = []
-    started = time.perf_counter()
-    tiers_until = deadline - EVICTION_RESERVE * (deadline - started) if v.evict else deadline
     for name, expr, counts_units in stages:
         model.name = name
         model.maximize(expr)
-        out = runner.run(model, name, tiers_until if counts_units else deadline)
+        out = runner.run(model, name, deadline)
         if not out.found or out.solver is None:
             notes.append(out.note)
             bound_known = bound_known and not counts_units
