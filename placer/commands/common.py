@@ -23,7 +23,7 @@ import yaml
 from pydantic import ValidationError
 
 from placer.commands.argtypes import label_keys, number, whole_number
-from placer.commands.preemption_args import check_combination, preemption_from_args
+from placer.commands.preemption_args import preemption_from_args
 from placer.model.cluster import ClusterSnapshot
 from placer.model.errors import InputError
 from placer.model.files import check_input_file
@@ -245,7 +245,6 @@ def run_solver(
     options = options_from_args(args).model_copy(
         update={"time": time_policy_from_args(args, snapshot.priority_classes)}
     )
-    check_combination(options)
     solver = get_solver(getattr(args, "solver", "cpsat"), time_policy=options.time)
     started = time.perf_counter()
     plan = solver.solve(snapshot, jobsets, options)

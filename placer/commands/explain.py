@@ -21,7 +21,7 @@ from placer.commands.common import (
 )
 from placer.commands.map_option import add_map_arg, check_map_arg, draw_map
 from placer.commands.output import add_output_arg, as_yaml, output_width, progress_for
-from placer.commands.preemption_args import add_preemption_args, check_combination
+from placer.commands.preemption_args import add_preemption_args
 from placer.commands.timing import add_time_args, time_policy_from_args
 from placer.commands.whatif import add_whatif_args, apply_whatif_args
 from placer.model.errors import InputError
@@ -93,10 +93,8 @@ def run(args: argparse.Namespace) -> int:
             snapshot,
             jobsets,
             args.target,
-            check_combination(
-                options_from_args(args).model_copy(
-                    update={"time": time_policy_from_args(args, snapshot.priority_classes)}
-                )
+            options_from_args(args).model_copy(
+                update={"time": time_policy_from_args(args, snapshot.priority_classes)}
             ),
             settings=ExplainSettings(
                 solver=args.solver, remedies=args.remedies, replan_budget=args.replans

@@ -8,11 +8,9 @@ from __future__ import annotations
 import argparse
 
 from placer.model.durations import format_go_duration, parse_go_duration
-from placer.model.errors import InputError
-from placer.model.options import SolveOptions
 from placer.model.preemption import PREEMPTION_MODES, PreemptionPolicy
 
-__all__ = ["add_preemption_args", "check_combination", "preemption_from_args"]
+__all__ = ["add_preemption_args", "preemption_from_args"]
 
 _DEFAULTS = PreemptionPolicy()
 
@@ -58,15 +56,3 @@ def preemption_from_args(args: argparse.Namespace) -> PreemptionPolicy:
         ),
         preempt_after_s=parse_go_duration(after, field="--preempt-after") if after else None,
     )
-
-
-def check_combination(options: SolveOptions) -> SolveOptions:
-    """`options`, unless preemption is asked together with time-aware planning, which is not
-    supported yet: a usage error (exit 2) rather than a plan that ignores one of them."""
-    if options.preemption.active and options.time.active:
-        raise InputError(
-            "cannot be combined with --reservations or --max-wait yet",
-            field="--preemption",
-            code="usage",
-        )
-    return options
