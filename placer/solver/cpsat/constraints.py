@@ -53,18 +53,12 @@ def add_eviction(model: cp_model.CpModel, v: Variables, problem: AggregatedProbl
     for c in problem.domain_classes:
         for key in c.evicts:
             for x in usage[c.id]:
-                # linear (x <= its bound while evicted), so the relaxation knows it too
-                model.add(x <= _upper_bound(x) * v.evict[key])
+                model.add(x == 0).only_enforce_if(~v.evict[key])
             freed[key].extend(usage[c.id])
     for key, lit in v.evict.items():
         model.add(sum(freed[key], cp_model.LinearExpr.constant(0)) >= lit)
         if key in v.admit:  # defrag: a running JobSet in the queue moves, re-placed whole
             model.add(v.admit[key] == lit)
-
-
-def _upper_bound(x: cp_model.IntVar) -> int:
-    domain = x.proto.domain  # OR-Tools' repeated field: a negative index reads 0, not the last
-    return int(domain[len(domain) - 1])
 
 
 def add_all_or_nothing(model: cp_model.CpModel, v: Variables, problem: AggregatedProblem) -> None:
