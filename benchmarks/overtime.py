@@ -15,6 +15,11 @@ the same for every policy; only the placements differ.
   hosts goes NotReady (repaired after `repair_s`). The JobSet restarts from its last checkpoint
   (every `checkpoint_s`) and goes back to the queue with its original arrival time.
 - The fleet and the arrivals (offered load, failure draws) come from `benchmarks.simworld`.
+- Preemption (issue 20): `cpsat-preempt` plans with `--preemption lower-priority` (the planner
+  chooses the cheapest whole victims); `kueue-preempt` is best-fit plus Kueue-like greedy
+  preemption (`benchmarks.greedy_preempt`). An evicted JobSet loses the work since its last
+  checkpoint (every `checkpoint_s`, as a failure does) and goes back to the queue with its
+  original arrival time; lost accelerator-hours and preemptions per JobSet are counted.
 """
 
 from __future__ import annotations
@@ -28,11 +33,18 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+from benchmarks.greedy_preempt import first_fitting_victims
 from benchmarks.metrics import checked
 from benchmarks.progress import Progress
 from benchmarks.queues import BASE_TIME, JobSetSpec
 from benchmarks.simworld import SimConfig, SimWorld
-from placer.model.cluster import ClusterSnapshot, DomainReservation, Node, RunningJobSet
+from placer.model.cluster import (
+    ClusterSnapshot,
+    DomainReservation,
+    JobSetUsage,
+    Node,
+    RunningJobSet,
+)
 from placer.model.options import (
     DEFAULT_DURATION_S,
     QueuePolicy,
@@ -41,6 +53,8 @@ from placer.model.options import (
     SolveOptions,
     TimePolicy,
 )
+from placer.model.plan import Plan
+from placer.model.preemption import PreemptionFacts, PreemptionMode, PreemptionPolicy
 from placer.solver.interface import Solver
 from placer.solver.registry import get_solver
 from placer.solver.time.timeaware import reservations_of
@@ -62,6 +76,11 @@ class Policy:
     """A JobSet waiting longer than this always gets a reservation (see `TimePolicy`)."""
     schedule: ScheduleMode = "greedy"
     """Who decides start times: the greedy reservation pass or the CP-SAT schedule."""
+    preemption: PreemptionMode = "none"
+    """`lower-priority`: the planner may evict whole running JobSets (issue 20)."""
+    greedy_preemption: bool = False
+    """Kueue-like: after planning, the blocked JobSets, highest priority first, evict running
+    ones of lower priority, lowest first, one at a time until each fits (`greedy_preempt`)."""
 
     def time_policy(
         self, now: datetime | None = None, default_duration_s: float = DEFAULT_DURATION_S
@@ -108,6 +127,8 @@ POLICIES: dict[str, Policy] = {
             aging_per_hour=AGING_PER_HOUR,
             max_wait_s=MAX_WAIT_S,
         ),
+        Policy("cpsat-preempt", "cpsat", preemption="lower-priority"),
+        Policy("kueue-preempt", "best-fit", greedy_preemption=True),
         Policy(
             "cpsat-schedule",
             "best-fit",
@@ -148,6 +169,7 @@ class _Job:
     """replicated job -> child Jobs already placed (first-fit partial holdings)."""
     pods: list[tuple[str, dict[str, Decimal]]] = field(default_factory=list)
     units_held: int = 0
+    preempted: int = 0
 
 
 @dataclass
@@ -170,6 +192,14 @@ class SimResult:
     rounds: int
     round_wall_s: list[float]
     checked_plans: int
+    priorities: list[int] = field(default_factory=list)
+    """Priority of each JobSet, aligned with `delays_s`."""
+    preemptions: list[int] = field(default_factory=list)
+    """Times each JobSet was preempted, aligned with `delays_s`."""
+    lost_chip_hours: float = 0.0
+    """Accelerator-hours of work preempted JobSets lost (since their last checkpoint)."""
+    busy_chip_hours: float = 0.0
+    """Accelerator-hours of all runs (done, lost and cut off at the end)."""
 
     def summary(self) -> dict[str, Any]:
         d = sorted(self.delays_s)
@@ -239,6 +269,8 @@ class _Sim:
         """The last round's reservations, handed to the next as the controller's ledger hands
         them to its next cycle, so a reservation stays where it is while it fits."""
         self.kept_at = 0.0
+        self.lost_s = 0.0
+        """Accelerator-seconds of work lost to preemption."""
         for js in world.queue:
             self._push(js.arrival_s, "arrive", js.key)
 
@@ -258,11 +290,22 @@ class _Sim:
             free[k] = free.get(k, Decimal(0)) - sign * v
         free["pods"] = free.get("pods", Decimal(0)) - sign
         owners = set(n.jobsets)
+        usage = dict(n.jobset_usage)
+        key = job.spec.key
+        mine = dict(usage[key].requests) if key in usage else {}
+        for k, v in {**req, "pods": Decimal(1)}.items():
+            mine[k] = mine.get(k, Decimal(0)) + sign * v
         if sign > 0:
-            owners.add(job.spec.key)
+            owners.add(key)
         elif not any(h == node for h, _ in job.pods):
-            owners.discard(job.spec.key)
-        self.nodes[node] = n.model_copy(update={"free": free, "jobsets": tuple(sorted(owners))})
+            owners.discard(key)
+        if key in owners:
+            usage[key] = JobSetUsage(requests=mine, priority=job.spec.priority)
+        else:
+            usage.pop(key, None)
+        self.nodes[node] = n.model_copy(
+            update={"free": free, "jobsets": tuple(sorted(owners)), "jobset_usage": usage}
+        )
 
     def _release(self, job: _Job) -> None:
         pods, job.pods = job.pods, []
@@ -308,6 +351,13 @@ class _Sim:
             rounds=self.rounds,
             round_wall_s=self.walls,
             checked_plans=self.checked,
+            priorities=[j.spec.priority for j in self.jobs.values()],
+            preemptions=[j.preempted for j in self.jobs.values()],
+            lost_chip_hours=self.lost_s / 3600.0,
+            busy_chip_hours=_time_average(self.util, horizon)
+            * horizon
+            * self.world.total_units
+            / 3600.0,
         )
 
     def _event(self, t: float, kind: str, key: str, epoch: int) -> bool:
@@ -362,6 +412,7 @@ class _Sim:
             key: RunningJobSet(
                 started_at=BASE_TIME + timedelta(seconds=j.run_start),
                 expected_duration_s=self._announced(j, at_start=True),
+                preemption=PreemptionFacts(checkpoint_interval_s=self.cfg.checkpoint_s),
             )
             for key, j in self.jobs.items()
             if j.state == "running"
@@ -376,6 +427,7 @@ class _Sim:
         )
         options = self.options.model_copy(
             update={
+                "preemption": PreemptionPolicy(mode=self.spec.preemption),
                 "queue": self.spec.queue,
                 "time": self.spec.time_policy(
                     BASE_TIME + timedelta(seconds=t), self.cfg.default_duration_s
@@ -389,6 +441,15 @@ class _Sim:
         self.walls.append(plan.solver.wall_seconds)
         if checked(plan, snapshot, requests, options, where=f"sim {self.world.name} t={t}"):
             self.checked += 1
+        for p in plan.preempted:
+            self._preempt(t, self.jobs[p.key])
+        self._apply(t, plan, requests)
+        if self.spec.greedy_preemption:
+            self._greedy_preemption(t, snapshot, requests, plan, options)
+        self._record(t)
+
+    def _apply(self, t: float, plan: Plan, requests: Sequence[Any]) -> None:
+        """Hold what the plan places; start the JobSets placed whole."""
         by_key = {r.key: r for r in requests}
         for o in plan.jobsets:
             if o.status == "unschedulable":
@@ -404,7 +465,46 @@ class _Sim:
                 job.units_held += rjob.accelerator_units_per_job
             if o.status == "placed":
                 self._start(t, job)
-        self._record(t)
+
+    def _preempt(self, t: float, job: _Job) -> None:
+        """Evict a running JobSet whole: it loses the work since its last checkpoint and waits
+        again with its original arrival time."""
+        elapsed = t - job.run_start
+        kept = math.floor(elapsed / self.cfg.checkpoint_s) * self.cfg.checkpoint_s
+        self.lost_s += job.units_held * (elapsed - kept)
+        job.remaining_s = job.run_remaining_s - kept
+        job.preempted += 1
+        self.busy -= job.units_held
+        job.state = "pending"
+        job.epoch += 1
+        self._release(job)
+
+    def _greedy_preemption(
+        self,
+        t: float,
+        before: ClusterSnapshot,
+        requests: Sequence[Any],
+        plan: Plan,
+        options: SolveOptions,
+    ) -> None:
+        """Kueue-like preemption after the plan: each blocked JobSet, in queue order, evicts
+        running JobSets of lower priority, lowest priority (then most recently started) first,
+        one at a time, until it fits alone (`greedy_preempt.first_fitting_victims`)."""
+        blocked = [r for r in requests if plan.outcome(r.key).status != "placed"]
+        for request in sorted(blocked, key=lambda r: r.queue_key()):
+            snapshot = before.model_copy(update={"nodes": tuple(self.nodes.values())})
+            running = {
+                k: (j.spec.priority, j.run_start)
+                for k, j in self.jobs.items()
+                if j.state == "running"
+            }
+            found = first_fitting_victims(snapshot, request, running, options)
+            if found is None:
+                continue
+            victims, single = found
+            for key in victims:
+                self._preempt(t, self.jobs[key])
+            self._apply(t, single, [request])
 
     def _announced(self, job: _Job, *, at_start: bool = False) -> float | None:
         """The run time the JobSet announces for what is left of it (restarts shorten it)."""

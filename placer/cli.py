@@ -34,6 +34,7 @@ DESCRIPTION = (
 COMMANDS = (
     "plan",
     "explain",
+    "defrag",
     "capacity",
     "prepare",
     "controller",

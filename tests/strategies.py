@@ -11,13 +11,15 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 from hypothesis import strategies as st
 
-from placer.model.cluster import ClusterSnapshot, Node
+from placer.model.cluster import ClusterSnapshot, JobSetUsage, Node, RunningJobSet
 from placer.model.options import SolveOptions
 from placer.model.plan import Plan
+from placer.model.preemption import PreemptionFacts
 from placer.model.scheduling import NodeSelectorTerm, Taint, Toleration
 from placer.model.workload import JobSetRequest, PodShape, ReplicatedJobRequest
 from placer.solver.time.reservations import Candidate, Need, Unit, UnitId
@@ -30,6 +32,7 @@ __all__ = [
     "TPU",
     "TPU_TAINT",
     "TPU_TOPOLOGY",
+    "PreemptionCase",
     "cluster",
     "clusters",
     "group_scenarios",
@@ -41,9 +44,12 @@ __all__ = [
     "node_room_groups",
     "pod",
     "pool",
+    "preemption_mixes",
+    "preemption_scenarios",
     "queues",
     "resources",
     "rjob",
+    "running_pool",
     "scenarios",
     "solve_checked",
 ]
@@ -297,6 +303,69 @@ def queues(draw: st.DrawFn, max_jobsets: int = 5) -> list[JobSetRequest]:
     return result
 
 
+def running_pool(
+    name: str, hosts: int, key: str, *, priority: int | None = 0, tpu: int = 4, **kw: object
+) -> list[Node]:
+    """A pool whose every chip is held by the running JobSet `key` (one pod per host, its usage
+    recorded with `priority`), so a what-if or a preemption can free it whole."""
+    usage = JobSetUsage(requests=resources(tpu=tpu, cpu=1, pods=1), priority=priority)
+    return [
+        n.model_copy(
+            update={
+                "free": {**n.free, TPU: Decimal(0)},
+                "jobsets": (key,),
+                "jobset_usage": {key: usage},
+            }
+        )
+        for n in pool(name, hosts, tpu=tpu, **kw)  # type: ignore[arg-type]
+    ]
+
+
+@dataclass(frozen=True)
+class PreemptionCase:
+    snapshot: ClusterSnapshot
+    jobsets: list[JobSetRequest]
+
+
+@st.composite
+def preemption_scenarios(draw: st.DrawFn) -> PreemptionCase:
+    """A few pools, most held by running JobSets (one or two pools each, priorities 0-2, some
+    protected, some checkpointing, started 0-10 h ago at 2026-12-01T12:00Z), a free pool or none,
+    and 1-3 pending JobSets of priorities 0-2 wanting 1-3 pools (some `preemptionPolicy: Never`)."""
+    now = datetime(2026, 12, 1, 12, tzinfo=UTC)
+    nodes: list[Node] = []
+    running: dict[str, RunningJobSet] = {}
+    pools = 0
+    for r in range(draw(st.integers(1, 4))):
+        key = f"team-z/run{r}"
+        priority = draw(st.integers(0, 2))
+        for _ in range(draw(st.integers(1, 2))):
+            nodes.extend(running_pool(f"p{pools}", 2, key, priority=priority))
+            pools += 1
+        facts = PreemptionFacts(
+            preemptible=draw(st.sampled_from([True, True, False])),
+            checkpoint_interval_s=draw(st.sampled_from([None, 1800.0, 3600.0])),
+        )
+        started = now - timedelta(minutes=draw(st.integers(0, 600)))
+        running[key] = RunningJobSet(started_at=started, preemption=facts)
+    for _ in range(draw(st.integers(0, 1))):
+        nodes.extend(pool(f"p{pools}", 2))
+        pools += 1
+    jobsets = [
+        JobSetRequest(
+            namespace="team-a",
+            name=f"js{i}",
+            priority=draw(st.integers(0, 2)),
+            order=i,
+            never_preempts=draw(st.sampled_from([False, False, True])),
+            replicated_jobs=(rjob(replicas=draw(st.integers(1, 3)), pods_per_job=2),),
+        )
+        for i in range(draw(st.integers(1, 3)))
+    ]
+    snapshot = ClusterSnapshot(nodes=tuple(nodes), running=running)
+    return PreemptionCase(snapshot, jobsets)
+
+
 @st.composite
 def scenarios(draw: st.DrawFn) -> tuple[ClusterSnapshot, list[JobSetRequest]]:
     return draw(clusters()), draw(queues())
@@ -473,3 +542,24 @@ def node_room_groups(draw: st.DrawFn) -> list[list[tuple[int, int | None]]]:
             nodes.append((room, draw(st.none() | st.integers(0, room))))
         groups.append(nodes)
     return groups
+
+
+@st.composite
+def preemption_mixes(draw: st.DrawFn) -> tuple[ClusterSnapshot, list[JobSetRequest]]:
+    """`scenarios()` (blocks, overlapping exclusive keys, shared pods, required and preferred
+    topology, NotReady and cordoned hosts) with the held pools' running JobSet given a recorded
+    usage and priority 0 (mostly) or 1, so a queued JobSet of priority 1 may evict it."""
+    snapshot, queue = draw(scenarios())
+    priority = draw(st.sampled_from([0, 0, 0, 1]))
+    nodes = []
+    for n in snapshot.nodes:
+        if n.jobsets:
+            used = {k: v - n.free.get(k, Decimal(0)) for k, v in n.allocatable.items()}
+            usage = JobSetUsage(
+                requests={k: v for k, v in used.items() if v > 0} | {"pods": Decimal(1)},
+                priority=priority,
+            )
+            n = n.model_copy(update={"jobset_usage": {k: usage for k in n.jobsets}})
+        nodes.append(n)
+    running = {"team-z/running": RunningJobSet(started_at=datetime(2026, 12, 1, tzinfo=UTC))}
+    return snapshot.model_copy(update={"nodes": tuple(nodes), "running": running}), queue

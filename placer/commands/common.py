@@ -23,6 +23,7 @@ import yaml
 from pydantic import ValidationError
 
 from placer.commands.argtypes import label_keys, number, whole_number
+from placer.commands.preemption_args import preemption_from_args
 from placer.model.cluster import ClusterSnapshot
 from placer.model.errors import InputError
 from placer.model.files import check_input_file
@@ -164,6 +165,7 @@ def options_from_args(args: argparse.Namespace) -> SolveOptions:
         extended_resource_toleration=getattr(args, "extended_resource_toleration", True),
         levels=tuple(levels) if levels else (),
         export_model_path=getattr(args, "export_model", None),
+        preemption=preemption_from_args(args),
     )
 
 
@@ -273,6 +275,11 @@ def run_solver(
     started = time.perf_counter()
     plan = solver.solve(snapshot, jobsets, options)
     log.debug("solver %s returned in %.3f s", solver.name, time.perf_counter() - started)
+    if options.preemption.active and solver.name != "cpsat":
+        note = f"--preemption: {solver.name} never preempts (only cpsat chooses victims)"
+        plan = plan.model_copy(
+            update={"solver": plan.solver.model_copy(update={"notes": [*plan.solver.notes, note]})}
+        )
     if load_seconds is None:
         return plan
     phases = {LOAD_PHASE: round(load_seconds, 6), **plan.solver.phases}

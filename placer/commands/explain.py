@@ -25,11 +25,13 @@ from placer.commands.common import (
 )
 from placer.commands.map_option import add_map_arg, check_map_arg, draw_map
 from placer.commands.output import add_output_arg, as_yaml, output_width, progress_for
+from placer.commands.preemption_args import add_preemption_args
 from placer.commands.timing import add_time_args, time_policy_from_args
 from placer.commands.whatif import add_whatif_args, apply_whatif_args
 from placer.model.errors import InputError
 from placer.model.messages import echo, printable_lines
 from placer.model.options import TimePolicy
+from placer.model.preemption import PreemptionPolicy
 from placer.model.workload import JobSetRequest
 from placer.render.explain import render_explanation, render_explanation_json
 
@@ -39,6 +41,10 @@ if TYPE_CHECKING:  # the live queue imports the Kubernetes client: only when liv
 __all__ = ["register", "run"]
 
 FORMATS = ("table", "wide", "json", "yaml")
+KUEUE_NO_PREEMPTION = (
+    "--preemption off: the JobSet is Kueue's, and Kueue owns preemption (placer never preempts "
+    "for a Kueue-managed Workload)"
+)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -53,6 +59,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_solver_args(parser)
     add_whatif_args(parser)
     add_time_args(parser)
+    add_preemption_args(parser)
     add_map_arg(parser)
     add_output_arg(
         parser,
@@ -102,11 +109,15 @@ def run(args: argparse.Namespace) -> int:
             jobsets, queue = load_live_queue_args(args, snapshot, jobsets)
             jobsets, kueue, policy = _as_kueue_has_it(args.target, jobsets, queue, policy)
         snapshot, jobsets, notes = apply_whatif_args(args, snapshot, jobsets)
+        options = options_from_args(args).model_copy(update={"time": policy})
+        if kueue and options.preemption.active:
+            options = options.model_copy(update={"preemption": PreemptionPolicy()})
+            notes = [*notes, KUEUE_NO_PREEMPTION]
         explanation = explain_jobset(
             snapshot,
             jobsets,
             args.target,
-            options_from_args(args).model_copy(update={"time": policy}),
+            options,
             settings=ExplainSettings(
                 solver=args.solver, remedies=args.remedies, replan_budget=args.replans
             ),

@@ -20,6 +20,7 @@ from placer.commands.common import (
 )
 from placer.commands.map_option import add_map_arg, check_map_arg, draw_map
 from placer.commands.output import TABLE_ROWS, add_output_arg, output_width, progress_for
+from placer.commands.preemption_args import add_preemption_args
 from placer.commands.timing import add_time_args
 from placer.model.errors import InputError
 from placer.model.messages import printable_lines
@@ -42,6 +43,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_cluster_args(parser)
     add_solver_args(parser)
     add_time_args(parser)
+    add_preemption_args(parser)
     add_output_arg(
         parser,
         FORMATS,

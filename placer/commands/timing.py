@@ -89,10 +89,11 @@ def add_time_args(parser: argparse.ArgumentParser, *, planning_instant: bool = T
 def time_policy_from_args(
     args: argparse.Namespace, priority_classes: Mapping[str, int] | None
 ) -> TimePolicy:
-    """The policy the flags give. `--default-duration CLASS=DURATION` entries are kept by class
-    name and resolved against `priority_classes` (`TimePolicy.for_classes`: an unknown class is
-    a usage error); `None` leaves them by name, for a caller that learns the classes later (the
-    controller, once per cycle)."""
+    """The policy the flags give; with `--preemption lower-priority` time-aware planning is a
+    usage error (exit 2), not supported together yet. `--default-duration CLASS=DURATION`
+    entries are kept by class name and resolved against `priority_classes`
+    (`TimePolicy.for_classes`: an unknown class is a usage error); `None` leaves them by name,
+    for a caller that learns the classes later (the controller, once per cycle)."""
     default_s = DEFAULT_DURATION_S
     by_class: dict[str, float] = {}
     for text in getattr(args, "default_duration", None) or []:
@@ -122,6 +123,12 @@ def time_policy_from_args(
         aging_per_hour=getattr(args, "aging_rate", _DEFAULTS.aging_per_hour),
         max_wait_s=parse_go_duration(max_wait, field="--max-wait") or None if max_wait else None,
     )
+    if policy.active and getattr(args, "preemption", "none") not in ("none", "defrag"):
+        raise InputError(
+            "cannot be combined with --reservations or --max-wait yet",
+            field="--preemption",
+            code="usage",
+        )
     return policy if priority_classes is None else policy.for_classes(priority_classes)
 
 

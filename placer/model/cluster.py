@@ -12,6 +12,7 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field
 
 from placer.model.durations import DurationSource
+from placer.model.preemption import PreemptionFacts
 from placer.model.resources import ResourceMap
 from placer.model.scheduling import Taint
 
@@ -45,6 +46,8 @@ class RunningJobSet(BaseModel):
     expected_duration_s: float | None = None
     """None: the planner's default duration applies."""
     duration_source: DurationSource = "default"
+    preemption: PreemptionFacts = Field(default_factory=PreemptionFacts)
+    """Its checkpoint interval and whether it may be preempted (`placer.model.preemption`)."""
 
 
 class DomainReservation(BaseModel):
@@ -95,6 +98,8 @@ class ClusterSnapshot(BaseModel):
     source: str = ""
     running: dict[str, RunningJobSet] = Field(default_factory=dict)
     """`namespace/name` -> start and expected duration, for the JobSets the source dated."""
+    non_preempting_classes: tuple[str, ...] = ()
+    """PriorityClasses with `preemptionPolicy: Never`: JobSets of them never preempt (sorted)."""
     reservations: tuple[DomainReservation, ...] = ()
     """Domains held for pending JobSets' future starts (the reservation pass, or the controller's
     ledger); every solver treats them through `PlacementContext.domain_open_to`."""

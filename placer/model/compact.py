@@ -36,6 +36,9 @@ strict (unknown keys are errors, to catch typos), and every node is expanded fro
       pods: 1                   # pod slots used per node (default 1)
       hostPorts: [8471]         # TCP host ports taken on each node (default none)
       priority: low             # optional: its priority, a value or a priorityClasses name
+      startedAt: "2026-12-01T04:00:00Z"  # optional: when it started (RFC 3339)
+      annotations:              # optional: the JobSet's placer.dev/expected-duration,
+        placer.dev/checkpoint-interval: 1h  # checkpoint-interval and preemptible
 
 Templates substitute `{i}` (pool index), `{h}` (host index in the pool), `{n}` (node index in the
 entry, `(i - start) * hosts + h`) and `{pool}` (the rendered pool name; not in `name` itself). A
@@ -54,7 +57,7 @@ from typing import Any, Literal
 from pydantic import Field, StrictBool, StrictInt, StrictStr, ValidationError
 
 from placer.model.cluster import ClusterSnapshot, Node
-from placer.model.compact_running import RunningSpec, apply_running
+from placer.model.compact_running import RunningSpec, apply_running, running_jobsets
 from placer.model.errors import InputError
 from placer.model.limits import (
     INT32_MAX,
@@ -422,6 +425,7 @@ def parse_description(doc: Mapping[str, Any], *, source: str = "") -> ClusterSna
     return ClusterSnapshot(
         nodes=tuple(nodes.values()),
         priority_classes=dict(desc.priorityClasses),
+        running=running_jobsets(desc.running, source=source),
         levels=tuple(desc.levels),
         source=source,
     )

@@ -21,12 +21,14 @@ from fnmatch import fnmatchcase
 
 from pydantic import Field, StrictInt, StrictStr
 
-from placer.model.cluster import JobSetUsage, Node
+from placer.model.cluster import JobSetUsage, Node, RunningJobSet
+from placer.model.durations import jobset_expected_duration, parse_rfc3339
 from placer.model.errors import InputError
 from placer.model.limits import INT32_MAX, MAX_DESCRIPTION_NODES, Int32, Int64, Port
 from placer.model.manifests import ClosedSchema
 from placer.model.messages import echo
 from placer.model.names import check, dns1123_label_problem, dns1123_subdomain_problem
+from placer.model.preemption import jobset_preemption_facts
 from placer.model.resources import (
     PODS,
     ResourceMap,
@@ -36,7 +38,13 @@ from placer.model.resources import (
     subtract_resources,
 )
 
-__all__ = ["MAX_PATTERN_TRIES", "MAX_RUNNING_USES", "RunningSpec", "apply_running"]
+__all__ = [
+    "MAX_PATTERN_TRIES",
+    "MAX_RUNNING_USES",
+    "RunningSpec",
+    "apply_running",
+    "running_jobsets",
+]
 
 MAX_RUNNING_USES = 2 * MAX_DESCRIPTION_NODES
 """Nodes the running entries take capacity on together, a node counted once per entry."""
@@ -54,6 +62,11 @@ class RunningSpec(ClosedSchema):
     pods: StrictInt = Field(default=1, ge=0, le=INT32_MAX)
     hostPorts: list[Port] = Field(default_factory=list)
     priority: Int32 | StrictStr | None = None
+    startedAt: StrictStr | None = None
+    """RFC 3339: when the JobSet started (dates it for the timeline and its eviction cost)."""
+    annotations: dict[str, StrictStr] = Field(default_factory=dict)
+    """The JobSet's own annotations placer reads of a running JobSet (expected duration,
+    checkpoint interval, preemptible)."""
 
 
 def _scalar(value: object) -> str:
@@ -151,6 +164,35 @@ class _Load:
     used: ResourceMap = field(default_factory=dict)
     ports: set[tuple[int, str]] = field(default_factory=set)
     usage: dict[str, JobSetUsage] = field(default_factory=dict)
+
+
+def running_jobsets(running: Sequence[RunningSpec], *, source: str) -> dict[str, RunningJobSet]:
+    """JobSet key -> when it started and what its annotations say, for the entries that state
+    either; a bad value is bad input naming the entry (`running[k].startedAt`, or the
+    annotation)."""
+    result: dict[str, RunningJobSet] = {}
+    for k, r in enumerate(running):
+        if r.jobset is None or (r.startedAt is None and not r.annotations):
+            continue
+        where = f"running[{k}]"
+        key = _jobset_key(r.jobset, source, f"{where}.jobset")
+        manifest = {"metadata": {"annotations": r.annotations}}
+        duration = jobset_expected_duration(manifest, source=source, key=f"{where} {key}")
+        started = None
+        if r.startedAt is not None:
+            try:
+                started = parse_rfc3339(r.startedAt, field=f"{where}.startedAt")
+            except InputError as e:
+                raise InputError(
+                    e.message, source=source, obj=key, field=e.field, code=e.code
+                ) from None
+        result[key] = RunningJobSet(
+            started_at=started,
+            expected_duration_s=duration.seconds,
+            duration_source=duration.source,
+            preemption=jobset_preemption_facts(manifest, source=source, key=f"{where} {key}"),
+        )
+    return dict(sorted(result.items()))
 
 
 def apply_running(

@@ -202,6 +202,8 @@ def parse_jobset(
     js_exclusive = m.metadata.annotations.get(EXCLUSIVE_TOPOLOGY)
     rjobs: list[ReplicatedJobRequest] = []
     priorities: list[int] = []
+    class_names: list[str | None] = []
+    policies: list[str | None] = []
     names: set[str] = set()
     for i, rj in enumerate(m.spec.replicatedJobs):
         field = f"spec.replicatedJobs[{i}]"
@@ -257,6 +259,8 @@ def parse_jobset(
             )
         )
         priorities.append(_priority(pod, priority_classes, source=source, obj=key, field=pod_field))
+        class_names.append(pod.priorityClassName)
+        policies.append(pod.preemptionPolicy)
     duration = jobset_expected_duration(obj, source=source, key=key)
     request = JobSetRequest(
         namespace=m.metadata.namespace,
@@ -266,6 +270,8 @@ def parse_jobset(
         creation_timestamp=m.metadata.creationTimestamp,
         order=order,
         replicated_jobs=tuple(rjobs),
+        priority_class_name=next((c for c in class_names if c), None),
+        never_preempts="Never" in policies,
         node_selector_strategy=NODE_SELECTOR_STRATEGY in m.metadata.annotations,
         expected_duration_s=duration.seconds,
         duration_source=duration.source,

@@ -111,6 +111,8 @@ class TemplatePodSpec(PodSpec, frozen=True, gc=False, kw_only=True):
     hostNetwork: bool = False
     priority: Priority | None = None
     priorityClassName: str | None = None
+    preemptionPolicy: str | None = None
+    """`Never` (admission copies it from the PriorityClass): the JobSet never preempts."""
 
 
 class PodTemplate(msgspec.Struct, frozen=True, gc=False):

@@ -139,6 +139,8 @@ class PodObject(msgspec.Struct, frozen=True, gc=False):
 class PriorityClassObject(msgspec.Struct, frozen=True, gc=False):
     metadata: ObjectMeta
     value: int
+    preemptionPolicy: str | None = None
+    """`Never`: pods of this class never preempt others (read by preemption)."""
 
 
 KubeObject = NodeObject | PodObject | PriorityClassObject

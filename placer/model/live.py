@@ -17,7 +17,12 @@ from placer.model.cluster import ClusterSnapshot
 from placer.model.errors import ClusterError
 from placer.model.kube_client import KubeApis, api_client, list_all
 from placer.model.kueue_topology import KUEUE_GROUP, TOPOLOGY_VERSIONS, cluster_topology
-from placer.model.snapshot import TERMINAL_PHASES, snapshot_from_objects
+from placer.model.snapshot import (
+    TERMINAL_PHASES,
+    snapshot_from_objects,
+    with_expected_durations,
+    with_preemption_facts,
+)
 
 __all__ = ["load_live_snapshot"]
 
@@ -89,11 +94,54 @@ def load_live_snapshot(
             classes = []
         topology = ("", ()) if levels else _kueue_levels(api.custom, host)
         levels = levels or topology[1]
+        jobsets = _jobsets(api.custom)
     finally:
         api.close()
     log.debug(
         "%s: %d nodes, %d pods, %d priority classes", host, len(nodes), len(pods), len(classes)
     )
-    return snapshot_from_objects(
+    snapshot = snapshot_from_objects(
         nodes, pods, classes, source=host, levels=levels, kueue_topology=topology[0]
     )
+    return _with_jobset_facts(snapshot, jobsets, host)
+
+
+def _jobsets(custom: Any) -> list[dict[str, Any]]:
+    """Every JobSet object (their annotations date and protect running JobSets); none when
+    JobSet is not installed or JobSets may not be listed (a warning says so)."""
+    try:
+        return _list_all(
+            custom.list_cluster_custom_object,
+            "jobsets",
+            group="jobset.x-k8s.io",
+            version="v1alpha2",
+            plural="jobsets",
+        )
+    except ClusterError as e:
+        if e.status not in (401, 403, 404):
+            raise
+        log.warning(
+            "%s; running JobSets keep the default duration and no placer.dev/preemptible or "
+            "checkpoint annotation is read",
+            e,
+        )
+        return []
+
+
+def _with_jobset_facts(
+    snapshot: ClusterSnapshot, jobsets: Sequence[dict[str, Any]], host: str
+) -> ClusterSnapshot:
+    """Running JobSets' expected durations and preemption annotations from their objects; a
+    bad value is warned about (a live cluster is not a file to fix), never fatal."""
+    holders = {k for n in snapshot.nodes for k in n.jobsets}
+    manifests = []
+    for obj in jobsets:
+        meta = obj.get("metadata") or {}
+        key = f"{meta.get('namespace', 'default')}/{meta.get('name', '')}"
+        if key in holders:
+            manifests.append((host, key, obj))
+    if not manifests:
+        return snapshot
+    running = with_expected_durations(snapshot.running, manifests)
+    running = with_preemption_facts(running, manifests, strict=False)
+    return snapshot.model_copy(update={"running": running})

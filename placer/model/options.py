@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from placer.model.errors import InputError
 from placer.model.limits import MAX_WORKERS
 from placer.model.messages import echo
+from placer.model.preemption import PreemptionPolicy
 
 __all__ = [
     "DEFAULT_DURATION_S",
@@ -108,3 +109,6 @@ class SolveOptions(BaseModel):
     check: bool = True
     """Run the independent plan checker on the result and refuse a plan that fails it."""
     time: TimePolicy = Field(default_factory=TimePolicy)
+    preemption: PreemptionPolicy = Field(default_factory=PreemptionPolicy)
+    """Whether the CP-SAT planner may evict whole running JobSets of lower priority (the greedy
+    baselines never do)."""

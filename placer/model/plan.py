@@ -18,6 +18,7 @@ __all__ = [
     "JobSetOutcome",
     "Plan",
     "PodPlacement",
+    "PreemptedJobSet",
     "SolverReport",
     "relative_gap",
 ]
@@ -69,10 +70,48 @@ class JobSetOutcome(BaseModel):
     """Placed now on domains reserved for a later JobSet, expected to end before that starts."""
     waits_for: list[str] = Field(default_factory=list)
     """Running JobSets whose end its expected start waits for, the last to end first."""
+    preempts: list[str] = Field(default_factory=list)
+    """Running JobSets (`namespace/name`, sorted) evicted so it can run on their domains."""
 
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+
+class PreemptedJobSet(BaseModel):
+    """A running JobSet the plan evicts (whole: every child Job), and for whom."""
+
+    model_config = ConfigDict(frozen=True, allow_inf_nan=False)
+    namespace: str = "default"
+    name: str
+    status: Literal["preempted"] = "preempted"
+    priority: int = 0
+    accelerators: int = Field(default=0, ge=0)
+    """Accelerator units it held (pods where it requests none)."""
+    lost_chip_hours: float = Field(default=0, ge=0)
+    """Accelerator-hours of work lost since its last checkpoint (else since it started)."""
+    restart_chip_hours: float = Field(default=0, ge=0)
+    """The restart cost (`--restart-cost` of its accelerators)."""
+    makes_room_for: list[str] = Field(default_factory=list)
+    """Pending JobSets placed on what it frees, sorted (usually one)."""
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def cost_chip_hours(self) -> float:
+        return self.lost_chip_hours + self.restart_chip_hours
+
+    @property
+    def cost_text(self) -> str:
+        """`priority 100, 16 accelerators; 6.7 chip-hours: 5.3 of work lost, 1.3 to restart`:
+        how the table and `placer explain` word it."""
+        return (
+            f"priority {self.priority}, {self.accelerators} accelerators; "
+            f"{self.cost_chip_hours:.1f} chip-hours: {self.lost_chip_hours:.1f} of work lost, "
+            f"{self.restart_chip_hours:.1f} to restart"
+        )
 
 
 class SolverReport(BaseModel):
@@ -111,6 +150,8 @@ class Plan(BaseModel):
     model_config = ConfigDict(frozen=True, allow_inf_nan=False)
     solver: SolverReport
     jobsets: list[JobSetOutcome]
+    preempted: list[PreemptedJobSet] = Field(default_factory=list)
+    """Running JobSets evicted by this plan (empty unless `--preemption` allows it), by key."""
 
     def outcome(self, key: str) -> JobSetOutcome:
         for o in self.jobsets:

@@ -53,6 +53,7 @@ from placer.model.names import (
     dns1123_label_problem,
     dns1123_subdomain_problem,
 )
+from placer.model.preemption import PreemptionFacts, jobset_preemption_facts
 from placer.model.resources import (
     ResourceMap,
     parse_resource_map,
@@ -69,6 +70,7 @@ __all__ = [
     "snapshot_from_objects",
     "snapshot_to_kubectl_list",
     "with_expected_durations",
+    "with_preemption_facts",
 ]
 
 log = logging.getLogger(__name__)
@@ -375,14 +377,38 @@ def _with_durations(
 ) -> dict[str, RunningJobSet]:
     """Running JobSets' expected durations from the JobSet objects in the snapshot."""
     holders = {k for n in nodes for k in n.jobsets}
-    return with_expected_durations(
-        running,
-        (
-            (source, key, {"metadata": {"annotations": obj.metadata.annotations}, "spec": obj.spec})
-            for source, obj in objects
-            if (key := f"{obj.metadata.namespace}/{obj.metadata.name}") in holders
-        ),
-    )
+    manifests = [
+        (source, key, {"metadata": {"annotations": obj.metadata.annotations}, "spec": obj.spec})
+        for source, obj in objects
+        if (key := f"{obj.metadata.namespace}/{obj.metadata.name}") in holders
+    ]
+    return with_preemption_facts(with_expected_durations(running, manifests), manifests)
+
+
+def with_preemption_facts(
+    running: Mapping[str, RunningJobSet],
+    jobsets: Iterable[tuple[str, str, Mapping[str, Any]]],
+    *,
+    strict: bool = True,
+) -> dict[str, RunningJobSet]:
+    """`running` with each JobSet object's checkpoint interval and `preemptible` flag, given as
+    (source, JobSet key, manifest) each. Unlike a duration, a bad value in a file is refused
+    (exit 2): it decides whether work may be thrown away, so it is not guessed. Read live
+    (`strict=False`: nobody can fix the cluster before planning), it is warned about and the
+    JobSet is never a victim."""
+    result = dict(running)
+    for source, key, manifest in jobsets:
+        try:
+            facts = jobset_preemption_facts(manifest, source=source, key=key)
+        except InputError as e:
+            if strict:
+                raise
+            log.warning("%s; this running JobSet is never preempted", e)
+            facts = PreemptionFacts(preemptible=False)
+        if facts != PreemptionFacts():
+            base = result.get(key, RunningJobSet())
+            result[key] = base.model_copy(update={"preemption": facts})
+    return dict(sorted(result.items()))
 
 
 def _accumulate(total: ResourceMap, request: Mapping[str, Decimal]) -> None:
@@ -419,6 +445,11 @@ def _priority_classes(objs: Iterable[tuple[str, PriorityClassObject]]) -> dict[s
     return dict(sorted(result.items()))
 
 
+def _non_preempting(objs: Iterable[tuple[str, PriorityClassObject]]) -> tuple[str, ...]:
+    """Names of the PriorityClasses with `preemptionPolicy: Never`, sorted."""
+    return tuple(sorted({pc.metadata.name for _, pc in objs if pc.preemptionPolicy == "Never"}))
+
+
 def snapshot_from_objects(
     nodes: Iterable[Mapping[str, Any]],
     pods: Iterable[Mapping[str, Any]],
@@ -434,13 +465,13 @@ def snapshot_from_objects(
     node_list = _check_unique(
         [read_node(read_as(NodeObject, obj, source), source) for obj in nodes], source
     )
-    classes = _priority_classes(
-        (source, read_as(PriorityClassObject, p, source)) for p in priority_classes
-    )
+    class_objs = [(source, read_as(PriorityClassObject, p, source)) for p in priority_classes]
+    classes = _priority_classes(class_objs)
     pod_list = [(source, read_as(PodObject, p, source)) for p in pods]
     return ClusterSnapshot(
         nodes=tuple(_apply_pods(node_list, pod_list, classes)),
         priority_classes=classes,
+        non_preempting_classes=_non_preempting(class_objs),
         running=_running_starts(pod_list),
         levels=tuple(levels),
         kueue_topology=kueue_topology,
@@ -469,6 +500,8 @@ def load_snapshot(paths: Sequence[str | Path]) -> ClusterSnapshot:
     read_node = _NodeReader()
     levels: tuple[str, ...] = ()
     kueue_topology = ""
+    described: dict[str, RunningJobSet] = {}
+    """Running JobSets a cluster description dates or annotates."""
     sources = [str(p) for p in paths]
     for source, obj in _objects(paths):
         if isinstance(obj, NodeObject):
@@ -493,6 +526,7 @@ def load_snapshot(paths: Sequence[str | Path]) -> ClusterSnapshot:
         else:
             part = parse_description(obj, source=source)
             nodes.extend(part.nodes)
+            described.update(part.running)
             classes.extend(
                 (source, PriorityClassObject(ObjectMeta(name), value))
                 for name, value in part.priority_classes.items()
@@ -516,7 +550,8 @@ def load_snapshot(paths: Sequence[str | Path]) -> ClusterSnapshot:
     return ClusterSnapshot(
         nodes=tuple(node_list),
         priority_classes=priority_classes,
-        running=_with_durations(_running_starts(pods), jobset_objects, node_list),
+        non_preempting_classes=_non_preempting(classes),
+        running=_with_durations({**described, **_running_starts(pods)}, jobset_objects, node_list),
         levels=levels,
         kueue_topology=kueue_topology,
         source=", ".join(sources),

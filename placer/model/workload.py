@@ -130,6 +130,11 @@ class JobSetRequest(BaseModel):
     JobSets its reservations start now above every tier): the priority the JobSet declares, which
     reasons compare ("taken by higher-priority JobSets") so they do not call an equal a higher."""
     replicated_jobs: tuple[ReplicatedJobRequest, ...]
+    priority_class_name: str | None = None
+    """The pod templates' PriorityClass (the first named): its `preemptionPolicy` may forbid
+    preempting."""
+    never_preempts: bool = False
+    """A pod template states `preemptionPolicy: Never`: it never evicts anyone."""
     node_selector_strategy: bool = False
     expected_duration_s: float | None = None
     """Expected run time (`placer.dev/expected-duration`, else the child Jobs' longest

@@ -12,8 +12,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from placer.model.durations import format_go_duration
-from placer.model.plan import JobPlacement
+from placer.model.plan import JobPlacement, PreemptedJobSet
 from placer.render.table import compact_list, fit_lines, solver_line
+from placer.solver.explain import eviction_text
 
 if TYPE_CHECKING:
     from placer.solver.explain.result import Explanation, ReplicatedJobDiagnosis
@@ -145,6 +146,13 @@ def _expected_start(e: Explanation) -> list[str]:
     return [line]
 
 
+def _evicted_for(e: Explanation) -> list[PreemptedJobSet]:
+    """The running JobSets the plan evicts to place this one (`placer explain --preemption`)."""
+    if e.status != "placed" or e.plan is None:
+        return []
+    return [p for p in e.plan.preempted if e.jobset in p.makes_room_for]
+
+
 def render_explanation(e: Explanation, *, width: int | None = None) -> str:
     """The text; with a `width` (None: no limit, `-o wide`) long rows are cut, prose wrapped."""
     head = f"{e.jobset}: {e.status}"
@@ -157,6 +165,10 @@ def render_explanation(e: Explanation, *, width: int | None = None) -> str:
         lines.append("")
         lines.append("placed child Jobs:" if e.status == "placed" else "child Jobs it holds:")
         lines.extend(_where(e.jobs))
+    evicted = _evicted_for(e)
+    if evicted:
+        lines.append("")
+        lines.append(f"placed by {eviction_text(evicted)}")
     if e.replicated_jobs:
         lines.append("")
         lines.append("domains (or nodes) by reason, beside the rest of the plan:")

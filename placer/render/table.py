@@ -17,7 +17,15 @@ from placer.model.durations import format_go_duration
 from placer.model.plan import JobPlacement, JobSetOutcome, Plan, SolverReport
 from placer.model.workload import JobSetRequest
 
-__all__ = ["compact_list", "eta", "fit_lines", "gap_percent", "render_table", "solver_line"]
+__all__ = [
+    "compact_list",
+    "eta",
+    "fit_lines",
+    "gap_percent",
+    "preemption_lines",
+    "render_table",
+    "solver_line",
+]
 
 HEADERS = ("JOBSET", "STATUS", "PRIORITY", "JOBS", "DOMAINS", "ACCELERATORS")
 DOMAINS_SHOWN = 3
@@ -207,6 +215,9 @@ def render_table(
     if reasons:
         lines.append("")
         lines.extend(_cut(f"{o.key} {o.status}: {o.reason}", width) for o in reasons)
+    if plan.preempted:
+        lines.append("")
+        lines.extend(_cut(line, width) for line in preemption_lines(plan))
     if summarize:
         lines.append("")
         lines.append(f"all {len(plan.jobsets)} JobSets: -o wide (table) or -o json")
@@ -215,6 +226,14 @@ def render_table(
     for note in plan.solver.notes:
         lines.extend(_wrap(f"note: {note}", width))
     return "\n".join(lines) + "\n"
+
+
+def preemption_lines(plan: Plan) -> list[str]:
+    """One sentence per evicted JobSet: for whom, and what it costs in chip-hours."""
+    return [
+        f"{p.key} preempted for {', '.join(p.makes_room_for)} ({p.cost_text})"
+        for p in plan.preempted
+    ]
 
 
 def _summary(

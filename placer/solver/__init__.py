@@ -13,6 +13,7 @@ progress hook). Folders, one concern each:
     reasons/   why a JobSet or a domain is left out, one classifier worded two ways
     explain/   `placer explain`: counts, conflicts, remedies
     capacity/  `placer capacity`: copies that fit, mixes, stranded accelerators, cheapest pools
+    preempt/   preemption and defrag: who may be evicted or moved, at what cost, said in the plan
 
 Imports flow model -> solver -> render, commands, controller (tests/test_architecture.py).
 """

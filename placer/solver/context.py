@@ -18,6 +18,7 @@ from placer.model.options import SolveOptions
 from placer.model.resources import is_accelerator
 from placer.model.topology import Domain, Topology, default_levels
 from placer.model.workload import JobSetRequest, PodShape, ReplicatedJobRequest
+from placer.solver.preempt.candidates import Victims
 from placer.solver.shape_index import (
     MISSING_LABEL,
     ShapeFacts,
@@ -77,6 +78,9 @@ class PlacementContext:
     snapshot: ClusterSnapshot
     jobsets_given: Sequence[JobSetRequest]
     options: SolveOptions
+    victims: Victims | None = None
+    """With preemption (CP-SAT only): running JobSets already taken off `snapshot` that the
+    queue may evict; a domain they held opens to a JobSet that may evict every one of them."""
 
     @cached_property
     def jobsets(self) -> list[JobSetRequest]:
@@ -175,6 +179,13 @@ class PlacementContext:
     def domain_held_by(self, domain: Domain) -> tuple[str, ...]:
         return self.held_by.get((domain.key, domain.path), ())
 
+    def domain_evicts(self, domain: Domain) -> tuple[str, ...]:
+        """Victim candidates running in the domain (all must be evicted to use it), sorted."""
+        if self.victims is None:
+            return ()
+        on_node = self.victims.on_node
+        return tuple(sorted({v for n in domain.nodes for v in on_node.get(n, ())}))
+
     @cached_property
     def reserved(
         self,
@@ -192,6 +203,11 @@ class PlacementContext:
         """No other JobSet runs there, and every reservation of it is the JobSet's own or starts
         after the JobSet is expected to end (backfill)."""
         if any(owner != jobset.key for owner in self.domain_held_by(domain)):
+            return False
+        victims = self.victims
+        if victims is not None and not all(
+            victims.can_evict(jobset.key, v) for v in self.domain_evicts(domain)
+        ):
             return False
         reservations = self.domain_reservations(domain)
         if not reservations:

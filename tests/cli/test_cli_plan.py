@@ -185,7 +185,8 @@ def test_json_output_shape(solver: str, tmp_path: Path, capsys: pytest.CaptureFi
     )
     assert code == 0, err
     doc = json.loads(out)
-    assert set(doc) == {"solver", "jobsets"}
+    assert set(doc) == {"solver", "jobsets", "preempted"}  # preempted: issue 20
+    assert doc["preempted"] == []
     assert doc["solver"]["name"] == solver
     assert {"name", "status", "objective", "bound", "wall_seconds"} <= set(doc["solver"])
     assert "load" in doc["solver"]["phases"]

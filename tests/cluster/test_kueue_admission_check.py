@@ -169,6 +169,11 @@ def test_a_queue_over_quota_is_admitted_only_with_placements(
     assert "in LocalQueue training (Kueue: " in out
     assert "placer places it only once Kueue reserves quota" in out
     assert out.startswith(f"{target}: placed (priority 0)\n")  # room for it, once admitted
+    code, out, err = run_cli(
+        capsys, "explain", "--kubeconfig", scenario.admin, "--preemption", "lower-priority", target
+    )
+    assert code == 0, err
+    assert "--preemption off: the JobSet is Kueue's, and Kueue owns preemption" in out
 
     # The first finishes (deleted): Kueue reserves quota for the second, placer places it.
     scenario.start_pod_reaper()

@@ -196,3 +196,31 @@ def test_bad_kubeconfig_is_a_cluster_error(tmp_path: Path) -> None:
     path.write_text("apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n")
     with pytest.raises(ClusterError, match="configuration"):
         load_live_snapshot(str(path))
+
+
+def _jobset(namespace: str, name: str, annotations: dict[str, str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": name, "namespace": namespace, "annotations": annotations},
+        "spec": {"replicatedJobs": []},
+    }
+
+
+def test_running_jobsets_annotations_are_read_and_a_bad_one_protects(
+    emulator: tuple[Emulator, str],
+) -> None:
+    """A live cluster is not a file to fix: a bad checkpoint interval is warned about and its
+    JobSet is never a victim, a good one is read as in a file."""
+    emu, kubeconfig = emulator
+    expected = load_snapshot([ROOT / "examples" / "clusters" / "tpu-busy.yaml"])
+    seed(emu, snapshot_to_kubectl_list(expected)["items"])
+    jobsets = "jobset.x-k8s.io/v1alpha2/jobsets"
+    good = _jobset("batch", "eval-a", {"placer.dev/checkpoint-interval": "1h"})
+    bad = _jobset("batch", "eval-b", {"placer.dev/checkpoint-interval": "soon"})
+    for obj in (good, bad):
+        emu.objects[jobsets, "batch", obj["metadata"]["name"]] = obj
+    snap = load_live_snapshot(kubeconfig, levels=expected.levels)
+    assert snap.running["batch/eval-a"].preemption.checkpoint_interval_s == 3600.0
+    assert snap.running["batch/eval-a"].preemption.preemptible
+    assert not snap.running["batch/eval-b"].preemption.preemptible

@@ -11,7 +11,8 @@ from tests.render.plans import sample_plan
 
 def test_json_matches_the_contract_of_issue_2() -> None:
     doc = json.loads(render_json(sample_plan()))
-    assert set(doc) == {"solver", "jobsets"}
+    assert set(doc) == {"solver", "jobsets", "preempted"}  # preempted: issue 20
+    assert doc["preempted"] == []
     assert {"name", "status", "objective", "bound", "wall_seconds"} <= set(doc["solver"])
     assert doc["solver"]["name"] == "cpsat"
     assert [(j["namespace"], j["name"], j["status"]) for j in doc["jobsets"]] == [

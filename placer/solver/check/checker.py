@@ -24,6 +24,7 @@ from placer.model.plan import JobPlacement, JobSetOutcome, Plan
 from placer.model.resources import PODS, add_resources, is_accelerator, is_extended_resource
 from placer.model.scheduling import NodeSelectorRequirement, Taint, Toleration
 from placer.model.workload import JobSetRequest, PodShape, ReplicatedJobRequest
+from placer.solver.check.checker_preempt import check_preemptions, without_victims
 from placer.solver.check.checker_time import check_reservations
 
 __all__ = ["check"]
@@ -47,8 +48,10 @@ def check(
 ) -> list[str]:
     """Every rule the plan breaks, one human-readable line each, sorted; empty means valid."""
     problems: set[str] = set()
-    nodes = {n.name: n for n in snapshot.nodes}
     given = {js.key: js for js in jobsets}
+    check_preemptions(plan, snapshot, given, options, problems)
+    snapshot = without_victims(plan, snapshot)  # victims are judged gone, whole
+    nodes = {n.name: n for n in snapshot.nodes}
     outcomes = _check_coverage(plan, given, problems)
     on_node: dict[str, list[_PlannedPod]] = defaultdict(list)
     for key, outcome in outcomes.items():

@@ -258,6 +258,7 @@ def domain_classes(
                 tuple(sorted(view.node_signature(ctx.nodes[n]) for n in d.nodes)),
                 _holders_seen_by_queue(ctx.domain_held_by(d), queued),
                 tuple((r.jobset, r.start_s) for r in ctx.domain_reservations(d)),
+                ctx.domain_evicts(d),
             )
             groups[signature].append(d)
         for signature, members in sorted(groups.items(), key=lambda kv: kv[1][0].path):
@@ -284,6 +285,7 @@ def domain_classes(
                     parents=dict(signature[1]),
                     shared_capacity=shared_cap,
                     shared_resources=view.scaled_free(rep_nodes) if shared else {},
+                    evicts=signature[5],
                 )
             )
     return tuple(classes)
@@ -306,6 +308,8 @@ def node_groups(
     """Usable nodes in no exclusive domain, grouped by signature and enclosing domains."""
     ctx = view.ctx
     in_domain = {n for d in ctx.exclusive_domains for n in d.nodes}
+    if ctx.victims is not None:  # eviction frees domains only: shared pods stay off their nodes
+        in_domain.update(ctx.victims.on_node)
     by_signature: dict[Hashable, list[Node]] = defaultdict(list)
     for node in sorted(ctx.snapshot.nodes, key=lambda n: n.name):
         if node.name in in_domain or not node.usable:

@@ -47,6 +47,7 @@ def build_model(
     constraints.add_overlapping_domains(model, v, problem)
     constraints.add_shared_fit(model, v, problem)
     if mode == "admission":
+        constraints.add_eviction(model, v, problem)
         constraints.add_locality(model, v, problem)
         constraints.add_podset_groups(model, v, problem)
         constraints.add_domains_used(model, v, problem)

@@ -31,6 +31,7 @@ def coarsen(problem: AggregatedProblem) -> AggregatedProblem:
             c.fits,
             tuple(sorted(c.shared_capacity.items())),
             tuple(sorted(c.shared_resources.items())),
+            c.evicts,
         )
         merged[signature].append(c)
     if len(merged) == len(problem.domain_classes):
@@ -49,6 +50,7 @@ def coarsen(problem: AggregatedProblem) -> AggregatedProblem:
                 parents={},
                 shared_capacity=first.shared_capacity,
                 shared_resources=first.shared_resources,
+                evicts=first.evicts,
             )
         )
     return AggregatedProblem(

@@ -23,6 +23,7 @@ __all__ = [
     "add_copy_locality",
     "add_domain_exclusivity",
     "add_domains_used",
+    "add_eviction",
     "add_hosts_used",
     "add_impossible",
     "add_locality",
@@ -31,6 +32,33 @@ __all__ = [
     "add_shared_fit",
     "add_strict_fifo",
 ]
+
+
+def add_eviction(model: cp_model.CpModel, v: Variables, problem: AggregatedProblem) -> None:
+    """Preemption: a domain a running JobSet holds is used only if that JobSet is evicted, whole
+    (one literal per JobSet, so never a part of it); and a JobSet is evicted only if some domain
+    it holds is used (an eviction that frees no needed domain is never chosen). A running JobSet
+    that is also in the queue (defrag) is moved: evicted exactly when it is placed again."""
+    victims = problem.ctx.victims
+    if victims is not None and victims.moves:
+        for key in victims.running:
+            if key in v.admit and key not in v.evict:  # protected, or frees nothing usable
+                model.add(v.admit[key] == 0)
+    if not v.evict:
+        return
+    usage: dict[str, list[cp_model.IntVar]] = defaultdict(list)
+    for (_, cid), x in (*v.count.items(), *v.shared_in_class.items()):
+        usage[cid].append(x)
+    freed: dict[str, list[cp_model.IntVar]] = defaultdict(list)
+    for c in problem.domain_classes:
+        for key in c.evicts:
+            for x in usage[c.id]:
+                model.add(x == 0).only_enforce_if(~v.evict[key])
+            freed[key].extend(usage[c.id])
+    for key, lit in v.evict.items():
+        model.add(sum(freed[key], cp_model.LinearExpr.constant(0)) >= lit)
+        if key in v.admit:  # defrag: a running JobSet in the queue moves, re-placed whole
+            model.add(v.admit[key] == lit)
 
 
 def add_all_or_nothing(model: cp_model.CpModel, v: Variables, problem: AggregatedProblem) -> None:

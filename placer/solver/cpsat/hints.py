@@ -113,7 +113,7 @@ def spread_counts(fine: AggregatedProblem, coarse: AggregatedProblem, solved: So
                 need -= take
                 _add(counts, (jc.index, f), take)
                 homes.update(fine.class_by_id(f).parents.values())
-    return Solution(admit=dict(solved.admit), count=counts)
+    return Solution(admit=dict(solved.admit), count=counts, evict=dict(solved.evict))
 
 
 def complete(v: Variables, problem: AggregatedProblem, partial: Solution) -> Solution:
@@ -121,6 +121,7 @@ def complete(v: Variables, problem: AggregatedProblem, partial: Solution) -> Sol
     counts went, and the admitted JobSets' shared pods wherever there is room."""
     s = Solution()
     s.admit.update({key: 1 for key in partial.admitted})
+    s.evict.update({key: 1 for key in partial.evicted})
     used: dict[str, int] = defaultdict(int)
     group_ids = {g.id for g in problem.node_groups}
     for (i, cid), n in partial.count.items():
@@ -142,6 +143,8 @@ def complete(v: Variables, problem: AggregatedProblem, partial: Solution) -> Sol
             target = s.shared_in_group
             if where not in group_ids:
                 c = problem.class_by_id(where)
+                if not partial.evicted.issuperset(c.evicts):
+                    continue
                 room = min(room, (c.size - used[where]) * c.shared_capacity.get(i, 0))
                 target = s.shared_in_class
             take = min(pods, room)

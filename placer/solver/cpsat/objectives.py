@@ -1,6 +1,7 @@
 """Objective terms, one function per goal, in the lexicographic order the planner optimizes them.
 
 1. per priority tier, highest first: accelerator units admitted (never trade a higher tier away);
+   then, with preemption, the least eviction cost (accelerator-seconds lost and restarted);
 2. queue order: among equal admissions, prefer JobSets earlier in the queue;
 3. best fit: fewest free accelerators stranded in chosen domains;
 4. Kueue packing: shared replicated jobs with a required or preferred topology use the fewest
@@ -28,6 +29,7 @@ __all__ = [
     "admitted_units",
     "domains_spanned",
     "domains_used",
+    "eviction_cost",
     "hosts_used",
     "packing_terms",
     "queue_preference",
@@ -55,14 +57,33 @@ def tiers(problem: AggregatedProblem) -> list[int]:
     return sorted({js.priority for js in problem.ctx.jobsets}, reverse=True)
 
 
+def _moved(problem: AggregatedProblem) -> frozenset[str]:
+    """Defrag: running JobSets in the queue, whose admission is a move, never a gain."""
+    victims = problem.ctx.victims
+    return frozenset(victims.candidates) if victims is not None and victims.moves else frozenset()
+
+
 def admitted_units(v: Variables, problem: AggregatedProblem, tier: int) -> cp_model.LinearExpr:
     """Accelerator units (pods for JobSets without accelerators) admitted in one priority tier."""
+    moved = _moved(problem)
     return sum(
         (
             js.accelerator_units * v.admit[js.key]
             for js in problem.ctx.jobsets
-            if js.priority == tier
+            if js.priority == tier and js.key not in moved
         ),
+        cp_model.LinearExpr.constant(0),
+    )
+
+
+def eviction_cost(v: Variables, problem: AggregatedProblem) -> cp_model.LinearExpr:
+    """Accelerator-seconds the chosen victims lose and spend restarting
+    (`VictimCandidate.weight`)."""
+    victims = problem.ctx.victims
+    if victims is None or not v.evict:
+        return cp_model.LinearExpr.constant(0)
+    return sum(
+        (victims.candidates[k].weight * x for k, x in v.evict.items()),
         cp_model.LinearExpr.constant(0),
     )
 
@@ -70,8 +91,13 @@ def admitted_units(v: Variables, problem: AggregatedProblem, tier: int) -> cp_mo
 def queue_preference(v: Variables, problem: AggregatedProblem) -> cp_model.LinearExpr:
     """Earlier JobSets weigh more, so among equal admissions the head of the queue goes first."""
     jobsets = problem.ctx.jobsets
+    moved = _moved(problem)
     return sum(
-        ((len(jobsets) - i) * v.admit[js.key] for i, js in enumerate(jobsets)),
+        (
+            (len(jobsets) - i) * v.admit[js.key]
+            for i, js in enumerate(jobsets)
+            if js.key not in moved
+        ),
         cp_model.LinearExpr.constant(0),
     )
 

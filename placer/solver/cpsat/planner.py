@@ -1,13 +1,15 @@
 """The CP-SAT planner: plans every pending JobSet at once, never worse than the best greedy plan.
 
 Phases, each one function, timed into `SolverReport.phases` (`placer.solver.phases`):
-  snapshot     facts every solver shares (queue order, domains, who fits where)
+  snapshot     facts every solver shares (queue order, domains, who fits where); with
+               preemption, the victim candidates and the cluster without them (preemption.py)
   aggregate    fold interchangeable child Jobs and domains into classes (and a coarser admission
                view when locality does not constrain admission)
   greedy       best-fit and largest-first plans; the better one hints CP-SAT and is the fallback
   build        the one model builder (builder.py): variables, then the rules, one family per call
   solve        admission per priority tier, then packing (best fit, locality); see solve.py
-  materialize  class counts -> concrete domains and nodes, through the ledger greedy uses
+  materialize  class counts -> concrete domains and nodes, through the ledger greedy uses (with
+               preemption: on the cluster without the chosen victims; who preempts whom)
   check        the independent plan checker; a plan that fails it is never returned (run by
                the wrapper `registry.get_solver` puts around every solver, so once per plan)
 
@@ -37,7 +39,12 @@ from placer.solver.cpsat.builder import BuiltModel, build_model
 from placer.solver.cpsat.coarsen import coarsen
 from placer.solver.cpsat.export import check_export_path
 from placer.solver.cpsat.hints import complete, solution_from_plan, spread_counts
-from placer.solver.cpsat.materialize import materialize
+from placer.solver.cpsat.preemption import (
+    evicting_context,
+    greedy_context,
+    materialize_evicting,
+    stay_put,
+)
 from placer.solver.cpsat.problem import AggregatedProblem
 from placer.solver.cpsat.solution import Solution
 from placer.solver.cpsat.solve import (
@@ -146,11 +153,13 @@ def plan_with_context(
     timer = timer or PhaseTimer()
     budget = Budget(time.perf_counter() if started is None else started, ctx.options.time_limit_s)
     runner = StageRunner(ctx.options)
+    with timer("snapshot"):
+        model_ctx = evicting_context(ctx)
     with timer("aggregate"):
-        fine = aggregate(ctx)
+        fine = aggregate(model_ctx)
         coarse = coarsen(fine)
     with timer("greedy"):
-        greedy = best_greedy(ctx)
+        greedy = stay_put(best_greedy(greedy_context(ctx)), ctx)
     plan: Plan | None = None
     try:
         with timer("build"):
@@ -159,7 +168,7 @@ def plan_with_context(
         with timer("solve"):
             admission = solve_admission(built, runner, budget.admission)
         if admission.found:
-            plan = _pack_and_materialize(ctx, fine, built, admission, runner, budget, timer)
+            plan = _pack_and_materialize(model_ctx, fine, built, admission, runner, budget, timer)
     except PlacerError:
         raise
     except _CPSAT_ERRORS as e:
@@ -169,7 +178,7 @@ def plan_with_context(
     if plan is None or admission_key(plan) < admission_key(greedy):
         why = _fallback_reason(plan, admission)
         log.warning("falling back to the greedy plan: %s", why)
-        greedy = greedy_plan(ctx, greedy.solver.name)
+        greedy = stay_put(greedy_plan(greedy_context(ctx), greedy.solver.name), ctx)
         objective = greedy.solver.objective
         plan = greedy.model_copy(
             update={
@@ -240,7 +249,7 @@ def _pack_and_materialize(
                 update={"status": "FEASIBLE", "notes": [*report.notes, note]}
             )
             with timer("materialize"):
-                return materialize(ctx, fine, start_from, report)
+                return materialize_evicting(ctx, fine, start_from, report)
 
     def pack() -> tuple[Solution, SolveResult]:
         if fine is coarse:
@@ -251,7 +260,9 @@ def _pack_and_materialize(
                 fine_built.model, fine_built.variables
             )
         packing_deadline = budget.packing(time.perf_counter())
-        packing = solve_packing(fine_built, runner, packing_deadline, solved.admitted)
+        packing = solve_packing(
+            fine_built, runner, packing_deadline, solved.admitted, solved.evicted
+        )
         if admission.optimal:
             packing = canonicalize(fine_built, runner, budget.tie_break(packing_deadline), packing)
         found = start_from if packing.solution is None else packing.solution
@@ -266,7 +277,7 @@ def _pack_and_materialize(
         }
     )
     with timer("materialize"):
-        return materialize(ctx, fine, chosen, report)
+        return materialize_evicting(ctx, fine, chosen, report)
 
 
 def best_greedy(ctx: PlacementContext) -> Plan:
@@ -276,10 +287,12 @@ def best_greedy(ctx: PlacementContext) -> Plan:
 
 
 def admission_key(plan: Plan) -> tuple[int, ...]:
-    """Lexicographic admission: accelerator units placed per priority tier, highest tier first."""
+    """Lexicographic admission: accelerator units placed per priority tier, highest tier first
+    (a running JobSet a defrag plan moves is no admission)."""
     per_tier: dict[int, int] = {}
+    moved = {p.key for p in plan.preempted}
     for o in plan.jobsets:
         per_tier.setdefault(o.priority, 0)
-        if o.status == "placed":
+        if o.status == "placed" and o.key not in moved:
             per_tier[o.priority] += o.accelerators
     return tuple(per_tier[p] for p in sorted(per_tier, reverse=True))

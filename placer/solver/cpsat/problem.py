@@ -37,6 +37,8 @@ class DomainClass:
     """Non-exclusive JobClass index -> its pods that fit on one member left unreserved."""
     shared_resources: Mapping[str, int]
     """Free resources of one member (scaled integers) for the shared-pod relaxation."""
+    evicts: tuple[str, ...] = ()
+    """Running JobSets (victim candidates) in each member: using a member evicts them all."""
 
     @property
     def size(self) -> int:

@@ -47,6 +47,10 @@ class Solution(Families[int]):
         return frozenset(k for k, x in self.admit.items() if x)
 
     @property
+    def evicted(self) -> frozenset[str]:
+        return frozenset(k for k, x in self.evict.items() if x)
+
+    @property
     def shared_pods(self) -> dict[tuple[int, str], int]:
         """(shared JobClass, node group or domain class) -> its pods there, where there are any."""
         both = (*self.shared_in_group.items(), *self.shared_in_class.items())

@@ -121,7 +121,8 @@ class StageRunner:
 
 
 def solve_admission(built: BuiltModel, runner: StageRunner, deadline: float) -> SolveResult:
-    """Each tier's accelerator units, highest tier first, each fixed once found; then queue order.
+    """Each tier's accelerator units, highest tier first, each fixed once found; then, with
+    preemption, the least eviction cost; then queue order.
 
     Queue order (earlier JobSets first among equal admissions) comes after every tier's units: it
     is a tie-breaker whose optimality is hard to prove with many similar JobSets, and a stage that
@@ -132,6 +133,8 @@ def solve_admission(built: BuiltModel, runner: StageRunner, deadline: float) -> 
         (f"tier {t}", objectives.admitted_units(v, problem, t), True)
         for t in objectives.tiers(problem)
     ]
+    if v.evict:
+        stages.append(("eviction cost", -objectives.eviction_cost(v, problem), False))
     stages.append(("queue order", objectives.queue_preference(v, problem), False))
     solution: Solution | None = None
     objective, bound, optimal = 0, 0, True
@@ -168,11 +171,15 @@ def solve_admission(built: BuiltModel, runner: StageRunner, deadline: float) -> 
 
 
 def solve_packing(
-    built: BuiltModel, runner: StageRunner, deadline: float, admitted: frozenset[str]
+    built: BuiltModel,
+    runner: StageRunner,
+    deadline: float,
+    admitted: frozenset[str],
+    evicted: frozenset[str] = frozenset(),
 ) -> SolveResult:
     """Best fit, then Kueue's fewest domains per level, then Kueue's tightest domain, then
-    locality, then Kueue's fewest hosts (`objectives.packing_terms`), with admissions fixed; a
-    hint must already be on the model.
+    locality, then Kueue's fewest hosts (`objectives.packing_terms`), with admissions (and
+    evictions) fixed; a hint must already be on the model.
 
     Without Kueue domain terms, one weighted solve, each term's weight exceeding everything below
     it (a lexicographic order): at fleet scale each presolve of the fine model costs a second or
@@ -185,6 +192,8 @@ def solve_packing(
     model, v, problem = built.model, built.variables, built.problem
     for key, x in v.admit.items():
         model.add(x == int(key in admitted))
+    for key, x in v.evict.items():
+        model.add(x == int(key in evicted))
     terms = objectives.packing_terms(v, problem)
     kueue = len(objectives.domains_used(v, problem))
     stages = [terms] if not kueue else [[t] for t in terms[: 1 + kueue]] + [terms[1 + kueue :]]

@@ -74,6 +74,8 @@ class Families(Generic[T]):
     """(shared Kueue JobClass, level, domain id) -> 1 if any of its pods is inside that domain."""
     hosts: dict[tuple[int, str], T] = field(default_factory=dict)
     """(shared Kueue JobClass, NodeGroup) -> nodes of the group holding its pods there."""
+    evict: dict[str, T] = field(default_factory=dict)
+    """Running JobSet key (a victim candidate) -> 1 if the plan evicts it, whole (preemption)."""
 
 
 FAMILIES: tuple[str, ...] = tuple(f.name for f in fields(Families))
@@ -145,6 +147,7 @@ def create_variables(
     _admission(model, problem, mode, v)
     _placement(model, problem, mode, v)
     if mode == "admission":
+        _evictions(model, problem, v)
         _locality(model, problem, v)
         _spans(model, problem, v)
         _used(model, problem, v)
@@ -164,6 +167,12 @@ def _admission(
         elif mode == "copies":
             ub = copies_upper_bound(problem, js.key)
             v.admit[js.key] = model.new_int_var(0, ub, f"copies[{js.key}]")
+
+
+def _evictions(model: cp_model.CpModel, problem: AggregatedProblem, v: Variables) -> None:
+    """One literal per victim candidate holding a domain of the problem."""
+    for key in sorted({k for c in problem.domain_classes for k in c.evicts}):
+        v.evict[key] = model.new_bool_var(f"evict[{key}]")
 
 
 def _placement(

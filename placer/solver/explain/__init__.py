@@ -8,6 +8,7 @@ document, with `diagnosis_document` turning the classifier's data into it).
 
 from __future__ import annotations
 
+from placer.solver.explain.evict import eviction_text
 from placer.solver.explain.explain import ExplainSettings, explain_jobset, find_target
 from placer.solver.explain.result import (
     Conflict,
@@ -28,6 +29,7 @@ __all__ = [
     "ReplicatedJobDiagnosis",
     "Requirement",
     "diagnosis_document",
+    "eviction_text",
     "explain_jobset",
     "find_target",
 ]

@@ -9,9 +9,10 @@ JobSet and the independent checker accepts that plan. Candidates come from cheap
 - relaxed locality: required topology turned into preferred;
 - preempting lower-priority pending JobSets or yielding to same-priority ones the plan preferred
   (the fewest to leave out, CP-SAT `min_drops`);
-- preempting lower-priority running JobSets (priority known from the snapshot) or waiting for
-  running JobSets to finish (`placer.model.whatif.remove_jobset`): one at a time, then the fewest
-  that together suffice.
+- evicting the cheapest whole lower-priority running JobSets, as the planner with
+  `--preemption lower-priority` chooses them (`evict.py`: protection rules and eviction cost), or
+  waiting for running JobSets to finish (`placer.model.whatif.remove_jobset`): one at a time,
+  then the fewest that together suffice.
 
 The number of re-plans is bounded (`Replanner.budget`); what was not tried is noted.
 """
@@ -29,6 +30,7 @@ from placer.model.whatif import remove_jobset, running_priority
 from placer.model.workload import JobSetRequest, ReplicatedJobRequest
 from placer.solver.context import PlacementContext
 from placer.solver.explain.conflicts import ConflictInputs, max_replicas, min_drops
+from placer.solver.explain.evict import eviction_remedy, move_remedy
 from placer.solver.explain.result import Remedy, ReplicatedJobDiagnosis
 from placer.solver.progress import SILENT, ProgressHook
 from placer.solver.registry import get_solver
@@ -73,19 +75,25 @@ class Replanner:
             self._memo[memo] = jobs
         return jobs
 
+    def spend(self) -> bool:
+        """Count one re-plan against the budget; False (and a note) once it is spent."""
+        if self.used >= self.budget:
+            note = f"remedy search stopped after {self.budget} re-plans"
+            if note not in self.notes:
+                self.notes.append(note)
+            return False
+        self.progress.step(self.used, self.budget, f"re-plan {self.used + 1}")
+        self.used += 1
+        return True
+
     def _plan(
         self,
         key: str,
         snapshot: ClusterSnapshot | None,
         jobsets: Sequence[JobSetRequest] | None,
     ) -> list[JobPlacement] | None:
-        if self.used >= self.budget:
-            note = f"remedy search stopped after {self.budget} re-plans"
-            if note not in self.notes:
-                self.notes.append(note)
+        if not self.spend():
             return None
-        self.progress.step(self.used, self.budget, f"re-plan {self.used + 1}")
-        self.used += 1
         snap = snapshot or self.snapshot
         queue = list(jobsets if jobsets is not None else self.jobsets)
         options = self.options.model_copy(update={"export_model_path": None})
@@ -397,28 +405,28 @@ def _running(
     candidates = _running_candidates(inputs, diagnosis)
     if not candidates:
         return []
-    priority = {c: running_priority(inputs.snapshot, c) for c in candidates}
-    lower = [c for c in candidates if (p := priority[c]) is not None and p < target.priority]
     out: list[Remedy] = []
     seen: set[tuple[str, ...]] = set()
-    for kind, pool in (("preempt", lower), ("wait", candidates)):
-        for keys, jobs in _smallest_set(rp, target.key, pool) if pool else []:
-            if tuple(keys) in seen:
-                continue
-            seen.add(tuple(keys))
-            names = ", ".join(keys)
-            if kind == "preempt":
-                prios = ", ".join(str(priority[k]) for k in keys)
-                text = f"preempt lower-priority running {names} (priority {prios})"
-            else:
-                text = f"wait for running {names} to finish"
-            out.append(
-                Remedy(
-                    kind=kind,  # type: ignore[arg-type]
-                    text=text,
-                    change={"remove_running": keys},
-                    verified=True,
-                    jobs=jobs,
-                )
+    known = (running_priority(inputs.snapshot, c) for c in candidates)
+    if any(p is not None and p < target.reported_priority for p in known):
+        evict = eviction_remedy(rp, target.key)
+        if evict is not None:
+            out.append(evict)
+            seen.add(tuple(evict.change["remove_running"]))  # type: ignore[arg-type]
+    move = move_remedy(rp, target.key)
+    if move is not None:
+        out.append(move)
+    for keys, jobs in _smallest_set(rp, target.key, candidates):
+        if tuple(keys) in seen:
+            continue
+        seen.add(tuple(keys))
+        out.append(
+            Remedy(
+                kind="wait",
+                text=f"wait for running {', '.join(keys)} to finish",
+                change={"remove_running": keys},
+                verified=True,
+                jobs=jobs,
             )
+        )
     return out

@@ -117,7 +117,9 @@ class Remedy(BaseModel):
     """A change that makes the JobSet fit, checked by planning again with it."""
 
     model_config = ConfigDict(frozen=True)
-    kind: Literal["fewer-replicas", "other-topology", "relax-locality", "preempt", "yield", "wait"]
+    kind: Literal[
+        "fewer-replicas", "other-topology", "relax-locality", "preempt", "move", "yield", "wait"
+    ]
     text: str
     change: dict[str, object] = Field(default_factory=dict)
     """Machine-readable form: {"replicated_job": "workers", "replicas": 3}, {"remove": [...]}..."""

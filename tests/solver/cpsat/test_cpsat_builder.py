@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 
 import pytest
 from ortools.sat.python import cp_model
 
-from placer.model.cluster import ClusterSnapshot
-from placer.model.options import SolveOptions
+from placer.model.cluster import ClusterSnapshot, RunningJobSet
+from placer.model.options import SolveOptions, TimePolicy
+from placer.model.preemption import PreemptionPolicy
 from placer.model.workload import JobSetRequest
 from placer.solver.context import PlacementContext
 from placer.solver.cpsat import (
@@ -27,7 +29,19 @@ from placer.solver.cpsat import (
     make_solver,
     placement_of,
 )
-from tests.strategies import BLOCK, HOSTNAME, NODEPOOL, cluster, jobset, node, pod, pool, rjob
+from placer.solver.cpsat.preemption import evicting_context
+from tests.strategies import (
+    BLOCK,
+    HOSTNAME,
+    NODEPOOL,
+    cluster,
+    jobset,
+    node,
+    pod,
+    pool,
+    rjob,
+    running_pool,
+)
 
 OPTIONS = SolveOptions(workers=1, time_limit_s=5, seed=0)
 
@@ -227,3 +241,51 @@ def test_aggregated_problem_is_frozen_and_indexed() -> None:
     assert {c.id: c for c in problem.domain_classes} == {
         c.id: problem.class_by_id(c.id) for c in problem.domain_classes
     }
+
+
+def _evicting(priority: int = 10) -> BuiltModel:
+    """One pool held by low-priority team-b/low, one JobSet of `priority` wanting a pool."""
+    now = datetime(2026, 12, 1, 12, tzinfo=UTC)
+    snapshot = ClusterSnapshot(
+        nodes=tuple(running_pool("p0", 2, "team-b/low")),
+        running={"team-b/low": RunningJobSet(started_at=now)},
+    )
+    options = OPTIONS.model_copy(
+        update={"time": TimePolicy(now=now), "preemption": PreemptionPolicy(mode="lower-priority")}
+    )
+    ctx = evicting_context(PlacementContext(snapshot, [jobset("big", priority=priority)], options))
+    return build_model(aggregate(ctx))
+
+
+def evicted(key: str, value: int) -> Want:
+    def want(built: BuiltModel) -> None:
+        built.model.add(built.variables.evict[key] == value)
+
+    return want
+
+
+def not_admitted(name: str) -> Want:
+    def want(built: BuiltModel) -> None:
+        built.model.add(built.variables.admit[f"team-a/{name}"] == 0)
+
+    return want
+
+
+@pytest.mark.parametrize(
+    "wants, ok",
+    [
+        pytest.param((admitted("big"), evicted("team-b/low", 1)), True, id="evict-to-admit"),
+        pytest.param((admitted("big"), evicted("team-b/low", 0)), False, id="held-not-evicted"),
+        pytest.param((not_admitted("big"), evicted("team-b/low", 1)), False, id="evict-for-none"),
+    ],
+)
+def test_eviction_opens_a_held_domain_only_whole_and_only_when_used(
+    wants: tuple[Want, ...], ok: bool
+) -> None:
+    assert feasible(_evicting(), *wants) is ok
+
+
+def test_without_a_lower_priority_holder_there_is_nothing_to_evict() -> None:
+    built = _evicting(priority=0)
+    assert built.variables.evict == {}
+    assert feasible(built, admitted("big")) is False

@@ -113,7 +113,11 @@ def test_preempting_a_lower_priority_running_jobset() -> None:
     target = jobset("t", priority=100)
     e = _explain(snap, [target])
     r = _remedy(e, "preempt")
-    assert r.text == "preempt lower-priority running team-z/run (priority 1)"
+    assert r.text == (
+        "evicting team-z/run (priority 1, 8 accelerators; 0.7 chip-hours: 0.0 of work lost, "
+        "0.7 to restart) "
+        "starts it now"
+    )
     assert r.change == {"remove_running": ["team-z/run"]}
     assert "wait" not in _kinds(e), "the same removal is not offered twice"
     freed, _ = remove_jobset(snap, "team-z/run")

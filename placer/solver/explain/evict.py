@@ -1,0 +1,82 @@
+"""The preemption and defrag remedies: whose eviction, or whose move, starts a JobSet now.
+
+Asked of the CP-SAT planner itself with `--preemption lower-priority` (whatever the user's flag),
+so the answer obeys every protection rule (`placer.solver.preempt`) and weighs victims by their
+eviction cost, as `placer plan --preemption lower-priority` would: "evicting X (3.1 chip-hours
+lost) starts it now". The defrag remedy asks `placer defrag`'s question when running JobSets
+are given among the JobSets (their manifests say how to move them): "moving Y to pool-7 starts it
+now". One re-plan each, counted against the remedy search's budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from placer.model.plan import PreemptedJobSet
+from placer.model.preemption import PreemptionPolicy
+from placer.solver.explain.result import Remedy
+from placer.solver.registry import get_solver
+
+if TYPE_CHECKING:
+    from placer.solver.explain.remedies import Replanner
+
+__all__ = ["eviction_remedy", "eviction_text", "move_remedy"]
+
+
+def eviction_text(victims: Sequence[PreemptedJobSet]) -> str:
+    """`evicting a/x (priority 100, 16 accelerators; 6.7 chip-hours: ...) and b/y (...)`."""
+    return "evicting " + " and ".join(f"{v.key} ({v.cost_text})" for v in victims)
+
+
+def eviction_remedy(rp: Replanner, key: str) -> Remedy | None:
+    """The victims the planner with preemption picks for JobSet `key`, when that places it;
+    None when nothing it may evict frees enough, or the re-plan budget is spent."""
+    if rp.options.time.active:
+        rp.notes.append("preemption remedy not searched with time-aware planning")
+        return None
+    policy = PreemptionPolicy(
+        mode="lower-priority", restart_cost_s=rp.options.preemption.restart_cost_s
+    )
+    options = rp.options.model_copy(update={"export_model_path": None, "preemption": policy})
+    if not rp.spend():
+        return None
+    plan = get_solver("cpsat").solve(rp.snapshot, rp.jobsets, options)
+    outcome = plan.outcome(key)
+    if outcome.status != "placed" or not outcome.preempts:
+        return None
+    victims = [p for p in plan.preempted if p.key in outcome.preempts]
+    return Remedy(
+        kind="preempt",
+        text=f"{eviction_text(victims)} starts it now",
+        change={"remove_running": list(outcome.preempts)},
+        verified=True,
+        jobs=list(outcome.jobs),
+    )
+
+
+def move_remedy(rp: Replanner, key: str) -> Remedy | None:
+    """The fewest, cheapest moves of given running JobSets that place JobSet `key`, when that
+    places it (as `placer defrag` would); None otherwise or when no given JobSet runs."""
+    running = {k for n in rp.snapshot.nodes for k in n.jobsets}
+    if rp.options.time.active or not any(js.key in running for js in rp.jobsets):
+        return None
+    policy = PreemptionPolicy(mode="defrag", restart_cost_s=rp.options.preemption.restart_cost_s)
+    options = rp.options.model_copy(update={"export_model_path": None, "preemption": policy})
+    if not rp.spend():
+        return None
+    plan = get_solver("cpsat").solve(rp.snapshot, rp.jobsets, options)
+    outcome = plan.outcome(key)
+    if outcome.status != "placed" or not outcome.preempts:
+        return None
+    parts = []
+    for moved in outcome.preempts:
+        to = sorted({j.domain.value for j in plan.outcome(moved).jobs if j.domain is not None})
+        parts.append(f"{moved} to {','.join(to) or 'other nodes'}")
+    return Remedy(
+        kind="move",
+        text=f"moving {' and '.join(parts)} starts it now",
+        change={"move_running": list(outcome.preempts)},
+        verified=True,
+        jobs=list(outcome.jobs),
+    )
