@@ -11,6 +11,7 @@ suspended, its check Pending with its expected start, and past `--kueue-hold-quo
 from __future__ import annotations
 
 import copy
+import signal
 import time
 from typing import Any
 
@@ -20,7 +21,14 @@ from kubernetes import client as k8s
 from placer.model.durations import parse_rfc3339
 from tests.cluster.kube import apply_all
 from tests.cluster.processes import wait_until
-from tests.cluster.scenario import GATE, REPO, Scenario, assignment_of, load_documents
+from tests.cluster.scenario import (
+    GATE,
+    PLACER_SYSTEM,
+    REPO,
+    Scenario,
+    assignment_of,
+    load_documents,
+)
 from tests.cluster.test_gate_binding import multislice
 from tests.helpers.cli import run_cli
 
@@ -238,3 +246,52 @@ def test_within_quota_not_topology_it_stays_suspended_and_retries_at_its_expecte
         assert assignment_of(scenario.get_jobset("second")) == {}
         assert scenario.pods_of("second") == []
         time.sleep(2)
+
+
+def ledger_plan_id(scenario: Scenario, jobset: str) -> str:
+    """The plan id of the JobSet's placement in placer's ledger ("" without one)."""
+    from placer.controller.decide.ledger import LEDGER_NAME, read_ledger
+
+    try:
+        obj = scenario.core.read_namespaced_config_map(LEDGER_NAME, PLACER_SYSTEM)
+    except k8s.ApiException:
+        return ""
+    data = scenario._api.sanitize_for_serialization(obj)
+    entry = read_ledger(data, PLACER_SYSTEM).placement(f"{scenario.namespace}/{jobset}", "")
+    return entry.record.plan_id if entry is not None else ""
+
+
+def test_a_controller_restarted_between_ledger_commit_and_ready_neither_loses_nor_doubles(
+    scenario: Scenario,
+) -> None:
+    """The crash between the two writes, made by the real API server: the check write is
+    refused (RBAC without `workloads/status` patch), so the first controller commits the
+    placement to the ledger and dies before any check turns Ready."""
+    scenario.use_example_cluster("tpu-v5e-v6e.yaml")
+    setup(scenario, tpu_quota=64)
+    shipped = load_documents(REPO / "deploy/kueue/rbac.yaml")
+    role = copy.deepcopy(next(d for d in shipped if d["kind"] == "ClusterRole"))
+    role["rules"] = [r for r in role["rules"] if r["resources"] != ["workloads/status"]]
+    apply_all(scenario.admin, [role])
+    try:
+        first = scenario.start_controller("--kueue-admission-check", identity="placer-0")
+        scenario.create_jobset(queued("a", slices=2))
+        wait_until(lambda: ledger_plan_id(scenario, "a"), timeout_s=90, what="a in the ledger")
+        plan_id = ledger_plan_id(scenario, "a")
+        time.sleep(2)  # further cycles: the check write is still refused
+        assert check_of(workload_of(scenario, "a")).get("state", "Pending") == "Pending"
+        assert scenario.get_jobset("a")["spec"]["suspend"] is True
+        first.stop(sig=signal.SIGKILL)
+    finally:
+        apply_all(scenario.admin, shipped)  # the shipped rights back, for every later scenario
+    scenario.start_controller("--kueue-admission-check", identity="placer-1")
+    pods = scenario.wait_pods_bound("a", count=4, timeout_s=180)
+    check = check_of(workload_of(scenario, "a"))
+    assert check["state"] == "Ready"
+    assert check["message"].startswith(f"placed (plan {plan_id}) on ")  # the committed one
+    assert ledger_plan_id(scenario, "a") == plan_id  # not planned again
+    record = assignment_of(scenario.get_jobset("a"))
+    assert record["plan_id"] == plan_id
+    labels = scenario.node_labels()
+    placed = {job["domain"]["value"] for job in record["jobs"].values()}
+    assert {labels[p.spec.node_name]["cloud.google.com/gke-nodepool"] for p in pods} == placed
