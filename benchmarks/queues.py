@@ -179,6 +179,7 @@ class JobSetSpec:
             creation_timestamp=self.created,
             order=self.order,
             replicated_jobs=tuple(rjobs),
+            priority_class_name=self.priority_class or None,
         )
 
     def to_manifest(self) -> dict[str, Any]:

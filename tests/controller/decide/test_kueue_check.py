@@ -4,18 +4,22 @@ cycle does with their JobSets, and the exact check state and message it writes."
 from __future__ import annotations
 
 import dataclasses
+import re
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from benchmarks import cluster_sim as sim
 from placer.controller.act.memory_adapter import MemoryCluster
 from placer.controller.adapter import Obj, copy_json
-from placer.controller.decide.domains import DomainIndex
+from placer.controller.decide.domains import DomainIndex, hold_token
 from placer.controller.decide.kueue_check import (
     PLACEMENT_ANNOTATION,
     CheckUpdate,
+    _named,
     check_updates,
     kueue_admission,
     release_evicted,
@@ -587,7 +591,8 @@ def test_a_message_names_the_jobsets_holding_domains_not_the_planners_tokens() -
     update = only(c.updates)
     assert update.workload.jobset == "default/b" and update.state == "Pending"
     assert "placer:" not in update.message
-    assert "1 held by running default/a, 1 held by running default/a" in update.message
+    # one count per JobSet, not one line per child Job: the breakdown adds up to the domains
+    assert "; 0 available of 2: 2 held by running default/a; " in update.message
     assert update.message.endswith("; waits for running default/a")
 
 
@@ -627,3 +632,36 @@ def test_placers_checks_are_marked_active_once() -> None:
     check["status"] = {"conditions": [condition]}
     assert ActivateCheck.on(check, now=NOW_TEXT) is None
     assert activate.rebase(check) is None
+
+
+def _named_by_replacing(text: str, holders: dict[str, str]) -> str:
+    """The former `_named`, token after token: the oracle of the one-pass version."""
+    for token, key in sorted(holders.items(), key=lambda t: -len(t[0])):
+        text = text.replace(token, key)
+    return re.sub(r"(?<![\w./-])([\w.-]+/[\w.-]+)(?:, \1(?![\w./-]))+", r"\1", text)
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["ml", "team-a", "x.y"]),
+            st.sampled_from(["a", "train-1", "b.c"]),
+            st.integers(0, 12),
+            st.booleans(),
+        ),
+        max_size=8,
+    ),
+    st.lists(st.integers(0, 20), max_size=6),
+    st.sampled_from([", ", " ", "; ", ". ", ": ", ")", "."]),
+)
+def test_hold_tokens_are_named_as_replacing_each_would(
+    jobs: list[tuple[str, str, int, bool]], picks: list[int], sep: str
+) -> None:
+    holders: dict[str, str] = {}
+    for ns, name, index, foreign in jobs:
+        job = f"{name}-w-{index}"
+        token = f"placer:placement.{ns}.{name}:{job}" if foreign else hold_token(ns, job)
+        holders[token] = f"{ns}/{name}"
+    tokens = [*sorted(holders), "placer:ml/unknown-9"]
+    text = "held by " + sep.join(tokens[i % len(tokens)] for i in picks) + sep
+    assert _named(text, holders) == _named_by_replacing(text, holders)
