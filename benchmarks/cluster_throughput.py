@@ -199,6 +199,18 @@ def latency(case: Scenario, jobsets: int, pods: int) -> dict[str, Any]:
     }
 
 
+def new_plane(prefix: str) -> ControlPlane:
+    """A control plane of the cached upstream binaries (built first if missing) in a new
+    temporary directory named `prefix...`, not started yet."""
+    binaries = build.ensure()
+    sources = {
+        m.split("/")[-1]: build.module_source(m)
+        for m in ("sigs.k8s.io/jobset", "sigs.k8s.io/kueue")
+    }
+    root = Path(tempfile.mkdtemp(prefix=prefix))
+    return ControlPlane(root=root, binaries=binaries, sources=sources, versions=_versions())
+
+
 def plane_pods(plane: ControlPlane) -> list[Any]:
     """Every pod of the cluster: a run starts only when the previous one left none."""
     with api_client(plane.admin_kubeconfig) as api:
@@ -220,13 +232,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     arguments = parser.parse_args(argv)
 
-    binaries = build.ensure()
-    sources = {
-        m.split("/")[-1]: build.module_source(m)
-        for m in ("sigs.k8s.io/jobset", "sigs.k8s.io/kueue")
-    }
-    root = Path(tempfile.mkdtemp(prefix="placer-throughput-"))
-    plane = ControlPlane(root=root, binaries=binaries, sources=sources, versions=_versions())
+    plane = new_plane("placer-throughput-")
+    root = plane.root
     results = []
     print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()}", file=sys.stderr)
     try:

@@ -35,7 +35,6 @@ import json
 import os
 import statistics
 import sys
-import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -43,10 +42,8 @@ from typing import Any
 
 from kubernetes import client as k8s
 
-from benchmarks.cluster_throughput import GPU, gpu_node
+from benchmarks.cluster_throughput import GPU, gpu_node, new_plane
 from placer.model.durations import parse_rfc3339
-from tests.cluster import build
-from tests.cluster.conftest import _versions
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.kube import apply_all, ensure_namespace
 from tests.cluster.scenario import REPO, Scenario, load_documents
@@ -396,13 +393,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--modes", default="tas,placer")
     args = parser.parse_args(argv)
 
-    binaries = build.ensure()
-    sources = {
-        m.split("/")[-1]: build.module_source(m)
-        for m in ("sigs.k8s.io/jobset", "sigs.k8s.io/kueue")
-    }
-    root = Path(tempfile.mkdtemp(prefix="placer-kueue-bench-"))
-    plane = ControlPlane(root=root, binaries=binaries, sources=sources, versions=_versions())
+    plane = new_plane("placer-kueue-bench-")
+    root = plane.root
     nodes = fleet(args.blocks, args.racks, args.hosts)
     print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()}", file=sys.stderr)
     results = []

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from placer.model.plan import PreemptedJobSet
-from placer.model.preemption import PreemptionPolicy
+from placer.model.plan import JobSetOutcome, Plan, PreemptedJobSet
+from placer.model.preemption import PreemptionMode, PreemptionPolicy
 from placer.solver.explain.result import Remedy
 from placer.solver.registry import get_solver
 
@@ -29,15 +29,11 @@ def eviction_text(victims: Sequence[PreemptedJobSet]) -> str:
     return "evicting " + " and ".join(f"{v.key} ({v.cost_text})" for v in victims)
 
 
-def eviction_remedy(rp: Replanner, key: str) -> Remedy | None:
-    """The victims the planner with preemption picks for JobSet `key`, when that places it;
-    None when nothing it may evict frees enough, or the re-plan budget is spent."""
-    if rp.options.time.active:
-        rp.notes.append("preemption remedy not searched with time-aware planning")
-        return None
-    policy = PreemptionPolicy(
-        mode="lower-priority", restart_cost_s=rp.options.preemption.restart_cost_s
-    )
+def _replan(rp: Replanner, key: str, mode: PreemptionMode) -> tuple[Plan, JobSetOutcome] | None:
+    """One re-plan with CP-SAT under preemption `mode` (the user's restart cost kept): the plan
+    and JobSet `key`'s outcome when that places it by evicting or moving someone; None when it
+    does not, or the budget is spent."""
+    policy = PreemptionPolicy(mode=mode, restart_cost_s=rp.options.preemption.restart_cost_s)
     options = rp.options.model_copy(update={"export_model_path": None, "preemption": policy})
     if not rp.spend():
         return None
@@ -45,6 +41,19 @@ def eviction_remedy(rp: Replanner, key: str) -> Remedy | None:
     outcome = plan.outcome(key)
     if outcome.status != "placed" or not outcome.preempts:
         return None
+    return plan, outcome
+
+
+def eviction_remedy(rp: Replanner, key: str) -> Remedy | None:
+    """The victims the planner with preemption picks for JobSet `key`, when that places it;
+    None when nothing it may evict frees enough, or the re-plan budget is spent."""
+    if rp.options.time.active:
+        rp.notes.append("preemption remedy not searched with time-aware planning")
+        return None
+    found = _replan(rp, key, "lower-priority")
+    if found is None:
+        return None
+    plan, outcome = found
     victims = [p for p in plan.preempted if p.key in outcome.preempts]
     return Remedy(
         kind="preempt",
@@ -61,14 +70,10 @@ def move_remedy(rp: Replanner, key: str) -> Remedy | None:
     running = {k for n in rp.snapshot.nodes for k in n.jobsets}
     if rp.options.time.active or not any(js.key in running for js in rp.jobsets):
         return None
-    policy = PreemptionPolicy(mode="defrag", restart_cost_s=rp.options.preemption.restart_cost_s)
-    options = rp.options.model_copy(update={"export_model_path": None, "preemption": policy})
-    if not rp.spend():
+    found = _replan(rp, key, "defrag")
+    if found is None:
         return None
-    plan = get_solver("cpsat").solve(rp.snapshot, rp.jobsets, options)
-    outcome = plan.outcome(key)
-    if outcome.status != "placed" or not outcome.preempts:
-        return None
+    plan, outcome = found
     parts = []
     for moved in outcome.preempts:
         to = sorted({j.domain.value for j in plan.outcome(moved).jobs if j.domain is not None})
