@@ -1,31 +1,30 @@
 """Through real Kueue: placer's admission check against Kueue's Topology-Aware Scheduling alone.
 
-    python -m benchmarks.kueue_admission [--blocks 4] [--racks 4] [--hosts 4] [--jobsets 30]
+    python -m benchmarks.kueue_admission [--fleet racks|SCENARIO] [--size S] [--jobsets N]
 
 One control plane (tests/cluster: etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
 JobSet v0.12.0, Kueue v0.19.2; binaries from `python -m tests.cluster.build`) serves both modes
-in turn, on the same fake GPU fleet: blocks of racks of hosts (8 GPUs each, labels
-`example.com/block`, `example.com/rack`, `kubernetes.io/hostname`), with one host in every third
-rack taken by a bound 8-GPU pod of no JobSet (a notebook, a stray job: the fragmentation a real
-fleet has). The same queue in both modes: `--jobsets` JobSets created at once, each 1 to 3 child
-Jobs of half a rack's hosts, whole-host pods, every child Job wanting a rack to itself
-(`alpha.jobset.sigs.k8s.io/exclusive-topology: example.com/rack`, JobSet's own mechanism on);
-the ClusterQueue's GPU quota is `--quota` of what the queue asks (over quota, as the issue says).
+in turn, on the same fleet, running pods and queue (`benchmarks.kueue_setups`): `racks`, a
+synthetic GPU fleet of blocks x racks x hosts with half-rack child Jobs, or a fleet of the
+benchmark suite (`tpu-mixed`, `gb200-nvl72`, ... of `benchmarks.scenarios`) with its running
+JobSets, notebooks and DaemonSets bound and its queue's exclusive JobSets (the first
+`--jobsets`). JobSet's own exclusive placement stays on in both modes; the ClusterQueue's
+accelerator quota is `--quota` of what the queue asks (over quota).
 
-- **tas**: Kueue TAS alone: a Topology (block, rack, hostname), a ResourceFlavor with
-  `topologyName`, and per pod template `kueue.x-k8s.io/podset-slice-required-topology: rack` with
-  `podset-slice-size` = the child Job's pods (each child Job in one rack). TAS places one workload
-  at a time and knows nothing of exclusivity.
+- **tas**: Kueue TAS alone: a Topology of the fleet's levels, a ResourceFlavor with
+  `topologyName`, and per pod template `podset-slice-required-topology: <exclusive key>` with
+  `podset-slice-size` = the child Job's pods (each child Job in one domain). TAS places one
+  workload at a time and knows nothing of exclusivity.
 - **placer**: the flavor without `topologyName`, the ClusterQueue lists placer's AdmissionCheck
   (deploy/kueue), `placer controller --kueue-admission-check` runs as shipped, JobSets carry
   placer's gate in their templates.
 
-Sampled every second for `--observe` seconds from the first JobSet created: GPUs admitted (the
-Workload's Admitted condition) and GPUs running (every pod of the JobSet bound), admitted JobSets
-whose pods are not all bound, and the quota they hold meanwhile (GPU-hours of admitted but not
-running JobSets). At the end: racks spanned per running JobSet's child Job, child Jobs sharing a
-rack, admitted JobSets still not running, and for placer the time from QuotaReserved to its check
-Ready per Workload (1 s resolution: Kueue's and placer's timestamps are whole seconds).
+Sampled every second for `--observe` seconds from the first JobSet created: accelerators
+admitted (the Workload's Admitted condition) and running (every pod of the JobSet bound),
+admitted JobSets whose pods are not all bound and the quota they hold meanwhile
+(accelerator-hours), and why their pods are not bound. At the end: domains of the exclusive key
+per child Job, child Jobs sharing a domain, and for placer the time from QuotaReserved to its
+check Ready per Workload (1 s resolution: Kueue's and placer's timestamps are whole seconds).
 """
 
 from __future__ import annotations
@@ -37,154 +36,72 @@ import statistics
 import sys
 import time
 from collections import defaultdict
-from pathlib import Path
 from typing import Any
 
 from kubernetes import client as k8s
 
-from benchmarks.cluster_throughput import GPU, gpu_node, new_plane
+from benchmarks import scenarios
+from benchmarks.cluster_throughput import new_plane
+from benchmarks.kueue_setups import FLEET_LABEL, Pending, Setup, queued, racks_setup, scenario_setup
 from placer.model.durations import parse_rfc3339
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.kube import apply_all, ensure_namespace
 from tests.cluster.scenario import REPO, Scenario, load_documents
 
-BLOCK, RACK, HOST, POOL = (
-    "example.com/block",
-    "example.com/rack",
-    "kubernetes.io/hostname",
-    "example.com/pool",
-)
-GPUS_PER_HOST = 8
 KUEUE_GROUP, KUEUE_VERSION = "kueue.x-k8s.io", "v1beta2"
 KUEUE = f"{KUEUE_GROUP}/{KUEUE_VERSION}"
-GATE = "placer.dev/placement"
-STRAY_NAMESPACE = "bench-stray"
+JOBSET_LABEL = "jobset.sigs.k8s.io/jobset-name"
+UNBOUNDED = "1000000"
+"""Quota of every resource but the accelerator: only the accelerator's quota binds."""
 
 
-def fleet(blocks: int, racks: int, hosts: int) -> list[dict[str, Any]]:
-    return [
-        gpu_node(f"gpu-b{b}-r{r}-h{h}", {BLOCK: f"b{b}", RACK: f"b{b}-r{r}", POOL: "gpu"})
-        for b in range(blocks)
-        for r in range(racks)
-        for h in range(hosts)
-    ]
-
-
-def stray_pods(nodes: list[dict[str, Any]], hosts: int) -> list[dict[str, Any]]:
-    """One bound whole-host pod of no JobSet on the first host of every third rack."""
-    pods = []
-    for index, node in enumerate(nodes[::hosts]):
-        if index % 3 == 0:
-            name = node["metadata"]["name"]
-            pods.append(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Pod",
-                    "metadata": {"name": f"stray-{name}", "namespace": STRAY_NAMESPACE},
-                    "spec": {
-                        "nodeName": name,
-                        "containers": [
-                            {
-                                "name": "c",
-                                "image": "busybox",
-                                "resources": {"limits": {GPU: str(GPUS_PER_HOST)}},
-                            }
-                        ],
-                    },
-                }
-            )
-    return pods
-
-
-def jobset(name: str, replicas: int, pods: int, mode: str) -> dict[str, Any]:
-    template_meta: dict[str, Any] = {}
-    pod_spec: dict[str, Any] = {
-        "restartPolicy": "Never",
-        "containers": [
-            {
-                "name": "train",
-                "image": "busybox",
-                "resources": {"limits": {GPU: str(GPUS_PER_HOST)}},
-            }
-        ],
-    }
-    if mode == "tas":
-        template_meta["annotations"] = {
-            "kueue.x-k8s.io/podset-slice-required-topology": RACK,
-            "kueue.x-k8s.io/podset-slice-size": str(pods),
-        }
-    else:
-        pod_spec["schedulingGates"] = [{"name": GATE}]
-    return {
-        "apiVersion": "jobset.x-k8s.io/v1alpha2",
-        "kind": "JobSet",
-        "metadata": {
-            "name": name,
-            "labels": {"kueue.x-k8s.io/queue-name": "training"},
-            "annotations": {
-                "alpha.jobset.sigs.k8s.io/exclusive-topology": RACK,
-                "placer.dev/expected-duration": "2h",
-            },
-        },
-        "spec": {
-            "replicatedJobs": [
-                {
-                    "name": "w",
-                    "replicas": replicas,
-                    "template": {
-                        "spec": {
-                            "parallelism": pods,
-                            "completions": pods,
-                            "backoffLimit": 0,
-                            "template": {"metadata": template_meta, "spec": pod_spec},
-                        }
-                    },
-                }
-            ]
-        },
-    }
-
-
-def queue(count: int) -> list[tuple[str, int]]:
-    """(name, child Jobs): 1, 2, 3, 1, 2, 3, ... deterministic."""
-    return [(f"js-{i:03d}", 1 + i % 3) for i in range(count)]
-
-
-def kueue_objects(case: Scenario, mode: str, quota: int) -> list[dict[str, Any]]:
+def kueue_objects(case: Scenario, mode: str, setup: Setup, quota: int) -> list[dict[str, Any]]:
+    """The Topology (tas), placer's check and RBAC as shipped (placer), a flavor, a ClusterQueue
+    over every resource the queue asks (only the accelerator's quota binds) and a LocalQueue."""
     flavor: dict[str, Any] = {
         "apiVersion": KUEUE,
         "kind": "ResourceFlavor",
-        "metadata": {"name": f"gpu-{mode}"},
-        "spec": {"nodeLabels": {POOL: "gpu"}},
+        "metadata": {"name": f"fleet-{mode}"},
+        "spec": {"nodeLabels": {FLEET_LABEL[0]: FLEET_LABEL[1]}},
     }
     objects: list[dict[str, Any]] = []
     if mode == "tas":
+        levels = [{"nodeLabel": level} for level in setup.levels]
         objects.append(
             {
                 "apiVersion": KUEUE,
                 "kind": "Topology",
-                "metadata": {"name": "bench"},
-                "spec": {
-                    "levels": [{"nodeLabel": BLOCK}, {"nodeLabel": RACK}, {"nodeLabel": HOST}]
-                },
+                "metadata": {"name": f"bench-{setup.name}"},
+                "spec": {"levels": levels},
             }
         )
-        flavor["spec"]["topologyName"] = "bench"
+        flavor["spec"]["topologyName"] = f"bench-{setup.name}"
     else:
         objects += [
             d
             for f in ("deploy/kueue/admissioncheck.yaml", "deploy/kueue/rbac.yaml")
             for d in load_documents(REPO / f)
-            if d.get("kind") != "ClusterQueue"
         ]
+    resources = sorted(
+        {
+            name
+            for pending in setup.queue
+            for rj in pending.manifest["spec"]["replicatedJobs"]
+            for c in rj["template"]["spec"]["template"]["spec"]["containers"]
+            for part in ("requests", "limits")
+            for name in (c.get("resources") or {}).get(part) or {}
+        }
+    )
+    quotas = [
+        {"name": r, "nominalQuota": quota if r == setup.accelerator else UNBOUNDED}
+        for r in resources
+    ]
     cq_spec: dict[str, Any] = {
         "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": case.namespace}},
         "resourceGroups": [
             {
-                "coveredResources": [GPU],
-                "flavors": [
-                    {"name": f"gpu-{mode}", "resources": [{"name": GPU, "nominalQuota": quota}]}
-                ],
+                "coveredResources": resources,
+                "flavors": [{"name": f"fleet-{mode}", "resources": quotas}],
             }
         ],
     }
@@ -215,13 +132,12 @@ def _true(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
     return None
 
 
-def observe(
-    case: Scenario, wanted: dict[str, int], pods_per_job: int, seconds: float
-) -> dict[str, Any]:
-    """Sample once a second; `wanted`: JobSet -> its child Jobs."""
+def observe(case: Scenario, queue: list[Pending], seconds: float) -> dict[str, Any]:
+    """Sample once a second while the queue is worked on."""
+    wanted = {p.name: p for p in queue}
     custom = k8s.CustomObjectsApi(case._api)
     started = time.monotonic()
-    held_gpu_s = 0.0
+    held_s = 0.0
     last = started
     first_admitted: dict[str, float] = {}
     running_at: dict[str, float] = {}
@@ -239,25 +155,26 @@ def observe(
                 first_admitted.setdefault(owner, now - started)
         bound: dict[str, int] = defaultdict(int)
         for pod in case.core.list_namespaced_pod(case.namespace).items:
-            owner = (pod.metadata.labels or {}).get("jobset.sigs.k8s.io/jobset-name", "")
+            owner = (pod.metadata.labels or {}).get(JOBSET_LABEL, "")
             if pod.spec.node_name and not pod.metadata.deletion_timestamp:
                 bound[owner] += 1
-        running = {js for js in admitted if bound[js] >= wanted[js] * pods_per_job}
+        running = {js for js in admitted if bound[js] >= wanted[js].pods}
         for js in running:
             running_at.setdefault(js, now - started)
         stuck = admitted - running
-        held_gpu_s += sum(wanted[js] * pods_per_job * GPUS_PER_HOST for js in stuck) * (now - last)
+        held_s += sum(wanted[js].accelerators for js in stuck) * (now - last)
         last = now
         samples.append((round(now - started, 1), len(admitted), len(running)))
         time.sleep(max(0.0, 1.0 - (time.monotonic() - now)))
-    gpus = {js: n * pods_per_job * GPUS_PER_HOST for js, n in wanted.items()}
+    units = {js: p.accelerators for js, p in wanted.items()}
     stuck_now = set(first_admitted) - set(running_at)
     stuck_for = {
         js: round(seconds - t, 1) for js, t in first_admitted.items() if js not in running_at
     }
     return {
-        "gpus_admitted": sum(gpus[js] for js in first_admitted),
-        "gpus_running": sum(gpus[js] for js in running_at),
+        "accelerators_asked": sum(units.values()),
+        "accelerators_admitted": sum(units[js] for js in first_admitted),
+        "accelerators_running": sum(units[js] for js in running_at),
         "jobsets_admitted": len(first_admitted),
         "jobsets_running": len(running_at),
         "admitted_not_running_at_end": len(stuck_for),
@@ -265,7 +182,7 @@ def observe(
         "admitted_to_running_s": [
             round(running_at[js] - first_admitted[js], 1) for js in sorted(running_at)
         ],
-        "quota_gpu_hours_held_not_running": round(held_gpu_s / 3600, 3),
+        "quota_accelerator_hours_held_not_running": round(held_s / 3600, 3),
         "why_not_running": why_not_bound(case, stuck_now),
         "samples_every_10s": samples[::10],
     }
@@ -275,7 +192,7 @@ def why_not_bound(case: Scenario, jobsets: set[str]) -> dict[str, int]:
     """Unbound pods of `jobsets` by why: their scheduling gates, else the scheduler's message."""
     reasons: dict[str, int] = defaultdict(int)
     for pod in case.core.list_namespaced_pod(case.namespace).items:
-        owner = (pod.metadata.labels or {}).get("jobset.sigs.k8s.io/jobset-name", "")
+        owner = (pod.metadata.labels or {}).get(JOBSET_LABEL, "")
         if owner not in jobsets or pod.spec.node_name:
             continue
         gates = [g.name for g in pod.spec.scheduling_gates or []]
@@ -291,23 +208,25 @@ def why_not_bound(case: Scenario, jobsets: set[str]) -> dict[str, int]:
     return dict(sorted(reasons.items()))
 
 
-def racks(case: Scenario) -> dict[str, Any]:
+def domains(case: Scenario, queue: list[Pending]) -> dict[str, Any]:
+    """Domains of its JobSet's exclusive key per child Job with pods bound, and domains shared."""
+    key_of = {p.name: p.exclusive_key for p in queue}
     labels = {n.metadata.name: n.metadata.labels for n in case.core.list_node().items}
     per_job: dict[str, set[str]] = defaultdict(set)
     for pod in case.core.list_namespaced_pod(case.namespace).items:
-        if pod.spec.node_name and pod.metadata.labels.get("batch.kubernetes.io/job-name"):
-            per_job[pod.metadata.labels["batch.kubernetes.io/job-name"]].add(
-                labels[pod.spec.node_name][RACK]
-            )
+        meta = pod.metadata.labels or {}
+        job, jobset = meta.get("batch.kubernetes.io/job-name"), meta.get(JOBSET_LABEL, "")
+        if pod.spec.node_name and job and jobset in key_of:
+            per_job[job].add(labels[pod.spec.node_name].get(key_of[jobset], "?"))
     owners: dict[str, int] = defaultdict(int)
     for held in per_job.values():
-        for rack in held:
-            owners[rack] += 1
+        for domain in held:
+            owners[domain] += 1
     spans = [len(v) for v in per_job.values()]
     return {
         "child_jobs_with_pods_bound": len(per_job),
-        "racks_per_child_job": round(statistics.mean(spans), 3) if spans else None,
-        "racks_shared_by_child_jobs": sum(1 for n in owners.values() if n > 1),
+        "domains_per_child_job": round(statistics.mean(spans), 3) if spans else None,
+        "domains_shared_by_child_jobs": sum(1 for n in owners.values() if n > 1),
     }
 
 
@@ -339,40 +258,35 @@ def ready_latency(case: Scenario) -> dict[str, Any]:
 
 
 def run_mode(
-    plane: ControlPlane,
-    root: Path,
-    mode: str,
-    args: argparse.Namespace,
-    nodes: list[dict[str, Any]],
-    first: bool,
+    plane: ControlPlane, mode: str, setup: Setup, args: argparse.Namespace, first: bool
 ) -> dict[str, Any]:
-    case = Scenario(plane, root / mode, f"kueue-{mode}")
-    (root / mode).mkdir()
+    case = Scenario(plane, plane.root / mode, f"kueue-{mode}")
+    (plane.root / mode).mkdir()
     case.set_up()
     try:
         if first:
-            case.use_nodes(nodes)
-            ensure_namespace(case.admin, STRAY_NAMESPACE)
-            apply_all(case.admin, stray_pods(nodes, args.hosts))
-        pods_per_job = max(1, args.hosts // 2)
-        wanted = dict(queue(args.jobsets))
-        asked = sum(wanted.values()) * pods_per_job * GPUS_PER_HOST
-        quota = int(asked * args.quota) // GPUS_PER_HOST * GPUS_PER_HOST
-        apply_all(case.admin, kueue_objects(case, mode, quota))
+            case.use_nodes(setup.nodes)
+            for namespace in sorted({p["metadata"]["namespace"] for p in setup.pods}):
+                ensure_namespace(case.admin, namespace)
+            apply_all(case.admin, setup.priority_classes)
+            apply_all(case.admin, setup.pods)
+        queue = setup.queue[: args.jobsets]
+        asked = sum(p.accelerators for p in queue)
+        quota = int(asked * args.quota)
+        apply_all(case.admin, kueue_objects(case, mode, setup, quota))
         time.sleep(3)  # Kueue marks the ClusterQueue active
         if mode == "placer":
             case.start_controller("--kueue-admission-check", "--replan-interval=2")
         case.start_pod_reaper()
-        for name, replicas in wanted.items():
-            case.create_jobset(jobset(name, replicas, pods_per_job, mode))
+        for pending in queue:
+            case.create_jobset(queued(pending, mode, setup.accelerator))
         result: dict[str, Any] = {
             "mode": mode,
-            "jobsets": len(wanted),
-            "gpus_asked": asked,
-            "gpu_quota": quota,
+            "jobsets": len(queue),
+            "accelerator_quota": quota,
         }
-        result.update(observe(case, wanted, pods_per_job, args.observe))
-        result.update(racks(case))
+        result.update(observe(case, queue, args.observe))
+        result.update(domains(case, queue))
         if mode == "placer":
             result.update(ready_latency(case))
         return result
@@ -384,38 +298,46 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.kueue_admission", description=__doc__
     )
-    parser.add_argument("--blocks", type=int, default=4)
-    parser.add_argument("--racks", type=int, default=4, help="racks per block")
-    parser.add_argument("--hosts", type=int, default=4, help="hosts per rack")
-    parser.add_argument("--jobsets", type=int, default=30)
-    parser.add_argument("--quota", type=float, default=0.6, help="GPU quota / GPUs asked")
+    parser.add_argument(
+        "--fleet",
+        default="racks",
+        choices=("racks", *scenarios.STATIC_BUILDERS),
+        help="racks (synthetic, below) or a benchmark scenario's fleet and queue",
+    )
+    parser.add_argument("--size", type=float, default=1.0, help="scenario size")
+    parser.add_argument("--seed", type=int, default=0, help="scenario seed")
+    parser.add_argument("--blocks", type=int, default=4, help="racks fleet: blocks")
+    parser.add_argument("--racks", type=int, default=4, help="racks fleet: racks per block")
+    parser.add_argument("--hosts", type=int, default=4, help="racks fleet: hosts per rack")
+    parser.add_argument("--jobsets", type=int, default=30, help="the first N of the queue")
+    parser.add_argument("--quota", type=float, default=0.6, help="quota / accelerators asked")
     parser.add_argument("--observe", type=float, default=180.0, help="seconds per mode")
     parser.add_argument("--modes", default="tas,placer")
     args = parser.parse_args(argv)
 
+    if args.fleet == "racks":
+        setup = racks_setup(args.blocks, args.racks, args.hosts, args.jobsets)
+    else:
+        setup = scenario_setup(args.fleet, args.seed, args.size)
     plane = new_plane("placer-kueue-bench-")
-    root = plane.root
-    nodes = fleet(args.blocks, args.racks, args.hosts)
     print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()}", file=sys.stderr)
     results = []
     try:
         plane.start()
         for index, mode in enumerate(args.modes.split(",")):
-            results.append(run_mode(plane, root, mode, args, nodes, first=index == 0))
+            results.append(run_mode(plane, mode, setup, args, first=index == 0))
             print(json.dumps(results[-1]), file=sys.stderr)
     finally:
         plane.stop()
-    print(
-        json.dumps(
-            {
-                "nodes": len(nodes),
-                "gpus": len(nodes) * GPUS_PER_HOST,
-                "load_after": os.getloadavg(),
-                "results": results,
-            },
-            indent=2,
-        )
-    )
+    summary = {
+        "fleet": setup.name,
+        "nodes": len(setup.nodes),
+        "bound_pods_of_no_queued_jobset": len(setup.pods),
+        "accelerator": setup.accelerator,
+        "load_after": os.getloadavg(),
+        "results": results,
+    }
+    print(json.dumps(summary, indent=2))
     return 0
 
 
