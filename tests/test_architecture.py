@@ -63,6 +63,9 @@ KUBERNETES_ALLOWED: dict[str, str] = {
     # Measures placer on the real control plane from outside, as its administrator (creating
     # Nodes and JobSets, reading bindings) with the client tests/cluster uses, not placer's.
     "benchmarks/cluster_throughput.py": "kubernetes",
+    # Likewise, placer's Kueue check against Kueue TAS: reads Workloads, pods and nodes as the
+    # cluster's administrator while both run.
+    "benchmarks/kueue_admission.py": "kubernetes",
 }
 """Module -> the part of the `kubernetes` client it may import; no other module imports it."""
 ORTOOLS_ALLOWED_PREFIX = "placer/solver/"
