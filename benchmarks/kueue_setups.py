@@ -36,6 +36,7 @@ GATE = "placer.dev/placement"
 STRAY_NAMESPACE = "bench-stray"
 GPUS_PER_HOST = 8
 TERMINAL = ("Succeeded", "Failed")
+NODE_STATUS = ("allocatable", "capacity", "conditions")
 
 
 @dataclass(frozen=True)
@@ -147,6 +148,9 @@ def scenario_setup(name: str, seed: int, size: float) -> Setup:
         if item["kind"] == "Node":
             item = copy.deepcopy(item)
             item["metadata"].setdefault("labels", {})[FLEET_LABEL[0]] = FLEET_LABEL[1]
+            # what a scheduler and Kueue read; the client refuses a partial nodeInfo
+            status = item.get("status") or {}
+            item["status"] = {k: status[k] for k in NODE_STATUS if k in status}
             nodes.append(item)
         elif item["kind"] == "Pod" and (item.get("status") or {}).get("phase") not in TERMINAL:
             pods.append(_bare(item))
