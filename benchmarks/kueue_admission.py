@@ -51,8 +51,9 @@ from tests.cluster.scenario import REPO, Scenario, load_documents
 KUEUE_GROUP, KUEUE_VERSION = "kueue.x-k8s.io", "v1beta2"
 KUEUE = f"{KUEUE_GROUP}/{KUEUE_VERSION}"
 JOBSET_LABEL = "jobset.sigs.k8s.io/jobset-name"
-UNBOUNDED = "1000000"
-"""Quota of every resource but the accelerator: only the accelerator's quota binds."""
+UNBOUNDED = {"memory": "1000000Gi"}
+"""Quota of every resource but the accelerator (a million of its unit, memory a million Gi):
+only the accelerator's quota binds."""
 
 
 def kueue_objects(case: Scenario, mode: str, setup: Setup, quota: int) -> list[dict[str, Any]]:
@@ -93,7 +94,10 @@ def kueue_objects(case: Scenario, mode: str, setup: Setup, quota: int) -> list[d
         }
     )
     quotas = [
-        {"name": r, "nominalQuota": quota if r == setup.accelerator else UNBOUNDED}
+        {
+            "name": r,
+            "nominalQuota": quota if r == setup.accelerator else UNBOUNDED.get(r, "1000000"),
+        }
         for r in resources
     ]
     cq_spec: dict[str, Any] = {
