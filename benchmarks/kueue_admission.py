@@ -217,20 +217,32 @@ def domains(case: Scenario, queue: list[Pending]) -> dict[str, Any]:
     key_of = {p.name: p.exclusive_key for p in queue}
     labels = {n.metadata.name: n.metadata.labels for n in case.core.list_node().items}
     per_job: dict[str, set[str]] = defaultdict(set)
+    job_key: dict[str, str] = {}
     for pod in case.core.list_namespaced_pod(case.namespace).items:
         meta = pod.metadata.labels or {}
         job, jobset = meta.get("batch.kubernetes.io/job-name"), meta.get(JOBSET_LABEL, "")
         if pod.spec.node_name and job and jobset in key_of:
             per_job[job].add(labels[pod.spec.node_name].get(key_of[jobset], "?"))
+            job_key[job] = key_of[jobset]
     owners: dict[str, int] = defaultdict(int)
     for held in per_job.values():
         for domain in held:
             owners[domain] += 1
+    # pods of the JobSets already running when the queue came (another namespace) by domain
+    running: dict[tuple[str, str], int] = defaultdict(int)
+    for pod in case.core.list_pod_for_all_namespaces().items:
+        owner = (pod.metadata.labels or {}).get(JOBSET_LABEL)
+        if owner and pod.spec.node_name and pod.metadata.namespace != case.namespace:
+            for key in set(key_of.values()):
+                running[(key, labels[pod.spec.node_name].get(key, "?"))] += 1
     spans = [len(v) for v in per_job.values()]
     return {
         "child_jobs_with_pods_bound": len(per_job),
         "domains_per_child_job": round(statistics.mean(spans), 3) if spans else None,
         "domains_shared_by_child_jobs": sum(1 for n in owners.values() if n > 1),
+        "child_jobs_in_a_domain_a_running_jobset_uses": sum(
+            1 for job, held in per_job.items() if any(running[(job_key[job], d)] for d in held)
+        ),
     }
 
 
