@@ -39,7 +39,7 @@ from benchmarks.schedule_targets import SCHEDULE, judge_schedule
 from benchmarks.simworld import HOUR, SimConfig, SimWorld, build_world, shape_pools
 from placer.model.options import SolveOptions
 
-__all__ = ["ESTIMATES", "estimates_for", "main", "run_matrix", "summarize"]
+__all__ = ["ESTIMATES", "estimates_for", "main", "percentile", "run_matrix", "summarize"]
 
 ESTIMATES = ("exact", "over", "noisy", "none")
 SLOWDOWN_FLOOR_S = 600.0
@@ -68,7 +68,8 @@ def estimates_for(world: SimWorld, mode: str, seed: int) -> dict[str, float | No
     return out
 
 
-def _pct(values: Sequence[float], p: float) -> float:
+def percentile(values: Sequence[float], p: float) -> float:
+    """The p-th percentile of `values`, linearly interpolated; 0 for none."""
     if not values:
         return 0.0
     s = sorted(values)
@@ -95,15 +96,15 @@ def summarize(world: SimWorld, result: SimResult, estimate: str, load: float) ->
         "policy": result.policy,
         "estimate": estimate,
         "load": load,
-        "p50_delay_h": _pct(delays, 50) / HOUR,
-        "p95_delay_h": _pct(delays, 95) / HOUR,
+        "p50_delay_h": percentile(delays, 50) / HOUR,
+        "p95_delay_h": percentile(delays, 95) / HOUR,
         "max_delay_h": max(delays, default=0.0) / HOUR,
         "bounded_slowdown": statistics.fmean(slowdowns) if slowdowns else 0.0,
         "window_utilization": result.window_utilization,
         "waited_over_24h": sum(1 for d in delays if d > LONG_WAIT_S),
         "never_started": result.never_started,
-        "p95_wide_h": _pct(wide, 95) / HOUR,
-        "p95_narrow_h": _pct(narrow, 95) / HOUR,
+        "p95_wide_h": percentile(wide, 95) / HOUR,
+        "p95_narrow_h": percentile(narrow, 95) / HOUR,
         "round_wall_median_s": statistics.median(walls) if walls else 0.0,
         "round_wall_max_s": max(walls, default=0.0),
         "rounds": result.rounds,

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from benchmarks.backfill import percentile
 from benchmarks.measure import machine_info
 from benchmarks.overtime import SimResult, simulate
 from benchmarks.simworld import HOUR, SimConfig, build_world
@@ -27,15 +27,6 @@ from placer.model.options import SolveOptions
 __all__ = ["POLICIES", "main", "summarize"]
 
 POLICIES = ("cpsat", "kueue-preempt", "cpsat-preempt")
-
-
-def _pct(values: Sequence[float], p: float) -> float:
-    if not values:
-        return 0.0
-    s = sorted(values)
-    k = (len(s) - 1) * p / 100
-    lo, hi = math.floor(k), math.ceil(k)
-    return s[lo] + (s[hi] - s[lo]) * (k - lo)
 
 
 def summarize(result: SimResult, fleet: str, load: float) -> dict[str, Any]:
@@ -51,8 +42,8 @@ def summarize(result: SimResult, fleet: str, load: float) -> dict[str, Any]:
         "tiers": {
             p: {
                 "jobsets": len(d),
-                "p50_h": round(_pct(d, 50) / HOUR, 2),
-                "p95_h": round(_pct(d, 95) / HOUR, 2),
+                "p50_h": round(percentile(d, 50) / HOUR, 2),
+                "p95_h": round(percentile(d, 95) / HOUR, 2),
                 "max_h": round(max(d) / HOUR, 2),
             }
             for p, d in sorted(tiers.items(), reverse=True)
