@@ -207,13 +207,16 @@ def test_within_quota_not_topology_it_stays_suspended_and_retries_at_its_expecte
 
     scenario.create_jobset(queued("second", slices=2))
 
-    def pending_with_an_eta() -> bool:
+    # Before Kueue reserves quota the check is already Pending with a quota-wait ETA ("waits for
+    # Kueue to reserve quota; ... expected start ..."); wait past that for the placement wait.
+    def pending_for_room() -> bool:
         check = check_of(workload_of(scenario, "second"))
-        return check.get("state") == "Pending" and "expected start" in check.get("message", "")
+        message = check.get("message", "")
+        return check.get("state") == "Pending" and message.startswith("no room for a placement")
 
-    wait_until(pending_with_an_eta, timeout_s=60, what="second's check Pending with its ETA")
+    wait_until(pending_for_room, timeout_s=60, what="second's check Pending for room with its ETA")
     message = check_of(workload_of(scenario, "second"))["message"]
-    assert message.startswith("no room for a placement now: ")
+    assert "expected start" in message
 
     def gave_back() -> bool:
         jobset = scenario.get_jobset("second")
