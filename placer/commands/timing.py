@@ -123,12 +123,6 @@ def time_policy_from_args(
         aging_per_hour=getattr(args, "aging_rate", _DEFAULTS.aging_per_hour),
         max_wait_s=parse_go_duration(max_wait, field="--max-wait") or None if max_wait else None,
     )
-    if policy.active and getattr(args, "preemption", "none") not in ("none", "defrag"):
-        raise InputError(
-            "cannot be combined with --reservations or --max-wait yet",
-            field="--preemption",
-            code="usage",
-        )
     return policy if priority_classes is None else policy.for_classes(priority_classes)
 
 

@@ -47,6 +47,30 @@ def test_the_table_says_who_is_preempted_for_whom(capsys: pytest.CaptureFixture[
     ) in out.splitlines()
 
 
+@pytest.mark.parametrize("reservations", ["all", "head"])
+def test_with_reservations_the_same_victims_are_evicted_and_the_rest_reserved(
+    capsys: pytest.CaptureFixture[str], reservations: str
+) -> None:
+    """Evictions are decided before reservations: the low-priority JobSets' reservations do not
+    push prod/llm-sft onto research/sweep (17.3 chip-hours) instead of eval-a and eval-b (10)."""
+    queue = REPO / "examples/jobsets/queue"
+    code, out, _ = plan(
+        capsys, "--cluster", CLUSTER, "--now", NOW, "--workers", "1", "--preemption",
+        "lower-priority", "--reservations", reservations, "--format", "json", queue,
+    )  # fmt: skip
+    assert code == 0
+    doc = json.loads(out)
+    jobsets = {o["namespace"] + "/" + o["name"]: o for o in doc["jobsets"]}
+    assert jobsets["prod/llm-sft"]["status"] == "placed"
+    assert jobsets["prod/llm-sft"]["preempts"] == ["batch/eval-a", "batch/eval-b"]
+    assert sorted(p["namespace"] + "/" + p["name"] for p in doc["preempted"]) == [
+        "batch/eval-a",
+        "batch/eval-b",
+    ]
+    waiting = [o for o in jobsets.values() if o["status"] != "placed"]
+    assert any(o.get("expected_start_seconds") for o in waiting)  # the rest still get ETAs
+
+
 def test_without_the_flag_nobody_is_preempted(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = plan(capsys, "--cluster", CLUSTER, "--now", NOW, "--format", "json", SFT)
     assert code == 0
@@ -66,11 +90,6 @@ def test_without_the_flag_nobody_is_preempted(capsys: pytest.CaptureFixture[str]
             ["--restart-cost=-5m"],
             "placer: error: --restart-cost: negative duration '-5m'",
             id="restart-cost",
-        ),
-        pytest.param(
-            ["--reservations", "head"],
-            "placer: error: --preemption: cannot be combined with --reservations or --max-wait yet",
-            id="with-reservations",
         ),
     ],
 )

@@ -14,7 +14,7 @@ from placer.model.cluster import ClusterSnapshot, Node
 from placer.model.plan import JobSetOutcome, Plan, PreemptedJobSet
 from placer.solver.preempt.candidates import Victims
 
-__all__ = ["attribute_preemptions", "nodes_used"]
+__all__ = ["attribute_preemptions", "nodes_by_label", "nodes_used"]
 
 
 def nodes_used(outcome: JobSetOutcome, by_label: Mapping[tuple[str, str], list[Node]]) -> set[str]:
@@ -32,7 +32,8 @@ def nodes_used(outcome: JobSetOutcome, by_label: Mapping[tuple[str, str], list[N
     return used
 
 
-def _by_label(snapshot: ClusterSnapshot, plan: Plan) -> dict[tuple[str, str], list[Node]]:
+def nodes_by_label(snapshot: ClusterSnapshot, plan: Plan) -> dict[tuple[str, str], list[Node]]:
+    """(label, value) -> the nodes carrying it, for the labels the plan's domains pin."""
     keys = {j.domain.key for o in plan.jobsets for j in o.jobs if j.domain is not None}
     found: dict[tuple[str, str], list[Node]] = {}
     for n in snapshot.nodes:
@@ -52,7 +53,7 @@ def _victims_of(
 def attribute_preemptions(plan: Plan, snapshot: ClusterSnapshot, victims: Victims) -> Plan:
     """`plan` with each placed JobSet's `preempts` and the `preempted` entries of the victims
     some placed JobSet needs; `snapshot` is the one before any eviction."""
-    by_label = _by_label(snapshot, plan)
+    by_label = nodes_by_label(snapshot, plan)
     beneficiaries: dict[str, list[str]] = {}
     outcomes: list[JobSetOutcome] = []
     for o in plan.jobsets:

@@ -40,6 +40,7 @@ from placer.solver.context import PlacementContext
 from placer.solver.interface import Solver
 from placer.solver.phases import PhaseTimer
 from placer.solver.time.calendar import UnitLayout
+from placer.solver.time.evicting import plan_evicting_first
 from placer.solver.time.release import ReleaseTimeline, expected_duration_s
 from placer.solver.time.reservations import Candidate, Need, Reservation, Unit, UnitId, reserve
 from placer.solver.time.schedule import ScheduleRequest, schedule
@@ -237,6 +238,10 @@ class TimeAwareSolver:
     def solve(
         self, snapshot: ClusterSnapshot, jobsets: Sequence[JobSetRequest], options: SolveOptions
     ) -> Plan:
+        if options.preemption.mode == "lower-priority":
+            return plan_evicting_first(
+                snapshot, jobsets, options, evict=self.inner.solve, plan_round=self.solve
+            )
         policy = options.time
         now = policy.now or datetime.now(UTC)
         started = time.perf_counter()
