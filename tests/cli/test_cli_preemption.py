@@ -197,6 +197,20 @@ def test_explain_offers_both_answers_for_a_blocked_jobset(
     ) in out
 
 
+def test_explain_with_reservations_offers_the_eviction_beside_the_wait(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Time-aware: prod/llm-sft is reserved in 3 h; the eviction remedy is searched as `placer
+    plan --reservations all --preemption lower-priority` would plan it."""
+    code, out, _ = explain(capsys, "--cluster", CLUSTER, "--now", NOW, "--workers", "1",
+                           "--reservations", "all", "-o", "wide", REPO / "examples/jobsets/queue",
+                           "prod/llm-sft")  # fmt: skip
+    assert code == 0
+    assert "expected start: in 3h on " in out
+    assert "  - evicting batch/eval-a (priority 100, 16 accelerators; " in out
+    assert "not searched" not in out
+
+
 def test_a_greedy_solver_never_preempts_and_says_so(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = plan(capsys, "--cluster", CLUSTER, "--now", NOW, "--solver", "best-fit",
                         "--preemption", "lower-priority", SFT)  # fmt: skip

@@ -37,7 +37,10 @@ def _replan(rp: Replanner, key: str, mode: PreemptionMode) -> tuple[Plan, JobSet
     options = rp.options.model_copy(update={"export_model_path": None, "preemption": policy})
     if not rp.spend():
         return None
-    plan = get_solver("cpsat").solve(rp.snapshot, rp.jobsets, options)
+    # with time-aware planning the eviction is judged as `placer plan` would (evictions first,
+    # then reservations: placer.solver.time.evicting); defrag moves are judged now only
+    timed = options.time if mode == "lower-priority" else None
+    plan = get_solver("cpsat", time_policy=timed).solve(rp.snapshot, rp.jobsets, options)
     outcome = plan.outcome(key)
     if outcome.status != "placed" or not outcome.preempts:
         return None
@@ -47,9 +50,6 @@ def _replan(rp: Replanner, key: str, mode: PreemptionMode) -> tuple[Plan, JobSet
 def eviction_remedy(rp: Replanner, key: str) -> Remedy | None:
     """The victims the planner with preemption picks for JobSet `key`, when that places it;
     None when nothing it may evict frees enough, or the re-plan budget is spent."""
-    if rp.options.time.active:
-        rp.notes.append("preemption remedy not searched with time-aware planning")
-        return None
     found = _replan(rp, key, "lower-priority")
     if found is None:
         return None
