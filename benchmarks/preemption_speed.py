@@ -1,8 +1,8 @@
 """`python -m benchmarks.preemption_speed`: one preemption decision at fleet scale (issue 20).
 
 Target: one preemption decision at 10,000 nodes and 500 pending JobSets in at most 2 s. On the
-scaling benchmark's TPU fleet (`build_tpu_pool_fleet`: 30% of the node pools held by running
-JobSets of the trace's priorities), it plans the same queue twice in this process, in this order:
+scaling benchmark's TPU fleet (`build_tpu_pool_fleet`: `--held` of the node pools, default 30%,
+held by running JobSets of the trace's priorities), it plans the same queue twice in this process, in this order:
 `--preemption none` (the baseline) and `--preemption lower-priority`, with the CP-SAT planner at
 its default time limit, and records per run the wall time of `solve` (the whole planner: finding
 victims, aggregation, greedy, model, solve, materialize, check), the phases, the status,
@@ -45,10 +45,12 @@ def _per_tier(plan: Plan) -> dict[int, int]:
     return dict(sorted(tiers.items(), reverse=True))
 
 
-def measure(nodes: int, pending: int, seed: int, workers: int) -> list[dict[str, Any]]:
+def measure(
+    nodes: int, pending: int, seed: int, workers: int, held: float = 0.30
+) -> list[dict[str, Any]]:
     """Both modes on one scenario, baseline first; one record each."""
     pools = max(3, round(nodes / HOSTS_PER_POOL))
-    sc = build_tpu_pool_fleet(seed, pools, pending)
+    sc = build_tpu_pool_fleet(seed, pools, pending, held=held)
     snapshot, jobsets = sc.snapshot, sc.requests
     rows = []
     for mode in MODES:
@@ -66,6 +68,7 @@ def measure(nodes: int, pending: int, seed: int, workers: int) -> list[dict[str,
                 "nodes": len(snapshot.nodes),
                 "pending": len(jobsets),
                 "running": len({k for n in snapshot.nodes for k in n.jobsets}),
+                "held": held,
                 "mode": mode,
                 "wall_s": round(wall, 3),
                 "status": plan.solver.status,
@@ -85,9 +88,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pending", type=int, default=500)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workers", type=int, default=0, help="CP-SAT workers (0: default 8)")
+    parser.add_argument(
+        "--held",
+        type=float,
+        default=0.30,
+        help="share of the pools held by running JobSets (0.5: JobSets of priority 1000 wait, so "
+        "running ones of priority 100 may be evicted; at 0.3 only priority 100 waits)",
+    )
     args = parser.parse_args(argv)
     load_before = os.getloadavg()
-    rows = measure(args.nodes, args.pending, args.seed, args.workers)
+    rows = measure(args.nodes, args.pending, args.seed, args.workers, args.held)
     load_after = os.getloadavg()
     info = machine_info()
     print(json.dumps({"machine": info, "load_before": load_before, "load_after": load_after}))

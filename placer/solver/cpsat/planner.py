@@ -153,13 +153,13 @@ def plan_with_context(
     timer = timer or PhaseTimer()
     budget = Budget(time.perf_counter() if started is None else started, ctx.options.time_limit_s)
     runner = StageRunner(ctx.options)
+    with timer("greedy"):
+        greedy = stay_put(best_greedy(greedy_context(ctx)), ctx)
     with timer("snapshot"):
-        model_ctx = evicting_context(ctx)
+        model_ctx = evicting_context(ctx, greedy)
     with timer("aggregate"):
         fine = aggregate(model_ctx)
         coarse = coarsen(fine)
-    with timer("greedy"):
-        greedy = stay_put(best_greedy(greedy_context(ctx)), ctx)
     plan: Plan | None = None
     try:
         with timer("build"):

@@ -24,13 +24,15 @@ from placer.solver.preempt.wait import waits_longer_than
 __all__ = ["evicting_context", "greedy_context", "materialize_evicting", "stay_put"]
 
 
-def evicting_context(ctx: PlacementContext) -> PlacementContext:
+def evicting_context(ctx: PlacementContext, greedy: Plan | None = None) -> PlacementContext:
     """The context the model is built on: `ctx` itself when preemption is off or nobody could
-    be evicted, else the cluster without every candidate, which `victims` names."""
+    be evicted, else the cluster without every candidate, which `victims` names. `greedy` is the
+    plan without preemption: only a JobSet it leaves waiting needs room (`find_victims`)."""
     if ctx.victims is not None or not ctx.options.preemption.active:
         return ctx
     waits = waits_longer_than(ctx.snapshot, ctx.options)
-    victims = find_victims(ctx.snapshot, ctx.jobsets, ctx.options, waits)
+    waiting = None if greedy is None else {o.key for o in greedy.jobsets if o.status != "placed"}
+    victims = find_victims(ctx.snapshot, ctx.jobsets, ctx.options, waits, waiting)
     if victims is None:
         return ctx
     freed, _, _ = without_jobsets(ctx.snapshot, victims.candidates)

@@ -9,13 +9,19 @@ JobSet that is never a victim:
   such a JobSet evicts nobody;
 - any victim of a JobSet not expected to wait longer than `--preempt-after` without preemption;
 - a JobSet also in the queue, or whose usage the snapshot does not record (evicting it would free
-  room the planner cannot count).
+  room the planner cannot count);
+- of equal or higher priority than every preemptor left waiting without preemption (`waiting`:
+  the JobSets the greedy plan on the cluster as it is cannot place). Only a blocked JobSet needs
+  room, so nobody is evicted to make room, even indirectly, for a JobSet of its own priority or
+  lower: without this rule a higher-tier JobSet could move onto a victim's domains only so that a
+  lower-tier one takes the domains it leaves, and the tier stages (admission before eviction cost)
+  would pay for that.
 Victims are whole: evicting one frees every node it runs on (`placer.model.whatif.without_jobsets`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -146,10 +152,12 @@ def find_victims(
     jobsets: Sequence[JobSetRequest],
     options: SolveOptions,
     waits_too_long: Callable[[JobSetRequest], bool] | None = None,
+    waiting: Collection[str] | None = None,
 ) -> Victims | None:
     """The candidates under `options.preemption`, or None when preemption is off or nobody
     could be evicted. `waits_too_long` says whether a pending JobSet's expected wait without
-    preemption exceeds `--preempt-after` (None: every pending JobSet may preempt)."""
+    preemption exceeds `--preempt-after` (None: every pending JobSet may preempt); `waiting`
+    names the pending JobSets left unplaced without preemption (None: any may be)."""
     policy = options.preemption
     if not policy.active:
         return None
@@ -174,7 +182,10 @@ def find_victims(
     ]
     if not preemptors:
         return None
-    highest = max(js.reported_priority for js in preemptors)
+    blocked = [js for js in preemptors if waiting is None or js.key in waiting]
+    if not blocked:
+        return None
+    highest = max(js.reported_priority for js in blocked)
     candidates: dict[str, VictimCandidate] = {}
     for key, held in sorted(holdings.items()):
         priority = held.priority

@@ -161,6 +161,36 @@ def test_admission_of_a_higher_tier_comes_before_eviction_cost() -> None:
     assert plan.outcome("team-a/mid").status == "unschedulable"
 
 
+def test_nobody_is_evicted_to_make_room_indirectly_for_a_lower_priority_jobset() -> None:
+    """`hi` fits on the free pool; only `lo` (priority 0) waits. `hi` could move onto `mid`'s
+    pool (priority 5 < 10) so that `lo` takes the free one: that evicts a priority-5 JobSet for a
+    priority-0 one, and a victim must be outranked by a JobSet left waiting without preemption."""
+    cluster = snap(
+        pool("p0", 2),
+        running_pool("p1", 2, "team-b/mid", priority=5),
+        running={"team-b/mid": started(1)},
+    )
+    hi, lo = wide("hi", priority=10), wide("lo", priority=0)
+    plan = solve_checked("cpsat", cluster, [hi, lo], ON)
+    assert plan.preempted == []
+    assert plan.outcome("team-a/hi").status == "placed"
+    assert plan.outcome("team-a/lo").status == "unschedulable"
+
+
+def test_a_blocked_jobset_still_evicts_below_its_own_priority_through_a_higher_one() -> None:
+    """`mid` (priority 5) waits without preemption; `low` (priority 1) is below it: evicting `low`
+    places both, whoever of `hi` and `mid` takes `low`'s pool."""
+    cluster = snap(
+        pool("p0", 2),
+        running_pool("p1", 2, "team-b/low", priority=1),
+        running={"team-b/low": started(1)},
+    )
+    hi, mid = wide("hi", priority=10), wide("mid", priority=5)
+    plan = solve_checked("cpsat", cluster, [hi, mid], ON)
+    assert [p.key for p in plan.preempted] == ["team-b/low"]
+    assert {plan.outcome(k).status for k in ("team-a/hi", "team-a/mid")} == {"placed"}
+
+
 @pytest.mark.parametrize("solver", ["cpsat", "best-fit", "largest-first", "first-fit"])
 def test_with_preemption_off_nobody_is_evicted(solver: str) -> None:
     cluster = snap(running_pool("p0", 2, "team-b/low"), running={"team-b/low": started(1)})
