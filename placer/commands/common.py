@@ -95,16 +95,8 @@ def add_cluster_args(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_solver_args(parser: argparse.ArgumentParser) -> None:
-    """Which solver and its settings; defaults come from `SolveOptions`, so they live once."""
-    group = parser.add_argument_group("solver")
-    group.add_argument(
-        "--solver",
-        choices=SOLVER_NAMES,
-        default="cpsat",
-        help="cpsat (default, joint optimum), first-fit (upstream JobSet), "
-        "best-fit (Kueue TAS BestFit), largest-first (strong greedy)",
-    )
+def add_search_args(group: argparse._ArgumentGroup) -> None:
+    """CP-SAT's budget and workers, for every command that runs the CP-SAT planner."""
     group.add_argument(
         "--time-limit",
         metavar="SECONDS",
@@ -121,6 +113,19 @@ def add_solver_args(parser: argparse.ArgumentParser) -> None:
         default=_DEFAULTS.workers,
         help="CP-SAT search workers; 0 = CP-SAT's portfolio of 8 whatever the cores (default)",
     )
+
+
+def add_solver_args(parser: argparse.ArgumentParser) -> None:
+    """Which solver and its settings; defaults come from `SolveOptions`, so they live once."""
+    group = parser.add_argument_group("solver")
+    group.add_argument(
+        "--solver",
+        choices=SOLVER_NAMES,
+        default="cpsat",
+        help="cpsat (default, joint optimum), first-fit (upstream JobSet), "
+        "best-fit (Kueue TAS BestFit), largest-first (strong greedy)",
+    )
+    add_search_args(group)
     group.add_argument(
         "--seed",
         metavar="N",

@@ -14,12 +14,16 @@ import argparse
 import sys
 import time
 
-from placer.commands.argtypes import number, rfc3339, whole_number
-from placer.commands.common import add_cluster_args, add_jobset_args, load_inputs, run_solver
+from placer.commands.argtypes import rfc3339
+from placer.commands.common import (
+    add_cluster_args,
+    add_jobset_args,
+    add_search_args,
+    load_inputs,
+    run_solver,
+)
 from placer.commands.output import add_output_arg, progress_for
 from placer.model.durations import format_go_duration
-from placer.model.limits import MAX_WORKERS
-from placer.model.options import SolveOptions
 from placer.model.preemption import PreemptionPolicy
 from placer.render.defrag import render_defrag
 from placer.render.document import render_json, render_yaml
@@ -28,7 +32,6 @@ __all__ = ["register", "run"]
 
 FORMATS = ("table", "json", "yaml")
 _DEFAULTS = PreemptionPolicy()
-_SOLVE = SolveOptions()
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -42,20 +45,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     add_cluster_args(parser)
     group = parser.add_argument_group("solver")
-    group.add_argument(
-        "--time-limit",
-        metavar="SECONDS",
-        type=number(0, above=True),
-        default=_SOLVE.time_limit_s,
-        help=f"wall-clock budget of the CP-SAT solve (default {_SOLVE.time_limit_s:g})",
-    )
-    group.add_argument(
-        "--workers",
-        metavar="N",
-        type=whole_number(0, MAX_WORKERS),
-        default=_SOLVE.workers,
-        help="CP-SAT search workers; 0 = CP-SAT's portfolio of 8 (default)",
-    )
+    add_search_args(group)
     group.add_argument(
         "--restart-cost",
         metavar="DURATION",
