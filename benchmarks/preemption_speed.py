@@ -2,11 +2,12 @@
 
 Target: one preemption decision at 10,000 nodes and 500 pending JobSets in at most 2 s. On the
 scaling benchmark's TPU fleet (`build_tpu_pool_fleet`: `--held` of the node pools, default 30%,
-held by running JobSets of the trace's priorities), it plans the same queue twice in this process, in this order:
-`--preemption none` (the baseline) and `--preemption lower-priority`, with the CP-SAT planner at
-its default time limit, and records per run the wall time of `solve` (the whole planner: finding
-victims, aggregation, greedy, model, solve, materialize, check), the phases, the status,
-accelerator units admitted per priority tier, and the victims (count, chip-hours).
+held by running JobSets of the trace's priorities), it plans the same queue twice in this
+process, in this order: `--preemption none` (the baseline) and `--preemption lower-priority`,
+with the CP-SAT planner at its default time limit. Per run it records the wall time of `solve`
+(the whole planner: finding victims, aggregation, greedy, model, solve, materialize, check), the
+phases, the status, accelerator units admitted per priority tier, and the victims (count,
+chip-hours).
 
 Running JobSets in the scenario are not dated, so they are taken to have started now: an eviction
 costs its restart only (`--restart-cost`, 5 minutes of its accelerators). The load average is

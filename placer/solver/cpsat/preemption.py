@@ -54,6 +54,14 @@ def materialize_evicting(
     if plan is None:
         return None
     plan = attribute_preemptions(plan, victims.snapshot, chosen)
+    if victims.left_out:
+        note = (
+            f"preemption: {len(victims.candidates)} cheapest candidates per accelerator offered, "
+            f"{victims.left_out} costlier ones not"
+        )
+        plan = plan.model_copy(
+            update={"solver": plan.solver.model_copy(update={"notes": [*plan.solver.notes, note]})}
+        )
     if not victims.moves:
         return plan
     moved = {p.key for p in plan.preempted}

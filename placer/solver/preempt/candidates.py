@@ -33,6 +33,7 @@ from placer.model.preemption import EvictionCost, PreemptionFacts, eviction_cost
 from placer.model.resources import PODS, is_accelerator
 from placer.model.whatif import running_jobsets
 from placer.model.workload import JobSetRequest
+from placer.solver.preempt.settings import MAX_CANDIDATES
 
 __all__ = ["VictimCandidate", "Victims", "find_victims", "never_preempts"]
 
@@ -69,6 +70,9 @@ class Victims:
     moves: bool = False
     """Defrag: candidates are moved (re-placed elsewhere, they are in the queue too), whatever
     their priority."""
+    left_out: int = 0
+    """Candidates not offered to the model, the costliest per accelerator beyond
+    `settings.MAX_CANDIDATES`."""
 
     @cached_property
     def on_node(self) -> Mapping[str, tuple[str, ...]]:
@@ -196,12 +200,26 @@ def find_victims(
             candidates[key] = candidate
     if not candidates:
         return None
+    offered = _cheapest(candidates, MAX_CANDIDATES)
     return Victims(
-        candidates,
+        offered,
         frozenset(js.key for js in preemptors),
         {js.key: js.reported_priority for js in jobsets},
         snapshot,
+        left_out=len(candidates) - len(offered),
     )
+
+
+def _cheapest(candidates: Mapping[str, VictimCandidate], most: int) -> dict[str, VictimCandidate]:
+    """At most `most` candidates, the cheapest per accelerator first (ties by key), so the model
+    stays solvable at fleet scale (`settings.MAX_CANDIDATES`)."""
+    if len(candidates) <= most:
+        return dict(candidates)
+    ranked = sorted(
+        candidates,
+        key=lambda k: (candidates[k].weight / max(1, candidates[k].cost.accelerators), k),
+    )
+    return {k: candidates[k] for k in sorted(ranked[:most])}
 
 
 def _candidate(

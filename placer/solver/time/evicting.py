@@ -94,9 +94,7 @@ def _used_rightly(plan: Plan, snapshot: ClusterSnapshot, victims: Victims) -> se
             for v in victims.on_node.get(n, ()):
                 users.setdefault(v, set()).add(o.key)
     return {
-        v
-        for v, who in users.items()
-        if who and all(victims.can_evict(user, v) for user in who)
+        v for v, who in users.items() if who and all(victims.can_evict(user, v) for user in who)
     }
 
 

@@ -18,6 +18,7 @@ from placer.model.plan import Plan
 from placer.model.preemption import PreemptionFacts, PreemptionPolicy
 from placer.model.workload import JobSetRequest
 from placer.solver.check.checker import check
+from placer.solver.preempt import find_victims
 from tests.strategies import (
     PreemptionCase,
     jobset,
@@ -189,6 +190,33 @@ def test_a_blocked_jobset_still_evicts_below_its_own_priority_through_a_higher_o
     plan = solve_checked("cpsat", cluster, [hi, mid], ON)
     assert [p.key for p in plan.preempted] == ["team-b/low"]
     assert {plan.outcome(k).status for k in ("team-a/hi", "team-a/mid")} == {"placed"}
+
+
+def test_beyond_the_cap_the_costliest_per_accelerator_are_not_offered(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Cap 2 of 3: `old` (5 h of work on 8 chips) is left out, `young` and `mid` are offered; the
+    plan says so, and still evicts the cheapest."""
+    monkeypatch.setattr("placer.solver.preempt.candidates.MAX_CANDIDATES", 2)
+    cluster = snap(
+        running_pool("p0", 2, "team-b/old"),
+        running_pool("p1", 2, "team-b/mid"),
+        running_pool("p2", 2, "team-b/young"),
+        running={
+            "team-b/old": started(5),
+            "team-b/mid": started(3),
+            "team-b/young": started(1),
+        },
+    )
+    victims = find_victims(cluster, [wide()], ON)
+    assert victims is not None
+    assert sorted(victims.candidates) == ["team-b/mid", "team-b/young"]
+    assert victims.left_out == 1
+    plan = solve_checked("cpsat", cluster, [wide()], ON)
+    assert plan.outcome("team-a/big").preempts == ["team-b/young"]
+    assert "preemption: 2 cheapest candidates per accelerator offered, 1 costlier ones not" in (
+        plan.solver.notes
+    )
 
 
 @pytest.mark.parametrize("solver", ["cpsat", "best-fit", "largest-first", "first-fit"])
