@@ -27,6 +27,7 @@ from placer.controller.decide.writes import (
     LabelNode,
     RecordAssignment,
     SetAdmissionCheck,
+    SuspendJobSet,
     UngatePod,
     Write,
 )
@@ -63,7 +64,7 @@ class ExecReport:
 
 def _kind(w: Write) -> Kind:
     match w:
-        case RecordAssignment():
+        case RecordAssignment() | SuspendJobSet():
             return "jobsets"
         case UngatePod():
             return "pods"
@@ -80,7 +81,7 @@ def _kind(w: Write) -> Kind:
 
 def _send(adapter: ClusterAdapter, w: Write) -> Obj:
     match w:
-        case RecordAssignment():
+        case RecordAssignment() | SuspendJobSet():
             return adapter.patch("jobsets", w.name, w.patch(), namespace=w.namespace)
         case UngatePod():
             return adapter.patch("pods", w.name, w.patch, namespace=w.namespace)
@@ -97,7 +98,7 @@ def _send(adapter: ClusterAdapter, w: Write) -> Obj:
 
 def _read(adapter: ClusterAdapter, w: Write) -> Obj:
     match w:
-        case RecordAssignment():
+        case RecordAssignment() | SuspendJobSet():
             return adapter.get("jobsets", w.name, namespace=w.namespace)
         case UngatePod():
             return adapter.get("pods", w.name, namespace=w.namespace)
@@ -112,7 +113,14 @@ def _read(adapter: ClusterAdapter, w: Write) -> Obj:
 
 def _rebase(w: Write, current: Obj) -> Write | None:
     match w:
-        case RecordAssignment() | UngatePod() | LabelNode() | SetAdmissionCheck() | ActivateCheck():
+        case (
+            RecordAssignment()
+            | UngatePod()
+            | LabelNode()
+            | SetAdmissionCheck()
+            | ActivateCheck()
+            | SuspendJobSet()
+        ):
             return w.rebase(current)
     return None
 
