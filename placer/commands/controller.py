@@ -258,13 +258,21 @@ def _config(args: argparse.Namespace, identity: str) -> Any:
     from placer.controller.act.lease import default_namespace
     from placer.controller.reconcile import ControllerConfig
 
+    options = _options(args)
+    if args.kueue_admission_check and options.preemption.active:
+        raise InputError(
+            "cannot be combined with --kueue-admission-check: under Kueue, Kueue preempts (by "
+            "quota) and placer frees the domains of what it evicts",
+            field="--preemption",
+            code="usage",
+        )
     return ControllerConfig(
         binding=args.binding,
         namespaces=tuple(sorted(set(args.namespaces or ()))),
         pin_nodes=args.pin_nodes,
         dry_run=args.dry_run,
         solver=args.solver,
-        options=_options(args),
+        options=options,
         window_s=args.window,
         replan_s=args.replan_interval,
         resync_s=args.resync_interval,
