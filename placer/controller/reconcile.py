@@ -102,6 +102,7 @@ from placer.model.assignment import Assignment
 from placer.model.cluster import ClusterSnapshot
 from placer.model.errors import InputError
 from placer.model.options import SolveOptions
+from placer.model.preemption import PreemptionPolicy
 from placer.runtime import collector_paused, freeze_long_lived
 from placer.solver.interface import Solver
 from placer.solver.registry import get_solver, prepare_solver
@@ -156,6 +157,11 @@ class Controller:
         clocks: Clocks | None = None,
     ) -> None:
         self.adapter = adapter
+        if config.kueue_admission_check and config.options.preemption.active:
+            # `placer controller` refuses the pair (exit 2); a config built in code is told here
+            log.warning("--preemption is off under --kueue-admission-check: Kueue preempts")
+            options = config.options.model_copy(update={"preemption": PreemptionPolicy()})
+            config = config.model_copy(update={"options": options})
         if config.kueue_admission_check and not config.options.time.active:
             # a check's Pending message gives the expected start; Rejected needs the verdict
             # on an empty cluster: both come from the time-aware pass
@@ -521,6 +527,9 @@ class Controller:
         self.metrics.ledger_commits.labels(outcome=outcome).inc()
         if result.committed:
             planned = replace(planned, reserved=reserved)
+            self.metrics.preemptions.inc(len(planned.evictions))
+        else:
+            planned = replace(planned, evictions={})
         return _Committed(planned, refused, committed=result.committed)
 
     def _write(

@@ -135,6 +135,8 @@ def test_a_blocked_high_priority_jobset_preempts_the_low_one_then_runs_and_low_r
     assert "default/low" in preempting_event["message"]
     assert [e["involvedObject"]["name"] for e in events(cluster, "Placed")] == ["low"]  # not high
     assert_ledger_sound(cluster)
+    assert ctl.metrics.registry.get_sample_value("placer_preemptions_total") == 1
+    assert ctl.metrics.registry.get_sample_value("placer_writes_total", {"kind": "suspend"}) == 1
 
     # a cycle while low's pods terminate changes nothing
     cycle(ctl)
@@ -327,6 +329,13 @@ def test_kueue_managed_jobsets_neither_preempt_nor_are_preempted(
     assert report.planned.evictions == {} and "default/high" in report.planned.unschedulable
     assert not low_obj(cluster)["spec"].get("suspend")
     assert f"default/{who}: managed by Kueue" in caplog.text
+
+
+def test_a_config_with_preemption_under_kueue_admission_check_does_not_preempt() -> None:
+    """`placer controller` refuses the pair; a config built in code has preemption turned off."""
+    cluster = tpu_cluster(blocks=2)
+    ctl = preempting(cluster, kueue_admission_check=True)
+    assert not ctl.config.options.preemption.active
 
 
 def test_without_the_flag_nothing_is_preempted() -> None:
