@@ -14,6 +14,7 @@ import pytest
 from benchmarks import cluster_sim as sim
 from placer.controller.act.memory_adapter import MemoryCluster
 from placer.controller.adapter import Obj
+from placer.controller.decide.bindings import NAMESPACED_JOB_LABEL
 from placer.controller.decide.domains import DomainIndex
 from placer.controller.decide.ledger import EVICTION, LEDGER_NAME, exclusive_clashes, read_ledger
 from placer.controller.decide.preempting import KUEUE_QUEUE_LABEL
@@ -387,3 +388,35 @@ def test_a_dry_run_commits_and_writes_nothing() -> None:
     ]
     assert evictions_in_ledger(cluster) == []
     assert not low_obj(cluster)["spec"].get("suspend")
+
+
+def test_under_the_node_labels_binding_nodes_change_hands_once_the_victims_pods_are_gone() -> None:
+    cluster = tpu_cluster(blocks=2)
+    add_jobset(cluster, "low", jobs=2, pods=2, priority=0, gate=False, node_labels=True)
+    cycle(controller(cluster, binding="node-labels"))
+    sim.create_pods(cluster, "default", "low")
+    assert len(sim.schedule(cluster)) == 4
+    add_jobset(cluster, "high", jobs=1, pods=2, priority=100, gate=False, node_labels=True)
+    ctl = preempting(cluster, binding="node-labels")
+
+    def labels() -> set[str]:
+        return {
+            n["metadata"]["labels"].get(NAMESPACED_JOB_LABEL, "") for n in cluster.objects("nodes")
+        }
+
+    report = cycle(ctl)
+    assert list(report.planned.evictions) == ["default/low"]
+    assert low_obj(cluster)["spec"]["suspend"] is True
+    assert labels() == {"default_low-w-0", "default_low-w-1"}  # low's pods still run there
+    assert sim.schedule(cluster) == []
+    jobset_controller(cluster)
+    for _ in range(3):
+        cycle(ctl)
+        jobset_controller(cluster)
+        sim.schedule(cluster)
+    assert "default_high-w-0" in labels() and not any("low" in v for v in labels())
+    assert all(p["spec"].get("nodeName") for p in jobset_pods(cluster, "high"))
+    assert not any(p["spec"].get("nodeName") for p in jobset_pods(cluster, "low"))
+    assert low_obj(cluster)["spec"]["suspend"] is False
+    assert evictions_in_ledger(cluster) == []
+    assert_ledger_sound(cluster)
