@@ -16,12 +16,12 @@ from placer.controller.decide.ledger import (
     entry_key,
 )
 from placer.controller.decide.ledgerplan import ledger_change, view_ledger
-from placer.controller.decide.preempting import eviction_steps
+from placer.controller.decide.preempting import Victim, evictable_snapshot, eviction_steps
 from placer.controller.decide.snapshot import planning_snapshot
 from placer.controller.decide.survey import jobset_pods, survey
 from placer.controller.decide.writes import SuspendJobSet
 from placer.model.assignment import ASSIGNMENT_ANNOTATION, Assignment
-from placer.model.preemption import PREEMPTED_AT, format_stamp
+from placer.model.preemption import PREEMPTED_AT, PreemptionFacts, format_stamp
 from tests.controller.builders import add_jobset, on_blocks, state_of, tpu_cluster
 
 AT = 1_800_000_000.0
@@ -188,3 +188,36 @@ def test_suspending_is_one_patch_and_a_rerun_writes_nothing() -> None:
     }
     done = {**obj, "metadata": {**obj["metadata"], "annotations": {PREEMPTED_AT: format_stamp(AT)}}}
     assert write.rebase(done) is None
+
+
+def test_the_solver_sees_a_victim_on_its_whole_domain_and_everyone_else_protected() -> None:
+    """A victim whose pods use one node of its two-node block frees the whole block when
+    evicted; a running JobSet that is not eligible (another's, or protected) is never a victim."""
+    cluster = tpu_cluster(blocks=2)
+    add_jobset(cluster, "low", jobs=1, pods=1, priority=0)
+    add_jobset(cluster, "other", jobs=1, pods=1, priority=0)
+
+    def bind(name: str, node: str) -> None:
+        for p in cluster.objects("pods"):
+            if p["metadata"]["labels"]["jobset.sigs.k8s.io/jobset-name"] == name:
+
+                def run(pod: dict[str, Any]) -> None:
+                    pod["spec"]["nodeName"] = node
+                    pod["spec"].pop("schedulingGates", None)
+                    pod["status"]["phase"] = "Running"
+
+                cluster.mutate("pods", p["metadata"]["name"], run, namespace="default")
+
+    bind("low", "n-0-0")
+    bind("other", "n-1-0")
+    state = state_of(cluster)
+    snapshot = planning_snapshot(state, binding="gate")
+    index = DomainIndex(snapshot)
+    victims = {"default/low": Victim(uid="u", facts=PreemptionFacts(checkpoint_interval_s=600))}
+    records = {"default/low": on_blocks("default/low", {"low-w-0": "b0"}).jobs}
+    seen = evictable_snapshot(snapshot, index, victims, records)
+    nodes = seen.by_name()
+    assert "default/low" in nodes["n-0-1"].jobsets  # the node its pod does not use
+    assert nodes["n-0-1"].jobset_usage["default/low"].priority == 0
+    assert seen.running["default/low"].preemption.checkpoint_interval_s == 600
+    assert seen.running["default/other"].preemption.preemptible is False
