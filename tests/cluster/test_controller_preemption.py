@@ -80,17 +80,28 @@ def test_a_high_priority_jobset_preempts_the_low_one_holding_its_slices(
     [preempted] = [e for e in scenario.events("low") if e.reason == "Preempted"]
     assert f"{scenario.namespace}/high" in preempted.message
 
-    # low is back in the queue: resumed, its new pods gated (6 slices free, it needs 7)
+    # low is back in the queue: resumed, its new pods gated (6 slices free, it needs 7). Only
+    # the leader pods exist: JobSet's exclusive-topology webhook refuses a follower until its
+    # leader is scheduled, as on low's first start.
     def requeued() -> bool:
         js = scenario.get_jobset("low")
         new = scenario.pods_of("low")
+        jobs = {p.metadata.labels["batch.kubernetes.io/job-name"] for p in new}
         return (
             not js["spec"].get("suspend")
-            and len(new) == 14
+            and len(jobs) == 7
             and all(gated(p) and not p.spec.node_name for p in new)
         )
 
-    wait_until(requeued, timeout_s=120, what="low resumed with its pods gated")
+    try:
+        wait_until(requeued, timeout_s=120, what="low resumed with its pods gated")
+    except TimeoutError as e:
+        seen = [
+            (p.metadata.name, [g.name for g in p.spec.scheduling_gates or []], p.spec.node_name)
+            for p in scenario.pods_of("low")
+        ]
+        suspended = scenario.get_jobset("low")["spec"].get("suspend")
+        raise AssertionError(f"{e}: suspend={suspended}, pods={seen}") from e
     wait_until(
         lambda: "eviction" not in ledger_kinds(scenario),
         timeout_s=60,
