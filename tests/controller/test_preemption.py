@@ -420,3 +420,15 @@ def test_under_the_node_labels_binding_nodes_change_hands_once_the_victims_pods_
     assert low_obj(cluster)["spec"]["suspend"] is False
     assert evictions_in_ledger(cluster) == []
     assert_ledger_sound(cluster)
+
+
+def test_preempt_after_spares_a_jobset_expected_to_start_soon_enough() -> None:
+    """`--preempt-after`: high is expected to start once low ends (the default duration), which
+    is sooner than a year: no eviction; with a minute, low is evicted."""
+    for after_s, evicted in ((365 * 86400.0, False), (60.0, True)):
+        cluster = tpu_cluster(blocks=2)
+        running_low(cluster)
+        policy = PreemptionPolicy(mode="lower-priority", preempt_after_s=after_s)
+        options = SolveOptions(time_limit_s=10.0, workers=1, seed=0, preemption=policy)
+        report = cycle(preempting(cluster, options=options))
+        assert bool(report.planned.evictions) is evicted
