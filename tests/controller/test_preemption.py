@@ -40,6 +40,7 @@ from tests.controller.builders import (
     state_of,
     tpu_cluster,
 )
+from tests.controller.test_scenarios import Dying, Killed
 
 LEDGER_NS = "placer-system"
 
@@ -432,3 +433,35 @@ def test_preempt_after_spares_a_jobset_expected_to_start_soon_enough() -> None:
         options = SolveOptions(time_limit_s=10.0, workers=1, seed=0, preemption=policy)
         report = cycle(preempting(cluster, options=options))
         assert bool(report.planned.evictions) is evicted
+
+
+@pytest.mark.parametrize("after", range(5))
+def test_killed_at_any_write_of_the_preemption_a_fresh_controller_finishes_it(after: int) -> None:
+    """The preempting cycle's writes, in order: the ledger commit, the victim's suspend, its
+    `Preempted`, the beneficiary's `Preempting`, its record; the process dies before the
+    `after`-th one. A fresh controller (no memory) finishes with no domain doubled or leaked."""
+    cluster = tpu_cluster(blocks=2)
+    running_low(cluster)
+    dying = preempting(Dying(cluster, after))  # type: ignore[arg-type]
+    with pytest.raises(Killed):
+        for _ in range(3):
+            cycle(dying)
+    assert_ledger_sound(cluster)
+    finish_preemption(cluster, preempting(cluster), cycles=5)
+    assert_preemption_done(cluster)
+
+
+def test_a_suspend_that_fails_sends_no_preempted_event_and_is_retried() -> None:
+    cluster = tpu_cluster(blocks=2)
+    running_low(cluster)
+    ctl = preempting(cluster)
+    cluster.inject("patch", "jobsets", 403)
+    cycle(ctl)
+    assert not low_obj(cluster)["spec"].get("suspend")
+    assert events(cluster, "Preempted") == []
+    assert all(gated(p) for p in jobset_pods(cluster, "high"))  # low still runs on its block
+    cycle(ctl)
+    assert low_obj(cluster)["spec"]["suspend"] is True
+    assert len(events(cluster, "Preempted")) == 1
+    finish_preemption(cluster, ctl)
+    assert_preemption_done(cluster)

@@ -8,7 +8,8 @@
 - Anything else (403, 422): a bug or a policy refusal; logged and counted, never retried blindly.
 
 A failed or aborted record write drops every later write of the same JobSet, so no pod is ungated
-and no node labeled without its record in the cluster.
+and no node labeled without its record in the cluster; so does a failed suspend of a preempted
+JobSet (no `Preempted` event before it is suspended; the next cycle tries again).
 """
 
 from __future__ import annotations
@@ -238,16 +239,16 @@ def execute(
         except Aborted as e:
             log.warning("dropped %s: %s", w.describe(), e)
             report.dropped.append((w, str(e)))
-            if isinstance(w, RecordAssignment):
+            if isinstance(w, RecordAssignment | SuspendJobSet):
                 lost[w.jobset] = str(e)
             continue
         except _Failed as e:
             log.error("failed to %s: %s", w.describe(), e)
             report.failed.append((w, str(e)))
-            if isinstance(w, RecordAssignment):
-                lost[w.jobset] = f"record not written: {e}"
+            if isinstance(w, RecordAssignment | SuspendJobSet):
+                lost[w.jobset] = f"{w.op} not written: {e}"
             continue
-        if outcome == "gone" and isinstance(w, RecordAssignment):
+        if outcome == "gone" and isinstance(w, RecordAssignment | SuspendJobSet):
             lost[w.jobset] = "JobSet is gone"
             report.dropped.append((w, "JobSet is gone"))
             continue

@@ -80,3 +80,5 @@ class Announced:
     """JobSet key -> the Warning about its unreadable expected duration last emitted."""
     preemption_warnings: Mapping[str, str] = field(default_factory=dict)
     """JobSet key -> the Warning about its unreadable preemption annotations last emitted."""
+    evictions: frozenset[tuple[str, str, str]] = frozenset()
+    """(reason, JobSet key, eviction id) of the preemption events sent (writeplan.py)."""

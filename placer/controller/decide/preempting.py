@@ -56,6 +56,7 @@ from placer.model.preemption import (
 
 __all__ = [
     "DEFAULT_MAX_PER_DAY",
+    "EVICTION_EVENTS",
     "KUEUE_QUEUE_LABEL",
     "PREEMPTION_WARNING",
     "Eligibility",
@@ -71,6 +72,9 @@ __all__ = [
 
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PREEMPTION_WARNING = "InvalidPreemptionAnnotation"
+EVICTION_EVENTS = ("Preempted", "Preempting", "Requeued")
+"""The events of an eviction: on the victim when suspended, on each beneficiary, on the victim
+when resumed."""
 
 Phase = Literal["suspend", "drain", "resume", "done"]
 
@@ -220,6 +224,25 @@ class EvictionStep:
     phase: Phase
     victim: Obj | None
     """The victim JobSet as observed (None: gone, or another incarnation)."""
+
+    @property
+    def id(self) -> str:
+        """Names this eviction in its events' memory: the victim and the commit's time."""
+        return f"{self.entry.owner}@{self.entry.at}"
+
+    @property
+    def suspended(self) -> bool:
+        """The suspend was written (the victim carries this eviction's stamp)."""
+        return (
+            self.victim is not None
+            and self.entry.at is not None
+            and stamped(_annotations(self.victim), self.entry.at)
+        )
+
+    @property
+    def resumed(self) -> bool:
+        """The resume was written (stamped, running again)."""
+        return self.suspended and not (self.victim or {}).get("spec", {}).get("suspend")
 
 
 @dataclass(frozen=True)

@@ -150,41 +150,50 @@ def _event_on(
 
 
 def _eviction_writes(
-    step: EvictionStep, state: ClusterState, settings: WriteSettings
+    step: EvictionStep, state: ClusterState, settings: WriteSettings, announced: Announced
 ) -> list[Write]:
     """The writes of one eviction's step, each derived from the ledger entry and the observed
-    objects alone (the events' names too), so a restarted controller repeats none of them."""
+    objects alone (the events' names too). An event goes with the write it reports, and is sent
+    again in each later step until this process has sent it: a controller restarted between the
+    write and its event sends the event then (answered 409 when it exists). The victim's writes
+    are its controller's (`--namespace`), the beneficiaries' events theirs."""
     entry, victim = step.entry, step.victim
-    if victim is None or not _mine(entry.owner, settings.namespaces):
-        writes: list[Write] = []
-    elif step.phase == "suspend" and entry.at is not None:
-        message = (
-            f"preempted for {', '.join(entry.beneficiaries)}: {entry.note}; suspended, it "
-            "returns to the queue once its pods are gone"
-        )
-        writes = [
-            SuspendJobSet.evict(entry.owner, victim, entry.at),
-            _event_on(victim, entry.owner, "Preempted", message, "Normal", settings),
-        ]
-    elif step.phase == "resume":
-        message = (
-            f"its pods are gone after its preemption for {', '.join(entry.beneficiaries)}: "
-            "resumed, it waits for a new placement"
-        )
-        return [
-            SuspendJobSet.resume(entry.owner, victim),
-            _event_on(victim, entry.owner, "Requeued", message, "Normal", settings),
-        ]
-    else:
-        return []
-    if step.phase == "suspend":
+    beneficiaries = ", ".join(entry.beneficiaries)
+    writes: list[Write] = []
+
+    def event(obj: Obj, key: str, reason: str, message: str) -> None:
+        if (reason, key, step.id) not in announced.evictions:
+            w = _event_on(obj, key, reason, message, "Normal", settings)
+            writes.append(w.model_copy(update={"plan_id": step.id}))
+
+    mine = victim is not None and _mine(entry.owner, settings.namespaces)
+    if step.phase == "suspend" and entry.at is not None and victim is not None and mine:
+        writes.append(SuspendJobSet.evict(entry.owner, victim, entry.at))
+    if step.phase == "suspend" or step.suspended:
+        if victim is not None and mine:
+            event(
+                victim,
+                entry.owner,
+                "Preempted",
+                f"preempted for {beneficiaries}: {entry.note}; suspended, it returns to the "
+                "queue once its pods are gone",
+            )
         for b in entry.beneficiaries:
             namespace, _, name = b.partition("/")
             obj = state.jobsets.get((namespace, name))
-            if obj is None or not _mine(b, settings.namespaces):
-                continue
-            message = f"preempting {entry.owner} ({entry.note}); placed once its pods are gone"
-            writes.append(_event_on(obj, b, "Preempting", message, "Normal", settings))
+            if obj is not None and _mine(b, settings.namespaces):
+                message = f"preempting {entry.owner} ({entry.note}); placed once its pods are gone"
+                event(obj, b, "Preempting", message)
+    if victim is not None and mine and (step.phase == "resume" or step.resumed):
+        if step.phase == "resume":
+            writes.append(SuspendJobSet.resume(entry.owner, victim))
+        event(
+            victim,
+            entry.owner,
+            "Requeued",
+            f"its pods are gone after its preemption for {beneficiaries}: resumed, it waits "
+            "for a new placement",
+        )
     return writes
 
 
@@ -322,7 +331,7 @@ def plan_writes(
     labeled: list[tuple[str, Assignment]] = []
     unschedulable_events: list[Write] = []
     for step in evictions.steps:
-        writes.extend(_eviction_writes(step, state, settings))
+        writes.extend(_eviction_writes(step, state, settings, announced))
     for ms in managed:
         if ms.finished or ms.evicting or ms.key in evicting:
             continue
