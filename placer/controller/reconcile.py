@@ -452,14 +452,14 @@ class Controller:
 
     def _log_kueue(self, eligible: Eligibility) -> None:
         """Say once per JobSet that placer neither preempts for it nor evicts it."""
-        for key in sorted(eligible.kueue - self.memory.kueue_not_preempting):
+        for key in sorted(eligible.no_preempt - self.memory.kueue_not_preempting):
             log.info(
                 "%s: managed by Kueue (label %s): placer neither preempts for it nor evicts it; "
                 "Kueue preempts by quota",
                 key,
                 KUEUE_QUEUE_LABEL,
             )
-        self.memory.kueue_not_preempting = set(eligible.kueue)
+        self.memory.kueue_not_preempting = set(eligible.no_preempt)
 
     def _plan(self, reviewed: Reviewed, timer: PhaseTimer) -> PlannedRound:
         """Phase 3: every due target in one solver call around everything held."""

@@ -93,9 +93,8 @@ class Eligibility:
 
     victims: Mapping[str, Victim] = field(default_factory=dict)
     no_preempt: frozenset[str] = frozenset()
-    """Pending JobSets that never preempt (Kueue manages them)."""
-    kueue: frozenset[str] = frozenset()
-    """Managed JobSets Kueue manages: neither victims nor preemptors (logged once each)."""
+    """Managed JobSets Kueue manages (label `kueue.x-k8s.io/queue-name`): they never preempt
+    and are never victims (logged once each)."""
     warnings: Mapping[str, str] = field(default_factory=dict)
     """JobSet key -> why its preemption annotations are unreadable (a Warning event)."""
 
@@ -137,12 +136,7 @@ def eligibility(
         ):
             continue
         victims[ms.key] = Victim(uid=ms.uid, facts=facts)
-    return Eligibility(
-        victims=victims,
-        no_preempt=frozenset(kueue),
-        kueue=frozenset(kueue),
-        warnings=warnings,
-    )
+    return Eligibility(victims=victims, no_preempt=frozenset(kueue), warnings=warnings)
 
 
 def evictable_snapshot(
