@@ -17,10 +17,14 @@ domain:
    record is written but its pods stay gated (its nodes unlabeled) while a victim pod, Terminating
    included, is bound to one of its nodes (`Evictions.waiting`).
 4. resume: once no pod of the victim is left, it is unsuspended: JobSet resumes its child Jobs,
-   whose new pods come back with the placement gate, and the victim is planned again like any
-   pending JobSet (event `Requeued`).
+   whose new pods come back with the placement gate (node-labels binding: selecting labels no
+   node carries any more), and the victim is planned again like any pending JobSet (event
+   `Requeued`).
 5. done: the victim runs again (or is gone) and none of its pods is on a beneficiary's nodes: the
    entry is released by the next commit.
+
+An event goes with the write it reports and is sent again in each later step until this process
+has sent it, so a restart between the write and its event loses neither (writeplan.py).
 
 A beneficiary deleted mid-way changes nothing for the victim: it was evicted, it goes back to the
 queue. Who may be a victim (`eligibility`): a managed JobSet whose record is in force and whose
