@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import signal
 from typing import Any
 
 from tests.cluster.processes import wait_until
@@ -109,3 +110,45 @@ def test_a_high_priority_jobset_preempts_the_low_one_holding_its_slices(
     )
     assert "placement" in ledger_kinds(scenario)
     assert len(scenario.get_jobset("low")["metadata"]["annotations"][PREEMPTED_AT].split(",")) == 1
+
+
+def test_a_controller_killed_mid_eviction_finishes_it_after_a_restart(scenario: Scenario) -> None:
+    """SIGKILL as soon as the ledger records the eviction (before or just after the suspend,
+    whichever the race gives); the restarted controller finishes from the ledger: low suspended
+    and back in the queue, high on one of low's slices, no slice held twice."""
+    scenario.use_example_cluster("tpu-v5e-v6e.yaml")
+    scenario.start_pod_reaper()
+    controller = scenario.start_controller("--preemption=lower-priority", "--replan-interval=2")
+    scenario.create_jobset(prioritized("low", slices=7, priority_class="low"))
+    scenario.wait_pods_bound("low", count=14)
+    held = {
+        j["domain"]["value"] for j in assignment_of(scenario.get_jobset("low"))["jobs"].values()
+    }
+    scenario.create_jobset(prioritized("high", slices=1, priority_class="high"))
+    wait_until(
+        lambda: "eviction" in ledger_kinds(scenario),
+        timeout_s=120,
+        what="the eviction in the ledger",
+        interval_s=0.05,
+    )
+    controller.stop(sig=signal.SIGKILL)
+    controller.start()
+
+    pods = scenario.wait_pods_bound("high", count=2, timeout_s=180)
+    [slice_] = {
+        j["domain"]["value"] for j in assignment_of(scenario.get_jobset("high"))["jobs"].values()
+    }
+    assert slice_ in held
+    labels = scenario.node_labels()
+    assert {labels[p.spec.node_name]["cloud.google.com/gke-nodepool"] for p in pods} == {slice_}
+    wait_until(
+        lambda: (
+            not scenario.get_jobset("low")["spec"].get("suspend")
+            and all(gated(p) and not p.spec.node_name for p in scenario.pods_of("low"))
+            and "eviction" not in ledger_kinds(scenario)
+        ),
+        timeout_s=120,
+        what="low back in the queue and the eviction released",
+    )
+    assert len(scenario.get_jobset("low")["metadata"]["annotations"][PREEMPTED_AT].split(",")) == 1
+    assert [e.reason for e in scenario.events("low")].count("Preempted") == 1
