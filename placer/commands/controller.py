@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from placer.commands.common import add_solver_args, options_from_args
+from placer.commands.preemption_args import add_preemption_args
 from placer.commands.timing import (
     add_guard_arg,
     add_time_args,
@@ -36,6 +37,7 @@ from placer.model.durations import parse_go_duration
 from placer.model.errors import ClusterError, InputError
 from placer.model.files import check_input_file
 from placer.model.messages import echo
+from placer.model.preemption import DEFAULT_MAX_PER_DAY
 
 __all__ = ["register", "run"]
 
@@ -74,6 +76,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _add_placement_args(parser)
     add_solver_args(parser)
     add_time_args(parser, planning_instant=False)
+    _add_preemption_limit(add_preemption_args(parser))
     _add_loop_args(parser.add_argument_group("loop"))
     _add_kueue_args(parser.add_argument_group("kueue"))
     _add_operation_args(parser.add_argument_group("operation"))
@@ -124,6 +127,28 @@ def _add_placement_args(parser: argparse.ArgumentParser) -> None:
         dest="extended_resource_toleration",
         action="store_false",
         help="do not model the ExtendedResourceToleration admission plugin",
+    )
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {echo(text)}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return value
+
+
+def _add_preemption_limit(group: argparse._ArgumentGroup) -> None:
+    """The controller's own preemption flag (the others are `placer plan`'s)."""
+    group.add_argument(
+        "--max-preemptions-per-day",
+        metavar="N",
+        type=_count,
+        default=DEFAULT_MAX_PER_DAY,
+        help="with --preemption: a JobSet preempted N times in the last 24 hours (its "
+        f"placer.dev/preempted-at stamps) is not preempted again (default {DEFAULT_MAX_PER_DAY})",
     )
 
 
@@ -233,13 +258,21 @@ def _config(args: argparse.Namespace, identity: str) -> Any:
     from placer.controller.act.lease import default_namespace
     from placer.controller.reconcile import ControllerConfig
 
+    options = _options(args)
+    if args.kueue_admission_check and options.preemption.active:
+        raise InputError(
+            "cannot be combined with --kueue-admission-check: under Kueue, Kueue preempts (by "
+            "quota) and placer frees the domains of what it evicts",
+            field="--preemption",
+            code="usage",
+        )
     return ControllerConfig(
         binding=args.binding,
         namespaces=tuple(sorted(set(args.namespaces or ()))),
         pin_nodes=args.pin_nodes,
         dry_run=args.dry_run,
         solver=args.solver,
-        options=_options(args),
+        options=options,
         window_s=args.window,
         replan_s=args.replan_interval,
         resync_s=args.resync_interval,
@@ -250,6 +283,7 @@ def _config(args: argparse.Namespace, identity: str) -> Any:
         list_retry_s=args.retry_timeout,
         kueue_admission_check=args.kueue_admission_check,
         kueue_hold_quota_s=parse_go_duration(args.kueue_hold_quota, field="--kueue-hold-quota"),
+        max_preemptions_per_day=args.max_preemptions_per_day,
     )
 
 

@@ -15,7 +15,8 @@ __all__ = ["add_preemption_args", "preemption_from_args"]
 _DEFAULTS = PreemptionPolicy()
 
 
-def add_preemption_args(parser: argparse.ArgumentParser) -> None:
+def add_preemption_args(parser: argparse.ArgumentParser) -> argparse._ArgumentGroup:
+    """The flags, in a group of their own (returned: `placer controller` adds its own there)."""
     group = parser.add_argument_group("preemption")
     group.add_argument(
         "--preemption",
@@ -40,6 +41,7 @@ def add_preemption_args(parser: argparse.ArgumentParser) -> None:
         help="preempt only for a JobSet expected to wait longer than this Go duration without "
         "preemption (default: for any JobSet that cannot start now)",
     )
+    return group
 
 
 def preemption_from_args(args: argparse.Namespace) -> PreemptionPolicy:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from placer.controller.decide.kueue_check import DEFAULT_HOLD_QUOTA_S
+from placer.controller.decide.preempting import DEFAULT_MAX_PER_DAY
 from placer.controller.decide.survey import Binding
 from placer.model.options import SolveOptions
 
@@ -46,3 +47,6 @@ class ControllerConfig(BaseModel):
     watch Workloads, AdmissionChecks, ClusterQueues and ResourceFlavors; plans time-aware."""
     kueue_hold_quota_s: float = DEFAULT_HOLD_QUOTA_S
     """How long a Workload may hold reserved quota waiting for a placement before Retry."""
+    max_preemptions_per_day: int = Field(default=DEFAULT_MAX_PER_DAY, ge=0)
+    """With `options.preemption` on: a JobSet preempted this many times in the last 24 h (its
+    `placer.dev/preempted-at` stamps) is not evicted again until the oldest is a day old."""

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from placer.controller.decide.observed import Announced
 from placer.controller.decide.planning import PlannedRound
+from placer.controller.decide.preempting import EVICTION_EVENTS, PREEMPTION_WARNING
 from placer.controller.decide.reserving import DURATION_WARNING
 from placer.controller.decide.review import Review, Target
 from placer.controller.decide.writes import EmitEvent, Write
@@ -47,6 +48,12 @@ class CycleMemory:
         """(JobSet, plan id) whose Placed event was sent (or found already sent)."""
         self.duration_warnings: dict[str, str] = {}
         """JobSet -> the expected-duration warning already emitted."""
+        self.preemption_warnings: dict[str, str] = {}
+        """JobSet -> the preemption-annotation warning already emitted."""
+        self.eviction_events: set[tuple[str, str, str]] = set()
+        """(reason, JobSet, eviction id) of the preemption events sent."""
+        self.kueue_not_preempting: set[str] = set()
+        """Kueue-managed JobSets already logged as neither preempting nor preemptible."""
         self.kueue_warnings: set[str] = set()
         """Names of the Kueue Warning events already sent (one per object and message)."""
 
@@ -88,6 +95,8 @@ class CycleMemory:
             unschedulable=dict(self.unschedulable),
             placed=frozenset(self.placed),
             duration_warnings=dict(self.duration_warnings),
+            preemption_warnings=dict(self.preemption_warnings),
+            evictions=frozenset(self.eviction_events),
         )
 
     def remember(
@@ -108,5 +117,9 @@ class CycleMemory:
                 self.placed.add((w.jobset, w.plan_id))
             elif isinstance(w, EmitEvent) and w.reason == DURATION_WARNING:
                 self.duration_warnings[w.jobset] = str(w.body.get("message"))
+            elif isinstance(w, EmitEvent) and w.reason == PREEMPTION_WARNING:
+                self.preemption_warnings[w.jobset] = str(w.body.get("message"))
+            elif isinstance(w, EmitEvent) and w.reason in EVICTION_EVENTS:
+                self.eviction_events.add((w.reason, w.jobset, w.plan_id))
             elif isinstance(w, EmitEvent) and not w.jobset:
                 self.kueue_warnings.add(str(w.body["metadata"]["name"]))

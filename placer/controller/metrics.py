@@ -72,6 +72,11 @@ class Metrics:
             ["outcome"],
             registry=r,
         )
+        self.preemptions = Counter(
+            "placer_preemptions",
+            "Running JobSets whose eviction this replica committed (--preemption).",
+            registry=r,
+        )
         self.leader = Gauge("placer_leader", "1 while this replica leads.", registry=r)
 
     def serve(self, port: int, addr: str = "0.0.0.0") -> None:

@@ -67,29 +67,42 @@ from placer.controller.decide.kueue_check import (
 from placer.controller.decide.kueue_eta import estimate_behind
 from placer.controller.decide.kueue_workloads import KueueView, read_kueue
 from placer.controller.decide.ledger import (
+    EVICTION,
     LEDGER_LABEL,
     LEDGER_NAME,
     Fence,
     Ledger,
     LedgerChange,
+    LedgerEntry,
+    entry_key,
     read_ledger,
 )
 from placer.controller.decide.ledgerplan import ledger_change, view_ledger
 from placer.controller.decide.observed import Observed, Reviewed
 from placer.controller.decide.planning import PlannedRound, planning_inputs, solve_targets
+from placer.controller.decide.preempting import (
+    KUEUE_QUEUE_LABEL,
+    Eligibility,
+    Evictions,
+    eligibility,
+    eviction_steps,
+    placements,
+)
 from placer.controller.decide.reserving import reservation_changes
 from placer.controller.decide.review import Review, review
 from placer.controller.decide.snapshot import planning_snapshot
 from placer.controller.decide.state import ClusterState
-from placer.controller.decide.survey import ParseMemo, RefMemo, survey
+from placer.controller.decide.survey import ParseMemo, RefMemo, jobset_pods, survey
 from placer.controller.decide.writeplan import WriteSettings, plan_writes
 from placer.controller.decide.writes import Write
 from placer.controller.memory import CycleMemory
 from placer.controller.metrics import Metrics
 from placer.controller.report import CycleReport, PhaseTimer
+from placer.model.assignment import Assignment
 from placer.model.cluster import ClusterSnapshot
 from placer.model.errors import InputError
 from placer.model.options import SolveOptions
+from placer.model.preemption import PreemptionPolicy
 from placer.runtime import collector_paused, freeze_long_lived
 from placer.solver.interface import Solver
 from placer.solver.registry import get_solver, prepare_solver
@@ -144,6 +157,11 @@ class Controller:
         clocks: Clocks | None = None,
     ) -> None:
         self.adapter = adapter
+        if config.kueue_admission_check and config.options.preemption.active:
+            # `placer controller` refuses the pair (exit 2); a config built in code is told here
+            log.warning("--preemption is off under --kueue-admission-check: Kueue preempts")
+            options = config.options.model_copy(update={"preemption": PreemptionPolicy()})
+            config = config.model_copy(update={"options": options})
         if config.kueue_admission_check and not config.options.time.active:
             # a check's Pending message gives the expected start; Rejected needs the verdict
             # on an empty cluster: both come from the time-aware pass
@@ -366,10 +384,23 @@ class Controller:
             if self.config.kueue_admission_check:
                 observed, kueue, adm = self._kueue(observed)
             admit = adm.admit if adm is not None else frozenset()
-            rev = review(observed.managed, observed.index, options, admit=admit)
             view = view_ledger(observed.ledger, observed.state, observed.managed)
             if adm is not None:
                 view = release_evicted(view, adm.release)
+            evictions = self._evictions(observed, view.evictions)
+            view = view.releasing(evictions.done)
+            rev = review(
+                observed.managed, observed.index, options, admit=admit, lent=evictions.lent
+            )
+            eligible = None
+            if options.preemption.active:
+                eligible = eligibility(
+                    observed.managed,
+                    rev,
+                    now_s=self.wall_clock(),
+                    max_per_day=self.config.max_preemptions_per_day,
+                )
+                self._log_kueue(eligible)
         if view.suspects and not self.config.dry_run:
             with timer("commit"):
                 if gone is None:
@@ -401,7 +432,34 @@ class Controller:
             wall_s=self.wall_clock(),
             gone=gone,
             kueue=kueue,
+            eligibility=eligible,
+            evictions=evictions,
         )
+
+    def _evictions(
+        self,
+        observed: Observed,
+        entries: Mapping[str, LedgerEntry],
+        placed: Mapping[str, Assignment] | None = None,
+    ) -> Evictions:
+        """Where each eviction in `entries` stands (preempting.eviction_steps), its
+        beneficiaries' records read from the ledger and `placed` (this round's)."""
+        if not entries:
+            return Evictions()
+        records = {**placements(observed.ledger.entries.values()), **(placed or {})}
+        pods = jobset_pods(observed.state, self._refs)
+        return eviction_steps(entries, observed.state, records, observed.index, pods)
+
+    def _log_kueue(self, eligible: Eligibility) -> None:
+        """Say once per JobSet that placer neither preempts for it nor evicts it."""
+        for key in sorted(eligible.no_preempt - self.memory.kueue_not_preempting):
+            log.info(
+                "%s: managed by Kueue (label %s): placer neither preempts for it nor evicts it; "
+                "Kueue preempts by quota",
+                key,
+                KUEUE_QUEUE_LABEL,
+            )
+        self.memory.kueue_not_preempting = set(eligible.no_preempt)
 
     def _plan(self, reviewed: Reviewed, timer: PhaseTimer) -> PlannedRound:
         """Phase 3: every due target in one solver call around everything held."""
@@ -419,6 +477,10 @@ class Controller:
         unschedulable; reservations are announced only once committed."""
         observed, view, options = reviewed.observed, reviewed.ledger, reviewed.options
         with timer("commit"):
+            intents = {
+                v: e.model_copy(update={"at": reviewed.wall_s})
+                for v, e in planned.evictions.items()
+            }
             change, refused = ledger_change(
                 observed.ledger,
                 view,
@@ -426,6 +488,13 @@ class Controller:
                 planned.placed,
                 observed.index,
                 fence=self.fence,
+                evictions=intents,
+            )
+            planned = replace(
+                planned,
+                evictions={
+                    v: change.put[k] for v in intents if (k := entry_key(EVICTION, v)) in change.put
+                },
             )
             planned = planned.refusing(refused)
             reserved = {}
@@ -458,6 +527,9 @@ class Controller:
         self.metrics.ledger_commits.labels(outcome=outcome).inc()
         if result.committed:
             planned = replace(planned, reserved=reserved)
+            self.metrics.preemptions.inc(len(planned.evictions))
+        else:
+            planned = replace(planned, evictions={})
         return _Committed(planned, refused, committed=result.committed)
 
     def _write(
@@ -473,8 +545,31 @@ class Controller:
         )
         announced = self.memory.announced()
         with timer("write planning"):
+            planned = outcome.planned
+            fresh = {
+                entry_key(EVICTION, v): e
+                if e.at is not None
+                else e.model_copy(
+                    update={"at": reviewed.wall_s}  # a dry run: never committed
+                )
+                for v, e in planned.evictions.items()
+            }
+            evictions = (
+                self._evictions(
+                    reviewed.observed, {**reviewed.ledger.evictions, **fresh}, planned.placed
+                )
+                if fresh
+                else reviewed.evictions
+            )
+            eligible = reviewed.eligibility
             writes = plan_writes(
-                reviewed.observed, reviewed.review, outcome.planned, settings, announced
+                reviewed.observed,
+                reviewed.review,
+                planned,
+                settings,
+                announced,
+                evictions=evictions,
+                preemption_warnings=eligible.warnings if eligible is not None else {},
             )
             if reviewed.kueue is not None:
                 writes += self._kueue_writes(

@@ -12,12 +12,14 @@ computes: which JobSets the solver may evict, and which it picks, is the solver'
 - `eviction_cost`: the work lost (its accelerators times the time since its last checkpoint, else
   since it started) plus the restart cost (its accelerators times `restart_cost_s`), in
   accelerator-seconds.
+- `PREEMPTED_AT`: when the controller preempted a JobSet, stamped on the JobSet itself with the
+  suspend (`placer controller --max-preemptions-per-day` counts them; `stamped`, `with_stamp`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -28,8 +30,10 @@ from placer.model.messages import echo
 
 __all__ = [
     "CHECKPOINT_INTERVAL",
+    "DEFAULT_MAX_PER_DAY",
     "DEFAULT_RESTART_COST_S",
     "NOT_MOVED",
+    "PREEMPTED_AT",
     "PREEMPTIBLE",
     "PREEMPTION_MODES",
     "EvictionCost",
@@ -37,11 +41,24 @@ __all__ = [
     "PreemptionMode",
     "PreemptionPolicy",
     "eviction_cost",
+    "format_stamp",
     "jobset_preemption_facts",
+    "recent_preemptions",
+    "stamped",
+    "with_stamp",
 ]
 
 CHECKPOINT_INTERVAL = "placer.dev/checkpoint-interval"
 PREEMPTIBLE = "placer.dev/preemptible"
+PREEMPTED_AT = "placer.dev/preempted-at"
+"""On a JobSet the controller preempted: the times (RFC 3339, comma-separated) of its preemptions
+in the last day, written with the suspend itself (one merge patch), so the count lives in the
+cluster and survives any controller restart."""
+DAY_S = 86400.0
+DEFAULT_MAX_PER_DAY = 2
+"""`placer controller --max-preemptions-per-day`: a JobSet loses at most two runs a day to
+preemption (each restart costs it minutes to an hour of its accelerators; preempted more often, a
+long job may never progress)."""
 DEFAULT_RESTART_COST_S = 300.0
 """Five minutes of a JobSet's accelerators: rescheduling, pulling images, loading a checkpoint."""
 
@@ -159,3 +176,42 @@ def eviction_cost(
     interval = facts.checkpoint_interval_s
     lost = elapsed % interval if interval else elapsed
     return EvictionCost(accelerators=accelerators, lost_s=lost, restart_s=restart_cost_s)
+
+
+def format_stamp(epoch_s: float) -> str:
+    """An eviction's time as stamped on its victim: RFC 3339 UTC, whole seconds."""
+    return datetime.fromtimestamp(int(epoch_s), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _stamps(text: object) -> list[str]:
+    return [t.strip() for t in text.split(",") if t.strip()] if isinstance(text, str) else []
+
+
+def _epoch(stamp: str) -> float | None:
+    try:
+        when = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return None  # an unreadable stamp counts for nothing (it was not placer's)
+    return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
+
+
+def stamped(annotations: Mapping[str, Any], epoch_s: float) -> bool:
+    """Does the JobSet carry the stamp of the eviction committed at `epoch_s`?"""
+    return format_stamp(epoch_s) in _stamps(annotations.get(PREEMPTED_AT))
+
+
+def recent_preemptions(annotations: Mapping[str, Any], now_s: float) -> int:
+    """How many times the JobSet was preempted in the day before `now_s`."""
+    times = (_epoch(t) for t in _stamps(annotations.get(PREEMPTED_AT)))
+    return sum(1 for t in times if t is not None and now_s - DAY_S < t <= now_s + 60)
+
+
+def with_stamp(annotations: Mapping[str, Any], epoch_s: float) -> str:
+    """The annotation's new value: the stamps of the last day before `epoch_s`, plus this one."""
+    kept = [
+        t
+        for t in _stamps(annotations.get(PREEMPTED_AT))
+        if (e := _epoch(t)) is not None and epoch_s - DAY_S < e
+    ]
+    stamp = format_stamp(epoch_s)
+    return ",".join(sorted({*kept, stamp}))

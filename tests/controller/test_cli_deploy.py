@@ -69,6 +69,60 @@ def test_controller_usage_errors_are_one_line(capsys: Any) -> None:
     assert capsys.readouterr().err.count("\n") == 1
 
 
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [
+        pytest.param(
+            ["--preemption", "lower-priority", "--kueue-admission-check"],
+            "--preemption",
+            id="preemption-under-kueue",
+        ),
+        pytest.param(
+            ["--preemption", "lower-priority", "--reservations", "head"],
+            "--preemption",
+            id="preemption-with-reservations",
+        ),
+        pytest.param(["--max-preemptions-per-day", "-1"], "--max-preemptions-per-day", id="neg"),
+        pytest.param(["--max-preemptions-per-day", "two"], "--max-preemptions-per-day", id="nan"),
+        pytest.param(["--restart-cost", "soon"], "--restart-cost", id="restart-cost"),
+        pytest.param(["--preempt-after=-1h"], "--preempt-after", id="preempt-after"),
+    ],
+)
+def test_controller_preemption_flag_errors_are_one_line(
+    flags: list[str], named: str, capsys: Any
+) -> None:
+    try:
+        code = main(["controller", "--once", *flags])
+    except SystemExit as e:  # argparse's own refusals
+        code = e.code  # type: ignore[assignment]
+    assert code == 2
+    err = capsys.readouterr().err
+    assert named in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize(("limit", "evicted"), [(2, True), (0, False)])
+def test_controller_once_preempts_over_http(
+    tmp_path: Path, capsys: Any, limit: int, evicted: bool
+) -> None:
+    """The real adapter suspends the victim (one merge patch) through the API server stand-in;
+    `--max-preemptions-per-day 0` protects every JobSet."""
+    from benchmarks import cluster_sim as sim
+
+    with ApiServer(tpu_cluster(blocks=2)) as api:
+        add_jobset(api.cluster, "low", jobs=2, priority=0)
+        config = str(kubeconfig(tmp_path, api.url))
+        assert main(["controller", "--once", "--solver", "best-fit", "--kubeconfig", config]) == 0
+        sim.schedule(api.cluster)
+        add_jobset(api.cluster, "high", jobs=1, priority=100)
+        flags = ["--preemption", "lower-priority", "--max-preemptions-per-day", str(limit)]
+        assert main(["controller", "--once", *flags, "--workers", "1", "--kubeconfig", config]) == 0
+        low = api.cluster.get("jobsets", "low", namespace="default")
+        assert bool(low["spec"].get("suspend")) is evicted
+        assert (record(api.cluster, "high") is not None) is evicted
+        assert (record(api.cluster, "low") is None) is evicted
+        capsys.readouterr()
+
+
 def test_unreachable_cluster_is_one_line(tmp_path: Path, capsys: Any) -> None:
     code = main(
         [

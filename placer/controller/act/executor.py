@@ -8,7 +8,8 @@
 - Anything else (403, 422): a bug or a policy refusal; logged and counted, never retried blindly.
 
 A failed or aborted record write drops every later write of the same JobSet, so no pod is ungated
-and no node labeled without its record in the cluster.
+and no node labeled without its record in the cluster; so does a failed suspend of a preempted
+JobSet (no `Preempted` event before it is suspended; the next cycle tries again).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from placer.controller.decide.writes import (
     LabelNode,
     RecordAssignment,
     SetAdmissionCheck,
+    SuspendJobSet,
     UngatePod,
     Write,
 )
@@ -63,7 +65,7 @@ class ExecReport:
 
 def _kind(w: Write) -> Kind:
     match w:
-        case RecordAssignment():
+        case RecordAssignment() | SuspendJobSet():
             return "jobsets"
         case UngatePod():
             return "pods"
@@ -80,7 +82,7 @@ def _kind(w: Write) -> Kind:
 
 def _send(adapter: ClusterAdapter, w: Write) -> Obj:
     match w:
-        case RecordAssignment():
+        case RecordAssignment() | SuspendJobSet():
             return adapter.patch("jobsets", w.name, w.patch(), namespace=w.namespace)
         case UngatePod():
             return adapter.patch("pods", w.name, w.patch, namespace=w.namespace)
@@ -97,7 +99,7 @@ def _send(adapter: ClusterAdapter, w: Write) -> Obj:
 
 def _read(adapter: ClusterAdapter, w: Write) -> Obj:
     match w:
-        case RecordAssignment():
+        case RecordAssignment() | SuspendJobSet():
             return adapter.get("jobsets", w.name, namespace=w.namespace)
         case UngatePod():
             return adapter.get("pods", w.name, namespace=w.namespace)
@@ -112,7 +114,14 @@ def _read(adapter: ClusterAdapter, w: Write) -> Obj:
 
 def _rebase(w: Write, current: Obj) -> Write | None:
     match w:
-        case RecordAssignment() | UngatePod() | LabelNode() | SetAdmissionCheck() | ActivateCheck():
+        case (
+            RecordAssignment()
+            | UngatePod()
+            | LabelNode()
+            | SetAdmissionCheck()
+            | ActivateCheck()
+            | SuspendJobSet()
+        ):
             return w.rebase(current)
     return None
 
@@ -230,16 +239,16 @@ def execute(
         except Aborted as e:
             log.warning("dropped %s: %s", w.describe(), e)
             report.dropped.append((w, str(e)))
-            if isinstance(w, RecordAssignment):
+            if isinstance(w, RecordAssignment | SuspendJobSet):
                 lost[w.jobset] = str(e)
             continue
         except _Failed as e:
             log.error("failed to %s: %s", w.describe(), e)
             report.failed.append((w, str(e)))
-            if isinstance(w, RecordAssignment):
-                lost[w.jobset] = f"record not written: {e}"
+            if isinstance(w, RecordAssignment | SuspendJobSet):
+                lost[w.jobset] = f"{w.op} not written: {e}"
             continue
-        if outcome == "gone" and isinstance(w, RecordAssignment):
+        if outcome == "gone" and isinstance(w, RecordAssignment | SuspendJobSet):
             lost[w.jobset] = "JobSet is gone"
             report.dropped.append((w, "JobSet is gone"))
             continue

@@ -27,9 +27,10 @@ Entries are keyed `<kind>.<namespace>.<name>` and carry a `kind`: "placement", o
 (time-aware planning: the domains a waiting JobSet is promised from `start`, epoch seconds, see
 reserving.py). A reservation is no exclusive hold: a JobSet expected to end before `start` may
 run there (backfill), so reservations are left out of the node-by-node clash check and reach the
-planner as `ClusterSnapshot.reservations`. An entry of another kind, or a reservation without a
-`start`, is held like a placement. Pure functions here; the commit itself (the API calls) is in
-commit.py.
+planner as `ClusterSnapshot.reservations`. Or "eviction" (`--preemption`, preempting.py): a
+running JobSet being preempted, with when and for whom; it holds nothing. An entry of another kind,
+or a reservation without a `start`, is held like a placement. Pure functions here; the commit
+itself (the API calls) is in commit.py.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from placer.model.assignment import PREFIX, Assignment, JobAssignment
 from placer.model.plan import DomainRef
 
 __all__ = [
+    "EVICTION",
     "HOLDER_ANNOTATION",
     "LEDGER_LABEL",
     "LEDGER_NAME",
@@ -87,6 +89,10 @@ def fence_annotation(lease: str) -> str:
 
 PLACEMENT = "placement"
 RESERVATION = "reservation"
+EVICTION = "eviction"
+"""A running JobSet being preempted (preempting.py): the intent, committed in the same change that
+releases its placement and places its beneficiaries, so a restarted controller finishes the
+eviction from the ledger alone. It holds no domain (its record is empty)."""
 
 
 class Deposed(Exception):
@@ -126,6 +132,13 @@ class LedgerEntry(BaseModel):
     """Reservations: when the JobSet is expected to start there (epoch seconds)."""
     end: float | None = None
     """Reservations: when it is expected to end (epoch seconds)."""
+    at: float | None = None
+    """Evictions: when the eviction was committed (epoch seconds); also stamped on the victim
+    (preempting.PREEMPTED_AT), which is how a restarted controller knows it was suspended."""
+    beneficiaries: tuple[str, ...] = ()
+    """Evictions: the JobSets placed on what the victim frees (`namespace/name`, sorted)."""
+    note: str = ""
+    """Evictions: what the eviction costs, as the `Preempted` event says it."""
 
     @property
     def soft(self) -> bool:
@@ -150,6 +163,12 @@ class LedgerEntry(BaseModel):
             data["start"] = round(self.start, 3)
         if self.end is not None:
             data["end"] = round(self.end, 3)
+        if self.at is not None:
+            data["at"] = round(self.at, 3)
+        if self.beneficiaries:
+            data["for"] = list(self.beneficiaries)
+        if self.note:
+            data["note"] = self.note
         return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
     @classmethod
@@ -165,7 +184,7 @@ class LedgerEntry(BaseModel):
             pinned=bool(data.get("pinned")),
             plan_id=str(data.get("plan") or ""),
         )
-        start, end = data.get("start"), data.get("end")
+        start, end, at = data.get("start"), data.get("end"), data.get("at")
         return cls(
             kind=str(data.get("kind") or PLACEMENT),
             owner=owner,
@@ -173,6 +192,9 @@ class LedgerEntry(BaseModel):
             record=record,
             start=None if start is None else float(start),
             end=None if end is None else float(end),
+            at=None if at is None else float(at),
+            beneficiaries=tuple(str(b) for b in data.get("for") or ()),
+            note=str(data.get("note") or ""),
         )
 
 
@@ -242,6 +264,13 @@ class Ledger:
         """The committed placement of this JobSet (this incarnation of it), if any."""
         entry = self.entries.get(entry_key(PLACEMENT, owner))
         if entry is None or (uid and entry.uid and entry.uid != uid):
+            return None
+        return entry
+
+    def eviction(self, owner: str, uid: str) -> LedgerEntry | None:
+        """The eviction in progress of this JobSet (this incarnation of it), if any."""
+        entry = self.entries.get(entry_key(EVICTION, owner))
+        if entry is None or entry.kind != EVICTION or (uid and entry.uid and entry.uid != uid):
             return None
         return entry
 
@@ -368,7 +397,7 @@ def exclusive_clashes(
     Reservations (`LedgerEntry.soft`) are no holds: backfill may run on their nodes."""
     owner_of: dict[str, list[tuple[str, str, bool]]] = {}
     for key, entry in sorted(entries.items()):
-        if entry.soft:
+        if entry.soft or entry.kind == EVICTION:
             continue
         for name, job in sorted(entry.record.jobs.items()):
             for node in _job_nodes(index, job):

@@ -9,18 +9,20 @@
 - `ledger_change`: the cycle's commit: its new placements, the records it adopts (a managed
   JobSet's record that the ledger lacks), and the releases. Before anything is sent, the ledger it
   would produce is checked node by node (`ledger.exclusive_clashes`): a new placement that would
-  share a node with another entry is dropped, whatever the planner said.
+  share a node with another entry is dropped, whatever the planner said. With preemption, the
+  same commit releases each victim's placement and records its eviction (preempting.py).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence, Set
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from placer.controller.adapter import Obj
 from placer.controller.decide.domains import DomainIndex
 from placer.controller.decide.ledger import (
+    EVICTION,
     PLACEMENT,
     Fence,
     Ledger,
@@ -50,6 +52,9 @@ class LedgerView:
     """Reservations in force (`LedgerEntry.soft`): entry key -> entry, of JobSets still waiting.
     A reservation whose JobSet finished or got a placement is released; one whose JobSet the
     cache does not show is a suspect, kept until confirmed gone."""
+    evictions: Mapping[str, LedgerEntry] = field(default_factory=dict)
+    """Evictions in progress (entry key -> entry, see preempting.py): no holds; released once
+    done (`releasing`)."""
 
     def without(self, gone: Set[str]) -> LedgerView:
         """The view once the suspects in `gone` are confirmed gone: released, no longer held."""
@@ -61,7 +66,14 @@ class LedgerView:
             release=self.release | gone,
             suspects={k: v for k, v in self.suspects.items() if k not in gone},
             reserved={k: v for k, v in self.reserved.items() if k not in gone},
+            evictions=self.evictions,
         )
+
+    def releasing(self, keys: Set[str]) -> LedgerView:
+        """The view with these entries (evictions done) released by this round's commit."""
+        if not keys:
+            return self
+        return replace(self, release=self.release | keys)
 
 
 def _uid(obj: Obj) -> str:
@@ -78,9 +90,14 @@ def view_ledger(
     owners: set[str] = set()
     reserved: dict[str, LedgerEntry] = {}
     placed = {e.owner for e in ledger.entries.values() if e.kind == PLACEMENT}
+    evictions: dict[str, LedgerEntry] = {}
     for key, entry in sorted(ledger.entries.items()):
         namespace, _, name = entry.owner.partition("/")
         obj = state.jobsets.get((namespace, name))
+        if entry.kind == EVICTION:
+            evictions[key] = entry  # holds nothing; its (old) record annotation neither
+            owners.add(entry.owner)
+            continue
         if entry.soft:
             if obj is None or (entry.uid and _uid(obj) != entry.uid):
                 suspects[key] = entry
@@ -109,7 +126,11 @@ def view_ledger(
         if record is not None:
             foreign[f"record.{namespace}.{name}"] = record.jobs
     return LedgerView(
-        foreign=foreign, release=frozenset(release), suspects=suspects, reserved=reserved
+        foreign=foreign,
+        release=frozenset(release),
+        suspects=suspects,
+        reserved=reserved,
+        evictions=evictions,
     )
 
 
@@ -121,9 +142,12 @@ def ledger_change(
     index: DomainIndex,
     *,
     fence: Fence | None = None,
+    evictions: Mapping[str, LedgerEntry] | None = None,
 ) -> tuple[LedgerChange, dict[str, str]]:
     """The commit for this cycle, and the new placements refused by the final node check
-    (JobSet key -> why)."""
+    (JobSet key -> why). `evictions` (victim key -> its eviction entry, preempting.py): each
+    victim's placement is released and its eviction recorded in the same commit that places its
+    beneficiaries; an eviction none of whose beneficiaries the check lets through is not made."""
     by_key = {ms.key: ms for ms in managed}
     put: dict[str, LedgerEntry] = {}
     for key, record in sorted(placed.items()):
@@ -135,14 +159,46 @@ def ledger_change(
             continue
         if k not in ledger.entries and k not in ledger.unreadable:
             put[k] = LedgerEntry(owner=ms.key, uid=ms.uid, record=ms.assignment)  # adopted
-    remove = view.release - put.keys()
+    evicting = dict(evictions or {})
     refused: dict[str, str] = {}
+    while True:
+        for victim, entry in sorted(evicting.items()):
+            put[entry_key(EVICTION, victim)] = entry
+        remove = (view.release | {entry_key(PLACEMENT, v) for v in evicting}) - put.keys()
+        _drop_clashes(ledger, put, remove, index, placed, refused)
+        undone = {
+            v
+            for v, e in evicting.items()
+            if not any(entry_key(PLACEMENT, b) in put for b in e.beneficiaries)
+        }
+        if not undone:
+            break
+        for victim in undone:
+            log.info("%s: not evicted: no JobSet it made room for was committed", victim)
+            put.pop(entry_key(EVICTION, victim), None)
+            del evicting[victim]
+    for a, b, node in exclusive_clashes(
+        {k: e for k, e in ledger.entries.items() if k not in remove}, index
+    )[:1]:
+        log.error("the ledger already holds node %s for both %s and %s", node, a, b)
+    return LedgerChange(put=put, remove=frozenset(remove), fence=fence), refused
+
+
+def _drop_clashes(
+    ledger: Ledger,
+    put: dict[str, LedgerEntry],
+    remove: Set[str],
+    index: DomainIndex,
+    placed: Mapping[str, Assignment],
+    refused: dict[str, str],
+) -> None:
+    """Drop from `put` every new entry that would share a node with another (in place)."""
     while True:
         after = {k: e for k, e in ledger.entries.items() if k not in remove}
         after.update(put)
         clashes = [c for c in exclusive_clashes(after, index) if c[0] in put or c[1] in put]
         if not clashes:
-            break
+            return
         a, b, node = clashes[0]
         drop = b if b in put else a
         other = a if drop == b else b
@@ -151,8 +207,3 @@ def ledger_change(
         log.error("%s: not committed: %s", owner, why)
         if owner in placed:
             refused[owner] = why
-    for a, b, node in exclusive_clashes(
-        {k: e for k, e in ledger.entries.items() if k not in remove}, index
-    )[:1]:
-        log.error("the ledger already holds node %s for both %s and %s", node, a, b)
-    return LedgerChange(put=put, remove=frozenset(remove), fence=fence), refused

@@ -15,6 +15,7 @@ from placer.controller.decide.domains import DomainIndex
 from placer.controller.decide.kueue_workloads import KueueView
 from placer.controller.decide.ledger import Ledger
 from placer.controller.decide.ledgerplan import LedgerView
+from placer.controller.decide.preempting import Eligibility, Evictions
 from placer.controller.decide.review import Review, Target
 from placer.controller.decide.state import ClusterState
 from placer.controller.decide.survey import ManagedJobSet
@@ -61,6 +62,10 @@ class Reviewed:
     """Ledger suspects a read confirmed gone (None: not asked yet); asked once per cycle."""
     kueue: KueueView | None = None
     """Kueue's Workloads and checks as this round read them (--kueue-admission-check)."""
+    eligibility: Eligibility | None = None
+    """Who may be evicted this round (None: --preemption none)."""
+    evictions: Evictions = field(default_factory=Evictions)
+    """The evictions in progress in the ledger, and whom they make wait (preempting.py)."""
 
 
 @dataclass(frozen=True)
@@ -73,3 +78,7 @@ class Announced:
     """(JobSet key, plan id) whose `Placed` event was sent (or found already sent)."""
     duration_warnings: Mapping[str, str] = field(default_factory=dict)
     """JobSet key -> the Warning about its unreadable expected duration last emitted."""
+    preemption_warnings: Mapping[str, str] = field(default_factory=dict)
+    """JobSet key -> the Warning about its unreadable preemption annotations last emitted."""
+    evictions: frozenset[tuple[str, str, str]] = frozenset()
+    """(reason, JobSet key, eviction id) of the preemption events sent (writeplan.py)."""

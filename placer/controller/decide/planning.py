@@ -12,6 +12,8 @@ Pure given a solver:
    not fit is retried as a whole-JobSet re-placement, with what the first pass placed now
    reserved too. Each plan is checked against the snapshot it was made on (by the prepared
    solver) and guarded once more here: a new record may never overlap a reserved node.
+   With `--preemption`, the victims preempting.eligibility found are offered to the solver to
+   evict instead of held; the plan's evictions travel in `PlannedRound.evictions`.
 
 The commit phase (ledgerplan.ledger_change) and the write phase (writeplan.plan_writes) take the
 `PlannedRound` from here.
@@ -29,6 +31,7 @@ from datetime import UTC, datetime
 from placer.controller.decide.domains import DomainIndex, JobsByHolder, holds, reserve
 from placer.controller.decide.ledger import LedgerEntry
 from placer.controller.decide.observed import Reviewed
+from placer.controller.decide.preempting import Victim, chosen_evictions, evictable_snapshot
 from placer.controller.decide.reserving import running_timing, snapshot_reservations
 from placer.controller.decide.review import Target, held_records
 from placer.controller.decide.survey import RefMemo
@@ -71,6 +74,10 @@ class PlanningInputs:
     """Holder label -> child Jobs held by placements this controller does not manage."""
     pinned: bool = False
     """New records also pin each pod to the node the plan gave it."""
+    victims: Mapping[str, Victim] = field(default_factory=dict)
+    """`--preemption`: running JobSets the solver may evict (preempting.eligibility)."""
+    no_preempt: frozenset[str] = frozenset()
+    """Pending JobSets that never preempt (Kueue manages them)."""
 
 
 def planning_inputs(
@@ -93,6 +100,7 @@ def planning_inputs(
                 update={"time": policy.model_copy(update={"now": instant})}
             )
         snapshot = snapshot.model_copy(update=update)
+    eligible = reviewed.eligibility
     return PlanningInputs(
         snapshot=snapshot,
         index=observed.index,
@@ -100,6 +108,8 @@ def planning_inputs(
         records=records,
         foreign=view.foreign,
         pinned=pinned,
+        victims=eligible.victims if eligible is not None else {},
+        no_preempt=eligible.no_preempt if eligible is not None else frozenset(),
     )
 
 
@@ -118,6 +128,10 @@ class PlannedRound:
     behind: Mapping[str, JobSetOutcome] = field(default_factory=dict)
     """JobSets whose Kueue Workload waits for quota -> when each could start were its quota
     reserved now, behind this round (kueue_eta.estimate_behind); nothing is reserved for them."""
+    evictions: Mapping[str, LedgerEntry] = field(default_factory=dict)
+    """`--preemption`: victim key -> its eviction entry, for victims evicted to make room for a
+    JobSet placed here (preempting.py). After the commit phase: only those the ledger took, with
+    their time."""
 
     def refusing(self, refused: Mapping[str, str]) -> PlannedRound:
         """This round with the placements the ledger's final check refused made unschedulable."""
@@ -185,24 +199,46 @@ def _overlap(record: Assignment, held: Mapping[str, list[str]], index: DomainInd
 
 def _solve_pass(
     targets: Sequence[Target], records: JobsByHolder, inputs: PlanningInputs, solver: Solver
-) -> tuple[dict[str, tuple[Assignment | None, str]], PlanRecord | None]:
+) -> tuple[dict[str, tuple[Assignment | None, str]], dict[str, LedgerEntry], PlanRecord | None]:
     """One solver call for `targets` around `records` and the foreign holds: JobSet key ->
-    (its new record, or None and why), and the call itself (None: its plan failed the check).
+    (its new record, or None and why), the evictions it makes (victim -> entry), and the call
+    itself (None: its plan failed the check).
 
     `solver` comes prepared (`placer.solver.registry`: the controller's always is), so every plan
     is checked against the snapshot it was made on; a plan the checker rejects leaves every
-    target unschedulable with the first violation as the reason, rather than stopping the cycle."""
+    target unschedulable with the first violation as the reason, rather than stopping the cycle.
+    With `--preemption`, the eligible victims among `records` are not held but offered to the
+    solver to evict (preempting.evictable_snapshot); a new record may overlap only the victims
+    its plan evicts."""
     index, options = inputs.index, inputs.options
-    held = held_nodes(records, inputs.foreign, index)
+    victims = (
+        {k: v for k, v in inputs.victims.items() if k in records}
+        if options.preemption.active
+        else {}
+    )
+    held = held_nodes({k: v for k, v in records.items() if k not in victims}, inputs.foreign, index)
     snapshot = reserve(inputs.snapshot, held)
-    requests = [t.request for t in targets]
+    if options.preemption.active:
+        snapshot = evictable_snapshot(snapshot, index, victims, records)
+    requests = [
+        t.request.model_copy(update={"never_preempts": True})
+        if t.key in inputs.no_preempt
+        else t.request
+        for t in targets
+    ]
     try:
         plan = solver.solve(snapshot, requests, options)
     except InvalidPlanError as e:  # the solver is prepared (registry): it checks every plan
         log.error("plan refused by the checker: %s", "; ".join(e.violations[:5]))
         refused = "plan refused by the checker: " + e.violations[0]
-        return {t.key: (None, refused) for t in targets}, None
+        return {t.key: (None, refused) for t in targets}, {}, None
     call = (plan, snapshot, requests)
+    evicted = {p.key for p in plan.preempted if p.key in victims}
+    if victims:
+        # a record may take only what its plan evicts: every other victim is held again
+        held = held_nodes(
+            {k: v for k, v in records.items() if k not in evicted}, inputs.foreign, index
+        )
     outcomes: dict[str, tuple[Assignment | None, str]] = {}
     by_key: dict[str, JobSetOutcome] = {}
     for o in plan.jobsets:
@@ -218,7 +254,9 @@ def _solve_pass(
             log.error("%s: plan overlaps a reserved domain: %s", target.key, clash)
             record, reason = None, f"plan overlaps a reserved domain: {clash}"
         outcomes[target.key] = (record, reason)
-    return outcomes, call
+    placed = [k for k, (record, _) in outcomes.items() if record is not None]
+    evictions = chosen_evictions(plan, victims, placed) if evicted else {}
+    return outcomes, evictions, call
 
 
 def _reserved_nodes(inputs: PlanningInputs, jobset: str) -> set[str]:
@@ -274,9 +312,11 @@ def solve_targets(
         return PlannedRound(placed=placed)
     # A whole-JobSet target may reuse its own old domains; a partial one keeps them all reserved.
     whole = {t.key for t in targets if not t.partial}
-    first, call = _solve_pass(
+    first, evictions, call = _solve_pass(
         targets, {k: v for k, v in records.items() if k not in whole}, inputs, solver
     )
+    for victim in evictions:
+        records.pop(victim, None)  # evicted: it holds nothing, and is not evicted twice
     calls = [c for c in (call,) if c is not None]
     unschedulable: dict[str, str] = {}
     retry: list[Target] = []
@@ -289,11 +329,13 @@ def solve_targets(
             retry.append(Target(t.managed, t.managed.request))
         else:
             unschedulable[t.key] = reason
+    evictions = dict(evictions)
     if retry:
         retry_keys = {t.key for t in retry}
-        second, call = _solve_pass(
+        second, more, call = _solve_pass(
             retry, {k: v for k, v in records.items() if k not in retry_keys}, inputs, solver
         )
+        evictions.update(more)
         if call is not None:
             calls.append(call)
         for t in retry:
@@ -302,4 +344,6 @@ def solve_targets(
                 placed[t.key] = record
             else:
                 unschedulable[t.key] = reason
-    return PlannedRound(placed=placed, unschedulable=unschedulable, plans=tuple(calls))
+    return PlannedRound(
+        placed=placed, unschedulable=unschedulable, plans=tuple(calls), evictions=evictions
+    )

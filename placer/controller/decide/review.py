@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from placer.controller.decide.domains import DomainIndex, JobsByHolder
-from placer.controller.decide.survey import ManagedJobSet
+from placer.controller.decide.survey import ManagedJobSet, PodEntry
 from placer.controller.decide.validity import job_problem, own_usage
 from placer.model.assignment import Assignment, JobAssignment
 from placer.model.options import SolveOptions
@@ -79,16 +79,21 @@ def review(
     options: SolveOptions,
     *,
     admit: frozenset[str] = frozenset(),
+    lent: Mapping[str, Sequence[PodEntry]] | None = None,
 ) -> Review:
     """`admit`: suspended JobSets to plan all the same (Kueue waits for their placement); one
     that still has the record of an earlier admission gets those domains back when every one is
-    free (a `restore` target), else is planned anew."""
+    free (a `restore` target), else is planned anew. `lent`: a JobSet placed by preemption ->
+    the pods of its victims still on its domains (preempting.py); the room they take is counted
+    as its own, so its record holds while they terminate. A JobSet being evicted is neither
+    held nor planned."""
+    lent = lent or {}
     in_force: dict[str, Assignment] = {}
     broken: dict[str, dict[str, str]] = {}
     targets: list[Target] = []
     invalid: dict[str, str] = {}
     for ms in managed:
-        if ms.finished:
+        if ms.finished or ms.evicting:
             continue
         if ms.request is None:
             invalid[ms.key] = ms.error
@@ -99,7 +104,7 @@ def review(
             if not ms.suspended or ms.key in admit:
                 targets.append(Target(ms, ms.request))
             continue
-        own = own_usage(ms.pods)
+        own = own_usage([*ms.pods, *lent.get(ms.key, ())])
         problems: dict[str, str] = {}
         rjobs = {name: rj for rj, _, name in ms.request.child_jobs()}
         for name, rj in rjobs.items():

@@ -149,6 +149,9 @@ class ManagedJobSet:
     warning: str = ""
     """Something in the manifest that was ignored (an unreadable expected duration): a Warning
     event, the JobSet is still planned."""
+    evicting: bool = False
+    """The ledger records its eviction (preempting.py): it holds nothing, its old record is
+    ignored, and it is not planned until the eviction is done and it runs again."""
 
     @property
     def namespace(self) -> str:
@@ -343,6 +346,7 @@ def survey(
         key = f"{ns}/{name}"
         uid = str(obj["metadata"].get("uid") or "")
         entry = ledger.placement(key, uid) if ledger is not None else None
+        evicting = ledger is not None and ledger.eviction(key, uid) is not None
         if entry is not None and entry.record.jobset != key:
             log.warning("%s: ignoring ledger entry written for %s", key, entry.record.jobset)
             entry = None
@@ -352,7 +356,8 @@ def survey(
             if not uid or not p.ref.jobset_uid or p.ref.jobset_uid == uid
         )
         if not is_managed(obj, binding) and not (
-            binding == "gate" and _gated_by_webhook(obj, key, mine, committed=entry is not None)
+            binding == "gate"
+            and _gated_by_webhook(obj, key, mine, committed=entry is not None or evicting)
         ):
             continue
         request, error, warning = _parse(obj, order, priorities, memo)
@@ -362,6 +367,8 @@ def survey(
         record, text = read_record(obj, key)
         if entry is not None:
             record = entry.record
+        if evicting and entry is None:
+            record = None  # released by its eviction; the annotation is cleared when suspended
         status = obj.get("status") or {}
         result.append(
             ManagedJobSet(
@@ -376,6 +383,7 @@ def survey(
                 pods=mine,
                 committed=entry is not None,
                 warning=warning,
+                evicting=evicting,
             )
         )
     return result

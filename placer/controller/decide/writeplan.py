@@ -4,10 +4,14 @@ Order matters and is fixed here: for each JobSet, its record first (so a crash a
 finds the record and resumes), then the `Placed` event, then its pods (gate binding) or nodes
 (node-labels binding); `Unschedulable` events; cleanup of nodes released by finished or deleted
 JobSets; then a Warning for each JobSet whose expected duration does not parse and a `Reserved`
-event for each reservation just committed new or moved. Every event the controller sends is
-decided here. Every write is computed against the observed object and is a no-op if the object is
-already as intended, so running `plan_writes` again after a crash writes only what is missing:
-at most one record and one event per JobSet per placement, and one update per pod.
+event for each reservation just committed new or moved. With `--preemption`, each eviction's step
+(preempting.py): suspend the victim (`Preempted` on it, `Preempting` on its beneficiaries) or
+resume it (`Requeued`); a beneficiary's record is written at once, its pods released (`Placed`)
+only once the victims' pods left its nodes; a Warning for unreadable preemption annotations.
+Every event the controller sends is decided here. Every write is computed against the observed
+object and is a no-op if the object is already as intended, so running `plan_writes` again after a
+crash writes only what is missing: at most one record and one event per JobSet per placement, and
+one update per pod.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from placer.controller.adapter import Obj
 from placer.controller.decide.bindings import (
     LABELED_BY_ANNOTATION,
     event_body,
@@ -27,11 +32,19 @@ from placer.controller.decide.bindings import (
 from placer.controller.decide.domains import DomainIndex, domain_id
 from placer.controller.decide.observed import Announced, Observed
 from placer.controller.decide.planning import PlannedRound
+from placer.controller.decide.preempting import PREEMPTION_WARNING, Evictions, EvictionStep
 from placer.controller.decide.reserving import DURATION_WARNING, reserved_message
 from placer.controller.decide.review import Review
 from placer.controller.decide.state import ClusterState
 from placer.controller.decide.survey import Binding, ManagedJobSet
-from placer.controller.decide.writes import EmitEvent, LabelNode, RecordAssignment, UngatePod, Write
+from placer.controller.decide.writes import (
+    EmitEvent,
+    LabelNode,
+    RecordAssignment,
+    SuspendJobSet,
+    UngatePod,
+    Write,
+)
 from placer.model.assignment import Assignment
 from placer.model.pods import JOB_NAME_LABEL
 from placer.model.snapshot import TERMINAL_PHASES
@@ -117,19 +130,90 @@ def _event(
     )
 
 
+def _mine(key: str, namespaces: tuple[str, ...]) -> bool:
+    return not namespaces or key.split("/", 1)[0] in namespaces
+
+
+def _event_on(
+    obj: Obj, key: str, reason: str, message: str, type_: str, settings: WriteSettings
+) -> EmitEvent:
+    body = event_body(
+        obj,
+        reason=reason,
+        message=message,
+        type_=type_,
+        now=settings.now,
+        instance=settings.instance,
+    )
+    namespace = key.split("/", 1)[0]
+    return EmitEvent(jobset=key, namespace=namespace, reason=reason, body=body)
+
+
+def _eviction_writes(
+    step: EvictionStep, state: ClusterState, settings: WriteSettings, announced: Announced
+) -> list[Write]:
+    """The writes of one eviction's step, each derived from the ledger entry and the observed
+    objects alone (the events' names too). An event goes with the write it reports, and is sent
+    again in each later step until this process has sent it: a controller restarted between the
+    write and its event sends the event then (answered 409 when it exists). The victim's writes
+    are its controller's (`--namespace`), the beneficiaries' events theirs."""
+    entry, victim = step.entry, step.victim
+    beneficiaries = ", ".join(entry.beneficiaries)
+    writes: list[Write] = []
+
+    def event(obj: Obj, key: str, reason: str, message: str) -> None:
+        if (reason, key, step.id) not in announced.evictions:
+            w = _event_on(obj, key, reason, message, "Normal", settings)
+            writes.append(w.model_copy(update={"plan_id": step.id}))
+
+    mine = victim is not None and _mine(entry.owner, settings.namespaces)
+    if step.phase == "suspend" and entry.at is not None and victim is not None and mine:
+        writes.append(SuspendJobSet.evict(entry.owner, victim, entry.at))
+    if step.phase == "suspend" or step.suspended:
+        if victim is not None and mine:
+            event(
+                victim,
+                entry.owner,
+                "Preempted",
+                f"preempted for {beneficiaries}: {entry.note}; suspended, it returns to the "
+                "queue once its pods are gone",
+            )
+        for b in entry.beneficiaries:
+            namespace, _, name = b.partition("/")
+            obj = state.jobsets.get((namespace, name))
+            if obj is not None and _mine(b, settings.namespaces):
+                message = f"preempting {entry.owner} ({entry.note}); placed once its pods are gone"
+                event(obj, b, "Preempting", message)
+    if victim is not None and mine and (step.phase == "resume" or step.resumed):
+        if step.phase == "resume":
+            writes.append(SuspendJobSet.resume(entry.owner, victim))
+        event(
+            victim,
+            entry.owner,
+            "Requeued",
+            f"its pods are gone after its preemption for {beneficiaries}: resumed, it waits "
+            "for a new placement",
+        )
+    return writes
+
+
 def _time_events(
     managed: Sequence[ManagedJobSet],
     planned: PlannedRound,
     announced: Announced,
     settings: WriteSettings,
+    preemption_warnings: Mapping[str, str],
 ) -> list[Write]:
-    """A Warning for each JobSet whose expected duration does not parse (once per message);
-    `Reserved` for each reservation this round committed new or moved."""
+    """A Warning for each JobSet whose expected duration or preemption annotations do not parse
+    (once per message); `Reserved` for each reservation this round committed new or moved."""
     events: list[Write] = []
     by_owner = {e.owner: e for e in planned.reserved.values()}
     for ms in managed:
         if ms.warning and announced.duration_warnings.get(ms.key) != ms.warning:
             events.append(_event(ms, DURATION_WARNING, ms.warning, "Warning", settings))
+        bad = preemption_warnings.get(ms.key)
+        if bad and announced.preemption_warnings.get(ms.key) != bad:
+            events.append(_event(ms, PREEMPTION_WARNING, bad, "Warning", settings))
         entry = by_owner.get(ms.key)
         if entry is not None:
             events.append(_event(ms, "Reserved", reserved_message(entry), "Normal", settings))
@@ -225,6 +309,8 @@ def plan_writes(
     planned: PlannedRound,
     settings: WriteSettings,
     announced: Announced | None = None,
+    evictions: Evictions | None = None,
+    preemption_warnings: Mapping[str, str] | None = None,
 ) -> list[Write]:
     """Every write this cycle needs, in the order they must happen.
 
@@ -233,16 +319,21 @@ def plan_writes(
     commit was made in an earlier round) is written first, like a new one. `announced` says which
     events were already sent: the same `Unschedulable` reason is not repeated, and a record this
     process has not announced (new, or found on start) gets its `Placed` event; after a restart
-    that is one create per JobSet, answered 409 when the event already exists.
+    that is one create per JobSet, answered 409 when the event already exists. `evictions`: the
+    evictions in progress (this round's new ones included), see preempting.py.
     """
     announced = announced or Announced()
+    evictions = evictions or Evictions()
+    evicting = evictions.victims
     state, managed, index = observed.state, observed.managed, observed.index
     hostnames = _Hostnames(state)
     writes: list[Write] = []
     labeled: list[tuple[str, Assignment]] = []
     unschedulable_events: list[Write] = []
+    for step in evictions.steps:
+        writes.extend(_eviction_writes(step, state, settings, announced))
     for ms in managed:
-        if ms.finished:
+        if ms.finished or ms.evicting or ms.key in evicting:
             continue
         new = planned.placed.get(ms.key)
         record = new or rev.in_force.get(ms.key)
@@ -274,6 +365,13 @@ def plan_writes(
             continue
         if record is None:
             continue
+        if ms.key in evictions.waiting:
+            log.info(
+                "%s: waiting for the pods of %s to leave its nodes",
+                ms.key,
+                ", ".join(evictions.waiting[ms.key]),
+            )
+            continue
         if (ms.key, record.plan_id) not in announced.placed:
             message = placed_message(record)
             writes.append(_event(ms, "Placed", message, "Normal", settings, plan_id=record.plan_id))
@@ -283,5 +381,5 @@ def plan_writes(
     writes.extend(unschedulable_events)
     if settings.binding == "node-labels":
         writes.extend(_node_writes(labeled, state, index, settings.namespaces))
-    writes.extend(_time_events(managed, planned, announced, settings))
+    writes.extend(_time_events(managed, planned, announced, settings, preemption_warnings or {}))
     return writes

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict
 from placer.controller.adapter import Obj, resource_version
 from placer.controller.decide.bindings import node_label_patch, ungate_patch
 from placer.model.assignment import ASSIGNMENT_ANNOTATION
+from placer.model.preemption import PREEMPTED_AT, stamped, with_stamp
 from placer.model.snapshot import TERMINAL_PHASES
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "LabelNode",
     "RecordAssignment",
     "SetAdmissionCheck",
+    "SuspendJobSet",
     "UngatePod",
     "Write",
 ]
@@ -80,6 +82,80 @@ class RecordAssignment(_Write):
 
     def describe(self) -> str:
         return f"record assignment on JobSet {self.jobset}"
+
+
+def _annotations_of(obj: Obj) -> dict[str, Any]:
+    return dict((obj.get("metadata") or {}).get("annotations") or {})
+
+
+class SuspendJobSet(_Write):
+    """Preemption (preempting.py): suspend a victim, or resume it once its pods are gone.
+
+    Suspending is one merge patch that sets `spec.suspend`, stamps the eviction's time on the
+    JobSet (`placer.dev/preempted-at`, which `--max-preemptions-per-day` counts and which tells a
+    restarted controller this step was done) and clears its placement record: all or nothing."""
+
+    op: Literal["suspend"] = "suspend"
+    namespace: str
+    name: str
+    uid: str
+    resource_version: str
+    suspend: bool
+    at: float = 0.0
+    """Suspend: the eviction's commit time (epoch seconds), the stamp it adds."""
+    annotations: dict[str, str | None] = {}
+
+    @classmethod
+    def evict(cls, jobset: str, obj: Obj, at: float) -> SuspendJobSet:
+        meta = obj.get("metadata") or {}
+        current = _annotations_of(obj)
+        annotations: dict[str, str | None] = {PREEMPTED_AT: with_stamp(current, at)}
+        if ASSIGNMENT_ANNOTATION in current:
+            annotations[ASSIGNMENT_ANNOTATION] = None
+        return cls(
+            jobset=jobset,
+            namespace=str(meta.get("namespace") or "default"),
+            name=str(meta.get("name") or ""),
+            uid=_uid(obj),
+            resource_version=resource_version(obj),
+            suspend=True,
+            at=at,
+            annotations=annotations,
+        )
+
+    @classmethod
+    def resume(cls, jobset: str, obj: Obj) -> SuspendJobSet:
+        meta = obj.get("metadata") or {}
+        return cls(
+            jobset=jobset,
+            namespace=str(meta.get("namespace") or "default"),
+            name=str(meta.get("name") or ""),
+            uid=_uid(obj),
+            resource_version=resource_version(obj),
+            suspend=False,
+        )
+
+    def patch(self) -> Obj:
+        meta: Obj = {"resourceVersion": self.resource_version}
+        if self.annotations:
+            meta["annotations"] = dict(self.annotations)
+        return {"metadata": meta, "spec": {"suspend": self.suspend}}
+
+    def rebase(self, current: Obj) -> SuspendJobSet | None:
+        if self.uid and _uid(current) != self.uid:
+            raise Aborted(f"JobSet {self.jobset} was deleted and recreated")
+        if self.suspend:
+            if stamped(_annotations_of(current), self.at):
+                return None  # this eviction's suspend was written already
+            return SuspendJobSet.evict(self.jobset, current, self.at)
+        if not (current.get("spec") or {}).get("suspend"):
+            return None
+        return SuspendJobSet.resume(self.jobset, current)
+
+    def describe(self) -> str:
+        if self.suspend:
+            return f"suspend JobSet {self.jobset} (preempted)"
+        return f"resume JobSet {self.jobset} (its preemption is over)"
 
 
 class UngatePod(_Write):
@@ -276,4 +352,12 @@ class ActivateCheck(_Write):
         return f"mark AdmissionCheck {self.name} Active"
 
 
-Write = RecordAssignment | UngatePod | LabelNode | EmitEvent | SetAdmissionCheck | ActivateCheck
+Write = (
+    RecordAssignment
+    | UngatePod
+    | LabelNode
+    | EmitEvent
+    | SetAdmissionCheck
+    | ActivateCheck
+    | SuspendJobSet
+)
