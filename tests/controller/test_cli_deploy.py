@@ -77,11 +77,6 @@ def test_controller_usage_errors_are_one_line(capsys: Any) -> None:
             "--preemption",
             id="preemption-under-kueue",
         ),
-        pytest.param(
-            ["--preemption", "lower-priority", "--reservations", "head"],
-            "--preemption",
-            id="preemption-with-reservations",
-        ),
         pytest.param(["--max-preemptions-per-day", "-1"], "--max-preemptions-per-day", id="neg"),
         pytest.param(["--max-preemptions-per-day", "two"], "--max-preemptions-per-day", id="nan"),
         pytest.param(["--restart-cost", "soon"], "--restart-cost", id="restart-cost"),

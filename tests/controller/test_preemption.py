@@ -21,7 +21,7 @@ from placer.controller.decide.preempting import KUEUE_QUEUE_LABEL
 from placer.controller.decide.snapshot import planning_snapshot
 from placer.controller.decide.writes import SuspendJobSet
 from placer.controller.reconcile import Controller, CycleReport
-from placer.model.options import SolveOptions
+from placer.model.options import SolveOptions, TimePolicy
 from placer.model.preemption import (
     CHECKPOINT_INTERVAL,
     PREEMPTED_AT,
@@ -166,6 +166,34 @@ def test_a_blocked_high_priority_jobset_preempts_the_low_one_then_runs_and_low_r
     assert_ledger_sound(cluster)
     # and high is not preempted back, nor low evicted twice
     assert len(events(cluster, "Preempted")) == 1
+
+
+def test_with_reservations_the_eviction_runs_the_same_and_the_victim_gets_an_eta() -> None:
+    """`--reservations head` beside `--preemption`: evictions are decided first (the planner on
+    the cluster as it is), then the time-aware round; the flow is the one above, and once low is
+    back in the queue it waits with an expected start behind high."""
+    cluster = tpu_cluster(blocks=2)
+    running_low(cluster)
+    options = SolveOptions(
+        time_limit_s=10.0,
+        workers=1,
+        seed=0,
+        preemption=PreemptionPolicy(mode="lower-priority"),
+        time=TimePolicy(reservations="head"),
+    )
+    ctl = controller(cluster, solver="cpsat", options=options)
+    report = cycle(ctl)
+    assert list(report.planned.placed) == ["default/high"]
+    assert list(report.planned.evictions) == ["default/low"]
+    [(plan, _, _)] = report.planned.plans
+    assert any("preemption decided before reservations" in n for n in plan.solver.notes)
+    assert low_obj(cluster)["spec"]["suspend"] is True
+    finish_preemption(cluster, ctl)
+    assert_preemption_done(cluster)
+    report = cycle(ctl)
+    assert "default/low" in report.planned.unschedulable
+    [outcome] = [o for plan, _, _ in report.planned.plans for o in plan.jobsets if o.name == "low"]
+    assert outcome.expected_start_seconds is not None
 
 
 def evictions_in_ledger(cluster: MemoryCluster) -> list[str]:
