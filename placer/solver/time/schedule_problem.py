@@ -16,6 +16,10 @@ Times are whole seconds after now: durations and releases rounded up, so a sched
 whole seconds fits in real ones. Start times take values on a bucketed grid (`START_GRID`: fine
 near now, coarse far out), plus every release and every start and end of the greedy hint, so the
 hint is a valid schedule and an earlier start at an event is always on offer.
+
+A **starving** JobSet (waited `SCHEDULE_STARVING_SHARE` of `--max-wait`, `starving`) carries its
+greedy slot as a latest start: the hint reserves starving JobSets first, oldest first, so that
+slot is as early as the greedy pass can give them.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from placer.solver.cpsat import SCHEDULE_STARVING_SHARE
 from placer.solver.time.calendar import UnitId, UnitLayout
 from placer.solver.time.reservations import Candidate, Need, Reservation
 
@@ -35,6 +40,7 @@ __all__ = [
     "ScheduleRequest",
     "UnitClass",
     "build_problem",
+    "starving",
     "unit_release_s",
 ]
 
@@ -105,6 +111,8 @@ class ScheduleJob:
     """(need name, class, child Jobs) in the greedy hint."""
     kept: bool = False
     """It had a reservation last round, which the hint keeps (see `schedule_model.STABLE_S`)."""
+    latest_start_s: int | None = None
+    """A starving JobSet's greedy slot (`hint_start_s`): it starts no later (`starving`)."""
 
 
 @dataclass(frozen=True)
@@ -114,6 +122,23 @@ class ScheduleProblem:
     starts: tuple[int, ...]
     """The start times on offer, sorted, 0 first."""
     max_wait_s: int | None
+
+
+def starving(request: ScheduleRequest) -> tuple[str, ...]:
+    """JobSets that waited `SCHEDULE_STARVING_SHARE` of `--max-wait` or more, oldest first
+    (then queue order): the greedy pass reserves them first, and the schedule never starts
+    them later than that (`schedule_model.add_starving`). Without a maximum wait, none.
+
+    Why: the weighted waits trade one long wait for many short ones, and a reservation that
+    is only kept when moving it gains little was pushed back round after round (see
+    `SCHEDULE_STARVING_SHARE`); a bound taken from the greedy pass makes the schedule's longest
+    waits no worse than that pass's."""
+    if request.max_wait_s is None:
+        return ()
+    threshold = SCHEDULE_STARVING_SHARE * request.max_wait_s
+    order = {c.jobset: i for i, c in enumerate(request.candidates)}
+    old = [k for k in order if request.tiers[k][1] >= threshold]
+    return tuple(sorted(old, key=lambda k: (-request.tiers[k][1], order[k])))
 
 
 def unit_release_s(layout: UnitLayout, free_at: Mapping[str, float]) -> list[float]:
@@ -247,6 +272,7 @@ def build_problem(
     classes, class_of = _classes(layout, release, future, signatures)
     jobs: list[ScheduleJob] = []
     ends: set[int] = set()
+    old = set(starving(request))
     for c in jobs_in:
         r = hint[c.jobset]
         start = int(r.start_s or 0)
@@ -267,6 +293,7 @@ def build_problem(
                 hint_start_s=start,
                 hint_counts=tuple(sorted((n, k, v) for (n, k), v in counts.items())),
                 kept=_kept(request, r),
+                latest_start_s=start if c.jobset in old else None,
             )
         )
         ends.update((start, start + duration))

@@ -136,6 +136,34 @@ def test_max_wait_comes_before_weighted_waits() -> None:
     assert without["long"] == 3 * H
 
 
+@pytest.mark.parametrize(
+    ("max_wait_h", "long_start_h"),
+    [
+        pytest.param(24, 0, id="starving-starts-at-its-greedy-slot"),
+        pytest.param(60, 2, id="not-yet-starving-yields-to-shorter-runs"),
+    ],
+)
+def test_a_starving_jobset_starts_no_later_than_the_greedy_pass_would(
+    max_wait_h: float, long_start_h: float
+) -> None:
+    """One pool, free now. The 10 h run has waited 13 h, over a quarter of a 24 h maximum
+    (`SCHEDULE_STARVING_SHARE`): the greedy pass, starving JobSets first, starts it now, and so
+    must the schedule, though starting the two 1 h runs first weighs less (their 24 per second
+    against its 48: 120 weighted hours instead of 504). With a 60 h maximum it is not starving
+    yet, and the weighted waits put it after them, at 2 h."""
+    snap = _fleet({}, free=1)
+    queue = [
+        _timed(jobset("short-1", rjob(replicas=1)), 1, 10),
+        _timed(jobset("short-2", rjob(replicas=1)), 1, 5),
+        _timed(jobset("long", rjob(replicas=1)), 10, 13 * 60),
+    ]
+    starts = _starts(_plan(snap, queue, "cpsat", max_wait_s=max_wait_h * H))
+    assert starts["long"] == long_start_h * H
+    assert sorted([starts["short-1"], starts["short-2"]]) == (
+        [10 * H, 11 * H] if long_start_h == 0 else [0.0, 1 * H]
+    )
+
+
 def test_the_hint_is_a_valid_schedule_and_the_model_never_worse() -> None:
     snap = _fleet({"a": 1, "b": 1}, free=2)
     queue = [
