@@ -23,6 +23,7 @@ from placer.solver.cpsat.planner import CpSatSolver
 from placer.solver.cpsat.problem import AggregatedProblem, DomainClass, NodeGroup
 from placer.solver.cpsat.settings import (
     DEFAULT_WORKERS,
+    SCHEDULE_STARVING_HEAD,
     SCHEDULE_STARVING_SHARE,
     SolverPurpose,
     make_solver,
@@ -37,6 +38,7 @@ from placer.solver.cpsat.variables import (
 
 __all__ = [
     "DEFAULT_WORKERS",
+    "SCHEDULE_STARVING_HEAD",
     "SCHEDULE_STARVING_SHARE",
     "AggregatedProblem",
     "BuiltModel",

@@ -28,7 +28,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from placer.solver.cpsat import SCHEDULE_STARVING_SHARE
+from placer.solver.cpsat import SCHEDULE_STARVING_HEAD, SCHEDULE_STARVING_SHARE
 from placer.solver.time.calendar import UnitId, UnitLayout
 from placer.solver.time.reservations import Candidate, Need, Reservation
 
@@ -124,10 +124,15 @@ class ScheduleProblem:
     max_wait_s: int | None
 
 
-def starving(request: ScheduleRequest) -> tuple[str, ...]:
-    """JobSets that waited `SCHEDULE_STARVING_SHARE` of `--max-wait` or more, oldest first
-    (then queue order): the greedy pass reserves them first, and the schedule never starts
-    them later than that (`schedule_model.add_starving`). Without a maximum wait, none.
+def starving(
+    request: ScheduleRequest,
+    share: float = SCHEDULE_STARVING_SHARE,
+    head: int | None = SCHEDULE_STARVING_HEAD,
+) -> tuple[str, ...]:
+    """JobSets that waited `share` of `--max-wait` or more, oldest first (then queue order), the
+    first `head` of them (None: all): the greedy pass reserves them first, and the schedule
+    never starts them later than that (`schedule_model.add_starving`). Without a maximum wait,
+    none; JobSets without an exclusive need (they start now) are never starving.
 
     Why: the weighted waits trade one long wait for many short ones, and a reservation that
     is only kept when moving it gains little was pushed back round after round (see
@@ -135,10 +140,10 @@ def starving(request: ScheduleRequest) -> tuple[str, ...]:
     waits no worse than that pass's."""
     if request.max_wait_s is None:
         return ()
-    threshold = SCHEDULE_STARVING_SHARE * request.max_wait_s
-    order = {c.jobset: i for i, c in enumerate(request.candidates)}
+    threshold = share * request.max_wait_s
+    order = {c.jobset: i for i, c in enumerate(request.candidates) if c.needs}
     old = [k for k in order if request.tiers[k][1] >= threshold]
-    return tuple(sorted(old, key=lambda k: (-request.tiers[k][1], order[k])))
+    return tuple(sorted(old, key=lambda k: (-request.tiers[k][1], order[k])))[:head]
 
 
 def unit_release_s(layout: UnitLayout, free_at: Mapping[str, float]) -> list[float]:

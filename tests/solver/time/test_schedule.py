@@ -24,6 +24,7 @@ from placer.solver.time.schedule_problem import (
     ScheduleProblem,
     ScheduleRequest,
     build_problem,
+    starving,
     unit_release_s,
 )
 from placer.solver.time.timeaware import reservations_of
@@ -183,24 +184,30 @@ def test_the_hint_is_a_valid_schedule_and_the_model_never_worse() -> None:
     assert free.objective_value < fixed.objective_value
 
 
-def _problem(snap: ClusterSnapshot, queue: list[JobSetRequest]) -> ScheduleProblem:
-    """The schedule problem the time-aware pass would build (through its own units)."""
-
+def _request(
+    snap: ClusterSnapshot, queue: list[JobSetRequest], max_wait_s: float | None = None
+) -> ScheduleRequest:
+    """The schedule request the time-aware pass would make (through its own units)."""
     policy = TimePolicy(now=NOW, reservations="all", schedule="cpsat")
     timeline = ReleaseTimeline.build(snap, NOW, policy.default_duration_s)
     units = timeaware._Units(snap, queue, SolveOptions(time=policy), timeline)
-    request = ScheduleRequest(
+    return ScheduleRequest(
         units.layout,
         tuple(units.candidate(js, js.expected_duration_s or 0) for js in queue),
         units.free_at,
         (),
         {},
         timeaware._tiers(queue, policy, NOW),
-        None,
+        max_wait_s,
     )
+
+
+def _problem(snap: ClusterSnapshot, queue: list[JobSetRequest]) -> ScheduleProblem:
+    """The schedule problem the time-aware pass would build (through its own units)."""
+    request = _request(snap, queue)
     hinted = hint(request)
-    release = unit_release_s(units.layout, {n: float(f) for n, f in units.free_at.items()})
-    return build_problem(request, hinted, release, [])
+    free_at = {n: float(f) for n, f in request.free_at.items()}
+    return build_problem(request, hinted, unit_release_s(request.layout, free_at), [])
 
 
 @st.composite
@@ -311,3 +318,15 @@ def test_a_higher_tier_goes_first_even_against_a_shorter_lower_tier_run() -> Non
         _timed(jobset("high", rjob(replicas=1), priority=10), 1, 10),
     ]
     assert _starts(_plan(snap, queue, "cpsat")) == {"low": 1 * H, "high": 0.0}
+
+
+def test_starving_jobsets_are_the_oldest_past_the_share_of_max_wait_first_head_only() -> None:
+    """Waited 10 h, 7 h, 5 h and 20 h of a 24 h maximum: past a quarter (6 h) are 20 h, 10 h
+    and 7 h, oldest first; the head only gets the bound by default; none without a maximum."""
+    snap = _fleet({}, free=1)
+    waited_h = {"a": 10, "b": 7, "c": 5, "d": 20}
+    queue = [_timed(jobset(k, rjob(replicas=1)), 1, h * 60) for k, h in waited_h.items()]
+    request = _request(snap, queue, max_wait_s=24 * H)
+    assert starving(request, head=None) == ("team-a/d", "team-a/a", "team-a/b")
+    assert starving(request) == ("team-a/d",)
+    assert starving(_request(snap, queue, max_wait_s=None), head=None) == ()
