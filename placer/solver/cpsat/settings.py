@@ -60,7 +60,8 @@ for the head of the queue only: the others are left to the weighted waits. Chose
 90%/over-estimate cell (seed 1, so that cell is tuned on): bounding every starving JobSet took
 the schedule back to the greedy pass (mean bounded slowdown 30.6 against 12.5 unbounded, p50
 9.2 h against 3.0 h, max 54.6 h); bounding the oldest only kept the max at 47.9 h with a slowdown
-of 23.2."""
+of 23.2 (51.5 h and 12.2 in a second run: the 1 s search is not deterministic), against the
+greedy pass's 49.8 h and 32.1 (benchmarks/RESULTS-backfill.md, round 3)."""
 _SINGLE_WORKER: frozenset[SolverPurpose] = frozenset({"canonical", "conflict"})
 
 
