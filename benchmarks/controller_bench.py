@@ -20,6 +20,10 @@ cycle's plans are printed as a digest, so a speed change shows it changed no pla
 same digests on both trees. Run from the repository root:
 
     python -m benchmarks.controller_bench --solver cpsat --time-limit 10 [--reservations head]
+        [--schedule cpsat]
+
+With `--schedule cpsat` the time-aware pass decides every waiting JobSet's start with the CP-SAT
+schedule (issue 21's target: the cycle at 10,000 nodes and 500 pending JobSets within 5 s).
 
 With `--kueue` the pending JobSets are suspended under Kueue instead (issue 19's target: quota
 reserved to placer's check Ready at 10,000 nodes and 500 Workloads within 2 s at the median):
@@ -47,7 +51,7 @@ from placer.controller.act.memory_adapter import MemoryCluster
 from placer.controller.decide.kueue_workloads import CONTROLLER_NAME, rfc3339
 from placer.controller.decide.ledger import LEDGER_NAME
 from placer.controller.reconcile import Clocks, Controller, ControllerConfig, CycleReport
-from placer.model.options import ReservationPolicy, SolveOptions, TimePolicy
+from placer.model.options import ReservationPolicy, ScheduleMode, SolveOptions, TimePolicy
 from placer.model.plan import Plan
 from placer.model.workload import JOBSET_NAME_LABEL
 
@@ -194,16 +198,21 @@ def _ledger_bytes(cluster: MemoryCluster, config: ControllerConfig) -> int:
 
 
 def measure(
-    fleet: Fleet, solver: str, time_limit_s: float, reservations: ReservationPolicy = "none"
+    fleet: Fleet,
+    solver: str,
+    time_limit_s: float,
+    reservations: ReservationPolicy = "none",
+    schedule: ScheduleMode = "greedy",
 ) -> dict[str, Any]:
-    """Build the cluster, list it, run two cycles; the figures of both. `reservations`: the
-    controller's time-aware planning (`--reservations`)."""
+    """Build the cluster, list it, run two cycles; the figures of both. `reservations` and
+    `schedule`: the controller's time-aware planning (`--reservations`, `--schedule`)."""
     start = time.perf_counter()
     cluster = build_cluster(fleet)
     built = time.perf_counter() - start
     if fleet.kueue and reservations == "none":
         reservations = "head"  # what --kueue-admission-check runs with
-    options = SolveOptions(time_limit_s=time_limit_s, time=TimePolicy(reservations=reservations))
+    policy = TimePolicy(reservations=reservations, schedule=schedule)
+    options = SolveOptions(time_limit_s=time_limit_s, time=policy)
     config = ControllerConfig(
         solver=solver, options=options, window_s=0.0, kueue_admission_check=fleet.kueue
     )
@@ -262,12 +271,12 @@ def machine() -> str:
     return f"{os.cpu_count()} CPUs ({cpu}), Python {platform.python_version()}"
 
 
-def _print(fleet: Fleet, solver: str, limit: float, r: dict[str, Any]) -> None:
+def _print(fleet: Fleet, solver: str, limit: float, schedule: str, r: dict[str, Any]) -> None:
     print(f"machine: {machine()}")
     print(
         f"fleet: {r['nodes']} nodes, {fleet.pending} pending JobSets; solver {solver}, "
-        f"time limit {limit:g} s; cluster built in {r['build_s']:.1f} s, listed in "
-        f"{r['relist_s']:.2f} s"
+        f"time limit {limit:g} s, schedule {schedule}; cluster built in {r['build_s']:.1f} s, "
+        f"listed in {r['relist_s']:.2f} s"
     )
     print(
         f"first cycle: {r['targets']} targets, {r['placed']} placed, {r['unschedulable']} "
@@ -296,6 +305,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--time-limit", type=float, default=10.0, help="solver time limit, s")
     parser.add_argument("--seed", type=int, default=Fleet.seed)
     parser.add_argument("--reservations", choices=("none", "head", "all"), default="none")
+    parser.add_argument("--schedule", choices=("greedy", "cpsat"), default="greedy")
     parser.add_argument(
         "--kueue",
         action="store_true",
@@ -305,8 +315,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     fleet = Fleet(nodes=args.nodes, pending=args.pending, seed=args.seed, kueue=args.kueue)
-    result = measure(fleet, args.solver, args.time_limit, args.reservations)
-    _print(fleet, args.solver, args.time_limit, result)
+    result = measure(fleet, args.solver, args.time_limit, args.reservations, args.schedule)
+    _print(fleet, args.solver, args.time_limit, args.schedule, result)
     return 0
 
 

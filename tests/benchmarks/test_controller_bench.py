@@ -18,3 +18,13 @@ def test_kueue_mode_turns_checks_ready_in_the_first_cycle() -> None:
     assert result["checks"].get("Ready") == result["placed"]
     assert sum(result["checks"].values()) == fleet.pending
     assert result["failed_writes"] == 0
+
+
+def test_the_cpsat_schedule_plans_a_cycle() -> None:
+    """`--schedule cpsat` (issue 21's cycle target): the cycle places what fits now and
+    reserves for the rest, as the greedy pass does."""
+    fleet = Fleet(nodes=200, pending=12)
+    result = measure(fleet, "best-fit", 5.0, schedule="cpsat")
+    assert result["placed"] > 0
+    assert result["placed"] + result["unschedulable"] == result["targets"]
+    assert result["failed_writes"] == 0

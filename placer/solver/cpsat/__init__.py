@@ -21,7 +21,13 @@ from placer.solver.cpsat.builder import BuiltModel, build_model
 from placer.solver.cpsat.export import check_export_path, stage_path
 from placer.solver.cpsat.planner import CpSatSolver
 from placer.solver.cpsat.problem import AggregatedProblem, DomainClass, NodeGroup
-from placer.solver.cpsat.settings import DEFAULT_WORKERS, SolverPurpose, make_solver
+from placer.solver.cpsat.settings import (
+    DEFAULT_WORKERS,
+    SCHEDULE_STARVING_HEAD,
+    SCHEDULE_STARVING_SHARE,
+    SolverPurpose,
+    make_solver,
+)
 from placer.solver.cpsat.variables import (
     Guards,
     ModelMode,
@@ -32,6 +38,8 @@ from placer.solver.cpsat.variables import (
 
 __all__ = [
     "DEFAULT_WORKERS",
+    "SCHEDULE_STARVING_HEAD",
+    "SCHEDULE_STARVING_SHARE",
     "AggregatedProblem",
     "BuiltModel",
     "CpSatSolver",

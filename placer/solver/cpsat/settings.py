@@ -28,6 +28,8 @@ from placer.model.options import SolveOptions
 __all__ = [
     "CONFLICT_TIME_CAP_S",
     "DEFAULT_WORKERS",
+    "SCHEDULE_STARVING_HEAD",
+    "SCHEDULE_STARVING_SHARE",
     "SCHEDULE_TIME_CAP_S",
     "SolverPurpose",
     "make_solver",
@@ -43,6 +45,23 @@ CONFLICT_TIME_CAP_S = 10.0
 SCHEDULE_TIME_CAP_S = 1.0
 """One schedule search takes at most this long: the median round must stay under 2 s (issue 21),
 and the search starts from the greedy pass's complete schedule, so it only improves on it."""
+SCHEDULE_STARVING_SHARE = 0.25
+"""A JobSet that has waited this share of `--max-wait` is starving: the schedule starts it no
+later than the greedy pass would, starving JobSets first, oldest first
+(`schedule_model.add_starving`; `SCHEDULE_STARVING_HEAD` says how many). Measured in the
+over-time benchmark (TPU fleet, 90% load, over-estimates): without it a 4-slice JobSet's
+reservation moved between 35 h and 108 h of wait round after round, each move paid for by many
+short runs' weighted waits, and it waited 86.8 h where the greedy pass with aging kept the
+longest wait to 49.8 h. A quarter (6 h of a day) starts that guarantee before the reservation
+has receded far."""
+SCHEDULE_STARVING_HEAD: int | None = 1
+"""How many starving JobSets, oldest first, get that bound (None: all), as EASY backfill reserves
+for the head of the queue only: the others are left to the weighted waits. Chosen on the TPU
+90%/over-estimate cell (seed 1, so that cell is tuned on): bounding every starving JobSet took
+the schedule back to the greedy pass (mean bounded slowdown 30.6 against 12.5 unbounded, p50
+9.2 h against 3.0 h, max 54.6 h); bounding the oldest only kept the max at 47.9 h with a slowdown
+of 23.2 (51.5 h and 12.2 in a second run: the 1 s search is not deterministic), against the
+greedy pass's 49.8 h and 32.1 (benchmarks/RESULTS-backfill.md, round 3)."""
 _SINGLE_WORKER: frozenset[SolverPurpose] = frozenset({"canonical", "conflict"})
 
 

@@ -10,9 +10,9 @@ with these as the kept ones (`schedule_model.add_stability` says when they move)
 
 Phases (one function each):
 
-  hint         the greedy pass over every waiting JobSet (last round's reservations kept
-               first), in whole seconds: a complete schedule, and the answer when the model
-               has none
+  hint         the greedy pass over every waiting JobSet in whole seconds: starving ones first,
+               oldest first, then the rest with last round's reservations kept first; a
+               complete schedule, and the answer when the model has none
   problem      classes of domains and each JobSet's needs over them (`build_problem`)
   build        the model (`schedule_model.build_schedule`), the hint given whole
   solve        one search, `make_solver(options, "schedule")`
@@ -38,6 +38,7 @@ from placer.solver.time.schedule_problem import (
     ScheduleProblem,
     ScheduleRequest,
     build_problem,
+    starving,
     unit_release_s,
 )
 
@@ -62,17 +63,35 @@ def _whole_seconds(
 
 
 def hint(request: ScheduleRequest) -> dict[str, Reservation]:
-    """The greedy pass over every waiting JobSet in whole seconds, last round's kept first."""
+    """The greedy pass over every waiting JobSet in whole seconds: starving JobSets first, oldest
+    first, each at its earliest slot (their last reservations are not kept: the slot is the
+    latest start the schedule allows them, so it must be as early as the pass can give it),
+    then the others on what is left, last round's reservations kept first."""
     free_at, holds = _whole_seconds(request)
     rounded = [replace(c, duration_s=float(math.ceil(c.duration_s))) for c in request.candidates]
-    found = reserve(
+    by_key = {c.jobset: c for c in rounded}
+    old = starving(request)
+    first = reserve(
         request.layout,
-        rounded,
+        [by_key[k] for k in old],
         free_at=free_at,
         holds=[(u, float(s), float(e)) for u, s, e in holds],
+    )
+    held = [
+        (u, float(r.start_s), float(r.end_s))
+        for r in first
+        if r.start_s is not None and r.end_s is not None
+        for group in r.units.values()
+        for u in group
+    ]
+    rest = reserve(
+        request.layout,
+        [c for c in rounded if c.jobset not in set(old)],
+        free_at=free_at,
+        holds=[*((u, float(s), float(e)) for u, s, e in holds), *held],
         kept=request.kept,
     )
-    return {r.jobset: r for r in found}
+    return {r.jobset: r for r in (*first, *rest)}
 
 
 def _overlapping(layout: UnitLayout) -> bool:

@@ -8,6 +8,8 @@ terms (as `cpsat/builder.py` does for the snapshot model):
   capacity       per class, at every instant, the JobSets running there plus the domains still
                  busy fit its size (a cumulative: each JobSet all-or-nothing for its expected
                  duration, from its start)
+  starving       a JobSet waiting past a share of `--max-wait` starts no later than its slot in
+                 the greedy pass, which reserves starving JobSets first, oldest first
   stability      a JobSet keeps last round's reservation (start and classes) unless moving it
                  gains more than `STABLE_S` of its own weighted wait
   waits          weighted waits: `TIER_RATIO` per priority tier, times the JobSet's bounded-
@@ -192,6 +194,18 @@ def add_capacity(
     return []
 
 
+def add_starving(
+    model: cp_model.CpModel, v: ScheduleVariables, problem: ScheduleProblem
+) -> list[cp_model.LinearExprT]:
+    """A starving JobSet (`schedule_problem.starving`) starts no later than the greedy pass
+    starts it, so the schedule's longest waits are never the greedy pass's plus the weighted
+    waits' trades. The hint meets it: the bound is the hint's own start."""
+    for j in problem.jobs:
+        if j.latest_start_s is not None:
+            model.add(v.start[j.key] <= j.latest_start_s)
+    return []
+
+
 def add_stability(
     model: cp_model.CpModel, v: ScheduleVariables, problem: ScheduleProblem
 ) -> list[cp_model.LinearExprT]:
@@ -270,6 +284,7 @@ def build_schedule(problem: ScheduleProblem) -> tuple[cp_model.CpModel, Schedule
     terms += add_needs(model, v, problem)
     terms += add_topology(model, v, problem)
     terms += add_capacity(model, v, problem)
+    terms += add_starving(model, v, problem)
     terms += add_stability(model, v, problem)
     terms += add_waits(model, v, problem)
     terms += add_max_wait(model, v, problem)

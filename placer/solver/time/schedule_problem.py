@@ -16,6 +16,10 @@ Times are whole seconds after now: durations and releases rounded up, so a sched
 whole seconds fits in real ones. Start times take values on a bucketed grid (`START_GRID`: fine
 near now, coarse far out), plus every release and every start and end of the greedy hint, so the
 hint is a valid schedule and an earlier start at an event is always on offer.
+
+A **starving** JobSet (waited `SCHEDULE_STARVING_SHARE` of `--max-wait`, `starving`) carries its
+greedy slot as a latest start: the hint reserves starving JobSets first, oldest first, so that
+slot is as early as the greedy pass can give them.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from placer.solver.cpsat import SCHEDULE_STARVING_HEAD, SCHEDULE_STARVING_SHARE
 from placer.solver.time.calendar import UnitId, UnitLayout
 from placer.solver.time.reservations import Candidate, Need, Reservation
 
@@ -35,6 +40,7 @@ __all__ = [
     "ScheduleRequest",
     "UnitClass",
     "build_problem",
+    "starving",
     "unit_release_s",
 ]
 
@@ -105,6 +111,8 @@ class ScheduleJob:
     """(need name, class, child Jobs) in the greedy hint."""
     kept: bool = False
     """It had a reservation last round, which the hint keeps (see `schedule_model.STABLE_S`)."""
+    latest_start_s: int | None = None
+    """A starving JobSet's greedy slot (`hint_start_s`): it starts no later (`starving`)."""
 
 
 @dataclass(frozen=True)
@@ -114,6 +122,28 @@ class ScheduleProblem:
     starts: tuple[int, ...]
     """The start times on offer, sorted, 0 first."""
     max_wait_s: int | None
+
+
+def starving(
+    request: ScheduleRequest,
+    share: float = SCHEDULE_STARVING_SHARE,
+    head: int | None = SCHEDULE_STARVING_HEAD,
+) -> tuple[str, ...]:
+    """JobSets that waited `share` of `--max-wait` or more, oldest first (then queue order), the
+    first `head` of them (None: all): the greedy pass reserves them first, and the schedule
+    never starts them later than that (`schedule_model.add_starving`). Without a maximum wait,
+    none; JobSets without an exclusive need (they start now) are never starving.
+
+    Why: the weighted waits trade one long wait for many short ones, and a reservation that
+    is only kept when moving it gains little was pushed back round after round (see
+    `SCHEDULE_STARVING_SHARE`); a bound taken from the greedy pass makes the schedule's longest
+    waits no worse than that pass's."""
+    if request.max_wait_s is None:
+        return ()
+    threshold = share * request.max_wait_s
+    order = {c.jobset: i for i, c in enumerate(request.candidates) if c.needs}
+    old = [k for k in order if request.tiers[k][1] >= threshold]
+    return tuple(sorted(old, key=lambda k: (-request.tiers[k][1], order[k])))[:head]
 
 
 def unit_release_s(layout: UnitLayout, free_at: Mapping[str, float]) -> list[float]:
@@ -197,15 +227,32 @@ def _classes(
     return tuple(classes), class_of
 
 
-def _need(need: Need, layout: UnitLayout, class_of: Mapping[int, int]) -> ScheduleNeed:
-    classes = sorted({class_of[u] for u in _numbers(layout, need.eligible) if u in class_of})
+class _ClassesOf:
+    """The classes holding a set of units, computed once per set: JobSets of one shape share
+    their eligible sets, and at 10,000 nodes and 500 pending JobSets mapping every JobSet's
+    thousands of units again took most of the problem's build time."""
+
+    def __init__(self, layout: UnitLayout, class_of: Mapping[int, int]) -> None:
+        self.layout, self.class_of = layout, class_of
+        self.known: dict[frozenset[UnitId], tuple[int, ...]] = {}
+
+    def __call__(self, units: frozenset[UnitId]) -> tuple[int, ...]:
+        found = self.known.get(units)
+        if found is None:
+            found = tuple(
+                sorted(
+                    {self.class_of[u] for u in _numbers(self.layout, units) if u in self.class_of}
+                )
+            )
+            self.known[units] = found
+        return found
+
+
+def _need(need: Need, classes_of: _ClassesOf) -> ScheduleNeed:
     groups: tuple[tuple[int, ...], ...] = ()
     if _real_groups(need.within):
-        groups = tuple(
-            tuple(sorted({class_of[u] for u in _numbers(layout, g) if u in class_of}))
-            for g in need.within
-        )
-    return ScheduleNeed(need.name, need.count, tuple(classes), groups)
+        groups = tuple(classes_of(g) for g in need.within)
+    return ScheduleNeed(need.name, need.count, classes_of(need.eligible), groups)
 
 
 def _kept(request: ScheduleRequest, hinted: Reservation) -> bool:
@@ -247,6 +294,8 @@ def build_problem(
     classes, class_of = _classes(layout, release, future, signatures)
     jobs: list[ScheduleJob] = []
     ends: set[int] = set()
+    old = set(starving(request))
+    classes_of = _ClassesOf(layout, class_of)
     for c in jobs_in:
         r = hint[c.jobset]
         start = int(r.start_s or 0)
@@ -261,12 +310,13 @@ def build_problem(
             ScheduleJob(
                 key=c.jobset,
                 duration_s=duration,
-                needs=tuple(_need(n, layout, class_of) for n in c.needs),
+                needs=tuple(_need(n, classes_of) for n in c.needs),
                 rank=rank,
                 waited_s=int(waited),
                 hint_start_s=start,
                 hint_counts=tuple(sorted((n, k, v) for (n, k), v in counts.items())),
                 kept=_kept(request, r),
+                latest_start_s=start if c.jobset in old else None,
             )
         )
         ends.update((start, start + duration))

@@ -24,6 +24,7 @@ from placer.solver.time.schedule_problem import (
     ScheduleProblem,
     ScheduleRequest,
     build_problem,
+    starving,
     unit_release_s,
 )
 from placer.solver.time.timeaware import reservations_of
@@ -136,6 +137,34 @@ def test_max_wait_comes_before_weighted_waits() -> None:
     assert without["long"] == 3 * H
 
 
+@pytest.mark.parametrize(
+    ("max_wait_h", "long_start_h"),
+    [
+        pytest.param(24, 0, id="starving-starts-at-its-greedy-slot"),
+        pytest.param(60, 2, id="not-yet-starving-yields-to-shorter-runs"),
+    ],
+)
+def test_a_starving_jobset_starts_no_later_than_the_greedy_pass_would(
+    max_wait_h: float, long_start_h: float
+) -> None:
+    """One pool, free now. The 10 h run has waited 13 h, over a quarter of a 24 h maximum
+    (`SCHEDULE_STARVING_SHARE`): the greedy pass, starving JobSets first, starts it now, and so
+    must the schedule, though starting the two 1 h runs first weighs less (their 24 per second
+    against its 48: 120 weighted hours instead of 504). With a 60 h maximum it is not starving
+    yet, and the weighted waits put it after them, at 2 h."""
+    snap = _fleet({}, free=1)
+    queue = [
+        _timed(jobset("short-1", rjob(replicas=1)), 1, 10),
+        _timed(jobset("short-2", rjob(replicas=1)), 1, 5),
+        _timed(jobset("long", rjob(replicas=1)), 10, 13 * 60),
+    ]
+    starts = _starts(_plan(snap, queue, "cpsat", max_wait_s=max_wait_h * H))
+    assert starts["long"] == long_start_h * H
+    assert sorted([starts["short-1"], starts["short-2"]]) == (
+        [10 * H, 11 * H] if long_start_h == 0 else [0.0, 1 * H]
+    )
+
+
 def test_the_hint_is_a_valid_schedule_and_the_model_never_worse() -> None:
     snap = _fleet({"a": 1, "b": 1}, free=2)
     queue = [
@@ -155,24 +184,30 @@ def test_the_hint_is_a_valid_schedule_and_the_model_never_worse() -> None:
     assert free.objective_value < fixed.objective_value
 
 
-def _problem(snap: ClusterSnapshot, queue: list[JobSetRequest]) -> ScheduleProblem:
-    """The schedule problem the time-aware pass would build (through its own units)."""
-
+def _request(
+    snap: ClusterSnapshot, queue: list[JobSetRequest], max_wait_s: float | None = None
+) -> ScheduleRequest:
+    """The schedule request the time-aware pass would make (through its own units)."""
     policy = TimePolicy(now=NOW, reservations="all", schedule="cpsat")
     timeline = ReleaseTimeline.build(snap, NOW, policy.default_duration_s)
     units = timeaware._Units(snap, queue, SolveOptions(time=policy), timeline)
-    request = ScheduleRequest(
+    return ScheduleRequest(
         units.layout,
         tuple(units.candidate(js, js.expected_duration_s or 0) for js in queue),
         units.free_at,
         (),
         {},
         timeaware._tiers(queue, policy, NOW),
-        None,
+        max_wait_s,
     )
+
+
+def _problem(snap: ClusterSnapshot, queue: list[JobSetRequest]) -> ScheduleProblem:
+    """The schedule problem the time-aware pass would build (through its own units)."""
+    request = _request(snap, queue)
     hinted = hint(request)
-    release = unit_release_s(units.layout, {n: float(f) for n, f in units.free_at.items()})
-    return build_problem(request, hinted, release, [])
+    free_at = {n: float(f) for n, f in request.free_at.items()}
+    return build_problem(request, hinted, unit_release_s(request.layout, free_at), [])
 
 
 @st.composite
@@ -283,3 +318,15 @@ def test_a_higher_tier_goes_first_even_against_a_shorter_lower_tier_run() -> Non
         _timed(jobset("high", rjob(replicas=1), priority=10), 1, 10),
     ]
     assert _starts(_plan(snap, queue, "cpsat")) == {"low": 1 * H, "high": 0.0}
+
+
+def test_starving_jobsets_are_the_oldest_past_the_share_of_max_wait_first_head_only() -> None:
+    """Waited 10 h, 7 h, 5 h and 20 h of a 24 h maximum: past a quarter (6 h) are 20 h, 10 h
+    and 7 h, oldest first; the head only gets the bound by default; none without a maximum."""
+    snap = _fleet({}, free=1)
+    waited_h = {"a": 10, "b": 7, "c": 5, "d": 20}
+    queue = [_timed(jobset(k, rjob(replicas=1)), 1, h * 60) for k, h in waited_h.items()]
+    request = _request(snap, queue, max_wait_s=24 * H)
+    assert starving(request, head=None) == ("team-a/d", "team-a/a", "team-a/b")
+    assert starving(request) == ("team-a/d",)
+    assert starving(_request(snap, queue, max_wait_s=None), head=None) == ()
