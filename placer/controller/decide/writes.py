@@ -10,7 +10,7 @@ anything the pure decision did not mean.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict
 
@@ -39,6 +39,25 @@ class Aborted(Exception):
 
 def _uid(obj: Obj) -> str:
     return str((obj.get("metadata") or {}).get("uid") or "")
+
+
+class _Identity(TypedDict):
+    namespace: str
+    name: str
+    uid: str
+    resource_version: str
+
+
+def _identity(obj: Obj) -> _Identity:
+    """The object a write targets, as read: namespace, name, uid and the resourceVersion its
+    patch is preconditioned on."""
+    meta = obj.get("metadata") or {}
+    return _Identity(
+        namespace=str(meta.get("namespace") or "default"),
+        name=str(meta.get("name") or ""),
+        uid=_uid(obj),
+        resource_version=resource_version(obj),
+    )
 
 
 class _Write(BaseModel):
@@ -107,17 +126,13 @@ class SuspendJobSet(_Write):
 
     @classmethod
     def evict(cls, jobset: str, obj: Obj, at: float) -> SuspendJobSet:
-        meta = obj.get("metadata") or {}
         current = _annotations_of(obj)
         annotations: dict[str, str | None] = {PREEMPTED_AT: with_stamp(current, at)}
         if ASSIGNMENT_ANNOTATION in current:
             annotations[ASSIGNMENT_ANNOTATION] = None
         return cls(
             jobset=jobset,
-            namespace=str(meta.get("namespace") or "default"),
-            name=str(meta.get("name") or ""),
-            uid=_uid(obj),
-            resource_version=resource_version(obj),
+            **_identity(obj),
             suspend=True,
             at=at,
             annotations=annotations,
@@ -125,13 +140,9 @@ class SuspendJobSet(_Write):
 
     @classmethod
     def resume(cls, jobset: str, obj: Obj) -> SuspendJobSet:
-        meta = obj.get("metadata") or {}
         return cls(
             jobset=jobset,
-            namespace=str(meta.get("namespace") or "default"),
-            name=str(meta.get("name") or ""),
-            uid=_uid(obj),
-            resource_version=resource_version(obj),
+            **_identity(obj),
             suspend=False,
         )
 
@@ -254,14 +265,10 @@ class SetAdmissionCheck(_Write):
     def on(
         cls, workload: Obj, entry: Obj, *, jobset: str, previous_state: str
     ) -> SetAdmissionCheck:
-        meta = workload.get("metadata") or {}
         checks = tuple(entry if e.get("name") == entry["name"] else e for e in _entries(workload))
         return cls(
             jobset=jobset,
-            namespace=str(meta.get("namespace") or "default"),
-            name=str(meta.get("name") or ""),
-            uid=_uid(workload),
-            resource_version=resource_version(workload),
+            **_identity(workload),
             entry=entry,
             previous_state=previous_state,
             checks=checks,
