@@ -25,6 +25,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from placer.commands.argtypes import number, whole_number
 from placer.commands.common import add_solver_args, options_from_args
 from placer.commands.preemption_args import add_preemption_args
 from placer.commands.timing import (
@@ -36,7 +37,6 @@ from placer.commands.timing import (
 from placer.model.durations import parse_go_duration
 from placer.model.errors import ClusterError, InputError
 from placer.model.files import check_input_file
-from placer.model.messages import echo
 from placer.model.preemption import DEFAULT_MAX_PER_DAY
 
 __all__ = ["register", "run"]
@@ -53,16 +53,6 @@ def _levels(text: str) -> tuple[str, ...]:
     if not levels:
         raise argparse.ArgumentTypeError("expected node label keys, comma-separated")
     return levels
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {echo(text)}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
-    return value
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -130,22 +120,12 @@ def _add_placement_args(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {echo(text)}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
-    return value
-
-
 def _add_preemption_limit(group: argparse._ArgumentGroup) -> None:
     """The controller's own preemption flag (the others are `placer plan`'s)."""
     group.add_argument(
         "--max-preemptions-per-day",
         metavar="N",
-        type=_count,
+        type=whole_number(0),
         default=DEFAULT_MAX_PER_DAY,
         help="with --preemption: a JobSet preempted N times in the last 24 hours (its "
         f"placer.dev/preempted-at stamps) is not preempted again (default {DEFAULT_MAX_PER_DAY})",
@@ -157,21 +137,21 @@ def _add_loop_args(loop: argparse._ArgumentGroup) -> None:
     loop.add_argument(
         "--window",
         metavar="SECONDS",
-        type=_seconds,
+        type=number(0),
         default=2.0,
         help="gather pending JobSets this long before planning (default 2)",
     )
     loop.add_argument(
         "--replan-interval",
         metavar="SECONDS",
-        type=_seconds,
+        type=number(0),
         default=60.0,
         help="retry unschedulable JobSets at least this often (default 60)",
     )
     loop.add_argument(
         "--resync-interval",
         metavar="SECONDS",
-        type=_seconds,
+        type=number(0),
         default=600.0,
         help="relist everything this often (default 600)",
     )
@@ -219,7 +199,7 @@ def _add_operation_args(ha: argparse._ArgumentGroup) -> None:
     ha.add_argument(
         "--retry-timeout",
         metavar="SECONDS",
-        type=_seconds,
+        type=number(0),
         default=30.0,
         help="keep retrying a first list that meets temporary API errors (429, 5xx, connection "
         "errors) this long before exiting 3 (default 30)",
