@@ -157,11 +157,14 @@ def find_victims(
     options: SolveOptions,
     waits_too_long: Callable[[JobSetRequest], bool] | None = None,
     waiting: Collection[str] | None = None,
+    most: int | None = None,
 ) -> Victims | None:
     """The candidates under `options.preemption`, or None when preemption is off or nobody
     could be evicted. `waits_too_long` says whether a pending JobSet's expected wait without
     preemption exceeds `--preempt-after` (None: every pending JobSet may preempt); `waiting`
-    names the pending JobSets left unplaced without preemption (None: any may be)."""
+    names the pending JobSets left unplaced without preemption (None: any may be). At most
+    `most` candidates are kept, the cheapest per accelerator (None: `settings.MAX_CANDIDATES`,
+    what the model is offered; 0: all, for naming whichever victims a plan chose)."""
     policy = options.preemption
     if not policy.active:
         return None
@@ -200,7 +203,8 @@ def find_victims(
             candidates[key] = candidate
     if not candidates:
         return None
-    offered = _cheapest(candidates, MAX_CANDIDATES)
+    limit = MAX_CANDIDATES if most is None else most or len(candidates)
+    offered = _cheapest(candidates, limit)
     return Victims(
         offered,
         frozenset(js.key for js in preemptors),

@@ -59,7 +59,10 @@ def plan_evicting_first(
     now_only = snapshot.model_copy(
         update={"reservations": tuple(r for r in snapshot.reservations if r.jobset not in queued)}
     )
-    victims = find_victims(now_only, jobsets, options, waits_longer_than(now_only, options))
+    # every candidate, uncapped: the planner offers its own (capped) set, and whichever of
+    # those it evicts must be named here
+    waits = waits_longer_than(now_only, options)
+    victims = find_victims(now_only, jobsets, options, waits, most=0)
     if victims is None:
         return plan_round(snapshot, jobsets, quiet)
     started = time.perf_counter()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 
 from placer.model.cluster import ClusterSnapshot, RunningJobSet
@@ -66,6 +67,28 @@ def test_the_victim_the_planner_chooses_is_evicted_and_the_rest_reserved_behind_
     waiting = plan.outcome("team-a/small")
     assert waiting.status != "placed"
     assert waiting.expected_start_seconds == 1800  # mid's pool, free in half an hour
+
+
+def test_beyond_the_candidate_cap_the_planner_s_victim_is_still_named(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One candidate offered (cap 1). The planner offers `old` (priority 1, below the waiting
+    `mid`); `young` (priority 5) is cheaper but outranks every JobSet left waiting. The victims
+    named in the plan must come from all candidates, not from a capped set of other ones."""
+    monkeypatch.setattr("placer.solver.preempt.candidates.MAX_CANDIDATES", 1)
+    cluster = ClusterSnapshot(
+        nodes=(
+            *pool("p0", 2),
+            *running_pool("p1", 2, "team-b/young", priority=5),
+            *running_pool("p2", 2, "team-b/old", priority=1),
+        ),
+        running={"team-b/young": ran(0.1, 2), "team-b/old": ran(5, 10)},
+    )
+    hi = jobset("hi", rjob(replicas=1, pods_per_job=2), priority=10)
+    mid = jobset("mid", rjob(replicas=1, pods_per_job=2), priority=3, order=1)
+    plan = solve(cluster, [hi, mid], ON)
+    assert [p.key for p in plan.preempted] == ["team-b/old"]
+    assert {plan.outcome(k).status for k in ("team-a/hi", "team-a/mid")} == {"placed"}
 
 
 def test_nobody_to_evict_is_the_plain_time_aware_round() -> None:
