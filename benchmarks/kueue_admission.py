@@ -246,6 +246,33 @@ def domains(case: Scenario, queue: list[Pending]) -> dict[str, Any]:
     }
 
 
+def not_admitted(case: Scenario) -> dict[str, int]:
+    """Workloads not admitted at the end, by what Kueue's QuotaReserved condition and placer's
+    check say (status, reason and message, cut to 160 characters): whether each waits for
+    Kueue's quota or for placer."""
+    custom = k8s.CustomObjectsApi(case._api)
+    said: dict[str, int] = defaultdict(int)
+    for wl in custom.list_namespaced_custom_object(
+        KUEUE_GROUP, KUEUE_VERSION, case.namespace, "workloads"
+    )["items"]:
+        if _true(wl, "Admitted"):
+            continue
+        status = wl.get("status") or {}
+        quota = next(
+            (c for c in status.get("conditions") or [] if c.get("type") == "QuotaReserved"), {}
+        )
+        check = next(
+            (c for c in status.get("admissionChecks") or [] if c.get("name") == "placer"), {}
+        )
+        line = (
+            f"QuotaReserved={quota.get('status', '-')} {quota.get('reason', '')}: "
+            f"{(quota.get('message') or '')[:160]} | check {check.get('state', '-')}: "
+            f"{(check.get('message') or '')[:160]}"
+        )
+        said[line] += 1
+    return dict(sorted(said.items()))
+
+
 def ready_latency(case: Scenario) -> dict[str, Any]:
     """Per Workload: its placer check's Ready transition minus its QuotaReserved transition."""
     custom = k8s.CustomObjectsApi(case._api)
@@ -303,6 +330,7 @@ def run_mode(
         }
         result.update(observe(case, queue, args.observe))
         result.update(domains(case, queue))
+        result["not_admitted"] = not_admitted(case)
         if mode == "placer":
             result.update(ready_latency(case))
         return result

@@ -25,6 +25,7 @@ from typing import Any
 from benchmarks import scenarios
 from benchmarks.cluster_throughput import GPU, gpu_node
 from benchmarks.kubectl_export import cluster_items
+from placer.model.workload import PLACER_TOPOLOGY_PREFIX, TOPOLOGY_ANNOTATIONS, topology_annotation
 
 __all__ = ["FLEET_LABEL", "Pending", "Setup", "queued", "racks_setup", "scenario_setup"]
 
@@ -200,4 +201,9 @@ def queued(pending: Pending, mode: str, accelerator: str) -> dict[str, Any]:
             )
         else:
             spec["schedulingGates"] = [{"name": GATE}]
+            # Kueue refuses its own topology annotations on a flavor without topologyName
+            # (placer's): the same request in placer's spelling
+            annotations = pod.setdefault("metadata", {}).setdefault("annotations", {})
+            for key in [k for k in annotations if k in TOPOLOGY_ANNOTATIONS]:
+                annotations[topology_annotation(key, PLACER_TOPOLOGY_PREFIX)] = annotations.pop(key)
     return manifest

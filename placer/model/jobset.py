@@ -256,6 +256,7 @@ def parse_jobset(
                 slice_size=kueue.slice_size,
                 podset_group=kueue.podset_group,
                 unconstrained=kueue.unconstrained,
+                topology_prefix=kueue.prefix,
             )
         )
         priorities.append(_priority(pod, priority_classes, source=source, obj=key, field=pod_field))

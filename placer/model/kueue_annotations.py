@@ -1,5 +1,10 @@
 """Kueue TAS pod-template annotations -> the topology fields of a `ReplicatedJobRequest`.
 
+Each annotation may be written in Kueue's spelling (`kueue.x-k8s.io/podset-required-topology`)
+or placer's (`placer.dev/podset-required-topology`), with the same meaning; one replicated job
+uses one spelling. Placer's is for its Kueue admission check, whose flavors have no
+`topologyName`: there Kueue refuses quota to a Workload with its own spelling.
+
 Kueue reads these annotations on each replicated job's pod template; a JobSet's PodSet is the whole
 replicated job (replicas x pods per child Job). What can be checked without the cluster is checked
 here, at parse time (`read_kueue_topology`); what needs the topology levels (unknown level names, a
@@ -21,9 +26,13 @@ from placer.model.workload import (
     KUEUE_REQUIRED_TOPOLOGY,
     KUEUE_SLICE_SIZE,
     KUEUE_SLICE_TOPOLOGY,
+    KUEUE_TOPOLOGY_PREFIX,
     KUEUE_UNCONSTRAINED_TOPOLOGY,
+    PLACER_TOPOLOGY_PREFIX,
+    TOPOLOGY_ANNOTATIONS,
     JobSetRequest,
     ReplicatedJobRequest,
+    topology_annotation,
 )
 
 __all__ = [
@@ -32,6 +41,7 @@ __all__ = [
     "annotations_field",
     "check_podset_groups",
     "check_topology_levels",
+    "kueue_spelled",
     "podset_groups",
     "read_kueue_topology",
 ]
@@ -54,6 +64,28 @@ class KueueTopology:
     slice_size: int | None = None
     podset_group: str | None = None
     unconstrained: bool = False
+    prefix: str = KUEUE_TOPOLOGY_PREFIX
+    """The spelling the annotations were written in (`ReplicatedJobRequest.topology_prefix`)."""
+
+
+def _spelled(
+    annotations: Mapping[str, str], error_at: Callable[[str, str], InputError]
+) -> tuple[dict[str, str], str]:
+    """The topology annotations keyed by Kueue's names, and the spelling they were written in;
+    both spellings on one template is an error (which one would count is not obvious)."""
+    kueue = {k: annotations[k] for k in TOPOLOGY_ANNOTATIONS if k in annotations}
+    own = {
+        k: annotations[topology_annotation(k, PLACER_TOPOLOGY_PREFIX)]
+        for k in TOPOLOGY_ANNOTATIONS
+        if topology_annotation(k, PLACER_TOPOLOGY_PREFIX) in annotations
+    }
+    if kueue and own:
+        raise error_at(
+            topology_annotation(next(iter(own)), PLACER_TOPOLOGY_PREFIX),
+            f"cannot be combined with {next(iter(kueue))}: write the topology in placer's "
+            "spelling or in Kueue's, not both",
+        )
+    return (own, PLACER_TOPOLOGY_PREFIX) if own else (kueue, KUEUE_TOPOLOGY_PREFIX)
 
 
 def read_kueue_topology(
@@ -75,14 +107,22 @@ def read_kueue_topology(
     number, needs a required or preferred level and takes no slices (Kueue's webhook).
     """
 
-    def bad(key: str, message: str) -> InputError:
+    def error_at(written: str, message: str) -> InputError:
         return InputError(
-            message, source=source, obj=obj, field=annotations_field(index, key), code="kueue"
+            message, source=source, obj=obj, field=annotations_field(index, written), code="kueue"
         )
 
-    required = annotations.get(KUEUE_REQUIRED_TOPOLOGY) or None
-    preferred = annotations.get(KUEUE_PREFERRED_TOPOLOGY) or None
-    unconstrained_text = annotations.get(KUEUE_UNCONSTRAINED_TOPOLOGY)
+    values, prefix = _spelled(annotations, error_at)
+
+    def k(key: str) -> str:
+        return topology_annotation(key, prefix)
+
+    def bad(key: str, message: str) -> InputError:
+        return error_at(k(key), message)
+
+    required = values.get(KUEUE_REQUIRED_TOPOLOGY) or None
+    preferred = values.get(KUEUE_PREFERRED_TOPOLOGY) or None
+    unconstrained_text = values.get(KUEUE_UNCONSTRAINED_TOPOLOGY)
     unconstrained = False
     if unconstrained_text is not None:
         if unconstrained_text.lower() not in ("true", "false"):
@@ -92,14 +132,14 @@ def read_kueue_topology(
             )
         unconstrained = unconstrained_text.lower() == "true"
     if unconstrained and (required or preferred):
-        other = KUEUE_REQUIRED_TOPOLOGY if required else KUEUE_PREFERRED_TOPOLOGY
+        other = k(KUEUE_REQUIRED_TOPOLOGY if required else KUEUE_PREFERRED_TOPOLOGY)
         raise bad(KUEUE_UNCONSTRAINED_TOPOLOGY, f"cannot be combined with {other}")
-    slice_topology = annotations.get(KUEUE_SLICE_TOPOLOGY) or None
-    size_text = annotations.get(KUEUE_SLICE_SIZE)
+    slice_topology = values.get(KUEUE_SLICE_TOPOLOGY) or None
+    size_text = values.get(KUEUE_SLICE_SIZE)
     slice_size: int | None = None
     if size_text is not None:
         if slice_topology is None:
-            raise bad(KUEUE_SLICE_SIZE, f"a slice size needs {KUEUE_SLICE_TOPOLOGY}")
+            raise bad(KUEUE_SLICE_SIZE, f"a slice size needs {k(KUEUE_SLICE_TOPOLOGY)}")
         try:
             slice_size = int(size_text)
         except ValueError:
@@ -117,9 +157,9 @@ def read_kueue_topology(
             f"slice size {slice_size} does not divide the replicated job's {pod_count} pods "
             f"({replicas} replicas x {pods_per_job} pods)",
         )
-    group = annotations.get(KUEUE_PODSET_GROUP)
+    group = values.get(KUEUE_PODSET_GROUP)
     if group is not None:
-        _check_group_annotation(group, required or preferred, slice_topology, size_text, bad)
+        _check_group_annotation(group, required or preferred, slice_topology, size_text, bad, k)
     return KueueTopology(
         required_topology=required,
         preferred_topology=preferred,
@@ -127,6 +167,7 @@ def read_kueue_topology(
         slice_size=slice_size,
         podset_group=group,
         unconstrained=unconstrained,
+        prefix=prefix,
     )
 
 
@@ -136,6 +177,7 @@ def _check_group_annotation(
     slice_topology: str | None,
     size_text: str | None,
     bad: Callable[[str, str], InputError],
+    k: Callable[[str], str],
 ) -> None:
     """Kueue's webhook rules for one replicated job's podset-group-name (`tas_validation.go`)."""
     if not group:
@@ -143,13 +185,28 @@ def _check_group_annotation(
     if group.isdigit():
         raise bad(KUEUE_PODSET_GROUP, f"must not be a number, got {echo(group)}")
     if slice_topology is not None or size_text is not None:
-        other = KUEUE_SLICE_TOPOLOGY if slice_topology is not None else KUEUE_SLICE_SIZE
+        other = k(KUEUE_SLICE_TOPOLOGY if slice_topology is not None else KUEUE_SLICE_SIZE)
         raise bad(KUEUE_PODSET_GROUP, f"cannot be combined with {other}")
     if level is None:
         raise bad(
             KUEUE_PODSET_GROUP,
-            f"needs {KUEUE_REQUIRED_TOPOLOGY} or {KUEUE_PREFERRED_TOPOLOGY} beside it",
+            f"needs {k(KUEUE_REQUIRED_TOPOLOGY)} or {k(KUEUE_PREFERRED_TOPOLOGY)} beside it",
         )
+
+
+def kueue_spelled(js: JobSetRequest) -> list[str]:
+    """The replicated jobs whose topology is written in Kueue's spelling, which Kueue refuses
+    under placer's admission check (its flavors have no `topologyName`)."""
+    return [
+        r.name
+        for r in js.replicated_jobs
+        if r.topology_prefix == KUEUE_TOPOLOGY_PREFIX and (r.kueue_topology or r.podset_group)
+    ]
+
+
+def written(r: ReplicatedJobRequest, kueue_key: str) -> str:
+    """The annotation key `r`'s topology was written with, for one of Kueue's keys."""
+    return topology_annotation(kueue_key, r.topology_prefix)
 
 
 @dataclass(frozen=True)
@@ -201,7 +258,7 @@ def check_podset_groups(js: JobSetRequest) -> None:
             f"podset group {echo(js.replicated_jobs[i].podset_group)} {message}",
             source=js.source,
             obj=js.key,
-            field=annotations_field(i, KUEUE_PODSET_GROUP),
+            field=annotations_field(i, written(js.replicated_jobs[i], KUEUE_PODSET_GROUP)),
             code="kueue",
         )
 
@@ -266,7 +323,7 @@ def check_topology_levels(jobsets: Sequence[JobSetRequest], levels: Sequence[str
                         f"unknown topology level {echo(level)}; the levels are {', '.join(order)}",
                         source=js.source,
                         obj=js.key,
-                        field=annotations_field(i, key),
+                        field=annotations_field(i, written(r, key)),
                         code="kueue",
                     )
             podset_level = r.required_topology or r.preferred_topology
@@ -281,6 +338,6 @@ def check_topology_levels(jobsets: Sequence[JobSetRequest], levels: Sequence[str
                     f"{podset_level}",
                     source=js.source,
                     obj=js.key,
-                    field=annotations_field(i, KUEUE_SLICE_TOPOLOGY),
+                    field=annotations_field(i, written(r, KUEUE_SLICE_TOPOLOGY)),
                     code="kueue",
                 )

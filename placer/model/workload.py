@@ -25,12 +25,16 @@ __all__ = [
     "KUEUE_REQUIRED_TOPOLOGY",
     "KUEUE_SLICE_SIZE",
     "KUEUE_SLICE_TOPOLOGY",
+    "KUEUE_TOPOLOGY_PREFIX",
     "KUEUE_UNCONSTRAINED_TOPOLOGY",
     "NODE_SELECTOR_STRATEGY",
+    "PLACER_TOPOLOGY_PREFIX",
+    "TOPOLOGY_ANNOTATIONS",
     "JobSetRequest",
     "PodShape",
     "ReplicatedJobRequest",
     "child_job_name",
+    "topology_annotation",
 ]
 
 EXCLUSIVE_TOPOLOGY = "alpha.jobset.sigs.k8s.io/exclusive-topology"
@@ -42,6 +46,26 @@ KUEUE_SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
 KUEUE_PODSET_GROUP = "kueue.x-k8s.io/podset-group-name"
 KUEUE_UNCONSTRAINED_TOPOLOGY = "kueue.x-k8s.io/podset-unconstrained-topology"
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+TOPOLOGY_ANNOTATIONS = (
+    KUEUE_REQUIRED_TOPOLOGY,
+    KUEUE_PREFERRED_TOPOLOGY,
+    KUEUE_SLICE_TOPOLOGY,
+    KUEUE_SLICE_SIZE,
+    KUEUE_PODSET_GROUP,
+    KUEUE_UNCONSTRAINED_TOPOLOGY,
+)
+"""Kueue's topology annotations of a pod template, as Kueue names them."""
+KUEUE_TOPOLOGY_PREFIX = "kueue.x-k8s.io/"
+PLACER_TOPOLOGY_PREFIX = "placer.dev/"
+"""Placer's own spelling of the same annotations (`placer.dev/podset-required-topology`, ...),
+same meaning. Under placer's Kueue admission check the ResourceFlavor has no `topologyName`, and
+Kueue refuses to reserve quota for a Workload carrying its own topology annotations there ("does
+not support TopologyAwareScheduling"); placer's spelling is invisible to Kueue."""
+
+
+def topology_annotation(kueue_key: str, prefix: str) -> str:
+    """One of `TOPOLOGY_ANNOTATIONS` as written with `prefix` (Kueue's or placer's)."""
+    return prefix + kueue_key.removeprefix(KUEUE_TOPOLOGY_PREFIX)
 
 
 def child_job_name(jobset: str, replicated_job: str, index: int) -> str:
@@ -93,6 +117,10 @@ class ReplicatedJobRequest(BaseModel):
     """Kueue podset-group-name: replicated jobs of one JobSet placed in the same topology domain."""
     unconstrained: bool = False
     """Kueue podset-unconstrained-topology: any free capacity, no compactness asked."""
+    topology_prefix: str = KUEUE_TOPOLOGY_PREFIX
+    """Whose spelling the topology annotations above were written in (`KUEUE_TOPOLOGY_PREFIX`
+    or `PLACER_TOPOLOGY_PREFIX`): errors name the key the user wrote, and placer's Kueue check
+    warns about Kueue's spelling, which Kueue refuses on the check's flavors."""
 
     @property
     def pod_count(self) -> int:

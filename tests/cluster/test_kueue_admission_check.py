@@ -29,7 +29,7 @@ from tests.cluster.scenario import (
     assignment_of,
     load_documents,
 )
-from tests.cluster.test_gate_binding import multislice
+from tests.cluster.test_gate_binding import multislice, pools_by_child_job
 from tests.helpers.cli import run_cli
 
 KUEUE_GROUP, KUEUE_VERSION = "kueue.x-k8s.io", "v1beta2"
@@ -298,3 +298,50 @@ def test_a_controller_restarted_between_ledger_commit_and_ready_neither_loses_no
     labels = scenario.node_labels()
     placed = {job["domain"]["value"] for job in record["jobs"].values()}
     assert {labels[p.spec.node_name]["cloud.google.com/gke-nodepool"] for p in pods} == placed
+
+
+def with_slice_topology(manifest: dict[str, Any], prefix: str) -> dict[str, Any]:
+    """Each child Job's two pods in one node pool, asked in `prefix`'s spelling of Kueue's
+    slice annotations (what exclusivity already gives: the request is honored either way)."""
+    template = manifest["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
+    template.setdefault("metadata", {}).setdefault("annotations", {}).update(
+        {
+            f"{prefix}/podset-slice-required-topology": "cloud.google.com/gke-nodepool",
+            f"{prefix}/podset-slice-size": "2",
+        }
+    )
+    return manifest
+
+
+def test_kueues_spelling_of_topology_gets_no_quota_on_placers_flavor_and_placers_does(
+    scenario: Scenario,
+) -> None:
+    """The fact behind placer's own spelling: on a ResourceFlavor without topologyName (placer's
+    check) real Kueue never reserves quota for a Workload whose templates carry its topology
+    annotations; placer warns about it, and the same request in placer.dev/ spelling is
+    admitted and placed as asked."""
+    scenario.use_example_cluster("tpu-v5e-v6e.yaml")
+    setup(scenario, tpu_quota=64)
+    scenario.start_controller("--kueue-admission-check", "--replan-interval=2")
+    scenario.create_jobset(with_slice_topology(queued("theirs", slices=2), "kueue.x-k8s.io"))
+    scenario.create_jobset(with_slice_topology(queued("ours", slices=2), "placer.dev"))
+
+    pods = scenario.wait_pods_bound("ours", count=4, timeout_s=180)
+    assert all(len(pools) == 1 for pools in pools_by_child_job(scenario, pods).values())
+    assert check_of(workload_of(scenario, "ours"))["state"] == "Ready"
+
+    def warned() -> bool:
+        workload = workload_of(scenario, "theirs") or {}
+        name = workload.get("metadata", {}).get("name", "")
+        return any(e.reason == "KueueTopologySpelling" for e in scenario.events(name))
+
+    wait_until(warned, timeout_s=60, what="placer's Warning on theirs's Workload")
+    workload = workload_of(scenario, "theirs") or {}
+    reserved = next(c for c in workload["status"]["conditions"] if c["type"] == "QuotaReserved")
+    assert reserved["status"] == "False"
+    assert "does not support TopologyAwareScheduling" in reserved["message"]
+    assert check_of(workload)["message"].startswith(
+        "waits for Kueue to reserve quota; Kueue reserves no quota for kueue.x-k8s.io/podset-*"
+    )
+    assert scenario.get_jobset("theirs")["spec"]["suspend"] is True
+    assert scenario.pods_of("theirs") == []

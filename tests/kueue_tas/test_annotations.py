@@ -108,3 +108,42 @@ def test_slice_level_above_podset_level_is_refused() -> None:
         check_topology_levels([js], LEVELS)
     check_topology_levels([parsed({REQ: "block", SLICE: "rack"})], LEVELS)
     check_topology_levels([parsed({REQ: "block", SLICE: "kubernetes.io/hostname"})], ("block",))
+
+
+def placers(annotations: dict[str, str]) -> dict[str, str]:
+    """The same annotations in placer's spelling (placer.dev/podset-...)."""
+    return {k.replace("kueue.x-k8s.io/", "placer.dev/"): v for k, v in annotations.items()}
+
+
+@pytest.mark.parametrize(
+    "annotations",
+    [
+        {REQ: "block", SLICE: "rack", SIZE: "2"},
+        {PREF: "rack"},
+        {FREE: "true"},
+        {REQ: "block", SLICE: "rack"},
+    ],
+)
+def test_placers_spelling_reads_as_kueues(annotations: dict[str, str]) -> None:
+    """Under placer's admission check Kueue refuses its own spelling on a flavor without
+    topologyName, so placer reads placer.dev/podset-* the same way."""
+    theirs = parsed(annotations, parallelism=2).replicated_jobs[0]
+    ours = parsed(placers(annotations), parallelism=2).replicated_jobs[0]
+    assert ours.topology_prefix == "placer.dev/" and theirs.topology_prefix == "kueue.x-k8s.io/"
+    assert ours.model_copy(update={"topology_prefix": theirs.topology_prefix}) == theirs
+
+
+def test_both_spellings_on_one_template_are_refused() -> None:
+    with pytest.raises(InputError, match=f"cannot be combined with {REQ}") as e:
+        parsed({REQ: "block", "placer.dev/podset-slice-required-topology": "rack"})
+    assert e.value.field.endswith("annotations[placer.dev/podset-slice-required-topology]")
+
+
+def test_errors_name_the_key_as_written() -> None:
+    with pytest.raises(InputError, match="needs placer.dev/podset-slice-required-topology") as e:
+        parsed(placers({REQ: "block", SIZE: "2"}), parallelism=2)
+    assert e.value.field.endswith("annotations[placer.dev/podset-slice-size]")
+    js = parsed(placers({REQ: "zone"}))
+    with pytest.raises(InputError, match="unknown topology level 'zone'") as e:
+        check_topology_levels([js], LEVELS)
+    assert e.value.field.endswith("annotations[placer.dev/podset-required-topology]")

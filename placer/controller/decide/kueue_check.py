@@ -37,7 +37,13 @@ from dataclasses import dataclass
 
 from placer.controller.decide.domains import HOLD_PREFIX, holds
 from placer.controller.decide.kueue_eta import QUOTA_WAIT
-from placer.controller.decide.kueue_workloads import KueueEvent, KueueView, KueueWorkload, rfc3339
+from placer.controller.decide.kueue_workloads import (
+    KUEUE_SPELLING,
+    KueueEvent,
+    KueueView,
+    KueueWorkload,
+    rfc3339,
+)
 from placer.controller.decide.ledger import PLACEMENT, entry_key
 from placer.controller.decide.ledgerplan import LedgerView
 from placer.controller.decide.planning import PlannedRound
@@ -47,6 +53,7 @@ from placer.controller.decide.survey import ManagedJobSet
 from placer.controller.decide.writes import ActivateCheck, EmitEvent, SetAdmissionCheck, Write
 from placer.model.assignment import PREFIX, Assignment
 from placer.model.durations import format_go_duration
+from placer.model.kueue_annotations import kueue_spelled
 from placer.model.plan import DomainRef, JobSetOutcome
 from placer.model.workload import JobSetRequest
 
@@ -290,14 +297,18 @@ def _waiting(
     return f"{message}; {eta}" if eta else message
 
 
-def _quota_wait(outcome: JobSetOutcome, now_s: float, holders: Mapping[str, str]) -> str:
+def _quota_wait(
+    outcome: JobSetOutcome, now_s: float, holders: Mapping[str, str], *, spelled: bool
+) -> str:
     """The message of a Workload waiting for Kueue's quota (kueue_eta.py): what it waits for,
-    and when it would start were its quota reserved now."""
+    and when it would start were its quota reserved now; `spelled`: its topology is in Kueue's
+    spelling, so on placer's flavors that quota never comes, and the message says why first."""
     if outcome.expected_start_seconds is None:
         then = "it can never be placed, not even on an empty cluster"
     else:
         then = _eta(outcome, now_s, holders) or "room for it now"
-    return f"{QUOTA_WAIT}; placer places it once Kueue does; were quota reserved now: {then}"
+    why = f"; {KUEUE_SPELLING}" if spelled else ""
+    return f"{QUOTA_WAIT}{why}; placer places it once Kueue does; were quota reserved now: {then}"
 
 
 @dataclass(frozen=True)
@@ -366,9 +377,9 @@ def check_updates(
     for key, wl in sorted(view.workloads.items()):
         ms = by_key.get(key)
         if wl.stage == "waiting" and key in planned.behind:
-            quota = CheckUpdate(
-                wl, "Pending", _quota_wait(planned.behind[key], now_s, cycle.holders)
-            )
+            spelled = ms is not None and ms.request is not None and bool(kueue_spelled(ms.request))
+            message = _quota_wait(planned.behind[key], now_s, cycle.holders, spelled=spelled)
+            quota = CheckUpdate(wl, "Pending", message[:MESSAGE_MAX])
             if quota.changes():
                 updates.append(quota)
             continue

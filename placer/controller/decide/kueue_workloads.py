@@ -11,6 +11,10 @@ reads those objects into plain values (`read_kueue`), pure over a `ClusterState`
   owner reference of kind JobSet), its stage (`Stage`), its priority and since when its quota is
   reserved. A Workload placer cannot serve (no owner, an owner of another kind, PodSets that are
   not the JobSet's replicatedJobs) gets a Warning event and its check is left as it is.
+- Kueue's spelling of topology: a JobSet whose templates carry `kueue.x-k8s.io/podset-*`
+  topology annotations; on a flavor without `topologyName` Kueue never reserves its quota ("does
+  not support TopologyAwareScheduling"). A Warning on the Workload says to write them as
+  `placer.dev/podset-*`, which placer reads the same way (`KUEUE_SPELLING`).
 - TAS conflicts: a ClusterQueue listing placer's check on a ResourceFlavor with `topologyName`
   (Kueue's own Topology-Aware Scheduling would place the same pods): a Warning on the ClusterQueue.
 
@@ -31,11 +35,13 @@ from placer.controller.decide.state import ClusterState, Key
 from placer.model.assignment import PREFIX
 from placer.model.durations import parse_rfc3339
 from placer.model.errors import InputError
+from placer.model.kueue_annotations import kueue_spelled
 from placer.model.kueue_workload import condition_true, owner_of
 from placer.model.workload import JobSetRequest
 
 __all__ = [
     "CONTROLLER_NAME",
+    "KUEUE_SPELLING",
     "KueueEvent",
     "KueueView",
     "KueueWorkload",
@@ -51,6 +57,13 @@ __all__ = [
 
 CONTROLLER_NAME = f"{PREFIX}/placement"
 """`spec.controllerName` of placer's AdmissionChecks."""
+
+KUEUE_SPELLING = (
+    "Kueue reserves no quota for kueue.x-k8s.io/podset-* topology annotations on a flavor "
+    "without topologyName, as placer's check uses: write them as placer.dev/podset-*, which "
+    "placer reads the same way"
+)
+"""What placer says of a JobSet whose topology is in Kueue's spelling (`kueue_spelled`)."""
 
 Stage = Literal["waiting", "pending", "ready", "retry", "rejected"]
 """Where a Workload stands for placer: `waiting` for quota (none reserved, or evicted),
@@ -263,6 +276,8 @@ def read_kueue(
                 )
             elif (request := requests[jobset]) is not None:
                 problem = pod_set_problem(wl, request)
+                if not problem and (spelled := kueue_spelled(request)):
+                    events.append(_spelling_event(wl, ns, name, spelled, now))
         if problem:
             message = f"Workload {ns}/{name}: {problem}; check {entry.get('name')} left as it is"
             events.append(
@@ -298,6 +313,15 @@ def read_kueue(
         )
     events.extend(tas_conflicts(state, checks, now=now))
     return KueueView(checks=checks, workloads=workloads, events=tuple(events))
+
+
+def _spelling_event(
+    wl: Mapping[str, Any], ns: str, name: str, rjobs: Sequence[str], now: str
+) -> KueueEvent:
+    message = f"Workload {ns}/{name}: replicatedJobs {', '.join(rjobs)}: {KUEUE_SPELLING}"
+    return kueue_event(
+        wl, "Workload", reason="KueueTopologySpelling", message=message, now=now, type_="Warning"
+    )
 
 
 def tas_conflicts(state: ClusterState, checks: frozenset[str], *, now: str) -> list[KueueEvent]:

@@ -501,6 +501,49 @@ def test_a_jobset_placer_does_not_manage_is_warned_about() -> None:
     assert "JobSet default/plain is not managed by placer" in message
 
 
+def with_topology(cluster: MemoryCluster, name: str, key: str) -> None:
+    """The JobSet's pod template asks for its child Jobs' block as preferred topology, under
+    annotation `key` (Kueue's spelling or placer's)."""
+
+    def annotate(obj: Obj) -> None:
+        template = obj["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
+        template.setdefault("metadata", {}).setdefault("annotations", {})[key] = BLOCK
+
+    cluster.mutate("jobsets", name, annotate, namespace="default")
+
+
+@pytest.mark.parametrize("spelling", ["kueue.x-k8s.io", "placer.dev"])
+def test_kueues_spelling_of_topology_is_warned_about_and_told_in_the_quota_wait(
+    spelling: str,
+) -> None:
+    """On placer's flavors (no topologyName) Kueue never reserves quota for a Workload carrying
+    kueue.x-k8s.io/podset-* topology (seen on real Kueue v0.19.2: "does not support
+    TopologyAwareScheduling"); placer's spelling means the same to placer and nothing to Kueue."""
+    cluster = tpu_cluster(blocks=3)
+    suspended_jobset(cluster, "a")
+    with_topology(cluster, "a", f"{spelling}/podset-preferred-topology")
+    c = cycle(with_kueue(state_of(cluster), workload("a", [("w", 4)], reserved_at=None)))
+    message = only(c.updates).message
+    said = [(e.reason, e.message) for e in c.view.events]
+    if spelling == "placer.dev":
+        assert said == [] and "placer.dev/podset-*" not in message
+        assert message.endswith("were quota reserved now: room for it now")
+        return
+    assert said == [
+        (
+            "KueueTopologySpelling",
+            "Workload default/jobset-a-1234: replicatedJobs w: Kueue reserves no quota for "
+            "kueue.x-k8s.io/podset-* topology annotations on a flavor without topologyName, as "
+            "placer's check uses: write them as placer.dev/podset-*, which placer reads the "
+            "same way",
+        )
+    ]
+    assert message.startswith(
+        "waits for Kueue to reserve quota; Kueue reserves no quota for kueue.x-k8s.io/podset-*"
+    )
+    assert message.endswith("were quota reserved now: room for it now")
+
+
 def test_an_admission_check_with_parameters_is_refused_and_its_workloads_left_alone() -> None:
     cluster = tpu_cluster(blocks=3)
     suspended_jobset(cluster, "a", jobs=2)
