@@ -80,6 +80,10 @@ class Fleet:
     kueue: bool = False
     """The pending JobSets are suspended under Kueue instead: each has a Workload with quota
     reserved and placer's AdmissionCheck Pending (--kueue-admission-check), no pods yet."""
+    kueue_later: int = 0
+    """With `kueue`: the last this many Workloads wait for quota at first (Kueue's queue); after
+    the first two cycles Kueue reserves theirs, and a third cycle decides them: QuotaReserved to
+    check Ready when quota comes a few Workloads at a time, beside everything decided before."""
 
 
 def _pool(i: int) -> str:
@@ -137,7 +141,8 @@ def build_cluster(fleet: Fleet) -> MemoryCluster:
         if fleet.kueue:
             obj["spec"]["suspend"] = True
             cluster.create("jobsets", obj)
-            cluster.create("workloads", _workload(name, replicas))
+            reserved = j < fleet.pending - fleet.kueue_later
+            cluster.create("workloads", _workload(name, replicas, reserved=reserved))
         else:
             cluster.create("jobsets", obj)
             sim.create_pods(cluster, "research", name)
@@ -149,10 +154,14 @@ def build_cluster(fleet: Fleet) -> MemoryCluster:
     return cluster
 
 
-def _workload(jobset: str, replicas: int) -> dict[str, Any]:
-    """Kueue's Workload of a queued JobSet: quota reserved at the planning instant, placer's
-    check Pending (Kueue now waits for placer)."""
+def _workload(jobset: str, replicas: int, *, reserved: bool = True) -> dict[str, Any]:
+    """Kueue's Workload of a queued JobSet: quota reserved at the planning instant (unless not
+    `reserved`: it waits in Kueue's queue), placer's check Pending (Kueue now waits for placer;
+    Kueue adds the entry before it reserves)."""
     at = rfc3339(INSTANT_S)
+    conditions = (
+        [{"type": "QuotaReserved", "status": "True", "lastTransitionTime": at}] if reserved else []
+    )
     return {
         "apiVersion": "kueue.x-k8s.io/v1beta2",
         "kind": "Workload",
@@ -163,7 +172,7 @@ def _workload(jobset: str, replicas: int) -> dict[str, Any]:
         },
         "spec": {"podSets": [{"name": "workers", "count": replicas * HOSTS_PER_POOL}]},
         "status": {
-            "conditions": [{"type": "QuotaReserved", "status": "True", "lastTransitionTime": at}],
+            "conditions": conditions,
             "admissionChecks": [{"name": "placer", "state": "Pending", "lastTransitionTime": at}],
         },
     }
@@ -225,7 +234,9 @@ def measure(
     first, parts = _cycle(controller)
     second, again = _cycle(controller)
     plans = [p for p, _, _ in first.planned.plans]
+    arrival = _arrival(cluster, controller, fleet) if fleet.kueue_later else {}
     return {
+        **arrival,
         "build_s": built,
         "relist_s": listed,
         "nodes": len(first.snapshot.nodes),
@@ -251,10 +262,37 @@ def measure(
     }
 
 
-def _check_states(cluster: MemoryCluster) -> dict[str, int]:
-    """How many Workloads' placer checks are in each state after both cycles."""
+def _arrival(cluster: MemoryCluster, controller: Controller, fleet: Fleet) -> dict[str, Any]:
+    """Kueue reserves quota for the `kueue_later` Workloads that waited; the controller's cache
+    learns it (as its watch would, untimed); one cycle decides them, timed."""
+    names = {
+        f"jobset-train-{j:04d}" for j in range(fleet.pending - fleet.kueue_later, fleet.pending)
+    }
+    at = rfc3339(INSTANT_S)
+
+    def reserve(obj: dict[str, Any]) -> None:
+        obj["status"]["conditions"] = [
+            {"type": "QuotaReserved", "status": "True", "lastTransitionTime": at}
+        ]
+
+    for name in sorted(names):
+        cluster.mutate("workloads", name, reserve, namespace="research")
+    controller.relist()
+    report, parts = _cycle(controller)
+    return {
+        "arrival": parts,
+        "arrival_targets": len(report.review.targets),
+        "arrival_writes": len(report.writes),
+        "arrival_checks": _check_states(cluster, names),
+    }
+
+
+def _check_states(cluster: MemoryCluster, names: set[str] | None = None) -> dict[str, int]:
+    """How many Workloads' placer checks are in each state (of `names`, else of all)."""
     states: dict[str, int] = {}
     for wl in cluster.objects("workloads"):
+        if names is not None and wl["metadata"]["name"] not in names:
+            continue
         for entry in wl["status"].get("admissionChecks") or []:
             states[entry["state"]] = states.get(entry["state"], 0) + 1
     return dict(sorted(states.items()))
@@ -295,6 +333,13 @@ def _print(fleet: Fleet, solver: str, limit: float, schedule: str, r: dict[str, 
     print(f"second cycle (nothing changed): {r['second_writes']} writes")
     for name, (wall, cpu) in r["second"].items():
         print(f"  {name}: {wall:.2f} s wall" + (f", {cpu:.2f} s CPU" if cpu else ""))
+    if "arrival" in r:
+        print(
+            f"Kueue reserves {fleet.kueue_later} more: {r['arrival_targets']} targets, "
+            f"{r['arrival_writes']} writes; their checks: {r['arrival_checks']}"
+        )
+        for name, (wall, cpu) in r["arrival"].items():
+            print(f"  {name}: {wall:.2f} s wall" + (f", {cpu:.2f} s CPU" if cpu else ""))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -312,9 +357,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the pending JobSets wait under Kueue for placer's admission check (Workloads with "
         "quota reserved); the first cycle's wall time is QuotaReserved to check Ready",
     )
+    parser.add_argument(
+        "--kueue-later",
+        type=int,
+        default=0,
+        metavar="N",
+        help="with --kueue: the last N Workloads get quota only after two cycles; a third "
+        "cycle, timed, decides them (quota reserved a few at a time)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
-    fleet = Fleet(nodes=args.nodes, pending=args.pending, seed=args.seed, kueue=args.kueue)
+    fleet = Fleet(
+        nodes=args.nodes,
+        pending=args.pending,
+        seed=args.seed,
+        kueue=args.kueue,
+        kueue_later=args.kueue_later if args.kueue else 0,
+    )
     result = measure(fleet, args.solver, args.time_limit, args.reservations, args.schedule)
     _print(fleet, args.solver, args.time_limit, args.schedule, result)
     return 0

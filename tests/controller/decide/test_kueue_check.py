@@ -708,3 +708,7 @@ def test_hold_tokens_are_named_as_replacing_each_would(
     tokens = [*sorted(holders), "placer:ml/unknown-9"]
     text = "held by " + sep.join(tokens[i % len(tokens)] for i in picks) + sep
     assert _named(text, holders) == _named_by_replacing(text, holders)
+    # named part by part with one cycle's cache (shared with another text): the same
+    cache: dict[str, str] = {}
+    _named(f"{tokens[0]}; x", holders, cache)
+    assert _named(text, holders, cache) == _named(text, holders)
