@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 __all__ = [
+    "CONDITION_TAINTS",
     "NodeSelectorRequirement",
     "NodeSelectorTerm",
     "Taint",
@@ -21,6 +22,22 @@ __all__ = [
     "matches_term",
     "tolerates",
 ]
+
+CONDITION_TAINTS = frozenset(
+    f"node.kubernetes.io/{name}"
+    for name in (
+        "not-ready",
+        "unreachable",
+        "unschedulable",
+        "memory-pressure",
+        "disk-pressure",
+        "pid-pressure",
+        "network-unavailable",
+    )
+)
+"""Taints Kubernetes itself puts on a node and takes off with its conditions (the node lifecycle
+controller's not-ready and unreachable, TaintNodesByCondition's others, a cordon's unschedulable):
+they say how the host is now, not what it accepts once repaired or uncordoned."""
 
 Operator = Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
 

@@ -33,6 +33,7 @@ from datetime import UTC, datetime
 from placer.model.cluster import ClusterSnapshot, DomainReservation, Node
 from placer.model.options import SolveOptions, TimePolicy
 from placer.model.plan import DomainRef, JobSetOutcome, Plan
+from placer.model.scheduling import CONDITION_TAINTS
 from placer.model.topology import Domain
 from placer.model.whatif import running_jobsets, without_jobsets
 from placer.model.workload import JobSetRequest
@@ -112,7 +113,10 @@ def _emptied(snapshot: ClusterSnapshot) -> ClusterSnapshot:
     loaders record it; older snapshots may not). NotReady and cordoned hosts are expected back
     (a repair or a drain ends): counting them out for good would mark a JobSet that needs their
     domain as never fitting and leave it without a reservation, the starvation this prevents.
-    A reservation on such a domain is re-planned each round until the host is back.
+    A reservation on such a domain is re-planned each round until the host is back. The taints
+    Kubernetes puts on such hosts (`CONDITION_TAINTS`) go with them: kept, a JobSet needing every
+    host of a domain with one NotReady host would be judged never to fit, and under Kueue
+    Rejected (seen on real Kueue: a GB200 JobSet needing four whole NVLink cliques).
     """
     empty, _, _ = without_jobsets(snapshot, running_jobsets(snapshot))
     unknown = {n.name for n in snapshot.nodes if any(k not in n.jobset_usage for k in n.jobsets)}
@@ -122,9 +126,10 @@ def _emptied(snapshot: ClusterSnapshot) -> ClusterSnapshot:
                 "free": dict(n.allocatable) if n.name in unknown else n.free,
                 "ready": True,
                 "unschedulable": False,
+                "taints": tuple(t for t in n.taints if t.key not in CONDITION_TAINTS),
             }
         )
-        if n.name in unknown or not n.usable
+        if n.name in unknown or not n.usable or any(t.key in CONDITION_TAINTS for t in n.taints)
         else n
         for n in empty.nodes
     )

@@ -206,11 +206,39 @@ def test_time_aware_plans_pass_the_checker_on_random_queues(
             assert o.expected_start_seconds is not None and o.expected_start_seconds > 0
 
 
-def test_a_notready_host_does_not_mark_a_wide_jobset_as_never_fitting() -> None:
+@pytest.mark.parametrize(
+    "state",
+    [
+        pytest.param({"ready": False}, id="notready"),
+        # as Kubernetes has such hosts: the node lifecycle controller's taint on a NotReady
+        # host, a cordon's, a pressure condition's (found on real Kueue: one such host per
+        # NVLink clique got a GB200 JobSet Rejected as never fitting)
+        pytest.param(
+            {
+                "ready": False,
+                "taints": (Taint(key="node.kubernetes.io/unreachable", effect="NoSchedule"),),
+            },
+            id="unreachable-taint",
+        ),
+        pytest.param(
+            {
+                "unschedulable": True,
+                "taints": (Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule"),),
+            },
+            id="cordoned-taint",
+        ),
+        pytest.param(
+            {"taints": (Taint(key="node.kubernetes.io/memory-pressure", effect="NoSchedule"),)},
+            id="pressure-taint",
+        ),
+    ],
+)
+def test_a_notready_host_does_not_mark_a_wide_jobset_as_never_fitting(
+    state: dict[str, object],
+) -> None:
     snap = _fleet()
     broken = tuple(
-        n.model_copy(update={"ready": False}) if n.name == "pool-3-host-0" else n
-        for n in snap.nodes
+        n.model_copy(update=state) if n.name == "pool-3-host-0" else n for n in snap.nodes
     )
     snap = snap.model_copy(update={"nodes": broken})
     queue = [_queue()[0]]  # needs all four pools
