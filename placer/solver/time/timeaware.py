@@ -29,13 +29,14 @@ import bisect
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from decimal import Decimal
 
 from placer.model.cluster import ClusterSnapshot, DomainReservation, Node
 from placer.model.options import SolveOptions, TimePolicy
 from placer.model.plan import DomainRef, JobSetOutcome, Plan
+from placer.model.resources import add_resources
 from placer.model.scheduling import CONDITION_TAINTS
 from placer.model.topology import Domain
-from placer.model.whatif import running_jobsets, without_jobsets
 from placer.model.workload import JobSetRequest
 from placer.solver.context import PlacementContext
 from placer.solver.interface import Solver
@@ -118,22 +119,41 @@ def _emptied(snapshot: ClusterSnapshot) -> ClusterSnapshot:
     host of a domain with one NotReady host would be judged never to fit, and under Kueue
     Rejected (seen on real Kueue: a GB200 JobSet needing four whole NVLink cliques).
     """
-    empty, _, _ = without_jobsets(snapshot, running_jobsets(snapshot))
-    unknown = {n.name for n in snapshot.nodes if any(k not in n.jobset_usage for k in n.jobsets)}
     nodes = tuple(
-        n.model_copy(
-            update={
-                "free": dict(n.allocatable) if n.name in unknown else n.free,
-                "ready": True,
-                "unschedulable": False,
-                "taints": tuple(t for t in n.taints if t.key not in CONDITION_TAINTS),
-            }
-        )
-        if n.name in unknown or not n.usable or any(t.key in CONDITION_TAINTS for t in n.taints)
+        _emptied_node(n)
+        if n.jobsets or not n.usable or any(t.key in CONDITION_TAINTS for t in n.taints)
         else n
-        for n in empty.nodes
+        for n in snapshot.nodes
     )
-    return empty.model_copy(update={"nodes": nodes, "reservations": ()})
+    return snapshot.model_copy(update={"nodes": nodes, "reservations": ()})
+
+
+def _emptied_node(n: Node) -> Node:
+    """One node of `_emptied`, in one copy: every JobSet's recorded usage and host ports given
+    back (as `whatif.without_jobsets` does; all of the node's allocatable when some JobSet's
+    usage was not recorded), the host back and its condition taints gone."""
+    free: dict[str, Decimal]
+    if any(k not in n.jobset_usage for k in n.jobsets):
+        free = dict(n.allocatable)
+    elif not n.jobset_usage:
+        free = dict(n.free)
+    else:
+        back: dict[str, Decimal] = dict(n.free)
+        for usage in n.jobset_usage.values():
+            back = add_resources(back, usage.requests)
+        free = {k: Decimal(min(v, n.allocatable.get(k, v))) for k, v in back.items()}
+    freed = {p for u in n.jobset_usage.values() for p in u.host_ports}
+    return n.model_copy(
+        update={
+            "free": free,
+            "used_host_ports": tuple(p for p in n.used_host_ports if p not in freed),
+            "jobsets": (),
+            "jobset_usage": {},
+            "ready": True,
+            "unschedulable": False,
+            "taints": tuple(t for t in n.taints if t.key not in CONDITION_TAINTS),
+        }
+    )
 
 
 UNHEALTHY_BACK_S = 3600.0
