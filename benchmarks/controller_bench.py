@@ -264,7 +264,8 @@ def measure(
 
 def _arrival(cluster: MemoryCluster, controller: Controller, fleet: Fleet) -> dict[str, Any]:
     """Kueue reserves quota for the `kueue_later` Workloads that waited; the controller's cache
-    learns it (as its watch would, untimed); one cycle decides them, timed."""
+    learns it as from its watch (one MODIFIED event each, untimed); one cycle decides them,
+    timed."""
     names = {
         f"jobset-train-{j:04d}" for j in range(fleet.pending - fleet.kueue_later, fleet.pending)
     }
@@ -276,8 +277,8 @@ def _arrival(cluster: MemoryCluster, controller: Controller, fleet: Fleet) -> di
         ]
 
     for name in sorted(names):
-        cluster.mutate("workloads", name, reserve, namespace="research")
-    controller.relist()
+        changed = cluster.mutate("workloads", name, reserve, namespace="research")
+        controller.cache.apply("workloads", "MODIFIED", changed)  # the watch's event
     report, parts = _cycle(controller)
     return {
         "arrival": parts,

@@ -207,11 +207,11 @@ class Controller:
     # --- one cycle -----------------------------------------------------------------------------
 
     def _planning_snapshot(self, state: ClusterState) -> ClusterSnapshot:
-        if self._snapshot is None or self._snapshot[0] != state.capacity_version:
+        if self._snapshot is None or self._snapshot[0] != state.snapshot_version:
             snap = planning_snapshot(
                 state, binding=self.config.binding, levels=self.config.options.levels
             )
-            self._snapshot = (state.capacity_version, snap)
+            self._snapshot = (state.snapshot_version, snap)
         return self._snapshot[1]
 
     def _options(self, snapshot: ClusterSnapshot) -> SolveOptions:

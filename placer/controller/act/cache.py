@@ -54,6 +54,10 @@ def _rv_int(obj: Obj) -> int | None:
         return None
 
 
+SNAPSHOT_KINDS = frozenset({"nodes", "pods", "priorityclasses", "topologies"})
+"""What the planner's snapshot is built from (decide/snapshot.py): only their changes rebuild it."""
+
+
 def _capacity_fingerprint(kind: str, obj: Obj | None) -> Any:
     if obj is None:
         return None
@@ -119,6 +123,7 @@ class ClusterCache:
         self._lock = threading.Condition()
         self._version = 0
         self._capacity_version = 0
+        self._snapshot_version = 0
         self.relists = 0
 
     # --- feeding -------------------------------------------------------------------------------
@@ -136,7 +141,7 @@ class ClusterCache:
                 for obj in listing.items:
                     store[object_key(obj)] = obj
                 self._rv[s] = listing.resource_version
-                self._changed(capacity=True)
+                self._changed(capacity=True, snapshot=s.kind in SNAPSHOT_KINDS)
         if stream is None:
             listing = self.adapter.list("priorityclasses")
             topologies = self._list_topologies()
@@ -145,7 +150,7 @@ class ClusterCache:
                 found = {object_key(o): o for o in topologies}
                 if found != self._objects["topologies"]:
                     self._objects["topologies"] = found
-                    self._changed(capacity=True)
+                    self._changed(capacity=True, snapshot=True)
         self.relists += 1
 
     def _list_topologies(self) -> list[Obj]:
@@ -161,10 +166,12 @@ class ClusterCache:
                 log.warning("%s; Kueue Topologies are not read (grant list on them)", e)
             return []
 
-    def _changed(self, *, capacity: bool) -> None:
+    def _changed(self, *, capacity: bool, snapshot: bool = False) -> None:
         self._version += 1
         if capacity:
             self._capacity_version += 1
+            if snapshot:
+                self._snapshot_version += 1
         self._lock.notify_all()
 
     def apply(self, kind: str, event_type: str, obj: Obj) -> None:
@@ -177,7 +184,7 @@ class ClusterCache:
                 if old is None:
                     return
                 del store[key]
-                self._changed(capacity=True)
+                self._changed(capacity=True, snapshot=kind in SNAPSHOT_KINDS)
                 return
             if old is not None:
                 have, got = _rv_int(old), _rv_int(obj)
@@ -185,7 +192,8 @@ class ClusterCache:
                     return
             store[key] = obj
             self._changed(
-                capacity=_capacity_fingerprint(kind, old) != _capacity_fingerprint(kind, obj)
+                capacity=_capacity_fingerprint(kind, old) != _capacity_fingerprint(kind, obj),
+                snapshot=kind in SNAPSHOT_KINDS,
             )
 
     def record(self, kind: str, obj: Obj) -> None:
@@ -210,6 +218,7 @@ class ClusterCache:
                 resource_flavors={k[1]: o for k, o in self._objects["resourceflavors"].items()},
                 version=self._version,
                 capacity_version=self._capacity_version,
+                snapshot_version=self._snapshot_version,
             )
 
     @property

@@ -40,3 +40,7 @@ class ClusterState:
     capacity_version: int = 0
     """Bumped only by changes that can free or take capacity (nodes, pod binding or ending,
     JobSets appearing, finishing or going away): worth re-planning an unschedulable JobSet for."""
+    snapshot_version: int = 0
+    """Bumped only by those of them in what the planner's snapshot is built from (nodes, pods,
+    PriorityClasses, Topologies): a Workload's quota or a JobSet's end re-plans, but on the same
+    snapshot (at 10,000 nodes rebuilding it is half a second of every Kueue arrival's cycle)."""
