@@ -251,7 +251,10 @@ class MemoryCluster:
             self._check_rv(kind, current, (patch.get("metadata") or {}).get("resourceVersion"))
             if kind in ("workloads", "admissionchecks"):  # placer patches only their status
                 patch = {"status": patch.get("status") or {}}
-            updated = merge_patch(current, patch)
+            # on a copy: the merge shares what the patch leaves alone (metadata, for a status
+            # patch) with the stored object, which an earlier answer handed out, and stamping
+            # the new resourceVersion there changed that answer under its holder's feet
+            updated = merge_patch(_clone(current), patch)
             for field in ("name", "namespace", "uid", "creationTimestamp"):
                 if field in current["metadata"]:
                     updated["metadata"][field] = current["metadata"][field]
@@ -284,7 +287,7 @@ class MemoryCluster:
             self._key(kind, updated["metadata"]["name"], updated["metadata"].get("namespace"))
         ] = updated
         self._record(kind, "MODIFIED", current, updated)
-        return updated
+        return _clone(updated)  # as the API server answers: an object of the caller's own
 
     def create(self, kind: Kind, obj: Obj) -> Obj:
         obj = _clone(obj)

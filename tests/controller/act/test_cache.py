@@ -132,3 +132,45 @@ def test_pod_streams_by_scope() -> None:
         Stream("pods", "a", "jobset.sigs.k8s.io/jobset-name"),
         Stream("pods", "b", "jobset.sigs.k8s.io/jobset-name"),
     ]
+
+
+def test_a_workloads_quota_replans_on_the_same_snapshot_a_nodes_change_rebuilds_it() -> None:
+    """The planner's snapshot is built from nodes, pods, PriorityClasses and Topologies only: a
+    Workload getting quota (a capacity change for planning: who may be placed) keeps it."""
+    c = MemoryCluster()
+    c.create("nodes", node_object("a"))
+    c.create("workloads", {"metadata": {"name": "w", "namespace": "ns"}, "status": {}})
+    cache = ClusterCache(c, kueue=True)
+    cache.relist()
+    before = cache.state()
+    reserved = c.mutate(
+        "workloads",
+        "w",
+        lambda o: o["status"].update(conditions=[{"type": "QuotaReserved", "status": "True"}]),
+        namespace="ns",
+    )
+    cache.apply("workloads", "MODIFIED", reserved)
+    after = cache.state()
+    assert after.capacity_version > before.capacity_version
+    assert after.snapshot_version == before.snapshot_version
+    cache.apply("nodes", "MODIFIED", c.patch("nodes", "a", {"metadata": {"labels": {"v": "2"}}}))
+    assert cache.state().snapshot_version > after.snapshot_version
+
+
+def test_the_stand_ins_answer_is_the_callers_own_as_the_api_servers_is() -> None:
+    """A status patch's answer kept by the cache is not changed by the next patch: the stand-in
+    once shared the untouched metadata with the stored object and stamped the next
+    resourceVersion there, so the cache held an old status under a new resourceVersion, ignored
+    the next answer as old, and the controller wrote the same check every cycle."""
+    c = MemoryCluster()
+    c.create("workloads", {"metadata": {"name": "w", "namespace": "ns"}, "status": {}})
+    first = c.patch("workloads", "w", {"status": {"message": "one"}}, namespace="ns")
+    version = first["metadata"]["resourceVersion"]
+    second = c.patch("workloads", "w", {"status": {"message": "two"}}, namespace="ns")
+    assert first["metadata"]["resourceVersion"] == version
+    assert first["status"]["message"] == "one"
+    assert int(second["metadata"]["resourceVersion"]) > int(version)
+    cache = ClusterCache(c, kueue=True)
+    cache.relist()
+    cache.record("workloads", first)  # older than what the relist read: ignored
+    assert cache.state().workloads[("ns", "w")]["status"]["message"] == "two"
