@@ -23,10 +23,12 @@ from placer.render.emit import NAMESPACED_JOB_LABEL, NO_SCHEDULE_TAINT, domain_r
 
 __all__ = [
     "EVENT_COMPONENT",
+    "EVENT_MESSAGE_MAX",
     "LABELED_BY_ANNOTATION",
     "NAMESPACED_JOB_LABEL",
     "NO_SCHEDULE_TAINT",
     "event_body",
+    "event_message",
     "job_requirements",
     "namespaced_job",
     "node_label_patch",
@@ -37,6 +39,15 @@ __all__ = [
 LABELED_BY_ANNOTATION = f"{PREFIX}/namespaced-job"
 """On nodes placer labeled: the label value it set; cleanup touches only these nodes."""
 EVENT_COMPONENT = f"{PREFIX}/controller"
+EVENT_MESSAGE_MAX = 1024
+"""The longest Event message placer writes (the API's note limit is about this size)."""
+
+
+def event_message(text: str) -> str:
+    """What an Event says of `text`: what the controller remembers as sent, so a reason longer
+    than the limit is recognized as already said instead of sent again every cycle."""
+    return text[:EVENT_MESSAGE_MAX]
+
 
 Requirement = dict[str, Any]
 
@@ -195,7 +206,7 @@ def event_body(
             "resourceVersion": meta.get("resourceVersion") or "",
         },
         "reason": reason,
-        "message": message[:1024],
+        "message": event_message(message),
         "type": type_,
         "source": {"component": EVENT_COMPONENT},
         "reportingComponent": EVENT_COMPONENT,

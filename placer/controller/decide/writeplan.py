@@ -24,6 +24,7 @@ from placer.controller.adapter import Obj
 from placer.controller.decide.bindings import (
     LABELED_BY_ANNOTATION,
     event_body,
+    event_message,
     job_requirements,
     namespaced_job,
     node_label_patch,
@@ -209,10 +210,10 @@ def _time_events(
     events: list[Write] = []
     by_owner = {e.owner: e for e in planned.reserved.values()}
     for ms in managed:
-        if ms.warning and announced.duration_warnings.get(ms.key) != ms.warning:
+        if ms.warning and announced.duration_warnings.get(ms.key) != event_message(ms.warning):
             events.append(_event(ms, DURATION_WARNING, ms.warning, "Warning", settings))
         bad = preemption_warnings.get(ms.key)
-        if bad and announced.preemption_warnings.get(ms.key) != bad:
+        if bad and announced.preemption_warnings.get(ms.key) != event_message(bad):
             events.append(_event(ms, PREEMPTION_WARNING, bad, "Warning", settings))
         entry = by_owner.get(ms.key)
         if entry is not None:
@@ -341,7 +342,7 @@ def plan_writes(
         if ms.key in rev.broken and new is None and reason:
             problems = "; ".join(f"{j}: {why}" for j, why in sorted(rev.broken[ms.key].items()))
             reason = f"{problems}; cannot re-place: {reason}"
-        if reason and announced.unschedulable.get(ms.key) != reason:
+        if reason and announced.unschedulable.get(ms.key) != event_message(reason):
             unschedulable_events.append(_event(ms, "Unschedulable", reason, "Warning", settings))
         rewrite = new is None and record is not None and ms.committed
         if rewrite and record is not None and ms.annotation == record.to_annotation():

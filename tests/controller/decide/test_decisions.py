@@ -194,6 +194,24 @@ def test_unschedulable_event_only_when_the_reason_changes() -> None:
     assert again == [] and reason
 
 
+def test_an_unschedulable_reason_longer_than_an_event_is_not_sent_again() -> None:
+    """An Event keeps the first 1,024 characters of a reason; the controller remembers what it
+    sent, so a longer reason (every holder of a big fleet named) compared in full differed each
+    cycle and was sent again at every re-plan."""
+    cluster = tpu_cluster(blocks=40)
+    for b in range(39):
+        name = f"a-long-running-training-jobset-name-number-{b:02d}"
+        add_jobset(cluster, name, jobs=1)
+        claim(cluster, name, {f"{name}-w-0": f"b{b}"})
+    add_jobset(cluster, "a", jobs=2)
+    writes, _, planned = decide(cluster)
+    reason = planned.unschedulable["default/a"]
+    [event] = [w for w in writes if w.op == "event" and w.jobset == "default/a"]
+    assert len(reason) > 1024 and event.body["message"] == reason[:1024]  # type: ignore[attr-defined]
+    again, _, _ = decide(cluster, announced={"default/a": event.body["message"]})  # type: ignore[attr-defined]
+    assert [w for w in again if w.op == "event" and w.jobset == "default/a"] == []
+
+
 def test_finished_jobsets_hold_nothing() -> None:
     cluster = tpu_cluster(blocks=1)
     add_jobset(cluster, "a", jobs=1)
