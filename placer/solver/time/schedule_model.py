@@ -8,9 +8,8 @@ terms (as `cpsat/builder.py` does for the snapshot model):
   capacity       per class, at every instant, the JobSets running there plus the domains still
                  busy fit its size (a cumulative: each JobSet all-or-nothing for its expected
                  duration, from its start)
-  starving       the oldest JobSet waiting past a share of `--max-wait` starts no later than
-                 its slot in the greedy pass, which reserves it first; any other past that
-                 share no later than the reservation it kept from last round
+  starving       a JobSet waiting past a share of `--max-wait` starts no later than its slot in
+                 the greedy pass, which reserves starving JobSets first, oldest first
   stability      a JobSet keeps last round's reservation (start and classes) unless moving it
                  gains more than `STABLE_S` of its own weighted wait
   waits          weighted waits: `TIER_RATIO` per priority tier, times the JobSet's bounded-
@@ -200,9 +199,7 @@ def add_starving(
 ) -> list[cp_model.LinearExprT]:
     """A starving JobSet (`schedule_problem.starving`) starts no later than the greedy pass
     starts it, so the schedule's longest waits are never the greedy pass's plus the weighted
-    waits' trades; any other JobSet past the starving share no later than the reservation it
-    kept (`schedule_problem._latest_start_s`). The hint meets both: the bound is the hint's
-    own start."""
+    waits' trades. The hint meets it: the bound is the hint's own start."""
     for j in problem.jobs:
         if j.latest_start_s is not None:
             model.add(v.start[j.key] <= j.latest_start_s)

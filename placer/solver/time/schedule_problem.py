@@ -19,9 +19,7 @@ hint is a valid schedule and an earlier start at an event is always on offer.
 
 A **starving** JobSet (waited `SCHEDULE_STARVING_SHARE` of `--max-wait`, `starving`) carries its
 greedy slot as a latest start: the hint reserves starving JobSets first, oldest first, so that
-slot is as early as the greedy pass can give them. Every other JobSet past that share that kept
-last round's reservation carries the kept start as its latest (`_latest_start_s`): an old
-JobSet's reservation may move sooner, never later.
+slot is as early as the greedy pass can give them.
 """
 
 from __future__ import annotations
@@ -114,7 +112,7 @@ class ScheduleJob:
     kept: bool = False
     """It had a reservation last round, which the hint keeps (see `schedule_model.STABLE_S`)."""
     latest_start_s: int | None = None
-    """It starts no later (`hint_start_s`, see `_latest_start_s`)."""
+    """A starving JobSet's greedy slot (`hint_start_s`): it starts no later (`starving`)."""
 
 
 @dataclass(frozen=True)
@@ -265,27 +263,6 @@ def _kept(request: ScheduleRequest, hinted: Reservation) -> bool:
     return bool(before) and held == set(before or ())
 
 
-def _latest_start_s(
-    request: ScheduleRequest, hinted: Reservation, head: set[str], start: int
-) -> int | None:
-    """The latest start the schedule may give a JobSet: the head of the starving JobSets
-    (`starving`) its greedy slot; any other JobSet past `SCHEDULE_STARVING_SHARE` of
-    `--max-wait` whose hint kept last round's reservation, that reservation's start (re-timed to
-    when its domains are all free); else none.
-
-    Why the second: round after round the weighted waits moved old JobSets' kept reservations
-    later, each move paid for by a few short runs (a 12 h run's went from 35 h to 109 h of
-    wait: RESULTS-backfill.md, round 3), and the head's bound only holds one of them. Held at
-    its kept start, an old JobSet's reservation can only come sooner, as a conservative
-    backfill's does."""
-    if hinted.jobset in head:
-        return start
-    if request.max_wait_s is None or not _kept(request, hinted):
-        return None
-    waited = request.tiers[hinted.jobset][1]
-    return start if waited >= SCHEDULE_STARVING_SHARE * request.max_wait_s else None
-
-
 def build_problem(
     request: ScheduleRequest,
     hint: Mapping[str, Reservation],
@@ -339,7 +316,7 @@ def build_problem(
                 hint_start_s=start,
                 hint_counts=tuple(sorted((n, k, v) for (n, k), v in counts.items())),
                 kept=_kept(request, r),
-                latest_start_s=_latest_start_s(request, r, old, start),
+                latest_start_s=start if c.jobset in old else None,
             )
         )
         ends.update((start, start + duration))

@@ -262,17 +262,12 @@ def test_the_schedule_never_starts_a_jobset_before_its_domains_free_nor_overlaps
             assert s2 >= e1, f"{k1} and {k2} overlap on one domain"
 
 
-def _round(
-    snap: ClusterSnapshot,
-    queue: list[JobSetRequest],
-    before: Plan | None,
-    max_wait_s: float | None = None,
-) -> Plan:
+def _round(snap: ClusterSnapshot, queue: list[JobSetRequest], before: Plan | None) -> Plan:
     """A round of the receding horizon: last round's reservations on the snapshot."""
     if before is not None:
         policy = TimePolicy(now=NOW, reservations="all", schedule="cpsat")
         snap = snap.model_copy(update={"reservations": reservations_of(before, queue, policy)})
-    return _plan(snap, queue, "cpsat", max_wait_s)
+    return _plan(snap, queue, "cpsat")
 
 
 def _held(plan: Plan, key: str) -> tuple[float | None, list[str]]:
@@ -312,35 +307,6 @@ def test_a_reservation_moves_only_when_the_new_schedule_is_clearly_better(
     second = _round(_fleet({"a": 2, "b": pool_b_ends_h}, free=0), queue, first)
     start, domains = expected
     assert _held(second, "narrow") == (start, domains if start else [])
-
-
-@pytest.mark.parametrize(
-    ("max_wait_h", "old_start_h"),
-    [
-        pytest.param(24, 11, id="past-the-starving-share-keeps-its-slot"),
-        pytest.param(60, 13, id="not-yet-starving-yields-to-shorter-runs"),
-    ],
-)
-def test_an_old_jobsets_kept_reservation_never_moves_later(
-    max_wait_h: float, old_start_h: float
-) -> None:
-    """One pool, busy for 1 h. The oldest JobSet (waited 20 h) is reserved from 1 h, the old one
-    (waited 7 h, a 10 h run) after it, from 11 h. Next round two 1 h runs arrive: starting them
-    first would weigh less (their 24 per second against the old one's 30), but it waited past a
-    quarter of a 24 h maximum and kept its reservation: it keeps 11 h. With a 60 h maximum it is
-    not starving yet, and moves to 13 h behind them."""
-    snap = _fleet({"a": 1}, free=0)
-    max_wait_s = max_wait_h * H
-    old = [
-        _timed(jobset("oldest", rjob(replicas=1)), 10, 20 * 60),
-        _timed(jobset("old", rjob(replicas=1)), 10, 7 * 60),
-    ]
-    first = _round(snap, old, None, max_wait_s)
-    assert [_held(first, k)[0] for k in ("oldest", "old")] == [1 * H, 11 * H]
-    shorts = [_timed(jobset(f"short-{i}", rjob(replicas=1)), 1, 5) for i in (1, 2)]
-    second = _round(snap, [*old, *shorts], first, max_wait_s)
-    assert _held(second, "oldest")[0] == 1 * H
-    assert _held(second, "old")[0] == old_start_h * H
 
 
 def test_a_higher_tier_goes_first_even_against_a_shorter_lower_tier_run() -> None:
