@@ -11,7 +11,7 @@ Purposes differ in what they need from the search:
 - `schedule`   the schedule over time (`placer/solver/time/schedule.py`): the portfolio, at most
                `SCHEDULE_TIME_CAP_S` whatever the time limit (it runs every round, and the greedy
                pass it starts from is a complete answer already), and less once it stalls
-               (`solve_until_stalled`, `SCHEDULE_STALL_S`); no presolve (`SCHEDULE_PRESOLVE`).
+               (`solve_until_stalled`, `SCHEDULE_STALL_S`).
 
 `SolveOptions.workers == 0` means `DEFAULT_WORKERS`: CP-SAT's full portfolio, even on fewer cores
 (its subsolvers then take turns; on 2 cores that still proves the planner's models faster than 2
@@ -30,7 +30,6 @@ from placer.model.options import SolveOptions
 __all__ = [
     "CONFLICT_TIME_CAP_S",
     "DEFAULT_WORKERS",
-    "SCHEDULE_PRESOLVE",
     "SCHEDULE_STALL_S",
     "SCHEDULE_STARVING_HEAD",
     "SCHEDULE_STARVING_SHARE",
@@ -57,14 +56,6 @@ prove, even when the hint or an early solution was never improved. Measured at 1
 500 pending JobSets (`benchmarks.controller_bench --schedule cpsat`): the search found its
 solutions at 0.18 s and 0.26 s, then one more at 0.99 s, and the capped second was most of the
 0.3 s the cycle was over its 5 s target (benchmarks/RESULTS-backfill.md, round 4)."""
-SCHEDULE_PRESOLVE = False
-"""Whether the schedule's search presolves its model. The model is small (a few hundred
-variables) and comes with a complete hint; presolving it took most of the time to the first
-solution: at 10,000 nodes / 500 pending 0.18 s of it, against 0.02 s without, and with
-`SCHEDULE_STALL_S` that time is paid on every round. Measured on 25 rounds of the TPU
-90%/over-estimate cell that the search could not prove (dumped models, each searched both ways
-with the stall stop): without presolve the objective was 2% lower on average (0.71x to 1.15x
-per round) in 0.48 s at the median against 0.65 s (benchmarks/RESULTS-backfill.md, round 4)."""
 SCHEDULE_STARVING_SHARE = 0.25
 """A JobSet that has waited this share of `--max-wait` is starving: the schedule starts it no
 later than the greedy pass would, starving JobSets first, oldest first
@@ -106,8 +97,6 @@ def make_solver(
     solver.parameters.random_seed = options.seed
     if purpose == "count":
         solver.parameters.interleave_search = True
-    if purpose == "schedule":
-        solver.parameters.cp_model_presolve = SCHEDULE_PRESOLVE
     return solver
 
 

@@ -1,5 +1,4 @@
-"""The schedule's search: it stops when it stalls (`settings.solve_until_stalled`) and skips
-presolve (`settings.SCHEDULE_PRESOLVE`)."""
+"""The schedule's search stops when it stalls (`settings.solve_until_stalled`)."""
 
 from __future__ import annotations
 
@@ -7,8 +6,7 @@ import itertools
 
 from ortools.sat.python import cp_model
 
-from placer.model.options import SolveOptions
-from placer.solver.cpsat import make_solver, solve_until_stalled
+from placer.solver.cpsat import solve_until_stalled
 
 
 def _golomb(marks: int) -> cp_model.CpModel:
@@ -49,9 +47,3 @@ def test_a_search_proven_before_it_stalls_is_optimal() -> None:
     status = solve_until_stalled(solver, _golomb(5), stall_s=5.0)
     assert solver.status_name(status) == "OPTIMAL"
     assert solver.objective_value == 11
-
-
-def test_the_schedule_searches_without_presolve_and_the_planner_with() -> None:
-    options = SolveOptions(workers=2, seed=0)
-    assert make_solver(options, "schedule").parameters.cp_model_presolve is False
-    assert make_solver(options, "stage").parameters.cp_model_presolve is True
