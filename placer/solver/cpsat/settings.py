@@ -52,10 +52,12 @@ and the search starts from the greedy pass's complete schedule, so it only impro
 SCHEDULE_STALL_S = 0.25
 """The schedule's search also stops once this long passes after its latest better solution
 (`solve_until_stalled`): the cap alone spent its whole second on every round it could not
-prove, even when the hint or an early solution was never improved. Measured at 10,000 nodes and
-500 pending JobSets (`benchmarks.controller_bench --schedule cpsat`): the search found its
-solutions at 0.18 s and 0.26 s, then one more at 0.99 s, and the capped second was most of the
-0.3 s the cycle was over its 5 s target (benchmarks/RESULTS-backfill.md, round 4)."""
+prove, even when nothing improved after the first tenths. Measured at 10,000 nodes and 500
+pending JobSets (`benchmarks.controller_bench --schedule cpsat`): the capped search found
+solutions at 0.18 s and 0.26 s and its last at 0.99 s; stopped 0.25 s after the latest it took
+0.55 s and ended on the same objective (the last solution is reported as the search stops).
+Over time (TPU 90%/over-estimates) it cut the median round from 1.06 s to 0.44 s with the
+targets' cells inside the run-to-run spread (benchmarks/RESULTS-backfill.md, round 4)."""
 SCHEDULE_STARVING_SHARE = 0.25
 """A JobSet that has waited this share of `--max-wait` is starving: the schedule starts it no
 later than the greedy pass would, starving JobSets first, oldest first
