@@ -27,6 +27,7 @@ from placer.solver.cpsat.settings import (
     SCHEDULE_STARVING_SHARE,
     SolverPurpose,
     make_solver,
+    solve_until_stalled,
 )
 from placer.solver.cpsat.variables import (
     Guards,
@@ -55,5 +56,6 @@ __all__ = [
     "copies_upper_bound",
     "make_solver",
     "placement_of",
+    "solve_until_stalled",
     "stage_path",
 ]
