@@ -154,8 +154,13 @@ class MemoryCluster:
         self._cond.notify_all()
 
     def _stamp(self, obj: Obj) -> None:
+        """A new resourceVersion, in a metadata of `obj`'s own: a merge patch shares what it
+        leaves alone (metadata, for a status patch) with the stored object, which an earlier
+        answer handed out; stamping in place changed that answer under its holder's feet (the
+        cache then held an old status under the new resourceVersion). Stored objects are
+        otherwise never changed in place, so answers may share the rest."""
         self._rv += 1
-        obj.setdefault("metadata", {})["resourceVersion"] = str(self._rv)
+        obj["metadata"] = {**(obj.get("metadata") or {}), "resourceVersion": str(self._rv)}
 
     def _get(self, kind: str, name: str, namespace: str | None) -> Obj:
         obj = self._objects[kind].get(self._key(kind, name, namespace))
@@ -251,10 +256,7 @@ class MemoryCluster:
             self._check_rv(kind, current, (patch.get("metadata") or {}).get("resourceVersion"))
             if kind in ("workloads", "admissionchecks"):  # placer patches only their status
                 patch = {"status": patch.get("status") or {}}
-            # on a copy: the merge shares what the patch leaves alone (metadata, for a status
-            # patch) with the stored object, which an earlier answer handed out, and stamping
-            # the new resourceVersion there changed that answer under its holder's feet
-            updated = merge_patch(_clone(current), patch)
+            updated = merge_patch(current, patch)
             for field in ("name", "namespace", "uid", "creationTimestamp"):
                 if field in current["metadata"]:
                     updated["metadata"][field] = current["metadata"][field]
@@ -287,7 +289,7 @@ class MemoryCluster:
             self._key(kind, updated["metadata"]["name"], updated["metadata"].get("namespace"))
         ] = updated
         self._record(kind, "MODIFIED", current, updated)
-        return _clone(updated)  # as the API server answers: an object of the caller's own
+        return updated
 
     def create(self, kind: Kind, obj: Obj) -> Obj:
         obj = _clone(obj)
