@@ -33,6 +33,7 @@ __all__ = [
     "add_pools_from",
     "apply_whatifs",
     "drain",
+    "given_back",
     "remove_jobset",
     "running_jobsets",
     "running_priority",
@@ -112,6 +113,29 @@ def running_priority(snapshot: ClusterSnapshot, key: str) -> int | None:
     return max(found) if found else None
 
 
+def given_back(
+    n: Node, leaving: Collection[str]
+) -> tuple[dict[str, Decimal], tuple[tuple[int, str], ...], int]:
+    """What node `n` offers once its running JobSets `leaving` ended: its free resources with
+    their recorded usage added back (never above allocatable), its host ports without theirs
+    (kept where a staying JobSet binds the same one), and how many of them had no usage
+    recorded (there only their hold ends). One rule for every what-if and the time-aware pass."""
+    free = dict(n.free)
+    freed_ports: set[tuple[int, str]] = set()
+    missing = 0
+    for key in leaving:
+        usage = n.jobset_usage.get(key)
+        if usage is None:
+            missing += 1
+            continue
+        free = add_resources(free, usage.requests)
+        freed_ports.update(usage.host_ports)
+    free = {k: Decimal(min(v, n.allocatable.get(k, v))) for k, v in free.items()}
+    kept = {p for j, u in n.jobset_usage.items() if j not in leaving for p in u.host_ports}
+    ports = tuple(p for p in n.used_host_ports if p not in freed_ports or p in kept)
+    return free, ports, missing
+
+
 def without_jobsets(
     snapshot: ClusterSnapshot, keys: Collection[str]
 ) -> tuple[ClusterSnapshot, int, int]:
@@ -130,22 +154,12 @@ def without_jobsets(
             nodes.append(n)
             continue
         touched += 1
-        free = dict(n.free)
-        freed_ports: set[tuple[int, str]] = set()
-        for key in leaving:
-            usage = n.jobset_usage.get(key)
-            if usage is None:
-                unknown += 1
-                continue
-            free = add_resources(free, usage.requests)
-            freed_ports.update(usage.host_ports)
-        free = {k: min(v, n.allocatable.get(k, v)) for k, v in free.items()}
-        kept = {p for j, u in n.jobset_usage.items() if j not in gone for p in u.host_ports}
-        ports = tuple(p for p in n.used_host_ports if p not in freed_ports or p in kept)
+        free, ports, missing = given_back(n, leaving)
+        unknown += missing
         nodes.append(
             n.model_copy(
                 update={
-                    "free": {k: Decimal(v) for k, v in free.items()},
+                    "free": free,
                     "used_host_ports": ports,
                     "jobsets": tuple(j for j in n.jobsets if j not in gone),
                     "jobset_usage": {j: u for j, u in n.jobset_usage.items() if j not in gone},

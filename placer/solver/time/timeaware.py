@@ -29,14 +29,13 @@ import bisect
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from decimal import Decimal
 
 from placer.model.cluster import ClusterSnapshot, DomainReservation, Node
 from placer.model.options import SolveOptions, TimePolicy
 from placer.model.plan import DomainRef, JobSetOutcome, Plan
-from placer.model.resources import add_resources
 from placer.model.scheduling import CONDITION_TAINTS
 from placer.model.topology import Domain
+from placer.model.whatif import given_back
 from placer.model.workload import JobSetRequest
 from placer.solver.context import PlacementContext
 from placer.solver.interface import Solver
@@ -130,23 +129,17 @@ def _emptied(snapshot: ClusterSnapshot) -> ClusterSnapshot:
 
 def _emptied_node(n: Node) -> Node:
     """One node of `_emptied`, in one copy: every JobSet's recorded usage and host ports given
-    back (as `whatif.without_jobsets` does; all of the node's allocatable when some JobSet's
-    usage was not recorded), the host back and its condition taints gone."""
-    free: dict[str, Decimal]
-    if any(k not in n.jobset_usage for k in n.jobsets):
-        free = dict(n.allocatable)
-    elif not n.jobset_usage:
-        free = dict(n.free)
-    else:
-        back: dict[str, Decimal] = dict(n.free)
-        for usage in n.jobset_usage.values():
-            back = add_resources(back, usage.requests)
-        free = {k: Decimal(min(v, n.allocatable.get(k, v))) for k, v in back.items()}
-    freed = {p for u in n.jobset_usage.values() for p in u.host_ports}
+    back (`whatif.given_back`; all of the node's allocatable when some JobSet's usage was not
+    recorded), the host back and its condition taints gone."""
+    free, ports = dict(n.free), n.used_host_ports
+    if n.jobsets:
+        free, ports, missing = given_back(n, n.jobsets)
+        if missing:
+            free = dict(n.allocatable)
     return n.model_copy(
         update={
             "free": free,
-            "used_host_ports": tuple(p for p in n.used_host_ports if p not in freed),
+            "used_host_ports": ports,
             "jobsets": (),
             "jobset_usage": {},
             "ready": True,
