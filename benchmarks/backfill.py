@@ -37,7 +37,7 @@ from benchmarks.overtime import SimResult, simulate
 from benchmarks.progress import Progress
 from benchmarks.schedule_targets import SCHEDULE, judge_schedule
 from benchmarks.simworld import HOUR, SimConfig, SimWorld, build_world, shape_pools
-from placer.model.options import SolveOptions
+from placer.model.options import ScheduleSearch, SolveOptions, TimePolicy
 
 __all__ = ["ESTIMATES", "estimates_for", "main", "percentile", "run_matrix", "summarize"]
 
@@ -133,6 +133,10 @@ class Matrix:
     time_limit_s: float = 5.0
     size: float = 1.0
     """Fleet scale (`SimConfig.size`): 1 is 152 TPU / 288 GB200 hosts, 2 doubles them."""
+    schedule_search: ScheduleSearch = "repeatable"
+    """The CP-SAT schedule's search (`TimePolicy.schedule_search`): repeatable by default, so a
+    cell's figures repeat from run to run and two commits' runs can be compared; `fast` is what
+    the controller runs, bounded by wall time."""
 
 
 QUICK = Matrix(
@@ -168,7 +172,12 @@ def run_matrix(
     """Every cell; `on_cell` sees the results so far after each (a long run reports as it goes)."""
     rows: list[dict[str, Any]] = []
     kept: list[tuple[str, SimResult]] = []
-    options = SolveOptions(time_limit_s=matrix.time_limit_s, workers=2, seed=seed)
+    options = SolveOptions(
+        time_limit_s=matrix.time_limit_s,
+        workers=2,
+        seed=seed,
+        time=TimePolicy(schedule_search=matrix.schedule_search),
+    )
     worlds: dict[tuple[str, float], tuple[SimWorld, SimConfig]] = {}
     for fleet, load, mode in cells(matrix):
         if (fleet, load) not in worlds:
@@ -421,6 +430,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help=f"the greedy policy {SCHEDULE} is judged against, named before the run (default "
         f"{BASELINE}: the same aging and maximum wait)",
     )
+    parser.add_argument(
+        "--schedule-search",
+        choices=("fast", "repeatable"),
+        help="the CP-SAT schedule's search (default repeatable: the same figures every run)",
+    )
     args = parser.parse_args(argv)
     out: Path = args.out or Path(tempfile.mkdtemp(prefix="placer-backfill-"))
     out.mkdir(parents=True, exist_ok=True)
@@ -431,6 +445,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "loads": args.loads,
         "estimates": args.estimates,
         "policies": args.policies,
+        "schedule_search": args.schedule_search,
     }
     matrix = replace(matrix, **{k: v for k, v in subset.items() if v is not None})
     if args.loads is not None and matrix.full_matrix_load not in args.loads:

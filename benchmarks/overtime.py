@@ -50,6 +50,7 @@ from placer.model.options import (
     QueuePolicy,
     ReservationPolicy,
     ScheduleMode,
+    ScheduleSearch,
     SolveOptions,
     TimePolicy,
 )
@@ -83,7 +84,10 @@ class Policy:
     ones of lower priority, lowest first, one at a time until each fits (`greedy_preempt`)."""
 
     def time_policy(
-        self, now: datetime | None = None, default_duration_s: float = DEFAULT_DURATION_S
+        self,
+        now: datetime | None = None,
+        default_duration_s: float = DEFAULT_DURATION_S,
+        schedule_search: ScheduleSearch = "fast",
     ) -> TimePolicy:
         """Its `TimePolicy` at a round's instant."""
         return TimePolicy(
@@ -93,6 +97,7 @@ class Policy:
             max_wait_s=self.max_wait_s,
             default_duration_s=default_duration_s,
             schedule=self.schedule,
+            schedule_search=schedule_search,
         )
 
     def build(self) -> Solver:
@@ -430,7 +435,9 @@ class _Sim:
                 "preemption": PreemptionPolicy(mode=self.spec.preemption),
                 "queue": self.spec.queue,
                 "time": self.spec.time_policy(
-                    BASE_TIME + timedelta(seconds=t), self.cfg.default_duration_s
+                    BASE_TIME + timedelta(seconds=t),
+                    self.cfg.default_duration_s,
+                    self.options.time.schedule_search,
                 ),
             }
         )

@@ -46,6 +46,14 @@ def add_time_args(parser: argparse.ArgumentParser, *, planning_instant: bool = T
         "does not start now gets a reservation)",
     )
     group.add_argument(
+        "--schedule-search",
+        choices=("fast", "repeatable"),
+        default=_DEFAULTS.schedule_search,
+        help="with --schedule cpsat: fast (default) bounds the search by wall time, so two runs "
+        "may differ with the machine's load; repeatable bounds it by CP-SAT's deterministic time, "
+        "so the same input gives the same schedule (slower)",
+    )
+    group.add_argument(
         "--reservation-head",
         metavar="N",
         type=whole_number(1, 100_000),
@@ -118,6 +126,7 @@ def time_policy_from_args(
         reservations=getattr(args, "reservations", _DEFAULTS.reservations),
         head=getattr(args, "reservation_head", _DEFAULTS.head),
         schedule=getattr(args, "schedule", _DEFAULTS.schedule),
+        schedule_search=getattr(args, "schedule_search", _DEFAULTS.schedule_search),
         default_duration_s=default_s,
         default_duration_by_class=by_class,
         aging_per_hour=getattr(args, "aging_rate", _DEFAULTS.aging_per_hour),

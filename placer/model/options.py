@@ -18,6 +18,7 @@ __all__ = [
     "QueuePolicy",
     "ReservationPolicy",
     "ScheduleMode",
+    "ScheduleSearch",
     "SolveOptions",
     "TimePolicy",
 ]
@@ -25,6 +26,7 @@ __all__ = [
 QueuePolicy = Literal["priority", "strict-fifo"]
 ReservationPolicy = Literal["none", "head", "all"]
 ScheduleMode = Literal["greedy", "cpsat"]
+ScheduleSearch = Literal["fast", "repeatable"]
 DEFAULT_DURATION_S = 4 * 3600.0
 """Expected run time of a JobSet that states none: a typical training or fine-tuning run."""
 
@@ -45,6 +47,12 @@ class TimePolicy(BaseModel):
     order (each the earliest slot left); `cpsat`, one CP-SAT model over time for the whole queue
     (`placer/solver/time/schedule.py`), with the greedy pass as its hint and fallback. With
     `cpsat` every waiting JobSet the schedule does not start now gets a reservation."""
+    schedule_search: ScheduleSearch = "fast"
+    """How the `cpsat` schedule's search is bounded: `fast`, by wall time (a cap, and a stop once
+    it stalls), so a cycle's latency is bounded but two runs on the same input may differ with
+    the machine's load; `repeatable`, by CP-SAT's deterministic time, so the same input gives the
+    same schedule on any machine at any load (slower: see `SCHEDULE_DETERMINISTIC_S`), for
+    offline plans and for comparing policies (`placer/solver/cpsat/settings.py`)."""
     default_duration_s: float = Field(default=DEFAULT_DURATION_S, gt=0)
     default_duration_by_priority: dict[int, float] = Field(default_factory=dict)
     """Priority value -> default duration: what the planner reads (see `for_classes`)."""

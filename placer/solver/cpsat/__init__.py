@@ -23,10 +23,12 @@ from placer.solver.cpsat.planner import CpSatSolver
 from placer.solver.cpsat.problem import AggregatedProblem, DomainClass, NodeGroup
 from placer.solver.cpsat.settings import (
     DEFAULT_WORKERS,
+    SCHEDULE_DETERMINISTIC_S,
     SCHEDULE_STARVING_HEAD,
     SCHEDULE_STARVING_SHARE,
     SolverPurpose,
     make_solver,
+    solve_schedule,
     solve_until_stalled,
 )
 from placer.solver.cpsat.variables import (
@@ -39,6 +41,7 @@ from placer.solver.cpsat.variables import (
 
 __all__ = [
     "DEFAULT_WORKERS",
+    "SCHEDULE_DETERMINISTIC_S",
     "SCHEDULE_STARVING_HEAD",
     "SCHEDULE_STARVING_SHARE",
     "AggregatedProblem",
@@ -56,6 +59,7 @@ __all__ = [
     "copies_upper_bound",
     "make_solver",
     "placement_of",
+    "solve_schedule",
     "solve_until_stalled",
     "stage_path",
 ]

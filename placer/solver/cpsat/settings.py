@@ -11,7 +11,9 @@ Purposes differ in what they need from the search:
 - `schedule`   the schedule over time (`placer/solver/time/schedule.py`): the portfolio, at most
                `SCHEDULE_TIME_CAP_S` whatever the time limit (it runs every round, and the greedy
                pass it starts from is a complete answer already), and less once it stalls
-               (`solve_until_stalled`, `SCHEDULE_STALL_S`).
+               (`solve_until_stalled`, `SCHEDULE_STALL_S`); with `--schedule-search
+               repeatable`, interleaved and bounded by deterministic time instead
+               (`SCHEDULE_DETERMINISTIC_S`), so the same input gives the same schedule.
 
 `SolveOptions.workers == 0` means `DEFAULT_WORKERS`: CP-SAT's full portfolio, even on fewer cores
 (its subsolvers then take turns; on 2 cores that still proves the planner's models faster than 2
@@ -30,12 +32,14 @@ from placer.model.options import SolveOptions
 __all__ = [
     "CONFLICT_TIME_CAP_S",
     "DEFAULT_WORKERS",
+    "SCHEDULE_DETERMINISTIC_S",
     "SCHEDULE_STALL_S",
     "SCHEDULE_STARVING_HEAD",
     "SCHEDULE_STARVING_SHARE",
     "SCHEDULE_TIME_CAP_S",
     "SolverPurpose",
     "make_solver",
+    "solve_schedule",
     "solve_until_stalled",
     "workers_for",
 ]
@@ -58,6 +62,15 @@ solutions at 0.18 s and 0.26 s and its last at 0.99 s; stopped 0.25 s after the 
 0.55 s and ended on the same objective (the last solution is reported as the search stops).
 Over time (TPU 90%/over-estimates) it cut the median round from 1.06 s to 0.44 s with the
 targets' cells inside the run-to-run spread (benchmarks/RESULTS-backfill.md, round 4)."""
+SCHEDULE_DETERMINISTIC_S = 0.05
+"""The repeatable schedule search's budget, in CP-SAT deterministic seconds (a count of work
+done, the same on any machine at any load). Both wall-clock stops make a round's schedule
+depend on the machine's load, and over time one round's schedule shapes every later one: five
+over-time runs of the same GB200 cell gave a p95 from 19.1 h to 25.9 h. With this budget the
+cell repeated to the digit, with rounds of 0.16 s at the median against 0.07-0.10 s
+(benchmarks/RESULTS-backfill.md, round 4, run F). The wall-clock cap stays as a safety: a
+search that reaches it is no longer repeatable, so it is the time limit, not
+`SCHEDULE_TIME_CAP_S`."""
 SCHEDULE_STARVING_SHARE = 0.25
 """A JobSet that has waited this share of `--max-wait` is starving: the schedule starts it no
 later than the greedy pass would, starving JobSets first, oldest first
@@ -91,15 +104,31 @@ def make_solver(
     limit_s = options.time_limit_s if time_left_s is None else time_left_s
     if purpose == "conflict":
         limit_s = min(limit_s, CONFLICT_TIME_CAP_S)
-    if purpose == "schedule":
+    if purpose == "schedule" and not _repeatable(options, purpose):
         limit_s = min(limit_s, SCHEDULE_TIME_CAP_S)
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = max(0.0, limit_s)
     solver.parameters.num_workers = workers_for(options, purpose)
     solver.parameters.random_seed = options.seed
-    if purpose == "count":
+    if purpose == "count" or _repeatable(options, purpose):
         solver.parameters.interleave_search = True
+    if _repeatable(options, purpose):
+        solver.parameters.max_deterministic_time = SCHEDULE_DETERMINISTIC_S
     return solver
+
+
+def _repeatable(options: SolveOptions, purpose: SolverPurpose) -> bool:
+    return purpose == "schedule" and options.time.schedule_search == "repeatable"
+
+
+def solve_schedule(
+    solver: cp_model.CpSolver, model: cp_model.CpModel, options: SolveOptions
+) -> cp_model.CpSolverStatus:
+    """The schedule's search as `options.time.schedule_search` asks: to its deterministic budget
+    (repeatable), else until it stalls or reaches its wall-clock cap (fast)."""
+    if options.time.schedule_search == "repeatable":
+        return solver.solve(model)
+    return solve_until_stalled(solver, model)
 
 
 class _StallStop(cp_model.CpSolverSolutionCallback):

@@ -16,7 +16,8 @@ Phases (one function each):
   problem      classes of domains and each JobSet's needs over them (`build_problem`)
   build        the model (`schedule_model.build_schedule`), the hint given whole
   solve        one search, `make_solver(options, "schedule")`, stopped at its time cap or
-               once it stalls (`solve_until_stalled`)
+               once it stalls, or at its deterministic budget when asked to be repeatable
+               (`solve_schedule`)
   materialize  the solution's classes turned into domains, JobSets taken by start (any free
                domain of the class does: see `schedule_problem`'s docstring)
 
@@ -31,7 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from placer.model.options import SolveOptions
-from placer.solver.cpsat import make_solver, solve_until_stalled
+from placer.solver.cpsat import make_solver, solve_schedule
 from placer.solver.time.calendar import Calendar, UnitId, UnitLayout
 from placer.solver.time.reservations import Reservation, reserve
 from placer.solver.time.schedule_model import Scheduled, build_schedule, extract, objective_fits
@@ -112,7 +113,7 @@ def schedule(request: ScheduleRequest, options: SolveOptions) -> ScheduleOutcome
         return ScheduleOutcome(None, "FALLBACK", "schedule: objective past 64 bits, greedy")
     model, variables = build_schedule(problem)
     solver = make_solver(options, "schedule")
-    status = solver.status_name(solve_until_stalled(solver, model))
+    status = solver.status_name(solve_schedule(solver, model, options))
     if status not in ("OPTIMAL", "FEASIBLE"):
         return ScheduleOutcome(None, status, f"schedule: {status}, greedy")
     placed = materialize(request, problem, extract(solver, variables))

@@ -1,12 +1,20 @@
-"""The schedule's search stops when it stalls (`settings.solve_until_stalled`)."""
+"""The schedule's search: it stops when it stalls (`settings.solve_until_stalled`), and with
+`--schedule-search repeatable` it gives the same answer every run (`settings.solve_schedule`)."""
 
 from __future__ import annotations
 
 import itertools
 
+import pytest
 from ortools.sat.python import cp_model
 
-from placer.solver.cpsat import solve_until_stalled
+from placer.model.options import ScheduleSearch, SolveOptions, TimePolicy
+from placer.solver.cpsat import (
+    make_solver,
+    solve_schedule,
+    solve_until_stalled,
+)
+from placer.solver.cpsat.settings import SCHEDULE_TIME_CAP_S
 
 
 def _golomb(marks: int) -> cp_model.CpModel:
@@ -47,3 +55,36 @@ def test_a_search_proven_before_it_stalls_is_optimal() -> None:
     status = solve_until_stalled(solver, _golomb(5), stall_s=5.0)
     assert solver.status_name(status) == "OPTIMAL"
     assert solver.objective_value == 11
+
+
+def _options(search: ScheduleSearch) -> SolveOptions:
+    return SolveOptions(
+        workers=2, seed=3, time_limit_s=30.0, time=TimePolicy(schedule_search=search)
+    )
+
+
+def test_a_repeatable_schedule_search_finds_the_same_solution_every_time() -> None:
+    """Two workers racing under a wall clock may end on different solutions; bounded by
+    deterministic time and interleaved, the same model gives the same answer every run."""
+    options = _options("repeatable")
+    answers = set()
+    for _ in range(3):
+        solver = make_solver(options, "schedule")
+        status = solve_schedule(solver, _golomb(11), options)
+        assert solver.status_name(status) == "FEASIBLE"
+        answers.add((solver.objective_value, tuple(solver.response_proto.solution)))
+    assert len(answers) == 1
+
+
+@pytest.mark.parametrize(
+    ("search", "cap_s", "interleaved"),
+    [("fast", SCHEDULE_TIME_CAP_S, False), ("repeatable", 30.0, True)],
+)
+def test_only_the_repeatable_schedule_search_leaves_the_wall_cap_to_the_time_limit(
+    search: ScheduleSearch, cap_s: float, interleaved: bool
+) -> None:
+    """A repeatable search that hit the 1 s wall cap on a loaded machine would stop at a point
+    that depends on the load: its wall limit is the user's time limit, a safety only."""
+    solver = make_solver(_options(search), "schedule")
+    assert solver.parameters.max_time_in_seconds == cap_s
+    assert solver.parameters.interleave_search is interleaved
