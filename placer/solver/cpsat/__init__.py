@@ -24,6 +24,7 @@ from placer.solver.cpsat.problem import AggregatedProblem, DomainClass, NodeGrou
 from placer.solver.cpsat.settings import (
     DEFAULT_WORKERS,
     SCHEDULE_DETERMINISTIC_S,
+    SCHEDULE_DRAIN,
     SCHEDULE_STARVING_HEAD,
     SCHEDULE_STARVING_SHARE,
     SolverPurpose,
@@ -42,6 +43,7 @@ from placer.solver.cpsat.variables import (
 __all__ = [
     "DEFAULT_WORKERS",
     "SCHEDULE_DETERMINISTIC_S",
+    "SCHEDULE_DRAIN",
     "SCHEDULE_STARVING_HEAD",
     "SCHEDULE_STARVING_SHARE",
     "AggregatedProblem",
