@@ -145,7 +145,8 @@ def add_solver_args(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         dest="export_model",
         help="write each CP-SAT stage's model, objective included, to PATH with the stage "
-        "before the extension (model.pbtxt -> model.01-tier-0.pbtxt, ...; *txt = text proto)",
+        "before the extension (model.pbtxt -> model.01-tier-0.pbtxt, ...; *txt = text proto); "
+        "with --schedule cpsat the schedule's model first, as model.00-schedule.pbtxt",
     )
 
 

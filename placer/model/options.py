@@ -113,7 +113,8 @@ class SolveOptions(BaseModel):
     """Topology levels coarse to fine; empty means the snapshot's, else the JobSets' keys."""
     export_model_path: str | None = None
     """Write each CP-SAT stage's model, with its objective, next to this path (one file per stage,
-    see placer/solver/cpsat/export.py) for offline reproduction; greedy solvers refuse it."""
+    see placer/solver/cpsat/export.py) for offline reproduction, and with `--schedule cpsat`
+    the schedule's model as stage 00; greedy solvers refuse it unless that schedule runs."""
     check: bool = True
     """Run the independent plan checker on the result and refuse a plan that fails it."""
     time: TimePolicy = Field(default_factory=TimePolicy)

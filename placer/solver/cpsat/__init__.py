@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from placer.solver.cpsat.aggregate import aggregate
 from placer.solver.cpsat.builder import BuiltModel, build_model
-from placer.solver.cpsat.export import check_export_path, stage_path
+from placer.solver.cpsat.export import check_export_path, export_stage, stage_path
 from placer.solver.cpsat.planner import CpSatSolver
 from placer.solver.cpsat.problem import AggregatedProblem, DomainClass, NodeGroup
 from placer.solver.cpsat.settings import (
@@ -59,6 +59,7 @@ __all__ = [
     "build_model",
     "check_export_path",
     "copies_upper_bound",
+    "export_stage",
     "make_solver",
     "placement_of",
     "solve_schedule",

@@ -84,9 +84,10 @@ class _GreedySolver:
     def solve(
         self, snapshot: ClusterSnapshot, jobsets: Sequence[JobSetRequest], options: SolveOptions
     ) -> Plan:
-        if options.export_model_path:
+        if options.export_model_path and options.time.schedule != "cpsat":
             raise InputError(
-                f"the {self.name} solver builds no CP-SAT model to write; use --solver cpsat",
+                f"the {self.name} solver builds no CP-SAT model to write; use --solver cpsat "
+                "or --schedule cpsat",
                 field="--export-model",
                 code="usage",
             )

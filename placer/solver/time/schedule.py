@@ -15,6 +15,8 @@ Phases (one function each):
                complete schedule, and the answer when the model has none
   problem      classes of domains and each JobSet's needs over them (`build_problem`)
   build        the model (`schedule_model.build_schedule`), the hint given whole
+  export       with `--export-model PATH`, the model as `PATH` with `00-schedule` before the
+               extension (it is solved before the planner's stages, numbered from 01)
   solve        one search, `make_solver(options, "schedule")`, stopped at its time cap or
                once it stalls, or at its deterministic budget when asked to be repeatable
                (`solve_schedule`)
@@ -36,8 +38,16 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from ortools.sat.python import cp_model
+
 from placer.model.options import SolveOptions
-from placer.solver.cpsat import SCHEDULE_DRAIN, make_solver, solve_schedule
+from placer.solver.cpsat import (
+    SCHEDULE_DRAIN,
+    check_export_path,
+    export_stage,
+    make_solver,
+    solve_schedule,
+)
 from placer.solver.time.calendar import Calendar, UnitId, UnitLayout
 from placer.solver.time.reservations import Reservation, reserve
 from placer.solver.time.schedule_model import Scheduled, build_schedule, extract, objective_fits
@@ -142,6 +152,7 @@ def schedule(request: ScheduleRequest, options: SolveOptions) -> ScheduleOutcome
     if not objective_fits(problem):
         return ScheduleOutcome(None, "FALLBACK", "schedule: objective past 64 bits, greedy")
     model, variables = build_schedule(problem)
+    written = _export(model, options)
     solver = make_solver(options, "schedule")
     status = solver.status_name(solve_schedule(solver, model, options))
     if status not in ("OPTIMAL", "FEASIBLE"):
@@ -152,8 +163,19 @@ def schedule(request: ScheduleRequest, options: SolveOptions) -> ScheduleOutcome
     note = (
         f"schedule: {status}, {len(problem.jobs)} JobSets over {len(problem.classes)} classes, "
         f"objective {solver.objective_value:.0f}, bound {solver.best_objective_bound:.0f}"
+        + (f", model written to {written}" if written else "")
     )
     return ScheduleOutcome(_complete(request, hinted, placed), status, note, tuple(drained))
+
+
+def _export(model: cp_model.CpModel, options: SolveOptions) -> str | None:
+    """`--export-model`: the schedule's model, objective and hint included, for offline
+    reproduction (`cpsat/export.py`); it is searched with `make_solver(options, "schedule")`."""
+    if not options.export_model_path:
+        return None
+    check_export_path(options.export_model_path)
+    model.name = "schedule"
+    return export_stage(model, options.export_model_path, 0, "schedule")
 
 
 def _complete(

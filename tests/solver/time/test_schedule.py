@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import itertools
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
+from google.protobuf import text_format
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from ortools.sat import cp_model_pb2
 from ortools.sat.python import cp_model
 
 from placer.model.cluster import ClusterSnapshot, RunningJobSet
@@ -357,3 +360,39 @@ def test_a_starving_jobsets_domains_are_drained_until_it_starts(
     assert _held(plan, "wide") == (2 * H, ["busy-a", "free-0"])
     assert _starts(plan)["short"] == short_start_h * H
     assert (plan.outcome("team-a/short").status == "placed") is (not drain)
+
+
+@pytest.mark.parametrize(
+    ("solver", "planner_stages"), [("best-fit", 0), ("cpsat", 4)], ids=["best-fit", "cpsat"]
+)
+def test_export_model_writes_the_schedule_before_the_planners_stages(
+    tmp_path: Path, solver: str, planner_stages: int
+) -> None:
+    """`--export-model` with `--schedule cpsat`: the schedule's model as stage 00, objective and
+    hint included; solved offline it reaches the objective the plan's note reports (the search
+    proves these small models). A greedy planner of who starts now writes nothing else, and is
+    no longer refused."""
+    snap = _fleet({"a": 2, "b": 3}, free=1)
+    queue = [
+        _timed(jobset("wide", rjob(replicas=2)), 10, 13 * 60),
+        _timed(jobset("short", rjob(replicas=1)), 1, 5),
+    ]
+    policy = TimePolicy(now=NOW, reservations="all", schedule="cpsat")
+    target = tmp_path / "m.pbtxt"
+    options = SolveOptions(workers=1, seed=0, time=policy, export_model_path=str(target))
+    plan = get_solver(solver, time_policy=policy).solve(snap, queue, options)
+    assert check(plan, snap, queue, options) == []
+    written = sorted(p.name for p in tmp_path.iterdir())
+    assert written[0] == "m.00-schedule.pbtxt" and len(written) == 1 + planner_stages
+    proto = text_format.Parse((tmp_path / written[0]).read_text(), cp_model_pb2.CpModelProto())
+    assert (
+        proto.name == "schedule" and proto.HasField("objective") and proto.HasField("solution_hint")
+    )
+    note = next(n for n in plan.solver.notes if n.startswith("schedule: "))
+    assert f"model written to {tmp_path / written[0]}" in note
+    offline = cp_model.CpModel()
+    offline.proto.parse_text_format(text_format.MessageToString(proto))
+    search = cp_model.CpSolver()
+    search.parameters.num_workers = 1
+    assert search.solve(offline) == cp_model.OPTIMAL
+    assert f"objective {search.objective_value:.0f}," in note
