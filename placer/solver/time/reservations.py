@@ -44,6 +44,7 @@ __all__ = [
     "Reservation",
     "Unit",
     "UnitId",
+    "fits_some_day",
     "reserve",
 ]
 
@@ -257,6 +258,12 @@ def _earliest(candidate: Candidate, calendar: Calendar) -> Reservation | None:
                 calendar.hold(unit, t, end)
         return Reservation(candidate.jobset, t, end, _units_of(chosen, layout))
     return None
+
+
+def fits_some_day(needs: Sequence[Need], empty: Calendar) -> bool:
+    """Whether `needs` fit the units once every one is free (`empty`: a calendar of the
+    layout with nothing running), as `reserve` judges a JobSet that never fits."""
+    return _assign(needs, empty.ever_free(), empty, 0.0) is not None
 
 
 def reserve(

@@ -40,10 +40,18 @@ from placer.model.workload import JobSetRequest
 from placer.solver.context import PlacementContext
 from placer.solver.interface import Solver
 from placer.solver.phases import PhaseTimer
-from placer.solver.time.calendar import UnitLayout
+from placer.solver.time.calendar import Calendar, UnitLayout
 from placer.solver.time.evicting import plan_evicting_first
 from placer.solver.time.release import ReleaseTimeline, expected_duration_s
-from placer.solver.time.reservations import Candidate, Need, Reservation, Unit, UnitId, reserve
+from placer.solver.time.reservations import (
+    Candidate,
+    Need,
+    Reservation,
+    Unit,
+    UnitId,
+    fits_some_day,
+    reserve,
+)
 from placer.solver.time.schedule import ScheduleRequest, schedule
 
 __all__ = [
@@ -106,36 +114,42 @@ def _waited_s(jobset: JobSetRequest, now: datetime) -> float:
     return max(0.0, (now - _aware(jobset.creation_timestamp)).total_seconds())
 
 
-def _emptied(snapshot: ClusterSnapshot) -> ClusterSnapshot:
+def _emptied(snapshot: ClusterSnapshot, *, untainted: bool) -> ClusterSnapshot:
     """The cluster once every running JobSet ended, as the future is planned on.
 
     A node whose JobSets' usage the source did not record offers its allocatable then (the
     loaders record it; older snapshots may not). NotReady and cordoned hosts are expected back
     (a repair or a drain ends): counting them out for good would mark a JobSet that needs their
     domain as never fitting and leave it without a reservation, the starvation this prevents.
-    A reservation on such a domain is re-planned each round until the host is back. The taints
-    Kubernetes puts on such hosts (`CONDITION_TAINTS`) go with them: kept, a JobSet needing every
-    host of a domain with one NotReady host would be judged never to fit, and under Kueue
-    Rejected (seen on real Kueue: a GB200 JobSet needing four whole NVLink cliques).
+    A reservation on such a domain is re-planned each round until the host is back.
+
+    The taints Kubernetes puts on such hosts (`CONDITION_TAINTS`) stay unless `untainted`:
+    `_Units` plans a JobSet on the cluster with them first, and on the untainted one only if it
+    fits nowhere else (see `_Units.candidate`).
     """
     nodes = tuple(
-        _emptied_node(n)
-        if n.jobsets or not n.usable or any(t.key in CONDITION_TAINTS for t in n.taints)
+        _emptied_node(n, untainted)
+        if n.jobsets or not n.usable or (untainted and _condition_tainted(n))
         else n
         for n in snapshot.nodes
     )
     return snapshot.model_copy(update={"nodes": nodes, "reservations": ()})
 
 
-def _emptied_node(n: Node) -> Node:
+def _condition_tainted(n: Node) -> bool:
+    return any(t.key in CONDITION_TAINTS for t in n.taints)
+
+
+def _emptied_node(n: Node, untainted: bool) -> Node:
     """One node of `_emptied`, in one copy: every JobSet's recorded usage and host ports given
     back (`whatif.given_back`; all of the node's allocatable when some JobSet's usage was not
-    recorded), the host back and its condition taints gone."""
+    recorded), the host back, and with `untainted` its condition taints gone."""
     free, ports = dict(n.free), n.used_host_ports
     if n.jobsets:
         free, ports, missing = given_back(n, n.jobsets)
         if missing:
             free = dict(n.allocatable)
+    taints = tuple(t for t in n.taints if t.key not in CONDITION_TAINTS) if untainted else n.taints
     return n.model_copy(
         update={
             "free": free,
@@ -144,7 +158,7 @@ def _emptied_node(n: Node) -> Node:
             "jobset_usage": {},
             "ready": True,
             "unschedulable": False,
-            "taints": tuple(t for t in n.taints if t.key not in CONDITION_TAINTS),
+            "taints": taints,
         }
     )
 
@@ -170,7 +184,10 @@ class _Units:
         timeline: ReleaseTimeline,
     ) -> None:
         # judged on the cluster without any JobSet: what a domain offers once its runs end
-        self.ctx = PlacementContext(_emptied(snapshot), jobsets, options)
+        self.ctx = PlacementContext(_emptied(snapshot, untainted=False), jobsets, options)
+        self._untainted: PlacementContext | None = None
+        self._source = (snapshot, jobsets, options)
+        self._tainted = any(_condition_tainted(n) for n in snapshot.nodes)
         live = snapshot.by_name()
         self.domains: dict[UnitId, Domain] = {}
         units: list[Unit] = []
@@ -189,37 +206,65 @@ class _Units:
         }
         self.timeline = timeline
         self.live = live
-        self._eligible: dict[tuple[str, int, int], frozenset[UnitId]] = {}
-        """(key, shape number, pods per child Job) -> the units one such child Job fits."""
-        self._within: dict[tuple[tuple[str, int, int], str | None], tuple[frozenset[UnitId], ...]]
-        self._within = {}
+        self._eligible: dict[tuple[bool, str, int, int], frozenset[UnitId]] = {}
+        """(untainted, key, shape number, pods per child Job) -> the units one such child Job
+        fits."""
+        self._within: dict[
+            tuple[tuple[bool, str, int, int], str | None], tuple[frozenset[UnitId], ...]
+        ] = {}
+        self._empty = Calendar(self.layout, {})
 
     def candidate(self, jobset: JobSetRequest, duration_s: float) -> Candidate:
+        """What `jobset` needs, judged with the taints of NotReady, cordoned and pressured hosts
+        kept; only a JobSet that fits nowhere so is judged with those hosts back, untainted.
+
+        Why both: kept for everyone, a JobSet needing every host of a domain with one NotReady
+        host would never fit, and under Kueue be Rejected (seen on real Kueue: a GB200 JobSet of
+        four whole NVLink cliques). Dropped for everyone, every domain with such a host looks
+        whole an hour from now (`UNHEALTHY_BACK_S`), round after round while the host stays
+        down: the reservation pass then promised JobSets domains that never came back instead
+        of healthy ones that did (the over-time GB200 world, whose broken hosts stay broken:
+        easy-aging's longest wait went from 41 h to 230 h, its utilization from 61% to 46%)."""
+        needs = self._needs(jobset, self.ctx, untainted=False)
+        if self._tainted and not fits_some_day(needs, self._empty):
+            needs = self._needs(jobset, self._untainted_ctx(), untainted=True)
+        return Candidate(jobset.key, duration_s, needs)
+
+    def _untainted_ctx(self) -> PlacementContext:
+        if self._untainted is None:
+            snapshot, jobsets, options = self._source
+            self._untainted = PlacementContext(_emptied(snapshot, untainted=True), jobsets, options)
+        return self._untainted
+
+    def _needs(
+        self, jobset: JobSetRequest, ctx: PlacementContext, *, untainted: bool
+    ) -> tuple[Need, ...]:
         needs: list[Need] = []
-        for jc in self.ctx.classes_of(jobset):
+        for jc in ctx.classes_of(jobset):
             key = jc.exclusive_key
             if key is None:
                 continue
             # JobSets of one shape share the answer: the queue holds few shapes, many JobSets;
             # the shape index numbers them once (equal pod shapes, equal numbers)
-            number = self.ctx.shape_index.shape_numbers[jc.index]
-            shape = (key, number, jc.rjob.pods_per_job)
+            number = ctx.shape_index.shape_numbers[jc.index]
+            shape = (untainted, key, number, jc.rjob.pods_per_job)
             eligible = self._eligible.get(shape)
             if eligible is None:
                 eligible = self._eligible[shape] = frozenset(
                     (key, d.id)
-                    for d in self.ctx.domains(key)
-                    if self.ctx.domain_capacity(jc, d) >= jc.rjob.pods_per_job
+                    for d in ctx.domains(key)
+                    if (key, d.id) in self.domains
+                    and ctx.domain_capacity(jc, d) >= jc.rjob.pods_per_job
                 )
             level = jc.rjob.required_topology
             within = self._within.get((shape, level))
             if within is None:
-                within = self._within[(shape, level)] = self._enclosed(key, level, eligible)
+                within = self._within[(shape, level)] = self._enclosed(ctx, key, level, eligible)
             needs.append(Need(jc.rjob.name, jc.rjob.replicas, eligible, within))
-        return Candidate(jobset.key, duration_s, tuple(needs))
+        return tuple(needs)
 
     def _enclosed(
-        self, key: str, level: str | None, eligible: frozenset[UnitId]
+        self, ctx: PlacementContext, key: str, level: str | None, eligible: frozenset[UnitId]
     ) -> tuple[frozenset[UnitId], ...]:
         """Per domain of the required level, the eligible units inside it (a unit straddling
         two such domains is in neither: its child Job could not keep the topology)."""
@@ -228,7 +273,7 @@ class _Units:
             return tuple(frozenset({u}) for u in sorted(eligible)) if level else ()
         groups = []
         nodes_of = {u.id: u.nodes for u in self.units}
-        for enclosing in self.ctx.domains(level):
+        for enclosing in ctx.domains(level):
             nodes = frozenset(enclosing.nodes)
             inside = frozenset(u for u in eligible if nodes_of[u] <= nodes)
             if inside:

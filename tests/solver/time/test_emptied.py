@@ -78,4 +78,4 @@ def nodes(draw: st.DrawFn, index: int) -> Node:
 @given(st.integers(1, 6).flatmap(lambda k: st.tuples(*(nodes(i) for i in range(k)))))
 def test_emptied_in_one_copy_is_the_composition_it_replaced(drawn: tuple[Node, ...]) -> None:
     snapshot = ClusterSnapshot(nodes=drawn)
-    assert _emptied(snapshot) == _composed(snapshot)
+    assert _emptied(snapshot, untainted=True) == _composed(snapshot)

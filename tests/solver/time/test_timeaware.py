@@ -527,3 +527,37 @@ def test_a_jobset_started_by_its_reservation_keeps_its_own_priority_in_reasons(
     reason = plan.outcome("team-a/wide").reason or ""
     assert "taken by same-priority JobSets in this plan (team-a/first)" in reason, reason
     assert "higher-priority" not in reason
+
+
+@pytest.mark.parametrize(
+    "taint",
+    ["node.kubernetes.io/unreachable", "node.kubernetes.io/unschedulable"],
+)
+def test_a_jobset_that_fits_healthy_domains_is_not_reserved_on_a_broken_one(taint: str) -> None:
+    """pool-3 has a broken host, expected back in an hour (`UNHEALTHY_BACK_S`) every round for
+    as long as it stays broken. A three-pool JobSet that fits healthy pools (pool-0 and pool-1
+    free at 1 h and 2 h, pool-2 now) is reserved there at 2 h, not at 1 h on pool-3: a
+    reservation on a host that may never come back would be re-timed an hour ahead forever.
+    The four-pool JobSet above fits only with the broken host and is still reserved with it."""
+    snap = _fleet()
+    broken = Taint(key=taint, effect="NoSchedule")
+    nodes = tuple(
+        n.model_copy(update={"ready": False, "taints": (broken,)})
+        if n.name == "pool-3-host-0"
+        else n
+        for n in snap.nodes
+    )
+    snap = snap.model_copy(update={"nodes": nodes})
+    wide = _queue()[0]
+    three = wide.model_copy(
+        update={
+            "name": "three",
+            "replicated_jobs": [wide.replicated_jobs[0].model_copy(update={"replicas": 3})],
+        }
+    )
+    options = SolveOptions(workers=1, time=TimePolicy(now=NOW, reservations="head"))
+    plan = TimeAwareSolver(get_solver("best-fit")).solve(snap, [three], options)
+    assert check(plan, snap, [three], options) == []
+    o = plan.jobsets[0]
+    assert o.expected_start_seconds == 2 * H
+    assert sorted(d.value for d in o.reserved_domains) == ["pool-0", "pool-1", "pool-2"]
