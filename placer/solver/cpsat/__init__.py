@@ -24,7 +24,6 @@ from placer.solver.cpsat.problem import AggregatedProblem, DomainClass, NodeGrou
 from placer.solver.cpsat.settings import (
     DEFAULT_WORKERS,
     SCHEDULE_DETERMINISTIC_S,
-    SCHEDULE_DRAIN,
     SCHEDULE_STARVING_HEAD,
     SCHEDULE_STARVING_SHARE,
     SolverPurpose,
@@ -43,7 +42,6 @@ from placer.solver.cpsat.variables import (
 __all__ = [
     "DEFAULT_WORKERS",
     "SCHEDULE_DETERMINISTIC_S",
-    "SCHEDULE_DRAIN",
     "SCHEDULE_STARVING_HEAD",
     "SCHEDULE_STARVING_SHARE",
     "AggregatedProblem",

@@ -33,7 +33,6 @@ __all__ = [
     "CONFLICT_TIME_CAP_S",
     "DEFAULT_WORKERS",
     "SCHEDULE_DETERMINISTIC_S",
-    "SCHEDULE_DRAIN",
     "SCHEDULE_STALL_S",
     "SCHEDULE_STARVING_HEAD",
     "SCHEDULE_STARVING_SHARE",
@@ -72,13 +71,6 @@ cell repeated to the digit, with rounds of 0.16 s at the median against 0.07-0.1
 (benchmarks/RESULTS-backfill.md, round 4, run F). The wall-clock cap stays as a safety: a
 search that reaches it is no longer repeatable, so it is the time limit, not
 `SCHEDULE_TIME_CAP_S`."""
-SCHEDULE_DRAIN = True
-"""Whether the domains of the starving JobSets the schedule bounds (`SCHEDULE_STARVING_HEAD`) are
-drained for them: nothing else starts there before their reservation, not even a run expected
-to end in time (`schedule.drains`). Why: runtimes are mostly over-estimated, so a reservation
-lies later than the domains really free up; a run backfilled there ends before the planned
-start but often after the moment every domain of the reservation is really free, and it is the
-starving JobSet, the queue's longest wait, that waits for it."""
 SCHEDULE_STARVING_SHARE = 0.25
 """A JobSet that has waited this share of `--max-wait` is starving: the schedule starts it no
 later than the greedy pass would, starving JobSets first, oldest first

@@ -23,11 +23,6 @@ Phases (one function each):
   materialize  the solution's classes turned into domains, JobSets taken by start (any free
                domain of the class does: see `schedule_problem`'s docstring)
 
-A starving JobSet the schedule bounds (`schedule_problem.starving`) whose greedy slot lies in the
-future has its domains drained (`drains`, `SCHEDULE_DRAIN`): from now until its start nothing
-else is planned there, in the hint, the model and the materialization alike, and the outcome
-names it so the time-aware pass keeps whoever it places now off those domains too.
-
 Left to the greedy pass (the outcome says so): overlapping exclusive keys (two keys whose
 domains share nodes), where a class cannot stand for its domains.
 """
@@ -42,7 +37,6 @@ from ortools.sat.python import cp_model
 
 from placer.model.options import SolveOptions
 from placer.solver.cpsat import (
-    SCHEDULE_DRAIN,
     check_export_path,
     export_stage,
     make_solver,
@@ -59,7 +53,7 @@ from placer.solver.time.schedule_problem import (
     unit_release_s,
 )
 
-__all__ = ["ScheduleOutcome", "ScheduleRequest", "drains", "schedule"]
+__all__ = ["ScheduleOutcome", "ScheduleRequest", "schedule"]
 
 
 @dataclass(frozen=True)
@@ -69,9 +63,6 @@ class ScheduleOutcome:
     status: str
     """The search's status (OPTIMAL, FEASIBLE), or why there is no answer."""
     note: str
-    drained: tuple[str, ...] = ()
-    """JobSets whose reserved domains are theirs from now, not only from their start (`drains`):
-    nothing may start there now, not even a run expected to end in time."""
 
 
 def _whole_seconds(
@@ -86,8 +77,7 @@ def hint(request: ScheduleRequest) -> dict[str, Reservation]:
     """The greedy pass over every waiting JobSet in whole seconds: starving JobSets first, oldest
     first, each at its earliest slot (their last reservations are not kept: the slot is the
     latest start the schedule allows them, so it must be as early as the pass can give it),
-    then the others on what is left, last round's reservations kept first, and none on the
-    starving ones' domains before their start (`drains`)."""
+    then the others on what is left, last round's reservations kept first."""
     free_at, holds = _whole_seconds(request)
     rounded = [replace(c, duration_s=float(math.ceil(c.duration_s))) for c in request.candidates]
     by_key = {c.jobset: c for c in rounded}
@@ -99,7 +89,7 @@ def hint(request: ScheduleRequest) -> dict[str, Reservation]:
         holds=[(u, float(s), float(e)) for u, s, e in holds],
     )
     held = [
-        (u, 0.0 if SCHEDULE_DRAIN else float(r.start_s), float(r.end_s))
+        (u, float(r.start_s), float(r.end_s))
         for r in first
         if r.start_s is not None and r.end_s is not None
         for group in r.units.values()
@@ -115,25 +105,6 @@ def hint(request: ScheduleRequest) -> dict[str, Reservation]:
     return {r.jobset: r for r in (*first, *rest)}
 
 
-def drains(request: ScheduleRequest, hinted: Mapping[str, Reservation]) -> dict[str, Reservation]:
-    """The starving JobSets whose greedy slot (`hint`) lies in the future, with that slot: each
-    has its domains to itself from now (`SCHEDULE_DRAIN`). Their slot is the earliest any
-    schedule can give them (they are reserved first) and the latest the model allows them, so
-    holding their domains until then costs them nothing."""
-    if not SCHEDULE_DRAIN:
-        return {}
-    return {k: hinted[k] for k in starving(request) if k in hinted and hinted[k].start_s}
-
-
-def _drain_holds(drained: Mapping[str, Reservation]) -> list[tuple[UnitId, int, int]]:
-    return [
-        (u, 0, int(r.start_s or 0))
-        for r in drained.values()
-        for group in r.units.values()
-        for u in group
-    ]
-
-
 def _overlapping(layout: UnitLayout) -> bool:
     return any(len(c) != 1 for c in layout.cells) or any(len(u) != 1 for u in layout.units_of)
 
@@ -143,10 +114,8 @@ def schedule(request: ScheduleRequest, options: SolveOptions) -> ScheduleOutcome
     if _overlapping(request.layout):
         return ScheduleOutcome(None, "FALLBACK", "schedule: overlapping exclusive keys, greedy")
     hinted = hint(request)
-    drained = drains(request, hinted)
     free_at, holds = _whole_seconds(request)
-    release = unit_release_s(request.layout, free_at)
-    problem = build_problem(request, hinted, release, [*holds, *_drain_holds(drained)])
+    problem = build_problem(request, hinted, unit_release_s(request.layout, free_at), holds)
     if not problem.jobs:
         return ScheduleOutcome(_complete(request, hinted, {}), "OPTIMAL", "schedule: nothing waits")
     if not objective_fits(problem):
@@ -157,7 +126,7 @@ def schedule(request: ScheduleRequest, options: SolveOptions) -> ScheduleOutcome
     status = solver.status_name(solve_schedule(solver, model, options))
     if status not in ("OPTIMAL", "FEASIBLE"):
         return ScheduleOutcome(None, status, f"schedule: {status}, greedy")
-    placed = materialize(request, problem, extract(solver, variables), drained)
+    placed = materialize(request, problem, extract(solver, variables))
     if placed is None:
         return ScheduleOutcome(None, "FALLBACK", "schedule: no domains for a class, greedy")
     note = (
@@ -165,7 +134,7 @@ def schedule(request: ScheduleRequest, options: SolveOptions) -> ScheduleOutcome
         f"objective {solver.objective_value:.0f}, bound {solver.best_objective_bound:.0f}"
         + (f", model written to {written}" if written else "")
     )
-    return ScheduleOutcome(_complete(request, hinted, placed), status, note, tuple(drained))
+    return ScheduleOutcome(_complete(request, hinted, placed), status, note)
 
 
 def _export(model: cp_model.CpModel, options: SolveOptions) -> str | None:
@@ -190,31 +159,23 @@ def _complete(
 
 
 def materialize(
-    request: ScheduleRequest,
-    problem: ScheduleProblem,
-    solution: Sequence[Scheduled],
-    drained: Mapping[str, Reservation] | None = None,
+    request: ScheduleRequest, problem: ScheduleProblem, solution: Sequence[Scheduled]
 ) -> dict[str, Reservation] | None:
-    """Domains for the solution's class counts, JobSets taken in order of start, a drained one
-    first at its start and on its drained domains (`drains`), a JobSet that had domains last
-    round on those first; None if a class runs out, which the capacity rule rules out."""
+    """Domains for the solution's class counts, JobSets taken in order of start (last round's
+    domains first for a JobSet that had them); None if a class runs out, which the capacity
+    rule rules out."""
     layout = request.layout
-    drained = drained or {}
     free_at, holds = _whole_seconds(request)
     calendar = Calendar(layout, free_at)
-    for unit, start, end in [*holds, *_drain_holds(drained)]:
+    for unit, start, end in holds:
         calendar.hold(layout.number[unit], start, end)
     masks = {c.index: _mask(c.units) for c in problem.classes}
     jobs = {j.key: j for j in problem.jobs}
-    prefer = {
-        **request.kept,
-        **{k: frozenset(u for g in r.units.values() for u in g) for k, r in drained.items()},
-    }
     result: dict[str, Reservation] = {}
-    for s in sorted(solution, key=lambda s: (s.start_s, s.key not in drained, s.key)):
+    for s in sorted(solution, key=lambda s: (s.start_s, s.key)):
         job = jobs[s.key]
         end = s.start_s + job.duration_s
-        before = _mask(layout.number[u] for u in prefer.get(s.key, ()) if u in layout.number)
+        before = _mask(layout.number[u] for u in request.kept.get(s.key, ()) if u in layout.number)
         units: dict[str, list[int]] = {}
         for (need, cls), count in sorted(s.counts.items()):
             pool = calendar.free_mask(s.start_s, end, masks[cls])

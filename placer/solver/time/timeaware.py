@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import bisect
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from placer.model.cluster import ClusterSnapshot, DomainReservation, Node
@@ -322,7 +322,6 @@ class TimeAwareSolver:
             order = sorted(jobsets, key=lambda js: reservation_order(js, policy, now))
             reservations: dict[str, Reservation] = {}
             notes: list[str] = []
-            drained: tuple[str, ...] = ()
             # reservations of JobSets outside this queue (another controller's): held as they are
             queued = {js.key for js in jobsets}
             others = tuple(r for r in snapshot.reservations if r.jobset not in queued)
@@ -332,7 +331,7 @@ class TimeAwareSolver:
                 if (r.key, _id(r.path)) in units.domains
             ]
             if policy.active:
-                reservations, notes, drained = _reserve_all(
+                reservations, notes = _reserve_all(
                     snapshot, jobsets, options, units, order, durations, other_holds
                 )
         start_now = {k for k, r in reservations.items() if r.start_s == 0}
@@ -352,7 +351,7 @@ class TimeAwareSolver:
             )
             + others
         )
-        inner_snapshot = snapshot.model_copy(update={"reservations": held + _drains(held, drained)})
+        inner_snapshot = snapshot.model_copy(update={"reservations": held})
         top = max((js.priority for js in jobsets), default=0) + 1
         inner_jobsets = [
             js.model_copy(update={"priority": top, "declared_priority": js.priority})
@@ -376,19 +375,6 @@ class TimeAwareSolver:
         return plan.model_copy(update={"jobsets": outcomes, "solver": report})
 
 
-def _drains(
-    held: Sequence[DomainReservation], drained: Collection[str]
-) -> tuple[DomainReservation, ...]:
-    """For the planner of who starts now: each drained JobSet's domains held from now until its
-    start too (`schedule.drains`), so no run is placed there meanwhile, even one expected to end
-    in time. The plan's reservations and the ledger keep the start alone."""
-    return tuple(
-        r.model_copy(update={"start_s": 0.0, "end_s": r.start_s})
-        for r in held
-        if r.jobset in drained and r.start_s > 0
-    )
-
-
 def _reserve_all(
     snapshot: ClusterSnapshot,
     jobsets: Sequence[JobSetRequest],
@@ -397,10 +383,9 @@ def _reserve_all(
     order: Sequence[JobSetRequest],
     durations: dict[str, float],
     other_holds: list[tuple[UnitId, float, float]],
-) -> tuple[dict[str, Reservation], list[str], tuple[str, ...]]:
+) -> tuple[dict[str, Reservation], list[str]]:
     """The reservation phase: the schedule's (`--schedule cpsat`) unless it has no answer, else
-    the greedy pass's, per JobSet in `order`; what the schedule has to say; and the JobSets whose
-    domains it drains (`schedule.drains`)."""
+    the greedy pass's, per JobSet in `order`; and what the schedule has to say."""
     policy = options.time
     now = policy.now or datetime.now(UTC)
     notes: list[str] = []
@@ -415,7 +400,6 @@ def _reserve_all(
     candidates = tuple(units.candidate(js, durations[js.key]) for js in order)
     kept = _kept(snapshot, units)
     found: Sequence[Reservation] | None = None
-    drained: tuple[str, ...] = ()
     if policy.schedule == "cpsat":
         request = ScheduleRequest(
             units.layout,
@@ -427,7 +411,7 @@ def _reserve_all(
             policy.max_wait_s,
         )
         outcome = schedule(request, options)
-        found, notes, drained = outcome.reservations, [outcome.note], outcome.drained
+        found, notes = outcome.reservations, [outcome.note]
     if found is None:
         found = reserve(
             units.layout,
@@ -438,7 +422,7 @@ def _reserve_all(
             kept=kept,
             holds=other_holds,
         )
-    return {r.jobset: r for r in found}, notes, drained
+    return {r.jobset: r for r in found}, notes
 
 
 def _kept(snapshot: ClusterSnapshot, units: _Units) -> dict[str, frozenset[UnitId]]:

@@ -336,33 +336,6 @@ def test_starving_jobsets_are_the_oldest_past_the_share_of_max_wait_first_head_o
 
 
 @pytest.mark.parametrize(
-    ("drain", "short_start_h"),
-    [
-        pytest.param(True, 3, id="drained-nothing-starts-on-its-domains"),
-        pytest.param(False, 0, id="not-drained-the-short-run-backfills"),
-    ],
-)
-def test_a_starving_jobsets_domains_are_drained_until_it_starts(
-    monkeypatch: pytest.MonkeyPatch, drain: bool, short_start_h: float
-) -> None:
-    """Pool `free-0` is free, `busy-a` frees at 2 h, `busy-b` at 3 h. The two-pool run waited
-    13 h of a 24 h maximum: starving, it is reserved first, on free-0 and busy-a at 2 h. A 1 h
-    run expected to end before 2 h could backfill free-0 now; drained (`SCHEDULE_DRAIN`), free-0
-    stays the starving run's, so that it starts as soon as busy-a really frees, and the short
-    run waits for busy-b. The planner of who starts now is kept off free-0 too."""
-    monkeypatch.setattr("placer.solver.time.schedule.SCHEDULE_DRAIN", drain)
-    snap = _fleet({"a": 2, "b": 3}, free=1)
-    queue = [
-        _timed(jobset("wide", rjob(replicas=2)), 10, 13 * 60),
-        _timed(jobset("short", rjob(replicas=1)), 1, 5),
-    ]
-    plan = _plan(snap, queue, "cpsat", max_wait_s=24 * H)
-    assert _held(plan, "wide") == (2 * H, ["busy-a", "free-0"])
-    assert _starts(plan)["short"] == short_start_h * H
-    assert (plan.outcome("team-a/short").status == "placed") is (not drain)
-
-
-@pytest.mark.parametrize(
     ("solver", "planner_stages"), [("best-fit", 0), ("cpsat", 4)], ids=["best-fit", "cpsat"]
 )
 def test_export_model_writes_the_schedule_before_the_planners_stages(
