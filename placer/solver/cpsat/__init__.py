@@ -18,18 +18,16 @@ from __future__ import annotations
 
 from placer.solver.cpsat.aggregate import aggregate
 from placer.solver.cpsat.builder import BuiltModel, build_model
-from placer.solver.cpsat.export import check_export_path, export_stage, stage_path
+from placer.solver.cpsat.export import export_stage
 from placer.solver.cpsat.planner import CpSatSolver
 from placer.solver.cpsat.problem import AggregatedProblem, DomainClass, NodeGroup
 from placer.solver.cpsat.settings import (
     DEFAULT_WORKERS,
-    SCHEDULE_DETERMINISTIC_S,
     SCHEDULE_STARVING_HEAD,
     SCHEDULE_STARVING_SHARE,
     SolverPurpose,
     make_solver,
     solve_schedule,
-    solve_until_stalled,
 )
 from placer.solver.cpsat.variables import (
     Guards,
@@ -41,7 +39,6 @@ from placer.solver.cpsat.variables import (
 
 __all__ = [
     "DEFAULT_WORKERS",
-    "SCHEDULE_DETERMINISTIC_S",
     "SCHEDULE_STARVING_HEAD",
     "SCHEDULE_STARVING_SHARE",
     "AggregatedProblem",
@@ -55,12 +52,9 @@ __all__ = [
     "Variables",
     "aggregate",
     "build_model",
-    "check_export_path",
     "copies_upper_bound",
     "export_stage",
     "make_solver",
     "placement_of",
     "solve_schedule",
-    "solve_until_stalled",
-    "stage_path",
 ]

@@ -55,7 +55,9 @@ def check_export_path(path: str) -> None:
 
 
 def export_stage(model: cp_model.CpModel, path: str, index: int, stage: str) -> str:
-    """Write one stage's model (with its objective and hint); an unwritable file is an error."""
+    """Write one stage's model (with its objective and hint); a directory that is not there or
+    not writable, or a file that cannot be written, is an error naming it."""
+    check_export_path(path)
     target = stage_path(path, index, stage)
     if not model.export_to_file(target):
         raise InputError(

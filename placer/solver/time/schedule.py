@@ -36,12 +36,7 @@ from dataclasses import dataclass, replace
 from ortools.sat.python import cp_model
 
 from placer.model.options import SolveOptions
-from placer.solver.cpsat import (
-    check_export_path,
-    export_stage,
-    make_solver,
-    solve_schedule,
-)
+from placer.solver.cpsat import export_stage, make_solver, solve_schedule
 from placer.solver.time.calendar import Calendar, UnitId, UnitLayout
 from placer.solver.time.reservations import Reservation, reserve
 from placer.solver.time.schedule_model import Scheduled, build_schedule, extract, objective_fits
@@ -142,7 +137,6 @@ def _export(model: cp_model.CpModel, options: SolveOptions) -> str | None:
     reproduction (`cpsat/export.py`); it is searched with `make_solver(options, "schedule")`."""
     if not options.export_model_path:
         return None
-    check_export_path(options.export_model_path)
     model.name = "schedule"
     return export_stage(model, options.export_model_path, 0, "schedule")
 

@@ -14,7 +14,7 @@ from ortools.sat.python import cp_model
 from placer.cli import main
 from placer.model.errors import InputError
 from placer.model.options import SolveOptions
-from placer.solver.cpsat import stage_path
+from placer.solver.cpsat.export import stage_path
 from tests.strategies import cluster, jobset, pool, rjob, solve_checked
 
 

@@ -9,12 +9,8 @@ import pytest
 from ortools.sat.python import cp_model
 
 from placer.model.options import ScheduleSearch, SolveOptions, TimePolicy
-from placer.solver.cpsat import (
-    make_solver,
-    solve_schedule,
-    solve_until_stalled,
-)
-from placer.solver.cpsat.settings import SCHEDULE_TIME_CAP_S
+from placer.solver.cpsat import make_solver, solve_schedule
+from placer.solver.cpsat.settings import SCHEDULE_TIME_CAP_S, solve_until_stalled
 
 
 def _golomb(marks: int) -> cp_model.CpModel:
