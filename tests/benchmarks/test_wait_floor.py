@@ -1,0 +1,47 @@
+"""The wait floors on hand-made pools whose least longest wait is known by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.wait_floor import PoolJob, divisible_floor, greedy_schedule, integral_floor
+
+HOUR_MIN = 60
+
+
+def _same(n: int, width: int, minutes: int = HOUR_MIN) -> list[PoolJob]:
+    return [PoolJob(0, minutes, width) for _ in range(n)]
+
+
+@pytest.mark.parametrize("method", ["bisect", "minimize"])
+def test_three_full_width_jobsets_on_two_domains_the_third_waits_two_hours(method: str) -> None:
+    jobs = _same(3, 2)
+    found = integral_floor(jobs, [(range(3), 2)], time_limit_s=10, method=method)
+    assert (found.bound, found.best, found.status) == (120, 120, "OPTIMAL")
+    assert divisible_floor(jobs, 2, tolerance=0.01) == pytest.approx(120, abs=0.01)
+
+
+def test_whole_domains_wait_longer_than_divisible_capacity_says() -> None:
+    """Two-domain JobSets on three domains: one runs at a time (2 + 2 > 3), so the third waits
+    2 h, where divisible capacity would run them 1.5 at a time and make it wait 1 h."""
+    jobs = _same(3, 2)
+    found = integral_floor(jobs, [(range(3), 3)], time_limit_s=10)
+    assert (found.bound, found.best) == (120, 120)
+    assert divisible_floor(jobs, 3, tolerance=0.01) == pytest.approx(60, abs=0.01)
+
+
+def test_late_arrivals_and_backfill_count_from_arrival() -> None:
+    """At 30 min a 1-domain JobSet fits beside the running one (no wait) and a 2-domain one then
+    waits until 90 (60 min); starting the wide one first at 60 would make the narrow wait 90."""
+    jobs = [PoolJob(0, 60, 1), PoolJob(30, 60, 1), PoolJob(30, 60, 2)]
+    found = integral_floor(jobs, [(range(3), 2)], time_limit_s=10)
+    assert (found.bound, found.best) == (60, 60)
+    assert greedy_schedule(jobs, [(range(3), 2)]) == [0, 30, 90]
+
+
+def test_a_smaller_pool_inside_the_union_binds() -> None:
+    """Pool "all": two 1-rack JobSets that fit only one rack queue there even with racks free."""
+    jobs = [PoolJob(0, 60, 1), PoolJob(0, 60, 1), PoolJob(0, 60, 1)]
+    groups = [(range(2), 1), (range(2, 3), 4), (range(3), 4)]
+    found = integral_floor(jobs, groups, time_limit_s=10)
+    assert (found.bound, found.best) == (60, 60)
