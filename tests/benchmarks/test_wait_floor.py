@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from benchmarks.wait_floor import PoolJob, divisible_floor, greedy_schedule, integral_floor
+from benchmarks.simworld import SimConfig, build_world
+from benchmarks.wait_floor import (
+    PoolJob,
+    Search,
+    divisible_floor,
+    greedy_schedule,
+    integral_floor,
+    pool_members,
+    pool_rows,
+)
 
 HOUR_MIN = 60
 
@@ -45,3 +56,17 @@ def test_a_smaller_pool_inside_the_union_binds() -> None:
     groups = [(range(2), 1), (range(2, 3), 4), (range(3), 4)]
     found = integral_floor(jobs, groups, time_limit_s=10)
     assert (found.bound, found.best) == (60, 60)
+
+
+def test_a_small_world_has_ordered_floors_per_pool() -> None:
+    """Every shape pool of a small GB200 world, plus "all" (every rack): the integral floor is at
+    least the divisible one (up to the model's minute), and no schedule found beats it."""
+    world = build_world("gb200", 1, replace(SimConfig(), jobsets=40))
+    rows = pool_rows(world, Search(time_limit_s=2.0))
+    assert {r.pool for r in rows} == {*pool_members(world), "all"}
+    for r in rows:
+        assert r.integral_h >= r.divisible_h - 2 / 60
+        assert r.best_h is not None and r.best_h >= r.integral_h
+    top = next(r for r in rows if r.pool == "all")
+    if all(r.status == "OPTIMAL" for r in rows):  # "all" holds every pool's cumulative
+        assert top.integral_h >= max(r.integral_h for r in rows) - 1 / 60
