@@ -449,11 +449,15 @@ def verdict(fleet: str, rows: Sequence[FloorRow], policy_max_h: float | None = N
     """The fleet's floor is its highest pool floor (each bounds the fleet's longest wait)."""
     target = TARGET_MAX_H[fleet]
     top = max(rows, key=lambda r: r.integral_h)
-    word = "above: out of reach for every policy" if top.integral_h > target else "not above"
-    seen = "" if policy_max_h is None else f"; the simulated policy's longest {policy_max_h:.2f} h"
+    word = (
+        "above it: out of reach for every non-preemptive policy"
+        if top.integral_h > target
+        else "not above it: not shown out of reach"
+    )
+    seen = "" if policy_max_h is None else f" (simulated policy: {policy_max_h:.2f} h)"
     return (
-        f"{fleet}: highest integral floor {top.integral_h:.2f} h ({top.pool}) is {word} the "
-        f"target {target:.2f} h{seen}"
+        f"{fleet}: target {target:.2f} h; highest integral floor {top.integral_h:.2f} h "
+        f"({top.pool}) is {word}{seen}"
     )
 
 
