@@ -11,8 +11,9 @@ computes two floors on the longest wait (first start - arrival) of every non-pre
   pool's capacity x (t - s). Capacity is treated as divisible, so it is loose;
 - the integral floor: a CP-SAT model in which each JobSet holds k whole domains (its child Jobs)
   for its run, starts at or after its arrival, a cumulative over the pool's D domains, and the
-  longest wait W is minimized. The solver's best objective bound is a floor even when the search
-  is cut short; its best solution is an upper bound for this relaxation only.
+  longest wait W is as small as it can be (found by yes/no questions on W, see
+  `integral_floor`). The largest W proven impossible is a floor even when time runs out; the
+  best schedule found is an upper bound for this relaxation only.
 
 Why these are floors for every policy of `benchmarks.overtime`: a real run starts each JobSet on
 particular domains at a round's boundary from estimates, shares those domains with other shapes
