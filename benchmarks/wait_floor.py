@@ -29,8 +29,10 @@ real schedule then maps onto the model with its waits grown by less than one min
 integral floor reported is the solver's bound minus one minute.
 
 Pool "all" (GB200 only, where every child Job takes a whole rack of one exclusive key): every
-shape pool's cumulative at once plus one over all racks. TPU shapes use disjoint node pools, so
-there the fleet's floor is the largest pool's.
+shape pool's cumulative at once plus one over all racks. "all (nested racks)" adds what the
+shapes' sameness gives (they differ only in hosts per child Job, so a rack that fits 18 fits 16):
+the JobSets of the 18h and 16h pools together on the 16h pool's 10 racks, and so on down. TPU
+shapes use disjoint node pools, so there the fleet's floor is the largest pool's.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ from benchmarks.simworld import HOUR, SimConfig, SimWorld, build_world, shape_po
 from placer.model.options import SolveOptions, TimePolicy
 
 __all__ = [
+    "NESTED",
     "TARGET_MAX_H",
     "FloorRow",
     "Integral",
@@ -69,6 +72,7 @@ __all__ = [
 ]
 
 MINUTE = 60.0
+NESTED = "all (nested racks)"
 TARGET_MAX_H = {"gb200": 0.85 * 41.28, "tpu": 0.85 * 49.75}
 """Issue 21's max-delay targets: 0.85x `easy-aging`'s max delay at 90% load, over-estimates
 (RESULTS-backfill.md, rounds 3 and 4)."""
@@ -367,7 +371,7 @@ def _row(
         pool,
         len(jobs),
         domains,
-        shape_pools(world)[pool].fluid_backlog_s / HOUR,
+        shape_pools(world)["all" if pool == NESTED else pool].fluid_backlog_s / HOUR,
         divisible / HOUR,
         max(0, found.bound - 1) * MINUTE / HOUR,
         None if found.best is None else found.best * MINUTE / HOUR,
@@ -387,8 +391,39 @@ def _whole_domains(world: SimWorld) -> int:
     return len({n.labels[key] for n in world.snapshot.nodes if n.usable and key in n.labels})
 
 
+def _nested(world: SimWorld) -> bool:
+    """Whether the shapes differ only in pods per child Job (same selector, key, pod requests):
+    then a domain that fits a child Job of n pods fits every smaller one, and the pools' domains
+    nest (GB200: the rack that takes 18 hosts is one of the 10 that take 16)."""
+    shapes = {r.shape for js in world.queue for r in js.rjobs}
+    return len({replace(s, label="", pods_per_job=0, weight=0.0) for s in shapes}) == 1
+
+
+def _all_groups(
+    world: SimWorld, members: dict[str, list[JobSetSpec]], racks: int, nested: bool
+) -> tuple[list[JobSetSpec], list[tuple[Sequence[int], int]]]:
+    """Pool "all": every JobSet, each pool's cumulative and one over all racks; `nested` adds, by
+    pods per child Job from the most, the cumulative of each prefix of pools on the domains of its
+    last (widest-fitting) pool: with nested domains those JobSets can use no other (Hall's
+    condition on a chain of sets, so still a relaxation: it does not pin racks over time)."""
+    pools = shape_pools(world)
+    labels = sorted(members)
+    if nested:
+        labels.sort(key=lambda k: -members[k][0].rjobs[0].shape.pods_per_job)
+    everyone = [js for label in labels for js in members[label]]
+    groups: list[tuple[Sequence[int], int]] = []
+    first = 0
+    for label in labels:
+        last = first + len(members[label])
+        groups.append((range(0 if nested else first, last), pools[label].domains))
+        first = last
+    groups.append((range(len(everyone)), racks))
+    return everyone, groups
+
+
 def pool_rows(world: SimWorld, search: Search) -> list[FloorRow]:
-    """One row per shape pool, then pool "all" where every child Job takes a whole domain."""
+    """One row per shape pool, then pool "all" where every child Job takes a whole domain, and
+    "all (nested racks)" where the pools' domains also nest."""
     pools = shape_pools(world)
     rows = []
     members = pool_members(world)
@@ -397,16 +432,10 @@ def pool_rows(world: SimWorld, search: Search) -> list[FloorRow]:
         d = pools[label].domains
         rows.append(_row(world, label, jobs, [(range(len(jobs)), d)], d, search))
     racks = _whole_domains(world)
-    if racks:
-        everyone = [js for _, jss in sorted(members.items()) for js in jss]
-        jobs = _jobs(world, everyone, None)
-        groups: list[tuple[Sequence[int], int]] = []
-        first = 0
-        for label, jss in sorted(members.items()):
-            groups.append((range(first, first + len(jss)), pools[label].domains))
-            first += len(jss)
-        groups.append((range(len(jobs)), racks))
-        rows.append(_row(world, "all", jobs, groups, racks, search))
+    for pool, nested in (("all", False), (NESTED, True)):
+        if racks and (not nested or _nested(world)):
+            everyone, groups = _all_groups(world, members, racks, nested)
+            rows.append(_row(world, pool, _jobs(world, everyone, None), groups, racks, search))
     return rows
 
 
@@ -501,7 +530,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         seen: dict[str, float] = {}
         if args.policy:
             seen = policy_max_h(world, cfg, args.policy, args.estimate, args.seed)
-            mine = [replace(r, policy_max_h=seen.get(r.pool)) for r in mine]
+            mine = [
+                replace(r, policy_max_h=seen.get("all" if r.pool == NESTED else r.pool))
+                for r in mine
+            ]
         rows.extend(mine)
         if fleet in TARGET_MAX_H:
             tail.append(f"- {verdict(fleet, mine, seen.get('all'))}")

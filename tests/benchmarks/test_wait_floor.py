@@ -8,6 +8,7 @@ import pytest
 
 from benchmarks.simworld import SimConfig, build_world
 from benchmarks.wait_floor import (
+    NESTED,
     PoolJob,
     Search,
     divisible_floor,
@@ -63,10 +64,22 @@ def test_a_small_world_has_ordered_floors_per_pool() -> None:
     least the divisible one (up to the model's minute), and no schedule found beats it."""
     world = build_world("gb200", 1, replace(SimConfig(), jobsets=40))
     rows = pool_rows(world, Search(time_limit_s=2.0))
-    assert {r.pool for r in rows} == {*pool_members(world), "all"}
+    assert {r.pool for r in rows} == {*pool_members(world), "all", NESTED}
     for r in rows:
         assert r.integral_h >= r.divisible_h - 2 / 60
         assert r.best_h is not None and r.best_h >= r.integral_h
     top = next(r for r in rows if r.pool == "all")
+    nested = next(r for r in rows if r.pool == NESTED)
     if all(r.status == "OPTIMAL" for r in rows):  # "all" holds every pool's cumulative
-        assert top.integral_h >= max(r.integral_h for r in rows) - 1 / 60
+        assert top.integral_h >= max(r.integral_h for r in rows if r is not nested) - 1 / 60
+        assert nested.integral_h >= top.integral_h
+
+
+def test_nested_pools_share_the_narrow_pools_domains() -> None:
+    """A 1-rack JobSet whose rack is one of the two a 2-rack JobSet fits, on 3 racks: counted per
+    pool both start at once; with the pools nested (1 + 2 > 2) one of them waits an hour."""
+    jobs = [PoolJob(0, 60, 1), PoolJob(0, 60, 2)]
+    apart = [(range(1), 1), (range(1, 2), 2), (range(2), 3)]
+    nested = [(range(1), 1), (range(2), 2), (range(2), 3)]
+    assert integral_floor(jobs, apart, time_limit_s=10).bound == 0
+    assert integral_floor(jobs, nested, time_limit_s=10).bound == 60
