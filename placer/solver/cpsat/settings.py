@@ -33,6 +33,7 @@ __all__ = [
     "CONFLICT_TIME_CAP_S",
     "DEFAULT_WORKERS",
     "SCHEDULE_DETERMINISTIC_S",
+    "SCHEDULE_REPEATABLE_WORKERS",
     "SCHEDULE_STALL_S",
     "SCHEDULE_STARVING_HEAD",
     "SCHEDULE_STARVING_SHARE",
@@ -71,6 +72,14 @@ cell repeated to the digit, with rounds of 0.16 s at the median against 0.07-0.1
 (benchmarks/RESULTS-backfill.md, round 4, run F). The wall-clock cap stays as a safety: a
 search that reaches it is no longer repeatable, so it is the time limit, not
 `SCHEDULE_TIME_CAP_S`."""
+SCHEDULE_REPEATABLE_WORKERS = 1
+"""Workers of the repeatable search, interleaved in one thread. With two, CP-SAT runs its
+subsolvers in batches and waits for a batch's slowest task; on some small schedule models (26-136
+variables) one task (`core`, `rnd_var_lns`) took 3.5-5 s of wall time for 0.04-0.10
+deterministic seconds, so GB200 rounds reached the benchmark's 5 s wall safety, stopped where
+the machine's speed put them, and the cell's figures differed between two machines (p95 21.54 h
+and 21.56 h, max 44.70 h and 41.37 h). With one, the same run's longest search took under 1 s
+and its longest round 0.92 s against 5.03 s (benchmarks/RESULTS-backfill.md, round 6)."""
 SCHEDULE_STARVING_SHARE = 0.25
 """A JobSet that has waited this share of `--max-wait` is starving: the schedule starts it no
 later than the greedy pass would, starving JobSets first, oldest first
@@ -114,6 +123,7 @@ def make_solver(
         solver.parameters.interleave_search = True
     if _repeatable(options, purpose):
         solver.parameters.max_deterministic_time = SCHEDULE_DETERMINISTIC_S
+        solver.parameters.num_workers = SCHEDULE_REPEATABLE_WORKERS
     return solver
 
 
