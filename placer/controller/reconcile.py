@@ -311,6 +311,7 @@ class Controller:
         if len(self._refs) > 2 * len(state.pods) + 100:
             self._refs.clear()  # forget deleted pods and superseded versions
         with timer("survey"):
+            pods = jobset_pods(state, self._refs)
             managed = survey(
                 state,
                 binding=self.config.binding,
@@ -318,12 +319,18 @@ class Controller:
                 memo=self._parsed,
                 refs=self._refs,
                 ledger=ledger,
+                pods=pods,
             )
         with timer("snapshot"):
             snapshot = self._planning_snapshot(state)
             index = DomainIndex(snapshot)
         return Observed(
-            state=state, ledger=ledger, managed=tuple(managed), snapshot=snapshot, index=index
+            state=state,
+            ledger=ledger,
+            managed=tuple(managed),
+            snapshot=snapshot,
+            index=index,
+            pods=pods,
         )
 
     def _kueue(self, observed: Observed) -> tuple[Observed, KueueView, KueueAdmission]:
@@ -447,7 +454,9 @@ class Controller:
         if not entries:
             return Evictions()
         records = {**placements(observed.ledger.entries.values()), **(placed or {})}
-        pods = jobset_pods(observed.state, self._refs)
+        pods = observed.pods
+        if pods is None:
+            pods = jobset_pods(observed.state, self._refs)
         return eviction_steps(entries, observed.state, records, observed.index, pods)
 
     def _log_kueue(self, eligible: Eligibility) -> None:

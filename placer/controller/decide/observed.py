@@ -18,7 +18,7 @@ from placer.controller.decide.ledgerplan import LedgerView
 from placer.controller.decide.preempting import Eligibility, Evictions
 from placer.controller.decide.review import Review, Target
 from placer.controller.decide.state import ClusterState
-from placer.controller.decide.survey import ManagedJobSet
+from placer.controller.decide.survey import ManagedJobSet, PodEntry
 from placer.model.cluster import ClusterSnapshot
 from placer.model.options import SolveOptions
 
@@ -35,6 +35,9 @@ class Observed:
     managed: tuple[ManagedJobSet, ...]
     snapshot: ClusterSnapshot
     index: DomainIndex
+    pods: Mapping[str, list[PodEntry]] | None = None
+    """JobSet key -> its pods in `state` (survey.jobset_pods), read once by the survey; None:
+    not read yet (each reader reads them)."""
 
 
 @dataclass(frozen=True)

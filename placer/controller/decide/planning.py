@@ -94,7 +94,9 @@ def planning_inputs(
         }
         if policy.active:
             taken = holds(records, view.foreign)
-            update["running"] = running_timing(observed.state, snapshot, taken, refs)
+            update["running"] = running_timing(
+                observed.state, snapshot, taken, refs, pods=observed.pods
+            )
             instant = datetime.fromtimestamp(reviewed.wall_s, UTC)
             options = options.model_copy(
                 update={"time": policy.model_copy(update={"now": instant})}

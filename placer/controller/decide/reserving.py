@@ -34,7 +34,7 @@ from typing import Any
 from placer.controller.decide.domains import Hold
 from placer.controller.decide.ledger import RESERVATION, LedgerEntry, entry_key
 from placer.controller.decide.state import ClusterState
-from placer.controller.decide.survey import ManagedJobSet, RefMemo, jobset_pods
+from placer.controller.decide.survey import ManagedJobSet, PodEntry, RefMemo, jobset_pods
 from placer.model.assignment import Assignment, JobAssignment
 from placer.model.cluster import ClusterSnapshot, DomainReservation, RunningJobSet
 from placer.model.options import TimePolicy
@@ -165,10 +165,10 @@ def _manifests(
 
 
 def _pod_starts(
-    state: ClusterState, keys: Set[str], refs: RefMemo | None
+    pods: Mapping[str, list[PodEntry]], keys: Set[str]
 ) -> Iterator[tuple[str, object, object]]:
     """(JobSet key, `status.phase`, `status.startTime`) of every pod of the JobSets in `keys`."""
-    for key, entries in jobset_pods(state, refs).items():
+    for key, entries in pods.items():
         if key in keys:
             for e in entries:
                 status = e.pod.get("status") or {}
@@ -180,15 +180,19 @@ def running_timing(
     snapshot: ClusterSnapshot,
     holds: Sequence[Hold],
     refs: RefMemo | None = None,
+    pods: Mapping[str, list[PodEntry]] | None = None,
 ) -> dict[str, RunningJobSet]:
     """`ClusterSnapshot.running` for time-aware planning: the snapshot's, updated for every
     JobSet on its nodes from this cycle's pods (earliest live `status.startTime`) and JobSet
     objects (expected duration; an unreadable one leaves the default, the survey warns), plus
     one entry per hold token (domains.holds): its JobSet's timing, or, for a placement whose
-    pods do not run yet, its expected duration from now. `refs`: the survey's memo of pod
-    labels, so pods are not read again."""
+    pods do not run yet, its expected duration from now. `pods`: the survey's
+    `jobset_pods(state)`, so pods are not read again (else they are read, `refs` the survey's
+    memo of pod labels)."""
     on_nodes = {k for n in snapshot.nodes for k in n.jobsets}
-    starts = running_starts(_pod_starts(state, on_nodes, refs))
+    if pods is None:
+        pods = jobset_pods(state, refs)
+    starts = running_starts(_pod_starts(pods, on_nodes))
     fresh = with_expected_durations(starts, _manifests(state, on_nodes), warn=False)
     running = {**snapshot.running, **fresh}
     waiting = {h.owner for h in holds} - running.keys()

@@ -332,13 +332,15 @@ def survey(
     memo: ParseMemo | None = None,
     refs: RefMemo | None = None,
     ledger: Ledger | None = None,
+    pods: Mapping[str, list[PodEntry]] | None = None,
 ) -> list[ManagedJobSet]:
     """Every managed JobSet in `namespaces` (all when empty), in key order. A JobSet's record is
     its entry in `ledger` when there is one (the commit is what counts), else its annotation.
     `memo` and `refs` (kept by the caller across cycles) save re-parsing unchanged manifests and
-    pod labels."""
+    pod labels; `pods`: `jobset_pods(state, refs)` when the caller already has it."""
     priorities = {name: int(pc.get("value") or 0) for name, pc in state.priority_classes.items()}
-    pods = jobset_pods(state, refs)
+    if pods is None:
+        pods = jobset_pods(state, refs)
     result: list[ManagedJobSet] = []
     for order, ((ns, name), obj) in enumerate(sorted(state.jobsets.items())):
         if namespaces and ns not in namespaces:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import copy
 import threading
 import time
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from benchmarks.cluster_sim import node_object
 from placer.controller.act.cache import ClusterCache, Stream
@@ -41,6 +45,47 @@ def test_merge_patch_follows_rfc_7386() -> None:
         "a": {"c": 2, "d": 3},
         "l": [2],
     }
+
+
+def _reference_merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 as written there (section 2), on deep copies."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    result = copy.deepcopy(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = _reference_merge_patch(result.get(key), value)
+    return result
+
+
+_KEYS = st.sampled_from(["a", "b", "c", "d"])
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=3),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_KEYS, inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(target=_JSON, patch=_JSON)
+def test_merge_patch_equals_rfc_7386_reference_and_shares_no_container(
+    target: Any, patch: Any
+) -> None:
+    before = copy.deepcopy(target)
+    merged = merge_patch(target, patch)
+    assert merged == _reference_merge_patch(before, patch)
+    assert target == before  # the target is never changed
+
+    def containers(x: Any) -> list[int]:
+        if isinstance(x, dict):
+            return [id(x), *(i for v in x.values() for i in containers(v))]
+        if isinstance(x, list):
+            return [id(x), *(i for v in x for i in containers(v))]
+        return []
+
+    assert not set(containers(merged)) & set(containers(patch))
 
 
 def test_memory_cluster_concurrency_rules() -> None:
