@@ -26,7 +26,7 @@ The greedy pass's schedule is given as a complete hint (`add_hint`); `extract` r
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
@@ -203,10 +203,25 @@ def add_capacity(
             takes = [v.take[(j.key, n.name, cls.index)] for n in j.needs if cls.index in n.classes]
             if takes:
                 intervals.append(v.run[j.key])
-                demands.append(sum(takes))
+                name = f"demand[{j.key},{cls.index}]"
+                demands.append(_demand(model, takes, len(cls.units), name))
         if intervals:
             model.add_cumulative(intervals, demands, len(cls.units))
     return []
+
+
+def _demand(
+    model: cp_model.CpModel, terms: Sequence[cp_model.LinearExprT], top: int, name: str
+) -> cp_model.LinearExprT:
+    """One JobSet's demand in a cumulative, which CP-SAT takes affine only (one variable): a
+    JobSet taking from one class through two replicated jobs gets a variable for the sum, at
+    most `top` (more never fits). Without it such a model was MODEL_INVALID, and the greedy
+    pass decided."""
+    if len(terms) == 1:
+        return terms[0]
+    total = model.new_int_var(0, top, name)
+    model.add(total == sum(terms))
+    return total
 
 
 def overlap_terms(problem: ScheduleProblem) -> int:
