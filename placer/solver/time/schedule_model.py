@@ -241,8 +241,11 @@ def add_shared(
 ) -> list[cp_model.LinearExprT]:
     """Overlapping keys: per rule (`SharedNodes`), at every instant the domains JobSets hold
     among its classes, each weighing its class's weight, weigh at most its cells: a block is
-    never held with a pool inside it, by two JobSets or by one. A run of zero seconds, which a
-    cumulative lets through, still may not hold both itself (its demand alone fits)."""
+    never held with a pool inside it, by two JobSets or by one. A JobSet's own demand fits
+    even for a run of zero seconds, which a cumulative lets through: one term fits by its
+    class's bounds (a nest's domain weighs its cells; the domains of a class inside it share no
+    node, so together weigh no more), a sum of several is a variable bounded by the cells
+    (`_demand`)."""
     for rule in problem.shared:
         weight = dict(rule.weights)
         intervals: list[cp_model.IntervalVar] = []
@@ -256,10 +259,9 @@ def add_shared(
             ]
             if not terms:
                 continue
-            if j.duration_s == 0:
-                model.add(sum(terms) <= rule.cells)
             intervals.append(v.run[j.key])
-            demands.append(sum(terms))
+            name = f"shared[{j.key},{rule.weights[0][0]}]"
+            demands.append(_demand(model, terms, rule.cells, name))
         if intervals:
             model.add_cumulative(intervals, demands, rule.cells)
     return []
