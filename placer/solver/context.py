@@ -211,12 +211,14 @@ class PlacementContext:
     ) -> dict[str, list[DomainReservation]]:
         """Node -> the reservations of the domains holding it, when two exclusive keys of the
         queue overlap (else empty: a domain's own reservations are all that reach it)."""
+        if not found:
+            return {}
         keys = self.exclusive_keys
         by_node: dict[str, set[str]] = {}
         for d in self.exclusive_domains:
             for n in d.nodes:
                 by_node.setdefault(n, set()).add(d.key)
-        if not found or all(len(ks) < 2 for ks in by_node.values()):
+        if all(len(ks) < 2 for ks in by_node.values()):
             return {}
         on_node: dict[str, list[DomainReservation]] = {}
         for key in {k for k, _ in found} & set(keys):
