@@ -8,6 +8,7 @@ import itertools
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from ortools.sat.python import cp_model
 
 from placer.model.cluster import ClusterSnapshot, RunningJobSet
 from placer.model.options import SolveOptions, TimePolicy
@@ -20,7 +21,15 @@ from placer.solver.time.calendar import Unit, UnitId, UnitLayout
 from placer.solver.time.overlap import overlap
 from placer.solver.time.release import ReleaseTimeline
 from placer.solver.time.reservations import Candidate, Need, Reservation
-from placer.solver.time.schedule import ScheduleOutcome, ScheduleRequest, schedule
+from placer.solver.time.schedule import (
+    ScheduleOutcome,
+    ScheduleRequest,
+    _whole_seconds,
+    hint,
+    schedule,
+)
+from placer.solver.time.schedule_model import build_schedule
+from placer.solver.time.schedule_problem import build_problem, unit_release_s
 from tests.solver.time.test_schedule import BUSY, NOW, H, _plan, _starts, _timed
 from tests.strategies import BLOCK, NODEPOOL, cluster, jobset, pool, rjob
 
@@ -330,6 +339,24 @@ def test_the_schedule_never_starts_early_nor_holds_units_sharing_a_node_at_once(
     for (s1, e1, k1, n1), (s2, e2, k2, n2) in itertools.combinations(windows, 2):
         if n1 & n2:
             assert e1 <= s2 or e2 <= s1 or s1 == e1 or s2 == e2, f"{k1} and {k2} share nodes"
+
+
+@settings(max_examples=50, deadline=None)
+@given(case=_cases())
+def test_the_greedy_hint_is_a_schedule_of_the_overlap_model(
+    case: tuple[ClusterSnapshot, list[JobSetRequest]],
+) -> None:
+    """Fixed to its hint, the model has a solution: the greedy pass's schedule meets the overlap
+    rules, so the search always starts from a complete schedule."""
+    _, request, _ = _scheduled(*case)
+    hinted = hint(request)
+    free_at, holds = _whole_seconds(request)
+    problem = build_problem(request, hinted, unit_release_s(request.layout, free_at), holds)
+    model, _ = build_schedule(problem)
+    fixed = cp_model.CpSolver()
+    fixed.parameters.num_workers = 1
+    fixed.parameters.fix_variables_to_their_hinted_value = True
+    assert fixed.status_name(fixed.solve(model)) in ("OPTIMAL", "FEASIBLE")
 
 
 @settings(max_examples=15, deadline=None)
