@@ -190,11 +190,43 @@ class PlacementContext:
     def reserved(
         self,
     ) -> dict[tuple[str, tuple[tuple[str, str], ...]], tuple[DomainReservation, ...]]:
-        """(key, path) -> reservations of the domain for pending JobSets' future starts."""
+        """(key, path) -> reservations for pending JobSets' future starts of the domain or of a
+        domain sharing a node with it: with overlapping exclusive keys a block reserved from t
+        keeps its pools from t as well (else a JobSet started now on a pool ran into the block's
+        reservation, and no rule saw it)."""
         found: dict[tuple[str, tuple[tuple[str, str], ...]], list[DomainReservation]] = {}
         for r in self.snapshot.reservations:
             found.setdefault((r.key, r.path), []).append(r)
+        on_node = self._reserved_on_node(found)
+        for d in self.exclusive_domains if on_node else ():
+            own = found.get((d.key, d.path), [])
+            near = {id(r): r for n in d.nodes for r in on_node.get(n, ())}
+            more = [r for r in near.values() if all(r is not o for o in own)]
+            if more:
+                found[(d.key, d.path)] = [*own, *more]
         return {k: tuple(sorted(v, key=lambda r: r.start_s)) for k, v in found.items()}
+
+    def _reserved_on_node(
+        self, found: Mapping[tuple[str, tuple[tuple[str, str], ...]], list[DomainReservation]]
+    ) -> dict[str, list[DomainReservation]]:
+        """Node -> the reservations of the domains holding it, when two exclusive keys of the
+        queue overlap (else empty: a domain's own reservations are all that reach it)."""
+        if not found:
+            return {}
+        keys = self.exclusive_keys
+        by_node: dict[str, set[str]] = {}
+        for d in self.exclusive_domains:
+            for n in d.nodes:
+                by_node.setdefault(n, set()).add(d.key)
+        if all(len(ks) < 2 for ks in by_node.values()):
+            return {}
+        on_node: dict[str, list[DomainReservation]] = {}
+        for key in {k for k, _ in found} & set(keys):
+            for d in self.domains(key):
+                for r in found.get((d.key, d.path), ()):
+                    for n in d.nodes:
+                        on_node.setdefault(n, []).append(r)
+        return on_node
 
     def domain_reservations(self, domain: Domain) -> tuple[DomainReservation, ...]:
         return self.reserved.get((domain.key, domain.path), ())

@@ -20,12 +20,12 @@ from decimal import Decimal
 
 from placer.model.cluster import ClusterSnapshot, Node
 from placer.model.options import SolveOptions
-from placer.model.plan import JobPlacement, JobSetOutcome, Plan
+from placer.model.plan import DomainRef, JobPlacement, JobSetOutcome, Plan
 from placer.model.resources import PODS, add_resources, is_accelerator, is_extended_resource
 from placer.model.scheduling import NodeSelectorRequirement, Taint, Toleration
 from placer.model.workload import JobSetRequest, PodShape, ReplicatedJobRequest
 from placer.solver.check.checker_preempt import check_preemptions, without_victims
-from placer.solver.check.checker_time import check_reservations
+from placer.solver.check.checker_time import NodesOf, check_reservations
 
 __all__ = ["check"]
 
@@ -76,8 +76,8 @@ def check(
         missing = [lv for lv in declared if lv not in nodes[name].labels]
         if missing:
             problems.add(f"node {name} lacks topology label {missing[0]} but has planned pods")
-    check_reservations(outcomes, given, options, problems)
     by_label = _label_index(snapshot, outcomes.values())
+    check_reservations(outcomes, given, options, problems, _nodes_of(by_label))
     levels = options.levels or snapshot.levels
     for key, outcome in outcomes.items():
         _check_exclusivity(given[key], outcome, by_label, on_node, problems)
@@ -360,16 +360,26 @@ def _label_index(
     """(label, value) -> nodes carrying it, for the labels the plan's domains pin."""
     keys = set()
     for o in outcomes:
-        for job in o.jobs:
-            if job.domain is not None:
-                keys.add(job.domain.key)
-                keys.update(k for k, _ in job.domain.path)
+        for ref in (*(j.domain for j in o.jobs if j.domain is not None), *o.reserved_domains):
+            keys.add(ref.key)
+            keys.update(k for k, _ in ref.path)
     by_label: dict[tuple[str, str], list[Node]] = defaultdict(list)
     for n in snapshot.nodes:
         for k in keys:
             if k in n.labels:
                 by_label[(k, n.labels[k])].append(n)
     return by_label
+
+
+def _nodes_of(by_label: Mapping[tuple[str, str], list[Node]]) -> NodesOf:
+    """A domain's nodes, by its labels (`_label_index` covers every domain of the plan)."""
+
+    def nodes_of(ref: DomainRef) -> frozenset[str]:
+        pins = dict(ref.path) if ref.path else {}
+        pins[ref.key] = ref.value
+        return frozenset(n.name for n in _members(pins, by_label))
+
+    return nodes_of
 
 
 def _members(pins: Mapping[str, str], by_label: Mapping[tuple[str, str], list[Node]]) -> list[Node]:

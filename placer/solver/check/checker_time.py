@@ -2,13 +2,15 @@
 
 Part of the independent checker (`checker.check` calls it on every plan): judged from the plan's
 own fields (`expected_start_seconds`, `reserved_domains`, `backfill`) and the JobSets' expected
-durations, sharing nothing with the reservation pass that produced them.
+durations, sharing nothing with the reservation pass that produced them. With overlapping
+exclusive keys (pools inside blocks) two domains sharing a node count as one for both rules: the
+nodes of a domain come from the snapshot's labels (`nodes_of`).
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from placer.model.options import SolveOptions
 from placer.model.plan import DomainRef, JobSetOutcome
@@ -18,6 +20,8 @@ from placer.solver.time.release import expected_duration_s
 __all__ = ["check_reservations"]
 
 _DomainId = tuple[str, tuple[tuple[str, str], ...]]
+NodesOf = Callable[[DomainRef], frozenset[str]]
+"""A domain's nodes, from the snapshot's labels."""
 
 
 def _id(ref: DomainRef) -> _DomainId:
@@ -29,9 +33,11 @@ def check_reservations(
     given: Mapping[str, JobSetRequest],
     options: SolveOptions,
     problems: set[str],
+    nodes_of: NodesOf | None = None,
 ) -> None:
     duration = {k: expected_duration_s(js, options.time) for k, js in given.items()}
     windows: dict[_DomainId, list[tuple[float, float, str]]] = {}
+    refs: dict[_DomainId, DomainRef] = {}
     for key, o in outcomes.items():
         if not o.reserved_domains:
             continue
@@ -49,11 +55,15 @@ def check_reservations(
         _check_reserved_topology(key, o, given[key], problems)
         for ref in o.reserved_domains:
             windows.setdefault(_id(ref), []).append((start, start + duration[key], key))
+            refs[_id(ref)] = ref
     for domain, spans in windows.items():
         _check_overlaps(domain, spans, problems)
+    near = _Near(refs, nodes_of)
+    for a, b in near.pairs():
+        _check_overlaps_across(a, b, windows, problems)
     for key, o in outcomes.items():
         if o.status == "placed":
-            _check_backfill(key, o, duration[key], windows, problems)
+            _check_backfill(key, o, duration[key], windows, near, problems)
 
 
 def _check_reserved_topology(
@@ -85,26 +95,81 @@ def _check_overlaps(
             )
 
 
+class _Near:
+    """Reserved domains sharing nodes with a domain (overlapping keys; none without `nodes_of`,
+    and none when every node lies in one reserved domain at most)."""
+
+    def __init__(self, refs: Mapping[_DomainId, DomainRef], nodes_of: NodesOf | None) -> None:
+        self.nodes_of = nodes_of
+        self.on_node: dict[str, set[_DomainId]] = {}
+        if nodes_of is None:
+            return
+        for domain, ref in refs.items():
+            for n in nodes_of(ref):
+                self.on_node.setdefault(n, set()).add(domain)
+
+    def pairs(self) -> list[tuple[_DomainId, _DomainId]]:
+        """Every two reserved domains sharing a node, once each."""
+        found = {
+            (a, b)
+            for ids in self.on_node.values()
+            if len(ids) > 1
+            for a, b in itertools.combinations(sorted(ids), 2)
+        }
+        return sorted(found)
+
+    def of(self, ref: DomainRef) -> list[_DomainId]:
+        """The domain itself and the reserved domains sharing a node with it."""
+        if self.nodes_of is None or not self.on_node:
+            return [_id(ref)]
+        found = {d for n in self.nodes_of(ref) for d in self.on_node.get(n, ())}
+        return [_id(ref), *sorted(found - {_id(ref)})]
+
+
+def _label(domain: _DomainId) -> str:
+    return f"{domain[0]}={'/'.join(v for _, v in domain[1])}"
+
+
+def _check_overlaps_across(
+    a: _DomainId,
+    b: _DomainId,
+    windows: Mapping[_DomainId, list[tuple[float, float, str]]],
+    problems: set[str],
+) -> None:
+    """Two reserved domains sharing a node are never held at once, by two JobSets or by one."""
+    for (s1, e1, k1), (s2, e2, k2) in itertools.product(windows[a], windows[b]):
+        if s1 < e2 and s2 < e1:
+            problems.add(
+                f"{_label(a)} and {_label(b)} share nodes: reservations of {k1} "
+                f"({s1:.0f}-{e1:.0f} s) and {k2} ({s2:.0f}-{e2:.0f} s) overlap"
+            )
+
+
 def _check_backfill(
     key: str,
     o: JobSetOutcome,
     duration_s: float,
     windows: Mapping[_DomainId, list[tuple[float, float, str]]],
+    near: _Near,
     problems: set[str],
 ) -> None:
     ahead = False
     for job in o.jobs:
         if job.domain is None:
             continue
-        for start, _, holder in windows.get(_id(job.domain), []):
-            if holder == key:
-                continue
-            ahead = True
-            if duration_s > start:
-                problems.add(
-                    f"{key}: {job.name} runs {duration_s:.0f} s on {job.domain.value}, "
-                    f"reserved for {holder} from {start:.0f} s"
-                )
+        for domain in near.of(job.domain):
+            for start, _, holder in windows.get(domain, []):
+                if holder == key:
+                    continue
+                ahead = True
+                if duration_s > start:
+                    where = job.domain.value
+                    if domain != _id(job.domain):
+                        where += f", sharing nodes with {_label(domain)}"
+                    problems.add(
+                        f"{key}: {job.name} runs {duration_s:.0f} s on {where}, "
+                        f"reserved for {holder} from {start:.0f} s"
+                    )
     if ahead and not o.backfill:
         problems.add(
             f"{key}: runs on domains reserved for later JobSets but is not marked backfill"

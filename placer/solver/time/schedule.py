@@ -23,8 +23,17 @@ Phases (one function each):
   materialize  the solution's classes turned into domains, JobSets taken by start (any free
                domain of the class does: see `schedule_problem`'s docstring)
 
-Left to the greedy pass (the outcome says so): overlapping exclusive keys (two keys whose
-domains share nodes), where a class cannot stand for its domains.
+Overlapping exclusive keys (two keys whose domains share nodes, a node pool inside a block) are
+in the model too: a domain containing others is a class of its own, with a rule that what is
+held inside it weighs no more than its nodes, and the domains inside are counted per enclosing
+domain (`overlap`, `schedule_model.add_shared`); the materialization then takes domains the
+calendar finds free, cells included, so no two JobSets ever hold domains sharing a node at once.
+
+Left to the greedy pass (the outcome says why): an objective that could pass 64 bits
+(`schedule_model.objective_fits`); overlapping keys whose shared-cell rule would pass
+`schedule_model.OVERLAP_TERMS_LIMIT` terms (a model too big to search in a round); a search that
+ends without a schedule (stopped before finding one, or holds the model cannot meet); a class
+that runs out of free domains in the materialization, which the model rules out.
 """
 
 from __future__ import annotations
@@ -37,9 +46,16 @@ from ortools.sat.python import cp_model
 
 from placer.model.options import SolveOptions
 from placer.solver.cpsat import export_stage, make_solver, solve_schedule
-from placer.solver.time.calendar import Calendar, UnitId, UnitLayout
+from placer.solver.time.calendar import Calendar, UnitId
 from placer.solver.time.reservations import Reservation, reserve
-from placer.solver.time.schedule_model import Scheduled, build_schedule, extract, objective_fits
+from placer.solver.time.schedule_model import (
+    OVERLAP_TERMS_LIMIT,
+    Scheduled,
+    build_schedule,
+    extract,
+    objective_fits,
+    overlap_terms,
+)
 from placer.solver.time.schedule_problem import (
     ScheduleProblem,
     ScheduleRequest,
@@ -100,14 +116,8 @@ def hint(request: ScheduleRequest) -> dict[str, Reservation]:
     return {r.jobset: r for r in (*first, *rest)}
 
 
-def _overlapping(layout: UnitLayout) -> bool:
-    return any(len(c) != 1 for c in layout.cells) or any(len(u) != 1 for u in layout.units_of)
-
-
 def schedule(request: ScheduleRequest, options: SolveOptions) -> ScheduleOutcome:
     """Start times and domains of every waiting JobSet, or no answer (see the module doc)."""
-    if _overlapping(request.layout):
-        return ScheduleOutcome(None, "FALLBACK", "schedule: overlapping exclusive keys, greedy")
     hinted = hint(request)
     free_at, holds = _whole_seconds(request)
     problem = build_problem(request, hinted, unit_release_s(request.layout, free_at), holds)
@@ -115,6 +125,10 @@ def schedule(request: ScheduleRequest, options: SolveOptions) -> ScheduleOutcome
         return ScheduleOutcome(_complete(request, hinted, {}), "OPTIMAL", "schedule: nothing waits")
     if not objective_fits(problem):
         return ScheduleOutcome(None, "FALLBACK", "schedule: objective past 64 bits, greedy")
+    terms = overlap_terms(problem)
+    if terms > OVERLAP_TERMS_LIMIT:
+        why = f"{terms} overlapping-key terms past {OVERLAP_TERMS_LIMIT}"
+        return ScheduleOutcome(None, "FALLBACK", f"schedule: {why}, greedy")
     model, variables = build_schedule(problem)
     written = _export(model, options)
     solver = make_solver(options, "schedule")
@@ -126,7 +140,8 @@ def schedule(request: ScheduleRequest, options: SolveOptions) -> ScheduleOutcome
         return ScheduleOutcome(None, "FALLBACK", "schedule: no domains for a class, greedy")
     note = (
         f"schedule: {status}, {len(problem.jobs)} JobSets over {len(problem.classes)} classes, "
-        f"objective {solver.objective_value:.0f}, bound {solver.best_objective_bound:.0f}"
+        + (f"{len(problem.shared)} overlap rules, " if problem.shared else "")
+        + f"objective {solver.objective_value:.0f}, bound {solver.best_objective_bound:.0f}"
         + (f", model written to {written}" if written else "")
     )
     return ScheduleOutcome(_complete(request, hinted, placed), status, note)

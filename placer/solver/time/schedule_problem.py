@@ -12,6 +12,14 @@ class each, with their holds as busy periods: the model then never needs to know
 a class a JobSet takes, and the materialization (`schedule.py`) can always find one, taking the
 JobSets in order of start (an interval graph is colored greedily that way).
 
+**Overlapping keys** (a node pool inside a block, both exclusive keys of the queue): which domain
+a JobSet takes then decides which others it blocks, so classes follow the overlaps (`overlap`):
+a domain containing another one is a class of its own with a rule over the domains inside it
+(`SharedNodes`: what is held inside weighs no more than its nodes; `schedule_model.add_shared`);
+domains inside one are counted in classes per enclosing domain. Where keys cross rather than
+nest, every domain sharing nodes is a class of its own, with a rule per set of shared nodes. A
+hold on a domain is a busy period of every domain sharing a node with it.
+
 Times are whole seconds after now: durations and releases rounded up, so a schedule that fits in
 whole seconds fits in real ones. Start times take values on a bucketed grid (`START_GRID`: fine
 near now, coarse far out), plus every release and every start and end of the greedy hint, so the
@@ -30,6 +38,7 @@ from dataclasses import dataclass
 
 from placer.solver.cpsat import SCHEDULE_STARVING_HEAD, SCHEDULE_STARVING_SHARE
 from placer.solver.time.calendar import UnitId, UnitLayout
+from placer.solver.time.overlap import Overlap, overlap, sharing
 from placer.solver.time.reservations import Candidate, Need, Reservation
 
 __all__ = [
@@ -38,6 +47,7 @@ __all__ = [
     "ScheduleNeed",
     "ScheduleProblem",
     "ScheduleRequest",
+    "SharedNodes",
     "UnitClass",
     "build_problem",
     "starving",
@@ -116,12 +126,25 @@ class ScheduleJob:
 
 
 @dataclass(frozen=True)
+class SharedNodes:
+    """Domains of overlapping keys sharing nodes (`overlap.Nest` in classes): at every instant,
+    the domains JobSets hold among them, each weighing its class's weight, weigh at most
+    `cells`. Busy periods are each class's own (`UnitClass.busy`)."""
+
+    cells: int
+    weights: tuple[tuple[int, int], ...]
+    """(class, weight of each of its domains), by class."""
+
+
+@dataclass(frozen=True)
 class ScheduleProblem:
     classes: tuple[UnitClass, ...]
     jobs: tuple[ScheduleJob, ...]
     starts: tuple[int, ...]
     """The start times on offer, sorted, 0 first."""
     max_wait_s: int | None
+    shared: tuple[SharedNodes, ...] = ()
+    """With overlapping keys, the rules that keep domains sharing nodes apart; else empty."""
 
 
 def starving(
@@ -172,10 +195,11 @@ def _grid(last: int) -> set[int]:
 
 
 def _signatures(
-    layout: UnitLayout, jobs: Sequence[Candidate], future: set[int]
+    layout: UnitLayout, jobs: Sequence[Candidate], future: set[int], overlaps: Overlap
 ) -> dict[int, tuple[object, ...]]:
-    """Per unit number, what tells it apart: the eligible sets and enclosing groups holding it,
-    and, for a unit with a future hold, the unit itself."""
+    """Per unit number, what tells it apart: the eligible sets and enclosing groups holding it;
+    the unit itself for a unit with a future hold or one the overlaps leave alone; the nests
+    around a unit inside some, and its cells (its weight in them)."""
     eligible = sorted({n.eligible for c in jobs for n in c.needs}, key=sorted)
     groups = sorted(
         {g for c in jobs for n in c.needs if _real_groups(n.within) for g in n.within}, key=sorted
@@ -187,7 +211,10 @@ def _signatures(
     for i, units in enumerate(groups):
         for u in _numbers(layout, units):
             sig[u].append(("g", i))
-    return {u: (*s, ("u", u) if u in future else ()) for u, s in sig.items()}
+    for u, around in overlaps.inside.items():
+        sig[u].append(("in", around, len(layout.cells[u])))
+    alone = future | overlaps.alone
+    return {u: (*s, ("u", u) if u in alone else ()) for u, s in sig.items()}
 
 
 def _numbers(layout: UnitLayout, units: frozenset[UnitId]) -> list[int]:
@@ -212,19 +239,44 @@ def _classes(
             by_sig.setdefault(signatures[u], []).append(u)
     classes: list[UnitClass] = []
     class_of: dict[int, int] = {}
+    later: dict[int, list[tuple[int, int]]] = {}
+    for unit, start, end in holds:
+        later.setdefault(unit, []).append((start, end))
     for units in sorted(by_sig.values()):
         index = len(classes)
         busy: dict[tuple[int, int], int] = {}
         for u in units:
             class_of[u] = index
-            if release[u] > 0:
-                busy[(0, int(release[u]))] = busy.get((0, int(release[u])), 0) + 1
-        for unit, start, end in holds:
-            if unit in units:
-                busy[(start, end)] = busy.get((start, end), 0) + 1
+            first = [(0, int(release[u]))] if release[u] > 0 else []
+            for span in _merged([*first, *later.get(u, ())]):
+                busy[span] = busy.get(span, 0) + 1
         spans = tuple(sorted((s, e, k) for (s, e), k in busy.items()))
         classes.append(UnitClass(index, tuple(units), spans))
     return tuple(classes), class_of
+
+
+def _merged(spans: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The union of busy periods as disjoint ones: with overlapping keys, holds on two pools of
+    a block are both the block's, and may overlap in time; a domain busy twice at once would
+    make the capacity rule unsatisfiable."""
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _shared(overlaps: Overlap, class_of: Mapping[int, int]) -> tuple[SharedNodes, ...]:
+    """The overlaps' rules in classes, each once; a rule over one class says nothing its
+    capacity does not (a nest never free, with disjoint units inside)."""
+    found: set[SharedNodes] = set()
+    for nest in overlaps.nests:
+        weights = {class_of[u]: w for u, w in nest.weights.items() if u in class_of}
+        if len(weights) > 1:
+            found.add(SharedNodes(nest.cells, tuple(sorted(weights.items()))))
+    return tuple(sorted(found, key=lambda r: (r.weights, r.cells)))
 
 
 class _ClassesOf:
@@ -272,7 +324,7 @@ def build_problem(
     """The problem for the candidates the hint starts some day and that need a domain.
 
     `release`: per unit number, when it frees up (`unit_release_s`); `holds`: the request's
-    holds in whole seconds.
+    holds in whole seconds. A hold keeps busy every unit sharing a node with its unit.
     """
     layout, tiers, max_wait_s = request.layout, request.tiers, request.max_wait_s
     jobs_in = [
@@ -283,14 +335,17 @@ def build_problem(
     release = list(release)
     future: list[tuple[int, int, int]] = []
     for unit_id, start, end in holds:
-        u = layout.number.get(unit_id)
-        if u is None:
+        held = layout.number.get(unit_id)
+        if held is None:
             continue
-        if start <= 0:
-            release[u] = max(release[u], end)
-        else:
-            future.append((u, start, end))
-    signatures = _signatures(layout, jobs_in, {u for u, _, _ in future})
+        for u in sharing(layout, held):
+            if start <= 0:
+                release[u] = max(release[u], end)
+            else:
+                future.append((u, start, end))
+    takeable = {u for c in jobs_in for n in c.needs for u in _numbers(layout, n.eligible)}
+    overlaps = overlap(layout, takeable)
+    signatures = _signatures(layout, jobs_in, {u for u, _, _ in future}, overlaps)
     classes, class_of = _classes(layout, release, future, signatures)
     jobs: list[ScheduleJob] = []
     ends: set[int] = set()
@@ -328,4 +383,5 @@ def build_problem(
         jobs=tuple(jobs),
         starts=tuple(sorted(starts)),
         max_wait_s=None if max_wait_s is None else int(max_wait_s),
+        shared=_shared(overlaps, class_of),
     )

@@ -42,6 +42,7 @@ from placer.solver.interface import Solver
 from placer.solver.phases import PhaseTimer
 from placer.solver.time.calendar import Calendar, UnitLayout
 from placer.solver.time.evicting import plan_evicting_first
+from placer.solver.time.overlap import sharing
 from placer.solver.time.release import ReleaseTimeline, expected_duration_s
 from placer.solver.time.reservations import (
     Candidate,
@@ -512,6 +513,15 @@ class _Annotator:
             self.held_on.setdefault((h.key, _id(h.path)), []).append(h)
         self.priorities = priorities
 
+    def _sharing(self, unit: UnitId) -> list[UnitId]:
+        """The unit and those sharing a node with it (overlapping keys: a pool run now ahead of
+        its block's reservation is backfill too)."""
+        layout = self.units.layout
+        number = layout.number.get(unit)
+        if number is None:
+            return [unit]
+        return [layout.ids[u] for u in sorted(sharing(layout, number))]
+
     def outcome(self, o: JobSetOutcome) -> JobSetOutcome:
         update: dict[str, object] = {"priority": self.priorities.get(o.key, o.priority)}
         if o.status == "placed":
@@ -519,7 +529,8 @@ class _Annotator:
                 h
                 for j in o.jobs
                 if j.domain is not None
-                for h in self.held_on.get((j.domain.key, _id(j.domain.path)), [])
+                for unit in self._sharing((j.domain.key, _id(j.domain.path)))
+                for h in self.held_on.get(unit, [])
                 if h.jobset != o.key
             ]
             update |= {"expected_start_seconds": 0.0, "backfill": bool(ahead)}

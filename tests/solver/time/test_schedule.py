@@ -125,6 +125,22 @@ def test_a_narrow_jobset_that_would_delay_the_reservation_waits() -> None:
     assert starts == {"narrow": 3 * H, "wide": 2 * H}
 
 
+def test_a_jobset_taking_one_class_through_two_replicated_jobs_is_scheduled() -> None:
+    """Two replicated jobs per pool draw on one class: the capacity rule's demand is their sum,
+    which CP-SAT takes as a variable of its own (it returned MODEL_INVALID, and the greedy pass
+    decided). Pool a frees at 1 h: the 1 h two-pool JobSet first in the queue starts now on
+    the free pools; the 2 h one waits for it (greedy would give the same: checked is the
+    schedule's status)."""
+    snap = _fleet({"a": 1}, free=2)
+    queue = [
+        _timed(jobset("two", rjob("x", replicas=1), rjob("y", replicas=1)), 1, 10),
+        _timed(jobset("wide", rjob(replicas=2)), 2, 5),
+    ]
+    plan = _plan(snap, queue, "cpsat")
+    assert any(n.startswith("schedule: OPTIMAL") for n in plan.solver.notes), plan.solver.notes
+    assert _starts(plan) == {"two": 0, "wide": 1 * H}
+
+
 def test_max_wait_comes_before_weighted_waits() -> None:
     """The long run waited 23 h of a 24 h maximum: it starts at 1 h, though starting the two
     short ones first would weigh less."""
