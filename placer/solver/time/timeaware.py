@@ -10,7 +10,9 @@ compare policies, not implementations) and adds when:
   reserve     in queue order (priority, plus aging), each JobSet's earliest start and the domains
               it will take then (`reservations.reserve`): `head` stops after the first N that
               must wait (EASY backfill), `all` goes through the queue (conservative); a JobSet
-              waiting past `max_wait_s` always gets one
+              waiting past `max_wait_s` always gets one; with `--schedule cpsat` the schedule
+              decides them, and a JobSet without a stated run time holds its reservation only
+              at the head or past `max_wait_s` (`holding`)
   solve       the inner solver plans now, with the future reservations on the snapshot: a domain
               reserved from time t is open only to its JobSet and to JobSets expected to end by t
               (`PlacementContext.domain_open_to`). JobSets the pass starts now form a tier above
@@ -42,6 +44,7 @@ from placer.solver.interface import Solver
 from placer.solver.phases import PhaseTimer
 from placer.solver.time.calendar import Calendar, UnitLayout
 from placer.solver.time.evicting import plan_evicting_first
+from placer.solver.time.holding import held_reservations
 from placer.solver.time.overlap import sharing
 from placer.solver.time.release import ReleaseTimeline, expected_duration_s
 from placer.solver.time.reservations import (
@@ -423,7 +426,15 @@ def _reserve_all(
             kept=kept,
             holds=other_holds,
         )
-    return {r.jobset: r for r in found}, notes
+    reservations = {r.jobset: r for r in found}
+    if policy.schedule == "cpsat":
+        stated = {js.key for js in jobsets if js.expected_duration_s is not None}
+        order_keys = [js.key for js in order]
+        reservations, dropped = held_reservations(
+            reservations, order_keys, stated, overdue, policy.head
+        )
+        notes += [dropped] if dropped else []
+    return reservations, notes
 
 
 def _kept(snapshot: ClusterSnapshot, units: _Units) -> dict[str, frozenset[UnitId]]:

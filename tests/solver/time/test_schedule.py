@@ -61,6 +61,11 @@ def _timed(js: JobSetRequest, hours: float, minutes_ago: int) -> JobSetRequest:
     )
 
 
+def _unstated(js: JobSetRequest, minutes_ago: int) -> JobSetRequest:
+    """A JobSet that states no run time: the policy's default duration stands in for it."""
+    return js.model_copy(update={"creation_timestamp": NOW - timedelta(minutes=minutes_ago)})
+
+
 def _plan(
     snap: ClusterSnapshot,
     queue: list[JobSetRequest],
@@ -342,6 +347,36 @@ def test_a_reservation_less_than_the_stable_gain_away_still_starts_now_when_a_po
     assert _held(second, "high") == (0.0, [])
     assert [j.domain.value for j in second.outcome("team-a/high").jobs if j.domain] == ["free-0"]
     assert _held(second, "low") == (0.75 * H, ["busy-a"])
+
+
+@pytest.mark.parametrize(
+    ("b_states_its_run", "c_starts_h"),
+    [pytest.param(True, 5.0, id="stated-holds"), pytest.param(False, 0.0, id="unstated-does-not")],
+)
+def test_a_reservation_behind_the_head_holds_only_if_its_jobset_states_its_run(
+    b_states_its_run: bool, c_starts_h: float
+) -> None:
+    """A (2 pools, no stated run, so the 4 h default) is the head: from 1 h on busy-a and
+    busy-b. B (2 pools) is next: from 2 h on busy-c and free-0. C (a stated 3 h, lowest) could
+    start now on free-0 only ahead of B's reservation. B's reservation holds free-0 if B states
+    its run (C then waits for A's pools, free at 5 h); without one, only the head's does (EASY
+    backfill), and C starts now."""
+    snap = _fleet({"a": 1, "b": 1, "c": 2}, free=1)
+    b = jobset("b", rjob(replicas=2), priority=5)
+    queue = [
+        _unstated(jobset("a", rjob(replicas=2), priority=10), 30),
+        _timed(b, 4, 20) if b_states_its_run else _unstated(b, 20),
+        _timed(jobset("c", rjob(replicas=1), priority=0), 3, 10),
+    ]
+    plan = _plan(snap, queue, "cpsat")
+    assert _held(plan, "a") == (1 * H, ["busy-a", "busy-b"])
+    assert _starts(plan)["c"] == c_starts_h * H
+    b_start, b_domains = _held(plan, "b")
+    if b_states_its_run:
+        assert (b_start, b_domains) == (2 * H, ["busy-c", "free-0"])
+    else:
+        assert b_domains == [] and b_start == 3 * H  # after C on free-0, as the estimate pass says
+        assert any("hold no domains" in n for n in plan.solver.notes)
 
 
 def test_a_higher_tier_goes_first_even_against_a_shorter_lower_tier_run() -> None:
