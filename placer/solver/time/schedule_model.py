@@ -14,8 +14,8 @@ terms (as `cpsat/builder.py` does for the snapshot model):
                  holds one of the domains taking them
   starving       a JobSet waiting past a share of `--max-wait` starts no later than its slot in
                  the greedy pass, which reserves starving JobSets first, oldest first
-  stability      a JobSet keeps last round's reservation (start and classes) unless it starts
-                 now or moving it gains more than `STABLE_S` of its own weighted wait
+  stability      a JobSet keeps last round's reservation (start and classes) unless moving it
+                 gains more than `STABLE_S` of its own weighted wait
   waits          weighted waits: `TIER_RATIO` per priority tier, times the JobSet's bounded-
                  slowdown weight (shorter runs weigh more per second waited) plus its age
   max_wait       seconds past `--max-wait`, weighed above every other term, the longest
@@ -75,13 +75,8 @@ cap): 340 units and 100 JobSets (2,000 pairs) and 200 JobSets (4,000) were searc
 length weighs too: 300 JobSets over 10 blocks of 32 pools (3,000) ended without one (without
 blocks, 300 JobSets over one class of pools took 0.7 s to 0.9 s)."""
 STABLE_S = 3600
-"""The stability rule: last round's reservation moves only if the JobSet starts now, or the new
-schedule gains more than an hour of that JobSet's own weighted wait by moving it. Starting now is
-always allowed: it commits the JobSet, so nothing can flap, and without it a reservation less than
-an hour away could never be pulled to now. Seen in the over-time benchmark without estimates: a
-top-priority JobSet reserved an hour out behind a holder past its expected end (which the
-release timeline keeps expecting soon) waited 19 h while domains freed elsewhere went to
-backfill."""
+"""The stability rule: last round's reservation moves only if the new schedule gains more than
+an hour of that JobSet's own weighted wait by moving it."""
 
 
 WEIGHT_AGING_PER_H = 4
@@ -129,8 +124,6 @@ class ScheduleVariables:
     """JobSet -> seconds its wait would run past `--max-wait`."""
     moved: dict[str, cp_model.IntVar] = field(default_factory=dict)
     """JobSet with last round's reservation -> it no longer keeps it."""
-    now: dict[str, cp_model.IntVar] = field(default_factory=dict)
-    """JobSet with last round's reservation -> it starts now instead (free of the rule)."""
     worst_overdue: cp_model.IntVar | None = None
     """The longest wait past `--max-wait` of any JobSet, seconds."""
 
@@ -290,21 +283,17 @@ def add_stability(
     model: cp_model.CpModel, v: ScheduleVariables, problem: ScheduleProblem
 ) -> list[cp_model.LinearExprT]:
     """A JobSet keeps last round's reservation (its start and classes, which the hint carries)
-    unless it starts now (free) or the schedule gains more than `STABLE_S` of its weighted wait
-    by moving it (paid)."""
+    unless the schedule gains more than `STABLE_S` of its weighted wait by moving it."""
     terms: list[cp_model.LinearExprT] = []
     for j in problem.jobs:
         if not j.kept:
             continue
         moved = v.moved[j.key] = model.new_bool_var(f"moved[{j.key}]")
-        now = v.now[j.key] = model.new_bool_var(f"now[{j.key}]")
-        model.add(v.start[j.key] == 0).only_enforce_if(now)
-        kept = [moved.Not(), now.Not()]
-        model.add(v.start[j.key] == j.hint_start_s).only_enforce_if(kept)
+        model.add(v.start[j.key] == j.hint_start_s).only_enforce_if(moved.Not())
         hinted = {(n, c): k for n, c, k in j.hint_counts}
         for (key, need, c), var in v.take.items():
             if key == j.key:
-                model.add(var == hinted.get((need, c), 0)).only_enforce_if(kept)
+                model.add(var == hinted.get((need, c), 0)).only_enforce_if(moved.Not())
         terms.append(STABLE_S * wait_weight(j) * moved)
     return terms
 
@@ -355,7 +344,6 @@ def add_hint(model: cp_model.CpModel, v: ScheduleVariables, problem: SchedulePro
             model.add_hint(v.overdue[j.key], max(0, late))
         if j.key in v.moved:
             model.add_hint(v.moved[j.key], False)
-            model.add_hint(v.now[j.key], False)
     if v.worst_overdue is not None and problem.max_wait_s is not None:
         overshoots = [j.hint_start_s + j.waited_s - problem.max_wait_s for j in problem.jobs]
         model.add_hint(v.worst_overdue, max(0, *overshoots))

@@ -333,22 +333,6 @@ def test_a_reservation_moves_only_when_the_new_schedule_is_clearly_better(
     assert _held(second, "narrow") == (start, domains if start else [])
 
 
-def test_a_reservation_less_than_the_stable_gain_away_still_starts_now_when_a_pool_frees() -> None:
-    """High is reserved on busy-a from 45 min (busy-b ends in 3 h); next round busy-b is gone, a
-    free pool is there, and a lower-tier JobSet arrived. Starting high now gains 45 min, less
-    than `STABLE_S`, but a start now is never held to the old reservation (it commits the
-    JobSet): high starts now and low waits for busy-a. Before, high kept its reservation and low
-    took the free pool, and a reservation under an hour away never moved."""
-    high = _timed(jobset("high", rjob(replicas=1), priority=10), 1, 10)
-    low = _timed(jobset("low", rjob(replicas=1), priority=0), 1, 5)
-    first = _round(_fleet({"a": 0.75, "b": 3}, free=0), [high], None)
-    assert _held(first, "high") == (0.75 * H, ["busy-a"])
-    second = _round(_fleet({"a": 0.75}, free=1), [high, low], first)
-    assert _held(second, "high") == (0.0, [])
-    assert [j.domain.value for j in second.outcome("team-a/high").jobs if j.domain] == ["free-0"]
-    assert _held(second, "low") == (0.75 * H, ["busy-a"])
-
-
 @pytest.mark.parametrize(
     ("b_states_its_run", "c_starts_h"),
     [pytest.param(True, 5.0, id="stated-holds"), pytest.param(False, 0.0, id="unstated-does-not")],
