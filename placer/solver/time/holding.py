@@ -42,8 +42,10 @@ def held_reservations(
     if not dropped:
         return dict(reservations), ""
     kept = {k: r for k, r in reservations.items() if k not in dropped}
+    n = len(dropped)
+    behind = "the head" if head == 1 else f"the first {head} waiting"
     note = (
-        f"schedule: {len(dropped)} reservations of JobSets without a stated run time, "
-        f"behind the first {head} waiting, hold no domains"
+        f"schedule: {n} JobSet{'' if n == 1 else 's'} without a stated run time behind {behind} "
+        f"{'holds' if n == 1 else 'hold'} no domains (expected start only)"
     )
     return kept, note

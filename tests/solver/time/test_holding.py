@@ -17,7 +17,10 @@ def test_unstated_reservations_hold_only_at_the_head_or_past_max_wait() -> None:
     order = ["now", "a", "b", "c", "d", "e"]
     held, note = held_reservations(found, order, stated={"b"}, late={"c"}, head=1)
     assert sorted(held) == ["a", "b", "c", "now"]
-    assert note.startswith("schedule: 2 reservations of JobSets without a stated run time")
+    assert note == (
+        "schedule: 2 JobSets without a stated run time behind the head hold no domains"
+        " (expected start only)"
+    )
     wider, _ = held_reservations(found, order, stated={"b"}, late={"c"}, head=4)
     assert sorted(wider) == ["a", "b", "c", "d", "now"]
 
