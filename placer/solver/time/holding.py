@@ -6,8 +6,8 @@ JobSet that states no run time (`expected_duration_s` unset) has its whole futur
 the default duration: its own end, and so the start of every reservation behind it, and which
 JobSets "end in time" to backfill ahead of it. Holding every such reservation (conservative
 backfill on made-up durations) left free domains idle round after round in the over-time
-benchmark without estimates (GB200, 90% load: median wait 4.0 h against EASY's 1.6 h, p95 1.19x;
-benchmarks/RESULTS-backfill.md, round 7).
+benchmark without estimates (GB200, 90% load: median wait 5.47 h against `easy-aging`'s 1.59 h,
+p95 1.19x; benchmarks/RESULTS-backfill.md, round 7).
 
 So, as EASY backfill does, a JobSet without a stated run time holds its reservation only when it
 is among the first `head` JobSets of the reservation order that must wait, or it has waited past

@@ -257,6 +257,26 @@ def _queues(draw: st.DrawFn) -> tuple[ClusterSnapshot, list[JobSetRequest]]:
 
 
 @settings(max_examples=25, deadline=None)
+@given(case=_queues(), unstated=st.sets(st.integers(0, 4)))
+def test_only_the_head_of_the_jobsets_stating_no_run_time_holds_domains(
+    case: tuple[ClusterSnapshot, list[JobSetRequest]], unstated: set[int]
+) -> None:
+    """Whatever the queue: every waiting JobSet that states its run time holds the domains of
+    its reservation, at most one (`--reservation-head 1`) of those that state none does, and
+    the plan passes the checker (`_plan`)."""
+    snap, queue = case
+    queue = [
+        js.model_copy(update={"expected_duration_s": None}) if i in unstated else js
+        for i, js in enumerate(queue)
+    ]
+    plan = _plan(snap, queue, "cpsat")
+    stated = {js.key for js in queue if js.expected_duration_s is not None}
+    waiting = [o for o in plan.jobsets if o.status != "placed" and o.expected_start_seconds]
+    assert all(o.reserved_domains for o in waiting if o.key in stated)
+    assert sum(1 for o in waiting if o.key not in stated and o.reserved_domains) <= 1
+
+
+@settings(max_examples=25, deadline=None)
 @given(case=_queues())
 def test_the_schedule_never_starts_a_jobset_before_its_domains_free_nor_overlaps_two(
     case: tuple[ClusterSnapshot, list[JobSetRequest]],
