@@ -43,7 +43,8 @@ def add_time_args(parser: argparse.ArgumentParser, *, planning_instant: bool = T
         help="who decides when waiting JobSets start: greedy (default: the reservation pass, "
         "each JobSet in queue order the earliest slot left) or cpsat (one CP-SAT model over "
         "time for the whole queue, the greedy pass as its hint and fallback; every JobSet it "
-        "does not start now gets a reservation)",
+        "does not start now gets a reservation, which holds domains for a JobSet stating no run "
+        "time only within the first --reservation-head waiting or past --max-wait)",
     )
     group.add_argument(
         "--schedule-search",
@@ -58,8 +59,8 @@ def add_time_args(parser: argparse.ArgumentParser, *, planning_instant: bool = T
         metavar="N",
         type=whole_number(1, 100_000),
         default=_DEFAULTS.head,
-        help=f"with --reservations head: how many waiting JobSets get one (default "
-        f"{_DEFAULTS.head})",
+        help=f"with --reservations head: how many waiting JobSets get one; with --schedule "
+        f"cpsat: how many of those stating no run time hold one (default {_DEFAULTS.head})",
     )
     group.add_argument(
         "--default-duration",
