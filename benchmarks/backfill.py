@@ -30,13 +30,20 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from benchmarks.measure import machine_info
 from benchmarks.overtime import SimResult, simulate
 from benchmarks.progress import Progress
 from benchmarks.schedule_targets import SCHEDULE, judge_schedule
-from benchmarks.simworld import HOUR, SimConfig, SimWorld, build_world, shape_pools
+from benchmarks.simworld import (
+    HOUR,
+    SimConfig,
+    SimWorld,
+    build_world,
+    one_priority,
+    shape_pools,
+)
 from placer.model.options import ScheduleSearch, SolveOptions, TimePolicy
 
 __all__ = ["ESTIMATES", "estimates_for", "main", "percentile", "run_matrix", "summarize"]
@@ -137,6 +144,9 @@ class Matrix:
     """The CP-SAT schedule's search (`TimePolicy.schedule_search`): repeatable by default, so a
     cell's figures repeat from run to run and two commits' runs can be compared; `fast` is what
     the controller runs, bounded by wall time."""
+    priorities: Literal["drawn", "one"] = "drawn"
+    """`drawn`: the queue's three priority classes; `one`: every JobSet in one
+    (`simworld.one_priority`), to see what the tiers cost every policy."""
 
 
 QUICK = Matrix(
@@ -182,7 +192,10 @@ def run_matrix(
     for fleet, load, mode in cells(matrix):
         if (fleet, load) not in worlds:
             cfg = replace(SimConfig(), jobsets=matrix.jobsets, load=load, size=matrix.size)
-            worlds[(fleet, load)] = (build_world(fleet, seed, cfg), cfg)
+            world = build_world(fleet, seed, cfg)
+            if matrix.priorities == "one":
+                world = one_priority(world)
+            worlds[(fleet, load)] = (world, cfg)
         world, cfg = worlds[(fleet, load)]
         announced = estimates_for(world, mode, seed)
         results = simulate(
@@ -435,6 +448,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         choices=("fast", "repeatable"),
         help="the CP-SAT schedule's search (default repeatable: the same figures every run)",
     )
+    parser.add_argument(
+        "--priorities",
+        choices=("drawn", "one"),
+        help="drawn (default): the queue's priority classes; one: every JobSet in one class",
+    )
     args = parser.parse_args(argv)
     out: Path = args.out or Path(tempfile.mkdtemp(prefix="placer-backfill-"))
     out.mkdir(parents=True, exist_ok=True)
@@ -446,6 +464,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "estimates": args.estimates,
         "policies": args.policies,
         "schedule_search": args.schedule_search,
+        "priorities": args.priorities,
     }
     matrix = replace(matrix, **{k: v for k, v in subset.items() if v is not None})
     if args.loads is not None and matrix.full_matrix_load not in args.loads:

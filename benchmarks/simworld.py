@@ -39,6 +39,7 @@ __all__ = [
     "accelerator_units",
     "build_world",
     "fluid_backlog_s",
+    "one_priority",
     "shape_pools",
 ]
 
@@ -155,6 +156,18 @@ def build_world(kind: str, seed: int, cfg: SimConfig) -> SimWorld:
         dropped,
         shape_loads,
     )
+
+
+def one_priority(world: SimWorld) -> SimWorld:
+    """The same world with every JobSet in one priority class (the middle one, `batch`).
+
+    Why: issue 21's targets compare policies under the queue's priority tiers; run once with
+    one tier, the same arrivals show how much of every policy's p95 and max the tiers cost (a
+    low-priority JobSet waits behind every later higher one until aging lifts it), apart from
+    what a policy chooses."""
+    name, value, _ = PRIORITIES[len(PRIORITIES) // 2]
+    queue = [replace(js, priority_class=name, priority=value) for js in world.queue]
+    return replace(world, queue=queue)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from benchmarks.simworld import (
     accelerator_units,
     build_world,
     fluid_backlog_s,
+    one_priority,
 )
 from placer.solver.registry import CheckedSolver
 from placer.solver.time.timeaware import TimeAwareSolver
@@ -116,6 +117,22 @@ def test_a_subset_of_the_matrix_is_named_on_the_command_line(
     ]
     with pytest.raises(SystemExit):
         backfill.main(["--policies", "nope"])
+    assert m.priorities == "drawn"
+    assert backfill.main([*argv, "--priorities", "one"]) == 0
+    assert seen["matrix"].priorities == "one"
+
+
+def test_one_priority_changes_only_the_priorities() -> None:
+    """The same arrivals, runs, shapes and failures, every JobSet in one class."""
+    cfg = replace(SimConfig(), jobsets=40)
+    world = build_world("gb200", 1, cfg)
+    assert len({js.priority for js in world.queue}) > 1
+    flat = one_priority(world)
+    assert {(js.priority_class, js.priority) for js in flat.queue} == {("batch", 1000)}
+    assert [replace(js, priority_class="", priority=0) for js in flat.queue] == [
+        replace(js, priority_class="", priority=0) for js in world.queue
+    ]
+    assert (flat.failures, flat.snapshot) == (world.failures, world.snapshot)
 
 
 def test_the_simulation_hands_a_rounds_reservations_to_the_next_on_its_clock() -> None:
