@@ -56,32 +56,37 @@ _NAME_PART = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
 _CACHE = 65536
 
 
+def _shape_problem(text: str, limit: int, pattern: re.Pattern[str], what: str) -> str:
+    """The length rule, then the pattern: the API server reports them in this order."""
+    if len(text) > limit:
+        return f"must be at most {limit} characters, got {len(text)}"
+    return "" if pattern.fullmatch(text) else f"must be {what}"
+
+
 @functools.lru_cache(maxsize=_CACHE)
 def dns1123_label_problem(text: str) -> str:
     if not text:
         return "must not be empty"
-    if len(text) > MAX_LABEL_LENGTH:
-        return f"must be at most {MAX_LABEL_LENGTH} characters, got {len(text)}"
-    if not _LABEL.fullmatch(text):
-        return (
-            "must be a DNS-1123 label: lower-case letters, digits and '-', starting and "
-            "ending with a letter or digit"
-        )
-    return ""
+    return _shape_problem(
+        text,
+        MAX_LABEL_LENGTH,
+        _LABEL,
+        "a DNS-1123 label: lower-case letters, digits and '-', starting and ending with a "
+        "letter or digit",
+    )
 
 
 @functools.lru_cache(maxsize=_CACHE)
 def dns1123_subdomain_problem(text: str) -> str:
     if not text:
         return "must not be empty"
-    if len(text) > MAX_SUBDOMAIN_LENGTH:
-        return f"must be at most {MAX_SUBDOMAIN_LENGTH} characters, got {len(text)}"
-    if not _SUBDOMAIN.fullmatch(text):
-        return (
-            "must be a DNS-1123 subdomain: lower-case letters, digits, '-' and '.', each "
-            "'.'-separated part starting and ending with a letter or digit"
-        )
-    return ""
+    return _shape_problem(
+        text,
+        MAX_SUBDOMAIN_LENGTH,
+        _SUBDOMAIN,
+        "a DNS-1123 subdomain: lower-case letters, digits, '-' and '.', each '.'-separated "
+        "part starting and ending with a letter or digit",
+    )
 
 
 @functools.lru_cache(maxsize=_CACHE)
@@ -114,14 +119,13 @@ def qualified_name_problem(text: str) -> str:
 def label_value_problem(text: str) -> str:
     if not text:
         return ""
-    if len(text) > MAX_LABEL_LENGTH:
-        return f"must be at most {MAX_LABEL_LENGTH} characters, got {len(text)}"
-    if not _NAME_PART.fullmatch(text):
-        return (
-            "must be a label value: empty, or letters, digits, '-', '_' and '.', starting and "
-            "ending with a letter or digit"
-        )
-    return ""
+    return _shape_problem(
+        text,
+        MAX_LABEL_LENGTH,
+        _NAME_PART,
+        "a label value: empty, or letters, digits, '-', '_' and '.', starting and ending with "
+        "a letter or digit",
+    )
 
 
 Rule = Callable[[str], str]
