@@ -89,6 +89,18 @@ class _Tallies:
         )
 
 
+def _short_inside_one(
+    level: str | None, per_level: Counter[DomainPath] | None, need: int, available: int
+) -> Locality | None:
+    """With a required topology, when enough is available in all but not inside any one domain
+    of `level`: the most one of them holds. None when it fits or is short overall (that reason
+    comes first)."""
+    if available < need or not level or per_level is None:
+        return None
+    most = max(per_level.values(), default=0)
+    return Locality(level, most) if most < need else None
+
+
 def _present(names: Counter[str] | None) -> list[str]:
     return [n for n, k in names.items() if k > 0] if names else []
 
@@ -215,11 +227,7 @@ class Classifier:
                 view.listed = tallies.sorted()
             listed = view.listed
         replicas = jc.rjob.replicas
-        locality = None
-        if available >= replicas and level and per_level is not None:
-            most = max(per_level.values(), default=0)
-            if most < replicas:
-                locality = Locality(level, most)
+        locality = _short_inside_one(level, per_level, replicas, available)
         return RjobDiagnosis(
             name=jc.rjob.name,
             exclusive_key=key,
@@ -368,11 +376,7 @@ class Classifier:
                 view.listed = tallies.sorted()
             listed = view.listed
         need = jc.rjob.replicas * jc.rjob.pods_per_job
-        locality = None
-        if fits >= need and level and per_level is not None:
-            most = max(per_level.values(), default=0)
-            if most < need:
-                locality = Locality(level, most)
+        locality = _short_inside_one(level, per_level, need, fits)
         return RjobDiagnosis(
             name=jc.rjob.name,
             exclusive_key=None,
