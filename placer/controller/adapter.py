@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, get_args
 
 from pydantic import BaseModel, ConfigDict
 
@@ -42,20 +42,7 @@ Kind = Literal[
     "clusterqueues",
     "resourceflavors",
 ]
-KINDS: tuple[Kind, ...] = (
-    "nodes",
-    "pods",
-    "jobsets",
-    "priorityclasses",
-    "topologies",
-    "events",
-    "configmaps",
-    "leases",
-    "workloads",
-    "admissionchecks",
-    "clusterqueues",
-    "resourceflavors",
-)
+KINDS: tuple[Kind, ...] = get_args(Kind)
 """Cluster-scoped: nodes, priorityclasses, topologies (Kueue's `Topology`, listed only: they give
 the topology levels as `placer plan` reads them). Namespaced: pods, jobsets, events, configmaps
 (the placement ledger) and leases (read for leader election). With `--kueue-admission-check`
