@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from benchmarks.measure import machine_info
 from benchmarks.overtime import SimResult, simulate
@@ -47,6 +47,10 @@ from benchmarks.simworld import (
 from placer.model.options import ScheduleSearch, SolveOptions, TimePolicy
 
 __all__ = ["ESTIMATES", "estimates_for", "main", "percentile", "run_matrix", "summarize"]
+
+Priorities = Literal["drawn", "one"]
+"""`drawn`: the queue's three priority classes; `one`: every JobSet in one
+(`simworld.one_priority`), to see what the tiers cost every policy."""
 
 ESTIMATES = ("exact", "over", "noisy", "none")
 SLOWDOWN_FLOOR_S = 600.0
@@ -144,9 +148,7 @@ class Matrix:
     """The CP-SAT schedule's search (`TimePolicy.schedule_search`): repeatable by default, so a
     cell's figures repeat from run to run and two commits' runs can be compared; `fast` is what
     the controller runs, bounded by wall time."""
-    priorities: Literal["drawn", "one"] = "drawn"
-    """`drawn`: the queue's three priority classes; `one`: every JobSet in one
-    (`simworld.one_priority`), to see what the tiers cost every policy."""
+    priorities: Priorities = "drawn"
 
 
 QUICK = Matrix(
@@ -450,7 +452,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--priorities",
-        choices=("drawn", "one"),
+        choices=get_args(Priorities),
         help="drawn (default): the queue's priority classes; one: every JobSet in one class",
     )
     args = parser.parse_args(argv)

@@ -57,7 +57,8 @@ _CACHE = 65536
 
 
 def _shape_problem(text: str, limit: int, pattern: re.Pattern[str], what: str) -> str:
-    """The length rule, then the pattern: the API server reports them in this order."""
+    """The length rule, then the pattern, in the order the API server lists them (it lists
+    both; the first is named here)."""
     if len(text) > limit:
         return f"must be at most {limit} characters, got {len(text)}"
     return "" if pattern.fullmatch(text) else f"must be {what}"
