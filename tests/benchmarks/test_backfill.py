@@ -245,3 +245,63 @@ def test_the_schedule_policy_has_the_aging_rules_and_the_cpsat_schedule() -> Non
     easy = POLICIES["easy-aging"]
     assert (policy.aging_per_hour, policy.max_wait_s) == (easy.aging_per_hour, easy.max_wait_s)
     assert policy.time_policy().schedule == "cpsat" and policy.time_policy().active
+
+
+def _seed_row(policy: str, p95: float, top: float, slowdown: float, util: float) -> dict:  # type: ignore[type-arg]
+    """A full row of the over-estimate cell, as `summarize` gives it (the report prints all)."""
+    extra = {"p50_delay_h": 1.0, "waited_over_24h": 0, "p95_wide_h": 1.0, "p95_narrow_h": 1.0}
+    return {**_row(policy, "over", p95, top, slowdown, util), **extra, "round_wall_max_s": 1.0}
+
+
+def test_the_seed_spread_sets_the_schedule_against_the_baseline_seed_by_seed() -> None:
+    from benchmarks.seed_spread import spread_table
+
+    by_seed = {
+        1: [
+            _seed_row("easy-aging", 40.0, 50.0, 30.0, 0.650),
+            _seed_row("cpsat-schedule", 20.0, 55.0, 15.0, 0.640),
+        ],
+        2: [
+            _seed_row("easy-aging", 10.0, 20.0, 5.0, 0.600),
+            _seed_row("cpsat-schedule", 20.0, 20.0, 10.0, 0.610),
+        ],
+        # a seed without the baseline says nothing and is left out
+        3: [_seed_row("cpsat-schedule", 1.0, 1.0, 1.0, 0.5)],
+    }
+    lines = spread_table(by_seed, "easy-aging")
+    [one] = [line for line in lines if line.startswith("| 1 |")]
+    assert "40.00 / 50.00 / 30.00 | 20.00 / 55.00 / 15.00 | 0.50x / 1.10x / 0.50x | -1.0 |" in one
+    [two] = [line for line in lines if line.startswith("| 2 |")]
+    assert "2.00x / 1.00x / 2.00x | +1.0 |" in two
+    assert not any(line.startswith("| 3 |") for line in lines)
+    # 0.5x and 2x cancel out; seeds 1 (max 1.10x) and 2 (p95 2.00x) are past the 5% rule
+    [mean] = [line for line in lines if line.startswith("| geometric mean")]
+    assert "**1.00x / 1.05x / 1.00x**" in mean and "2 of 2 past 5%" in mean
+
+
+def test_several_seeds_run_in_turn_each_into_its_own_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from benchmarks import backfill
+
+    ran: list[int] = []
+
+    def fake_run(matrix, seed, progress=None, on_cell=None):  # type: ignore[no-untyped-def]
+        ran.append(seed)
+        return [
+            _seed_row("easy-aging", 10.0, 20.0, 5.0, 0.6),
+            _seed_row("cpsat-schedule", 5.0 * seed, 20.0, 5.0, 0.6),
+        ], []
+
+    monkeypatch.setattr(backfill, "run_matrix", fake_run)
+    monkeypatch.setattr(backfill, "_plots", lambda kept, out: [])
+    assert backfill.main(["--out", str(tmp_path), "--seeds", "3,1"]) == 0
+    assert ran == [3, 1]
+    assert (tmp_path / "seed-3" / "backfill.md").is_file()
+    assert (tmp_path / "seed-1" / "backfill.json").is_file()
+    spread = (tmp_path / "seeds.md").read_text()
+    assert "--seeds 3,1" in spread and "Partial" not in spread
+    assert "| 3 | 10.00 / 20.00 / 5.00 | 15.00 / 20.00 / 5.00 | 1.50x / 1.00x / 1.00x |" in spread
+    for bad in (["--seeds", "1,1"], ["--seeds", "1,x"], ["--seed", "2", "--seeds", "1"]):
+        with pytest.raises(SystemExit):
+            backfill.main(["--out", str(tmp_path), *bad])
