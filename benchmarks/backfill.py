@@ -364,6 +364,18 @@ def _worlds(rows: Sequence[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def _heading(title: str, command: str, started: float, done: bool) -> list[str]:
+    """A report's title, then its command, wall time and machine (a partial report says so)."""
+    wall = time.perf_counter() - started
+    state = "" if done else " **Partial: the run was still going when this was written.**"
+    machine = ", ".join(f"{k} {v}" for k, v in machine_info().items())
+    return [
+        f"# {title}",
+        "",
+        f"Command: `{command}` ({wall / 60:.1f} min).{state} Machine: {machine}.",
+    ]
+
+
 def _write(
     out: Path,
     command: str,
@@ -373,15 +385,9 @@ def _write(
     done: bool,
     matrix_baseline: str = BASELINE,
 ) -> None:
-    wall = time.perf_counter() - started
     plots = _plots(kept, out)
-    state = "" if done else " **Partial: the run was still going when this was written.**"
     lines = [
-        "# Over time with reservations and backfill",
-        "",
-        f"Command: `{command}` ({wall / 60:.1f} min).{state} Machine: "
-        + ", ".join(f"{k} {v}" for k, v in machine_info().items())
-        + ".",
+        *_heading("Over time with reservations and backfill", command, started, done),
         "",
         "## Targets",
         "",
@@ -449,14 +455,9 @@ def _write_spread(
 ) -> None:
     """`seeds.md`: the schedule against `baseline` per seed (`seed_spread`), each seed's own
     report in `seed-N/`."""
-    wall = time.perf_counter() - started
-    state = "" if done else " **Partial: the run was still going when this was written.**"
     lines = [
-        "# The CP-SAT schedule over several arrival seeds",
-        "",
-        f"Command: `{command}` ({wall / 60:.1f} min).{state} Machine: "
-        + ", ".join(f"{k} {v}" for k, v in machine_info().items())
-        + ". Each seed's full report is in `seed-N/backfill.md`.",
+        *_heading("The CP-SAT schedule over several arrival seeds", command, started, done),
+        "Each seed's full report is in `seed-N/backfill.md`.",
         "",
         *spread_table(by_seed, baseline),
         "",
