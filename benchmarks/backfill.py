@@ -465,6 +465,21 @@ def _write_spread(
     (out / "seeds.md").write_text("\n".join(lines))
 
 
+def _run_seed(
+    matrix: Matrix, seed: int, out: Path, command: str, progress: Progress, baseline: str
+) -> list[dict[str, Any]]:
+    """One seed's matrix, its report written into `out` after every cell and at the end."""
+    started = time.perf_counter()
+    rows, kept = run_matrix(
+        matrix,
+        seed,
+        progress,
+        on_cell=lambda r, k: _write(out, command, started, r, k, False, baseline),
+    )
+    _write(out, command, started, rows, kept, True, baseline)
+    return rows
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.backfill", description=__doc__)
     parser.add_argument("--out", type=Path, help="output directory (default: a scratch directory)")
@@ -519,37 +534,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         matrix = replace(matrix, full_matrix_load=args.loads[0])
     started = time.perf_counter()
     command = "python -m benchmarks.backfill " + shlex.join(sys.argv[1:] if argv is None else argv)
+    runs = len(args.seeds or (args.seed,)) * len(cells(matrix)) * len(matrix.policies)
+    progress = Progress(runs, label="backfill")
     if args.seeds is None:
-        progress = Progress(len(cells(matrix)) * len(matrix.policies), label="backfill")
-        rows, kept = run_matrix(
-            matrix,
-            args.seed,
-            progress,
-            on_cell=lambda r, k: _write(out, command, started, r, k, False, args.baseline),
-        )
-        _write(out, command, started, rows, kept, True, args.baseline)
+        _run_seed(matrix, args.seed, out, command, progress, args.baseline)
         print(out / "backfill.md")
         return 0
-    progress = Progress(
-        len(args.seeds) * len(cells(matrix)) * len(matrix.policies), label="backfill"
-    )
     by_seed: dict[int, list[dict[str, Any]]] = {}
     for seed in args.seeds:
         here = out / f"seed-{seed}"
         here.mkdir(exist_ok=True)
-        begun = time.perf_counter()
-
-        def on_cell(
-            r: list[dict[str, Any]],
-            k: list[tuple[str, SimResult]],
-            at: Path = here,
-            since: float = begun,
-        ) -> None:
-            _write(at, command, since, r, k, False, args.baseline)
-
-        rows, kept = run_matrix(matrix, seed, progress, on_cell=on_cell)
-        _write(here, command, begun, rows, kept, True, args.baseline)
-        by_seed[seed] = rows
+        by_seed[seed] = _run_seed(matrix, seed, here, command, progress, args.baseline)
         done = seed == args.seeds[-1]
         _write_spread(out, command, started, by_seed, done, args.baseline)
     print(out / "seeds.md")

@@ -11,21 +11,16 @@ the issue's verdict stays on seed 1 (`schedule_targets.judge_schedule`).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
+from statistics import geometric_mean
 from typing import Any
 
 from benchmarks.schedule_targets import ELSEWHERE_SLACK, SCHEDULE
 
-__all__ = ["MEASURES", "geometric_mean", "spread_table"]
+__all__ = ["MEASURES", "spread_table"]
 
 MEASURES = ("p95_delay_h", "max_delay_h", "bounded_slowdown")
 """The figures compared per seed, as ratios of the schedule's to the baseline's."""
-
-
-def geometric_mean(values: Sequence[float]) -> float:
-    """Of positive ratios: the mean that treats 0.5x and 2x as cancelling out."""
-    return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
 def _ratio(value: float, base: float) -> float | None:
@@ -79,6 +74,7 @@ def spread_table(
             shown = " / ".join("-" if x is None else f"{x:.2f}x" for x in each.values())
             points = 100 * (s["window_utilization"] - b["window_utilization"])
             lines.append(f"| {seed} | {_triple(b)} | {_triple(s)} | {shown} | {points:+.1f} |")
+        # The geometric mean treats 0.5x and 2x as cancelling out.
         means = " / ".join(
             f"{geometric_mean(ratios[m]):.2f}x" if ratios[m] else "-" for m in MEASURES
         )
