@@ -454,10 +454,7 @@ class Controller:
         if not entries:
             return Evictions()
         records = {**placements(observed.ledger.entries.values()), **(placed or {})}
-        pods = observed.pods
-        if pods is None:
-            pods = jobset_pods(observed.state, self._refs)
-        return eviction_steps(entries, observed.state, records, observed.index, pods)
+        return eviction_steps(entries, observed.state, records, observed.index, observed.pods)
 
     def _log_kueue(self, eligible: Eligibility) -> None:
         """Say once per JobSet that placer neither preempts for it nor evicts it."""

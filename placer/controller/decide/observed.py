@@ -35,9 +35,9 @@ class Observed:
     managed: tuple[ManagedJobSet, ...]
     snapshot: ClusterSnapshot
     index: DomainIndex
-    pods: Mapping[str, list[PodEntry]] | None = None
-    """JobSet key -> its pods in `state` (survey.jobset_pods), read once by the survey; None:
-    not read yet (each reader reads them)."""
+    pods: Mapping[str, list[PodEntry]]
+    """JobSet key -> its pods in `state` (survey.jobset_pods), read once by the survey and
+    shared by every later reader (the time-aware pass's start times, the evictions)."""
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,13 @@ from placer.controller.decide.observed import Announced, Observed
 from placer.controller.decide.planning import PlannedRound, PlanningInputs, solve_targets
 from placer.controller.decide.review import held_records, review
 from placer.controller.decide.snapshot import planning_snapshot
-from placer.controller.decide.survey import ManagedJobSet, is_finished, is_managed, survey
+from placer.controller.decide.survey import (
+    ManagedJobSet,
+    is_finished,
+    is_managed,
+    jobset_pods,
+    survey,
+)
 from placer.controller.decide.writeplan import WriteSettings, plan_writes
 from placer.controller.decide.writes import Write
 from placer.model.assignment import ASSIGNMENT_ANNOTATION, Assignment, JobAssignment
@@ -49,6 +55,7 @@ def decide(
         managed=tuple(managed),
         snapshot=snapshot,
         index=index,
+        pods=jobset_pods(state),
     )
     writes = plan_writes(
         observed,

@@ -38,7 +38,7 @@ from placer.controller.decide.planning import (
 from placer.controller.decide.review import Review, review
 from placer.controller.decide.snapshot import planning_snapshot
 from placer.controller.decide.state import ClusterState
-from placer.controller.decide.survey import ManagedJobSet, survey
+from placer.controller.decide.survey import ManagedJobSet, jobset_pods, survey
 from placer.controller.decide.writes import Aborted, ActivateCheck, SetAdmissionCheck
 from placer.model.cluster import DomainReservation
 from placer.model.durations import EXPECTED_DURATION
@@ -186,6 +186,7 @@ def cycle(
         managed=tuple(adm.managed),
         snapshot=snapshot,
         index=index,
+        pods=jobset_pods(state),
     )
     reviewed = Reviewed(
         observed=observed,
@@ -406,6 +407,7 @@ def _readmitted(record: dict[str, str]) -> tuple[Review, PlanningInputs]:
         managed=tuple(adm.managed),
         snapshot=snapshot,
         index=DomainIndex(snapshot),
+        pods=jobset_pods(state),
     )
     reviewed = Reviewed(
         observed=observed, options=OPTIONS, review=rev, ledger=LedgerView(), wall_s=NOW_S
