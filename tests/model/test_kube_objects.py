@@ -118,7 +118,9 @@ def faulty(draw: st.DrawFn, valid: st.SearchStrategy[dict[str, Any]]) -> dict[An
         if kind == "drop" and type(parent) is dict:
             del parent[path[-1]]
         else:
-            parent[path[-1]] = "Sometimes" if kind == "word" else draw(ODD)
+            # a copy: ODD's lists and dicts are shared by every example, and a later fault
+            # writing into one would change the strategy itself (or nest it in itself)
+            parent[path[-1]] = "Sometimes" if kind == "word" else copy.deepcopy(draw(ODD))
     return o
 
 
