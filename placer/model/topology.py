@@ -68,6 +68,9 @@ class Topology:
         self.snapshot = snapshot
         self.levels: tuple[str, ...] = tuple(levels)
         self._domains_by_key: dict[str, list[Domain]] = {}
+        self._by_value: dict[str, dict[str, list[Domain]]] = {}
+        """key -> value -> the key's domains of that value (one, unless values repeat under
+        different parents)."""
 
     def _path_of(self, node: Node, key: str) -> DomainPath | None:
         """The domain path of `node` for `key`: levels above `key` included if `key` is a level."""
@@ -100,6 +103,25 @@ class Topology:
             Domain(key=key, value=p[-1][1], path=p, nodes=tuple(sorted(ns)))
             for p, ns in sorted(members.items())
         ]
+
+    def find(self, key: str, path: Sequence[tuple[str, str]]) -> Domain | None:
+        """The domain of `key` that `path` names, though another topology wrote it: a plan, an
+        earlier round or a ledger. Levels come from the keys in use, coarse to fine, and keys
+        with as many values as each other (a block of one node pool) keep the queue's order, so
+        another queue may name pool `p0` where this one names `B0/p0`, or block `p0/B0` where
+        this one names `B0`. The pairs of `path` must agree with the domain's wherever both
+        name a level; None when no domain or several do."""
+        named = dict(path)
+        value = named.get(key)
+        if value is None:
+            return None
+        index = self._by_value.get(key)
+        if index is None:
+            index = self._by_value[key] = {}
+            for d in self.domains(key):
+                index.setdefault(d.value, []).append(d)
+        found = [d for d in index.get(value, ()) if all(named.get(k, v) == v for k, v in d.path)]
+        return found[0] if len(found) == 1 else None
 
     def domain_of(self, node: Node, key: str) -> DomainPath | None:
         return self._path_of(node, key)

@@ -196,7 +196,9 @@ class PlacementContext:
         reservation, and no rule saw it)."""
         found: dict[tuple[str, tuple[tuple[str, str], ...]], list[DomainReservation]] = {}
         for r in self.snapshot.reservations:
-            found.setdefault((r.key, r.path), []).append(r)
+            # named by this queue's levels (another round's may differ: `Topology.find`)
+            domain = self.topology.find(r.key, r.path)
+            found.setdefault((r.key, domain.path if domain else r.path), []).append(r)
         on_node = self._reserved_on_node(found)
         for d in self.exclusive_domains if on_node else ():
             own = found.get((d.key, d.path), [])

@@ -218,6 +218,16 @@ class _Units:
         ] = {}
         self._empty = Calendar(self.layout, {})
 
+    def unit_of(self, key: str, path: Sequence[tuple[str, str]]) -> UnitId | None:
+        """The unit a domain named elsewhere is (a plan's `DomainRef`, a reservation of this
+        round or an earlier one), whichever levels its path lists (`Topology.find`)."""
+        exact = (key, _id(path))
+        if exact in self.domains:
+            return exact
+        found = self.ctx.topology.find(key, path)
+        unit = (key, found.id) if found is not None else None
+        return unit if unit in self.domains else None
+
     def candidate(self, jobset: JobSetRequest, duration_s: float) -> Candidate:
         """What `jobset` needs, judged with the taints of NotReady, cordoned and pressured hosts
         kept; only a JobSet that fits nowhere so is judged with those hosts back, untainted.
@@ -330,9 +340,9 @@ class TimeAwareSolver:
             queued = {js.key for js in jobsets}
             others = tuple(r for r in snapshot.reservations if r.jobset not in queued)
             other_holds = [
-                ((r.key, _id(r.path)), r.start_s, max(r.end_s, r.start_s))
+                (unit, r.start_s, max(r.end_s, r.start_s))
                 for r in others
-                if (r.key, _id(r.path)) in units.domains
+                if (unit := units.unit_of(r.key, r.path)) is not None
             ]
             if policy.active:
                 reservations, notes = _reserve_all(
@@ -443,8 +453,8 @@ def _kept(snapshot: ClusterSnapshot, units: _Units) -> dict[str, frozenset[UnitI
     kept: dict[str, set[UnitId]] = {}
     stale: set[str] = set()
     for r in snapshot.reservations:
-        unit = (r.key, _id(r.path))
-        if unit in units.domains:
+        unit = units.unit_of(r.key, r.path)
+        if unit is not None:
             kept.setdefault(r.jobset, set()).add(unit)
         else:
             stale.add(r.jobset)
@@ -486,12 +496,16 @@ def _estimates(
     """
     placed = {o.key: o for o in plan.jobsets if o.status == "placed"}
     holds = [
-        ((j.domain.key, _id(j.domain.path)), 0.0, durations[key])
+        (unit, 0.0, durations[key])
         for key, o in placed.items()
         for j in o.jobs
-        if j.domain is not None and (j.domain.key, _id(j.domain.path)) in units.domains
+        if j.domain is not None and (unit := units.unit_of(j.domain.key, j.domain.path)) is not None
     ]
-    holds += [((h.key, _id(h.path)), h.start_s, h.end_s) for h in held if h.jobset not in placed]
+    holds += [
+        (unit, h.start_s, h.end_s)
+        for h in held
+        if h.jobset not in placed and (unit := units.unit_of(h.key, h.path)) is not None
+    ]
     future = {k for k, r in reservations.items() if r.start_s}
     rest = [js for js in order if js.key not in placed and js.key not in future]
     if not rest:
@@ -521,7 +535,8 @@ class _Annotator:
         self.estimates = estimates
         self.held_on: dict[tuple[str, str], list[DomainReservation]] = {}
         for h in held:
-            self.held_on.setdefault((h.key, _id(h.path)), []).append(h)
+            unit = units.unit_of(h.key, h.path) or (h.key, _id(h.path))
+            self.held_on.setdefault(unit, []).append(h)
         self.priorities = priorities
 
     def _sharing(self, unit: UnitId) -> list[UnitId]:
@@ -540,7 +555,10 @@ class _Annotator:
                 h
                 for j in o.jobs
                 if j.domain is not None
-                for unit in self._sharing((j.domain.key, _id(j.domain.path)))
+                for unit in self._sharing(
+                    self.units.unit_of(j.domain.key, j.domain.path)
+                    or (j.domain.key, _id(j.domain.path))
+                )
                 for h in self.held_on.get(unit, [])
                 if h.jobset != o.key
             ]
@@ -606,19 +624,21 @@ def expected_starts_behind(
         if start is None:
             continue
         end = start + durations.get(o.key, policy.default_duration_s)
-        holds += [((d.key, _id(d.path)), start, end) for d in refs]
+        holds += [
+            (unit, start, end) for d in refs if (unit := units.unit_of(d.key, d.path)) is not None
+        ]
     planned_keys = {o.key for o in plan.jobsets} if plan is not None else set()
     holds += [
-        ((r.key, _id(r.path)), r.start_s, max(r.end_s, r.start_s))
+        (unit, r.start_s, max(r.end_s, r.start_s))
         for r in snapshot.reservations
-        if r.jobset not in planned_keys
+        if r.jobset not in planned_keys and (unit := units.unit_of(r.key, r.path)) is not None
     ]
     order = sorted(later, key=lambda js: reservation_order(js, policy, now))
     found = reserve(
         units.layout,
         [units.candidate(js, durations[js.key]) for js in order],
         free_at=units.free_at,
-        holds=[h for h in holds if h[0] in units.domains],
+        holds=holds,
     )
     after = _Annotator(units, {}, {r.jobset: r for r in found}, [], {})
     return [
