@@ -12,7 +12,6 @@ from decimal import Decimal
 
 from placer.model.plan import JobSetOutcome, Plan
 from placer.model.resources import PODS, ResourceMap, add_resources
-from placer.model.topology import Domain, DomainPath
 from placer.solver.context import PlacementContext
 
 __all__ = ["Occupancy", "occupancy_from_plan", "occupancy_of"]
@@ -52,19 +51,15 @@ def occupancy_of(ctx: PlacementContext, outcomes: Iterable[JobSetOutcome]) -> Oc
     pods: dict[str, list[ResourceMap]] = {}
     per_pod: dict[tuple[str, str], ResourceMap] = {}
     rjobs = {js.key: {r.name: r for r in js.replicated_jobs} for js in ctx.jobsets_given}
-    paths: dict[str, dict[DomainPath, Domain]] = {}
     for o in outcomes:
         known = rjobs.get(o.key)
         if known is None or not o.jobs:
             continue
         for job in o.jobs:
             if job.domain is not None:
-                by_path = paths.get(job.domain.key)
-                if by_path is None:
-                    by_path = paths[job.domain.key] = {
-                        d.path: d for d in ctx.domains(job.domain.key)
-                    }
-                domain = by_path.get(tuple((str(k), str(v)) for k, v in job.domain.path))
+                # the plan may name it under other levels than `ctx` does (`Topology.find`)
+                ref = job.domain
+                domain = ctx.topology.find(ref.key, ref.path or [(ref.key, ref.value)])
                 for n in domain.nodes if domain else ():
                     reserved.setdefault(n, set()).add(o.key)
             rjob = known.get(job.replicated_job)
