@@ -34,7 +34,6 @@ from placer.controller.decide.observed import Reviewed
 from placer.controller.decide.preempting import Victim, chosen_evictions, evictable_snapshot
 from placer.controller.decide.reserving import running_timing, snapshot_reservations
 from placer.controller.decide.review import Target, held_records
-from placer.controller.decide.survey import RefMemo
 from placer.model.assignment import Assignment, JobAssignment
 from placer.model.cluster import ClusterSnapshot
 from placer.model.options import SolveOptions
@@ -80,11 +79,8 @@ class PlanningInputs:
     """Pending JobSets that never preempt (Kueue manages them)."""
 
 
-def planning_inputs(
-    reviewed: Reviewed, *, pinned: bool, refs: RefMemo | None = None
-) -> PlanningInputs:
-    """The round's `PlanningInputs` (see the module docstring). `refs`: the survey's memo of pod
-    labels, so pods are not read again for their start times."""
+def planning_inputs(reviewed: Reviewed, *, pinned: bool) -> PlanningInputs:
+    """The round's `PlanningInputs` (see the module docstring)."""
     observed, view, options = reviewed.observed, reviewed.ledger, reviewed.options
     records = held_records(reviewed.review)
     snapshot, policy = observed.snapshot, options.time
@@ -94,9 +90,7 @@ def planning_inputs(
         }
         if policy.active:
             taken = holds(records, view.foreign)
-            update["running"] = running_timing(
-                observed.state, snapshot, taken, refs, pods=observed.pods
-            )
+            update["running"] = running_timing(observed.state, snapshot, taken, observed.pods)
             instant = datetime.fromtimestamp(reviewed.wall_s, UTC)
             options = options.model_copy(
                 update={"time": policy.model_copy(update={"now": instant})}

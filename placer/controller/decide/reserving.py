@@ -34,7 +34,7 @@ from typing import Any
 from placer.controller.decide.domains import Hold
 from placer.controller.decide.ledger import RESERVATION, LedgerEntry, entry_key
 from placer.controller.decide.state import ClusterState
-from placer.controller.decide.survey import ManagedJobSet, PodEntry, RefMemo, jobset_pods
+from placer.controller.decide.survey import ManagedJobSet, PodEntry
 from placer.model.assignment import Assignment, JobAssignment
 from placer.model.cluster import ClusterSnapshot, DomainReservation, RunningJobSet
 from placer.model.options import TimePolicy
@@ -179,19 +179,15 @@ def running_timing(
     state: ClusterState,
     snapshot: ClusterSnapshot,
     holds: Sequence[Hold],
-    refs: RefMemo | None = None,
-    pods: Mapping[str, list[PodEntry]] | None = None,
+    pods: Mapping[str, list[PodEntry]],
 ) -> dict[str, RunningJobSet]:
     """`ClusterSnapshot.running` for time-aware planning: the snapshot's, updated for every
     JobSet on its nodes from this cycle's pods (earliest live `status.startTime`) and JobSet
     objects (expected duration; an unreadable one leaves the default, the survey warns), plus
     one entry per hold token (domains.holds): its JobSet's timing, or, for a placement whose
     pods do not run yet, its expected duration from now. `pods`: the survey's
-    `jobset_pods(state)`, so pods are not read again (else they are read, `refs` the survey's
-    memo of pod labels)."""
+    `jobset_pods(state)`, so pods are not read again."""
     on_nodes = {k for n in snapshot.nodes for k in n.jobsets}
-    if pods is None:
-        pods = jobset_pods(state, refs)
     starts = running_starts(_pod_starts(pods, on_nodes))
     fresh = with_expected_durations(starts, _manifests(state, on_nodes), warn=False)
     running = {**snapshot.running, **fresh}

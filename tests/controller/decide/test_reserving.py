@@ -10,6 +10,7 @@ from placer.controller.decide.domains import hold_token, holds
 from placer.controller.decide.planning import PlannedRound
 from placer.controller.decide.reserving import running_timing
 from placer.controller.decide.snapshot import planning_snapshot
+from placer.controller.decide.survey import jobset_pods
 from placer.model.assignment import Assignment, JobAssignment
 from placer.model.cluster import RunningJobSet
 from placer.model.durations import EXPECTED_DURATION
@@ -65,7 +66,7 @@ def test_running_timing_dates_running_jobsets_and_every_hold() -> None:
         records[f"default/{name}"] = placed.jobs
     state = state_of(cluster)
     snapshot = planning_snapshot(state, binding="gate")
-    timing = running_timing(state, snapshot, holds(records, {}))
+    timing = running_timing(state, snapshot, holds(records, {}), jobset_pods(state))
     run = RunningJobSet(
         started_at=STARTED, expected_duration_s=7200.0, duration_source="annotation"
     )
