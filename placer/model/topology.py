@@ -46,7 +46,9 @@ def default_levels(snapshot: ClusterSnapshot, keys: Iterable[str]) -> tuple[str,
     """The snapshot's own levels if stated, else the given keys coarse to fine, then the hostname.
 
     Coarse to fine is judged by how many distinct values a key has across the nodes: a block key has
-    fewer values than a node-pool key. Ties keep the order given.
+    fewer values than a node-pool key. Ties go by key name, not by the order given: that order is
+    the queue's, and a block of one node pool would otherwise be named `B0/p0` in one queue and
+    `p0` in another (the time-aware pass's inner solve puts the JobSets starting now first).
     """
     if snapshot.levels:
         return snapshot.levels
@@ -55,7 +57,7 @@ def default_levels(snapshot: ClusterSnapshot, keys: Iterable[str]) -> tuple[str,
         if k and k not in ordered and k != HOSTNAME:
             ordered.append(k)
     distinct = {k: len({n.labels[k] for n in snapshot.nodes if k in n.labels}) for k in ordered}
-    ordered.sort(key=lambda k: distinct[k])
+    ordered.sort(key=lambda k: (distinct[k], k))
     return (*ordered, HOSTNAME)
 
 

@@ -1,10 +1,11 @@
 """Domains named under other levels than this round's still mean the same nodes.
 
-Levels come from the queue's keys, coarse to fine, and keys with as many values as each other
-keep the queue's order: with blocks of one node pool each, one queue names pool `B0/p0` and the
-next (or the inner solve, whose order puts the JobSets starting now first) names it `p0`. Found
-by a property test: a JobSet started now on a pool ahead of its block's reservation was not
-marked backfill, since the annotator looked the pool up by the other name.
+Levels come from the queue's keys, coarse to fine. With blocks of one node pool each, a queue
+using both keys names pool `B0/p0`, one using only pools names it `p0`; and until ties went by
+key name, the inner solve (JobSets starting now first) could name it `p0` where the reservation
+units named `B0/p0`. Found by a property test: a JobSet started now on a pool ahead of its
+block's reservation was not marked backfill, since the annotator looked the pool up by the
+other name.
 """
 
 from __future__ import annotations
@@ -55,3 +56,21 @@ def test_a_reservation_under_either_name_keeps_its_pool_from_a_longer_jobset(
     placed = {o.key.split("/")[1]: o for o in plan.jobsets if o.status == "placed"}
     assert set(placed) == {"pool"}
     assert [j.domain.value for j in placed["pool"].jobs if j.domain] == ["p1"]
+
+
+@pytest.mark.parametrize("schedule", ["greedy", "cpsat"])
+def test_an_earlier_rounds_reservation_under_the_other_name_is_kept(schedule: str) -> None:
+    """Pools p0 and p1 (one per block) both run for another hour. The waiting pool JobSet was
+    reserved p1 last round, by a queue that named it `p1` alone; this queue names it `B1/p1`.
+    It keeps p1, though p0 comes first and frees as early."""
+    snap = _blocks({"B0": ["p0"], "B1": ["p1"]}, {"p0": 1, "p1": 1})
+    earlier = DomainReservation(
+        jobset="team-a/pool", key=NODEPOOL, path=((NODEPOOL, "p1"),), start_s=H, end_s=3 * H
+    )
+    snap = snap.model_copy(update={"reservations": (earlier,)})
+    queue = [_per_pool("pool", 2, 1), _per_block("blocks", 1, 2)]
+    queue[1] = queue[1].model_copy(update={"replicated_jobs": (rjob(replicas=3, exclusive=BLOCK),)})
+    plan = _plan(snap, queue, schedule)
+    pool = next(o for o in plan.jobsets if o.name == "pool")
+    assert pool.expected_start_seconds == H
+    assert [(d.value, d.path[0][1]) for d in pool.reserved_domains] == [("p1", "B1")]
