@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from placer.model.topology import HOSTNAME, Topology
-from tests.strategies import BLOCK, NODEPOOL, cluster, node, pool
+from placer.model.cluster import ClusterSnapshot
+from placer.model.topology import HOSTNAME, Topology, default_levels
+from tests.strategies import BLOCK, NODEPOOL, TPU_TOPOLOGY, cluster, clusters, node, pool
 
 BLOCK_THEN_POOL = (BLOCK, NODEPOOL, HOSTNAME)
 POOL_THEN_BLOCK = (NODEPOOL, BLOCK, HOSTNAME)
@@ -63,3 +66,28 @@ def test_under_pool_first_levels_a_block_named_alone_is_found() -> None:
     topo = Topology(_one_pool_blocks().snapshot, POOL_THEN_BLOCK)
     found = topo.find(BLOCK, ((BLOCK, "B0"),))
     assert found is not None and found.id == "p0/B0"
+
+
+@settings(max_examples=60, deadline=None)
+@given(snap=clusters(), keys=st.permutations([BLOCK, NODEPOOL, TPU_TOPOLOGY]))
+def test_levels_do_not_depend_on_the_order_keys_come_in(
+    snap: ClusterSnapshot, keys: list[str]
+) -> None:
+    """The queue's order gives the keys; the same keys name the same domains in any order."""
+    snap = snap.model_copy(update={"levels": ()})
+    assert default_levels(snap, keys) == default_levels(snap, sorted(keys))
+
+
+@settings(max_examples=60, deadline=None)
+@given(snap=clusters(), key=st.sampled_from([BLOCK, NODEPOOL]))
+def test_a_domain_found_under_the_other_level_order_shares_its_nodes(
+    snap: ClusterSnapshot, key: str
+) -> None:
+    """Each domain finds itself; written under the other order of block and pool, it finds a
+    domain with nodes in common, or none (several could be meant, or none agrees)."""
+    mine = Topology(snap, BLOCK_THEN_POOL)
+    other = Topology(snap, POOL_THEN_BLOCK)
+    for d in mine.domains(key):
+        assert mine.find(key, d.path) == d
+        found = other.find(key, d.path)
+        assert found is None or set(found.nodes) & set(d.nodes)
