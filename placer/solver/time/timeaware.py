@@ -6,8 +6,8 @@ compare policies, not implementations) and adds when:
 
   timeline    when each running JobSet is expected to end (`release.ReleaseTimeline`)
   units       every domain of the queue's exclusive keys, with the time it frees up, and per
-              replicated job the domains that could take a child Job once empty
-  reserve     in queue order (priority, plus aging), each JobSet's earliest start and the domains
+              replicated job the domains that could take a child Job once empty (`units`)
+  reserve     in queue order (priority, plus aging: `standing`), each JobSet's earliest start and the domains
               it will take then (`reservations.reserve`): `head` stops after the first N that
               must wait (EASY backfill), `all` goes through the queue (conservative); a JobSet
               waiting past `max_wait_s` always gets one; with `--schedule cpsat` the schedule
@@ -18,6 +18,7 @@ compare policies, not implementations) and adds when:
               (`PlacementContext.domain_open_to`). JobSets the pass starts now form a tier above
               every other for this solve, so no other choice delays them
   annotate    expected start, reserved domains, backfill and who each waits for, per JobSet
+              (`annotate`)
 
 Why an event-driven pass around the one model rather than a time-indexed CP-SAT model: the pass is
 linear in events x domains and runs every round at fleet scale, and the joint optimization stays
@@ -27,282 +28,30 @@ without one are planned now and never reserved for.
 
 from __future__ import annotations
 
-import bisect
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from placer.model.cluster import ClusterSnapshot, DomainReservation, Node
+from placer.model.cluster import ClusterSnapshot, DomainReservation
 from placer.model.options import SolveOptions, TimePolicy
-from placer.model.plan import DomainRef, JobSetOutcome, Plan
-from placer.model.scheduling import CONDITION_TAINTS
-from placer.model.topology import Domain
-from placer.model.whatif import given_back
+from placer.model.plan import JobSetOutcome, Plan
 from placer.model.workload import JobSetRequest
-from placer.solver.context import PlacementContext
 from placer.solver.interface import Solver
 from placer.solver.phases import PhaseTimer
-from placer.solver.time.calendar import Calendar, UnitLayout
+from placer.solver.time.annotate import Annotator
 from placer.solver.time.evicting import plan_evicting_first
 from placer.solver.time.holding import held_reservations
-from placer.solver.time.overlap import sharing
 from placer.solver.time.release import ReleaseTimeline, expected_duration_s
-from placer.solver.time.reservations import (
-    Candidate,
-    Need,
-    Reservation,
-    Unit,
-    UnitId,
-    fits_some_day,
-    reserve,
-)
+from placer.solver.time.reservations import Reservation, UnitId, reserve
 from placer.solver.time.schedule import ScheduleRequest, schedule
+from placer.solver.time.standing import reservation_order, tiers, waited_s
+from placer.solver.time.units import Units
 
 __all__ = [
     "TimeAwareSolver",
     "expected_starts_behind",
-    "queue_standing",
-    "reservation_order",
     "reservations_of",
 ]
-
-
-def queue_standing(jobset: JobSetRequest, policy: TimePolicy, now: datetime) -> float:
-    """Priority plus `aging_per_hour` points per hour waited since creation."""
-    if not policy.aging_per_hour or jobset.creation_timestamp is None:
-        return float(jobset.priority)
-    waited_h = max(0.0, (now - _aware(jobset.creation_timestamp)).total_seconds() / 3600)
-    return jobset.priority + policy.aging_per_hour * waited_h
-
-
-def reservation_order(
-    jobset: JobSetRequest, policy: TimePolicy, now: datetime
-) -> tuple[int, float, float, float, int, str]:
-    """Sort key of the reservation pass: JobSets waiting past `max_wait_s` first, longest
-    waiting first, then standing (priority plus aging), then queue order.
-
-    A JobSet past the maximum wait must not only get a reservation but keep it: were it ordered
-    by priority, each later arrival of a higher tier would be reserved ahead of it on the same
-    domains round after round, and its start would recede for as long as they keep coming (seen
-    in the over-time benchmark: 18-host GB200 JobSets waited 195 h with reservations).
-    """
-    waited = _waited_s(jobset, now)
-    if policy.max_wait_s is not None and waited > policy.max_wait_s:
-        return (0, -waited, 0.0, *jobset.queue_key()[1:])
-    return (1, 0.0, -queue_standing(jobset, policy, now), *jobset.queue_key()[1:])
-
-
-def _tiers(
-    jobsets: Sequence[JobSetRequest], policy: TimePolicy, now: datetime
-) -> dict[str, tuple[int, float]]:
-    """Per JobSet, (its priority tier in the schedule's objective, seconds waited): the tier is
-    how many of the queue's priority values its standing (priority plus aging) reaches, so a
-    JobSet aged past a higher priority weighs as that tier does."""
-    values = sorted({js.priority for js in jobsets})
-    return {
-        js.key: (
-            max(0, bisect.bisect_right(values, queue_standing(js, policy, now)) - 1),
-            _waited_s(js, now),
-        )
-        for js in jobsets
-    }
-
-
-def _aware(t: datetime) -> datetime:
-    return t if t.tzinfo else t.replace(tzinfo=UTC)
-
-
-def _waited_s(jobset: JobSetRequest, now: datetime) -> float:
-    if jobset.creation_timestamp is None:
-        return 0.0
-    return max(0.0, (now - _aware(jobset.creation_timestamp)).total_seconds())
-
-
-def _emptied(snapshot: ClusterSnapshot, *, untainted: bool) -> ClusterSnapshot:
-    """The cluster once every running JobSet ended, as the future is planned on.
-
-    A node whose JobSets' usage the source did not record offers its allocatable then (the
-    loaders record it; older snapshots may not). NotReady and cordoned hosts are expected back
-    (a repair or a drain ends): counting them out for good would mark a JobSet that needs their
-    domain as never fitting and leave it without a reservation, the starvation this prevents.
-    A reservation on such a domain is re-planned each round until the host is back.
-
-    The taints Kubernetes puts on such hosts (`CONDITION_TAINTS`) stay unless `untainted`:
-    `_Units` plans a JobSet on the cluster with them first, and on the untainted one only if it
-    fits nowhere else (see `_Units.candidate`).
-    """
-    nodes = tuple(
-        _emptied_node(n, untainted)
-        if n.jobsets or not n.usable or (untainted and _condition_tainted(n))
-        else n
-        for n in snapshot.nodes
-    )
-    return snapshot.model_copy(update={"nodes": nodes, "reservations": ()})
-
-
-def _condition_tainted(n: Node) -> bool:
-    return any(t.key in CONDITION_TAINTS for t in n.taints)
-
-
-def _emptied_node(n: Node, untainted: bool) -> Node:
-    """One node of `_emptied`, in one copy: every JobSet's recorded usage and host ports given
-    back (`whatif.given_back`; all of the node's allocatable when some JobSet's usage was not
-    recorded), the host back, and with `untainted` its condition taints gone."""
-    free, ports = dict(n.free), n.used_host_ports
-    if n.jobsets:
-        free, ports, missing = given_back(n, n.jobsets)
-        if missing:
-            free = dict(n.allocatable)
-    taints = tuple(t for t in n.taints if t.key not in CONDITION_TAINTS) if untainted else n.taints
-    return n.model_copy(
-        update={
-            "free": free,
-            "used_host_ports": ports,
-            "jobsets": (),
-            "jobset_usage": {},
-            "ready": True,
-            "unschedulable": False,
-            "taints": taints,
-        }
-    )
-
-
-UNHEALTHY_BACK_S = 3600.0
-"""When a NotReady or cordoned host is expected back: nothing says, and an hour (a repair, a
-reboot, a drain) keeps a reservation on its domain from claiming it is free now."""
-
-
-def _node_free_at_s(node: Node, timeline: ReleaseTimeline) -> float:
-    free_at = timeline.node_free_at_s(node)
-    return free_at if node.usable else max(free_at, UNHEALTHY_BACK_S)
-
-
-class _Units:
-    """Domains of the queue's exclusive keys as reservation units, and what each JobSet needs."""
-
-    def __init__(
-        self,
-        snapshot: ClusterSnapshot,
-        jobsets: Sequence[JobSetRequest],
-        options: SolveOptions,
-        timeline: ReleaseTimeline,
-    ) -> None:
-        # judged on the cluster without any JobSet: what a domain offers once its runs end
-        self.ctx = PlacementContext(_emptied(snapshot, untainted=False), jobsets, options)
-        self._untainted: PlacementContext | None = None
-        self._source = (snapshot, jobsets, options)
-        self._tainted = any(_condition_tainted(n) for n in snapshot.nodes)
-        live = snapshot.by_name()
-        self.domains: dict[UnitId, Domain] = {}
-        units: list[Unit] = []
-        for key in self.ctx.exclusive_keys:
-            for d in self.ctx.domains(key):
-                unit_id = (key, d.id)
-                self.domains[unit_id] = d
-                units.append(Unit(unit_id, frozenset(d.nodes)))
-        self.units = units
-        self.layout = UnitLayout(units)
-        """Shared by the reservation pass and the estimates that follow the solve."""
-        # NotReady and cordoned hosts are not waited for: a domain's size once empty says
-        # whether it can take a child Job without them
-        self.free_at = {
-            n.name: f for n in snapshot.nodes if (f := _node_free_at_s(n, timeline)) > 0
-        }
-        self.timeline = timeline
-        self.live = live
-        self._eligible: dict[tuple[bool, str, int, int], frozenset[UnitId]] = {}
-        """(untainted, key, shape number, pods per child Job) -> the units one such child Job
-        fits."""
-        self._within: dict[
-            tuple[tuple[bool, str, int, int], str | None], tuple[frozenset[UnitId], ...]
-        ] = {}
-        self._empty = Calendar(self.layout, {})
-
-    def unit_of(self, key: str, path: Sequence[tuple[str, str]]) -> UnitId | None:
-        """The unit a domain named elsewhere is (a plan's `DomainRef`, a reservation of this
-        round or an earlier one), whichever levels its path lists (`Topology.find`)."""
-        exact = (key, _id(path))
-        if exact in self.domains:
-            return exact
-        found = self.ctx.topology.find(key, path)
-        unit = (key, found.id) if found is not None else None
-        return unit if unit in self.domains else None
-
-    def candidate(self, jobset: JobSetRequest, duration_s: float) -> Candidate:
-        """What `jobset` needs, judged with the taints of NotReady, cordoned and pressured hosts
-        kept; only a JobSet that fits nowhere so is judged with those hosts back, untainted.
-
-        Why both: kept for everyone, a JobSet needing every host of a domain with one NotReady
-        host would never fit, and under Kueue be Rejected (seen on real Kueue: a GB200 JobSet of
-        four whole NVLink cliques). Dropped for everyone, every domain with such a host looks
-        whole an hour from now (`UNHEALTHY_BACK_S`), round after round while the host stays
-        down: the reservation pass then promised JobSets domains that never came back instead
-        of healthy ones that did (the over-time GB200 world, whose broken hosts stay broken:
-        easy-aging's longest wait went from 41 h to 230 h, its utilization from 61% to 46%)."""
-        needs = self._needs(jobset, self.ctx, untainted=False)
-        if self._tainted and not fits_some_day(needs, self._empty):
-            needs = self._needs(jobset, self._untainted_ctx(), untainted=True)
-        return Candidate(jobset.key, duration_s, needs)
-
-    def _untainted_ctx(self) -> PlacementContext:
-        if self._untainted is None:
-            snapshot, jobsets, options = self._source
-            self._untainted = PlacementContext(_emptied(snapshot, untainted=True), jobsets, options)
-        return self._untainted
-
-    def _needs(
-        self, jobset: JobSetRequest, ctx: PlacementContext, *, untainted: bool
-    ) -> tuple[Need, ...]:
-        needs: list[Need] = []
-        for jc in ctx.classes_of(jobset):
-            key = jc.exclusive_key
-            if key is None:
-                continue
-            # JobSets of one shape share the answer: the queue holds few shapes, many JobSets;
-            # the shape index numbers them once (equal pod shapes, equal numbers)
-            number = ctx.shape_index.shape_numbers[jc.index]
-            shape = (untainted, key, number, jc.rjob.pods_per_job)
-            eligible = self._eligible.get(shape)
-            if eligible is None:
-                eligible = self._eligible[shape] = frozenset(
-                    (key, d.id)
-                    for d in ctx.domains(key)
-                    if (key, d.id) in self.domains
-                    and ctx.domain_capacity(jc, d) >= jc.rjob.pods_per_job
-                )
-            level = jc.rjob.required_topology
-            within = self._within.get((shape, level))
-            if within is None:
-                within = self._within[(shape, level)] = self._enclosed(ctx, key, level, eligible)
-            needs.append(Need(jc.rjob.name, jc.rjob.replicas, eligible, within))
-        return tuple(needs)
-
-    def _enclosed(
-        self, ctx: PlacementContext, key: str, level: str | None, eligible: frozenset[UnitId]
-    ) -> tuple[frozenset[UnitId], ...]:
-        """Per domain of the required level, the eligible units inside it (a unit straddling
-        two such domains is in neither: its child Job could not keep the topology)."""
-        if level is None or level == key:
-            # one child Job per domain of its own key: the key's domains are the enclosing ones
-            return tuple(frozenset({u}) for u in sorted(eligible)) if level else ()
-        groups = []
-        nodes_of = {u.id: u.nodes for u in self.units}
-        for enclosing in ctx.domains(level):
-            nodes = frozenset(enclosing.nodes)
-            inside = frozenset(u for u in eligible if nodes_of[u] <= nodes)
-            if inside:
-                groups.append(inside)
-        return tuple(groups) or (frozenset(),)
-
-    def waits_for(self, reservation: Reservation) -> list[str]:
-        nodes = [
-            self.live[n]
-            for group in reservation.units.values()
-            for unit in group
-            for n in self.domains[unit].nodes
-            if n in self.live
-        ]
-        return self.timeline.waiting_for(nodes)
 
 
 class TimeAwareSolver:
@@ -330,7 +79,7 @@ class TimeAwareSolver:
                 policy.default_duration_s,
                 default_for_priority=policy.default_duration_by_priority,
             )
-            units = _Units(snapshot, jobsets, options, timeline)
+            units = Units(snapshot, jobsets, options, timeline)
         with timer("reserve"):
             durations = {js.key: expected_duration_s(js, policy) for js in jobsets}
             order = sorted(jobsets, key=lambda js: reservation_order(js, policy, now))
@@ -377,7 +126,7 @@ class TimeAwareSolver:
         with timer("estimate"):
             estimates = _estimates(units, plan, order, reservations, held, durations)
             priorities = {js.key: js.priority for js in jobsets}
-            after = _Annotator(units, reservations, estimates, held, priorities)
+            after = Annotator(units, reservations, estimates, held, priorities)
             outcomes = [after.outcome(o) for o in plan.jobsets]
         report = plan.solver.model_copy(
             update={
@@ -393,7 +142,7 @@ def _reserve_all(
     snapshot: ClusterSnapshot,
     jobsets: Sequence[JobSetRequest],
     options: SolveOptions,
-    units: _Units,
+    units: Units,
     order: Sequence[JobSetRequest],
     durations: dict[str, float],
     other_holds: list[tuple[UnitId, float, float]],
@@ -409,7 +158,7 @@ def _reserve_all(
     overdue = {
         js.key
         for js in jobsets
-        if policy.max_wait_s is not None and _waited_s(js, now) > policy.max_wait_s
+        if policy.max_wait_s is not None and waited_s(js, now) > policy.max_wait_s
     }
     candidates = tuple(units.candidate(js, durations[js.key]) for js in order)
     kept = _kept(snapshot, units)
@@ -421,7 +170,7 @@ def _reserve_all(
             units.free_at,
             tuple(other_holds),
             kept,
-            _tiers(jobsets, policy, now),
+            tiers(jobsets, policy, now),
             policy.max_wait_s,
         )
         outcome = schedule(request, options)
@@ -447,7 +196,7 @@ def _reserve_all(
     return reservations, notes
 
 
-def _kept(snapshot: ClusterSnapshot, units: _Units) -> dict[str, frozenset[UnitId]]:
+def _kept(snapshot: ClusterSnapshot, units: Units) -> dict[str, frozenset[UnitId]]:
     """The units each JobSet was reserved in an earlier round (`snapshot.reservations`); a
     reservation naming a domain the cluster no longer has keeps nothing (it is a new one)."""
     kept: dict[str, set[UnitId]] = {}
@@ -482,7 +231,7 @@ def reservations_of(
 
 
 def _estimates(
-    units: _Units,
+    units: Units,
     plan: Plan,
     order: Sequence[JobSetRequest],
     reservations: dict[str, Reservation],
@@ -519,78 +268,6 @@ def _estimates(
     return {r.jobset: r for r in found}
 
 
-class _Annotator:
-    """Expected start, reserved domains, backfill and who it waits for, on each outcome."""
-
-    def __init__(
-        self,
-        units: _Units,
-        reservations: dict[str, Reservation],
-        estimates: dict[str, Reservation],
-        held: Sequence[DomainReservation],
-        priorities: dict[str, int],
-    ) -> None:
-        self.units = units
-        self.reservations = reservations
-        self.estimates = estimates
-        self.held_on: dict[tuple[str, str], list[DomainReservation]] = {}
-        for h in held:
-            unit = units.unit_of(h.key, h.path) or (h.key, _id(h.path))
-            self.held_on.setdefault(unit, []).append(h)
-        self.priorities = priorities
-
-    def _sharing(self, unit: UnitId) -> list[UnitId]:
-        """The unit and those sharing a node with it (overlapping keys: a pool run now ahead of
-        its block's reservation is backfill too)."""
-        layout = self.units.layout
-        number = layout.number.get(unit)
-        if number is None:
-            return [unit]
-        return [layout.ids[u] for u in sorted(sharing(layout, number))]
-
-    def outcome(self, o: JobSetOutcome) -> JobSetOutcome:
-        update: dict[str, object] = {"priority": self.priorities.get(o.key, o.priority)}
-        if o.status == "placed":
-            ahead = [
-                h
-                for j in o.jobs
-                if j.domain is not None
-                for unit in self._sharing(
-                    self.units.unit_of(j.domain.key, j.domain.path)
-                    or (j.domain.key, _id(j.domain.path))
-                )
-                for h in self.held_on.get(unit, [])
-                if h.jobset != o.key
-            ]
-            update |= {"expected_start_seconds": 0.0, "backfill": bool(ahead)}
-            return o.model_copy(update=update)
-        reserved = self.reservations.get(o.key)
-        if reserved is not None and not reserved.start_s:
-            reserved = None  # meant to start now, yet not placed: estimated like the rest
-        r = reserved or self.estimates.get(o.key)
-        if r is None:
-            return o.model_copy(update=update)
-        if r.start_s is None:
-            return o.model_copy(update=update | {"expected_start_seconds": None})
-        refs = [
-            DomainRef(
-                key=u[0], value=self.units.domains[u].value, path=list(self.units.domains[u].path)
-            )
-            for group in r.units.values()
-            for u in group
-        ]
-        update |= {
-            "expected_start_seconds": r.start_s,
-            "reserved_domains": refs if reserved is not None and r.start_s > 0 else [],
-            "waits_for": self.units.waits_for(r),
-        }
-        return o.model_copy(update=update)
-
-
-def _id(path: Sequence[tuple[str, str]]) -> str:
-    return "/".join(v for _, v in path)
-
-
 def expected_starts_behind(
     snapshot: ClusterSnapshot,
     later: Sequence[JobSetRequest],
@@ -614,7 +291,7 @@ def expected_starts_behind(
         policy.default_duration_s,
         default_for_priority=policy.default_duration_by_priority,
     )
-    units = _Units(snapshot, [*queued, *later], options, timeline)
+    units = Units(snapshot, [*queued, *later], options, timeline)
     durations = {js.key: expected_duration_s(js, policy) for js in [*queued, *later]}
     holds: list[tuple[UnitId, float, float]] = []
     for o in plan.jobsets if plan is not None else []:
@@ -640,7 +317,7 @@ def expected_starts_behind(
         free_at=units.free_at,
         holds=holds,
     )
-    after = _Annotator(units, {}, {r.jobset: r for r in found}, [], {})
+    after = Annotator(units, {}, {r.jobset: r for r in found}, [], {})
     return [
         after.outcome(
             JobSetOutcome(

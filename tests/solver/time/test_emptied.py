@@ -11,13 +11,13 @@ from hypothesis import strategies as st
 from placer.model.cluster import ClusterSnapshot, JobSetUsage, Node
 from placer.model.scheduling import CONDITION_TAINTS, Taint
 from placer.model.whatif import running_jobsets, without_jobsets
-from placer.solver.time.timeaware import _emptied
+from placer.solver.time.units import emptied
 
 PORT = (8471, "TCP")
 
 
 def _composed(snapshot: ClusterSnapshot) -> ClusterSnapshot:
-    """The former `_emptied`: every running JobSet removed, then NotReady, cordoned and
+    """The former `emptied`: every running JobSet removed, then NotReady, cordoned and
     unrecorded nodes back, their condition taints gone."""
     empty, _, _ = without_jobsets(snapshot, running_jobsets(snapshot))
     unknown = {n.name for n in snapshot.nodes if any(k not in n.jobset_usage for k in n.jobsets)}
@@ -78,4 +78,4 @@ def nodes(draw: st.DrawFn, index: int) -> Node:
 @given(st.integers(1, 6).flatmap(lambda k: st.tuples(*(nodes(i) for i in range(k)))))
 def test_emptied_in_one_copy_is_the_composition_it_replaced(drawn: tuple[Node, ...]) -> None:
     snapshot = ClusterSnapshot(nodes=drawn)
-    assert _emptied(snapshot, untainted=True) == _composed(snapshot)
+    assert emptied(snapshot, untainted=True) == _composed(snapshot)

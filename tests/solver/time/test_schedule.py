@@ -19,7 +19,6 @@ from placer.model.plan import Plan
 from placer.model.workload import JobSetRequest
 from placer.solver.check.checker import check
 from placer.solver.registry import get_solver
-from placer.solver.time import timeaware
 from placer.solver.time.release import ReleaseTimeline
 from placer.solver.time.schedule import hint
 from placer.solver.time.schedule_model import build_schedule
@@ -30,7 +29,9 @@ from placer.solver.time.schedule_problem import (
     starving,
     unit_release_s,
 )
+from placer.solver.time.standing import tiers
 from placer.solver.time.timeaware import reservations_of
+from placer.solver.time.units import Units
 from tests.strategies import cluster, jobset, pool, rjob
 
 NOW = datetime(2026, 12, 1, 6, 0, tzinfo=UTC)
@@ -214,14 +215,14 @@ def _request(
     """The schedule request the time-aware pass would make (through its own units)."""
     policy = TimePolicy(now=NOW, reservations="all", schedule="cpsat")
     timeline = ReleaseTimeline.build(snap, NOW, policy.default_duration_s)
-    units = timeaware._Units(snap, queue, SolveOptions(time=policy), timeline)
+    units = Units(snap, queue, SolveOptions(time=policy), timeline)
     return ScheduleRequest(
         units.layout,
         tuple(units.candidate(js, js.expected_duration_s or 0) for js in queue),
         units.free_at,
         (),
         {},
-        timeaware._tiers(queue, policy, NOW),
+        tiers(queue, policy, NOW),
         max_wait_s,
     )
 

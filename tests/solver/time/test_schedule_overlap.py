@@ -16,7 +16,6 @@ from placer.model.plan import Plan
 from placer.model.workload import JobSetRequest
 from placer.solver.check.checker import check
 from placer.solver.time import schedule as schedule_module
-from placer.solver.time import timeaware
 from placer.solver.time.calendar import Unit, UnitId, UnitLayout
 from placer.solver.time.overlap import overlap
 from placer.solver.time.release import ReleaseTimeline
@@ -30,6 +29,8 @@ from placer.solver.time.schedule import (
 )
 from placer.solver.time.schedule_model import build_schedule
 from placer.solver.time.schedule_problem import build_problem, unit_release_s
+from placer.solver.time.standing import tiers
+from placer.solver.time.units import Units
 from tests.solver.time.test_schedule import BUSY, NOW, H, _plan, _starts, _timed
 from tests.strategies import BLOCK, NODEPOOL, cluster, jobset, pool, rjob
 
@@ -302,14 +303,14 @@ def _scheduled(
     policy = TimePolicy(now=NOW, reservations="all", schedule="cpsat")
     options = SolveOptions(workers=1, seed=0, time=policy)
     timeline = ReleaseTimeline.build(snap, NOW, policy.default_duration_s)
-    units = timeaware._Units(snap, queue, options, timeline)
+    units = Units(snap, queue, options, timeline)
     request = ScheduleRequest(
         units.layout,
         tuple(units.candidate(js, js.expected_duration_s or 0) for js in queue),
         units.free_at,
         (),
         {},
-        timeaware._tiers(queue, policy, NOW),
+        tiers(queue, policy, NOW),
         None,
     )
     nodes = {unit_id: frozenset(d.nodes) for unit_id, d in units.domains.items()}

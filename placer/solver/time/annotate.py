@@ -1,0 +1,82 @@
+"""The time-aware pass's last step: on each outcome of the inner solve, its expected start,
+reserved domains, whether it runs as backfill, and whom it waits for."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from placer.model.cluster import DomainReservation
+from placer.model.plan import DomainRef, JobSetOutcome
+from placer.solver.time.overlap import sharing
+from placer.solver.time.reservations import Reservation, UnitId
+from placer.solver.time.units import Units, domain_id
+
+__all__ = ["Annotator"]
+
+
+class Annotator:
+    """Expected start, reserved domains, backfill and who it waits for, on each outcome."""
+
+    def __init__(
+        self,
+        units: Units,
+        reservations: dict[str, Reservation],
+        estimates: dict[str, Reservation],
+        held: Sequence[DomainReservation],
+        priorities: dict[str, int],
+    ) -> None:
+        self.units = units
+        self.reservations = reservations
+        self.estimates = estimates
+        self.held_on: dict[tuple[str, str], list[DomainReservation]] = {}
+        for h in held:
+            unit = units.unit_of(h.key, h.path) or (h.key, domain_id(h.path))
+            self.held_on.setdefault(unit, []).append(h)
+        self.priorities = priorities
+
+    def _sharing(self, unit: UnitId) -> list[UnitId]:
+        """The unit and those sharing a node with it (overlapping keys: a pool run now ahead of
+        its block's reservation is backfill too)."""
+        layout = self.units.layout
+        number = layout.number.get(unit)
+        if number is None:
+            return [unit]
+        return [layout.ids[u] for u in sorted(sharing(layout, number))]
+
+    def outcome(self, o: JobSetOutcome) -> JobSetOutcome:
+        update: dict[str, object] = {"priority": self.priorities.get(o.key, o.priority)}
+        if o.status == "placed":
+            ahead = [
+                h
+                for j in o.jobs
+                if j.domain is not None
+                for unit in self._sharing(
+                    self.units.unit_of(j.domain.key, j.domain.path)
+                    or (j.domain.key, domain_id(j.domain.path))
+                )
+                for h in self.held_on.get(unit, [])
+                if h.jobset != o.key
+            ]
+            update |= {"expected_start_seconds": 0.0, "backfill": bool(ahead)}
+            return o.model_copy(update=update)
+        reserved = self.reservations.get(o.key)
+        if reserved is not None and not reserved.start_s:
+            reserved = None  # meant to start now, yet not placed: estimated like the rest
+        r = reserved or self.estimates.get(o.key)
+        if r is None:
+            return o.model_copy(update=update)
+        if r.start_s is None:
+            return o.model_copy(update=update | {"expected_start_seconds": None})
+        refs = [
+            DomainRef(
+                key=u[0], value=self.units.domains[u].value, path=list(self.units.domains[u].path)
+            )
+            for group in r.units.values()
+            for u in group
+        ]
+        update |= {
+            "expected_start_seconds": r.start_s,
+            "reserved_domains": refs if reserved is not None and r.start_s > 0 else [],
+            "waits_for": self.units.waits_for(r),
+        }
+        return o.model_copy(update=update)
