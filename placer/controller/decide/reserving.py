@@ -88,6 +88,32 @@ def _domains(entry: LedgerEntry) -> list[DomainRef]:
     )
 
 
+def _same_domains(old: Sequence[DomainRef], new: Sequence[DomainRef]) -> bool:
+    """The same domains, whichever levels each round named them under: levels come from the
+    queue's keys, so a round with JobSets exclusive per block names pool `B0/p0` and one without
+    names it `p0`. Each must pair with one of the other of the same key and value, the paths
+    agreeing wherever both name a level (as `Topology.find` resolves them)."""
+    if len(old) != len(new):
+        return False
+    left = list(old)
+    for ref in new:
+        named = dict(ref.path)
+        match = next(
+            (
+                o
+                for o in left
+                if o.key == ref.key
+                and o.value == ref.value
+                and all(named.get(k, v) == v for k, v in o.path)
+            ),
+            None,
+        )
+        if match is None:
+            return False
+        left.remove(match)
+    return True
+
+
 @dataclass(frozen=True)
 class ReservationChanges:
     put: dict[str, LedgerEntry]
@@ -139,11 +165,11 @@ def reservation_changes(
             start=start,
             end=start + duration,
         )
-        if old is None or _domains(old) != domains:
+        if old is None or not _same_domains(_domains(old), domains):
             put[k] = entry
             announce[k] = entry
-        elif old.start is None or abs(old.start - start) > RETIME_S:
-            put[k] = entry
+        elif _domains(old) != domains or old.start is None or abs(old.start - start) > RETIME_S:
+            put[k] = entry  # renamed or retimed: rewritten, not announced again
     return ReservationChanges(put=put, remove=frozenset(remove), announce=announce)
 
 

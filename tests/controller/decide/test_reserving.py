@@ -1,20 +1,29 @@
-"""Holds and their timing: one builder of hold tokens, running JobSets dated from their pods."""
+"""Holds and their timing (one builder of hold tokens, running JobSets dated from their pods),
+and the ledger changes a round's reservations make."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
+
 from benchmarks import cluster_sim as sim
 from placer.controller.decide.domains import hold_token, holds
+from placer.controller.decide.ledger import RESERVATION, LedgerEntry, entry_key
 from placer.controller.decide.planning import PlannedRound
-from placer.controller.decide.reserving import running_timing
+from placer.controller.decide.reserving import (
+    ReservationChanges,
+    reservation_changes,
+    running_timing,
+)
 from placer.controller.decide.snapshot import planning_snapshot
-from placer.controller.decide.survey import jobset_pods
+from placer.controller.decide.survey import ManagedJobSet, jobset_pods
 from placer.model.assignment import Assignment, JobAssignment
 from placer.model.cluster import RunningJobSet
 from placer.model.durations import EXPECTED_DURATION
-from placer.model.plan import DomainRef
+from placer.model.options import TimePolicy
+from placer.model.plan import DomainRef, JobSetOutcome, Plan, SolverReport
 from tests.controller.builders import BLOCK, TPU, controller, record, state_of, tpu_cluster
 
 STARTED = datetime(2026, 12, 1, 4, 0, tzinfo=UTC)
@@ -89,3 +98,76 @@ def test_a_refused_placement_becomes_unschedulable() -> None:
         "ns/a": "not committed: would share node n-0 with the ledger's x",
     }
     assert planned.refusing({}) is planned
+
+
+POOL = "cloud.google.com/gke-nodepool"
+
+
+def _waiting(reserved: list[DomainRef], start_s: float) -> tuple[Plan, ManagedJobSet]:
+    """A plan reserving `reserved` from `start_s` for `default/wide`, and the JobSet as the
+    survey sees it: waiting, no record."""
+    outcome = JobSetOutcome(
+        name="wide",
+        status="unschedulable",
+        expected_start_seconds=start_s,
+        reserved_domains=reserved,
+    )
+    plan = Plan(solver=SolverReport(name="best-fit", status="HEURISTIC"), jobsets=[outcome])
+    ms = ManagedJobSet(
+        obj={"metadata": {"name": "wide", "namespace": "default", "uid": "u1"}},
+        request=None,
+        error="",
+        assignment=None,
+        annotation=None,
+        finished=False,
+        suspended=False,
+        restarts=0,
+        pods=(),
+    )
+    return plan, ms
+
+
+KEY = entry_key(RESERVATION, "default/wide")
+
+
+def _changes(
+    reserved: list[DomainRef], start_s: float, old: LedgerEntry | None
+) -> ReservationChanges:
+    """The ledger changes of one round reserving `reserved`, after a round that left `old`."""
+    plan, ms = _waiting(reserved, start_s)
+    ledger = {KEY: old} if old is not None else {}
+    return reservation_changes([plan], [ms], ledger, 1_000_000.0, TimePolicy())
+
+
+def _paths(entry: LedgerEntry) -> list[list[tuple[str, str]]]:
+    return sorted(j.domain.path for j in entry.record.jobs.values() if j.domain is not None)
+
+
+NESTED = [
+    DomainRef(key=POOL, value="p0", path=[(BLOCK, "B0"), (POOL, "p0")]),
+    DomainRef(key=POOL, value="p1", path=[(BLOCK, "B0"), (POOL, "p1")]),
+]
+FLAT = [DomainRef(key=POOL, value=d.value, path=[(POOL, d.value)]) for d in NESTED]
+
+
+@pytest.mark.parametrize(("before", "after"), [(NESTED, FLAT), (FLAT, NESTED)])
+def test_a_reservation_named_under_other_levels_is_rewritten_not_announced(
+    before: list[DomainRef], after: list[DomainRef]
+) -> None:
+    """A JobSet exclusive per block left the queue (or came): the pools are the same, so no
+    second `Reserved` event; the ledger takes this round's names."""
+    old = _changes(before, 3600.0, None).put[KEY]
+    changes = _changes(after, 3600.0, old)
+    assert not changes.announce
+    assert _paths(changes.put[KEY]) == sorted(d.path for d in after)
+    # the same names and start: nothing written
+    assert not _changes(before, 3600.0, old).put
+
+
+def test_a_reservation_moved_to_other_domains_is_announced() -> None:
+    old = _changes(NESTED, 3600.0, None).put[KEY]
+    other = [NESTED[0], DomainRef(key=POOL, value="p2", path=[(POOL, "p2")])]
+    assert KEY in _changes(other, 3600.0, old).announce
+    # a pool of the same name in another block is another domain
+    elsewhere = [NESTED[0], DomainRef(key=POOL, value="p1", path=[(BLOCK, "B1"), (POOL, "p1")])]
+    assert KEY in _changes(elsewhere, 3600.0, old).announce
