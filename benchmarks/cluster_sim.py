@@ -27,7 +27,7 @@ from placer.controller.act.memory_adapter import MemoryCluster
 from placer.controller.adapter import Obj
 from placer.controller.decide.bindings import NAMESPACED_JOB_LABEL, NO_SCHEDULE_TAINT
 from placer.model.assignment import PLACEMENT_GATE
-from placer.model.pods import (
+from placer.model.kube.pods import (
     COMPLETION_INDEX_LABEL,
     JOB_INDEX_LABEL,
     JOB_NAME_LABEL,
@@ -45,7 +45,7 @@ from placer.model.scheduling import (
     matches_term,
     tolerates,
 )
-from placer.model.snapshot import TERMINAL_PHASES
+from placer.model.snapshots.load import TERMINAL_PHASES
 from placer.model.workload import (
     EXCLUSIVE_TOPOLOGY,
     JOBSET_NAME_LABEL,

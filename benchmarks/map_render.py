@@ -22,9 +22,9 @@ from benchmarks.kubectl_export import write_scenario
 from benchmarks.measure import machine_info
 from benchmarks.scaling import HOSTS_PER_POOL
 from benchmarks.scenarios import build_tpu_pool_fleet, hetero
-from placer.model.jobset import load_jobsets
+from placer.model.jobset.parse import load_jobsets
 from placer.model.options import SolveOptions
-from placer.model.snapshot import load_snapshot
+from placer.model.snapshots.load import load_snapshot
 from placer.render.fleet_map import build_fleet_map
 from placer.render.map_html import render_map_html
 from placer.render.map_png import write_map_png

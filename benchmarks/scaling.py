@@ -59,8 +59,8 @@ def _worker(
     cluster: str, jobsets: str, solver_name: str, options: SolveOptions, check: bool
 ) -> dict[str, Any]:
     """Runs inside the child process: load, solve, report (timed and measured separately)."""
-    from placer.model.jobset import load_jobsets
-    from placer.model.snapshot import load_snapshot
+    from placer.model.jobset.parse import load_jobsets
+    from placer.model.snapshots.load import load_snapshot
     from placer.solver.context import PlacementContext
     from placer.solver.registry import get_solver
 

@@ -6,7 +6,7 @@ CPU time, wall time and peak resident set:
 - `json.load`, collector on and off: the floor the planner's speed target is measured against;
 - `pydantic`: the same fields as pydantic models, validated from the raw bytes in one call
   (`TypeAdapter.validate_json`), the alternative the issue named;
-- `msgspec`: placer's decoder (`placer.model.kube_objects.decode_kubectl_list`);
+- `msgspec`: placer's decoder (`placer.model.kube.objects.decode_kubectl_list`);
 - `load_snapshot`: the whole loader (decoding, quantities, pods summed per node, Node models), as
   is, with the collector running, without computing footprints once per pod signature, and
   without converting each distinct node allocatable once.
@@ -125,13 +125,13 @@ def _variant(name: str, path: str) -> int:
     if base == "pydantic":
         return _pydantic_decode(Path(path).read_bytes())
     if base == "msgspec":
-        from placer.model.kube_objects import decode_kubectl_list
+        from placer.model.kube.objects import decode_kubectl_list
 
         items = decode_kubectl_list(Path(path).read_bytes())
         assert items is not None, "not a kubectl List of Nodes, Pods and PriorityClasses"
         return len(items)
-    from placer.model import snapshot
     from placer.model.resources import parse_resource_map
+    from placer.model.snapshots import load as snapshot
 
     if base == "load_snapshot-footprint-signatures":
         snapshot.footprint_signature = lambda pod: None  # type: ignore[attr-defined]

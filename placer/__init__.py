@@ -5,10 +5,10 @@ Everything else lives in the subpackages (model, solver, controller) and is reac
 """
 
 from placer.model.errors import ClusterError, InputError, PlacerError
-from placer.model.jobset import load_jobsets
+from placer.model.jobset.parse import load_jobsets
 from placer.model.options import SolveOptions
 from placer.model.plan import Plan
-from placer.model.snapshot import load_snapshot
+from placer.model.snapshots.load import load_snapshot
 from placer.solver.check.checker import check
 from placer.solver.registry import SOLVER_NAMES, get_solver
 

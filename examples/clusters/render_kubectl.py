@@ -14,7 +14,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))
 
-from placer.model.snapshot import load_snapshot, snapshot_to_kubectl_list  # noqa: E402
+from placer.model.snapshots.load import load_snapshot, snapshot_to_kubectl_list  # noqa: E402
 
 SOURCE = HERE / "tpu-v5e-v6e.yaml"
 TARGET = HERE / "tpu-kubectl.json"

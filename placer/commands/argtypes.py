@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from placer.model.errors import InputError
 from placer.model.messages import echo
-from placer.model.names import check_levels, qualified_name_problem
+from placer.model.read.names import check_levels, qualified_name_problem
 
 __all__ = [
     "PORT",

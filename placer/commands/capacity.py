@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _cheapest(args: argparse.Namespace) -> int:
-    from placer.model.jobset import load_jobsets
+    from placer.model.jobset.parse import load_jobsets
     from placer.solver.capacity.catalog import load_catalog
     from placer.solver.capacity.cheapest import cheapest_pools
 

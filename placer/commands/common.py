@@ -26,15 +26,15 @@ from placer.commands.argtypes import label_keys, number, whole_number
 from placer.commands.preemption_args import preemption_from_args
 from placer.model.cluster import ClusterSnapshot
 from placer.model.errors import InputError
-from placer.model.files import check_input_file
-from placer.model.limits import MAX_WORKERS, SEED_MAX
 from placer.model.options import SolveOptions
 from placer.model.plan import Plan
+from placer.model.read.files import check_input_file
+from placer.model.read.limits import MAX_WORKERS, SEED_MAX
 from placer.model.workload import JobSetRequest
 from placer.solver.registry import SOLVER_NAMES
 
 if TYPE_CHECKING:  # the live queue imports the Kubernetes client: only when live
-    from placer.model.live_queue import LiveQueue
+    from placer.model.jobset.live_queue import LiveQueue
 
 __all__ = [
     "LOAD_PHASE",
@@ -211,7 +211,8 @@ def load_cluster(args: argparse.Namespace) -> ClusterSnapshot:
     kubeconfig = getattr(args, "kubeconfig", None)
     if kubeconfig:
         check_input_file(kubeconfig, field="--kubeconfig")
-        from placer.model.live import load_live_snapshot  # kubernetes client: only when live
+        # the kubernetes client: imported only when live
+        from placer.model.snapshots.live import load_live_snapshot
 
         return _guarded(lambda: load_live_snapshot(kubeconfig), [kubeconfig])
     paths = _check_paths(getattr(args, "cluster", None) or [], "cluster snapshot")
@@ -221,7 +222,7 @@ def load_cluster(args: argparse.Namespace) -> ClusterSnapshot:
             field="--cluster",
             code="usage",
         )
-    from placer.model.snapshot import load_snapshot
+    from placer.model.snapshots.load import load_snapshot
 
     return _guarded(lambda: load_snapshot(paths), paths)
 
@@ -229,9 +230,9 @@ def load_cluster(args: argparse.Namespace) -> ClusterSnapshot:
 def load_live_queue_args(
     args: argparse.Namespace, snapshot: ClusterSnapshot, jobsets: Sequence[JobSetRequest]
 ) -> tuple[list[JobSetRequest], LiveQueue]:
-    """With --kubeconfig: the JobSets given, then the cluster's pending ones not given (files
-    win), numbered on in queue order; and what Kueue still owes each (model/live_queue.py)."""
-    from placer.model.live_queue import load_live_queue
+    """With --kubeconfig: the JobSets given, then the cluster's pending ones not given (files win),
+    numbered on in queue order; and what Kueue still owes each (model/jobset/live_queue.py)."""
+    from placer.model.jobset.live_queue import load_live_queue
     from placer.model.whatif import running_jobsets
 
     kubeconfig = str(args.kubeconfig)
@@ -252,12 +253,12 @@ def load_inputs(args: argparse.Namespace) -> tuple[ClusterSnapshot, list[JobSetR
     """Read the cluster, then the JobSets (priority classes resolve through the snapshot's)."""
     jobset_paths = _check_paths(getattr(args, "jobsets", None) or [], "JobSet manifests")
     snapshot = load_cluster(args)
-    from placer.model.jobset import load_jobsets
+    from placer.model.jobset.parse import load_jobsets
 
     jobsets = _guarded(
         lambda: load_jobsets(jobset_paths, priority_classes=snapshot.priority_classes), jobset_paths
     )
-    from placer.model.kueue_annotations import check_topology_levels
+    from placer.model.kueue.annotations import check_topology_levels
 
     check_topology_levels(jobsets, getattr(args, "levels", None) or snapshot.levels)
     return snapshot, list(jobsets)

@@ -36,8 +36,8 @@ from placer.commands.timing import (
 )
 from placer.model.durations import parse_go_duration
 from placer.model.errors import ClusterError, InputError
-from placer.model.files import check_input_file
 from placer.model.preemption import DEFAULT_MAX_PER_DAY
+from placer.model.read.files import check_input_file
 
 __all__ = ["register", "run"]
 

@@ -3,8 +3,8 @@
 Plans the same snapshot and queue as `placer plan` (same flags, same solver), then explains one
 JobSet: counts by reason per replicated job, a minimal set of conflicting requirements (CP-SAT
 assumptions) and remedies, each checked by planning again. With --kubeconfig the cluster's pending
-JobSets join the queue (model/live_queue.py) and a JobSet that Kueue has not given quota yet is
-said to wait for Kueue, with when it would start once it has. Exit 0 with an explanation (placed
+JobSets join the queue (model/jobset/live_queue.py) and a JobSet that Kueue has not given quota yet
+is said to wait for Kueue, with when it would start once it has. Exit 0 with an explanation (placed
 or not); exit 2 on bad input, through `PlacerError` in `placer.cli`.
 """
 
@@ -36,7 +36,7 @@ from placer.model.workload import JobSetRequest
 from placer.render.explain import render_explanation, render_explanation_json
 
 if TYPE_CHECKING:  # the live queue imports the Kubernetes client: only when live
-    from placer.model.live_queue import LiveQueue
+    from placer.model.jobset.live_queue import LiveQueue
 
 __all__ = ["register", "run"]
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from placer.commands.argtypes import PORT, whole_number
 from placer.commands.timing import add_guard_arg, guard_s
 from placer.model.errors import InputError
-from placer.model.files import check_input_file
+from placer.model.read.files import check_input_file
 
 __all__ = ["register", "run"]
 

@@ -49,8 +49,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from placer.model.jobset import validate_jobset
-    from placer.model.manifests import read_documents
+    from placer.model.jobset.parse import validate_jobset
+    from placer.model.read.manifests import read_documents
 
     for p in args.jobsets:
         if not Path(p).exists():

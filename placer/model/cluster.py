@@ -1,6 +1,6 @@
 """The cluster as the planner sees it: nodes with free capacity, and who holds which node.
 
-Loaders (`placer.model.snapshot`) build a `ClusterSnapshot` from kubectl JSON, the compact
+Loaders (`placer.model.snapshots.load`) build a `ClusterSnapshot` from kubectl JSON, the compact
 description or a live cluster; the controller builds one from its watch cache. Free capacity is
 already net of the requests of non-terminal pods bound to each node, so solvers never look at pods.
 """

@@ -3,7 +3,7 @@
     PlacerError                  root: everything placer raises on purpose
     +-- InputError (ValueError)  a manifest, snapshot or option is wrong; names file, object, field
     +-- ClusterError             the Kubernetes API failed or refused (converted at the boundary,
-        |                        placer.model.kube_client)
+        |                        placer.model.kube.client)
         +-- ResourceExpired      410 Gone: a watch's resourceVersion or a list's continue token
                                  is older than the server keeps; relist, do not back off
 

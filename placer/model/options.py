@@ -9,9 +9,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from placer.model.errors import InputError
-from placer.model.limits import MAX_WORKERS
 from placer.model.messages import echo
 from placer.model.preemption import PreemptionPolicy
+from placer.model.read.limits import MAX_WORKERS
 
 __all__ = [
     "DEFAULT_DURATION_S",

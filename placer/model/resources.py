@@ -19,7 +19,7 @@ from typing import Any
 
 from placer.model.errors import InputError
 from placer.model.messages import echo
-from placer.model.names import check, qualified_name_problem
+from placer.model.read.names import check, qualified_name_problem
 
 __all__ = [
     "MAX_QUANTITY",

@@ -7,8 +7,8 @@ combined with others in any order the user gives.
 
 - `drain`: nodes leave the cluster (a node name, or every node with a label `KEY=VALUE`: a whole
   domain). Pods on them are gone with them; nothing else changes.
-- `add_pools_from`: nodes of the pools in a compact cluster description (`kind:
-  ClusterDescription`, see `placer.model.compact`), with its overrides and running load, appended.
+- `add_pools_from`: nodes of the pools in a compact cluster description (`kind: ClusterDescription`,
+  see `placer.model.snapshots.compact`), with its overrides and running load, appended.
 - `remove_jobset`: a running JobSet finishes: its pods' requests go back to `free` and its host
   ports are released on every node (from `Node.jobset_usage`), and it no longer holds domains.
   When a node does not know the JobSet's usage (an older snapshot), only the hold is released, and
@@ -22,11 +22,11 @@ from decimal import Decimal
 from pathlib import Path
 
 from placer.model.cluster import ClusterSnapshot, Node
-from placer.model.compact import DESCRIPTION_KIND, parse_description
 from placer.model.errors import InputError
-from placer.model.manifests import object_key, read_documents
 from placer.model.messages import echo
+from placer.model.read.manifests import object_key, read_documents
 from placer.model.resources import add_resources
+from placer.model.snapshots.compact import DESCRIPTION_KIND, parse_description
 
 __all__ = [
     "WhatIf",

@@ -1,8 +1,8 @@
 """What a JobSet asks of the cluster, once parsed: replicated jobs, their pods' needs, priority.
 
-This is the solver's view of a JobSet. The parser (`placer.model.jobset`) builds it from a manifest;
-everything downstream reads these frozen models and never the raw YAML, except the writers, which
-keep `manifest` to emit patches without losing unknown fields.
+This is the solver's view of a JobSet. The parser (`placer.model.jobset.parse`) builds it from a
+manifest; everything downstream reads these frozen models and never the raw YAML, except the
+writers, which keep `manifest` to emit patches without losing unknown fields.
 """
 
 from __future__ import annotations

@@ -34,8 +34,8 @@ from pydantic import BaseModel, ConfigDict
 from placer.model.cluster import ClusterSnapshot, Node
 from placer.model.errors import InputError
 from placer.model.messages import echo
-from placer.model.names import dns1123_label_problem, dns1123_subdomain_problem
 from placer.model.plan import DomainRef, JobPlacement, JobSetOutcome, Plan
+from placer.model.read.names import dns1123_label_problem, dns1123_subdomain_problem
 from placer.model.scheduling import Taint
 from placer.model.workload import JobSetRequest
 from placer.render.emit_dir import OWN_FILES, clear_previous, write_files

@@ -22,7 +22,7 @@ from aiohttp.web_protocol import RequestHandler
 from aiohttp.web_request import BaseRequest
 
 from placer.model.errors import InputError
-from placer.model.files import check_input_file
+from placer.model.read.files import check_input_file
 from placer.serving.app import (
     ADMISSION_KEY,
     LIMITS_KEY,
@@ -49,7 +49,7 @@ def server_ssl_context(
 ) -> ssl.SSLContext:
     """A server-side TLS context (TLS 1.2 or newer) from PEM certificate chain and key files.
 
-    Both files are checked first (`placer.model.files`: regular files of at most
+    Both files are checked first (`placer.model.read.files`: regular files of at most
     `MAX_PEM_BYTES`, so a FIFO put in a certificate's place cannot block the caller); any problem
     is one InputError naming the flag."""
     check_input_file(cert_file, field=cert_field, limit=MAX_PEM_BYTES)

@@ -13,7 +13,7 @@ from decimal import Decimal
 from functools import cached_property
 
 from placer.model.cluster import ClusterSnapshot, DomainReservation, Node
-from placer.model.kueue_annotations import podset_groups
+from placer.model.kueue.annotations import podset_groups
 from placer.model.options import SolveOptions
 from placer.model.resources import is_accelerator
 from placer.model.topology import Domain, Topology, default_levels
@@ -124,7 +124,7 @@ class PlacementContext:
 
     def podset_group(self, jc: JobClass) -> tuple[JobClass, JobClass] | None:
         """(workers, leader) when `jc` is one of a Kueue podset group's two members, both with
-        pods (`placer.model.kueue_annotations.podset_groups` says which leads); a group whose
+        pods (`placer.model.kueue.annotations.podset_groups` says which leads); a group whose
         other member has no pods is no group: its one member is placed alone."""
         return self._podset_groups.get(jc.index)
 

@@ -4,7 +4,7 @@ pods onto theirs, and can bind. See deploy/scheduler/README.md for wiring it int
 Modules, bottom up: `pods` (a pod's identity), `state` (the plan index and its store), `decide`
 (pure filter/prioritize), `wire` (the extender JSON), `server` (HTTP), `sources` (plan files and API
 objects to rows), `kube_source` (the only Kubernetes API user: watches and Bindings, through
-placer's boundary `placer.model.kube_client`), `service` (assembly for the CLI). This package
+placer's boundary `placer.model.kube.client`), `service` (assembly for the CLI). This package
 exports the pieces other code calls; `kube_source` stays out so importing the extender never needs
 the client.
 """

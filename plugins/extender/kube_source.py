@@ -3,7 +3,7 @@ placement ledger (its reservations), create Bindings.
 
 Everything it reads is handed to the pure converters in `sources` and stored in the
 `ExtenderStore`. Client setup, paged lists, watches and the conversion of every client failure
-into a `ClusterError` are placer's Kubernetes boundary (`placer.model.kube_client`), shared with
+into a `ClusterError` are placer's Kubernetes boundary (`placer.model.kube.client`), shared with
 the controller and the live snapshot loader; no module of the extender imports the client itself.
 
 Watch loop, per resource: list (replace everything the store knows of that kind), then watch from
@@ -20,7 +20,7 @@ from typing import Any
 
 from placer.controller.decide.ledger import LEDGER_NAME
 from placer.model.errors import ClusterError, ResourceExpired
-from placer.model.kube_client import (
+from placer.model.kube.client import (
     ApiClient,
     KubeApis,
     WatchStop,

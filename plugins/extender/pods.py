@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from placer.model.pods import (
+from placer.model.kube.pods import (
     COMPLETION_INDEX_LABEL,
     JOB_INDEX_LABEL,
     JOB_NAME_LABEL,

@@ -93,7 +93,7 @@ def build(options: ServiceOptions) -> Service:
                 field="--cluster",
                 code="usage",
             )
-        from placer.model.kube_client import api_client
+        from placer.model.kube.client import api_client
         from plugins.extender.kube_source import KubeWatcher
 
         store = ExtenderStore(synced=False, guard_s=options.reservation_guard_s)
@@ -103,7 +103,7 @@ def build(options: ServiceOptions) -> Service:
         stop_source = watcher.stop
     binder: Binder | None = None
     if options.bind:
-        from placer.model.kube_client import api_client
+        from placer.model.kube.client import api_client
         from plugins.extender.kube_source import KubeBinder
 
         binder = KubeBinder(api_client(options.kubeconfig))

@@ -21,9 +21,9 @@ from pydantic import ValidationError
 
 from placer.model.assignment import ASSIGNMENT_ANNOTATION, Assignment
 from placer.model.errors import InputError
-from placer.model.files import read_input_text
-from placer.model.loading import load_json
 from placer.model.plan import Plan
+from placer.model.read.files import read_input_text
+from placer.model.read.loading import load_json
 from plugins.extender.state import (
     DEFAULT_GUARD_S,
     MAX_START_S,
@@ -80,7 +80,7 @@ def load_plan(path: str | Path) -> Plan:
 
 def load_cluster_labels(paths: Sequence[str | Path]) -> dict[str, dict[str, str]]:
     """node name -> labels, from the snapshot files `placer plan --cluster` reads."""
-    from placer.model.snapshot import load_snapshot  # the loader pulls in the resource parser
+    from placer.model.snapshots.load import load_snapshot  # the loader pulls in the resource parser
 
     snapshot = load_snapshot(list(paths))
     return {n.name: dict(n.labels) for n in snapshot.nodes}

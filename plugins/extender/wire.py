@@ -17,7 +17,7 @@ decoded from its span by a struct that skips every other field, and the response
 accepted Nodes' spans. A JSON parser decides what is a key and where a value ends, so a `"labels"`
 or `"name"` key nested elsewhere in a Node (an annotation, a status field) is never taken for the
 Node's own; duplicate keys resolve as in Python's decoder (the last one counts). The Pod, small,
-is decoded in full by `placer.model.loading` (NaN, overlong numbers refused).
+is decoded in full by `placer.model.read.loading` (NaN, overlong numbers refused).
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from typing import Any
 import msgspec
 
 from placer.model.errors import InputError
-from placer.model.limits import MAX_NESTING_DEPTH
-from placer.model.loading import JSON_DECODER
+from placer.model.read.limits import MAX_NESTING_DEPTH
+from placer.model.read.loading import JSON_DECODER
 from plugins.extender.decide import FilterResult, HostScore
 
 __all__ = [

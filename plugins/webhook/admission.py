@@ -36,9 +36,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from placer.model.assignment import PLACEMENT_GATE, PREFIX
-from placer.model.loading import JSON_DECODER
 from placer.model.messages import echo
-from placer.model.names import qualified_name_problem
+from placer.model.read.loading import JSON_DECODER
+from placer.model.read.names import qualified_name_problem
 from placer.model.workload import JOBSET_NAME_LABEL, NODE_SELECTOR_STRATEGY
 
 __all__ = [

@@ -10,9 +10,9 @@ import pytest
 from benchmarks import scenarios
 from benchmarks.kubectl_export import write_scenario
 from benchmarks.metrics import apply_plan, plan_metrics
-from placer.model.jobset import load_jobsets
+from placer.model.jobset.parse import load_jobsets
 from placer.model.options import SolveOptions
-from placer.model.snapshot import load_snapshot
+from placer.model.snapshots.load import load_snapshot
 from placer.solver.check.checker import check
 from placer.solver.registry import get_solver
 

@@ -13,10 +13,10 @@ import pytest
 import yaml
 
 from placer.cli import main
-from placer.model.jobset import load_jobsets
+from placer.model.jobset.parse import load_jobsets
 from placer.model.options import SolveOptions
 from placer.model.plan import Plan
-from placer.model.snapshot import load_snapshot
+from placer.model.snapshots.load import load_snapshot
 from placer.solver.check.checker import check
 from placer.solver.registry import SOLVER_NAMES
 from tests.cli.inputs import NODEPOOL, jobset_manifest, write_cluster, write_jobsets

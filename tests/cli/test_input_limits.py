@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from placer.cli import main
-from placer.model.limits import MAX_PODS_PER_JOBSET, MAX_PODS_PER_PLAN
+from placer.model.read.limits import MAX_PODS_PER_JOBSET, MAX_PODS_PER_PLAN
 from tests.cli.inputs import jobset_manifest, write_cluster, write_jobsets
 
 REPO = Path(__file__).resolve().parents[2]

@@ -55,6 +55,6 @@ def test_twenty_thousand_skipped_documents_print_a_bounded_number_of_lines(
     lines = done.stderr.splitlines()
     assert len(lines) == REPEATS_SHOWN + 1
     assert lines[-1] == (
-        f"WARNING placer.model.jobset: ... and {20_000 - REPEATS_SHOWN} more like "
+        f"WARNING placer.model.jobset.parse: ... and {20_000 - REPEATS_SHOWN} more like "
         "'%s: skipping %s (not a JobSet)' (not shown)"
     )

@@ -59,7 +59,7 @@ def load_documents(path: Path) -> list[dict[str, Any]]:
 def example_cluster(name: str) -> dict[str, Any]:
     """An example cluster (examples/clusters/NAME) as `kubectl get -o json` items, via placer's
     own renderer of its compact description."""
-    from placer.model.snapshot import load_snapshot, snapshot_to_kubectl_list
+    from placer.model.snapshots.load import load_snapshot, snapshot_to_kubectl_list
 
     listing = snapshot_to_kubectl_list(load_snapshot([REPO / "examples/clusters" / name]))
     return dict(listing)

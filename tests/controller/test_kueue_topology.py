@@ -19,7 +19,7 @@ from placer.controller.act.kube_adapter import KubeAdapter
 from placer.controller.act.memory_adapter import MemoryCluster
 from placer.controller.decide.snapshot import planning_snapshot
 from placer.model.options import SolveOptions
-from placer.model.snapshot import snapshot_from_objects
+from placer.model.snapshots.load import snapshot_from_objects
 from placer.solver.check.checker import check
 from placer.solver.registry import get_solver
 from tests.controller.apiserver import ApiServer
@@ -70,7 +70,7 @@ def plan_status(c: MemoryCluster) -> tuple[str, str]:
         levels=LEVELS if topologies else (),
         kueue_topology="Topology/default" if topologies else "",
     )
-    from placer.model.jobset import parse_jobset
+    from placer.model.jobset.parse import parse_jobset
 
     js = parse_jobset(c.objects("jobsets")[0])
     options = SolveOptions(workers=1)

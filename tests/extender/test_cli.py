@@ -90,7 +90,7 @@ def test_the_extender_reaches_kubernetes_only_through_the_boundary() -> None:
         uses_client = any(m == "kubernetes" or m.startswith("kubernetes.") for m in modules)
         assert not uses_client, path.name
         top_level = {m for m, top in _imports(path) if top}
-        uses_boundary = "placer.model.kube_client" in top_level
+        uses_boundary = "placer.model.kube.client" in top_level
         assert uses_boundary == (path.name == "kube_source.py"), path.name
 
 

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from placer.model.errors import InputError
-from placer.model.jobset import parse_jobset
-from placer.model.kueue_annotations import check_topology_levels
+from placer.model.jobset.parse import parse_jobset
+from placer.model.kueue.annotations import check_topology_levels
 from tests.model.test_jobset import manifest
 
 REQ = "kueue.x-k8s.io/podset-required-topology"

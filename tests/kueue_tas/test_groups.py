@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from placer.cli import main
 from placer.model.cluster import ClusterSnapshot, Node
 from placer.model.errors import InputError
-from placer.model.jobset import parse_jobset
-from placer.model.kueue_annotations import podset_groups
+from placer.model.jobset.parse import parse_jobset
+from placer.model.kueue.annotations import podset_groups
 from placer.model.options import SolveOptions
 from placer.model.plan import Plan, PodPlacement
 from placer.model.workload import JobSetRequest

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from placer.model.cluster import ClusterSnapshot, Node
-from placer.model.jobset import parse_jobset
+from placer.model.jobset.parse import parse_jobset
 from placer.model.options import SolveOptions
 from placer.model.plan import Plan
 from placer.model.workload import JobSetRequest

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from placer.model.live import load_live_snapshot
+from placer.model.snapshots.live import load_live_snapshot
 from tests.kueue_tas.test_topology_object import BLOCK, HOST, RACK, kube_node, topology
 from tests.model.test_live import Emulator, write_kubeconfig
 

@@ -15,7 +15,7 @@ import yaml
 
 from placer.cli import main
 from placer.model.errors import InputError
-from placer.model.snapshot import load_snapshot
+from placer.model.snapshots.load import load_snapshot
 from tests.helpers.cli import command
 
 BLOCK = "cloud.com/topology-block"

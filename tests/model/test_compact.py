@@ -10,9 +10,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from placer.model.cluster import ClusterSnapshot
-from placer.model.compact import add_pools, expand_pools, parse_description, render_template
 from placer.model.errors import InputError
 from placer.model.scheduling import Taint
+from placer.model.snapshots.compact import (
+    add_pools,
+    expand_pools,
+    parse_description,
+    render_template,
+)
 
 POOL = "cloud.google.com/gke-nodepool"
 TPU_POOL = {

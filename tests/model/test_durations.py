@@ -116,7 +116,7 @@ def test_bad_deadline_and_bad_annotation_name_file_object_and_field() -> None:
 
 
 def test_parsed_jobset_carries_its_expected_duration() -> None:
-    from placer.model.jobset import parse_jobset
+    from placer.model.jobset.parse import parse_jobset
 
     js = _jobset({EXPECTED_DURATION: "90m"})
     js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"] = {

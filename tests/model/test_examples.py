@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from placer.model.cluster import ClusterSnapshot
-from placer.model.jobset import load_jobsets
-from placer.model.snapshot import load_snapshot, snapshot_to_kubectl_list
+from placer.model.jobset.parse import load_jobsets
+from placer.model.snapshots.load import load_snapshot, snapshot_to_kubectl_list
 from placer.model.topology import Topology
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from placer.model.errors import InputError
-from placer.model.files import check_input_file, read_input, read_input_text
+from placer.model.read.files import check_input_file, read_input, read_input_text
 
 
 def test_reads_a_regular_file(tmp_path: Path) -> None:

@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from placer.controller.decide.prepare import prepare_jobset
-from placer.model.compact import parse_description
 from placer.model.errors import InputError
-from placer.model.jobset import parse_jobset, validate_jobset
-from placer.model.snapshot import snapshot_from_objects
+from placer.model.jobset.parse import parse_jobset, validate_jobset
+from placer.model.snapshots.compact import parse_description
+from placer.model.snapshots.load import snapshot_from_objects
 from tests.cli.inputs import jobset_manifest
 
 HOSTILE = st.one_of(

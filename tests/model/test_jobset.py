@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from placer.model.errors import InputError
-from placer.model.jobset import load_jobsets, parse_jobset
+from placer.model.jobset.parse import load_jobsets, parse_jobset
 from placer.model.scheduling import NodeSelectorRequirement, NodeSelectorTerm, Toleration
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "jobset-examples"

@@ -21,9 +21,9 @@ import urllib3
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
-from placer.model import kube_client
 from placer.model.errors import ClusterError, ResourceExpired
-from placer.model.kube_client import (
+from placer.model.kube import client as kube_client
+from placer.model.kube.client import (
     PAGE_SIZE,
     KubeApis,
     WatchStop,

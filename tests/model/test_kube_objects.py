@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from placer.model.errors import InputError
-from placer.model.kube_objects import (
+from placer.model.kube.objects import (
     NodeCondition,
     NodeObject,
     NodeSpec,
@@ -37,7 +37,7 @@ from placer.model.kube_objects import (
     read_object,
 )
 from placer.model.resources import PODS, pod_request
-from placer.model.snapshot import _footprints, load_snapshot, snapshot_from_objects
+from placer.model.snapshots.load import _footprints, load_snapshot, snapshot_from_objects
 
 ODD = st.sampled_from(
     [None, 1, 1.5, True, "", "x", "Sometimes", [], {}, ["x"], {"a": 1}, {"a": "b"}, {1: "x"}]

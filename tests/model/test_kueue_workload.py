@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from placer.model.kueue_workload import kueue_standing, owner_of, waits_for_quota
+from placer.model.kueue.workload import kueue_standing, owner_of, waits_for_quota
 
 
 def workload(*conditions: tuple[str, str, str], checks: list[dict[str, str]] | None = None) -> Any:

@@ -18,8 +18,8 @@ import pytest
 from kubernetes import client, config
 
 from placer.model.errors import ClusterError
-from placer.model.live import load_live_snapshot
-from placer.model.snapshot import load_snapshot, snapshot_to_kubectl_list
+from placer.model.snapshots.live import load_live_snapshot
+from placer.model.snapshots.load import load_snapshot, snapshot_to_kubectl_list
 
 ROOT = Path(__file__).resolve().parents[2]
 

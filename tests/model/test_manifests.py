@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from placer.model import loading, manifests
 from placer.model.errors import InputError
-from placer.model.manifests import read_documents
+from placer.model.read import loading, manifests
+from placer.model.read.manifests import read_documents
 
 MANIFESTS = [
     *sorted((Path(__file__).resolve().parents[1] / "data").rglob("*.yaml")),

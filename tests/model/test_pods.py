@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from placer.model.pods import (
+from placer.model.kube.pods import (
     COMPLETION_INDEX_LABEL,
     JOB_INDEX_LABEL,
     JOBSET_UID_LABEL,

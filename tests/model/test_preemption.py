@@ -17,7 +17,7 @@ from placer.model.preemption import (
     eviction_cost,
     jobset_preemption_facts,
 )
-from placer.model.snapshot import load_snapshot
+from placer.model.snapshots.load import load_snapshot
 from tests.helpers.builders import node_manifest
 
 NOW = datetime(2026, 12, 1, 12, tzinfo=UTC)

@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from placer.model.jobset import parse_jobset
+from placer.model.jobset.parse import parse_jobset
 from placer.model.resources import pod_request
 
 RESOURCES = ("cpu", "memory", "google.com/tpu")

@@ -15,7 +15,7 @@ from kubernetes.utils import parse_quantity
 
 from placer.model.errors import InputError
 from placer.model.scheduling import Taint
-from placer.model.snapshot import (
+from placer.model.snapshots.load import (
     format_quantity,
     load_snapshot,
     snapshot_from_objects,

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from placer.model.jobset import load_jobsets
-from placer.model.snapshot import load_snapshot
+from placer.model.jobset.parse import load_jobsets
+from placer.model.snapshots.load import load_snapshot
 from placer.render.fleet_map import FleetMap, build_fleet_map, tint
 from placer.render.map_html import render_map_html
 from tests.strategies import solve_checked

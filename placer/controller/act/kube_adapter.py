@@ -1,6 +1,6 @@
 """`ClusterAdapter` over the official `kubernetes` client, through placer's Kubernetes boundary.
 
-Client setup, error conversion, paged lists and watches are `placer.model.kube_client`'s, shared
+Client setup, error conversion, paged lists and watches are `placer.model.kube.client`'s, shared
 with the live snapshot loader and the extender: objects travel as raw JSON, never as client model
 objects, so fields this client version does not know survive and the decision code sees exactly
 what kubectl would show; every client or transport failure becomes a `ClusterError` (temporary
@@ -26,10 +26,10 @@ from kubernetes.leaderelection.resourcelock.leaselock import LeaseLock
 
 from placer.controller.act.lease import LeaderSettings
 from placer.controller.adapter import Kind, Listing, Obj, WatchEvent
-from placer.model import kube_client
 from placer.model.errors import ClusterError
-from placer.model.kube_client import ApiClient, KubeApis, converted, read_json
-from placer.model.kueue_topology import KUEUE_GROUP, TOPOLOGY_VERSIONS
+from placer.model.kube import client as kube_client
+from placer.model.kube.client import ApiClient, KubeApis, converted, read_json
+from placer.model.kueue.topology import KUEUE_GROUP, TOPOLOGY_VERSIONS
 
 __all__ = ["JOBSET_GROUP", "JOBSET_PLURAL", "JOBSET_VERSION", "KubeAdapter"]
 

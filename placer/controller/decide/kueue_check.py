@@ -53,7 +53,7 @@ from placer.controller.decide.survey import ManagedJobSet
 from placer.controller.decide.writes import ActivateCheck, EmitEvent, SetAdmissionCheck, Write
 from placer.model.assignment import PREFIX, Assignment
 from placer.model.durations import format_go_duration
-from placer.model.kueue_annotations import kueue_spelled
+from placer.model.kueue.annotations import kueue_spelled
 from placer.model.plan import DomainRef, JobSetOutcome
 from placer.model.workload import JobSetRequest
 

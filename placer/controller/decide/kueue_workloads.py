@@ -35,8 +35,8 @@ from placer.controller.decide.state import ClusterState, Key
 from placer.model.assignment import PREFIX
 from placer.model.durations import parse_rfc3339
 from placer.model.errors import InputError
-from placer.model.kueue_annotations import kueue_spelled
-from placer.model.kueue_workload import condition_true, owner_of
+from placer.model.kueue.annotations import kueue_spelled
+from placer.model.kueue.workload import condition_true, owner_of
 from placer.model.workload import JobSetRequest
 
 __all__ = [

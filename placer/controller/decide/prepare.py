@@ -18,7 +18,7 @@ from typing import Any
 from placer.controller.decide.survey import Binding
 from placer.model.assignment import PLACEMENT_GATE
 from placer.model.errors import InputError
-from placer.model.manifests import object_key
+from placer.model.read.manifests import object_key
 from placer.model.workload import EXCLUSIVE_TOPOLOGY, NODE_SELECTOR_STRATEGY
 
 __all__ = ["prepare_jobset"]

@@ -15,7 +15,7 @@ placement ledger, committed with the placements under the same precondition and 
   JobSet planned this cycle no longer has one. Only JobSets planned this cycle are touched.
 - `running_timing`: when each running JobSet started and how long it is expected to run, read
   from this cycle's pods and JobSet objects by the snapshot loaders' own functions
-  (`placer.model.snapshot.running_starts`, `with_expected_durations`), and the same for every
+  (`placer.model.snapshots.load.running_starts`, `with_expected_durations`), and the same for every
   hold the planner adds. Computed only while time-aware planning is on (planning.planning_inputs),
   so a cycle without it does no extra work.
 
@@ -39,7 +39,7 @@ from placer.model.assignment import Assignment, JobAssignment
 from placer.model.cluster import ClusterSnapshot, DomainReservation, RunningJobSet
 from placer.model.options import TimePolicy
 from placer.model.plan import DomainRef, Plan
-from placer.model.snapshot import running_starts, with_expected_durations
+from placer.model.snapshots.load import running_starts, with_expected_durations
 from placer.solver.time.release import expected_duration_s
 
 __all__ = [

@@ -21,8 +21,8 @@ from placer.controller.decide.domains import reserve
 from placer.controller.decide.state import ClusterState
 from placer.model.cluster import ClusterSnapshot
 from placer.model.errors import InputError
-from placer.model.kueue_topology import cluster_topology
-from placer.model.snapshot import snapshot_from_objects
+from placer.model.kueue.topology import cluster_topology
+from placer.model.snapshots.load import snapshot_from_objects
 
 __all__ = ["planning_snapshot"]
 

@@ -23,9 +23,9 @@ from placer.controller.decide.state import ClusterState
 from placer.model.assignment import ASSIGNMENT_ANNOTATION, PLACEMENT_GATE, Assignment
 from placer.model.durations import EXPECTED_DURATION
 from placer.model.errors import InputError
-from placer.model.jobset import parse_jobset
-from placer.model.pods import PodRef, pod_ref
-from placer.model.snapshot import TERMINAL_PHASES
+from placer.model.jobset.parse import parse_jobset
+from placer.model.kube.pods import PodRef, pod_ref
+from placer.model.snapshots.load import TERMINAL_PHASES
 from placer.model.workload import EXCLUSIVE_TOPOLOGY, NODE_SELECTOR_STRATEGY, JobSetRequest
 
 __all__ = [

@@ -13,7 +13,7 @@ from decimal import Decimal
 from placer.controller.decide.domains import DomainIndex, domain_id
 from placer.controller.decide.survey import PodEntry
 from placer.model.assignment import JobAssignment
-from placer.model.kube_objects import pod_host_ports
+from placer.model.kube.objects import pod_host_ports
 from placer.model.resources import PODS, ResourceMap, add_resources, pod_request
 from placer.model.workload import ReplicatedJobRequest
 from placer.solver.context import node_exclusion, node_pod_capacity

@@ -47,8 +47,8 @@ from placer.controller.decide.writes import (
     Write,
 )
 from placer.model.assignment import Assignment
-from placer.model.pods import JOB_NAME_LABEL
-from placer.model.snapshot import TERMINAL_PHASES
+from placer.model.kube.pods import JOB_NAME_LABEL
+from placer.model.snapshots.load import TERMINAL_PHASES
 from placer.model.topology import HOSTNAME
 from placer.model.workload import JOBSET_NAME_LABEL
 

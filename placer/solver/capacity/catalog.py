@@ -14,9 +14,9 @@
         allocatable: {...}
         taints: [...]
 
-`pool` is exactly a `pools:` entry of `kind: ClusterDescription` (see `placer.model.compact`)
-without `count` and `start`, which placer sets; so the chosen pools expand into nodes with the same
-code, and the plan on them is made on an ordinary snapshot.
+`pool` is exactly a `pools:` entry of `kind: ClusterDescription` (see
+`placer.model.snapshots.compact`) without `count` and `start`, which placer sets; so the chosen
+pools expand into nodes with the same code, and the plan on them is made on an ordinary snapshot.
 """
 
 from __future__ import annotations
@@ -28,17 +28,17 @@ from typing import Any, Literal
 from pydantic import Field, StrictInt, StrictStr, ValidationError
 
 from placer.model.cluster import Node
-from placer.model.compact import expand_pools
 from placer.model.errors import InputError
-from placer.model.limits import (
+from placer.model.read.limits import (
     MAX_CATALOG_NODES,
     MAX_POOL_HOSTS,
     MAX_PRICE_PER_HOUR,
     Int32,
     check_nesting_depth,
 )
-from placer.model.manifests import ClosedSchema, object_key, read_documents, validation_error
-from placer.model.names import check_levels
+from placer.model.read.manifests import ClosedSchema, object_key, read_documents, validation_error
+from placer.model.read.names import check_levels
+from placer.model.snapshots.compact import expand_pools
 
 __all__ = ["CATALOG_KIND", "Catalog", "PoolType", "load_catalog"]
 

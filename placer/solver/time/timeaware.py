@@ -7,12 +7,12 @@ compare policies, not implementations) and adds when:
   timeline    when each running JobSet is expected to end (`release.ReleaseTimeline`)
   units       every domain of the queue's exclusive keys, with the time it frees up, and per
               replicated job the domains that could take a child Job once empty (`units`)
-  reserve     in queue order (priority, plus aging: `standing`), each JobSet's earliest start and the domains
-              it will take then (`reservations.reserve`): `head` stops after the first N that
-              must wait (EASY backfill), `all` goes through the queue (conservative); a JobSet
-              waiting past `max_wait_s` always gets one; with `--schedule cpsat` the schedule
-              decides them, and a JobSet without a stated run time holds its reservation only
-              at the head or past `max_wait_s` (`holding`)
+  reserve     in queue order (priority, plus aging: `standing`), each JobSet's earliest start
+              and the domains it will take then (`reservations.reserve`): `head` stops after
+              the first N that must wait (EASY backfill), `all` goes through the queue
+              (conservative); a JobSet waiting past `max_wait_s` always gets one; with
+              `--schedule cpsat` the schedule decides them, and a JobSet without a stated run
+              time holds its reservation only at the head or past `max_wait_s` (`holding`)
   solve       the inner solver plans now, with the future reservations on the snapshot: a domain
               reserved from time t is open only to its JobSet and to JobSets expected to end by t
               (`PlacementContext.domain_open_to`). JobSets the pass starts now form a tier above

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from placer.model.cluster import ClusterSnapshot
-from placer.model.jobset import load_jobsets
+from placer.model.jobset.parse import load_jobsets
 from placer.model.options import SolveOptions
 from placer.model.plan import Plan
 from placer.solver.capacity.catalog import load_catalog

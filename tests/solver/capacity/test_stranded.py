@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from placer.model.jobset import load_jobsets
+from placer.model.jobset.parse import load_jobsets
 from placer.model.options import SolveOptions
-from placer.model.snapshot import load_snapshot
+from placer.model.snapshots.load import load_snapshot
 from placer.solver.capacity import capacity_report
 from placer.solver.capacity.stranded import domain_type_usage
 from tests.strategies import NODEPOOL, TPU_TOPOLOGY, cluster, jobset, node, pool, resources, rjob

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from placer.model.jobset import load_jobsets
+from placer.model.jobset.parse import load_jobsets
 from placer.model.options import SolveOptions
 from placer.model.plan import Plan
-from placer.model.snapshot import load_snapshot
+from placer.model.snapshots.load import load_snapshot
 from placer.solver.check.checker import check
 from tests.cli.inputs import jobset_manifest, write_cluster, write_jobsets
 from tests.helpers.cli import command

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from placer.model.compact import parse_description
 from placer.model.errors import InputError
 from placer.model.options import SolveOptions
-from placer.model.snapshot import snapshot_from_objects, snapshot_to_kubectl_list
+from placer.model.snapshots.compact import parse_description
+from placer.model.snapshots.load import snapshot_from_objects, snapshot_to_kubectl_list
 from placer.model.whatif import (
     add_pools_from,
     apply_whatifs,

@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from placer.model.cluster import ClusterSnapshot
-from placer.model.jobset import load_jobsets
+from placer.model.jobset.parse import load_jobsets
 from placer.model.options import SolveOptions
-from placer.model.snapshot import load_snapshot
+from placer.model.snapshots.load import load_snapshot
 from placer.model.workload import JobSetRequest
 from placer.solver.context import PlacementContext
 from placer.solver.explain import ExplainSettings, diagnosis_document, explain_jobset

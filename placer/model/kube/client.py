@@ -1,8 +1,8 @@
 """The one Kubernetes boundary: client setup, error conversion, paged lists and watches.
 
 Every placer module that talks to an API server goes through here: the controller's adapter
-(`placer.controller.act.kube_adapter`), the live snapshot loader (`placer.model.live`) and the
-extender's watch and binder (`plugins.extender.kube_source`). It is the one module that imports
+(`placer.controller.act.kube_adapter`), the live snapshot loader (`placer.model.snapshots.live`) and
+the extender's watch and binder (`plugins.extender.kube_source`). It is the one module that imports
 the official `kubernetes` client beyond the leader elector, so the three agree on:
 
 - **which configuration is used**: an explicit kubeconfig file; else the pod's service account

@@ -1,9 +1,9 @@
 """The `running:` entries of a compact cluster description: capacity already in use.
 
-Each entry names pools and nodes (names or shell patterns) and takes, on every node they match,
-what one of its pods would: its requests (by default every accelerator of the node), pod slots,
-host ports, and for a JobSet its hold on the node. `parse_description` (placer/model/compact.py)
-calls `apply_running` once the pools are expanded.
+Each entry names pools and nodes (names or shell patterns) and takes, on every node they match, what
+one of its pods would: its requests (by default every accelerator of the node), pod slots, host
+ports, and for a JobSet its hold on the node. `parse_description`
+(placer/model/snapshots/compact.py) calls `apply_running` once the pools are expanded.
 
 The work is bounded, because a few bytes of YAML (or one anchor and a thousand aliases of it) can
 name every node of a 100,000-node description again and again: entries may take capacity on at
@@ -24,11 +24,11 @@ from pydantic import Field, StrictInt, StrictStr
 from placer.model.cluster import JobSetUsage, Node, RunningJobSet
 from placer.model.durations import jobset_expected_duration, parse_rfc3339
 from placer.model.errors import InputError
-from placer.model.limits import INT32_MAX, MAX_DESCRIPTION_NODES, Int32, Int64, Port
-from placer.model.manifests import ClosedSchema
 from placer.model.messages import echo
-from placer.model.names import check, dns1123_label_problem, dns1123_subdomain_problem
 from placer.model.preemption import jobset_preemption_facts
+from placer.model.read.limits import INT32_MAX, MAX_DESCRIPTION_NODES, Int32, Int64, Port
+from placer.model.read.manifests import ClosedSchema
+from placer.model.read.names import check, dns1123_label_problem, dns1123_subdomain_problem
 from placer.model.resources import (
     PODS,
     ResourceMap,

@@ -1,7 +1,8 @@
-"""A JobSet manifest as placer reads it: `kube_objects`' structs, refined to read a pod template.
+"""A JobSet manifest as placer reads it: the structs of `placer.model.kube.objects`, refined to
+read a pod template.
 
 The snapshot loader and the JobSet parser share one schema of Kubernetes objects, msgspec structs
-(`placer.model.kube_objects`: why msgspec, there). A bound pod in a snapshot has been through
+(`placer.model.kube.objects`: why msgspec, there). A bound pod in a snapshot has been through
 the API server, so its `ObjectMeta`, `Container` and `PodSpec` are read leniently and checked
 where they are used; a pending JobSet's pod template has not, so the subclasses below read the
 same objects strictly: a wrong type, a missing field or a value out of range is an `InputError`
@@ -16,8 +17,8 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from placer.model.kube_objects import Container, ObjectMeta, PodSpec
-from placer.model.limits import INT32_MAX
+from placer.model.kube.objects import Container, ObjectMeta, PodSpec
+from placer.model.read.limits import INT32_MAX
 
 __all__ = [
     "AffinitySpec",

@@ -2,8 +2,9 @@
 
 Used for the bundled examples, generated benchmark scenarios and capacity what-ifs
 (`placer capacity --add-pool`), where writing hundreds of kubectl Node objects would hide the point.
-`placer.model.snapshot.load_snapshot` recognizes it by `kind: ClusterDescription`. The format is
-strict (unknown keys are errors, to catch typos), and every node is expanded from a pool template:
+`placer.model.snapshots.load.load_snapshot` recognizes it by `kind: ClusterDescription`. The
+format is strict (unknown keys are errors, to catch typos), and every node is expanded from a pool
+template:
 
     kind: ClusterDescription
     levels:                     # optional: topology levels, coarse to fine (node label keys)
@@ -57,9 +58,9 @@ from typing import Any, Literal
 from pydantic import Field, StrictBool, StrictInt, StrictStr, ValidationError
 
 from placer.model.cluster import ClusterSnapshot, Node
-from placer.model.compact_running import RunningSpec, apply_running, running_jobsets
 from placer.model.errors import InputError
-from placer.model.limits import (
+from placer.model.messages import echo
+from placer.model.read.limits import (
     INT32_MAX,
     MAX_DESCRIPTION_NODES,
     MAX_POOL_HOSTS,
@@ -67,9 +68,8 @@ from placer.model.limits import (
     Int64,
     check_nesting_depth,
 )
-from placer.model.manifests import ClosedSchema, validation_error
-from placer.model.messages import echo
-from placer.model.names import (
+from placer.model.read.manifests import ClosedSchema, validation_error
+from placer.model.read.names import (
     check,
     check_label_map,
     check_levels,
@@ -82,6 +82,7 @@ from placer.model.resources import (
     parse_resource_map,
 )
 from placer.model.scheduling import Taint
+from placer.model.snapshots.compact_running import RunningSpec, apply_running, running_jobsets
 from placer.model.topology import HOSTNAME
 
 __all__ = [

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from placer.model.errors import ClusterError, InputError
-from placer.model.jobset import parse_jobset
-from placer.model.kube_client import KubeApis, api_client, list_all
-from placer.model.kueue_topology import KUEUE_GROUP
-from placer.model.kueue_workload import (
+from placer.model.jobset.parse import parse_jobset
+from placer.model.kube.client import KubeApis, api_client, list_all
+from placer.model.kueue.topology import KUEUE_GROUP
+from placer.model.kueue.workload import (
     condition_true,
     kueue_standing,
     owner_of,

@@ -1,7 +1,7 @@
 """A cluster snapshot rendered back as kubectl would list it: the inverse of the snapshot loader.
 
 `snapshot_to_kubectl_list` renders the bundled examples and seeds the API-server stand-ins of
-tests; loading its output back with `placer.model.snapshot` gives the same nodes.
+tests; loading its output back with `placer.model.snapshots.load` gives the same nodes.
 """
 
 from __future__ import annotations

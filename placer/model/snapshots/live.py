@@ -4,7 +4,7 @@ It only lists Nodes, Pods, PriorityClasses and Kueue Topologies, as raw JSON (no
 objects, so the shape is exactly kubectl's), and hands them to `snapshot_from_objects`, so a live
 snapshot and a `kubectl get -o json` file of the same cluster give the same result. Client setup,
 paging and the conversion of API and transport failures into `ClusterError`s are the boundary's
-(`placer.model.kube_client`), shared with the controller and the extender.
+(`placer.model.kube.client`), shared with the controller and the extender.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from typing import Any
 
 from placer.model.cluster import ClusterSnapshot
 from placer.model.errors import ClusterError
-from placer.model.kube_client import KubeApis, api_client, list_all
-from placer.model.kueue_topology import KUEUE_GROUP, TOPOLOGY_VERSIONS, cluster_topology
-from placer.model.snapshot import (
+from placer.model.kube.client import KubeApis, api_client, list_all
+from placer.model.kueue.topology import KUEUE_GROUP, TOPOLOGY_VERSIONS, cluster_topology
+from placer.model.snapshots.load import (
     TERMINAL_PHASES,
     snapshot_from_objects,
     with_expected_durations,

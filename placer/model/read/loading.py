@@ -1,8 +1,8 @@
 """YAML and JSON text -> Python values, within placer's limits: the one parser of every input.
 
-Manifests, snapshots, descriptions, catalogs (`placer.model.manifests`), plan files and placement
-records (the extender, the controller's annotations) and request bodies parse through here, so a
-hostile document meets the same bounds wherever it enters:
+Manifests, snapshots, descriptions, catalogs (`placer.model.read.manifests`), plan files and
+placement records (the extender, the controller's annotations) and request bodies parse through
+here, so a hostile document meets the same bounds wherever it enters:
 
 - **Nesting** at most `MAX_NESTING_DEPTH` levels, measured on the parser's events (a loop: libyaml's
   composer recurses in C and would crash the process), aliases counted at the depth they are used.
@@ -29,7 +29,7 @@ from typing import Any
 import yaml
 
 from placer.model.errors import InputError
-from placer.model.limits import MAX_ALIAS_NODES, MAX_NESTING_DEPTH, MAX_NUMBER_CHARS
+from placer.model.read.limits import MAX_ALIAS_NODES, MAX_NESTING_DEPTH, MAX_NUMBER_CHARS
 
 __all__ = ["JSON_DECODER", "load_json", "load_yaml_documents", "yaml_problem"]
 

@@ -1,6 +1,6 @@
 """JobSet manifests -> `JobSetRequest`, for `placer plan` (files) and the controller (watches).
 
-Only the fields that decide placement are validated, with the structs of `jobset_objects` (the
+Only the fields that decide placement are validated, with the structs of `jobset.objects` (the
 snapshot loader's schema, read strictly); unknown fields are skipped there, and the raw object,
 proposed API fields such as `spec.scheduling` included, is kept as `manifest` for the writers.
 Every mistake is an `InputError` naming the file, the object (`namespace/name`) and the field
@@ -16,23 +16,23 @@ from typing import Any
 
 from placer.model.durations import jobset_expected_duration
 from placer.model.errors import InputError
-from placer.model.jobset_names import check_jobset_names
-from placer.model.jobset_objects import (
+from placer.model.jobset.names import check_jobset_names
+from placer.model.jobset.objects import (
     AffinitySpec,
     JobSetManifest,
     RequirementSpec,
     TemplatePodSpec,
     TolerationSpec,
 )
-from placer.model.kube_objects import pod_host_ports, read_as
-from placer.model.kueue_annotations import check_podset_groups, read_kueue_topology
-from placer.model.limits import (
+from placer.model.kube.objects import pod_host_ports, read_as
+from placer.model.kueue.annotations import check_podset_groups, read_kueue_topology
+from placer.model.messages import echo
+from placer.model.read.limits import (
     check_nesting_depth,
     check_pods_per_jobset,
     check_pods_per_plan,
 )
-from placer.model.manifests import describe_object, object_key, read_documents
-from placer.model.messages import echo
+from placer.model.read.manifests import describe_object, object_key, read_documents
 from placer.model.resources import pod_request
 from placer.model.scheduling import NodeSelectorRequirement, NodeSelectorTerm, Toleration
 from placer.model.workload import (

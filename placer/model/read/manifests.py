@@ -2,13 +2,13 @@
 
 Files or directories (recursively, `*.yaml`/`*.yml`/`*.json`, sorted), multi-document YAML and
 `kind: List` wrappers, all flattened into `(source, object)` pairs. Files are opened by
-`placer.model.files` (regular files only, bounded size) and parsed by `placer.model.loading`
-(bounded nesting, alias expansion and numbers; syntax errors with the line number); pydantic
-errors become `InputError`s with a Kubernetes-style field path (`spec.replicatedJobs[0].replicas`):
-a user never sees a traceback.
+`placer.model.read.files` (regular files only, bounded size) and parsed by
+`placer.model.read.loading` (bounded nesting, alias expansion and numbers; syntax errors with the
+line number); pydantic errors become `InputError`s with a Kubernetes-style field path
+(`spec.replicatedJobs[0].replicas`): a user never sees a traceback.
 
 `placer plan` reads hundreds of JobSet files: YAML goes through libyaml when PyYAML has it. (A
-kubectl JSON snapshot is decoded in one call by `placer.model.kube_objects`; this reader is its
+kubectl JSON snapshot is decoded in one call by `placer.model.kube.objects`; this reader is its
 fallback for other files, and names what is wrong in them.)
 """
 
@@ -21,9 +21,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from placer.model.errors import InputError
-from placer.model.files import check_input_file, read_input_text
-from placer.model.loading import load_json, load_yaml_documents
 from placer.model.messages import echo
+from placer.model.read.files import check_input_file, read_input_text
+from placer.model.read.loading import load_json, load_yaml_documents
 
 __all__ = [
     "MANIFEST_SUFFIXES",

@@ -1,10 +1,10 @@
 """Which fields of a JobSet manifest are names, and of which kind: checked once, at parse time.
 
-`parse_jobset` (placer/model/jobset.py) calls `check_jobset_names` on the validated schema, so a
-JobSet the API server would refuse (a namespace with `/` or `..`, a 100,000-character or empty
-name, control characters, a label value over 63 characters, an invalid label or nodeSelector key,
-an empty exclusive-topology key) is refused here with the field that is wrong, whether it came
-from a file (`placer plan`) or a watch (the controller). The rules are `placer.model.names`'.
+`parse_jobset` (placer/model/jobset/parse.py) calls `check_jobset_names` on the validated schema, so
+a JobSet the API server would refuse (a namespace with `/` or `..`, a 100,000-character or empty
+name, control characters, a label value over 63 characters, an invalid label or nodeSelector key, an
+empty exclusive-topology key) is refused here with the field that is wrong, whether it came from a
+file (`placer plan`) or a watch (the controller). The rules are `placer.model.read.names`'.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from placer.model.errors import InputError
 from placer.model.messages import echo
-from placer.model.names import (
+from placer.model.read.names import (
     check,
     check_label_map,
     check_qualified_keys,
@@ -31,7 +31,7 @@ from placer.model.workload import (
 )
 
 if TYPE_CHECKING:
-    from placer.model.jobset_objects import JobSetManifest, TemplatePodSpec
+    from placer.model.jobset.objects import JobSetManifest, TemplatePodSpec
 
 __all__ = ["MAX_ANNOTATIONS_BYTES", "check_jobset_names", "check_metadata_maps"]
 

@@ -6,11 +6,11 @@ solver rejects. Each limit is checked where the value is first read, before anyt
 from it; the numbers are far above any real cluster or workload and are documented in the README
 ("Input limits").
 
-Who calls what: `placer.model.loading` (every YAML and JSON document) applies the nesting, alias
-and number limits, `placer.model.files` (every input file) the size limit; parsers of objects built
-in memory (watch caches, request bodies) call `check_nesting_depth`; the JobSet parser and loader
-call `check_pods_per_jobset` and `check_pods_per_plan`; the compact cluster description and the
-node-pool catalog use the node counts; `Int32`/`Int64`-style bounds are plain constants for
+Who calls what: `placer.model.read.loading` (every YAML and JSON document) applies the nesting,
+alias and number limits, `placer.model.read.files` (every input file) the size limit; parsers of
+objects built in memory (watch caches, request bodies) call `check_nesting_depth`; the JobSet parser
+and loader call `check_pods_per_jobset` and `check_pods_per_plan`; the compact cluster description
+and the node-pool catalog use the node counts; `Int32`/`Int64`-style bounds are plain constants for
 pydantic fields and CLI options.
 """
 

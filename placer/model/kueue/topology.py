@@ -15,7 +15,7 @@ from typing import Any
 
 from placer.model.errors import InputError
 from placer.model.messages import echo
-from placer.model.names import qualified_name_problem
+from placer.model.read.names import qualified_name_problem
 
 __all__ = [
     "KUEUE_GROUP",

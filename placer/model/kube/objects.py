@@ -1,9 +1,9 @@
 """Node, Pod and PriorityClass objects as placer reads them: typed, and only the fields it uses.
 
-The snapshot loader (`placer.model.snapshot`) turns tens of thousands of API objects into a
+The snapshot loader (`placer.model.snapshots.load`) turns tens of thousands of API objects into a
 `ClusterSnapshot`. The structs below are the one schema for them, whatever the source (and the
 JobSet parser reads a pending JobSet's pod template with strict subclasses of them,
-`placer.model.jobset_objects`):
+`placer.model.jobset.objects`):
 
 - a kubectl JSON file is decoded in one call (`decode_kubectl_list`), straight from its bytes into
   the structs: msgspec skips every field not declared here without building it;
@@ -32,7 +32,7 @@ from typing import Any, Literal, TypeVar
 import msgspec
 
 from placer.model.errors import InputError
-from placer.model.manifests import object_key
+from placer.model.read.manifests import object_key
 from placer.model.resources import PODS, ResourceMap, pod_request
 
 __all__ = [

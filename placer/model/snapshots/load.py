@@ -1,13 +1,13 @@
 """Cluster snapshots from Kubernetes objects: kubectl output, compact descriptions, watch caches.
 
 `snapshot_from_objects` is the one place that turns Node, Pod and PriorityClass objects into the
-planner's `ClusterSnapshot` (free capacity = allocatable minus the requests of the non-terminal
-pods bound to the node, one `pods` slot each). The controller calls it on its watch cache,
-`load_snapshot` on files, `placer.model.live` on a live API server, so all three agree.
-`snapshot_to_kubectl_list` (in `placer.model.kubectl_list`, re-exported here) is the inverse,
-used to render the bundled examples and to seed API-server stand-ins in tests.
+planner's `ClusterSnapshot` (free capacity = allocatable minus the requests of the non-terminal pods
+bound to the node, one `pods` slot each). The controller calls it on its watch cache,
+`load_snapshot` on files, `placer.model.snapshots.live` on a live API server, so all three agree.
+`snapshot_to_kubectl_list` (in `placer.model.snapshots.kubectl_list`, re-exported here) is the
+inverse, used to render the bundled examples and to seed API-server stand-ins in tests.
 
-Objects are read as the typed structs of `placer.model.kube_objects` (a kubectl JSON List in one
+Objects are read as the typed structs of `placer.model.kube.objects` (a kubectl JSON List in one
 decoding call), each Node model is built once, and pods are summed per node in place.
 """
 
@@ -22,11 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from placer.model.cluster import ClusterSnapshot, JobSetUsage, Node, RunningJobSet
-from placer.model.compact import DESCRIPTION_KIND, parse_description
 from placer.model.durations import jobset_expected_duration
 from placer.model.errors import InputError
-from placer.model.files import read_input
-from placer.model.kube_objects import (
+from placer.model.kube.objects import (
     Footprint,
     JobSetObject,
     KubeObject,
@@ -41,25 +39,27 @@ from placer.model.kube_objects import (
     read_as,
     read_object,
 )
-from placer.model.kubectl_list import format_quantity, snapshot_to_kubectl_list
-from placer.model.kueue_topology import is_kueue_topology, topology_levels
-from placer.model.limits import INT32_MAX
-from placer.model.manifests import describe_object, expand_paths, object_key, read_documents
+from placer.model.kueue.topology import is_kueue_topology, topology_levels
 from placer.model.messages import echo
-from placer.model.names import (
+from placer.model.preemption import PreemptionFacts, jobset_preemption_facts
+from placer.model.read.files import read_input
+from placer.model.read.limits import INT32_MAX
+from placer.model.read.manifests import describe_object, expand_paths, object_key, read_documents
+from placer.model.read.names import (
     check,
     check_label_map,
     check_taints,
     dns1123_label_problem,
     dns1123_subdomain_problem,
 )
-from placer.model.preemption import PreemptionFacts, jobset_preemption_facts
 from placer.model.resources import (
     ResourceMap,
     parse_resource_map,
     subtract_resources,
 )
 from placer.model.scheduling import Taint
+from placer.model.snapshots.compact import DESCRIPTION_KIND, parse_description
+from placer.model.snapshots.kubectl_list import format_quantity, snapshot_to_kubectl_list
 from placer.model.workload import JOBSET_NAME_LABEL
 
 __all__ = [
