@@ -10,7 +10,7 @@ import pytest
 from placer.model.errors import InputError
 from placer.model.jobset.parse import parse_jobset
 from placer.model.kueue.annotations import check_topology_levels
-from tests.model.test_jobset import manifest
+from tests.model.jobset.test_jobset import manifest
 
 REQ = "kueue.x-k8s.io/podset-required-topology"
 PREF = "kueue.x-k8s.io/podset-preferred-topology"

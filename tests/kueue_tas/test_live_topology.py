@@ -10,7 +10,7 @@ import pytest
 
 from placer.model.snapshots.live import load_live_snapshot
 from tests.kueue_tas.test_topology_object import BLOCK, HOST, RACK, kube_node, topology
-from tests.model.test_live import Emulator, write_kubeconfig
+from tests.model.snapshots.test_live import Emulator, write_kubeconfig
 
 TOPOLOGIES = "kueue.x-k8s.io/v1beta2/topologies"
 

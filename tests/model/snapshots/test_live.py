@@ -21,7 +21,7 @@ from placer.model.errors import ClusterError
 from placer.model.snapshots.live import load_live_snapshot
 from placer.model.snapshots.load import load_snapshot, snapshot_to_kubectl_list
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 class Emulator:

@@ -16,7 +16,7 @@ from placer.model.errors import InputError
 from placer.model.jobset.parse import load_jobsets, parse_jobset
 from placer.model.scheduling import NodeSelectorRequirement, NodeSelectorTerm, Toleration
 
-DATA = Path(__file__).resolve().parent.parent / "data" / "jobset-examples"
+DATA = Path(__file__).resolve().parents[2] / "data" / "jobset-examples"
 EXAMPLES = sorted(DATA.glob("*.yaml"))
 
 

@@ -13,8 +13,8 @@ from placer.model.read import loading, manifests
 from placer.model.read.manifests import read_documents
 
 MANIFESTS = [
-    *sorted((Path(__file__).resolve().parents[1] / "data").rglob("*.yaml")),
-    *sorted((Path(__file__).resolve().parents[2] / "examples").rglob("*.yaml")),
+    *sorted((Path(__file__).resolve().parents[2] / "data").rglob("*.yaml")),
+    *sorted((Path(__file__).resolve().parents[3] / "examples").rglob("*.yaml")),
 ]
 
 TRICKY = """\
