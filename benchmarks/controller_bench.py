@@ -48,7 +48,7 @@ from typing import Any
 
 from benchmarks import cluster_sim as sim
 from placer.controller.act.memory_adapter import MemoryCluster
-from placer.controller.decide.kueue_workloads import CONTROLLER_NAME, rfc3339
+from placer.controller.decide.kueue.workloads import CONTROLLER_NAME, rfc3339
 from placer.controller.decide.ledger import LEDGER_NAME
 from placer.controller.reconcile import Clocks, Controller, ControllerConfig, CycleReport
 from placer.model.options import ReservationPolicy, ScheduleMode, SolveOptions, TimePolicy

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from placer.controller.decide.kueue_check import DEFAULT_HOLD_QUOTA_S
+from placer.controller.decide.kueue.check import DEFAULT_HOLD_QUOTA_S
 from placer.controller.decide.preempting import DEFAULT_MAX_PER_DAY
 from placer.controller.decide.survey import Binding
 from placer.model.options import SolveOptions
@@ -43,7 +43,7 @@ class ControllerConfig(BaseModel):
     list_retry_s: float = 30.0
     """How long a first list keeps retrying temporary API errors before giving up (--once)."""
     kueue_admission_check: bool = False
-    """Serve Kueue AdmissionChecks of controllerName `placer.dev/placement` (kueue_check.py):
+    """Serve Kueue AdmissionChecks of controllerName `placer.dev/placement` (kueue/check.py):
     watch Workloads, AdmissionChecks, ClusterQueues and ResourceFlavors; plans time-aware."""
     kueue_hold_quota_s: float = DEFAULT_HOLD_QUOTA_S
     """How long a Workload may hold reserved quota waiting for a placement before Retry."""

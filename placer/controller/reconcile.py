@@ -16,7 +16,7 @@ timed into `CycleReport.phases` (the names in brackets):
            entry, else annotation) and the planner's snapshot, rebuilt only when something that
            changes capacity changed -> `Observed`                 [observe, survey, snapshot]
   review   (with --kueue-admission-check, first the survey as Kueue has it: the suspended
-           JobSets whose Workload holds quota are planned, evicted ones released; kueue_check.py)
+           JobSets whose Workload holds quota are planned, evicted ones released; kueue/check.py)
            records in force, broken, and the targets to plan (review.review); what the ledger
            holds for others and what it can release (ledgerplan.view_ledger; suspects confirmed
            gone by one read per cycle); which targets are due (memory.CycleMemory.due): the
@@ -31,7 +31,7 @@ timed into `CycleReport.phases` (the names in brackets):
            written and the next cycle tries again). A leader whose ledger term was taken over
            raises `Deposed` and writes nothing.                                     [commit]
   write    `writeplan.plan_writes` decides every write and event of the JobSets, and
-           kueue_check.check_writes placer's check on each Workload; `executor.execute` sends
+           kueue.check.check_writes placer's check on each Workload; `executor.execute` sends
            them (only logged with --dry-run)                          [write planning, writes]
 
 When cycles run (the watch loop, `--once`, an elected leader's work) is loop.py's business;
@@ -57,15 +57,15 @@ from placer.controller.act.executor import ExecReport, RetryPolicy, execute
 from placer.controller.adapter import ClusterAdapter
 from placer.controller.config import ControllerConfig
 from placer.controller.decide.domains import DomainIndex
-from placer.controller.decide.kueue_check import (
+from placer.controller.decide.kueue.check import (
     KueueAdmission,
     check_updates,
     check_writes,
     kueue_admission,
     release_evicted,
 )
-from placer.controller.decide.kueue_eta import estimate_behind
-from placer.controller.decide.kueue_workloads import KueueView, read_kueue
+from placer.controller.decide.kueue.eta import estimate_behind
+from placer.controller.decide.kueue.workloads import KueueView, read_kueue
 from placer.controller.decide.ledger import (
     EVICTION,
     LEDGER_LABEL,
@@ -334,7 +334,7 @@ class Controller:
         )
 
     def _kueue(self, observed: Observed) -> tuple[Observed, KueueView, KueueAdmission]:
-        """Kueue's view of this round, and the survey as Kueue has it (kueue_check.py)."""
+        """Kueue's view of this round, and the survey as Kueue has it (kueue/check.py)."""
         view = read_kueue(
             observed.state,
             {ms.key: ms.request for ms in observed.managed},

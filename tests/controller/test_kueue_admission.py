@@ -10,8 +10,8 @@ from benchmarks import cluster_sim as sim
 from placer.controller.act.executor import RetryPolicy
 from placer.controller.act.memory_adapter import MemoryCluster
 from placer.controller.adapter import Obj
-from placer.controller.decide.kueue_check import PLACEMENT_ANNOTATION
-from placer.controller.decide.kueue_workloads import CONTROLLER_NAME, rfc3339
+from placer.controller.decide.kueue.check import PLACEMENT_ANNOTATION
+from placer.controller.decide.kueue.workloads import CONTROLLER_NAME, rfc3339
 from placer.controller.decide.ledger import LEDGER_NAME, Ledger, read_ledger
 from placer.controller.reconcile import Clocks, Controller, ControllerConfig
 from tests.controller.builders import (

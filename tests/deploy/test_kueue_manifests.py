@@ -14,7 +14,7 @@ import yaml
 
 from placer.controller.act.cache import KUEUE_KINDS
 from placer.controller.act.kube_adapter import KubeAdapter
-from placer.controller.decide.kueue_workloads import CONTROLLER_NAME
+from placer.controller.decide.kueue.workloads import CONTROLLER_NAME
 from placer.controller.reconcile import Clocks, Controller, ControllerConfig
 from tests.controller.apiserver import ApiServer, Request
 from tests.controller.builders import tpu_cluster

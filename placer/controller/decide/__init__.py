@@ -7,7 +7,7 @@ observe: `state`, `survey`, `snapshot`, `domains` (`observed.Observed`); review:
 `validity`, `ledgerplan.view_ledger` (`observed.Reviewed`); plan: `planning`, `reserving`
 (`planning.PlannedRound`); commit: `ledger`, `ledgerplan.ledger_change`,
 `reserving.reservation_changes`; write: `writeplan.plan_writes`, `writes`, `bindings` (and
-`prepare`, how a manifest opts in); the Kueue admission check: `kueue_workloads` (what Kueue
-shows) and `kueue_check` (which Workloads placer serves, and its check on each). The code that
-carries the decisions out is in `placer.controller.act`.
+`prepare`, how a manifest opts in); the Kueue admission check in `kueue/`: `workloads` (what
+Kueue shows), `check` (which Workloads placer serves, and its check on each) and `eta`. The code
+that carries the decisions out is in `placer.controller.act`.
 """

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from placer.controller.decide.domains import DomainIndex
-from placer.controller.decide.kueue_workloads import KueueView
+from placer.controller.decide.kueue.workloads import KueueView
 from placer.controller.decide.ledger import Ledger
 from placer.controller.decide.ledgerplan import LedgerView
 from placer.controller.decide.preempting import Eligibility, Evictions

@@ -123,7 +123,7 @@ class PlannedRound:
     `Reserved` event each. Set by the commit phase."""
     behind: Mapping[str, JobSetOutcome] = field(default_factory=dict)
     """JobSets whose Kueue Workload waits for quota -> when each could start were its quota
-    reserved now, behind this round (kueue_eta.estimate_behind); nothing is reserved for them."""
+    reserved now, behind this round (kueue.eta.estimate_behind); nothing is reserved for them."""
     evictions: Mapping[str, LedgerEntry] = field(default_factory=dict)
     """`--preemption`: victim key -> its eviction entry, for victims evicted to make room for a
     JobSet placed here (preempting.py). After the commit phase: only those the ledger took, with

@@ -236,7 +236,7 @@ def _entries(workload: Obj) -> list[Obj]:
 
 
 class SetAdmissionCheck(_Write):
-    """Set placer's entry in a Kueue Workload's `status.admissionChecks[]` (kueue_check.py).
+    """Set placer's entry in a Kueue Workload's `status.admissionChecks[]` (kueue/check.py).
 
     A JSON merge patch of the status subresource replaces the whole list, so it carries every
     entry as read, ours changed, and the Workload's resourceVersion as precondition: another

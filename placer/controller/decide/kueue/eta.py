@@ -2,7 +2,7 @@
 
 Kueue puts placer's check on a Workload (state Pending) as soon as it is queued, when the check
 applies to every flavor of its ClusterQueue; quota may come much later. Placer plans a JobSet
-only once its quota is reserved (kueue_check.py), but a user wants to know when it would start:
+only once its quota is reserved (kueue/check.py), but a user wants to know when it would start:
 each planning round, `estimate_behind` asks the time-aware pass (`expected_starts_behind`) when
 every such JobSet could start were its quota reserved now, queued behind everything the round
 placed or reserved, and `check_updates` writes that into the check's message, its state left
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from placer.controller.decide.domains import reserve
-from placer.controller.decide.kueue_workloads import KueueView
+from placer.controller.decide.kueue.workloads import KueueView
 from placer.controller.decide.observed import Reviewed
 from placer.controller.decide.planning import PlannedRound, PlanningInputs, held_nodes
 from placer.controller.decide.survey import ManagedJobSet

@@ -16,7 +16,7 @@ from benchmarks import cluster_sim as sim
 from placer.controller.act.memory_adapter import MemoryCluster
 from placer.controller.adapter import Obj, copy_json
 from placer.controller.decide.domains import DomainIndex, hold_token
-from placer.controller.decide.kueue_check import (
+from placer.controller.decide.kueue.check import (
     PLACEMENT_ANNOTATION,
     CheckUpdate,
     _named,
@@ -24,8 +24,8 @@ from placer.controller.decide.kueue_check import (
     kueue_admission,
     release_evicted,
 )
-from placer.controller.decide.kueue_eta import estimate_behind
-from placer.controller.decide.kueue_workloads import CONTROLLER_NAME, KueueView, read_kueue
+from placer.controller.decide.kueue.eta import estimate_behind
+from placer.controller.decide.kueue.workloads import CONTROLLER_NAME, KueueView, read_kueue
 from placer.controller.decide.ledger import PLACEMENT, Ledger, entry_key
 from placer.controller.decide.ledgerplan import LedgerView
 from placer.controller.decide.observed import Observed, Reviewed

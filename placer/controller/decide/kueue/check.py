@@ -2,7 +2,7 @@
 
 Kueue reserves quota for a Workload, then waits for every AdmissionCheck of its ClusterQueue to be
 Ready before it admits the Workload and unsuspends its JobSet. Placer's check (controllerName
-`placer.dev/placement`, read by kueue_workloads.py) turns Ready only with a placement, so a JobSet
+`placer.dev/placement`, read by kueue/workloads.py) turns Ready only with a placement, so a JobSet
 is admitted only where it fits, and its pods, gated as every managed JobSet's are, are pinned per
 child Job from the ledger once JobSet creates them. Two pure steps of the cycle:
 
@@ -19,7 +19,7 @@ child Job from the ledger once JobSet creates them. Two pure steps of the cycle:
               placement, and a nodeSelector of the levels every pod of the PodSet shares;
     Pending   with the reason, and from the time-aware pass the expected start, where, and the
               running JobSets it waits for; a Workload still waiting for quota says so, and
-              when it would start were its quota reserved now (kueue_eta.py);
+              when it would start were its quota reserved now (kueue/eta.py);
     Retry     once quota has been held past `--kueue-hold-quota`, `requeueAfterSeconds` near the
               expected start, so Kueue lends the quota to others meanwhile;
     Rejected  only when it can never fit (no expected start even on an empty cluster, the verdict
@@ -36,8 +36,8 @@ from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, field
 
 from placer.controller.decide.domains import HOLD_PREFIX, holds
-from placer.controller.decide.kueue_eta import QUOTA_WAIT
-from placer.controller.decide.kueue_workloads import (
+from placer.controller.decide.kueue.eta import QUOTA_WAIT
+from placer.controller.decide.kueue.workloads import (
     KUEUE_SPELLING,
     KueueEvent,
     KueueView,
@@ -313,7 +313,7 @@ def _waiting(reason: str, outcome: JobSetOutcome, timed: bool, now_s: float, cyc
 def _quota_wait(
     outcome: JobSetOutcome, now_s: float, holders: Mapping[str, str], *, spelled: bool
 ) -> str:
-    """The message of a Workload waiting for Kueue's quota (kueue_eta.py): what it waits for,
+    """The message of a Workload waiting for Kueue's quota (kueue/eta.py): what it waits for,
     and when it would start were its quota reserved now; `spelled`: its topology is in Kueue's
     spelling, so on placer's flavors that quota never comes, and the message says why first."""
     if outcome.expected_start_seconds is None:
