@@ -441,3 +441,27 @@ def test_export_model_writes_the_schedule_before_the_planners_stages(
     search.parameters.num_workers = 1
     assert search.solve(offline) == cp_model.OPTIMAL
     assert f"objective {search.objective_value:.0f}," in note
+
+
+@pytest.mark.parametrize("schedule", ["greedy", "cpsat"])
+def test_a_jobset_starting_now_keeps_the_domain_the_pass_gave_it(schedule: str) -> None:
+    """Two free pools. The pass starts the priority-10 hour-long JobSet and the older
+    15-minute one now and reserves the other 15-minute one a pool from 15 min. Best-fit, placing
+    the older one first, took the pool the hour-long one was given (the other is reserved from
+    15 min, too soon for an hour): the priority-10 JobSet was left out and a priority-0 one ran
+    in its place. Solved again with each held to its domains, the pass's plan stands."""
+    snap = _fleet({}, free=2)
+    queue = [
+        _timed(jobset("high", rjob(replicas=1), priority=10), 1, 0),
+        _timed(jobset("later", rjob(replicas=1)), 0.25, 0),
+        _timed(jobset("older", rjob(replicas=1)), 0.25, 1),
+    ]
+    plan = _plan(snap, queue, schedule)  # the checker runs on it
+    assert _starts(plan) == {"high": 0, "older": 0, "later": 0.25 * H}
+    later = plan.outcome("team-a/later")
+    older = plan.outcome("team-a/older")
+    assert [d.value for d in later.reserved_domains] == [
+        j.domain.value for j in older.jobs if j.domain
+    ]
+    assert older.backfill
+    assert any(n.startswith("start now: solved again") for n in plan.solver.notes)
