@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from placer.model.cluster import ClusterSnapshot, Node
 
-__all__ = ["HOSTNAME", "Domain", "Topology", "default_levels"]
+__all__ = ["HOSTNAME", "Domain", "Topology", "default_levels", "paths_agree"]
 
 HOSTNAME = "kubernetes.io/hostname"
 
@@ -59,6 +59,14 @@ def default_levels(snapshot: ClusterSnapshot, keys: Iterable[str]) -> tuple[str,
     distinct = {k: len({n.labels[k] for n in snapshot.nodes if k in n.labels}) for k in ordered}
     ordered.sort(key=lambda k: (distinct[k], k))
     return (*ordered, HOSTNAME)
+
+
+def paths_agree(path: Sequence[tuple[str, str]], other: Sequence[tuple[str, str]]) -> bool:
+    """Whether two domain paths can name one domain: they agree wherever both name a level.
+    Two rounds may list different levels above a domain (`Topology.find`), so a level only
+    one of them lists decides nothing."""
+    named = dict(other)
+    return all(named.get(k, v) == v for k, v in path)
 
 
 class Topology:
@@ -108,13 +116,10 @@ class Topology:
 
     def find(self, key: str, path: Sequence[tuple[str, str]]) -> Domain | None:
         """The domain of `key` that `path` names, though another topology wrote it: a plan, an
-        earlier round or a ledger. Levels come from the keys in use, coarse to fine, and keys
-        with as many values as each other (a block of one node pool) keep the queue's order, so
-        another queue may name pool `p0` where this one names `B0/p0`, or block `p0/B0` where
-        this one names `B0`. The pairs of `path` must agree with the domain's wherever both
-        name a level; None when no domain or several do."""
-        named = dict(path)
-        value = named.get(key)
+        earlier round or a ledger. Levels come from the exclusive keys in use, so a queue with
+        JobSets exclusive per block names pool `B0/p0` where one without names it `p0`. The
+        paths must agree (`paths_agree`); None when no domain or several do."""
+        value = dict(path).get(key)
         if value is None:
             return None
         index = self._by_value.get(key)
@@ -122,7 +127,7 @@ class Topology:
             index = self._by_value[key] = {}
             for d in self.domains(key):
                 index.setdefault(d.value, []).append(d)
-        found = [d for d in index.get(value, ()) if all(named.get(k, v) == v for k, v in d.path)]
+        found = [d for d in index.get(value, ()) if paths_agree(d.path, path)]
         return found[0] if len(found) == 1 else None
 
     def domain_of(self, node: Node, key: str) -> DomainPath | None:

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from placer.model.cluster import ClusterSnapshot
-from placer.model.topology import HOSTNAME, Topology, default_levels
+from placer.model.topology import HOSTNAME, Topology, default_levels, paths_agree
 from tests.strategies import BLOCK, NODEPOOL, TPU_TOPOLOGY, cluster, clusters, node, pool
 
 BLOCK_THEN_POOL = (BLOCK, NODEPOOL, HOSTNAME)
@@ -91,3 +91,11 @@ def test_a_domain_found_under_the_other_level_order_shares_its_nodes(
         assert mine.find(key, d.path) == d
         found = other.find(key, d.path)
         assert found is None or set(found.nodes) & set(d.nodes)
+
+
+def test_paths_agree_only_where_both_name_a_level() -> None:
+    pool = (("block", "B0"), ("pool", "p0"))
+    assert paths_agree(pool, (("pool", "p0"),))  # the other names no block: nothing to disagree
+    assert paths_agree((("pool", "p0"),), pool)
+    assert not paths_agree(pool, (("block", "B1"), ("pool", "p0")))
+    assert not paths_agree((("pool", "p1"),), pool)

@@ -40,6 +40,7 @@ from placer.model.cluster import ClusterSnapshot, DomainReservation, RunningJobS
 from placer.model.options import TimePolicy
 from placer.model.plan import DomainRef, Plan
 from placer.model.snapshots.load import running_starts, with_expected_durations
+from placer.model.topology import paths_agree
 from placer.solver.time.release import expected_duration_s
 
 __all__ = [
@@ -91,20 +92,17 @@ def _domains(entry: LedgerEntry) -> list[DomainRef]:
 def _same_domains(old: Sequence[DomainRef], new: Sequence[DomainRef]) -> bool:
     """The same domains, whichever levels each round named them under: levels come from the
     queue's keys, so a round with JobSets exclusive per block names pool `B0/p0` and one without
-    names it `p0`. Each must pair with one of the other of the same key and value, the paths
-    agreeing wherever both name a level (as `Topology.find` resolves them)."""
+    names it `p0`. Each must pair with one of the other of the same key and value whose path
+    agrees with it (`paths_agree`, as `Topology.find` resolves them)."""
     if len(old) != len(new):
         return False
     left = list(old)
     for ref in new:
-        named = dict(ref.path)
         match = next(
             (
                 o
                 for o in left
-                if o.key == ref.key
-                and o.value == ref.value
-                and all(named.get(k, v) == v for k, v in o.path)
+                if o.key == ref.key and o.value == ref.value and paths_agree(o.path, ref.path)
             ),
             None,
         )
