@@ -60,15 +60,22 @@ __all__ = [
     "NESTED",
     "TARGET_MAX_H",
     "FloorRow",
+    "Groups",
     "Integral",
     "PoolJob",
     "Search",
+    "all_groups",
     "divisible_floor",
     "greedy_schedule",
+    "in_minutes",
     "integral_floor",
     "main",
+    "pool_jobs",
+    "pool_members",
     "pool_rows",
+    "shapes_nest",
     "verdict",
+    "whole_domains",
 ]
 
 MINUTE = 60.0
@@ -134,7 +141,7 @@ def pool_members(world: SimWorld) -> dict[str, list[JobSetSpec]]:
     return groups
 
 
-def _jobs(world: SimWorld, members: Sequence[JobSetSpec], label: str | None) -> list[PoolJob]:
+def pool_jobs(world: SimWorld, members: Sequence[JobSetSpec], label: str | None) -> list[PoolJob]:
     """Each member's arrival, first run (seconds) and child Jobs of shape `label` (None: all)."""
     return [
         PoolJob(
@@ -191,7 +198,7 @@ def divisible_floor(jobs: Sequence[PoolJob], capacity: int, tolerance: float = 1
     return lo
 
 
-def _minutes(jobs: Sequence[PoolJob]) -> list[PoolJob]:
+def in_minutes(jobs: Sequence[PoolJob]) -> list[PoolJob]:
     """The model's instance: arrivals and runs rounded down to whole minutes (a relaxation)."""
     return [
         PoolJob(math.floor(j.arrival / MINUTE), math.floor(j.duration / MINUTE), j.width)
@@ -354,7 +361,7 @@ def _row(
     idx, cap = groups[-1]
     union = [jobs[i] for i in idx]
     divisible = divisible_floor(union, cap)
-    integer = _minutes(jobs)
+    integer = in_minutes(jobs)
     lower = math.floor(divisible_floor([integer[i] for i in idx], cap, tolerance=0.5)) + 1
     lower = lower if lower > 1 else 0
     found = integral_floor(
@@ -380,7 +387,7 @@ def _row(
     )
 
 
-def _whole_domains(world: SimWorld) -> int:
+def whole_domains(world: SimWorld) -> int:
     """Domains of the one exclusive key every child Job takes whole (0 if the shapes differ in
     key or a child Job takes less than its domain): the racks of the GB200 fleet."""
     shapes = {r.shape for js in world.queue for r in js.rjobs}
@@ -391,7 +398,7 @@ def _whole_domains(world: SimWorld) -> int:
     return len({n.labels[key] for n in world.snapshot.nodes if n.usable and key in n.labels})
 
 
-def _nested(world: SimWorld) -> bool:
+def shapes_nest(world: SimWorld) -> bool:
     """Whether the shapes differ only in pods per child Job (same selector, key, pod requests):
     then a domain that fits a child Job of n pods fits every smaller one, and the pools' domains
     nest (GB200: the rack that takes 18 hosts is one of the 10 that take 16)."""
@@ -399,7 +406,7 @@ def _nested(world: SimWorld) -> bool:
     return len({replace(s, label="", pods_per_job=0, weight=0.0) for s in shapes}) == 1
 
 
-def _all_groups(
+def all_groups(
     world: SimWorld, members: dict[str, list[JobSetSpec]], racks: int, nested: bool
 ) -> tuple[list[JobSetSpec], list[tuple[Sequence[int], int]]]:
     """Pool "all": every JobSet, each pool's cumulative and one over all racks; `nested` adds, by
@@ -428,14 +435,14 @@ def pool_rows(world: SimWorld, search: Search) -> list[FloorRow]:
     rows = []
     members = pool_members(world)
     for label, jss in sorted(members.items()):
-        jobs = _jobs(world, jss, label)
+        jobs = pool_jobs(world, jss, label)
         d = pools[label].domains
         rows.append(_row(world, label, jobs, [(range(len(jobs)), d)], d, search))
-    racks = _whole_domains(world)
+    racks = whole_domains(world)
     for pool, nested in (("all", False), (NESTED, True)):
-        if racks and (not nested or _nested(world)):
-            everyone, groups = _all_groups(world, members, racks, nested)
-            rows.append(_row(world, pool, _jobs(world, everyone, None), groups, racks, search))
+        if racks and (not nested or shapes_nest(world)):
+            everyone, groups = all_groups(world, members, racks, nested)
+            rows.append(_row(world, pool, pool_jobs(world, everyone, None), groups, racks, search))
     return rows
 
 

@@ -1,0 +1,344 @@
+"""Floors on any policy's p95 wait: `python -m benchmarks.late_floor [--time-limit S]`.
+
+Issue 21 asks the CP-SAT schedule for a p95 delay of at most 0.85x `easy-aging`'s. `wait_floor`
+showed that the TPU max target sits below what any non-preemptive policy can reach; this asks the
+same of the p95 target. A p95 of at most T (`backfill.percentile`, linearly interpolated) is at
+least the wait ranked floor(0.95 (N - 1)) from the shortest, so it leaves at most
+N - 1 - floor(0.95 (N - 1)) JobSets waiting longer than T: 15 of 300 (`allowed_late`).
+
+The model is `wait_floor`'s relaxation (each JobSet holds k whole domains of its pool for its
+first run, any minute, exact run times, the pool to itself), with one change: each JobSet is
+either on time, starting within T of its arrival, or late and left out. Leaving a JobSet out only
+frees capacity, so the on-time JobSets of any real schedule are a schedule of the model, and the
+least number of late JobSets CP-SAT proves (the bound of "most on time") is a least for every
+policy. Parts that share no domain are solved apart and their late counts add: TPU's slice pools
+each alone, GB200's racks as one part with `wait_floor`'s nested cumulatives.
+
+If that least exceeds the allowance at T, no non-preemptive policy has a p95 of T or less. The
+floor reported is the largest T so proven (the target asked first, then by halving the gap); the
+ceiling, the least T at which the relaxation was shown to admit a schedule with few enough late
+JobSets. That schedule knows every arrival and run time in advance, so a ceiling below the target
+says only that the target is not shown out of reach, not that a policy can meet it.
+
+Time is in whole minutes (`wait_floor.in_minutes`): a real schedule whose waits are at most T
+hours maps onto the model with waits of at most floor(60 T) + 1 minutes (`cap_minutes`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import shlex
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from ortools.sat.python import cp_model
+
+from benchmarks.measure import machine_info
+from benchmarks.simworld import SimConfig, SimWorld, build_world, shape_pools
+from benchmarks.wait_floor import (
+    NESTED,
+    Groups,
+    PoolJob,
+    all_groups,
+    greedy_schedule,
+    in_minutes,
+    pool_jobs,
+    pool_members,
+    shapes_nest,
+    whole_domains,
+)
+
+__all__ = [
+    "TARGET_P95_H",
+    "Late",
+    "P95Floor",
+    "Part",
+    "allowed_late",
+    "cap_minutes",
+    "late_count",
+    "main",
+    "p95_floor",
+    "parts",
+]
+
+MINUTE = 60.0
+TARGET_P95_H = {"gb200": 0.85 * 25.16, "tpu": 0.85 * 34.10}
+"""Issue 21's p95 targets: 0.85x `easy-aging`'s p95 delay at 90% load, over-estimates, seed 1
+(RESULTS-backfill.md, round 11's matrix)."""
+
+
+def allowed_late(n: int, percentile: float = 95.0) -> int:
+    """How many of `n` waits may exceed T when their `percentile` (linearly interpolated) is at
+    most T: those ranked above floor(p (n - 1)) from the shortest."""
+    return n - 1 - math.floor((n - 1) * percentile / 100) if n else 0
+
+
+def cap_minutes(t_h: float) -> int:
+    """The model's longest on-time wait for a real one of `t_h` hours: arrivals and starts
+    rounded down to the minute add less than a minute (see `wait_floor.Search.first`)."""
+    return math.floor(t_h * 60) + 1
+
+
+@dataclass(frozen=True)
+class Part:
+    """JobSets that share domains with no JobSet outside them (minutes, as the model has them)."""
+
+    name: str
+    jobs: list[PoolJob]
+    groups: Groups
+
+
+def parts(world: SimWorld) -> list[Part]:
+    """TPU: one part per slice pool (the pools are disjoint). Where every child Job takes a
+    whole rack of one key (GB200), one part over every rack, with the pools' cumulatives nested
+    when the shapes nest (`wait_floor.all_groups`)."""
+    members = pool_members(world)
+    racks = whole_domains(world)
+    if racks:
+        nested = shapes_nest(world)
+        everyone, groups = all_groups(world, members, racks, nested)
+        return [
+            Part(NESTED if nested else "all", in_minutes(pool_jobs(world, everyone, None)), groups)
+        ]
+    pools = shape_pools(world)
+    return [
+        Part(
+            label,
+            in_minutes(pool_jobs(world, jss, label)),
+            [(range(len(jss)), pools[label].domains)],
+        )
+        for label, jss in sorted(members.items())
+    ]
+
+
+@dataclass(frozen=True)
+class Late:
+    """How many JobSets of a part must start more than `cap` minutes after arriving."""
+
+    least: int
+    """Proven: no schedule of the model has fewer late."""
+    best: int
+    """The fewest late of a schedule found (list scheduling, or CP-SAT's)."""
+    status: str
+
+
+def _late_waits(jobs: Sequence[PoolJob], starts: Sequence[int], cap: int) -> int:
+    return sum(1 for s, j in zip(starts, jobs, strict=True) if s - int(j.arrival) > cap)
+
+
+def late_count(
+    jobs: Sequence[PoolJob],
+    groups: Groups,
+    cap: int,
+    *,
+    time_limit_s: float = 30.0,
+    seed: int = 1,
+    workers: int = 2,
+) -> Late:
+    """Fewest JobSets starting more than `cap` after arrival, by CP-SAT: each JobSet on time
+    (an interval starting within `cap` of its arrival, on every cumulative of `groups` that
+    counts it) or left out; most on time. First-come-first-served list scheduling
+    (`wait_floor.greedy_schedule`), with its late JobSets left out, is the hint."""
+    greedy = greedy_schedule(jobs, groups)
+    greedy_late = _late_waits(jobs, greedy, cap)
+    if greedy_late == 0:
+        return Late(0, 0, "OPTIMAL")
+    model = cp_model.CpModel()
+    present: dict[int, cp_model.IntVar] = {}
+    intervals: dict[int, cp_model.IntervalVar] = {}
+    for i, j in enumerate(jobs):
+        if j.duration <= 0:
+            continue  # holds nothing: on time in any schedule
+        a = int(j.arrival)
+        on = model.new_bool_var(f"on{i}")
+        start = model.new_int_var(a, a + cap, f"s{i}")
+        intervals[i] = model.new_optional_fixed_size_interval_var(
+            start, int(j.duration), on, f"i{i}"
+        )
+        present[i] = on
+        on_time = greedy[i] - a <= cap
+        model.add_hint(on, on_time)
+        model.add_hint(start, greedy[i] if on_time else a)
+    for idx, domains in groups:
+        held = [i for i in idx if i in intervals]
+        model.add_cumulative([intervals[i] for i in held], [jobs[i].width for i in held], domains)
+    model.maximize(sum(present.values()))
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = max(0.1, time_limit_s)
+    solver.parameters.num_workers = workers
+    solver.parameters.random_seed = seed
+    status = solver.solve(model)
+    n = len(present)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return Late(0, greedy_late, solver.status_name(status))
+    least = n - math.floor(solver.best_objective_bound + 1e-9)
+    best = min(greedy_late, n - round(solver.objective_value))
+    return Late(max(0, least), best, solver.status_name(status))
+
+
+@dataclass(frozen=True)
+class P95Floor:
+    """What the model says of a p95 wait in one world."""
+
+    world: str
+    jobsets: int
+    allowed: int
+    target_h: float | None
+    target_least: int | None
+    """At the target: the least number of late JobSets proven (None: no target asked)."""
+    floor_h: float
+    """No non-preemptive policy has a p95 below this."""
+    ceiling_h: float
+    """The relaxation admits a p95 of this (with perfect knowledge): the floor is at most it."""
+    questions: int
+    wall_s: float
+
+
+def _greedy_p95_cap(all_parts: Sequence[Part], allowed: int) -> int:
+    """The least cap at which first-come-first-served list scheduling has few enough late."""
+    waits = sorted(
+        (
+            s - int(j.arrival)
+            for p in all_parts
+            for s, j in zip(greedy_schedule(p.jobs, p.groups), p.jobs, strict=True)
+        ),
+        reverse=True,
+    )
+    return waits[allowed] if allowed < len(waits) else 0
+
+
+def _ask(all_parts: Sequence[Part], cap: int, limit_s: float, seed: int) -> tuple[int, int]:
+    """Least and fewest found late JobSets over every part at `cap` (parts add)."""
+    lates = [late_count(p.jobs, p.groups, cap, time_limit_s=limit_s, seed=seed) for p in all_parts]
+    return sum(x.least for x in lates), sum(x.best for x in lates)
+
+
+def p95_floor(
+    world: SimWorld,
+    *,
+    target_h: float | None = None,
+    time_limit_s: float = 20.0,
+    budget_s: float = 600.0,
+    seed: int = 1,
+) -> P95Floor:
+    """The largest p95 proven out of reach, by yes/no questions on the cap (minutes): the
+    target's first, then halving the gap between the floor and the least cap shown admissible.
+    `time_limit_s` bounds each part's search per question; a question answered neither way
+    lowers the highest cap still worth asking, as in `wait_floor.integral_floor`."""
+    began = time.perf_counter()
+    all_parts = parts(world)
+    n = sum(len(p.jobs) for p in all_parts)
+    allowed = allowed_late(n)
+    hi = _greedy_p95_cap(all_parts, allowed)  # admissible (list scheduling meets it)
+    proven = -1  # the largest cap shown to leave too many late
+    ceiling = hi - 1
+    target_least: int | None = None
+    probe = cap_minutes(target_h) if target_h is not None else None
+    if probe is not None and probe >= hi:
+        probe = None  # list scheduling already has few enough late JobSets at the target
+    questions = 0
+    while proven + 1 <= min(ceiling, hi - 1):
+        if questions and time.perf_counter() - began > budget_s:
+            break
+        cap = probe if probe is not None else (proven + 1 + min(ceiling, hi - 1)) // 2
+        least, best = _ask(all_parts, cap, time_limit_s, seed)
+        questions += 1
+        if probe is not None:
+            target_least, probe = least, None
+        if least > allowed:
+            proven = max(proven, cap)
+        elif best <= allowed:
+            hi = min(hi, cap)
+        else:
+            ceiling = cap - 1
+    return P95Floor(
+        world.name,
+        n,
+        allowed,
+        target_h,
+        target_least,
+        max(0, proven) / 60,
+        hi / 60,
+        questions,
+        time.perf_counter() - began,
+    )
+
+
+def table(rows: Sequence[P95Floor]) -> list[str]:
+    lines = [
+        "| world | JobSets | late allowed | target p95 h | late at the target (least) "
+        "| p95 floor h | relaxation admits h | questions | solve s |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        target = "-" if r.target_h is None else f"{r.target_h:.2f}"
+        least = "-" if r.target_least is None else str(r.target_least)
+        lines.append(
+            f"| {r.world} | {r.jobsets} | {r.allowed} | {target} | {least} | {r.floor_h:.2f} "
+            f"| {r.ceiling_h:.2f} | {r.questions} | {r.wall_s:.0f} |"
+        )
+    return lines
+
+
+def verdict(fleet: str, row: P95Floor) -> str:
+    if row.target_h is None:
+        return f"{fleet}: p95 floor {row.floor_h:.2f} h"
+    if row.floor_h >= row.target_h:
+        word = "out of reach for every non-preemptive policy"
+    elif row.ceiling_h <= row.target_h:
+        word = "not shown out of reach: the relaxation, knowing the future, meets it"
+    else:
+        word = "undecided in the time given"
+    return (
+        f"{fleet}: target {row.target_h:.2f} h; floor {row.floor_h:.2f} h, relaxation "
+        f"{row.ceiling_h:.2f} h: {word}"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.late_floor", description=__doc__)
+    parser.add_argument("--out", type=Path, help="also write the markdown report here")
+    parser.add_argument("--seed", type=int, default=1, help="the worlds' seed and CP-SAT's")
+    parser.add_argument("--jobsets", type=int, default=300)
+    parser.add_argument("--load", type=float, default=0.9)
+    parser.add_argument("--fleets", default="tpu,gb200", help="comma-separated: tpu, gb200")
+    parser.add_argument(
+        "--time-limit", type=float, default=20.0, help="CP-SAT seconds per part and question"
+    )
+    parser.add_argument(
+        "--budget", type=float, default=600.0, help="seconds per fleet before no new question"
+    )
+    args = parser.parse_args(argv)
+    fleets = [f.strip() for f in args.fleets.split(",") if f.strip()]
+    cfg = replace(SimConfig(), jobsets=args.jobsets, load=args.load)
+    command = "python -m benchmarks.late_floor " + shlex.join(
+        sys.argv[1:] if argv is None else argv
+    )
+    rows, tail = [], []
+    for fleet in fleets:
+        world = build_world(fleet, args.seed, cfg)
+        row = p95_floor(
+            world,
+            target_h=TARGET_P95_H.get(fleet),
+            time_limit_s=args.time_limit,
+            budget_s=args.budget,
+            seed=args.seed,
+        )
+        rows.append(row)
+        tail.append(f"- {verdict(fleet, row)}")
+    lines = [f"Command: `{command}`", "", f"Machine: {machine_info()}", ""]
+    lines += [*table(rows), "", *tail, ""]
+    text = "\n".join(lines)
+    print(text)
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,95 @@
+"""The p95 floor: its allowance agrees with the benchmark's percentile, its late counts are known
+by hand on small pools, and a simulated policy never beats the floor."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from benchmarks.backfill import percentile
+from benchmarks.late_floor import allowed_late, cap_minutes, late_count, p95_floor, parts
+from benchmarks.overtime import simulate
+from benchmarks.simworld import HOUR, SimConfig, build_world
+from benchmarks.wait_floor import NESTED, PoolJob, greedy_schedule, pool_members
+from placer.model.options import SolveOptions
+
+
+@given(
+    st.lists(st.integers(0, 1000), min_size=1, max_size=60),
+    st.integers(0, 1000),
+)
+def test_a_p95_within_t_leaves_at_most_the_allowance_above_t(waits: list[int], t: int) -> None:
+    late = sum(1 for w in waits if w > t)
+    if percentile([float(w) for w in waits], 95) <= t:
+        assert late <= allowed_late(len(waits))
+
+
+def test_the_allowance_is_15_of_300_and_none_of_one() -> None:
+    assert allowed_late(300) == 15
+    assert allowed_late(1) == 0
+    assert allowed_late(0) == 0
+    assert allowed_late(21, 50) == 10
+
+
+def test_a_wait_of_t_hours_fits_its_cap_in_minutes() -> None:
+    assert cap_minutes(1.0) == 61
+    assert cap_minutes(0.0) == 1
+
+
+def test_four_jobsets_each_taking_both_domains_run_one_at_a_time() -> None:
+    jobs = [PoolJob(0, 60, 2) for _ in range(4)]
+    groups = [(range(4), 2)]
+    late = late_count(jobs, groups, 59, time_limit_s=10)
+    assert (late.least, late.best) == (3, 3)  # one at a time: three wait at least an hour
+    assert late_count(jobs, groups, 180, time_limit_s=10).least == 0
+
+
+def test_leaving_the_long_first_arrival_out_beats_first_come_first_served() -> None:
+    """One domain: a 100-minute run arrives first, two 10-minute runs just after. In arrival
+    order both short ones wait past 20 minutes; leaving the long one late keeps both on time."""
+    jobs = [PoolJob(0, 100, 1), PoolJob(1, 10, 1), PoolJob(2, 10, 1)]
+    groups = [(range(3), 1)]
+    starts = greedy_schedule(jobs, groups)
+    assert sum(1 for s, j in zip(starts, jobs, strict=True) if s - j.arrival > 20) == 2
+    late = late_count(jobs, groups, 20, time_limit_s=10)
+    assert (late.least, late.best, late.status) == (1, 1, "OPTIMAL")
+
+
+pool_job = st.builds(PoolJob, st.integers(0, 300), st.integers(0, 120), st.integers(1, 3))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(pool_job, min_size=1, max_size=8), st.integers(3, 5), st.integers(0, 200))
+def test_the_least_late_is_no_more_than_any_schedule_has(
+    jobs: list[PoolJob], domains: int, cap: int
+) -> None:
+    groups = [(range(len(jobs)), domains)]
+    late = late_count(jobs, groups, cap, time_limit_s=5)
+    fcfs = greedy_schedule(jobs, groups)
+    fcfs_late = sum(1 for s, j in zip(fcfs, jobs, strict=True) if s - j.arrival > cap)
+    assert late.least <= late.best <= fcfs_late
+    assert late_count(jobs, groups, cap + 60, time_limit_s=5).least <= late.best
+
+
+def test_slice_pools_are_parts_of_their_own_and_racks_one_nested_part() -> None:
+    cfg = replace(SimConfig(), jobsets=40)
+    tpu = build_world("tpu", 1, cfg)
+    tpu_parts = parts(tpu)
+    assert [p.name for p in tpu_parts] == sorted(pool_members(tpu))
+    assert sum(len(p.jobs) for p in tpu_parts) == len(tpu.queue)
+    (gb200,) = parts(build_world("gb200", 1, cfg))
+    assert gb200.name == NESTED and len(gb200.jobs) == 40
+
+
+def test_no_simulated_policy_goes_below_the_floor() -> None:
+    """A 120-JobSet TPU world at 90% load (floor 4.27 h when written): EASY backfill's p95 is
+    at least the floor, and the floor is at most what the relaxation admits."""
+    cfg = replace(SimConfig(), jobsets=120)
+    world = build_world("tpu", 1, cfg)
+    found = p95_floor(world, time_limit_s=3, budget_s=30)
+    assert 1.0 < found.floor_h <= found.ceiling_h
+    options = SolveOptions(time_limit_s=5.0, workers=1, seed=1)
+    (result,) = simulate(world, ["easy"], options, cfg)
+    assert percentile(result.delays_s, 95) / HOUR >= found.floor_h - 1 / 60
