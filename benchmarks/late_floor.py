@@ -2,23 +2,24 @@
 
 Issue 21 asks the CP-SAT schedule for a p95 delay of at most 0.85x `easy-aging`'s. `wait_floor`
 showed that the TPU max target sits below what any non-preemptive policy can reach; this asks the
-same of the p95 target. A p95 of at most T (`backfill.percentile`, linearly interpolated) is at
-least the wait ranked floor(0.95 (N - 1)) from the shortest, so it leaves at most
-N - 1 - floor(0.95 (N - 1)) JobSets waiting longer than T: 15 of 300 (`allowed_late`).
+same of the p95 target. A p95 (`backfill.percentile`, linearly interpolated) is at least the
+wait at index floor(0.95 (N - 1)) of the waits sorted from the shortest, so a p95 of at most T
+leaves at most N - 1 - floor(0.95 (N - 1)) JobSets waiting longer than T: 15 of 300
+(`allowed_late`).
 
 The model is `wait_floor`'s relaxation (each JobSet holds k whole domains of its pool for its
 first run, any minute, exact run times, the pool to itself), with one change: each JobSet is
 either on time, starting within T of its arrival, or late and left out. Leaving a JobSet out only
-frees capacity, so the on-time JobSets of any real schedule are a schedule of the model, and the
-least number of late JobSets CP-SAT proves (the bound of "most on time") is a least for every
-policy. Parts that share no domain are solved apart and their late counts add: TPU's slice pools
-each alone, GB200's racks as one part with `wait_floor`'s nested cumulatives.
+frees capacity, so the on-time JobSets of any real schedule are a schedule of the model. CP-SAT
+is asked whether the model has a schedule with at most the allowance late (`admits`): TPU's
+slice pools each with its own cumulative, GB200's racks with `wait_floor`'s nested cumulatives
+(`parts`), in one model, as the allowance is shared by every pool.
 
-If that least exceeds the allowance at T, no non-preemptive policy has a p95 of T or less. The
-floor reported is the largest T so proven (the target asked first, then by halving the gap); the
-ceiling, the least T at which the relaxation was shown to admit a schedule with few enough late
-JobSets. That schedule knows every arrival and run time in advance, so a ceiling below the target
-says only that the target is not shown out of reach, not that a policy can meet it.
+If the answer at T is no, no non-preemptive policy has a p95 of T or less. The floor reported is
+the largest T so proven (the target asked first, then by halving the gap); the ceiling, the least T
+at which the relaxation was shown to admit a schedule with few enough late JobSets. That schedule
+knows every arrival and run time in advance, so a ceiling below the target says only that the
+target is not shown out of reach, not that a policy can meet it.
 
 Time is in whole minutes (`wait_floor.in_minutes`): a real schedule whose waits are at most T
 hours maps onto the model with waits of at most floor(60 T) + 1 minutes (`cap_minutes`).
@@ -54,12 +55,13 @@ from benchmarks.wait_floor import (
 
 __all__ = [
     "TARGET_P95_H",
-    "Late",
     "P95Floor",
     "Part",
+    "admits",
     "allowed_late",
     "cap_minutes",
-    "late_count",
+    "combined",
+    "late_waits",
     "main",
     "p95_floor",
     "parts",
@@ -115,40 +117,46 @@ def parts(world: SimWorld) -> list[Part]:
     ]
 
 
-@dataclass(frozen=True)
-class Late:
-    """How many JobSets of a part must start more than `cap` minutes after arriving."""
+def combined(all_parts: Sequence[Part]) -> tuple[list[PoolJob], Groups]:
+    """Every part's JobSets in one instance, each part's cumulatives on its own indices."""
+    jobs: list[PoolJob] = []
+    groups: list[tuple[Sequence[int], int]] = []
+    for part in all_parts:
+        first = len(jobs)
+        jobs.extend(part.jobs)
+        groups.extend(([first + i for i in idx], domains) for idx, domains in part.groups)
+    return jobs, groups
 
-    least: int
-    """Proven: no schedule of the model has fewer late."""
-    best: int
-    """The fewest late of a schedule found (list scheduling, or CP-SAT's)."""
-    status: str
 
-
-def _late_waits(jobs: Sequence[PoolJob], starts: Sequence[int], cap: int) -> int:
+def late_waits(jobs: Sequence[PoolJob], starts: Sequence[int], cap: int) -> int:
+    """How many of `starts` begin more than `cap` after their JobSet's arrival."""
     return sum(1 for s, j in zip(starts, jobs, strict=True) if s - int(j.arrival) > cap)
 
 
-def late_count(
+def admits(
     jobs: Sequence[PoolJob],
     groups: Groups,
     cap: int,
+    allowed: int,
     *,
-    time_limit_s: float = 30.0,
+    time_limit_s: float = 60.0,
     seed: int = 1,
     workers: int = 2,
-) -> Late:
-    """Fewest JobSets starting more than `cap` after arrival, by CP-SAT: each JobSet on time
-    (an interval starting within `cap` of its arrival, on every cumulative of `groups` that
-    counts it) or left out; most on time. First-come-first-served list scheduling
-    (`wait_floor.greedy_schedule`), with its late JobSets left out, is the hint."""
+) -> str:
+    """Whether the model has a schedule with at most `allowed` JobSets starting more than `cap`
+    after arrival: "yes", "no" (proven) or "unknown" (time ran out).
+
+    Each JobSet is an optional interval starting within `cap` of its arrival, on every cumulative
+    of `groups` that counts it, and at least all but `allowed` are present. A yes/no question,
+    not "most on time": as `wait_floor.integral_floor` found for the longest wait, CP-SAT refutes
+    a bound it is asked about far sooner than its objective bound reaches it. First-come-first-
+    served list scheduling (`wait_floor.greedy_schedule`), late JobSets left out, is the hint
+    and answers yes without a search when it has few enough late."""
     greedy = greedy_schedule(jobs, groups)
-    greedy_late = _late_waits(jobs, greedy, cap)
-    if greedy_late == 0:
-        return Late(0, 0, "OPTIMAL")
+    if late_waits(jobs, greedy, cap) <= allowed:
+        return "yes"
     model = cp_model.CpModel()
-    present: dict[int, cp_model.IntVar] = {}
+    present: list[cp_model.IntVar] = []
     intervals: dict[int, cp_model.IntervalVar] = {}
     for i, j in enumerate(jobs):
         if j.duration <= 0:
@@ -159,25 +167,22 @@ def late_count(
         intervals[i] = model.new_optional_fixed_size_interval_var(
             start, int(j.duration), on, f"i{i}"
         )
-        present[i] = on
+        present.append(on)
         on_time = greedy[i] - a <= cap
         model.add_hint(on, on_time)
         model.add_hint(start, greedy[i] if on_time else a)
     for idx, domains in groups:
         held = [i for i in idx if i in intervals]
         model.add_cumulative([intervals[i] for i in held], [jobs[i].width for i in held], domains)
-    model.maximize(sum(present.values()))
+    model.add(sum(present) >= len(present) - allowed)
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = max(0.1, time_limit_s)
     solver.parameters.num_workers = workers
     solver.parameters.random_seed = seed
     status = solver.solve(model)
-    n = len(present)
-    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return Late(0, greedy_late, solver.status_name(status))
-    least = n - math.floor(solver.best_objective_bound + 1e-9)
-    best = min(greedy_late, n - round(solver.objective_value))
-    return Late(max(0, least), best, solver.status_name(status))
+    if status == cp_model.INFEASIBLE:
+        return "no"
+    return "yes" if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) else "unknown"
 
 
 @dataclass(frozen=True)
@@ -188,8 +193,8 @@ class P95Floor:
     jobsets: int
     allowed: int
     target_h: float | None
-    target_least: int | None
-    """At the target: the least number of late JobSets proven (None: no target asked)."""
+    at_target: str
+    """The model's answer at the target: "no" proves it out of reach ("-": not asked)."""
     floor_h: float
     """No non-preemptive policy has a p95 below this."""
     ceiling_h: float
@@ -198,69 +203,57 @@ class P95Floor:
     wall_s: float
 
 
-def _greedy_p95_cap(all_parts: Sequence[Part], allowed: int) -> int:
-    """The least cap at which first-come-first-served list scheduling has few enough late."""
-    waits = sorted(
-        (
-            s - int(j.arrival)
-            for p in all_parts
-            for s, j in zip(greedy_schedule(p.jobs, p.groups), p.jobs, strict=True)
-        ),
-        reverse=True,
-    )
-    return waits[allowed] if allowed < len(waits) else 0
-
-
-def _ask(all_parts: Sequence[Part], cap: int, limit_s: float, seed: int) -> tuple[int, int]:
-    """Least and fewest found late JobSets over every part at `cap` (parts add)."""
-    lates = [late_count(p.jobs, p.groups, cap, time_limit_s=limit_s, seed=seed) for p in all_parts]
-    return sum(x.least for x in lates), sum(x.best for x in lates)
-
-
 def p95_floor(
     world: SimWorld,
     *,
     target_h: float | None = None,
-    time_limit_s: float = 20.0,
+    time_limit_s: float = 60.0,
     budget_s: float = 600.0,
     seed: int = 1,
 ) -> P95Floor:
     """The largest p95 proven out of reach, by yes/no questions on the cap (minutes): the
     target's first, then halving the gap between the floor and the least cap shown admissible.
-    `time_limit_s` bounds each part's search per question; a question answered neither way
-    lowers the highest cap still worth asking, as in `wait_floor.integral_floor`."""
+    `time_limit_s` bounds each question; one answered neither way lowers the highest cap still
+    worth asking, as in `wait_floor.integral_floor`."""
     began = time.perf_counter()
-    all_parts = parts(world)
-    n = sum(len(p.jobs) for p in all_parts)
-    allowed = allowed_late(n)
-    hi = _greedy_p95_cap(all_parts, allowed)  # admissible (list scheduling meets it)
+    jobs, groups = combined(parts(world))
+    allowed = allowed_late(len(jobs))
+    waits = sorted(
+        (s - int(j.arrival) for s, j in zip(greedy_schedule(jobs, groups), jobs, strict=True)),
+        reverse=True,
+    )
+    hi = waits[allowed] if allowed < len(waits) else 0  # list scheduling meets this cap
     proven = -1  # the largest cap shown to leave too many late
     ceiling = hi - 1
-    target_least: int | None = None
     probe = cap_minutes(target_h) if target_h is not None else None
-    if probe is not None and probe >= hi:
-        probe = None  # list scheduling already has few enough late JobSets at the target
+    at_target = "yes" if probe is not None and probe >= hi else "-"
     questions = 0
     while proven + 1 <= min(ceiling, hi - 1):
         if questions and time.perf_counter() - began > budget_s:
             break
-        cap = probe if probe is not None else (proven + 1 + min(ceiling, hi - 1)) // 2
-        least, best = _ask(all_parts, cap, time_limit_s, seed)
+        asked_target = probe is not None and probe < hi
+        cap = (
+            probe
+            if asked_target and probe is not None
+            else (proven + 1 + min(ceiling, hi - 1)) // 2
+        )
+        probe = None
+        answer = admits(jobs, groups, cap, allowed, time_limit_s=time_limit_s, seed=seed)
         questions += 1
-        if probe is not None:
-            target_least, probe = least, None
-        if least > allowed:
+        if asked_target:
+            at_target = answer
+        if answer == "no":
             proven = max(proven, cap)
-        elif best <= allowed:
+        elif answer == "yes":
             hi = min(hi, cap)
         else:
             ceiling = cap - 1
     return P95Floor(
         world.name,
-        n,
+        len(jobs),
         allowed,
         target_h,
-        target_least,
+        at_target,
         max(0, proven) / 60,
         hi / 60,
         questions,
@@ -270,15 +263,14 @@ def p95_floor(
 
 def table(rows: Sequence[P95Floor]) -> list[str]:
     lines = [
-        "| world | JobSets | late allowed | target p95 h | late at the target (least) "
+        "| world | JobSets | late allowed | target p95 h | admitted at the target "
         "| p95 floor h | relaxation admits h | questions | solve s |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         target = "-" if r.target_h is None else f"{r.target_h:.2f}"
-        least = "-" if r.target_least is None else str(r.target_least)
         lines.append(
-            f"| {r.world} | {r.jobsets} | {r.allowed} | {target} | {least} | {r.floor_h:.2f} "
+            f"| {r.world} | {r.jobsets} | {r.allowed} | {target} | {r.at_target} | {r.floor_h:.2f} "
             f"| {r.ceiling_h:.2f} | {r.questions} | {r.wall_s:.0f} |"
         )
     return lines
@@ -307,7 +299,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--load", type=float, default=0.9)
     parser.add_argument("--fleets", default="tpu,gb200", help="comma-separated: tpu, gb200")
     parser.add_argument(
-        "--time-limit", type=float, default=20.0, help="CP-SAT seconds per part and question"
+        "--time-limit", type=float, default=60.0, help="CP-SAT seconds per question"
     )
     parser.add_argument(
         "--budget", type=float, default=600.0, help="seconds per fleet before no new question"

@@ -9,7 +9,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchmarks.backfill import percentile
-from benchmarks.late_floor import allowed_late, cap_minutes, late_count, p95_floor, parts
+from benchmarks.late_floor import (
+    Part,
+    admits,
+    allowed_late,
+    cap_minutes,
+    combined,
+    late_waits,
+    p95_floor,
+    parts,
+)
 from benchmarks.overtime import simulate
 from benchmarks.simworld import HOUR, SimConfig, build_world
 from benchmarks.wait_floor import NESTED, PoolJob, greedy_schedule, pool_members
@@ -41,9 +50,9 @@ def test_a_wait_of_t_hours_fits_its_cap_in_minutes() -> None:
 def test_four_jobsets_each_taking_both_domains_run_one_at_a_time() -> None:
     jobs = [PoolJob(0, 60, 2) for _ in range(4)]
     groups = [(range(4), 2)]
-    late = late_count(jobs, groups, 59, time_limit_s=10)
-    assert (late.least, late.best) == (3, 3)  # one at a time: three wait at least an hour
-    assert late_count(jobs, groups, 180, time_limit_s=10).least == 0
+    assert admits(jobs, groups, 59, 2, time_limit_s=10) == "no"  # only one starts in the hour
+    assert admits(jobs, groups, 59, 3, time_limit_s=10) == "yes"
+    assert admits(jobs, groups, 180, 0, time_limit_s=10) == "yes"
 
 
 def test_leaving_the_long_first_arrival_out_beats_first_come_first_served() -> None:
@@ -51,26 +60,50 @@ def test_leaving_the_long_first_arrival_out_beats_first_come_first_served() -> N
     order both short ones wait past 20 minutes; leaving the long one late keeps both on time."""
     jobs = [PoolJob(0, 100, 1), PoolJob(1, 10, 1), PoolJob(2, 10, 1)]
     groups = [(range(3), 1)]
-    starts = greedy_schedule(jobs, groups)
-    assert sum(1 for s, j in zip(starts, jobs, strict=True) if s - j.arrival > 20) == 2
-    late = late_count(jobs, groups, 20, time_limit_s=10)
-    assert (late.least, late.best, late.status) == (1, 1, "OPTIMAL")
+    assert late_waits(jobs, greedy_schedule(jobs, groups), 20) == 2
+    assert admits(jobs, groups, 20, 1, time_limit_s=10) == "yes"
+    assert admits(jobs, groups, 20, 0, time_limit_s=10) == "no"
 
 
-pool_job = st.builds(PoolJob, st.integers(0, 300), st.integers(0, 120), st.integers(1, 3))
+def test_parts_keep_their_own_cumulatives_in_one_model() -> None:
+    """Two one-domain pools, two hour-long JobSets each at once: apart, one of each waits; had
+    the pools been pooled into two domains, nobody would."""
+    one = Part("a", [PoolJob(0, 60, 1), PoolJob(0, 60, 1)], [(range(2), 1)])
+    jobs, groups = combined([one, replace(one, name="b")])
+    assert [list(idx) for idx, _ in groups] == [[0, 1], [2, 3]]
+    assert admits(jobs, groups, 30, 1, time_limit_s=10) == "no"
+    assert admits(jobs, groups, 30, 2, time_limit_s=10) == "yes"
+
+
+pool_job = st.builds(PoolJob, st.integers(0, 100), st.integers(0, 120), st.integers(1, 2))
+
+
+def _fewest_late_by_list_scheduling(jobs: list[PoolJob], domains: int, cap: int) -> int:
+    """Over every subset of `jobs` (tiny instances only), the fewest left out such that list
+    scheduling the rest alone starts none of them late: a schedule that exists, so an upper
+    bound on the fewest late, often below list scheduling's own over all of them."""
+    fewest = len(jobs)
+    for mask in range(1, 1 << len(jobs)):  # leaving every one out is `fewest`'s start
+        kept = [j for i, j in enumerate(jobs) if mask >> i & 1]
+        if late_waits(kept, greedy_schedule(kept, [(range(len(kept)), domains)]), cap) == 0:
+            fewest = min(fewest, len(jobs) - len(kept))
+    return fewest
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(pool_job, min_size=1, max_size=8), st.integers(3, 5), st.integers(0, 200))
-def test_the_least_late_is_no_more_than_any_schedule_has(
+@given(st.lists(pool_job, min_size=1, max_size=6), st.integers(2, 4), st.integers(0, 200))
+def test_a_no_is_only_given_where_no_schedule_exists(
     jobs: list[PoolJob], domains: int, cap: int
 ) -> None:
+    """A "no" is what makes a floor: the model never refuses a late count some schedule has,
+    and a refusal holds for fewer late JobSets and for a shorter cap too."""
     groups = [(range(len(jobs)), domains)]
-    late = late_count(jobs, groups, cap, time_limit_s=5)
-    fcfs = greedy_schedule(jobs, groups)
-    fcfs_late = sum(1 for s, j in zip(fcfs, jobs, strict=True) if s - j.arrival > cap)
-    assert late.least <= late.best <= fcfs_late
-    assert late_count(jobs, groups, cap + 60, time_limit_s=5).least <= late.best
+    some = _fewest_late_by_list_scheduling(jobs, domains, cap)
+    assert admits(jobs, groups, cap, some, time_limit_s=5) == "yes"
+    if some > 0 and admits(jobs, groups, cap, some - 1, time_limit_s=5) == "no":
+        assert admits(jobs, groups, max(0, cap - 30), some - 1, time_limit_s=5) == "no"
+        if some > 1:
+            assert admits(jobs, groups, cap, some - 2, time_limit_s=5) == "no"
 
 
 def test_slice_pools_are_parts_of_their_own_and_racks_one_nested_part() -> None:
