@@ -34,7 +34,6 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 from ortools.sat.python import cp_model
 
@@ -44,11 +43,13 @@ from benchmarks.wait_floor import (
     NESTED,
     Groups,
     PoolJob,
+    add_world_arguments,
     all_groups,
     greedy_schedule,
     in_minutes,
     pool_jobs,
     pool_members,
+    publish,
     shapes_nest,
     whole_domains,
 )
@@ -293,11 +294,7 @@ def verdict(fleet: str, row: P95Floor) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.late_floor", description=__doc__)
-    parser.add_argument("--out", type=Path, help="also write the markdown report here")
-    parser.add_argument("--seed", type=int, default=1, help="the worlds' seed and CP-SAT's")
-    parser.add_argument("--jobsets", type=int, default=300)
-    parser.add_argument("--load", type=float, default=0.9)
-    parser.add_argument("--fleets", default="tpu,gb200", help="comma-separated: tpu, gb200")
+    add_world_arguments(parser)
     parser.add_argument(
         "--time-limit", type=float, default=60.0, help="CP-SAT seconds per question"
     )
@@ -324,11 +321,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         tail.append(f"- {verdict(fleet, row)}")
     lines = [f"Command: `{command}`", "", f"Machine: {machine_info()}", ""]
     lines += [*table(rows), "", *tail, ""]
-    text = "\n".join(lines)
-    print(text)
-    if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text)
+    publish("\n".join(lines), args.out)
     return 0
 
 

@@ -64,6 +64,7 @@ __all__ = [
     "Integral",
     "PoolJob",
     "Search",
+    "add_world_arguments",
     "all_groups",
     "divisible_floor",
     "greedy_schedule",
@@ -73,6 +74,7 @@ __all__ = [
     "pool_jobs",
     "pool_members",
     "pool_rows",
+    "publish",
     "shapes_nest",
     "verdict",
     "whole_domains",
@@ -498,13 +500,26 @@ def verdict(fleet: str, rows: Sequence[FloorRow], policy_max_h: float | None = N
     )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.wait_floor", description=__doc__)
+def add_world_arguments(parser: argparse.ArgumentParser) -> None:
+    """The worlds a floor is computed on, and where its report goes (shared with `late_floor`)."""
     parser.add_argument("--out", type=Path, help="also write the markdown report here")
     parser.add_argument("--seed", type=int, default=1, help="the worlds' seed and CP-SAT's")
     parser.add_argument("--jobsets", type=int, default=300)
     parser.add_argument("--load", type=float, default=0.9)
     parser.add_argument("--fleets", default="tpu,gb200", help="comma-separated: tpu, gb200")
+
+
+def publish(text: str, out: Path | None) -> None:
+    """Print the report, and write it to `out` when one is named."""
+    print(text)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.wait_floor", description=__doc__)
+    add_world_arguments(parser)
     parser.add_argument(
         "--time-limit", type=float, default=60.0, help="CP-SAT seconds per pool (default 60)"
     )
@@ -545,11 +560,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if fleet in TARGET_MAX_H:
             tail.append(f"- {verdict(fleet, mine, seen.get('all'))}")
     lines += [*table(rows, args.policy), "", *tail, ""]
-    text = "\n".join(lines)
-    print(text)
-    if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text)
+    publish("\n".join(lines), args.out)
     return 0
 
 
