@@ -232,12 +232,8 @@ def p95_floor(
     while proven + 1 <= min(ceiling, hi - 1):
         if questions and time.perf_counter() - began > budget_s:
             break
-        asked_target = probe is not None and probe < hi
-        cap = (
-            probe
-            if asked_target and probe is not None
-            else (proven + 1 + min(ceiling, hi - 1)) // 2
-        )
+        asked_target = probe is not None  # the first question, and only below `hi`
+        cap = probe if probe is not None else (proven + 1 + min(ceiling, hi - 1)) // 2
         probe = None
         answer = admits(jobs, groups, cap, allowed, time_limit_s=time_limit_s, seed=seed)
         questions += 1
