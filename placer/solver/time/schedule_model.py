@@ -17,7 +17,8 @@ terms (as `cpsat/builder.py` does for the snapshot model):
   stability      a JobSet keeps last round's reservation (start and classes) unless moving it
                  gains more than `STABLE_S` of its own weighted wait
   waits          weighted waits: `TIER_RATIO` per priority tier, times the JobSet's bounded-
-                 slowdown weight (shorter runs weigh more per second waited) plus its age
+                 slowdown weight (shorter runs weigh more per second waited) plus its age, each
+                 second at the age it will be waited at (`wait_cost`: convex in the start)
   max_wait       seconds past `--max-wait`, weighed above every other term, the longest
                  overshoot above them all
 
@@ -31,38 +32,28 @@ from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
-from placer.solver.time.schedule_problem import ScheduleJob, ScheduleProblem
+from placer.solver.time.schedule_problem import ScheduleProblem
+from placer.solver.time.wait_cost import (
+    TIER_RATIO,
+    peak_weight,
+    pieces,
+    wait_cost,
+    wait_weight,
+)
 
 __all__ = [
     "OBJECTIVE_LIMIT",
     "OVERLAP_TERMS_LIMIT",
-    "SLOWDOWN_FLOOR_S",
-    "SLOWDOWN_REF_S",
     "STABLE_S",
-    "TIERS",
-    "TIER_RATIO",
-    "WEIGHT_AGING_PER_H",
-    "WEIGHT_CAP",
     "ScheduleVariables",
     "Scheduled",
     "build_schedule",
     "extract",
     "objective_fits",
+    "overdue_weight",
     "overlap_terms",
-    "wait_weight",
 ]
 
-TIER_RATIO = 50
-"""A second of wait in one priority tier weighs as fifty in the tier below, more than the widest
-spread of slowdown weights (48): a second of a higher tier's wait always outweighs a second of
-any lower tier's, whatever the runs' lengths (tiers first)."""
-TIERS = 4
-"""Priority tiers the weights tell apart; higher ones weigh as the fourth (the objective stays
-within 64-bit integers, see `objective_fits`)."""
-SLOWDOWN_REF_S = 24 * 3600
-SLOWDOWN_FLOOR_S = 1800
-"""Bounded slowdown: a JobSet's wait weighs `SLOWDOWN_REF_S / max(duration, SLOWDOWN_FLOOR_S)`
-(1 to 48): an hour's wait triples a 30-minute run, and is little to a two-day one."""
 OBJECTIVE_LIMIT = 2**62
 """CP-SAT's objective is a 64-bit integer: a model whose worst case passes this is not built."""
 OVERLAP_TERMS_LIMIT = 4000
@@ -79,21 +70,11 @@ STABLE_S = 3600
 an hour of that JobSet's own weighted wait by moving it."""
 
 
-WEIGHT_AGING_PER_H = 4
-"""Aging inside a tier: a JobSet's weight per second waited grows by this much per hour it has
-waited, up to the largest slowdown weight (48). Without it a long run weighs 1 or 2 against a
-short one's 48 and is pushed back round after round until `--max-wait` (seen in the over-time
-benchmark: reservations of 12 h TPU JobSets receding from 4 h to 58 h); with it, after half a day
-every JobSet of a tier weighs the same."""
-WEIGHT_CAP = 48
-
-
-def wait_weight(job: ScheduleJob) -> int:
-    """What one second of this JobSet's wait costs: its tier, then its bounded slowdown weight
-    plus aging, at most `WEIGHT_CAP` (below `TIER_RATIO`, so tiers stay first)."""
-    slowdown = max(1, round(SLOWDOWN_REF_S / max(job.duration_s, SLOWDOWN_FLOOR_S)))
-    aged = slowdown + WEIGHT_AGING_PER_H * job.waited_s // 3600
-    return int(TIER_RATIO ** min(job.rank, TIERS - 1) * min(WEIGHT_CAP, aged))
+def overdue_weight(problem: ScheduleProblem) -> int:
+    """What a second past `--max-wait` weighs: more than a second of any JobSet's wait, at the
+    most its wait can cost within the horizon (`wait_cost.peak_weight`)."""
+    horizon = problem.starts[-1]
+    return max(peak_weight(j, horizon) for j in problem.jobs) * TIER_RATIO
 
 
 def objective_fits(problem: ScheduleProblem) -> bool:
@@ -102,9 +83,10 @@ def objective_fits(problem: ScheduleProblem) -> bool:
     if not problem.jobs:
         return True
     late = problem.starts[-1] + max(j.waited_s for j in problem.jobs)
-    top = max(wait_weight(j) for j in problem.jobs) * TIER_RATIO
+    top = overdue_weight(problem)
     n = len(problem.jobs)
-    worst = late * (top * (2 * n + 1) + sum(wait_weight(j) for j in problem.jobs) + n * top)
+    peaks = sum(peak_weight(j, problem.starts[-1]) for j in problem.jobs)
+    worst = late * (top * (2 * n + 1) + peaks + n * top)
     return worst < OBJECTIVE_LIMIT
 
 
@@ -120,6 +102,8 @@ class ScheduleVariables:
     """(JobSet, replicated job, class) -> its child Jobs on domains of that class."""
     group: dict[tuple[str, str, int], cp_model.IntVar] = field(default_factory=dict)
     """(JobSet, replicated job, enclosing domain number) -> all its child Jobs are inside it."""
+    wait_cost: dict[str, cp_model.IntVar] = field(default_factory=dict)
+    """JobSet whose weight still ages within the horizon -> what its wait costs (`add_waits`)."""
     overdue: dict[str, cp_model.IntVar] = field(default_factory=dict)
     """JobSet -> seconds its wait would run past `--max-wait`."""
     moved: dict[str, cp_model.IntVar] = field(default_factory=dict)
@@ -301,8 +285,24 @@ def add_stability(
 def add_waits(
     model: cp_model.CpModel, v: ScheduleVariables, problem: ScheduleProblem
 ) -> list[cp_model.LinearExprT]:
-    """Each second a JobSet waits costs its weight (`wait_weight`)."""
-    return [wait_weight(j) * v.start[j.key] for j in problem.jobs]
+    """Each second a JobSet waits costs its weight at the age it will have waited it
+    (`wait_cost`): a convex curve of its start, taken as the largest of its pieces' lines,
+    which is exact at every start. A JobSet whose weight no longer ages has one piece."""
+    horizon = problem.starts[-1]
+    terms: list[cp_model.LinearExprT] = []
+    for j in problem.jobs:
+        curve = pieces(j, horizon)
+        start = v.start[j.key]
+        if len(curve) == 1:
+            terms.append(curve[0].weight * start)
+            continue
+        cost = v.wait_cost[j.key] = model.new_int_var(
+            0, wait_cost(j, horizon), f"wait_cost[{j.key}]"
+        )
+        for p in curve:
+            model.add(cost >= p.cost + p.weight * (start - p.from_s))
+        terms.append(cost)
+    return terms
 
 
 def add_max_wait(
@@ -314,7 +314,7 @@ def add_max_wait(
     to slip because shorter ones weigh more), then the others, then weighs waits."""
     if problem.max_wait_s is None or not problem.jobs:
         return []
-    top = max(wait_weight(j) for j in problem.jobs) * TIER_RATIO
+    top = overdue_weight(problem)
     worst = v.worst_overdue = model.new_int_var(
         0, max(problem.starts[-1] + j.waited_s for j in problem.jobs), "worst_over"
     )
@@ -339,6 +339,8 @@ def add_hint(model: cp_model.CpModel, v: ScheduleVariables, problem: SchedulePro
                 model.add_hint(v.take[(j.key, n.name, c)], hinted.get((n.name, c), 0))
             for g, cs in enumerate(n.groups):
                 model.add_hint(v.group[(j.key, n.name, g)], bool(used) and used <= set(cs))
+        if j.key in v.wait_cost:
+            model.add_hint(v.wait_cost[j.key], wait_cost(j, j.hint_start_s))
         if j.key in v.overdue:
             late = j.hint_start_s + j.waited_s - (problem.max_wait_s or 0)
             model.add_hint(v.overdue[j.key], max(0, late))

@@ -32,6 +32,7 @@ from placer.solver.time.schedule_problem import (
 from placer.solver.time.standing import tiers
 from placer.solver.time.timeaware import reservations_of
 from placer.solver.time.units import Units
+from placer.solver.time.wait_cost import wait_cost
 from tests.strategies import cluster, jobset, pool, rjob
 
 NOW = datetime(2026, 12, 1, 6, 0, tzinfo=UTC)
@@ -465,3 +466,27 @@ def test_a_jobset_starting_now_keeps_the_domain_the_pass_gave_it(schedule: str) 
     ]
     assert older.backfill
     assert any(n.startswith("start now: solved again") for n in plan.solver.notes)
+
+
+@settings(max_examples=25, deadline=None)
+@given(case=_queues(), waited_h=st.integers(0, 14))
+def test_the_model_charges_each_wait_at_the_ages_it_is_waited_at(
+    case: tuple[ClusterSnapshot, list[JobSetRequest]], waited_h: int
+) -> None:
+    """Fixed to the greedy hint, the objective (no maximum wait, nothing kept) is the sum of the
+    JobSets' `wait_cost` curves at their starts: a long run aging through a wait of hours is
+    charged the weights it reaches, not its weight now throughout."""
+    snap, queue = case
+    queue = [
+        js.model_copy(update={"creation_timestamp": NOW - timedelta(hours=waited_h)})
+        for js in queue
+    ]
+    problem = _problem(snap, queue)
+    if not problem.jobs:
+        return
+    model, _ = build_schedule(problem)
+    solver = cp_model.CpSolver()
+    solver.parameters.fix_variables_to_their_hinted_value = True
+    solver.parameters.num_workers = 1
+    assert solver.status_name(solver.solve(model)) == "OPTIMAL"
+    assert solver.objective_value == sum(wait_cost(j, j.hint_start_s) for j in problem.jobs)
