@@ -2,9 +2,9 @@
 
 `release` (when each node and domain frees up), `calendar` (busy periods as bitmasks),
 `reservations` (the greedy reservation pass), the CP-SAT schedule over time (`schedule_problem`:
-classes of domains; `schedule_model`: the rules; `schedule`: hint, solve, materialize, with the
-greedy pass as hint and fallback; `--schedule cpsat`; `holding`: which of its reservations hold
-their domains) and `timeaware` (`TimeAwareSolver`,
-wrapping any solver with reservations and backfill). This file imports nothing, so the core can
-take `release` alone.
+classes of domains; `schedule_model`: the rules; `wait_cost`: what a planned wait costs;
+`schedule`: hint, solve, materialize, with the greedy pass as hint and fallback; `--schedule
+cpsat`; `holding`: which of its reservations hold their domains) and `timeaware`
+(`TimeAwareSolver`, wrapping any solver with reservations and backfill). This file imports
+nothing, so the core can take `release` alone.
 """

@@ -12,8 +12,9 @@ ages they will be waited at: piecewise linear in `s`, bending at each whole hour
 the weight reaches `WEIGHT_CAP`. The weight never falls as a JobSet waits, so the curve is
 convex, and CP-SAT takes it exactly as the largest of its pieces' lines (`pieces`;
 `schedule_model.add_waits`). The tier does not age over the horizon: the tier a JobSet has now
-(aging included, `standing.tiers`) is the one its whole planned wait is charged at (measured
-with tiers rising over the horizon too: no better, benchmarks/RESULTS-backfill.md, round 14).
+(aging included, `standing.tiers`) is the one its whole planned wait is charged at: tiers rising
+over the horizon too were measured, and cost GB200's longest wait (benchmarks/RESULTS-backfill.md,
+round 14, where this change's figures are).
 """
 
 from __future__ import annotations
