@@ -108,5 +108,6 @@ def wait_cost(job: ScheduleJob, start_s: int, horizon_s: int | None = None) -> i
 
 
 def peak_weight(job: ScheduleJob, horizon_s: int) -> int:
-    """The most one second of this JobSet's wait can cost within `horizon_s` from now."""
-    return pieces(job, horizon_s)[-1].weight
+    """The most one second of this JobSet's wait can cost within `horizon_s` from now: the
+    weight of its last second, since the weight never falls as it waits."""
+    return weight_at(job, job.waited_s + max(0, horizon_s - 1))
