@@ -13,8 +13,8 @@ Purposes differ in what they need from the search:
                pass it starts from is a complete answer already), and less once it stalls
                (`solve_until_stalled`, `SCHEDULE_STALL_S`); with `--schedule-search
                repeatable`, interleaved and bounded by deterministic time instead
-               (`SCHEDULE_DETERMINISTIC_S`, and `SCHEDULE_CONFLICT_CAP` where that clock runs
-               slow), so the same input gives the same schedule.
+               (`SCHEDULE_DETERMINISTIC_S`, and `SCHEDULE_CONFLICT_CAP` where that clock
+               undercounts), so the same input gives the same schedule.
 
 `SolveOptions.workers == 0` means `DEFAULT_WORKERS`: CP-SAT's full portfolio, even on fewer cores
 (its subsolvers then take turns; on 2 cores that still proves the planner's models faster than 2
@@ -75,16 +75,15 @@ cell repeated to the digit, with rounds of 0.16 s at the median against 0.07-0.1
 search that reaches it is no longer repeatable, so it is the time limit, not
 `SCHEDULE_TIME_CAP_S`."""
 SCHEDULE_CONFLICT_CAP = 10_000
-"""Conflicts one internal search of the repeatable schedule search may spend (CP-SAT's
-`max_number_of_conflicts`, counted per subsolver's search, so it is repeatable too). On a few
-tiny models (4-6 JobSets, 14-19 integers) the `default_lp` subsolver raises the objective's bound
-by a sliver per conflict and creates a Boolean each time, and CP-SAT's deterministic clock
+"""Conflicts the repeatable schedule search's `default_lp` subsolver may spend (CP-SAT's
+`max_number_of_conflicts`, set for that subsolver only, so the search stays repeatable). On a
+few tiny models (4-6 JobSets, 14-19 integers) that subsolver raises the objective's bound a
+sliver per conflict and creates a Boolean each time, and CP-SAT's deterministic clock
 undercounts that work: 18,431 conflicts took 5.0 s of wall time for 0.05 deterministic seconds,
 so rounds reached the benchmark's 5 s wall safety and were no longer repeatable. Every other
-search of the targets' cell spent at most 4,549 (benchmarks/RESULTS-backfill.md, round 15). At
-this cap the cell's figures repeat round 14's to the digit and its longest round falls from
-4.82 s to 1.70 s; re-solved alone, the two slowest models end OPTIMAL, the other subsolvers
-proving what `default_lp` could not in its budget."""
+search of the targets' cell spent at most 4,549. The same cap on every subsolver moved the
+576-host world's figures without a slow search there (another subsolver's cheap conflicts
+passed it), so only `default_lp` has it (benchmarks/RESULTS-backfill.md, round 15)."""
 SCHEDULE_REPEATABLE_WORKERS = 1
 """Workers of the repeatable search, interleaved in one thread. With two, CP-SAT runs its
 subsolvers in batches and waits for a batch's slowest task; on some small schedule models (26-136
@@ -137,7 +136,8 @@ def make_solver(
     if _repeatable(options, purpose):
         solver.parameters.max_deterministic_time = SCHEDULE_DETERMINISTIC_S
         solver.parameters.num_workers = SCHEDULE_REPEATABLE_WORKERS
-        solver.parameters.max_number_of_conflicts = SCHEDULE_CONFLICT_CAP
+        cap = f"max_number_of_conflicts: {SCHEDULE_CONFLICT_CAP}"
+        solver.parameters.merge_text_format(f'subsolver_params {{ name: "default_lp" {cap} }}')
     return solver
 
 
