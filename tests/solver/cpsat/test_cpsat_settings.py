@@ -7,8 +7,6 @@ import itertools
 from pathlib import Path
 
 import pytest
-from google.protobuf import text_format
-from ortools.sat import cp_model_pb2
 from ortools.sat.python import cp_model
 
 from placer.model.options import ScheduleSearch, SolveOptions, TimePolicy
@@ -127,13 +125,12 @@ def test_the_repeatable_schedule_search_stops_a_subsolver_at_its_conflict_cap() 
     """The deterministic clock undercounts that subsolver's work, so the cap, not the budget,
     is what ends it: the search reports the cap's count (not 19,411), and with the subsolver
     stopped the others still return a schedule no worse than the hinted one."""
-    text = CREEPING_BOUND.read_text()
-    proto = text_format.Parse(text, cp_model_pb2.CpModelProto())
     model = cp_model.CpModel()
-    model.proto.parse_text_format(text)
-    hinted = sum(
-        c * dict(zip(proto.solution_hint.vars, proto.solution_hint.values, strict=True))[v]
-        for v, c in zip(proto.objective.vars, proto.objective.coeffs, strict=True)
+    model.proto.parse_text_format(CREEPING_BOUND.read_text())
+    proto = model.proto
+    hint = dict(zip(proto.solution_hint.vars, proto.solution_hint.values, strict=True))
+    hinted = proto.objective.offset + sum(
+        c * hint[v] for v, c in zip(proto.objective.vars, proto.objective.coeffs, strict=True)
     )
     options = _options("repeatable")
     solver = make_solver(options, "schedule")
