@@ -24,6 +24,7 @@ from placer.solver.cpsat.problem import AggregatedProblem, DomainClass, NodeGrou
 from placer.solver.cpsat.settings import (
     DEFAULT_WORKERS,
     SCHEDULE_STARVING_HEAD,
+    SCHEDULE_STARVING_OVERDUE,
     SCHEDULE_STARVING_SHARE,
     SolverPurpose,
     make_solver,
@@ -40,6 +41,7 @@ from placer.solver.cpsat.variables import (
 __all__ = [
     "DEFAULT_WORKERS",
     "SCHEDULE_STARVING_HEAD",
+    "SCHEDULE_STARVING_OVERDUE",
     "SCHEDULE_STARVING_SHARE",
     "AggregatedProblem",
     "BuiltModel",

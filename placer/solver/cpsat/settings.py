@@ -38,6 +38,7 @@ __all__ = [
     "SCHEDULE_REPEATABLE_WORKERS",
     "SCHEDULE_STALL_S",
     "SCHEDULE_STARVING_HEAD",
+    "SCHEDULE_STARVING_OVERDUE",
     "SCHEDULE_STARVING_SHARE",
     "SCHEDULE_TIME_CAP_S",
     "SolverPurpose",
@@ -109,6 +110,13 @@ the schedule back to the greedy pass (mean bounded slowdown 30.6 against 12.5 un
 9.2 h against 3.0 h, max 54.6 h); bounding the oldest only kept the max at 47.9 h with a slowdown
 of 23.2 (51.5 h and 12.2 in a second run: the 1 s search is not deterministic), against the
 greedy pass's 49.8 h and 32.1 (benchmarks/RESULTS-backfill.md, round 3)."""
+SCHEDULE_STARVING_OVERDUE: float | None = 1.0
+"""Past the first `SCHEDULE_STARVING_HEAD`, a starving JobSet that has waited this share of
+`--max-wait` is bounded too when the domains it may take overlap none of a bounded JobSet's (None:
+never). Why: with one bound for the whole queue, a JobSet past its maximum wait in another pool
+(TPU slices of another shape) was left to the weighted waits while the bound sat elsewhere; a
+bound per disjoint pool cannot push another bounded JobSet back, as it shares no domain with it.
+Measured in the over-time benchmark (benchmarks/RESULTS-backfill.md, round 16)."""
 _SINGLE_WORKER: frozenset[SolverPurpose] = frozenset({"canonical", "conflict"})
 
 
