@@ -25,9 +25,10 @@ whole seconds fits in real ones. Start times take values on a bucketed grid (`ST
 near now, coarse far out), plus every release and every start and end of the greedy hint, so the
 hint is a valid schedule and an earlier start at an event is always on offer.
 
-A **starving** JobSet (waited `SCHEDULE_STARVING_SHARE` of `--max-wait`, `starving`) carries its
-greedy slot as a latest start: the hint reserves starving JobSets first, oldest first, so that
-slot is as early as the greedy pass can give them.
+A **starving** JobSet (the oldest that waited `SCHEDULE_STARVING_SHARE` of `--max-wait`, and each
+other pool's oldest overdue one: `starving`) carries its greedy slot as a latest start: the hint
+reserves starving JobSets first, oldest first, so that slot is as early as the greedy pass can
+give them.
 """
 
 from __future__ import annotations

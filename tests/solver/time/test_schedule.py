@@ -33,7 +33,7 @@ from placer.solver.time.standing import tiers
 from placer.solver.time.timeaware import reservations_of
 from placer.solver.time.units import Units
 from placer.solver.time.wait_cost import wait_cost
-from tests.strategies import cluster, jobset, pool, rjob
+from tests.strategies import TPU_TOPOLOGY, cluster, jobset, pool, rjob
 
 NOW = datetime(2026, 12, 1, 6, 0, tzinfo=UTC)
 H = 3600.0
@@ -406,6 +406,33 @@ def test_starving_jobsets_are_the_oldest_past_the_share_of_max_wait_first_head_o
     assert starving(request, head=None) == ("team-a/d", "team-a/a", "team-a/b")
     assert starving(request) == ("team-a/d",)
     assert starving(_request(snap, queue, max_wait_s=None), head=None) == ()
+
+
+def test_an_overdue_jobset_in_a_disjoint_pool_is_starving_too() -> None:
+    """Two pools of slices no JobSet can swap: two 2x4 pools and one 4x4 pool. Of a 24 h
+    maximum, d (2x4) waited 30 h and heads the starving; a (2x4, 26 h) is overdue but may take
+    d's pools, so it is left to the weighted waits; b (4x4, 25 h) is overdue and shares no pool
+    with d, so it is bounded too; c (4x4, 10 h) is starving, not overdue, and b holds its pool
+    anyway. The problem carries a latest start for d and b only, each its greedy slot."""
+    snap = cluster(
+        pool("two-0", 2, topology="2x4"),
+        pool("two-1", 2, topology="2x4"),
+        pool("four-0", 2, topology="4x4"),
+    )
+    waited_h = {"a": ("2x4", 26), "b": ("4x4", 25), "c": ("4x4", 10), "d": ("2x4", 30)}
+    queue = [
+        _timed(jobset(k, rjob(replicas=1, node_selector={TPU_TOPOLOGY: t})), 1, h * 60)
+        for k, (t, h) in waited_h.items()
+    ]
+    request = _request(snap, queue, max_wait_s=24 * H)
+    assert starving(request) == ("team-a/d", "team-a/b")
+    assert starving(request, overdue=None) == ("team-a/d",)
+    assert starving(request, overdue=1.1) == ("team-a/d",)  # b waited 25 h, not 26.4 h
+    hinted = hint(request)
+    free_at = {n: float(f) for n, f in request.free_at.items()}
+    problem = build_problem(request, hinted, unit_release_s(request.layout, free_at), [])
+    bounded = {j.key: j.latest_start_s for j in problem.jobs if j.latest_start_s is not None}
+    assert bounded == {k: int(hinted[k].start_s or 0) for k in ("team-a/d", "team-a/b")}
 
 
 @pytest.mark.parametrize(
