@@ -155,7 +155,9 @@ def test_a_certificate_reload_that_fails_keeps_the_old_one_and_says_so(
         first.cert.write_bytes(renewed.cert.read_bytes())
         first.key.write_bytes(renewed.key.read_bytes())
         os.utime(first.cert, (time.time() + 5, time.time() + 5))
-        assert hook.server.certificate.reload_if_changed()
+        # The periodic reload (every 0.05 s) may pick the restored pair up before this call
+        # does, so the call may answer False; what must hold is the renewed certificate served.
+        hook.server.certificate.reload_if_changed()
         assert hook.peer_serial() == renewed.serial
         assert hook.get("/readyz")[0] == 200
 
