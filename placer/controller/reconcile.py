@@ -16,7 +16,7 @@ timed into `CycleReport.phases` (the names in brackets):
            entry, else annotation) and the planner's snapshot, rebuilt only when something that
            changes capacity changed -> `Observed`                 [observe, survey, snapshot]
   review   (with --kueue-admission-check, first the survey as Kueue has it: the suspended
-           JobSets whose Workload holds quota are planned, evicted ones released; kueue/check.py)
+           JobSets whose Workload holds quota are planned, evicted ones released; kueue/cycle.py)
            records in force, broken, and the targets to plan (review.review); what the ledger
            holds for others and what it can release (ledgerplan.view_ledger; suspects confirmed
            gone by one read per cycle); which targets are due (memory.CycleMemory.due): the
@@ -25,13 +25,13 @@ timed into `CycleReport.phases` (the names in brackets):
   plan     every due target in one solver call around everything held (planning.planning_inputs,
            planning.solve_targets) -> `PlannedRound`                                  [plan]
   commit   new placements, adopted records, releases and reservations in one compare-and-swap of
-           the ledger (ledgerplan.ledger_change, reserving.reservation_changes, commit.commit)
+           the ledger (decided by roundchange.round_change, sent by commit.commit)
            -> `_Committed`. When another writer committed first, the round starts again at
            observe from the fresh ledger (at most `MAX_ROUNDS` rounds; then nothing new is
            written and the next cycle tries again). A leader whose ledger term was taken over
            raises `Deposed` and writes nothing.                                     [commit]
   write    `writeplan.plan_writes` decides every write and event of the JobSets, and
-           kueue.check.check_writes placer's check on each Workload; `executor.execute` sends
+           kueue.cycle.kueue_writes placer's check on each Workload; `executor.execute` sends
            them (only logged with --dry-run)                          [write planning, writes]
 
 When cycles run (the watch loop, `--once`, an elected leader's work) is loop.py's business;
@@ -42,7 +42,6 @@ memory.py's `CycleMemory`.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import threading
 import time
@@ -57,27 +56,21 @@ from placer.controller.act.executor import ExecReport, RetryPolicy, execute
 from placer.controller.adapter import ClusterAdapter
 from placer.controller.config import ControllerConfig
 from placer.controller.decide.domains import DomainIndex
-from placer.controller.decide.kueue.check import (
-    KueueAdmission,
-    check_updates,
-    check_writes,
-    kueue_admission,
-    release_evicted,
-)
+from placer.controller.decide.kueue.check import KueueAdmission, release_evicted
+from placer.controller.decide.kueue.cycle import kueue_survey, kueue_writes
 from placer.controller.decide.kueue.eta import estimate_behind
-from placer.controller.decide.kueue.workloads import KueueView, read_kueue
+from placer.controller.decide.kueue.workloads import KueueView
 from placer.controller.decide.ledger import (
     EVICTION,
     LEDGER_LABEL,
     LEDGER_NAME,
     Fence,
     Ledger,
-    LedgerChange,
     LedgerEntry,
     entry_key,
     read_ledger,
 )
-from placer.controller.decide.ledgerplan import ledger_change, view_ledger
+from placer.controller.decide.ledgerplan import view_ledger
 from placer.controller.decide.observed import Observed, Reviewed
 from placer.controller.decide.planning import PlannedRound, planning_inputs, solve_targets
 from placer.controller.decide.preempting import (
@@ -88,8 +81,8 @@ from placer.controller.decide.preempting import (
     eviction_steps,
     placements,
 )
-from placer.controller.decide.reserving import reservation_changes
-from placer.controller.decide.review import Review, review
+from placer.controller.decide.review import review
+from placer.controller.decide.roundchange import round_change
 from placer.controller.decide.snapshot import planning_snapshot
 from placer.controller.decide.state import ClusterState
 from placer.controller.decide.survey import ParseMemo, RefMemo, jobset_pods, survey
@@ -113,6 +106,11 @@ log = logging.getLogger(__name__)
 
 MAX_ROUNDS = 4
 """Plan-and-commit rounds per cycle when other writers keep committing first."""
+
+
+def _rfc3339_now() -> str:
+    """The wall time stamped on writes and events (RFC 3339, seconds, UTC)."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass(frozen=True)
@@ -333,47 +331,6 @@ class Controller:
             pods=pods,
         )
 
-    def _kueue(self, observed: Observed) -> tuple[Observed, KueueView, KueueAdmission]:
-        """Kueue's view of this round, and the survey as Kueue has it (kueue/check.py)."""
-        view = read_kueue(
-            observed.state,
-            {ms.key: ms.request for ms in observed.managed},
-            now=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            namespaces=self.config.namespaces,
-        )
-        adm = kueue_admission(observed.managed, view)
-        return dataclasses.replace(observed, managed=adm.managed), view, adm
-
-    def _kueue_writes(
-        self,
-        observed: Observed,
-        view: KueueView,
-        rev: Review,
-        planned: PlannedRound,
-        *,
-        committed: bool,
-        now: str,
-    ) -> list[Write]:
-        """Placer's check on each Workload it decided on, after the ledger commit; then the
-        Warnings not sent yet."""
-        updates = check_updates(
-            view,
-            observed.managed,
-            rev,
-            planned,
-            committed=committed,
-            now_s=self.wall_clock(),
-            hold_s=self.config.kueue_hold_quota_s,
-        )
-        return check_writes(
-            observed.state,
-            updates,
-            view.events,
-            self.memory.kueue_warnings,
-            checks=view.checks,
-            now=now,
-        )
-
     def _review(
         self,
         observed: Observed,
@@ -389,7 +346,9 @@ class Controller:
             kueue: KueueView | None = None
             adm: KueueAdmission | None = None
             if self.config.kueue_admission_check:
-                observed, kueue, adm = self._kueue(observed)
+                observed, kueue, adm = kueue_survey(
+                    observed, namespaces=self.config.namespaces, now=_rfc3339_now()
+                )
             admit = adm.admit if adm is not None else frozenset()
             view = view_ledger(observed.ledger, observed.state, observed.managed)
             if adm is not None:
@@ -481,49 +440,15 @@ class Controller:
         """Phase 4: the round's placements, adoptions, releases and reservations in one
         compare-and-swap of the ledger. Placements the final node check refuses become
         unschedulable; reservations are announced only once committed."""
-        observed, view, options = reviewed.observed, reviewed.ledger, reviewed.options
         with timer("commit"):
-            intents = {
-                v: e.model_copy(update={"at": reviewed.wall_s})
-                for v, e in planned.evictions.items()
-            }
-            change, refused = ledger_change(
-                observed.ledger,
-                view,
-                observed.managed,
-                planned.placed,
-                observed.index,
-                fence=self.fence,
-                evictions=intents,
-            )
-            planned = replace(
-                planned,
-                evictions={
-                    v: change.put[k] for v in intents if (k := entry_key(EVICTION, v)) in change.put
-                },
-            )
-            planned = planned.refusing(refused)
-            reserved = {}
-            if options.time.active:
-                kept = reservation_changes(
-                    [p for p, _, _ in planned.plans],
-                    observed.managed,
-                    view.reserved,
-                    reviewed.wall_s,
-                    options.time,
-                )
-                change = LedgerChange(
-                    put={**change.put, **kept.put},
-                    remove=(change.remove | kept.remove) - kept.put.keys(),
-                    fence=change.fence,
-                )
-                reserved = kept.announce
+            decided = round_change(reviewed, planned, self.fence)
+            change, planned, refused = decided.change, decided.planned, decided.refused
             if not change:
-                change.check_fence(observed.ledger)  # a deposed leader writes nothing
+                change.check_fence(reviewed.observed.ledger)  # a deposed leader writes nothing
                 return _Committed(planned, refused)
             result = commit(
                 self.adapter,
-                observed.ledger,
+                reviewed.observed.ledger,
                 change,
                 policy=self.retry,
                 sleep=self.sleep,
@@ -532,7 +457,7 @@ class Controller:
         outcome = "committed" if result.committed else "conflict"
         self.metrics.ledger_commits.labels(outcome=outcome).inc()
         if result.committed:
-            planned = replace(planned, reserved=reserved)
+            planned = replace(planned, reserved=decided.announce)
             self.metrics.preemptions.inc(len(planned.evictions))
         else:
             planned = replace(planned, evictions={})
@@ -546,7 +471,7 @@ class Controller:
         settings = WriteSettings(
             binding=self.config.binding,
             namespaces=self.config.namespaces,
-            now=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            now=_rfc3339_now(),
             instance=self.config.identity,
         )
         announced = self.memory.announced()
@@ -577,15 +502,15 @@ class Controller:
                 evictions=evictions,
                 preemption_warnings=eligible.warnings if eligible is not None else {},
             )
-            if reviewed.kueue is not None:
-                writes += self._kueue_writes(
-                    reviewed.observed,
-                    reviewed.kueue,
-                    reviewed.review,
-                    outcome.planned,
-                    committed=bool(outcome.committed),
-                    now=settings.now,
-                )
+            writes += kueue_writes(
+                reviewed,
+                outcome.planned,
+                committed=bool(outcome.committed),
+                warned=self.memory.kueue_warnings,
+                now=settings.now,
+                now_s=self.wall_clock(),
+                hold_s=self.config.kueue_hold_quota_s,
+            )
         if self.config.dry_run:
             for w in writes:
                 log.info("dry run: would %s", w.describe())
