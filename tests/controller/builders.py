@@ -7,16 +7,26 @@ A TPU-style cluster: `blocks` topology blocks (label `BLOCK`) of `per_block` nod
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from benchmarks import cluster_sim as sim
 from placer.controller.act.cache import ClusterCache
 from placer.controller.act.memory_adapter import MemoryCluster
 from placer.controller.adapter import ClusterAdapter, Obj
+from placer.controller.decide.domains import DomainIndex
+from placer.controller.decide.kueue.workloads import KueueView
+from placer.controller.decide.ledger import Ledger
+from placer.controller.decide.ledgerplan import LedgerView
+from placer.controller.decide.observed import Observed, Reviewed
+from placer.controller.decide.review import Review
+from placer.controller.decide.snapshot import planning_snapshot
 from placer.controller.decide.state import ClusterState
+from placer.controller.decide.survey import ManagedJobSet
+from placer.controller.decide.survey import jobset_pods as survey_pods
 from placer.controller.reconcile import Clocks, Controller, ControllerConfig, CycleReport
 from placer.model.assignment import ASSIGNMENT_ANNOTATION, PLACEMENT_GATE, Assignment, JobAssignment
+from placer.model.options import SolveOptions
 from placer.model.plan import DomainRef
 from placer.solver.check.checker import check
 
@@ -173,4 +183,35 @@ def on_blocks(owner: str, blocks: dict[str, str]) -> Assignment:
             for job, b in blocks.items()
         },
         plan_id="p",
+    )
+
+
+def reviewed_of(
+    state: ClusterState,
+    managed: Sequence[ManagedJobSet],
+    rev: Review,
+    options: SolveOptions,
+    *,
+    wall_s: float,
+    kueue: KueueView | None = None,
+) -> Reviewed:
+    """A round's review as the controller hands it to planning: an empty ledger, the planner's
+    snapshot of `state`, every target of `rev` due."""
+    snapshot = planning_snapshot(state, binding="gate")
+    observed = Observed(
+        state=state,
+        ledger=Ledger(namespace="placer-system"),
+        managed=tuple(managed),
+        snapshot=snapshot,
+        index=DomainIndex(snapshot),
+        pods=survey_pods(state),
+    )
+    return Reviewed(
+        observed=observed,
+        options=options,
+        review=rev,
+        ledger=LedgerView(),
+        wall_s=wall_s,
+        due=tuple(rev.targets),
+        kueue=kueue,
     )

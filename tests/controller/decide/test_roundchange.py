@@ -9,17 +9,17 @@ import dataclasses
 from placer.controller.decide.domains import DomainIndex
 from placer.controller.decide.ledger import PLACEMENT, RESERVATION, Ledger, LedgerEntry, entry_key
 from placer.controller.decide.ledgerplan import LedgerView
-from placer.controller.decide.observed import Observed, Reviewed
+from placer.controller.decide.observed import Reviewed
 from placer.controller.decide.planning import PlannedRound, planning_inputs, solve_targets
 from placer.controller.decide.review import review
 from placer.controller.decide.roundchange import RoundChange, round_change
 from placer.controller.decide.snapshot import planning_snapshot
 from placer.controller.decide.state import ClusterState
-from placer.controller.decide.survey import jobset_pods, survey
+from placer.controller.decide.survey import survey
 from placer.model.options import SolveOptions, TimePolicy
 from placer.solver.check.checker import check
 from placer.solver.registry import get_solver
-from tests.controller.builders import add_jobset, on_blocks, state_of, tpu_cluster
+from tests.controller.builders import add_jobset, on_blocks, reviewed_of, state_of, tpu_cluster
 from tests.controller.decide.kueue.test_check import NOW_S, running_jobset
 
 TIMED = SolveOptions(time=TimePolicy(reservations="head"))
@@ -41,25 +41,12 @@ def _round(
 ) -> tuple[Reviewed, PlannedRound]:
     """One round's review and plan, as the controller makes them, the plans checked."""
     managed = survey(state, binding="gate")
-    snapshot = planning_snapshot(state, binding="gate")
-    index = DomainIndex(snapshot)
-    rev = review(managed, index, options)
-    observed = Observed(
-        state=state,
-        ledger=ledger or Ledger(namespace="placer-system"),
-        managed=tuple(managed),
-        snapshot=snapshot,
-        index=index,
-        pods=jobset_pods(state),
-    )
-    reviewed = Reviewed(
-        observed=observed,
-        options=options,
-        review=rev,
-        ledger=LedgerView(),
-        wall_s=NOW_S,
-        due=tuple(rev.targets),
-    )
+    rev = review(managed, DomainIndex(planning_snapshot(state, binding="gate")), options)
+    reviewed = reviewed_of(state, managed, rev, options, wall_s=NOW_S)
+    if ledger is not None:
+        reviewed = dataclasses.replace(
+            reviewed, observed=dataclasses.replace(reviewed.observed, ledger=ledger)
+        )
     inputs = planning_inputs(reviewed, pinned=False)
     planned = solve_targets(rev.targets, inputs, get_solver("best-fit", time_policy=options.time))
     for plan, snap, requests in planned.plans:

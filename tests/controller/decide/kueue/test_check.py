@@ -26,9 +26,8 @@ from placer.controller.decide.kueue.check import (
 )
 from placer.controller.decide.kueue.eta import estimate_behind
 from placer.controller.decide.kueue.workloads import CONTROLLER_NAME, KueueView, read_kueue
-from placer.controller.decide.ledger import PLACEMENT, Ledger, entry_key
+from placer.controller.decide.ledger import PLACEMENT, entry_key
 from placer.controller.decide.ledgerplan import LedgerView
-from placer.controller.decide.observed import Observed, Reviewed
 from placer.controller.decide.planning import (
     PlannedRound,
     PlanningInputs,
@@ -38,14 +37,22 @@ from placer.controller.decide.planning import (
 from placer.controller.decide.review import Review, review
 from placer.controller.decide.snapshot import planning_snapshot
 from placer.controller.decide.state import ClusterState
-from placer.controller.decide.survey import ManagedJobSet, jobset_pods, survey
+from placer.controller.decide.survey import ManagedJobSet, survey
 from placer.controller.decide.writes import Aborted, ActivateCheck, SetAdmissionCheck
 from placer.model.cluster import DomainReservation
 from placer.model.durations import EXPECTED_DURATION
 from placer.model.options import SolveOptions, TimePolicy
 from placer.solver.check.checker import check
 from placer.solver.registry import get_solver
-from tests.controller.builders import BLOCK, TPU, add_jobset, on_blocks, state_of, tpu_cluster
+from tests.controller.builders import (
+    BLOCK,
+    TPU,
+    add_jobset,
+    on_blocks,
+    reviewed_of,
+    state_of,
+    tpu_cluster,
+)
 
 NOW = datetime(2026, 12, 1, 12, 0, 0, tzinfo=UTC)
 NOW_S = NOW.timestamp()
@@ -178,25 +185,8 @@ def cycle(
     view = read_kueue(state, {ms.key: ms.request for ms in managed}, now=NOW_TEXT)
     adm = kueue_admission(managed, view)
     snapshot = planning_snapshot(state, binding="gate")
-    index = DomainIndex(snapshot)
-    rev = review(adm.managed, index, OPTIONS, admit=adm.admit)
-    observed = Observed(
-        state=state,
-        ledger=Ledger(namespace="placer-system"),
-        managed=tuple(adm.managed),
-        snapshot=snapshot,
-        index=index,
-        pods=jobset_pods(state),
-    )
-    reviewed = Reviewed(
-        observed=observed,
-        options=OPTIONS,
-        review=rev,
-        ledger=LedgerView(),
-        wall_s=NOW_S,
-        due=tuple(rev.targets),
-        kueue=view,
-    )
+    rev = review(adm.managed, DomainIndex(snapshot), OPTIONS, admit=adm.admit)
+    reviewed = reviewed_of(state, adm.managed, rev, OPTIONS, wall_s=NOW_S, kueue=view)
     inputs = planning_inputs(reviewed, pinned=False)
     solver = get_solver("best-fit", time_policy=inputs.options.time)
     planned = estimate_behind(reviewed, inputs, solve_targets(rev.targets, inputs, solver))
@@ -401,17 +391,7 @@ def _readmitted(record: dict[str, str]) -> tuple[Review, PlanningInputs]:
     assert adm.admit == {"default/a"}
     snapshot = planning_snapshot(state, binding="gate")
     rev = review(adm.managed, DomainIndex(snapshot), OPTIONS, admit=adm.admit)
-    observed = Observed(
-        state=state,
-        ledger=Ledger(namespace="placer-system"),
-        managed=tuple(adm.managed),
-        snapshot=snapshot,
-        index=DomainIndex(snapshot),
-        pods=jobset_pods(state),
-    )
-    reviewed = Reviewed(
-        observed=observed, options=OPTIONS, review=rev, ledger=LedgerView(), wall_s=NOW_S
-    )
+    reviewed = reviewed_of(state, adm.managed, rev, OPTIONS, wall_s=NOW_S)
     return rev, planning_inputs(reviewed, pinned=False)
 
 
