@@ -45,7 +45,7 @@ from placer.model.scheduling import (
     matches_term,
     tolerates,
 )
-from placer.model.snapshots.load import TERMINAL_PHASES
+from placer.model.snapshots.running import TERMINAL_PHASES
 from placer.model.workload import (
     EXCLUSIVE_TOPOLOGY,
     JOBSET_NAME_LABEL,

@@ -15,9 +15,9 @@ placement ledger, committed with the placements under the same precondition and 
   JobSet planned this cycle no longer has one. Only JobSets planned this cycle are touched.
 - `running_timing`: when each running JobSet started and how long it is expected to run, read
   from this cycle's pods and JobSet objects by the snapshot loaders' own functions
-  (`placer.model.snapshots.load.running_starts`, `with_expected_durations`), and the same for every
-  hold the planner adds. Computed only while time-aware planning is on (planning.planning_inputs),
-  so a cycle without it does no extra work.
+  (`placer.model.snapshots.running`: `running_starts`, `with_expected_durations`), and the same
+  for every hold the planner adds. Computed only while time-aware planning is on
+  (planning.planning_inputs), so a cycle without it does no extra work.
 
 The `Reserved` events and the warnings about unreadable durations are decided with every other
 event, in writeplan.plan_writes.
@@ -39,7 +39,7 @@ from placer.model.assignment import Assignment, JobAssignment
 from placer.model.cluster import ClusterSnapshot, DomainReservation, RunningJobSet
 from placer.model.options import TimePolicy
 from placer.model.plan import DomainRef, Plan
-from placer.model.snapshots.load import running_starts, with_expected_durations
+from placer.model.snapshots.running import running_starts, with_expected_durations
 from placer.model.topology import paths_agree
 from placer.solver.time.release import expected_duration_s
 

@@ -48,7 +48,7 @@ from placer.controller.decide.writes import (
 )
 from placer.model.assignment import Assignment
 from placer.model.kube.pods import JOB_NAME_LABEL
-from placer.model.snapshots.load import TERMINAL_PHASES
+from placer.model.snapshots.running import TERMINAL_PHASES
 from placer.model.topology import HOSTNAME
 from placer.model.workload import JOBSET_NAME_LABEL
 

@@ -18,7 +18,7 @@ from placer.controller.adapter import Obj, resource_version
 from placer.controller.decide.bindings import node_label_patch, ungate_patch
 from placer.model.assignment import ASSIGNMENT_ANNOTATION
 from placer.model.preemption import PREEMPTED_AT, stamped, with_stamp
-from placer.model.snapshots.load import TERMINAL_PHASES
+from placer.model.snapshots.running import TERMINAL_PHASES
 
 __all__ = [
     "Aborted",

@@ -17,9 +17,9 @@ from placer.model.cluster import ClusterSnapshot
 from placer.model.errors import ClusterError
 from placer.model.kube.client import KubeApis, api_client, list_all
 from placer.model.kueue.topology import KUEUE_GROUP, TOPOLOGY_VERSIONS, cluster_topology
-from placer.model.snapshots.load import (
+from placer.model.snapshots.load import snapshot_from_objects
+from placer.model.snapshots.running import (
     TERMINAL_PHASES,
-    snapshot_from_objects,
     with_expected_durations,
     with_preemption_facts,
 )

@@ -8,7 +8,9 @@ bound to the node, one `pods` slot each). The controller calls it on its watch c
 inverse, used to render the bundled examples and to seed API-server stand-ins in tests.
 
 Objects are read as the typed structs of `placer.model.kube.objects` (a kubectl JSON List in one
-decoding call), each Node model is built once, and pods are summed per node in place.
+decoding call), each Node model is built once, and pods are summed per node in place. What the
+snapshot knows of running JobSets (starts, expected durations, preemption facts) is
+`placer.model.snapshots.running`'s.
 """
 
 from __future__ import annotations
@@ -16,13 +18,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from placer.model.cluster import ClusterSnapshot, JobSetUsage, Node, RunningJobSet
-from placer.model.durations import jobset_expected_duration
 from placer.model.errors import InputError
 from placer.model.kube.objects import (
     Footprint,
@@ -41,7 +41,6 @@ from placer.model.kube.objects import (
 )
 from placer.model.kueue.topology import is_kueue_topology, topology_levels
 from placer.model.messages import echo
-from placer.model.preemption import PreemptionFacts, jobset_preemption_facts
 from placer.model.read.files import read_input
 from placer.model.read.limits import INT32_MAX
 from placer.model.read.manifests import describe_object, expand_paths, object_key, read_documents
@@ -60,17 +59,19 @@ from placer.model.resources import (
 from placer.model.scheduling import Taint
 from placer.model.snapshots.compact import DESCRIPTION_KIND, parse_description
 from placer.model.snapshots.kubectl_list import format_quantity, snapshot_to_kubectl_list
+from placer.model.snapshots.running import (
+    TERMINAL_PHASES,
+    running_starts,
+    with_expected_durations,
+    with_preemption_facts,
+)
 from placer.model.workload import JOBSET_NAME_LABEL
 
 __all__ = [
-    "TERMINAL_PHASES",
     "format_quantity",
     "load_snapshot",
-    "running_starts",
     "snapshot_from_objects",
     "snapshot_to_kubectl_list",
-    "with_expected_durations",
-    "with_preemption_facts",
 ]
 
 log = logging.getLogger(__name__)
@@ -78,9 +79,6 @@ log = logging.getLogger(__name__)
 JOBSET_PRIORITY_LABEL = "jobset.sigs.k8s.io/priority"
 """The label JobSet puts on its pods with their priority (a running JobSet's priority, if no
 `spec.priority`)."""
-
-TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
-"""Pods in these phases hold no capacity."""
 
 _ZERO = Decimal(0)
 
@@ -306,28 +304,6 @@ def _apply_pods(
     return result
 
 
-def running_starts(pods: Iterable[tuple[str, object, object]]) -> dict[str, RunningJobSet]:
-    """When each running JobSet started: the earliest `status.startTime` of its live pods, given
-    as (JobSet key, `status.phase`, `status.startTime`) each. The snapshot loaders call it on the
-    snapshot's pods, the controller on its cache's pods every time-aware cycle.
-
-    Its expected duration stays unknown here (the planner's default applies): the JobSet objects
-    carry it (`with_expected_durations`), and a snapshot of pods does not."""
-    starts: dict[str, datetime] = {}
-    for key, phase, text in pods:
-        if phase in TERMINAL_PHASES or not isinstance(text, str):
-            continue
-        try:
-            started = datetime.fromisoformat(text.replace("Z", "+00:00"))
-        except ValueError:
-            continue  # a malformed timestamp only loses the date: the run counts from now
-        if started.tzinfo is None:
-            started = started.replace(tzinfo=UTC)
-        if key not in starts or started < starts[key]:
-            starts[key] = started
-    return {k: RunningJobSet(started_at=v) for k, v in sorted(starts.items())}
-
-
 def _running_starts(pods: Iterable[tuple[str, PodObject]]) -> dict[str, RunningJobSet]:
     return running_starts(
         (key, pod.status.phase, pod.status.startTime)
@@ -337,37 +313,6 @@ def _running_starts(pods: Iterable[tuple[str, PodObject]]) -> dict[str, RunningJ
         and isinstance(pod.status.startTime, str)
         and (key := _owner(source, pod, jobset)) is not None
     )
-
-
-def with_expected_durations(
-    running: Mapping[str, RunningJobSet],
-    jobsets: Iterable[tuple[str, str, Mapping[str, Any]]],
-    *,
-    warn: bool = True,
-) -> dict[str, RunningJobSet]:
-    """`running` with the expected durations read from JobSet objects, given as (source, JobSet
-    key, manifest) each (annotation, else activeDeadlineSeconds). A bad value only costs its own
-    date: it is warned about (`warn`; the controller's survey reports it as an Event instead),
-    and the planner's default applies, because a snapshot is what the cluster holds, not a file
-    the user can fix before planning."""
-    result = dict(running)
-    for source, key, manifest in jobsets:
-        try:
-            duration = jobset_expected_duration(manifest, source=source, key=key)
-        except InputError as e:
-            if warn:
-                log.warning("%s; using the default duration for this running JobSet", e)
-            continue
-        if duration.seconds is None:
-            continue
-        base = result.get(key, RunningJobSet())
-        result[key] = base.model_copy(
-            update={
-                "expected_duration_s": duration.seconds,
-                "duration_source": duration.source,
-            }
-        )
-    return dict(sorted(result.items()))
 
 
 def _with_durations(
@@ -383,32 +328,6 @@ def _with_durations(
         if (key := f"{obj.metadata.namespace}/{obj.metadata.name}") in holders
     ]
     return with_preemption_facts(with_expected_durations(running, manifests), manifests)
-
-
-def with_preemption_facts(
-    running: Mapping[str, RunningJobSet],
-    jobsets: Iterable[tuple[str, str, Mapping[str, Any]]],
-    *,
-    strict: bool = True,
-) -> dict[str, RunningJobSet]:
-    """`running` with each JobSet object's checkpoint interval and `preemptible` flag, given as
-    (source, JobSet key, manifest) each. Unlike a duration, a bad value in a file is refused
-    (exit 2): it decides whether work may be thrown away, so it is not guessed. Read live
-    (`strict=False`: nobody can fix the cluster before planning), it is warned about and the
-    JobSet is never a victim."""
-    result = dict(running)
-    for source, key, manifest in jobsets:
-        try:
-            facts = jobset_preemption_facts(manifest, source=source, key=key)
-        except InputError as e:
-            if strict:
-                raise
-            log.warning("%s; this running JobSet is never preempted", e)
-            facts = PreemptionFacts(preemptible=False)
-        if facts != PreemptionFacts():
-            base = result.get(key, RunningJobSet())
-            result[key] = base.model_copy(update={"preemption": facts})
-    return dict(sorted(result.items()))
 
 
 def _accumulate(total: ResourceMap, request: Mapping[str, Decimal]) -> None:
