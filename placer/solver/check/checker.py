@@ -5,8 +5,8 @@ test runs it), so a bug in shared placement code cannot hide behind agreeing sol
 module shares no placement code with them: it does not import the placement context, the
 ledger or the greedy solvers, nor the model's matching and fit helpers; it re-derives selectors,
 node affinity, taints and tolerations (with the ExtendedResourceToleration plugin), host ports and
-resource arithmetic from the snapshot's data. It uses only the model's data classes and plain
-quantity arithmetic.
+resource arithmetic from the snapshot's data (the node filters in node_filters.py). It uses only
+the model's data classes and plain quantity arithmetic.
 
 A domain is judged as the writers pin it: the nodes carrying every (label, value) of its path.
 """
@@ -21,11 +21,11 @@ from decimal import Decimal
 from placer.model.cluster import ClusterSnapshot, Node
 from placer.model.options import SolveOptions
 from placer.model.plan import DomainRef, JobPlacement, JobSetOutcome, Plan
-from placer.model.resources import PODS, add_resources, is_accelerator, is_extended_resource
-from placer.model.scheduling import NodeSelectorRequirement, Taint, Toleration
+from placer.model.resources import PODS, add_resources, is_accelerator
 from placer.model.workload import JobSetRequest, PodShape, ReplicatedJobRequest
 from placer.solver.check.checker_preempt import check_preemptions, without_victims
 from placer.solver.check.checker_time import NodesOf, check_reservations
+from placer.solver.check.node_filters import ShapeTolerations, scheduling_violations
 
 __all__ = ["check"]
 
@@ -68,7 +68,7 @@ def check(
                     problems.add(f"{key}: {job.name} pod {p.index} on unknown node {p.node}")
                     continue
                 on_node[p.node].append(planned)
-    tolerations = _Tolerations(options)
+    tolerations = ShapeTolerations(options)
     kueue_levels = snapshot.kueue_topology and options.levels in ((), snapshot.levels)
     declared = list(snapshot.levels) if kueue_levels else []
     for name, pods in on_node.items():
@@ -184,7 +184,7 @@ def _check_job(
 
 
 def _check_node(
-    node: Node, pods: list[_PlannedPod], tolerations: _Tolerations, problems: set[str]
+    node: Node, pods: list[_PlannedPod], tolerations: ShapeTolerations, problems: set[str]
 ) -> None:
     where = f"node {node.name}"
     if not node.ready:
@@ -192,7 +192,7 @@ def _check_node(
     if node.unschedulable:
         problems.add(f"{where}: cordoned but given pods")
     for who in {p.shape_key: p for p in pods}.values():
-        for why in _scheduling_violations(node, who.shape, tolerations.of(who)):
+        for why in scheduling_violations(node, who.shape, tolerations.of(who.shape_key, who.shape)):
             problems.add(f"{where}: pod of {who.jobset} {who.job} {why}")
     _check_room(node, pods, problems)
     if node.used_host_ports or any(p.shape.host_ports for p in pods):
@@ -223,85 +223,6 @@ def _check_ports(node: Node, pods: list[_PlannedPod], problems: set[str]) -> Non
     for (port, proto), count in ports.items():
         if count > 1:
             problems.add(f"node {node.name}: host port {port}/{proto} bound {count} times")
-
-
-class _Tolerations:
-    """A pod shape's tolerations, with those the ExtendedResourceToleration plugin adds when it is
-    on; worked out once per shape rather than once per node the shape lands on."""
-
-    def __init__(self, options: SolveOptions) -> None:
-        self._ert = options.extended_resource_toleration
-        self._found: dict[str, list[Toleration]] = {}
-
-    def of(self, pod: _PlannedPod) -> list[Toleration]:
-        found = self._found.get(pod.shape_key)
-        if found is None:
-            shape = pod.shape
-            found = list(shape.tolerations)
-            if self._ert:
-                found += [
-                    Toleration(key=r, operator="Exists")
-                    for r in shape.requests
-                    if is_extended_resource(r) and shape.requests[r] > 0
-                ]
-            self._found[pod.shape_key] = found
-        return found
-
-
-def _scheduling_violations(
-    node: Node, pod: PodShape, tolerations: Sequence[Toleration]
-) -> list[str]:
-    out: list[str] = []
-    for k, v in sorted(pod.node_selector.items()):
-        if node.labels.get(k) != v:
-            out.append(f"breaks nodeSelector {k}={v}")
-    if pod.affinity_terms and not any(
-        _term_matches(node, t.match_expressions, t.match_node_names) for t in pod.affinity_terms
-    ):
-        out.append("breaks required node affinity")
-    for taint in node.taints:
-        if taint.effect in ("NoSchedule", "NoExecute") and not any(
-            _tolerated(t, taint) for t in tolerations
-        ):
-            out.append(f"does not tolerate taint {taint.key}:{taint.effect}")
-    return out
-
-
-def _term_matches(
-    node: Node, exprs: Sequence[NodeSelectorRequirement], fields: Sequence[NodeSelectorRequirement]
-) -> bool:
-    if not exprs and not fields:
-        return False  # an empty term selects no node
-    return all(_requirement(node.labels, r) for r in exprs) and all(
-        _requirement({"metadata.name": node.name}, r) for r in fields
-    )
-
-
-def _requirement(labels: Mapping[str, str], r: NodeSelectorRequirement) -> bool:
-    has = r.key in labels
-    if r.operator == "Exists":
-        return has
-    if r.operator == "DoesNotExist":
-        return not has
-    if r.operator == "In":
-        return has and labels[r.key] in r.values
-    if r.operator == "NotIn":
-        return not has or labels[r.key] not in r.values
-    if not has or len(r.values) != 1:
-        return False
-    try:
-        left, right = int(labels[r.key]), int(r.values[0])
-    except ValueError:
-        return False
-    return left > right if r.operator == "Gt" else left < right
-
-
-def _tolerated(t: Toleration, taint: Taint) -> bool:
-    if t.effect not in ("", taint.effect):
-        return False
-    if t.operator == "Exists":
-        return t.key in ("", taint.key)
-    return t.key == taint.key and t.value == taint.value
 
 
 # -- exclusivity and locality --
