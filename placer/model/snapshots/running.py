@@ -75,13 +75,8 @@ def with_expected_durations(
             continue
         if duration.seconds is None:
             continue
-        base = result.get(key, RunningJobSet())
-        result[key] = base.model_copy(
-            update={
-                "expected_duration_s": duration.seconds,
-                "duration_source": duration.source,
-            }
-        )
+        update = {"expected_duration_s": duration.seconds, "duration_source": duration.source}
+        result[key] = result.get(key, RunningJobSet()).model_copy(update=update)
     return dict(sorted(result.items()))
 
 
@@ -106,6 +101,5 @@ def with_preemption_facts(
             log.warning("%s; this running JobSet is never preempted", e)
             facts = PreemptionFacts(preemptible=False)
         if facts != PreemptionFacts():
-            base = result.get(key, RunningJobSet())
-            result[key] = base.model_copy(update={"preemption": facts})
+            result[key] = result.get(key, RunningJobSet()).model_copy(update={"preemption": facts})
     return dict(sorted(result.items()))
