@@ -11,15 +11,12 @@ now". One re-plan each, counted against the remedy search's budget.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from placer.model.plan import JobSetOutcome, Plan, PreemptedJobSet
 from placer.model.preemption import PreemptionMode, PreemptionPolicy
+from placer.solver.explain.replanner import Replanner
 from placer.solver.explain.result import Remedy
 from placer.solver.registry import get_solver
-
-if TYPE_CHECKING:
-    from placer.solver.explain.remedies import Replanner
 
 __all__ = ["eviction_remedy", "eviction_text", "move_remedy"]
 

@@ -23,7 +23,8 @@ from placer.model.workload import JobSetRequest
 from placer.solver.check.checker import check
 from placer.solver.context import PlacementContext
 from placer.solver.explain.conflicts import ConflictInputs, find_conflict
-from placer.solver.explain.remedies import Replanner, find_remedies
+from placer.solver.explain.remedies import find_remedies
+from placer.solver.explain.replanner import Replanner
 from placer.solver.explain.result import Explanation, diagnosis_document
 from placer.solver.progress import SILENT, ProgressHook
 from placer.solver.reasons import diagnose, occupancy_from_plan
