@@ -14,22 +14,53 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import Protocol
 
+from placer.controller.act.cache import ClusterCache
 from placer.controller.act.commit import claim
-from placer.controller.decide.ledger import Deposed
+from placer.controller.act.executor import RetryPolicy
+from placer.controller.adapter import ClusterAdapter
+from placer.controller.config import ControllerConfig
+from placer.controller.decide.ledger import Deposed, Fence
+from placer.controller.metrics import Metrics
 from placer.controller.report import CycleReport
 from placer.model.errors import ClusterError, InputError, PlacerError
 
-if TYPE_CHECKING:
-    from placer.controller.reconcile import Controller
-
-__all__ = ["claim_ledger", "relist_with_retries", "run_leading", "run_loop", "run_once"]
+__all__ = [
+    "Reconciler",
+    "claim_ledger",
+    "relist_with_retries",
+    "run_leading",
+    "run_loop",
+    "run_once",
+]
 
 log = logging.getLogger(__name__)
 
 
-def relist_with_retries(ctl: Controller, stop: threading.Event | None = None) -> None:
+class Reconciler(Protocol):
+    """What running cycles needs of the controller (`reconcile.Controller` is the one): a
+    cycle, a relist, the cache fed by watches, and where to record a claimed term, a deposition
+    or a configuration error. Named here so that the loop does not import the cycle it runs."""
+
+    adapter: ClusterAdapter
+    config: ControllerConfig
+    cache: ClusterCache
+    metrics: Metrics
+    retry: RetryPolicy
+    clock: Callable[[], float]
+    sleep: Callable[[float], None]
+    fence: Fence | None
+    deposed: bool
+    misconfigured: InputError | None
+
+    def relist(self) -> None: ...
+
+    def run_cycle(self, *, force_plan: bool = False) -> CycleReport: ...
+
+
+def relist_with_retries(ctl: Reconciler, stop: threading.Event | None = None) -> None:
     """`relist`, retrying temporary API errors (429, 5xx, connection errors) with backoff for
     up to `list_retry_s`; then (or at once for any other error) the `ClusterError` is
     raised."""
@@ -52,14 +83,14 @@ def relist_with_retries(ctl: Controller, stop: threading.Event | None = None) ->
             delay = min(10.0, delay * 2)
 
 
-def run_once(ctl: Controller) -> CycleReport:
+def run_once(ctl: Reconciler) -> CycleReport:
     """List everything (retrying temporary errors), run one full cycle planning every pending
     JobSet now, return."""
     relist_with_retries(ctl)
     return ctl.run_cycle(force_plan=True)
 
 
-def claim_ledger(ctl: Controller, stop: threading.Event) -> bool:
+def claim_ledger(ctl: Reconciler, stop: threading.Event) -> bool:
     """An elected leader's first write: a new term in the ledger (retried until `stop`)."""
     delay = 0.5
     while not stop.is_set():
@@ -81,13 +112,13 @@ def claim_ledger(ctl: Controller, stop: threading.Event) -> bool:
     return False
 
 
-def run_leading(ctl: Controller, stop: threading.Event) -> None:
+def run_leading(ctl: Reconciler, stop: threading.Event) -> None:
     """The elected leader's work: claim the ledger, then watch and reconcile until `stop`."""
     if claim_ledger(ctl, stop):
         run_loop(ctl, stop)
 
 
-def run_loop(ctl: Controller, stop: threading.Event) -> None:
+def run_loop(ctl: Reconciler, stop: threading.Event) -> None:
     """Watch and reconcile until `stop` is set (or this replica is deposed)."""
     ctl.metrics.leader.set(1)
     try:
@@ -138,7 +169,7 @@ def run_loop(ctl: Controller, stop: threading.Event) -> None:
         ctl.metrics.leader.set(0)
 
 
-def _relist_until_ok(ctl: Controller, stop: threading.Event) -> None:
+def _relist_until_ok(ctl: Reconciler, stop: threading.Event) -> None:
     delay = 0.5
     while not stop.is_set():
         try:

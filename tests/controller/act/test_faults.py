@@ -28,7 +28,7 @@ from tests.controller.builders import (
     tpu_cluster,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.parametrize(
