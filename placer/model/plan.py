@@ -72,6 +72,10 @@ class JobSetOutcome(BaseModel):
     """Running JobSets whose end its expected start waits for, the last to end first."""
     preempts: list[str] = Field(default_factory=list)
     """Running JobSets (`namespace/name`, sorted) evicted so it can run on their domains."""
+    past_max_wait: bool = False
+    """Not placed, and waiting longer than `--max-wait` since creation: its reservation keeps
+    pods that are not placer's off its domains from now on, not only once its start is near
+    (the scheduler extender's `--reservation-guard`)."""
 
     @property
     def key(self) -> str:

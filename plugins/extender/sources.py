@@ -178,6 +178,7 @@ def ledger_reservations(obj: Mapping[str, Any] | None) -> list[JobEntry]:
                         job=f"reservation-{name}",
                         domain=job.domain,
                         reserved_from=entry.start,
+                        past_max_wait=entry.past_max_wait,
                     )
                 )
     return rows

@@ -75,7 +75,12 @@ class JobEntry(BaseModel):
     reserved_from: float | None = Field(default=None, ge=0, le=MAX_EPOCH_S, allow_inf_nan=False)
     """Set on a reservation row (time-aware planning): the domain is held for the JobSet's
     expected start at this instant (epoch seconds). Not a child Job: it only keeps other pods
-    out, and only once the start is within the store's guard (`ExtenderStore.guard_s`)."""
+    out, and only once the start is within the store's guard (`ExtenderStore.guard_s`), or from
+    now on if `past_max_wait`."""
+    past_max_wait: bool = False
+    """On a reservation row: its JobSet has waited longer than `--max-wait`, so its domains are
+    guarded now whatever the start: a pod that is not placer's landing there would push back
+    the JobSet placer promised to start next."""
 
     @property
     def key(self) -> JobKey:
@@ -100,7 +105,8 @@ def reserved_reason(entry: JobEntry) -> str:
     """What a refused foreign pod is told (and `kubectl describe pod` shows)."""
     if entry.reserved_from is not None:
         when = datetime.fromtimestamp(entry.reserved_from, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        return f"reserved for {entry.jobset} from {when}"
+        late = " (waiting past --max-wait)" if entry.past_max_wait else ""
+        return f"reserved for {entry.jobset} from {when}{late}"
     return f"reserved for {entry.jobset}"
 
 
@@ -119,6 +125,7 @@ def reservations_from_plan(plan: Plan, planned_at_s: float) -> list[JobEntry]:
                     job=f"reservation-{i}",
                     domain=domain,
                     reserved_from=planned_at_s + start,
+                    past_max_wait=outcome.past_max_wait,
                 )
             )
     return rows
@@ -278,7 +285,8 @@ class ExtenderStore:
     ) -> None:
         self._lock = threading.Lock()
         self.guard_s = guard_s
-        """A reservation keeps other pods out once its start is at most this far away."""
+        """A reservation keeps other pods out once its start is at most this far away (one
+        whose JobSet is past `--max-wait`: at once)."""
         self._clock = clock
         self._reservations: tuple[JobEntry, ...] = ()
         self._guard_changes_at = math.inf
@@ -383,8 +391,12 @@ class ExtenderStore:
             if self._view is None or now >= self._guard_changes_at:
                 entries = [e for rows in self._jobsets.values() for e in rows]
                 horizon = now + self.guard_s
-                later = [r.reserved_from or 0.0 for r in self._reservations]
-                entries += [r for r in self._reservations if (r.reserved_from or 0.0) <= horizon]
+                later = [r.reserved_from or 0.0 for r in self._reservations if not r.past_max_wait]
+                entries += [
+                    r
+                    for r in self._reservations
+                    if r.past_max_wait or (r.reserved_from or 0.0) <= horizon
+                ]
                 self._guard_changes_at = min(
                     (t - self.guard_s for t in later if t > horizon), default=math.inf
                 )

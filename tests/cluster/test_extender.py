@@ -10,11 +10,14 @@ planned domains; with the extender down, `ignorable` decides whether they schedu
 from __future__ import annotations
 
 import copy
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from placer.controller.decide.ledger import RESERVATION, LedgerEntry, entry_key, read_ledger
+from placer.model.durations import EXPECTED_DURATION
 from tests.cluster.kube import apply_all, service_account_token
 from tests.cluster.processes import LOOPBACK, free_port, wait_until
 from tests.cluster.scenario import PLACER_SYSTEM, REPO, Scenario, assignment_of, load_documents
@@ -169,3 +172,85 @@ def test_pods_that_are_not_placers_stay_out_of_planned_domains_and_ignorable_dec
         timeout_s=90,
         what="while-down bound with the extender ignorable",
     )
+
+
+def _ledger_reservation(scenario: Scenario, owner: str) -> LedgerEntry | None:
+    obj = scenario.core.read_namespaced_config_map("placer-ledger", PLACER_SYSTEM)
+    ledger = read_ledger(scenario.core.api_client.sanitize_for_serialization(obj), PLACER_SYSTEM)
+    return ledger.entries.get(entry_key(RESERVATION, owner))
+
+
+def test_a_jobset_past_the_maximum_wait_keeps_other_pods_off_its_reserved_domains_at_once(
+    scheduler_restored: Scenario,
+) -> None:
+    """`wide` (7 slices) waits ten hours for `run`'s (5 of the 7 whole ones); past `--max-wait`
+    (1 s here) the ledger says so, and the extender keeps pods that are not placer's off the
+    free slices reserved for it now, though its start is far beyond the 30 min
+    `--reservation-guard`."""
+    scenario = scheduler_restored
+    scenario.use_example_cluster("tpu-v5e-v6e.yaml")
+    port = start_extender(scenario)
+    scenario.plane.reconfigure_scheduler(
+        scenario.plane.scheduler_config(extender_settings(port, ignorable=False))
+    )
+    scenario.start_webhook()
+    scenario.start_controller("--reservations=head", "--max-wait=1s", "--replan-interval=2")
+    for name, slices in (("run", 5), ("wide", 7)):
+        manifest = multislice(name, slices=slices)
+        manifest["metadata"]["annotations"][EXPECTED_DURATION] = "10h"
+        scenario.create_jobset(manifest)
+        if name == "run":
+            scenario.wait_pods_bound("run", count=10)
+    owner = f"{scenario.namespace}/wide"
+    wait_until(
+        lambda: (entry := _ledger_reservation(scenario, owner)) is not None and entry.past_max_wait,
+        timeout_s=60,
+        what="wide's reservation marked past --max-wait in the ledger",
+    )
+    entry = _ledger_reservation(scenario, owner)
+    assert entry is not None and entry.start is not None
+    assert entry.start - time.time() > 3600  # far beyond the guard
+    reserved = {j.domain.value for j in entry.record.jobs.values() if j.domain is not None}
+    running = {
+        v["domain"]["value"] for v in assignment_of(scenario.get_jobset("run"))["jobs"].values()
+    }
+    labels = scenario.node_labels()
+    free_reserved = {
+        node for node, node_labels in labels.items() if node_labels.get(POOL) in reserved - running
+    }
+    assert free_reserved, (reserved, running)
+
+    # Chips free outside run's and wide's slices, and two pods more: the two must wait.
+    outside = 0
+    for node in scenario.core.list_node().items:
+        node_labels = node.metadata.labels
+        usable = not any(t.key == "node.kubernetes.io/not-ready" for t in node.spec.taints or [])
+        if (
+            usable
+            and node_labels.get(POOL) not in reserved | running
+            and all(node_labels.get(k) == v for k, v in V5E.items())
+        ):
+            outside += int(node.status.allocatable["google.com/tpu"])
+    names = [f"other-{index}" for index in range(outside + 2)]
+    for name in names:
+        scenario.core.create_namespaced_pod(scenario.namespace, other_pod(name))
+
+    def pods() -> list[Any]:
+        return [scenario.core.read_namespaced_pod(n, scenario.namespace) for n in names]
+
+    wait_until(
+        lambda: sum(bool(p.spec.node_name) for p in pods()) == outside,
+        timeout_s=120,
+        what=f"{outside} of the other pods bound",
+    )
+    assert not {p.spec.node_name for p in pods()} & free_reserved
+    waiting = [p.metadata.name for p in pods() if not p.spec.node_name]
+    assert len(waiting) == 2
+
+    def told() -> bool:
+        return all(
+            any("waiting past --max-wait" in (e.message or "") for e in scenario.events(n))
+            for n in waiting
+        )
+
+    wait_until(told, timeout_s=60, what="FailedScheduling naming wide's reservation")

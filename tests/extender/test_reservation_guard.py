@@ -177,6 +177,85 @@ def test_a_reservation_enters_the_guard_as_time_passes() -> None:
     }
 
 
+def test_a_jobset_past_the_maximum_wait_has_its_domains_guarded_at_once() -> None:
+    """Its start may be hours away: a pod that is not placer's landing there now would push
+    back the JobSet placer promised to start next. Another's reservation as far away stays
+    open until it enters the guard."""
+    now = [1000.0]
+    store = ExtenderStore(guard_s=1800.0, clock=lambda: now[0])
+    store.learn_nodes({n: labels_of(n) for n in ("n3", "n4", "n9", "n10")})
+    far = 1000.0 + 3 * H
+    store.replace_reservations(
+        [
+            JobEntry(
+                jobset="ml/starved",
+                job="r",
+                domain=_domain("b3", "s1"),
+                reserved_from=far,
+                past_max_wait=True,
+            ),
+            JobEntry(jobset="ml/later", job="r", domain=_domain("b1", "s2"), reserved_from=far),
+        ]
+    )
+    view = store.view()
+    assert {n: e.jobset for n, e in view.owner.items()} == {
+        "n9": "ml/starved",
+        "n10": "ml/starved",
+    }
+    assert view.reasons["n9"].endswith(" (waiting past --max-wait)")
+    now[0] = far - 1800.0  # the other one enters the guard: the view is rebuilt then
+    assert {e.jobset for e in store.view().owner.values()} == {"ml/starved", "ml/later"}
+
+
+def test_a_plan_file_jobset_past_the_maximum_wait_is_guarded_over_http(
+    inputs: tuple[Path, Path],
+) -> None:
+    plan, cluster_path = inputs
+    data = json.loads(plan.read_text())
+    for j in data["jobsets"]:
+        if j["name"] == "later":  # reserved from 3 h on, beyond the 30 m guard
+            j["past_max_wait"] = True
+    late = plan.with_name("past-max-wait.json")
+    late.write_text(json.dumps(data))
+    served = _serve((late, cluster_path), 1800.0)
+    url = next(served)
+    try:
+        answer = _filter(url, plain_pod(), ["n3", "n4", "n9", "n10"])
+        assert answer["NodeNames"] == []
+        refused = answer["FailedAndUnresolvableNodes"]
+        assert isinstance(refused, dict)
+        assert refused["n3"].startswith("reserved for ml/later from 20")
+        assert refused["n3"].endswith(" (waiting past --max-wait)")
+    finally:
+        next(served, None)
+
+
+def test_the_ledger_says_which_reservations_are_past_the_maximum_wait() -> None:
+    from plugins.extender.sources import ledger_reservations
+
+    def entry(owner: str, late: bool) -> LedgerEntry:
+        domain = _domain("b3", "s1") if late else _domain("b1", "s2")
+        record = Assignment(jobset=owner, jobs={"r0": JobAssignment(domain=domain)})
+        start = time.time() + 3 * H
+        return LedgerEntry(
+            kind="reservation",
+            owner=owner,
+            record=record,
+            start=start,
+            end=start + H,
+            past_max_wait=late,
+        )
+
+    change = LedgerChange(
+        put={
+            "reservation.ml.old": entry("ml/old", True),
+            "reservation.ml.new": entry("ml/new", False),
+        }
+    )
+    rows = ledger_reservations(ledger_object(read_ledger(None, "placer-system"), change))
+    assert {r.jobset: r.past_max_wait for r in rows} == {"ml/old": True, "ml/new": False}
+
+
 def test_embedded_extender_reads_reservations_from_the_ledger() -> None:
     api, _ = cluster()
     entry = LedgerEntry(

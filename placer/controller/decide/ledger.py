@@ -132,6 +132,9 @@ class LedgerEntry(BaseModel):
     """Reservations: when the JobSet is expected to start there (epoch seconds)."""
     end: float | None = None
     """Reservations: when it is expected to end (epoch seconds)."""
+    past_max_wait: bool = False
+    """Reservations: the JobSet has waited longer than `--max-wait`, so the scheduler extender
+    keeps other pods off these domains from now on, not only within its guard of `start`."""
     at: float | None = None
     """Evictions: when the eviction was committed (epoch seconds); also stamped on the victim
     (preempting.PREEMPTED_AT), which is how a restarted controller knows it was suspended."""
@@ -163,6 +166,8 @@ class LedgerEntry(BaseModel):
             data["start"] = round(self.start, 3)
         if self.end is not None:
             data["end"] = round(self.end, 3)
+        if self.past_max_wait:
+            data["past_max_wait"] = True
         if self.at is not None:
             data["at"] = round(self.at, 3)
         if self.beneficiaries:
@@ -192,6 +197,7 @@ class LedgerEntry(BaseModel):
             record=record,
             start=None if start is None else float(start),
             end=None if end is None else float(end),
+            past_max_wait=data.get("past_max_wait") is True,
             at=None if at is None else float(at),
             beneficiaries=tuple(str(b) for b in data.get("for") or ()),
             note=str(data.get("note") or ""),

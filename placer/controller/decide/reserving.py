@@ -11,8 +11,9 @@ placement ledger, committed with the placements under the same precondition and 
   it fits (`TimeAwareSolver`, `reservations.reserve(kept=...)`) and plans everyone else around
   it; reservations are read back even when this controller does not reserve itself.
 - `reservation_changes`: what the cycle's plans change in the ledger: a reservation put when it
-  is new, on other domains, or its expected start moved by more than `RETIME_S`; removed when a
-  JobSet planned this cycle no longer has one. Only JobSets planned this cycle are touched.
+  is new, on other domains, its expected start moved by more than `RETIME_S`, or its JobSet
+  passed `--max-wait` (the extender then guards it from now on); removed when a JobSet planned
+  this cycle no longer has one. Only JobSets planned this cycle are touched.
 - `running_timing`: when each running JobSet started and how long it is expected to run, read
   from this cycle's pods and JobSet objects by the snapshot loaders' own functions
   (`placer.model.snapshots.running`: `running_starts`, `with_expected_durations`), and the same
@@ -162,12 +163,18 @@ def reservation_changes(
             ),
             start=start,
             end=start + duration,
+            past_max_wait=o.past_max_wait,
         )
         if old is None or not _same_domains(_domains(old), domains):
             put[k] = entry
             announce[k] = entry
-        elif _domains(old) != domains or old.start is None or abs(old.start - start) > RETIME_S:
-            put[k] = entry  # renamed or retimed: rewritten, not announced again
+        elif (
+            _domains(old) != domains
+            or old.start is None
+            or abs(old.start - start) > RETIME_S
+            or old.past_max_wait != entry.past_max_wait
+        ):
+            put[k] = entry  # renamed, retimed or now past --max-wait: rewritten, not announced
     return ReservationChanges(put=put, remove=frozenset(remove), announce=announce)
 
 

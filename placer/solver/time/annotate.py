@@ -1,5 +1,6 @@
 """The time-aware pass's last step: on each outcome of the inner solve, its expected start,
-reserved domains, whether it runs as backfill, and whom it waits for."""
+reserved domains, whether it runs as backfill, whom it waits for, and whether it has waited past
+`--max-wait`."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ __all__ = ["Annotator"]
 
 
 class Annotator:
-    """Expected start, reserved domains, backfill and who it waits for, on each outcome."""
+    """Expected start, reserved domains, backfill, who it waits for and whether it is past
+    `--max-wait` (`overdue`), on each outcome."""
 
     def __init__(
         self,
@@ -24,6 +26,7 @@ class Annotator:
         estimates: dict[str, Reservation],
         held: Sequence[DomainReservation],
         priorities: dict[str, int],
+        overdue: frozenset[str] = frozenset(),
     ) -> None:
         self.units = units
         self.reservations = reservations
@@ -33,6 +36,7 @@ class Annotator:
             unit = units.unit_of(h.key, h.path) or (h.key, domain_id(h.path))
             self.held_on.setdefault(unit, []).append(h)
         self.priorities = priorities
+        self.overdue = overdue
 
     def _sharing(self, unit: UnitId) -> list[UnitId]:
         """The unit and those sharing a node with it (overlapping keys: a pool run now ahead of
@@ -59,6 +63,8 @@ class Annotator:
             ]
             update |= {"expected_start_seconds": 0.0, "backfill": bool(ahead)}
             return o.model_copy(update=update)
+        if o.key in self.overdue:
+            update["past_max_wait"] = True
         reserved = self.reservations.get(o.key)
         if reserved is not None and not reserved.start_s:
             reserved = None  # meant to start now, yet not placed: estimated like the rest

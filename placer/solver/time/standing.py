@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from placer.model.options import TimePolicy
 from placer.model.workload import JobSetRequest
 
-__all__ = ["queue_standing", "reservation_order", "tiers", "waited_s"]
+__all__ = ["past_max_wait", "queue_standing", "reservation_order", "tiers", "waited_s"]
 
 
 def queue_standing(jobset: JobSetRequest, policy: TimePolicy, now: datetime) -> float:
@@ -32,10 +32,22 @@ def reservation_order(
     domains round after round, and its start would recede for as long as they keep coming (seen
     in the over-time benchmark: 18-host GB200 JobSets waited 195 h with reservations).
     """
-    waited = waited_s(jobset, now)
-    if policy.max_wait_s is not None and waited > policy.max_wait_s:
-        return (0, -waited, 0.0, *jobset.queue_key()[1:])
+    if _past(jobset, policy, now):
+        return (0, -waited_s(jobset, now), 0.0, *jobset.queue_key()[1:])
     return (1, 0.0, -queue_standing(jobset, policy, now), *jobset.queue_key()[1:])
+
+
+def past_max_wait(
+    jobsets: Sequence[JobSetRequest], policy: TimePolicy, now: datetime
+) -> frozenset[str]:
+    """The JobSets that have waited longer than `--max-wait` since creation: each always gets a
+    reservation, ahead of the rest, and keeps pods that are not placer's off its domains from
+    now on (`JobSetOutcome.past_max_wait`)."""
+    return frozenset(js.key for js in jobsets if _past(js, policy, now))
+
+
+def _past(jobset: JobSetRequest, policy: TimePolicy, now: datetime) -> bool:
+    return policy.max_wait_s is not None and waited_s(jobset, now) > policy.max_wait_s
 
 
 def tiers(

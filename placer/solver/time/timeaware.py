@@ -44,7 +44,7 @@ from placer.solver.time.holding import held_reservations
 from placer.solver.time.release import ReleaseTimeline, expected_duration_s
 from placer.solver.time.reservations import Reservation, UnitId, reserve
 from placer.solver.time.schedule import ScheduleRequest, schedule
-from placer.solver.time.standing import reservation_order, tiers, waited_s
+from placer.solver.time.standing import past_max_wait, reservation_order, tiers
 from placer.solver.time.units import Units
 
 __all__ = [
@@ -123,7 +123,8 @@ class TimeAwareSolver:
         with timer("estimate"):
             estimates = _estimates(units, plan, order, reservations, held, durations)
             priorities = {js.key: js.priority for js in jobsets}
-            after = Annotator(units, reservations, estimates, held, priorities)
+            overdue = past_max_wait(jobsets, policy, now)
+            after = Annotator(units, reservations, estimates, held, priorities, overdue)
             outcomes = [after.outcome(o) for o in plan.jobsets]
         report = plan.solver.model_copy(
             update={
@@ -231,11 +232,7 @@ def _reserve_all(
     limit = None if policy.reservations == "all" else policy.head
     if policy.reservations == "none":
         limit = 0
-    overdue = {
-        js.key
-        for js in jobsets
-        if policy.max_wait_s is not None and waited_s(js, now) > policy.max_wait_s
-    }
+    overdue = past_max_wait(jobsets, policy, now)
     candidates = tuple(units.candidate(js, durations[js.key]) for js in order)
     kept = _kept(snapshot, units)
     found: Sequence[Reservation] | None = None

@@ -103,7 +103,9 @@ def test_a_refused_placement_becomes_unschedulable() -> None:
 POOL = "cloud.google.com/gke-nodepool"
 
 
-def _waiting(reserved: list[DomainRef], start_s: float) -> tuple[Plan, ManagedJobSet]:
+def _waiting(
+    reserved: list[DomainRef], start_s: float, *, past_max_wait: bool = False
+) -> tuple[Plan, ManagedJobSet]:
     """A plan reserving `reserved` from `start_s` for `default/wide`, and the JobSet as the
     survey sees it: waiting, no record."""
     outcome = JobSetOutcome(
@@ -111,6 +113,7 @@ def _waiting(reserved: list[DomainRef], start_s: float) -> tuple[Plan, ManagedJo
         status="unschedulable",
         expected_start_seconds=start_s,
         reserved_domains=reserved,
+        past_max_wait=past_max_wait,
     )
     plan = Plan(solver=SolverReport(name="best-fit", status="HEURISTIC"), jobsets=[outcome])
     ms = ManagedJobSet(
@@ -131,10 +134,14 @@ KEY = entry_key(RESERVATION, "default/wide")
 
 
 def _changes(
-    reserved: list[DomainRef], start_s: float, old: LedgerEntry | None
+    reserved: list[DomainRef],
+    start_s: float,
+    old: LedgerEntry | None,
+    *,
+    past_max_wait: bool = False,
 ) -> ReservationChanges:
     """The ledger changes of one round reserving `reserved`, after a round that left `old`."""
-    plan, ms = _waiting(reserved, start_s)
+    plan, ms = _waiting(reserved, start_s, past_max_wait=past_max_wait)
     ledger = {KEY: old} if old is not None else {}
     return reservation_changes([plan], [ms], ledger, 1_000_000.0, TimePolicy())
 
@@ -171,3 +178,18 @@ def test_a_reservation_moved_to_other_domains_is_announced() -> None:
     # a pool of the same name in another block is another domain
     elsewhere = [NESTED[0], DomainRef(key=POOL, value="p1", path=[(BLOCK, "B1"), (POOL, "p1")])]
     assert KEY in _changes(elsewhere, 3600.0, old).announce
+
+
+def test_a_reservation_whose_jobset_passes_the_maximum_wait_is_rewritten_and_kept_so() -> None:
+    """The extender guards a JobSet past `--max-wait` from now on, reading it from the ledger:
+    the entry says so once the plan does (rewritten, no second `Reserved` event), the flag
+    survives the ConfigMap's text, and an unchanged round writes nothing."""
+    old = _changes(NESTED, 3600.0, None).put[KEY]
+    assert not old.past_max_wait
+    changes = _changes(NESTED, 3600.0, old, past_max_wait=True)
+    assert not changes.announce
+    late = changes.put[KEY]
+    assert late.past_max_wait
+    assert LedgerEntry.from_text(late.to_text()).past_max_wait
+    assert not LedgerEntry.from_text(old.to_text()).past_max_wait
+    assert not _changes(NESTED, 3600.0, late, past_max_wait=True).put

@@ -166,6 +166,9 @@ def test_max_wait_always_reserves_even_without_a_reservation_policy() -> None:
     assert check(plan, snap, [waited, fresh], options) == []
     assert len(plan.outcome("team-a/waited").reserved_domains) == 4
     assert plan.outcome("team-a/fresh").reserved_domains == []
+    # said on the outcome, so the extender guards the old one's domains from now on
+    assert plan.outcome("team-a/waited").past_max_wait
+    assert not plan.outcome("team-a/fresh").past_max_wait
 
 
 @st.composite
@@ -505,6 +508,8 @@ def test_a_jobset_past_the_maximum_wait_is_reserved_ahead_of_higher_tiers(
     first, second = ("old-batch", "fresh-prod") if max_wait_h else ("fresh-prod", "old-batch")
     assert plan.outcome(f"team-a/{first}").expected_start_seconds == H
     assert plan.outcome(f"team-a/{second}").expected_start_seconds == 2 * H
+    past = {o.name for o in plan.jobsets if o.past_max_wait}
+    assert past == ({"old-batch"} if max_wait_h else set())
 
 
 @pytest.mark.parametrize("solver", ["cpsat", "best-fit"])
