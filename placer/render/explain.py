@@ -131,7 +131,8 @@ def _diagnosis(d: ReplicatedJobDiagnosis) -> list[str]:
 
 
 def _expected_start(e: Explanation) -> list[str]:
-    """When and where it is expected to start, and whom it waits for (time-aware planning)."""
+    """When and where it is expected to start, whom it waits for, and whether it is past
+    `--max-wait` (time-aware planning)."""
     start = e.expected_start_seconds
     if e.status == "placed" or (start is None and "reserve" not in e.solver.phases):
         return []
@@ -143,6 +144,8 @@ def _expected_start(e: Explanation) -> list[str]:
     line = f"expected start: in {format_go_duration(start)}{where}"
     if e.waits_for:
         line += "; waits for running " + compact_list(e.waits_for)
+    if e.past_max_wait:
+        line += "; waiting past --max-wait"
     return [line]
 
 

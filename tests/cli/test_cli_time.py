@@ -128,3 +128,17 @@ def test_explain_says_when_and_where_a_waiting_jobset_is_expected_to_start(
     assert doc["expected_start_seconds"] == 3600 and doc["reserved_domains"] == []
     assert main([*argv[:3], "--no-remedies", QUEUE, "batch/eval-sweep"]) == 0
     assert "expected start" not in capsys.readouterr().out  # no time flags, no time planning
+
+
+def test_explain_says_when_a_waiting_jobset_is_past_the_maximum_wait(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """At `NOW` batch/eval-sweep has waited 21h50m and research/ablation 21h45m."""
+    argv = ["explain", "--cluster", CLUSTER, "--workers", "1", "--max-wait", "21h47m"]
+    argv += ["--now", NOW, "--default-duration", "2h", "--no-remedies", QUEUE]
+    assert main([*argv, "batch/eval-sweep"]) == 0
+    [line] = [x for x in capsys.readouterr().out.splitlines() if "expected start" in x]
+    assert line.endswith("; waiting past --max-wait")
+    assert main([*argv[:-1], "-o", "json", QUEUE, "research/ablation"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["past_max_wait"] is False and doc["expected_start_seconds"] is not None

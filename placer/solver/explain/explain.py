@@ -91,6 +91,7 @@ def explain_jobset(
         "expected_start_seconds": outcome.expected_start_seconds,
         "reserved_domains": list(outcome.reserved_domains),
         "waits_for": list(outcome.waits_for),
+        "past_max_wait": outcome.past_max_wait,
     }
     if outcome.status == "placed":
         return Explanation(**base, notes=notes)  # type: ignore[arg-type]

@@ -153,6 +153,9 @@ class Explanation(BaseModel):
     reserved_domains: list[DomainRef] = Field(default_factory=list)
     waits_for: list[str] = Field(default_factory=list)
     """Running JobSets its expected start waits for, the last to end first."""
+    past_max_wait: bool = False
+    """Waiting longer than `--max-wait`: reserved ahead of every tier, and its reserved domains
+    guarded against other pods from now on (the scheduler extender)."""
     solver: SolverReport
     plan: Plan | None = Field(default=None, exclude=True)
     """The whole plan explained against (for `--map`); not part of the JSON document."""

@@ -77,6 +77,7 @@ def test_json_document(capsys: pytest.CaptureFixture[str], inputs: tuple[Path, P
         "expected_start_seconds",
         "reserved_domains",
         "waits_for",
+        "past_max_wait",
         "solver",
     }
     assert (doc["jobset"], doc["status"]) == ("team-b/second", "unschedulable")
