@@ -78,46 +78,31 @@ def other_pod(name: str) -> dict[str, Any]:
     }
 
 
-@pytest.fixture
-def scheduler_restored(scenario: Scenario) -> Iterator[Scenario]:
-    """The scheduler back to its plain configuration after the scenario, pass or fail."""
-    try:
-        yield scenario
-    finally:
-        scenario.plane.reconfigure_scheduler(scenario.plane.scheduler_config())
-
-
-def test_pods_that_are_not_placers_stay_out_of_planned_domains_and_ignorable_decides_when_down(
-    scheduler_restored: Scenario,
-) -> None:
-    scenario = scheduler_restored
+def with_extender(scenario: Scenario, *controller_flags: str) -> int:
+    """The example TPU cluster, kube-scheduler calling the extender (not ignorable), the webhook
+    and the controller (with `controller_flags`); returns the extender's port."""
     scenario.use_example_cluster("tpu-v5e-v6e.yaml")
     port = start_extender(scenario)
     scenario.plane.reconfigure_scheduler(
         scenario.plane.scheduler_config(extender_settings(port, ignorable=False))
     )
     scenario.start_webhook()
-    scenario.start_controller()
-    # Two chips per worker: each planned node keeps two free chips another pod could take.
-    manifest = multislice("half", slices=3)
-    container = manifest["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"][
-        "containers"
-    ][0]
-    container["resources"]["limits"]["google.com/tpu"] = 2
-    scenario.create_jobset(manifest)
-    scenario.wait_pods_bound("half", count=6)
-    record = assignment_of(scenario.get_jobset("half"))
-    planned = {entry["domain"]["value"] for entry in record["jobs"].values()}
+    scenario.start_controller(*controller_flags)
+    return port
 
-    # Chips free outside the planned domains; two pods more than that. Without the extender
-    # the two would take the free chips inside planned domains; with it they must wait.
+
+def crowd_outside(scenario: Scenario, kept: set[str]) -> tuple[list[Any], list[str]]:
+    """As many pods that are not placer's as there are chips free on usable v5e nodes outside
+    the pools in `kept`, and two more; returns once that many are bound: (the bound pods, the
+    names of the two that must wait). Without the extender the two would take chips inside
+    `kept`; with it they stay pending."""
     outside = 0
     for node in scenario.core.list_node().items:
         labels = node.metadata.labels
         usable = not any(t.key == "node.kubernetes.io/not-ready" for t in node.spec.taints or [])
         if (
             usable
-            and labels.get(POOL) not in planned
+            and labels.get(POOL) not in kept
             and all(labels.get(k) == v for k, v in V5E.items())
         ):
             outside += int(node.status.allocatable["google.com/tpu"])
@@ -133,12 +118,42 @@ def test_pods_that_are_not_placers_stay_out_of_planned_domains_and_ignorable_dec
         timeout_s=120,
         what=f"{outside} of the other pods bound",
     )
+    found = pods()
+    return [p for p in found if p.spec.node_name], [
+        p.metadata.name for p in found if not p.spec.node_name
+    ]
+
+
+@pytest.fixture
+def scheduler_restored(scenario: Scenario) -> Iterator[Scenario]:
+    """The scheduler back to its plain configuration after the scenario, pass or fail."""
+    try:
+        yield scenario
+    finally:
+        scenario.plane.reconfigure_scheduler(scenario.plane.scheduler_config())
+
+
+def test_pods_that_are_not_placers_stay_out_of_planned_domains_and_ignorable_decides_when_down(
+    scheduler_restored: Scenario,
+) -> None:
+    scenario = scheduler_restored
+    port = with_extender(scenario)
+    # Two chips per worker: each planned node keeps two free chips another pod could take.
+    manifest = multislice("half", slices=3)
+    container = manifest["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"][
+        "containers"
+    ][0]
+    container["resources"]["limits"]["google.com/tpu"] = 2
+    scenario.create_jobset(manifest)
+    scenario.wait_pods_bound("half", count=6)
+    record = assignment_of(scenario.get_jobset("half"))
+    planned = {entry["domain"]["value"] for entry in record["jobs"].values()}
+
+    bound, waiting = crowd_outside(scenario, planned)
     labels = scenario.node_labels()
-    for pod in pods():
-        if pod.spec.node_name:
-            pool = labels[pod.spec.node_name][POOL]
-            assert pool not in planned, f"{pod.metadata.name} entered planned domain {pool}"
-    waiting = [p.metadata.name for p in pods() if not p.spec.node_name]
+    for pod in bound:
+        pool = labels[pod.spec.node_name][POOL]
+        assert pool not in planned, f"{pod.metadata.name} entered planned domain {pool}"
     assert len(waiting) == 2
     wait_until(
         lambda: all(
@@ -147,7 +162,7 @@ def test_pods_that_are_not_placers_stay_out_of_planned_domains_and_ignorable_dec
         timeout_s=60,
         what="FailedScheduling for the pods with no room outside planned domains",
     )
-    for name in names:
+    for name in [p.metadata.name for p in bound] + waiting:
         scenario.core.delete_namespaced_pod(name, scenario.namespace, grace_period_seconds=0)
 
     # The extender down: not ignorable, a pod it should judge is not scheduled at all.
@@ -188,13 +203,7 @@ def test_a_jobset_past_the_maximum_wait_keeps_other_pods_off_its_reserved_domain
     free slices reserved for it now, though its start is far beyond the 30 min
     `--reservation-guard`."""
     scenario = scheduler_restored
-    scenario.use_example_cluster("tpu-v5e-v6e.yaml")
-    port = start_extender(scenario)
-    scenario.plane.reconfigure_scheduler(
-        scenario.plane.scheduler_config(extender_settings(port, ignorable=False))
-    )
-    scenario.start_webhook()
-    scenario.start_controller("--reservations=head", "--max-wait=1s", "--replan-interval=2")
+    with_extender(scenario, "--reservations=head", "--max-wait=1s", "--replan-interval=2")
     for name, slices in (("run", 5), ("wide", 7)):
         manifest = multislice(name, slices=slices)
         manifest["metadata"]["annotations"][EXPECTED_DURATION] = "10h"
@@ -220,31 +229,8 @@ def test_a_jobset_past_the_maximum_wait_keeps_other_pods_off_its_reserved_domain
     }
     assert free_reserved, (reserved, running)
 
-    # Chips free outside run's and wide's slices, and two pods more: the two must wait.
-    outside = 0
-    for node in scenario.core.list_node().items:
-        node_labels = node.metadata.labels
-        usable = not any(t.key == "node.kubernetes.io/not-ready" for t in node.spec.taints or [])
-        if (
-            usable
-            and node_labels.get(POOL) not in reserved | running
-            and all(node_labels.get(k) == v for k, v in V5E.items())
-        ):
-            outside += int(node.status.allocatable["google.com/tpu"])
-    names = [f"other-{index}" for index in range(outside + 2)]
-    for name in names:
-        scenario.core.create_namespaced_pod(scenario.namespace, other_pod(name))
-
-    def pods() -> list[Any]:
-        return [scenario.core.read_namespaced_pod(n, scenario.namespace) for n in names]
-
-    wait_until(
-        lambda: sum(bool(p.spec.node_name) for p in pods()) == outside,
-        timeout_s=120,
-        what=f"{outside} of the other pods bound",
-    )
-    assert not {p.spec.node_name for p in pods()} & free_reserved
-    waiting = [p.metadata.name for p in pods() if not p.spec.node_name]
+    bound, waiting = crowd_outside(scenario, reserved | running)
+    assert not {p.spec.node_name for p in bound} & free_reserved
     assert len(waiting) == 2
 
     def told() -> bool:
