@@ -172,14 +172,23 @@ def _timed(plan: Plan) -> bool:
 
 def eta(outcome: JobSetOutcome) -> str:
     """`now`, `now (backfill)`, `in 2h30m (reserved)`, `in 5h`, or `never` (it fits no empty
-    cluster)."""
+    cluster); a JobSet waiting longer than `--max-wait` says so (`in 9h (reserved, past
+    --max-wait)`): the one whose domains the extender guards already."""
     start = outcome.expected_start_seconds
     if start is None:
         return "never"
     if start <= 0:
         return "now (backfill)" if outcome.backfill else "now"
     text = f"in {format_go_duration(start)}"
-    return f"{text} (reserved)" if outcome.reserved_domains else text
+    marks = [
+        m
+        for m, on in (
+            ("reserved", outcome.reserved_domains),
+            ("past --max-wait", outcome.past_max_wait),
+        )
+        if on
+    ]
+    return f"{text} ({', '.join(marks)})" if marks else text
 
 
 def render_table(

@@ -171,10 +171,14 @@ def test_eta_column_appears_only_when_time_was_planned() -> None:
     )
     placed = JobSetOutcome(name="short", status="placed", expected_start_seconds=0, backfill=True)
     never = JobSetOutcome(name="huge", status="unschedulable")
-    assert [eta(o) for o in (waiting, placed, never)] == [
+    late = waiting.model_copy(update={"past_max_wait": True})
+    unreserved = late.model_copy(update={"reserved_domains": [], "expected_start_seconds": 3600})
+    assert [eta(o) for o in (waiting, placed, never, late, unreserved)] == [
         "in 2h30m (reserved)",
         "now (backfill)",
         "never",
+        "in 2h30m (reserved, past --max-wait)",
+        "in 1h (past --max-wait)",
     ]
     timed = render_table(Plan(solver=report, jobsets=[waiting, placed, never]))
     assert timed.splitlines()[0].split()[-1] == "ETA"
