@@ -180,14 +180,9 @@ def eta(outcome: JobSetOutcome) -> str:
     if start <= 0:
         return "now (backfill)" if outcome.backfill else "now"
     text = f"in {format_go_duration(start)}"
-    marks = [
-        m
-        for m, on in (
-            ("reserved", outcome.reserved_domains),
-            ("past --max-wait", outcome.past_max_wait),
-        )
-        if on
-    ]
+    marks = ["reserved"] if outcome.reserved_domains else []
+    if outcome.past_max_wait:
+        marks.append("past --max-wait")
     return f"{text} ({', '.join(marks)})" if marks else text
 
 

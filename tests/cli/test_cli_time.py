@@ -115,18 +115,25 @@ def test_a_bad_expected_duration_names_file_jobset_and_field(
     assert f"{path}: prod/llm-sft: {message}" in err[0]
 
 
+def _explain_timed(policy: list[str], jobset: str, *, json_out: bool = False) -> list[str]:
+    """`placer explain` of `jobset` in the bundled queue at `NOW`, planned over time with the
+    `policy` flags (2 h default run time, no remedies)."""
+    out = ["-o", "json"] if json_out else []
+    head = ["explain", "--cluster", CLUSTER, "--workers", "1", *policy, "--now", NOW]
+    return [*head, "--default-duration", "2h", "--no-remedies", *out, QUEUE, jobset]
+
+
 def test_explain_says_when_and_where_a_waiting_jobset_is_expected_to_start(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    argv = ["explain", "--cluster", CLUSTER, "--workers", "1", "--reservations", "head"]
-    argv += ["--now", NOW, "--default-duration", "2h", "--no-remedies", QUEUE]
-    assert main([*argv, "batch/eval-sweep"]) == 0
+    head = ["--reservations", "head"]
+    assert main(_explain_timed(head, "batch/eval-sweep")) == 0
     text = capsys.readouterr().out
     assert "expected start: in 1h on v5e-2x4-pool-2,v5e-2x4-pool-7 (reserved)" in text
-    assert main([*argv[:-1], "-o", "json", QUEUE, "research/ablation"]) == 0
+    assert main(_explain_timed(head, "research/ablation", json_out=True)) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["expected_start_seconds"] == 3600 and doc["reserved_domains"] == []
-    assert main([*argv[:3], "--no-remedies", QUEUE, "batch/eval-sweep"]) == 0
+    assert main(["explain", "--cluster", CLUSTER, "--no-remedies", QUEUE, "batch/eval-sweep"]) == 0
     assert "expected start" not in capsys.readouterr().out  # no time flags, no time planning
 
 
@@ -134,11 +141,10 @@ def test_explain_says_when_a_waiting_jobset_is_past_the_maximum_wait(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """At `NOW` batch/eval-sweep has waited 21h50m and research/ablation 21h45m."""
-    argv = ["explain", "--cluster", CLUSTER, "--workers", "1", "--max-wait", "21h47m"]
-    argv += ["--now", NOW, "--default-duration", "2h", "--no-remedies", QUEUE]
-    assert main([*argv, "batch/eval-sweep"]) == 0
+    late = ["--max-wait", "21h47m"]
+    assert main(_explain_timed(late, "batch/eval-sweep")) == 0
     [line] = [x for x in capsys.readouterr().out.splitlines() if "expected start" in x]
     assert line.endswith("; waiting past --max-wait")
-    assert main([*argv[:-1], "-o", "json", QUEUE, "research/ablation"]) == 0
+    assert main(_explain_timed(late, "research/ablation", json_out=True)) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["past_max_wait"] is False and doc["expected_start_seconds"] is not None
