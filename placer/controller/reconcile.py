@@ -30,8 +30,8 @@ timed into `CycleReport.phases` (the names in brackets):
            observe from the fresh ledger (at most `MAX_ROUNDS` rounds; then nothing new is
            written and the next cycle tries again). A leader whose ledger term was taken over
            raises `Deposed` and writes nothing.                                     [commit]
-  write    `writeplan.plan_writes` decides every write and event of the JobSets, and
-           kueue.cycle.kueue_writes placer's check on each Workload; `executor.execute` sends
+  write    `roundwrites.round_writes` decides every write and event of the JobSets and
+           placer's check on each Workload; `executor.execute` sends
            them (only logged with --dry-run)                          [write planning, writes]
 
 When cycles run (the watch loop, `--once`, an elected leader's work) is loop.py's business;
@@ -57,17 +57,14 @@ from placer.controller.adapter import ClusterAdapter
 from placer.controller.config import ControllerConfig
 from placer.controller.decide.domains import DomainIndex
 from placer.controller.decide.kueue.check import KueueAdmission, release_evicted
-from placer.controller.decide.kueue.cycle import kueue_survey, kueue_writes
+from placer.controller.decide.kueue.cycle import kueue_survey
 from placer.controller.decide.kueue.eta import estimate_behind
 from placer.controller.decide.kueue.workloads import KueueView
 from placer.controller.decide.ledger import (
-    EVICTION,
     LEDGER_LABEL,
     LEDGER_NAME,
     Fence,
     Ledger,
-    LedgerEntry,
-    entry_key,
     read_ledger,
 )
 from placer.controller.decide.ledgerplan import view_ledger
@@ -76,22 +73,19 @@ from placer.controller.decide.planning import PlannedRound, planning_inputs, sol
 from placer.controller.decide.preempting import (
     KUEUE_QUEUE_LABEL,
     Eligibility,
-    Evictions,
     eligibility,
-    eviction_steps,
-    placements,
 )
 from placer.controller.decide.review import review
 from placer.controller.decide.roundchange import round_change
+from placer.controller.decide.roundwrites import round_writes
 from placer.controller.decide.snapshot import planning_snapshot
 from placer.controller.decide.state import ClusterState
 from placer.controller.decide.survey import ParseMemo, RefMemo, jobset_pods, survey
-from placer.controller.decide.writeplan import WriteSettings, plan_writes
+from placer.controller.decide.writeplan import WriteSettings
 from placer.controller.decide.writes import Write
 from placer.controller.memory import CycleMemory
 from placer.controller.metrics import Metrics
 from placer.controller.report import CycleReport, PhaseTimer
-from placer.model.assignment import Assignment
 from placer.model.cluster import ClusterSnapshot
 from placer.model.errors import InputError
 from placer.model.options import SolveOptions
@@ -353,7 +347,7 @@ class Controller:
             view = view_ledger(observed.ledger, observed.state, observed.managed)
             if adm is not None:
                 view = release_evicted(view, adm.release)
-            evictions = self._evictions(observed, view.evictions)
+            evictions = observed.evictions(view.evictions)
             view = view.releasing(evictions.done)
             rev = review(
                 observed.managed, observed.index, options, admit=admit, lent=evictions.lent
@@ -401,19 +395,6 @@ class Controller:
             eligibility=eligible,
             evictions=evictions,
         )
-
-    def _evictions(
-        self,
-        observed: Observed,
-        entries: Mapping[str, LedgerEntry],
-        placed: Mapping[str, Assignment] | None = None,
-    ) -> Evictions:
-        """Where each eviction in `entries` stands (preempting.eviction_steps), its
-        beneficiaries' records read from the ledger and `placed` (this round's)."""
-        if not entries:
-            return Evictions()
-        records = {**placements(observed.ledger.entries.values()), **(placed or {})}
-        return eviction_steps(entries, observed.state, records, observed.index, observed.pods)
 
     def _log_kueue(self, eligible: Eligibility) -> None:
         """Say once per JobSet that placer neither preempts for it nor evicts it."""
@@ -473,43 +454,17 @@ class Controller:
             namespaces=self.config.namespaces,
             now=_rfc3339_now(),
             instance=self.config.identity,
+            now_s=self.wall_clock(),
+            kueue_hold_s=self.config.kueue_hold_quota_s,
         )
-        announced = self.memory.announced()
         with timer("write planning"):
-            planned = outcome.planned
-            fresh = {
-                entry_key(EVICTION, v): e
-                if e.at is not None
-                else e.model_copy(
-                    update={"at": reviewed.wall_s}  # a dry run: never committed
-                )
-                for v, e in planned.evictions.items()
-            }
-            evictions = (
-                self._evictions(
-                    reviewed.observed, {**reviewed.ledger.evictions, **fresh}, planned.placed
-                )
-                if fresh
-                else reviewed.evictions
-            )
-            eligible = reviewed.eligibility
-            writes = plan_writes(
-                reviewed.observed,
-                reviewed.review,
-                planned,
-                settings,
-                announced,
-                evictions=evictions,
-                preemption_warnings=eligible.warnings if eligible is not None else {},
-            )
-            writes += kueue_writes(
+            writes = round_writes(
                 reviewed,
                 outcome.planned,
+                settings,
+                self.memory.announced(),
                 committed=bool(outcome.committed),
-                warned=self.memory.kueue_warnings,
-                now=settings.now,
-                now_s=self.wall_clock(),
-                hold_s=self.config.kueue_hold_quota_s,
+                kueue_warned=self.memory.kueue_warnings,
             )
         if self.config.dry_run:
             for w in writes:

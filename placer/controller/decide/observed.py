@@ -13,12 +13,18 @@ from dataclasses import dataclass, field
 
 from placer.controller.decide.domains import DomainIndex
 from placer.controller.decide.kueue.workloads import KueueView
-from placer.controller.decide.ledger import Ledger
+from placer.controller.decide.ledger import Ledger, LedgerEntry
 from placer.controller.decide.ledgerplan import LedgerView
-from placer.controller.decide.preempting import Eligibility, Evictions
+from placer.controller.decide.preempting import (
+    Eligibility,
+    Evictions,
+    eviction_steps,
+    placements,
+)
 from placer.controller.decide.review import Review, Target
 from placer.controller.decide.state import ClusterState
 from placer.controller.decide.survey import ManagedJobSet, PodEntry
+from placer.model.assignment import Assignment
 from placer.model.cluster import ClusterSnapshot
 from placer.model.options import SolveOptions
 
@@ -38,6 +44,18 @@ class Observed:
     pods: Mapping[str, list[PodEntry]]
     """JobSet key -> its pods in `state` (survey.jobset_pods), read once by the survey and
     shared by every later reader (the time-aware pass's start times, the evictions)."""
+
+    def evictions(
+        self,
+        entries: Mapping[str, LedgerEntry],
+        placed: Mapping[str, Assignment] | None = None,
+    ) -> Evictions:
+        """Where each eviction in `entries` stands (preempting.eviction_steps), its
+        beneficiaries' records read from this ledger and from `placed` (a round's new ones)."""
+        if not entries:
+            return Evictions()
+        records = {**placements(self.ledger.entries.values()), **(placed or {})}
+        return eviction_steps(entries, self.state, records, self.index, self.pods)
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from placer.controller.decide.bindings import (
     ungate_patch,
 )
 from placer.controller.decide.domains import DomainIndex, domain_id
+from placer.controller.decide.kueue.check import DEFAULT_HOLD_QUOTA_S
 from placer.controller.decide.observed import Announced, Observed
 from placer.controller.decide.planning import PlannedRound
 from placer.controller.decide.preempting import PREEMPTION_WARNING, Evictions, EvictionStep
@@ -65,6 +66,10 @@ class WriteSettings:
     """RFC 3339 time stamped on events (passed in: the function stays pure)."""
     instance: str = ""
     """This controller replica, for the events' reportingInstance."""
+    now_s: float = 0.0
+    """`now` in epoch seconds: how long a Kueue Workload has held its quota."""
+    kueue_hold_s: float = DEFAULT_HOLD_QUOTA_S
+    """How long a Workload may hold quota waiting for a placement (--kueue-hold-quota)."""
 
 
 def placed_message(record: Assignment) -> str:

@@ -1,0 +1,97 @@
+"""The writes one cycle sends (roundwrites.round_writes), decided without a cluster: a new
+eviction is seen in the very round that chose it (its victim suspended with the round's stamp,
+its beneficiary's pods held while the victim's run on its block), a committed eviction keeps the
+ledger's stamp, and a round without new evictions reuses the review's view of them."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from placer.controller.decide.domains import DomainIndex
+from placer.controller.decide.observed import Announced, Reviewed
+from placer.controller.decide.planning import PlannedRound
+from placer.controller.decide.review import review
+from placer.controller.decide.roundwrites import round_evictions, round_writes
+from placer.controller.decide.snapshot import planning_snapshot
+from placer.controller.decide.survey import survey
+from placer.controller.decide.writeplan import WriteSettings
+from placer.controller.decide.writes import RecordAssignment, SuspendJobSet, UngatePod, Write
+from placer.model.options import SolveOptions
+from placer.model.preemption import PREEMPTED_AT, format_stamp
+from tests.controller.builders import add_jobset, on_blocks, reviewed_of, state_of, tpu_cluster
+from tests.controller.decide.test_preempting import AT, eviction
+
+NOW_S = AT + 3600.0
+
+
+def _reviewed() -> Reviewed:
+    """`low` (priority 0) runs on block b0; `high` (priority 100) waits for one block."""
+    cluster = tpu_cluster(blocks=2)
+    add_jobset(cluster, "low", jobs=1, pods=2, priority=0)
+
+    def run(pod: dict[str, Any]) -> None:
+        pod["spec"]["nodeName"] = "n-0-0"
+        pod["status"]["phase"] = "Running"
+
+    for p in cluster.objects("pods"):
+        cluster.mutate("pods", p["metadata"]["name"], run, namespace="default")
+    add_jobset(cluster, "high", jobs=1, pods=2, priority=100)
+    state = state_of(cluster)
+    managed = survey(state, binding="gate")
+    options = SolveOptions()
+    rev = review(managed, DomainIndex(planning_snapshot(state, binding="gate")), options)
+    return reviewed_of(state, managed, rev, options, wall_s=NOW_S)
+
+
+def _evicting_for_high(reviewed: Reviewed, at: float | None) -> PlannedRound:
+    """`high` placed on b0 by evicting `low` (`at`: the ledger's stamp; None before a commit)."""
+    low = reviewed.observed.state.jobsets[("default", "low")]
+    return PlannedRound(
+        placed={"default/high": on_blocks("default/high", {"high-w-0": "b0"})},
+        evictions={
+            "default/low": eviction(uid=low["metadata"]["uid"]).model_copy(update={"at": at})
+        },
+    )
+
+
+def _writes(reviewed: Reviewed, planned: PlannedRound) -> list[Write]:
+    settings = WriteSettings(
+        binding="gate", now="2027-01-15T08:00:00Z", instance="test", now_s=NOW_S
+    )
+    return round_writes(
+        reviewed, planned, settings, Announced(), committed=False, kueue_warned=set()
+    )
+
+
+def _suspend_stamp(writes: list[Write]) -> object:
+    [suspend] = [w for w in writes if isinstance(w, SuspendJobSet)]
+    assert suspend.describe() == "suspend JobSet default/low (preempted)"
+    return suspend.patch()["metadata"]["annotations"][PREEMPTED_AT]
+
+
+def test_a_new_eviction_suspends_its_victim_at_the_rounds_time_and_holds_the_beneficiary() -> None:
+    """Uncommitted (a dry run): the suspend carries the round's wall time, as the commit would
+    stamp it; `high`'s record is written but its pods stay gated while `low`'s run on b0."""
+    reviewed = _reviewed()
+    planned = _evicting_for_high(reviewed, at=None)
+    writes = _writes(reviewed, planned)
+    assert _suspend_stamp(writes) == format_stamp(NOW_S)
+    assert any(isinstance(w, RecordAssignment) and w.jobset == "default/high" for w in writes)
+    assert not [w for w in writes if isinstance(w, UngatePod)]
+    assert round_evictions(reviewed, planned).waiting == {"default/high": ("default/low",)}
+
+
+def test_a_committed_eviction_keeps_the_ledgers_stamp() -> None:
+    reviewed = _reviewed()
+    writes = _writes(reviewed, _evicting_for_high(reviewed, at=AT))
+    assert _suspend_stamp(writes) == format_stamp(AT)
+
+
+def test_a_round_without_new_evictions_reuses_the_reviews_view_of_them() -> None:
+    reviewed = _reviewed()
+    seen = round_evictions(reviewed, _evicting_for_high(reviewed, at=AT))
+    reviewed = dataclasses.replace(reviewed, evictions=seen)
+    assert round_evictions(reviewed, PlannedRound()) is seen
+    writes = _writes(reviewed, PlannedRound())
+    assert _suspend_stamp(writes) == format_stamp(AT)
