@@ -132,6 +132,7 @@ def _variant(name: str, path: str) -> int:
         return len(items)
     from placer.model.resources import parse_resource_map
     from placer.model.snapshots import load as snapshot
+    from placer.model.snapshots.node_drafts import NodeReader
 
     if base == "load_snapshot-footprint-signatures":
         snapshot.footprint_signature = lambda pod: None  # type: ignore[attr-defined]
@@ -142,7 +143,7 @@ def _variant(name: str, path: str) -> int:
             found = parse_resource_map(raw, source=source, obj=obj, field="a")
             return found
 
-        snapshot._NodeReader._read_allocatable = every_time  # type: ignore[method-assign]
+        NodeReader._read_allocatable = every_time  # type: ignore[method-assign]
     return len(snapshot.load_snapshot([path]).nodes)
 
 

@@ -1,3 +1,4 @@
-"""Cluster snapshots: built from Kubernetes objects (`load`), from a compact description
-(`compact`, `compact_running`) or a live cluster (`live`), and rendered back as kubectl lists
-them (`kubectl_list`)."""
+"""Cluster snapshots: built from Kubernetes objects (`load`, its Node objects read by
+`node_drafts`), from a compact description (`compact`, `compact_running`) or a live cluster
+(`live`), with what is known of running JobSets (`running`), and rendered back as kubectl lists
+(`kubectl_list`)."""

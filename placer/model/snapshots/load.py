@@ -32,7 +32,6 @@ from placer.model.kube.objects import (
     ObjectMeta,
     PodObject,
     PriorityClassObject,
-    TaintSpec,
     decode_kubectl_list,
     footprint_signature,
     pod_footprint,
@@ -46,19 +45,16 @@ from placer.model.read.limits import INT32_MAX
 from placer.model.read.manifests import describe_object, expand_paths, object_key, read_documents
 from placer.model.read.names import (
     check,
-    check_label_map,
-    check_taints,
     dns1123_label_problem,
     dns1123_subdomain_problem,
 )
 from placer.model.resources import (
     ResourceMap,
-    parse_resource_map,
     subtract_resources,
 )
-from placer.model.scheduling import Taint
 from placer.model.snapshots.compact import DESCRIPTION_KIND, parse_description
 from placer.model.snapshots.kubectl_list import format_quantity, snapshot_to_kubectl_list
+from placer.model.snapshots.node_drafts import NodeDraft, NodeReader
 from placer.model.snapshots.running import (
     TERMINAL_PHASES,
     running_starts,
@@ -81,93 +77,6 @@ JOBSET_PRIORITY_LABEL = "jobset.sigs.k8s.io/priority"
 `spec.priority`)."""
 
 _ZERO = Decimal(0)
-
-
-@dataclass(frozen=True, slots=True)
-class _NodeDraft:
-    """A Node object read, its model not built yet: built once, after its pods are counted,
-    instead of built bare and then copied with new free capacity."""
-
-    name: str
-    labels: dict[str, str]
-    taints: tuple[Taint, ...]
-    allocatable: ResourceMap
-    ready: bool
-    unschedulable: bool
-
-    def build(
-        self,
-        free: ResourceMap,
-        used_host_ports: tuple[tuple[int, str], ...] = (),
-        jobsets: tuple[str, ...] = (),
-        jobset_usage: dict[str, JobSetUsage] | None = None,
-    ) -> Node:
-        """The Node; without `jobset_usage`, a node without pods (those fields left unset)."""
-        pods: dict[str, Any] = (
-            {}
-            if jobset_usage is None
-            else {
-                "used_host_ports": used_host_ports,
-                "jobsets": jobsets,
-                "jobset_usage": jobset_usage,
-            }
-        )
-        return Node(
-            name=self.name,
-            labels=self.labels,
-            taints=self.taints,
-            allocatable=self.allocatable,
-            free=free,
-            ready=self.ready,
-            unschedulable=self.unschedulable,
-            **pods,
-        )
-
-
-class _NodeReader:
-    """Node structs into drafts. The nodes of a pool repeat the same taints and allocatable: each
-    distinct one is converted (and checked) once, and equal Taints are shared (benchmarks/
-    RESULTS-speed.md, "snapshot decoding": 4.0 s of CPU without, 3.7 s with, at 50,000 nodes). Only
-    successes are kept, so an error names its node."""
-
-    def __init__(self) -> None:
-        self._taints: dict[tuple[TaintSpec, ...], tuple[Taint, ...]] = {}
-        self._allocatable: dict[tuple[tuple[str, Any], ...], ResourceMap] = {}
-
-    def __call__(self, n: NodeObject, source: str) -> _NodeDraft:
-        name = n.metadata.name
-        obj = f"Node/{echo(name, quote=False)}"
-        check(dns1123_subdomain_problem, name, source=source, obj=obj, field="metadata.name")
-        check_label_map(n.metadata.labels, source=source, obj=obj, field="metadata.labels")
-        taints = self._taints.get(n.spec.taints)
-        if taints is None:
-            check_taints(n.spec.taints, source=source, obj=obj, field="spec.taints")
-            taints = self._taints[n.spec.taints] = tuple(
-                Taint(key=t.key, value=t.value, effect=t.effect) for t in n.spec.taints
-            )
-        return _NodeDraft(
-            name=name,
-            labels=dict(sorted(n.metadata.labels.items())),
-            taints=taints,
-            allocatable=self._read_allocatable(n, source),
-            # A node object without conditions (hand-written, or from a simulator) is ready.
-            ready=all(c.status == "True" for c in n.status.conditions if c.type == "Ready"),
-            unschedulable=n.spec.unschedulable,
-        )
-
-    def _read_allocatable(self, n: NodeObject, source: str) -> ResourceMap:
-        raw = n.status.allocatable
-        key = tuple(raw.items())
-        try:
-            found = self._allocatable.get(key)
-        except TypeError:  # an unhashable quantity: wrong, and named below
-            key, found = (), None
-        if found is None:
-            obj = f"Node/{n.metadata.name}"
-            found = parse_resource_map(raw, source=source, obj=obj, field="status.allocatable")
-            if key:
-                self._allocatable[key] = found
-        return found
 
 
 def _pod_priority(pod: PodObject, classes: Mapping[str, int]) -> int | None:
@@ -221,7 +130,7 @@ def _footprints() -> Callable[[str, PodObject], Footprint]:
 
 
 def _apply_pods(
-    nodes: Sequence[Node | _NodeDraft],
+    nodes: Sequence[Node | NodeDraft],
     pods: Iterable[tuple[str, PodObject]],
     classes: Mapping[str, int] | None = None,
 ) -> list[Node]:
@@ -269,7 +178,7 @@ def _apply_pods(
     for n in nodes:
         total = used.get(n.name)
         if total is None:
-            result.append(n.build(dict(n.allocatable)) if isinstance(n, _NodeDraft) else n)
+            result.append(n.build(dict(n.allocatable)) if isinstance(n, NodeDraft) else n)
             continue
         # Only what the node offers can be used up; anything else the pod asks is not ours to count.
         total = {k: v for k, v in total.items() if k in n.allocatable}
@@ -281,7 +190,7 @@ def _apply_pods(
             )
             for owner, u in sorted(usage.get(n.name, {}).items())
         }
-        if isinstance(n, _NodeDraft):
+        if isinstance(n, NodeDraft):
             result.append(
                 n.build(
                     free=subtract_resources(n.allocatable, total),
@@ -380,7 +289,7 @@ def snapshot_from_objects(
 ) -> ClusterSnapshot:
     """Snapshot from Node, Pod and PriorityClass objects (dicts in API JSON shape; a watch
     cache's list items need no `kind`)."""
-    read_node = _NodeReader()
+    read_node = NodeReader()
     node_list = _check_unique(
         [read_node(read_as(NodeObject, obj, source), source) for obj in nodes], source
     )
@@ -398,7 +307,7 @@ def snapshot_from_objects(
     )
 
 
-def _check_unique(nodes: list[Node | _NodeDraft], source: str) -> list[Node | _NodeDraft]:
+def _check_unique(nodes: list[Node | NodeDraft], source: str) -> list[Node | NodeDraft]:
     seen: set[str] = set()
     for n in nodes:
         if n.name in seen:
@@ -412,11 +321,11 @@ def _check_unique(nodes: list[Node | _NodeDraft], source: str) -> list[Node | _N
 def load_snapshot(paths: Sequence[str | Path]) -> ClusterSnapshot:
     """Snapshot from files: kubectl JSON/YAML (Lists, NodeList/PodList, single objects) and/or
     compact cluster descriptions, merged. Pods in any file count against nodes from any file."""
-    nodes: list[Node | _NodeDraft] = []
+    nodes: list[Node | NodeDraft] = []
     pods: list[tuple[str, PodObject]] = []
     classes: list[tuple[str, PriorityClassObject]] = []
     jobset_objects: list[tuple[str, JobSetObject]] = []
-    read_node = _NodeReader()
+    read_node = NodeReader()
     levels: tuple[str, ...] = ()
     kueue_topology = ""
     described: dict[str, RunningJobSet] = {}
