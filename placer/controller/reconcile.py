@@ -15,13 +15,14 @@ timed into `CycleReport.phases` (the names in brackets):
   observe  `ClusterCache.state()`, the ledger in it, the managed JobSets (their records: ledger
            entry, else annotation) and the planner's snapshot, rebuilt only when something that
            changes capacity changed -> `Observed`                 [observe, survey, snapshot]
-  review   (with --kueue-admission-check, first the survey as Kueue has it: the suspended
-           JobSets whose Workload holds quota are planned, evicted ones released; kueue/cycle.py)
-           records in force, broken, and the targets to plan (review.review); what the ledger
-           holds for others and what it can release (ledgerplan.view_ledger; suspects confirmed
-           gone by one read per cycle); which targets are due (memory.CycleMemory.due): the
-           oldest has waited the gather window, and one that was unschedulable is retried only
-           after capacity changed or every `replan_s` -> `Reviewed`          [review, commit]
+  review   `roundreview.judge`: (with --kueue-admission-check, first the survey as Kueue has
+           it: the suspended JobSets whose Workload holds quota are planned, evicted ones
+           released) records in force, broken, and the targets to plan; what the ledger holds
+           for others and what it can release; who may be evicted. Then the ledger's suspects
+           confirmed gone by one read per cycle, and which targets are due
+           (memory.CycleMemory.due): the oldest has waited the gather window, and one that was
+           unschedulable is retried only after capacity changed or every `replan_s`
+           -> `Reviewed`                                                     [review, commit]
   plan     every due target in one solver call around everything held (planning.planning_inputs,
            planning.solve_targets) -> `PlannedRound`                                  [plan]
   commit   new placements, adopted records, releases and reservations in one compare-and-swap of
@@ -56,10 +57,7 @@ from placer.controller.act.executor import ExecReport, RetryPolicy, execute
 from placer.controller.adapter import ClusterAdapter
 from placer.controller.config import ControllerConfig
 from placer.controller.decide.domains import DomainIndex
-from placer.controller.decide.kueue.check import KueueAdmission, release_evicted
-from placer.controller.decide.kueue.cycle import kueue_survey
 from placer.controller.decide.kueue.eta import estimate_behind
-from placer.controller.decide.kueue.workloads import KueueView
 from placer.controller.decide.ledger import (
     LEDGER_LABEL,
     LEDGER_NAME,
@@ -67,16 +65,14 @@ from placer.controller.decide.ledger import (
     Ledger,
     read_ledger,
 )
-from placer.controller.decide.ledgerplan import view_ledger
 from placer.controller.decide.observed import Observed, Reviewed
 from placer.controller.decide.planning import PlannedRound, planning_inputs, solve_targets
 from placer.controller.decide.preempting import (
     KUEUE_QUEUE_LABEL,
     Eligibility,
-    eligibility,
 )
-from placer.controller.decide.review import review
 from placer.controller.decide.roundchange import round_change
+from placer.controller.decide.roundreview import ReviewSettings, judge
 from placer.controller.decide.roundwrites import round_writes
 from placer.controller.decide.snapshot import planning_snapshot
 from placer.controller.decide.state import ClusterState
@@ -336,31 +332,19 @@ class Controller:
         """Phase 2: the records judged, the ledger sorted (its suspects confirmed gone once per
         cycle: `gone` is what an earlier round confirmed), and the targets due now."""
         options = self._options(observed.snapshot)
+        wall_s = self.wall_clock()
+        settings = ReviewSettings(
+            namespaces=self.config.namespaces,
+            kueue=self.config.kueue_admission_check,
+            max_preemptions_per_day=self.config.max_preemptions_per_day,
+            now=_rfc3339_now(),
+            wall_s=wall_s,
+        )
         with timer("review"):
-            kueue: KueueView | None = None
-            adm: KueueAdmission | None = None
-            if self.config.kueue_admission_check:
-                observed, kueue, adm = kueue_survey(
-                    observed, namespaces=self.config.namespaces, now=_rfc3339_now()
-                )
-            admit = adm.admit if adm is not None else frozenset()
-            view = view_ledger(observed.ledger, observed.state, observed.managed)
-            if adm is not None:
-                view = release_evicted(view, adm.release)
-            evictions = observed.evictions(view.evictions)
-            view = view.releasing(evictions.done)
-            rev = review(
-                observed.managed, observed.index, options, admit=admit, lent=evictions.lent
-            )
-            eligible = None
-            if options.preemption.active:
-                eligible = eligibility(
-                    observed.managed,
-                    rev,
-                    now_s=self.wall_clock(),
-                    max_per_day=self.config.max_preemptions_per_day,
-                )
-                self._log_kueue(eligible)
+            judged = judge(observed, options, settings)
+        if judged.eligibility is not None:
+            self._log_kueue(judged.eligibility)
+        observed, view = judged.observed, judged.ledger
         if view.suspects and not self.config.dry_run:
             with timer("commit"):
                 if gone is None:
@@ -373,7 +357,7 @@ class Controller:
                 view = view.without(gone)
         now = self.clock()
         chosen = self.memory.due(
-            rev,
+            judged.review,
             observed.state.capacity_version,
             now,
             window_s=self.config.window_s,
@@ -383,17 +367,17 @@ class Controller:
         return Reviewed(
             observed=observed,
             options=options,
-            review=rev,
+            review=judged.review,
             ledger=view,
             due=tuple(chosen.due),
             deferred=tuple(chosen.deferred),
             wake_in_s=chosen.wake_in_s,
             now_s=now,
-            wall_s=self.wall_clock(),
+            wall_s=wall_s,
             gone=gone,
-            kueue=kueue,
-            eligibility=eligible,
-            evictions=evictions,
+            kueue=judged.kueue,
+            eligibility=judged.eligibility,
+            evictions=judged.evictions,
         )
 
     def _log_kueue(self, eligible: Eligibility) -> None:
