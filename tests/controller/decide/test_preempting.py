@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from placer.controller.act.memory_adapter import MemoryCluster
 from placer.controller.decide.domains import DomainIndex
 from placer.controller.decide.ledger import (
     EVICTION,
@@ -44,6 +45,18 @@ def test_an_eviction_entry_reads_back_exactly_and_holds_nothing() -> None:
     entry = eviction(uid="u-1")
     assert LedgerEntry.from_text(entry.to_text()) == entry
     assert entry.record.jobs == {}
+
+
+def running_low(cluster: MemoryCluster) -> None:
+    """`low` (priority 0, one child Job of two pods) running on block b0's first node."""
+    add_jobset(cluster, "low", jobs=1, pods=2, priority=0)
+
+    def run(pod: dict[str, Any]) -> None:
+        pod["spec"]["nodeName"] = "n-0-0"
+        pod["status"]["phase"] = "Running"
+
+    for p in cluster.objects("pods"):
+        cluster.mutate("pods", p["metadata"]["name"], run, namespace="default")
 
 
 @pytest.mark.parametrize(

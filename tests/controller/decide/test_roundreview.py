@@ -15,7 +15,7 @@ from placer.controller.decide.state import ClusterState
 from placer.controller.decide.survey import jobset_pods, survey
 from placer.model.options import SolveOptions
 from placer.model.preemption import PreemptionPolicy
-from tests.controller.builders import add_jobset, state_of, tpu_cluster
+from tests.controller.builders import state_of, tpu_cluster
 from tests.controller.decide.kueue.test_check import (
     NOW_S,
     NOW_TEXT,
@@ -23,7 +23,7 @@ from tests.controller.decide.kueue.test_check import (
     with_kueue,
     workload,
 )
-from tests.controller.decide.test_preempting import eviction
+from tests.controller.decide.test_preempting import eviction, running_low
 
 PLAIN = SolveOptions()
 PREEMPTING = SolveOptions(preemption=PreemptionPolicy(mode="lower-priority"))
@@ -73,14 +73,7 @@ def test_a_finished_eviction_is_released_from_the_ledger() -> None:
 
 def test_who_may_be_evicted_is_asked_only_with_preemption() -> None:
     cluster = tpu_cluster(blocks=2)
-    add_jobset(cluster, "low", jobs=1, pods=2, priority=0)
-
-    def run(pod: dict[str, Any]) -> None:
-        pod["spec"]["nodeName"] = "n-0-0"
-        pod["status"]["phase"] = "Running"
-
-    for p in cluster.objects("pods"):
-        cluster.mutate("pods", p["metadata"]["name"], run, namespace="default")
+    running_low(cluster)
     observed = _observed(state_of(cluster))
     settings = ReviewSettings(now=NOW_TEXT, wall_s=NOW_S, max_preemptions_per_day=2)
     assert judge(observed, PLAIN, settings).eligibility is None

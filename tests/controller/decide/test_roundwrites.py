@@ -6,7 +6,6 @@ ledger's stamp, and a round without new evictions reuses the review's view of th
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 from placer.controller.decide.domains import DomainIndex
 from placer.controller.decide.observed import Announced, Reviewed
@@ -20,7 +19,7 @@ from placer.controller.decide.writes import RecordAssignment, SuspendJobSet, Ung
 from placer.model.options import SolveOptions
 from placer.model.preemption import PREEMPTED_AT, format_stamp
 from tests.controller.builders import add_jobset, on_blocks, reviewed_of, state_of, tpu_cluster
-from tests.controller.decide.test_preempting import AT, eviction
+from tests.controller.decide.test_preempting import AT, eviction, running_low
 
 NOW_S = AT + 3600.0
 
@@ -28,14 +27,7 @@ NOW_S = AT + 3600.0
 def _reviewed() -> Reviewed:
     """`low` (priority 0) runs on block b0; `high` (priority 100) waits for one block."""
     cluster = tpu_cluster(blocks=2)
-    add_jobset(cluster, "low", jobs=1, pods=2, priority=0)
-
-    def run(pod: dict[str, Any]) -> None:
-        pod["spec"]["nodeName"] = "n-0-0"
-        pod["status"]["phase"] = "Running"
-
-    for p in cluster.objects("pods"):
-        cluster.mutate("pods", p["metadata"]["name"], run, namespace="default")
+    running_low(cluster)
     add_jobset(cluster, "high", jobs=1, pods=2, priority=100)
     state = state_of(cluster)
     managed = survey(state, binding="gate")
