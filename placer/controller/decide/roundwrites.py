@@ -2,7 +2,7 @@
 
 The write phase (`reconcile.Controller._write`) used to assemble these inline, between its timer
 and the executor; like the commit's ledger change (roundchange.py) it is a pure decision, so it
-lives here and `act/executor.execute` only sends it. Three parts, in the order they must happen:
+lives here and `act/executor.execute` only sends it. Two parts, in the order they must happen:
 the JobSets' writes and events (`writeplan.plan_writes`), with the evictions in progress seen
 afresh when the round chose new ones (their victims are suspended and their beneficiaries wait
 in this very cycle, not the next); then, with --kueue-admission-check, placer's check on each
