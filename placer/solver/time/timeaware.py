@@ -93,9 +93,10 @@ class TimeAwareSolver:
                 for r in others
                 if (unit := units.unit_of(r.key, r.path)) is not None
             ]
+            overdue = past_max_wait(jobsets, policy, now)
             if policy.active:
                 reservations, notes = _reserve_all(
-                    snapshot, jobsets, options, units, order, durations, other_holds
+                    snapshot, jobsets, options, units, order, durations, other_holds, overdue
                 )
         start_now = {k for k, r in reservations.items() if r.start_s == 0}
         held = _held(units, [r for r in reservations.values() if r.start_s]) + others
@@ -123,7 +124,6 @@ class TimeAwareSolver:
         with timer("estimate"):
             estimates = _estimates(units, plan, order, reservations, held, durations)
             priorities = {js.key: js.priority for js in jobsets}
-            overdue = past_max_wait(jobsets, policy, now)
             after = Annotator(units, reservations, estimates, held, priorities, overdue)
             outcomes = [after.outcome(o) for o in plan.jobsets]
         report = plan.solver.model_copy(
@@ -223,16 +223,18 @@ def _reserve_all(
     order: Sequence[JobSetRequest],
     durations: dict[str, float],
     other_holds: list[tuple[UnitId, float, float]],
+    overdue: frozenset[str],
 ) -> tuple[dict[str, Reservation], list[str]]:
     """The reservation phase: the schedule's (`--schedule cpsat`) unless it has no answer, else
-    the greedy pass's, per JobSet in `order`; and what the schedule has to say."""
+    the greedy pass's, per JobSet in `order`; and what the schedule has to say. `overdue`: the
+    JobSets past `--max-wait` (`standing.past_max_wait`), which the greedy pass always
+    reserves."""
     policy = options.time
     now = policy.now or datetime.now(UTC)
     notes: list[str] = []
     limit = None if policy.reservations == "all" else policy.head
     if policy.reservations == "none":
         limit = 0
-    overdue = past_max_wait(jobsets, policy, now)
     candidates = tuple(units.candidate(js, durations[js.key]) for js in order)
     kept = _kept(snapshot, units)
     found: Sequence[Reservation] | None = None
