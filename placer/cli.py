@@ -89,6 +89,8 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
         module.register(sub)
     for subparser in sub.choices.values():
         _add_global_flags(subparser, top=False)
+    # the whole tree, for a command that describes it (`completion`): handed down, not imported
+    parser.set_defaults(root_parser=parser)
     return parser
 
 

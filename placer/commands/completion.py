@@ -118,7 +118,8 @@ def completion_script(parser: argparse.ArgumentParser, shell: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from placer.cli import build_parser  # the whole tree, built once more on demand
-
-    sys.stdout.write(completion_script(build_parser(), args.shell))
+    """Print the script for the parser tree the dispatcher built (`root_parser`, set by
+    `placer.cli.build_parser`), so this command needs nothing from the layer above it."""
+    root: argparse.ArgumentParser = args.root_parser
+    sys.stdout.write(completion_script(root, args.shell))
     return 0
