@@ -22,10 +22,10 @@ from placer.solver.greedy.group_room import group_room
 from placer.solver.greedy.tas_search import (
     GroupAssignment,
     TasRequest,
-    TasTree,
     find_assignment,
     find_group_assignment,
 )
+from placer.solver.greedy.tas_tree import TasTree
 from placer.solver.ledger import PlacementLedger
 
 __all__ = [

@@ -25,26 +25,21 @@ domain's pods less the cheapest leader node's cost); level puts domains that fit
 and counts them beside it; descend hands the leader to the first domain that can take it at a cost
 the others cover, then best-fits the rest as before.
 
-Placer's tree always ends with the nodes: when the hostname is not a declared level, the nodes
-form one more level below the lowest declared one (Kueue would then stop at that level and let
-kube-scheduler pick the nodes; its counts per domain are the same when nodes are uniform).
+The tree it searches is `tas_tree.TasTree`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from placer.model.cluster import Node
-from placer.model.topology import HOSTNAME
 from placer.model.workload import ReplicatedJobRequest
-from placer.solver.context import PlacementContext
 from placer.solver.greedy.group_room import NodeRoom, group_room
+from placer.solver.greedy.tas_tree import TasTree, TreeDomain
 
 __all__ = [
     "GroupAssignment",
     "TasRequest",
-    "TasTree",
     "find_assignment",
     "find_group_assignment",
 ]
@@ -73,77 +68,6 @@ class TasRequest:
             slice_level=rjob.slice_topology,
             slice_size=rjob.slice_size or 1,
         )
-
-
-@dataclass(eq=False)
-class _Domain:
-    """One domain of the read-only tree; its counts live in each search (`_Search`), so one tree
-    serves every search of a solve."""
-
-    values: tuple[str, ...]
-    """Level values from the top level down to this domain (Kueue's levelValues)."""
-    index: int
-    """Position in the tree (0, 1, ...): where a search keeps this domain's counts."""
-    children: list[_Domain] = field(default_factory=list)
-    node: str | None = None
-    """The node, for a leaf."""
-
-
-class TasTree:
-    """Kueue's domain tree over the nodes (those that carry every required level label).
-
-    Read-only after construction; each `find_assignment` call keeps its counts in its own state.
-    """
-
-    def __init__(
-        self, levels: Sequence[str], nodes: Iterable[Node], *, required: Sequence[str] = ()
-    ) -> None:
-        """`required`: label keys a node must carry to be in the tree (a Kueue Topology's levels,
-        the hostname among them when it is one: Kueue leaves such a node out of every domain).
-        A node missing any other level's label sits under an unnamed ("") domain at that level,
-        usable by requests that do not name the level, and without a hostname label it is named
-        by its node name (placer's older rule, for levels from `--levels` or the cluster file)."""
-        upper = [lv for lv in levels if lv != HOSTNAME]
-        self.required: tuple[str, ...] = tuple(required)
-        self.level_keys: tuple[str, ...] = (*upper, HOSTNAME)
-        """Level label keys coarse to fine; the last is the nodes' (their hostname)."""
-        self.levels_by_index: list[list[_Domain]] = [[] for _ in self.level_keys]
-        index: dict[tuple[str, ...], _Domain] = {}
-        self.roots: list[_Domain] = []
-        self.size = 0
-        """Domains in the tree, leaves included."""
-        for node in sorted(nodes, key=lambda n: n.name):
-            if any(lv not in node.labels for lv in required):
-                continue
-            values: tuple[str, ...] = ()
-            parent: _Domain | None = None
-            for depth, lv in enumerate(upper):
-                values = (*values, node.labels.get(lv, ""))
-                found = index.get(values)
-                if found is None:
-                    found = index[values] = _Domain(values, self.size)
-                    self.size += 1
-                    self.levels_by_index[depth].append(found)
-                    (parent.children if parent else self.roots).append(found)
-                parent = found
-            leaf = _Domain(
-                (*values, node.labels.get(HOSTNAME, node.name)), self.size, node=node.name
-            )
-            self.size += 1
-            self.levels_by_index[-1].append(leaf)
-            (parent.children if parent else self.roots).append(leaf)
-
-    @classmethod
-    def of(cls, ctx: PlacementContext) -> TasTree:
-        """The tree of a solve: a Kueue Topology's level labels are required of every node."""
-        return cls(ctx.topology.levels, ctx.snapshot.nodes, required=ctx.topology_labels)
-
-    @property
-    def nodes(self) -> list[str]:
-        return [d.node for d in self.levels_by_index[-1] if d.node is not None]
-
-    def level_index(self, key: str) -> int | None:
-        return self.level_keys.index(key) if key in self.level_keys else None
 
 
 def find_assignment(
@@ -250,7 +174,7 @@ class _Search:
             )
             depth += 1
         while depth < last:
-            below: list[_Domain] = []
+            below: list[TreeDomain] = []
             for d in chosen:
                 below += self._to_minimum(
                     self._sorted(d.children), self._get(self.pods, d), self._get(self.leader, d), 1
@@ -265,14 +189,14 @@ class _Search:
     # -- state --
 
     @staticmethod
-    def _get(table: list[int], d: _Domain) -> int:
+    def _get(table: list[int], d: TreeDomain) -> int:
         return table[d.index]
 
     @staticmethod
-    def _set(table: list[int], d: _Domain, value: int) -> None:
+    def _set(table: list[int], d: TreeDomain, value: int) -> None:
         table[d.index] = value
 
-    def _count(self, d: _Domain, *, slices: bool, with_leader: bool) -> int:
+    def _count(self, d: TreeDomain, *, slices: bool, with_leader: bool) -> int:
         if slices:
             table = self.slices_wl if with_leader else self.slices
         else:
@@ -281,7 +205,7 @@ class _Search:
 
     # -- phase fill --
 
-    def _fill(self, d: _Domain, depth: int) -> None:
+    def _fill(self, d: TreeDomain, depth: int) -> None:
         """Pods (and slices at the slice level, summed above it) that fit in `d`, alone and
         beside the leader: a domain fits the leader in the node of it that costs the fewest
         workers (Kueue sums the children and takes off the smallest such cost: `group_room`)."""
@@ -321,7 +245,9 @@ class _Search:
 
     # -- phase level --
 
-    def _sorted(self, domains: Iterable[_Domain], *, with_leader: bool = False) -> list[_Domain]:
+    def _sorted(
+        self, domains: Iterable[TreeDomain], *, with_leader: bool = False
+    ) -> list[TreeDomain]:
         """BestFit order: most slices first, then fewest pods, then level values; unconstrained
         requests (LeastFreeCapacity; Kueue TASProfileMixed, on by default): fewest slices first.
         `with_leader` (choosing the level's domains): domains fitting the leader first, counted
@@ -329,7 +255,7 @@ class _Search:
         sign = 1 if self.request.unconstrained else -1
         wl = with_leader
 
-        def key(d: _Domain) -> tuple[int, int, int, tuple[str, ...]]:
+        def key(d: TreeDomain) -> tuple[int, int, int, tuple[str, ...]]:
             return (
                 -self._get(self.leader, d) if wl else 0,
                 sign * self._count(d, slices=True, with_leader=wl),
@@ -340,8 +266,8 @@ class _Search:
         return sorted(domains, key=key)
 
     def _best_fit(
-        self, domains: Sequence[_Domain], needed: int, leaders: int, *, slices: bool
-    ) -> _Domain:
+        self, domains: Sequence[TreeDomain], needed: int, leaders: int, *, slices: bool
+    ) -> TreeDomain:
         """The first domain with the fewest slices (pods) still `needed`, beside the leader when
         one is still to place (domains that cannot take it are passed over); else the first."""
         best, best_count = domains[0], None
@@ -366,7 +292,7 @@ class _Search:
             f"{self.request.count} pod(s)"
         )
 
-    def _fit_level(self, level: int) -> tuple[int, list[_Domain]] | str:
+    def _fit_level(self, level: int) -> tuple[int, list[TreeDomain]] | str:
         r = self.request
         domains = self._sorted(self.tree.levels_by_index[level], with_leader=True)
         if not domains:
@@ -391,13 +317,13 @@ class _Search:
         return self._spread_top(level, domains, needed)
 
     def _spread_top(
-        self, level: int, domains: list[_Domain], needed: int
-    ) -> tuple[int, list[_Domain]] | str:
+        self, level: int, domains: list[TreeDomain], needed: int
+    ) -> tuple[int, list[TreeDomain]] | str:
         """Nothing fits one domain of the top level: whole domains in order, the leader's first,
         the last one best-fit."""
         r = self.request
         best_fit = not r.unconstrained
-        chosen: list[_Domain] = []
+        chosen: list[TreeDomain] = []
         remaining, leaders = needed, self.leaders
         ordered = self._leader_first(domains, r.count, leaders, slices=True)
         i = 0
@@ -426,8 +352,8 @@ class _Search:
     # -- phase descend --
 
     def _leader_first(
-        self, domains: list[_Domain], count: int, leaders: int, *, slices: bool
-    ) -> list[_Domain]:
+        self, domains: list[TreeDomain], count: int, leaders: int, *, slices: bool
+    ) -> list[TreeDomain]:
         """Move to the front the first domain that fits the leader at a cost the others can
         cover (Kueue's `prioritizeLeaderDomain`): the capacity summed above assumed it."""
         if leaders == 0 or len(domains) < 2:
@@ -446,8 +372,14 @@ class _Search:
         return domains
 
     def _to_minimum(
-        self, domains: list[_Domain], count: int, leaders: int, size: int, *, slices: bool = False
-    ) -> list[_Domain]:
+        self,
+        domains: list[TreeDomain],
+        count: int,
+        leaders: int,
+        size: int,
+        *,
+        slices: bool = False,
+    ) -> list[TreeDomain]:
         """Whole domains in order until one can hold the rest; that last one best-fit. The leader
         goes first, into the first domain that can take it (Kueue's `updateCountsToMinimum`)."""
         best_fit = not self.request.unconstrained
@@ -455,7 +387,7 @@ class _Search:
         remaining = count // size if slices else count
         primary = self.slices if slices else self.pods
         with_leader = self.slices_wl if slices else self.pods_wl
-        chosen: list[_Domain] = []
+        chosen: list[TreeDomain] = []
         for i, d in enumerate(domains):
             if leaders > 0:
                 if (
