@@ -25,24 +25,27 @@ child Job from the ledger once JobSet creates them. Two pure steps of the cycle:
     Rejected  only when it can never fit (no expected start even on an empty cluster, the verdict
               of `placer explain`).
   A check whose state, message and updates are already as decided is not written again.
+  The texts themselves are messages.py's.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-import re
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, field
 
-from placer.controller.decide.domains import HOLD_PREFIX, holds
-from placer.controller.decide.kueue.eta import QUOTA_WAIT
+from placer.controller.decide.domains import holds
+from placer.controller.decide.kueue.messages import (
+    domains_text,
+    eta_text,
+    named,
+    quota_wait_message,
+)
 from placer.controller.decide.kueue.workloads import (
-    KUEUE_SPELLING,
     KueueEvent,
     KueueView,
     KueueWorkload,
-    rfc3339,
 )
 from placer.controller.decide.ledger import PLACEMENT, entry_key
 from placer.controller.decide.ledgerplan import LedgerView
@@ -54,7 +57,7 @@ from placer.controller.decide.writes import ActivateCheck, EmitEvent, SetAdmissi
 from placer.model.assignment import PREFIX, Assignment
 from placer.model.durations import format_go_duration
 from placer.model.kueue.annotations import kueue_spelled
-from placer.model.plan import DomainRef, JobSetOutcome
+from placer.model.plan import JobSetOutcome
 from placer.model.workload import JobSetRequest
 
 __all__ = [
@@ -76,8 +79,6 @@ DEFAULT_HOLD_QUOTA_S = 300.0
 """How long a Workload may hold reserved quota with placer's check Pending before Retry."""
 MESSAGE_MAX = 32768
 """Kueue's limit on a check message."""
-SHOWN = 6
-"""Domains or JobSets named in a message before "and N more"."""
 
 
 @dataclass(frozen=True)
@@ -169,20 +170,6 @@ class CheckUpdate:
         )
 
 
-def _listed(values: Sequence[str]) -> str:
-    shown = ", ".join(values[:SHOWN])
-    return shown + (f" and {len(values) - SHOWN} more" if len(values) > SHOWN else "")
-
-
-def _domains(refs: Sequence[DomainRef]) -> str:
-    by_key: dict[str, list[str]] = {}
-    for d in refs:
-        values = by_key.setdefault(d.key, [])
-        if d.value not in values:
-            values.append(d.value)
-    return "; ".join(f"{k}={_listed(v)}" for k, v in sorted(by_key.items()))
-
-
 def _template_selector(request: JobSetRequest, pod_set: str) -> Mapping[str, object]:
     for rj in (request.manifest.get("spec") or {}).get("replicatedJobs") or []:
         if isinstance(rj, Mapping) and rj.get("name") == pod_set:
@@ -201,7 +188,7 @@ def pod_set_updates(record: Assignment, request: JobSetRequest) -> tuple[dict[st
         domains = [j.domain for j in jobs if j is not None and j.domain is not None]
         label = record.plan_id or "placed"
         if domains:
-            label += " " + _domains(domains)
+            label += " " + domains_text(domains)
         update: dict[str, object] = {"name": rj.name, "annotations": {PLACEMENT_ANNOTATION: label}}
         if domains and len(domains) == len(jobs):
             paths = [tuple(d.path) or ((d.key, d.value),) for d in domains]
@@ -234,94 +221,11 @@ def _holders(rev: Review) -> dict[str, str]:
     return {h.token: h.owner for h in holds(held_records(rev), {})}
 
 
-_TOKEN = re.compile(re.escape(HOLD_PREFIX) + r"[\w.-]+[/:][\w.:/-]+")
-"""What a hold token (`domains.holds`) looks like in a reason: found in one pass, then looked up,
-rather than every token searched for in turn (at 10,000 nodes a cycle holds thousands of tokens,
-and replacing each in every message took seconds)."""
-
-
-def _owners_in(run: str, holders: Mapping[str, str]) -> str:
-    """`run` (text the token pattern matched) with every hold token in it named by its JobSet:
-    the longest token it starts with, then the rest the same way."""
-    for end in range(len(run), len(HOLD_PREFIX), -1):
-        if run[:end] in holders:
-            rest = run[end:]
-            return holders[run[:end]] + _TOKEN.sub(lambda m: _owners_in(m.group(0), holders), rest)
-    inner = run.find(HOLD_PREFIX, 1)
-    return run if inner < 0 else run[:inner] + _owners_in(run[inner:], holders)
-
-
-_HELD_RUN = re.compile(
-    r"(\d+) held by running ([\w.-]+/[\w.-]+)((?:, \d+ held by running \2(?![\w./-]))+)"
-)
-"""Counts of one JobSet's holds side by side (one per child Job once tokens are named)."""
-
-
-def _summed(match: re.Match[str]) -> str:
-    total = int(match.group(1)) + sum(
-        int(n) for n in re.findall(r"(\d+) held by running", match.group(3))
-    )
-    return f"{total} held by running {match.group(2)}"
-
-
-def _named(text: str, holders: Mapping[str, str], cache: dict[str, str] | None = None) -> str:
-    """`text` with hold tokens replaced by their JobSets: a JobSet named twice in a row once,
-    and the domains one JobSet holds counted once ("3 held by running a", not three lines).
-
-    No pattern spans "; ", so each part between them is named alone, and with a `cache` once per
-    cycle: the reasons of one cycle share their long parts (who holds each of thousands of
-    domains), and naming those in every message took over a second at 10,000 nodes."""
-    if cache is None:
-        return _named_part(text, holders)
-    parts = text.split("; ")
-    for part in parts:
-        if part not in cache:
-            cache[part] = _named_part(part, holders)
-    return "; ".join(cache[part] for part in parts)
-
-
-def _named_part(text: str, holders: Mapping[str, str]) -> str:
-    if holders:
-        text = _TOKEN.sub(lambda m: _owners_in(m.group(0), holders), text)
-    text = re.sub(r"(?<![\w./-])([\w.-]+/[\w.-]+)(?:, \1(?![\w./-]))+", r"\1", text)
-    return _HELD_RUN.sub(_summed, text)
-
-
-def _eta(outcome: JobSetOutcome, now_s: float, holders: Mapping[str, str]) -> str:
-    """ "expected start <time> on <domains>; waits for running <JobSets>", or "" without one.
-    The time is absolute (rounded up to the minute), so the message, and the Workload, are not
-    rewritten every cycle as the wait shortens."""
-    start = outcome.expected_start_seconds
-    if start is None or start <= 0:
-        return ""
-    text = f"expected start {rfc3339(math.ceil((now_s + start) / 60) * 60)}"
-    if outcome.reserved_domains:
-        text += f" on {_domains(outcome.reserved_domains)}"
-    waits = list(dict.fromkeys(holders.get(w, w) for w in outcome.waits_for))
-    if waits:
-        text += f"; waits for running {_listed(waits)}"
-    return text
-
-
 def _waiting(reason: str, outcome: JobSetOutcome, timed: bool, now_s: float, cycle: _Cycle) -> str:
-    named = _named(reason or outcome.status, cycle.holders, cycle.names)
-    message = f"no room for a placement now: {named}"
-    eta = _eta(outcome, now_s, cycle.holders) if timed else ""
+    why = named(reason or outcome.status, cycle.holders, cycle.names)
+    message = f"no room for a placement now: {why}"
+    eta = eta_text(outcome, now_s, cycle.holders) if timed else ""
     return f"{message}; {eta}" if eta else message
-
-
-def _quota_wait(
-    outcome: JobSetOutcome, now_s: float, holders: Mapping[str, str], *, spelled: bool
-) -> str:
-    """The message of a Workload waiting for Kueue's quota (kueue/eta.py): what it waits for,
-    and when it would start were its quota reserved now; `spelled`: its topology is in Kueue's
-    spelling, so on placer's flavors that quota never comes, and the message says why first."""
-    if outcome.expected_start_seconds is None:
-        then = "it can never be placed, not even on an empty cluster"
-    else:
-        then = _eta(outcome, now_s, holders) or "room for it now"
-    why = f"; {KUEUE_SPELLING}" if spelled else ""
-    return f"{QUOTA_WAIT}{why}; placer places it once Kueue does; were quota reserved now: {then}"
 
 
 @dataclass(frozen=True)
@@ -333,7 +237,7 @@ class _Cycle:
     holders: Mapping[str, str]
     """The planner's hold token -> its JobSet (`_holders`)."""
     names: dict[str, str] = field(default_factory=dict)
-    """Parts of reasons already named this cycle (`_named`)."""
+    """Parts of reasons already named this cycle (`messages.named`)."""
 
 
 def _decide(
@@ -349,7 +253,7 @@ def _decide(
         placed = f"placed (plan {record.plan_id})"
         domains = [j.domain for j in record.jobs.values() if j.domain is not None]
         if domains:
-            placed += f" on {_domains(domains)}"
+            placed += f" on {domains_text(domains)}"
         return CheckUpdate(wl, "Ready", placed, pod_set_updates=pod_set_updates(record, ms.request))
     if found is None:
         return None  # not planned this cycle (gathering, or nothing changed): as it is
@@ -357,7 +261,7 @@ def _decide(
     if outcome.status == "placed":
         return None  # placed, not committed (another writer was first): next cycle
     if timed and outcome.expected_start_seconds is None:
-        why = _named(reason or outcome.status, holders, cycle.names)
+        why = named(reason or outcome.status, holders, cycle.names)
         message = f"can never be placed, not even on an empty cluster: {why}"
         return CheckUpdate(wl, "Rejected", message[:MESSAGE_MAX])
     message = _waiting(reason, outcome, timed, now_s, cycle)
@@ -393,7 +297,7 @@ def check_updates(
         ms = by_key.get(key)
         if wl.stage == "waiting" and key in planned.behind:
             spelled = ms is not None and ms.request is not None and bool(kueue_spelled(ms.request))
-            message = _quota_wait(planned.behind[key], now_s, cycle.holders, spelled=spelled)
+            message = quota_wait_message(planned.behind[key], now_s, cycle.holders, spelled=spelled)
             quota = CheckUpdate(wl, "Pending", message[:MESSAGE_MAX])
             if quota.changes():
                 updates.append(quota)

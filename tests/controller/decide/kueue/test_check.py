@@ -19,12 +19,12 @@ from placer.controller.decide.domains import DomainIndex, hold_token
 from placer.controller.decide.kueue.check import (
     PLACEMENT_ANNOTATION,
     CheckUpdate,
-    _named,
     check_updates,
     kueue_admission,
     release_evicted,
 )
 from placer.controller.decide.kueue.eta import estimate_behind
+from placer.controller.decide.kueue.messages import named
 from placer.controller.decide.kueue.workloads import CONTROLLER_NAME, KueueView, read_kueue
 from placer.controller.decide.ledger import PLACEMENT, entry_key
 from placer.controller.decide.ledgerplan import LedgerView
@@ -660,7 +660,7 @@ def test_placers_checks_are_marked_active_once() -> None:
 
 
 def _named_by_replacing(text: str, holders: dict[str, str]) -> str:
-    """The former `_named`, token after token: the oracle of the one-pass version."""
+    """The former `messages.named`, token after token: the oracle of the one-pass version."""
     for token, key in sorted(holders.items(), key=lambda t: -len(t[0])):
         text = text.replace(token, key)
     return re.sub(r"(?<![\w./-])([\w.-]+/[\w.-]+)(?:, \1(?![\w./-]))+", r"\1", text)
@@ -689,8 +689,8 @@ def test_hold_tokens_are_named_as_replacing_each_would(
         holders[token] = f"{ns}/{name}"
     tokens = [*sorted(holders), "placer:ml/unknown-9"]
     text = "held by " + sep.join(tokens[i % len(tokens)] for i in picks) + sep
-    assert _named(text, holders) == _named_by_replacing(text, holders)
+    assert named(text, holders) == _named_by_replacing(text, holders)
     # named part by part with one cycle's cache (shared with another text): the same
     cache: dict[str, str] = {}
-    _named(f"{tokens[0]}; x", holders, cache)
-    assert _named(text, holders, cache) == _named(text, holders)
+    named(f"{tokens[0]}; x", holders, cache)
+    assert named(text, holders, cache) == named(text, holders)
