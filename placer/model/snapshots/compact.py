@@ -46,12 +46,12 @@ entry, `(i - start) * hosts + h`) and `{pool}` (the rendered pool name; not in `
 variable may carry integer arithmetic applied left to right (`{i//4}`, `{i%4}`, `{h+1}`, `{i//2*2}`)
 and a format spec (`{h:02d}`). That is enough for hierarchies: H100 blocks and sub-blocks
 (`block-{i//4}`, `sb-{i%4}`), GB200 NVL72 domains (a pool of 18 hosts per `nvidia.com/gpu.clique`).
-Every node also gets `kubernetes.io/hostname: <node name>` unless its labels set it.
+Every node also gets `kubernetes.io/hostname: <node name>` unless its labels set it. The template
+language is templates.py's.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -83,6 +83,7 @@ from placer.model.resources import (
 )
 from placer.model.scheduling import Taint
 from placer.model.snapshots.compact_running import RunningSpec, apply_running, running_jobsets
+from placer.model.snapshots.templates import render_template
 from placer.model.topology import HOSTNAME
 
 __all__ = [
@@ -91,7 +92,6 @@ __all__ = [
     "add_pools",
     "expand_pools",
     "parse_description",
-    "render_template",
 ]
 
 DESCRIPTION_KIND = "ClusterDescription"
@@ -139,94 +139,6 @@ class Description(ClosedSchema):
     """Validated by `expand_pools`, so `--add-pool` reports the same errors."""
     nodes: list[NodeOverride] = Field(default_factory=list)
     running: list[RunningSpec] = Field(default_factory=list)
-
-
-# --- templates ----------------------------------------------------------------------------------
-
-_FIELD = re.compile(r"\{([^{}]*)\}")
-_EXPR = re.compile(
-    r"^\s*([A-Za-z_]\w*)((?:\s*(?://|%|\+|-|\*)\s*[0-9]{1,9})*)\s*(?::([^{}]*))?$", re.ASCII
-)
-"""A variable, operations with constants of at most nine ASCII digits, a format spec."""
-_OP = re.compile(r"(//|%|\+|-|\*)\s*([0-9]{1,9})", re.ASCII)
-_MAX_VALUE = 2**63
-"""Template arithmetic stays within int64: `{i*999999999*999999999*...}` stops here."""
-_MAX_WIDTH = 253
-"""Longest Kubernetes name: a wider format spec (`{h:09999999999d}`) only allocates."""
-
-
-def render_template(
-    template: str, values: Mapping[str, int | str], *, source: str = "", field: str = ""
-) -> str:
-    """Substitute `{var}`, `{var//k}`, `{var%k+1}`, `{var:02d}`; anything else is an InputError."""
-
-    def one(m: re.Match[str]) -> str:
-        expr = _EXPR.match(m.group(1))
-        if not expr or expr.group(1) not in values:
-            known = ", ".join(f"{{{k}}}" for k in values)
-            raise InputError(
-                f"bad template field {echo(m.group(0))} in {echo(template)} (known: {known})",
-                source=source,
-                field=field,
-                code="template",
-            )
-        value = values[expr.group(1)]
-        for op, num in _OP.findall(expr.group(2) or ""):
-            if not isinstance(value, int):
-                raise InputError(
-                    f"arithmetic on a name in {echo(template)}",
-                    source=source,
-                    field=field,
-                    code="template",
-                )
-            k = int(num)
-            if op in ("//", "%") and k == 0:
-                raise InputError(
-                    f"division by zero in {echo(template)}",
-                    source=source,
-                    field=field,
-                    code="template",
-                )
-            value = _apply(op, value, k)
-            if abs(value) >= _MAX_VALUE:
-                raise InputError(
-                    f"arithmetic past int64 in {echo(template)}",
-                    source=source,
-                    field=field,
-                    code="template",
-                )
-        spec = expr.group(3) or ""
-        widths = re.findall(r"[0-9]+", spec)
-        if any(len(width) > 3 or int(width) > _MAX_WIDTH for width in widths):
-            raise InputError(
-                f"format width over {_MAX_WIDTH} in {echo(m.group(0))}",
-                source=source,
-                field=field,
-                code="template",
-            )
-        try:
-            return format(value, spec)
-        except ValueError as e:
-            raise InputError(
-                f"bad format spec in {echo(m.group(0))}: {e}",
-                source=source,
-                field=field,
-                code="template",
-            ) from e
-
-    return _FIELD.sub(one, template)
-
-
-def _apply(op: str, value: int, k: int) -> int:
-    if op == "//":
-        return value // k
-    if op == "%":
-        return value % k
-    if op == "+":
-        return value + k
-    if op == "-":
-        return value - k
-    return value * k
 
 
 def _scalar(value: Any) -> str:

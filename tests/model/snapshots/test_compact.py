@@ -16,8 +16,8 @@ from placer.model.snapshots.compact import (
     add_pools,
     expand_pools,
     parse_description,
-    render_template,
 )
+from placer.model.snapshots.templates import render_template
 
 POOL = "cloud.google.com/gke-nodepool"
 TPU_POOL = {
