@@ -16,15 +16,14 @@ The planners (for each JobSet they leave out), `placer explain` and `placer capa
 `Classifier`, so they report the same counts. One classifier serves one plan. A plan leaves
 hundreds of JobSets out on a large fleet, and most of them see the cluster the same way: so each
 pod shape's view is counted once, in one pass over the domains of its key (or over the nodes), as a
-JobSet that holds nothing and has no pods in the plan sees it (`_View`); a JobSet then recounts
+JobSet that holds nothing and has no pods in the plan sees it (`View`); a JobSet then recounts
 only the domains (nodes) it holds or has planned pods in, where its own view differs.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from decimal import Decimal
 
 from placer.model.resources import PODS, add_resources, subtract_resources
@@ -33,11 +32,8 @@ from placer.model.workload import JobSetRequest
 from placer.solver.context import JobClass, PlacementContext
 from placer.solver.greedy.group_room import NodeRoom, group_room
 from placer.solver.reasons.data import (
-    RANK,
     GroupFit,
-    Locality,
     Reason,
-    ReasonTally,
     RjobDiagnosis,
 )
 from placer.solver.reasons.keys import KeyIndex
@@ -50,72 +46,11 @@ from placer.solver.reasons.nodes import (
 )
 from placer.solver.reasons.occupancy import Occupancy
 from placer.solver.reasons.static import judge_domain
+from placer.solver.reasons.tally import Tallies, Verdict, View, short_inside_one
 
 __all__ = ["Classifier", "diagnose"]
 
 _NOBODY: frozenset[str] = frozenset()
-
-Verdict = tuple[Reason, Collection[str]] | None
-"""Why one domain (node) is ruled out and the JobSets the reason names; None: available."""
-
-
-@dataclass
-class _Tallies:
-    """Reasons counted so far; per reason, how many domains (nodes) name each JobSet."""
-
-    counts: Counter[Reason] = field(default_factory=Counter)
-    named: dict[Reason, Counter[str]] = field(default_factory=dict)
-
-    def add(self, verdict: Verdict, sign: int = 1) -> None:
-        if verdict is None:
-            return
-        reason, names = verdict
-        self.counts[reason] += sign
-        if names:
-            per = self.named.setdefault(reason, Counter())
-            for n in names:
-                per[n] += sign
-
-    def copy(self) -> _Tallies:
-        return _Tallies(Counter(self.counts), {r: Counter(c) for r, c in self.named.items()})
-
-    def sorted(self) -> tuple[ReasonTally, ...]:
-        """By rule order, then the most common, then the reason itself (stable text)."""
-        present = [r for r, n in self.counts.items() if n > 0]
-        present.sort(key=lambda r: (RANK[r.kind], -self.counts[r], r))
-        return tuple(
-            ReasonTally(r, self.counts[r], tuple(sorted(_present(self.named.get(r)))))
-            for r in present
-        )
-
-
-def _short_inside_one(
-    level: str | None, per_level: Counter[DomainPath] | None, need: int, available: int
-) -> Locality | None:
-    """With a required topology, when enough is available in all but not inside any one domain
-    of `level`: the most one of them holds. None when it fits or is short overall (that reason
-    comes first)."""
-    if available < need or not level or per_level is None:
-        return None
-    most = max(per_level.values(), default=0)
-    return Locality(level, most) if most < need else None
-
-
-def _present(names: Counter[str] | None) -> list[str]:
-    return [n for n, k in names.items() if k > 0] if names else []
-
-
-@dataclass
-class _View:
-    """A shape's verdict on every domain of its key (or every node), as an outsider sees it."""
-
-    verdicts: list[Verdict]
-    tallies: _Tallies
-    room: list[int]
-    """Per domain (node): 1 (pods that fit, for nodes) when available to the outsider, else 0."""
-    by_level: dict[str, Counter[DomainPath]] = field(default_factory=dict)
-    """level -> room inside each domain of the level (levels asked about so far)."""
-    listed: tuple[ReasonTally, ...] | None = None
 
 
 class Classifier:
@@ -136,9 +71,9 @@ class Classifier:
         self._allocatables: dict[tuple[object, ...], int] = {}
         self._allocatable_ids: dict[str, int] = {}
         self._keys: dict[str, KeyIndex] = {}
-        self._views: dict[tuple[str, int, str, int], _View] = {}
+        self._views: dict[tuple[str, int, str, int], View] = {}
         """(pod signature, pods per child Job, key, viewer priority) -> the outsider's view."""
-        self._node_views: dict[str, _View] = {}
+        self._node_views: dict[str, View] = {}
         """pod signature -> the outsider's view of every node, sorted by name."""
         self._node_names = sorted(ctx.nodes)
         self._node_index = {n: i for i, n in enumerate(self._node_names)}
@@ -227,7 +162,7 @@ class Classifier:
                 view.listed = tallies.sorted()
             listed = view.listed
         replicas = jc.rjob.replicas
-        locality = _short_inside_one(level, per_level, replicas, available)
+        locality = short_inside_one(level, per_level, replicas, available)
         return RjobDiagnosis(
             name=jc.rjob.name,
             exclusive_key=key,
@@ -243,7 +178,7 @@ class Classifier:
             fits=available >= replicas and locality is None,
         )
 
-    def _view(self, jc: JobClass) -> _View:
+    def _view(self, jc: JobClass) -> View:
         """The outsider's view of `jc`'s key for its shape and size, counted in one pass."""
         key = jc.exclusive_key
         assert key is not None
@@ -252,11 +187,11 @@ class Classifier:
         if found is None:
             index = self._key(key)
             verdicts = [self._domain_verdict(jc, index, i, None) for i in range(len(index.domains))]
-            tallies = _Tallies()
+            tallies = Tallies()
             for v in verdicts:
                 tallies.add(v)
             room = [1 if v is None else 0 for v in verdicts]
-            found = self._views[shape] = _View(verdicts, tallies, room)
+            found = self._views[shape] = View(verdicts, tallies, room)
         return found
 
     def _domain_verdict(
@@ -331,7 +266,7 @@ class Classifier:
 
     @staticmethod
     def _by_level(
-        view: _View, level: str, enclosing: list[DomainPath | None]
+        view: View, level: str, enclosing: list[DomainPath | None]
     ) -> Counter[DomainPath]:
         """The outsider's room per domain of `level`."""
         found = view.by_level.get(level)
@@ -376,7 +311,7 @@ class Classifier:
                 view.listed = tallies.sorted()
             listed = view.listed
         need = jc.rjob.replicas * jc.rjob.pods_per_job
-        locality = _short_inside_one(level, per_level, need, fits)
+        locality = short_inside_one(level, per_level, need, fits)
         return RjobDiagnosis(
             name=jc.rjob.name,
             exclusive_key=None,
@@ -393,17 +328,17 @@ class Classifier:
             nodes_with_room=with_room,
         )
 
-    def _node_view(self, jc: JobClass) -> _View:
+    def _node_view(self, jc: JobClass) -> View:
         """The outsider's view of every node for `jc`'s pod shape, counted in one pass."""
         signature = self._signature(jc)
         found = self._node_views.get(signature)
         if found is None:
             verdicts = [self._node_verdict(jc, i, None) for i in range(len(self._node_names))]
-            tallies = _Tallies()
+            tallies = Tallies()
             for v in verdicts:
                 tallies.add(v)
             room = [self._node_room(jc, i) if v is None else 0 for i, v in enumerate(verdicts)]
-            found = self._node_views[signature] = _View(verdicts, tallies, room)
+            found = self._node_views[signature] = View(verdicts, tallies, room)
         return found
 
     def _node_verdict(self, jc: JobClass, i: int, me: str | None) -> Verdict:
