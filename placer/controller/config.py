@@ -8,6 +8,7 @@ from placer.controller.decide.kueue.check import DEFAULT_HOLD_QUOTA_S
 from placer.controller.decide.preempting import DEFAULT_MAX_PER_DAY
 from placer.controller.decide.survey import Binding
 from placer.model.options import SolveOptions
+from placer.model.preemption import PreemptionPolicy
 
 __all__ = ["ControllerConfig"]
 
@@ -50,3 +51,25 @@ class ControllerConfig(BaseModel):
     max_preemptions_per_day: int = Field(default=DEFAULT_MAX_PER_DAY, ge=0)
     """With `options.preemption` on: a JobSet preempted this many times in the last 24 h (its
     `placer.dev/preempted-at` stamps) is not evicted again until the oldest is a day old."""
+
+    def as_run(self) -> tuple[ControllerConfig, tuple[str, ...]]:
+        """The settings as the controller runs them, and a warning per flag it overrode.
+
+        Under `--kueue-admission-check`, Kueue preempts by quota, so placer's own preemption is
+        off (`placer controller` refuses the pair with exit 2; a config built in code is told
+        by the warning); and planning is time-aware (head reservations at least), since a
+        check's Pending message gives the expected start and Rejected needs the verdict on an
+        empty cluster, both the time-aware pass's."""
+        if not self.kueue_admission_check:
+            return self, ()
+        config = self
+        warnings: list[str] = []
+        if config.options.preemption.active:
+            warnings.append("--preemption is off under --kueue-admission-check: Kueue preempts")
+            options = config.options.model_copy(update={"preemption": PreemptionPolicy()})
+            config = config.model_copy(update={"options": options})
+        if not config.options.time.active:
+            policy = config.options.time.model_copy(update={"reservations": "head"})
+            options = config.options.model_copy(update={"time": policy})
+            config = config.model_copy(update={"options": options})
+        return config, tuple(warnings)

@@ -85,7 +85,6 @@ from placer.controller.report import CycleReport, PhaseTimer
 from placer.model.cluster import ClusterSnapshot
 from placer.model.errors import InputError
 from placer.model.options import SolveOptions
-from placer.model.preemption import PreemptionPolicy
 from placer.runtime import collector_paused, freeze_long_lived
 from placer.solver.interface import Solver
 from placer.solver.registry import get_solver, prepare_solver
@@ -145,17 +144,9 @@ class Controller:
         clocks: Clocks | None = None,
     ) -> None:
         self.adapter = adapter
-        if config.kueue_admission_check and config.options.preemption.active:
-            # `placer controller` refuses the pair (exit 2); a config built in code is told here
-            log.warning("--preemption is off under --kueue-admission-check: Kueue preempts")
-            options = config.options.model_copy(update={"preemption": PreemptionPolicy()})
-            config = config.model_copy(update={"options": options})
-        if config.kueue_admission_check and not config.options.time.active:
-            # a check's Pending message gives the expected start; Rejected needs the verdict
-            # on an empty cluster: both come from the time-aware pass
-            policy = config.options.time.model_copy(update={"reservations": "head"})
-            options = config.options.model_copy(update={"time": policy})
-            config = config.model_copy(update={"options": options})
+        config, warnings = config.as_run()
+        for warning in warnings:
+            log.warning("%s", warning)
         self.config = config
         time_policy = config.options.time
         self.solver = (
