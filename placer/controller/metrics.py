@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
-if TYPE_CHECKING:
-    from placer.controller.act.executor import ExecReport
-    from placer.controller.decide.planning import PlanRecord
-    from placer.controller.report import CycleReport
+from placer.controller.act.executor import ExecReport
+from placer.controller.decide.planning import PlanRecord
+from placer.controller.report import CycleReport
 
 __all__ = ["Metrics"]
 

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from placer.model.durations import format_go_duration
 from placer.model.plan import JobPlacement, PreemptedJobSet
 from placer.render.table import compact_list, fit_lines, solver_line
 from placer.solver.explain import eviction_text
-
-if TYPE_CHECKING:
-    from placer.solver.explain.result import Explanation, ReplicatedJobDiagnosis
+from placer.solver.explain.result import Explanation, ReplicatedJobDiagnosis
 
 __all__ = ["format_rows", "group_reasons", "render_explanation", "render_explanation_json"]
 

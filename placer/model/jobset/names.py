@@ -10,9 +10,9 @@ file (`placer plan`) or a watch (the controller). The rules are `placer.model.re
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 from placer.model.errors import InputError
+from placer.model.jobset.objects import JobSetManifest, TemplatePodSpec
 from placer.model.messages import echo
 from placer.model.read.names import (
     check,
@@ -29,9 +29,6 @@ from placer.model.workload import (
     KUEUE_REQUIRED_TOPOLOGY,
     KUEUE_SLICE_TOPOLOGY,
 )
-
-if TYPE_CHECKING:
-    from placer.model.jobset.objects import JobSetManifest, TemplatePodSpec
 
 __all__ = ["MAX_ANNOTATIONS_BYTES", "check_jobset_names", "check_metadata_maps"]
 
