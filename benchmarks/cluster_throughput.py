@@ -108,7 +108,7 @@ def jobset(name: str, pods: int) -> dict[str, Any]:
 
 
 def bound_count(core: k8s.CoreV1Api, namespace: str) -> tuple[int, list[Any]]:
-    pods = core.list_namespaced_pod(namespace).items
+    pods: list[Any] = core.list_namespaced_pod(namespace).items
     return sum(1 for p in pods if p.spec.node_name), pods
 
 

@@ -22,9 +22,11 @@ import logging
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
+from unittest import mock
 
 from placer.controller import reconcile
 from placer.controller.act.commit import CommitResult
+from placer.controller.decide import roundreview
 from placer.controller.decide.ledgerplan import LedgerView
 from tests.controller.race import draw_trial, run_trial
 
@@ -41,12 +43,12 @@ def _without_ledger() -> Iterator[None]:
     def view_ledger(ledger: Any, state: Any, managed: Any) -> LedgerView:
         return LedgerView()
 
-    saved = reconcile.commit, reconcile.view_ledger
-    reconcile.commit, reconcile.view_ledger = commit, view_ledger  # type: ignore[assignment]
-    try:
+    # Each where the cycle looks it up: reconcile calls `commit`, roundreview.judge `view_ledger`.
+    with (
+        mock.patch.object(reconcile, "commit", commit),
+        mock.patch.object(roundreview, "view_ledger", view_ledger),
+    ):
         yield
-    finally:
-        reconcile.commit, reconcile.view_ledger = saved
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -326,7 +326,7 @@ class Client:
         while (line := self.reader.readline()) not in (b"\r\n", b""):
             if line[:15].lower() == b"content-length:":
                 length = int(line[15:])
-        body = self.reader.read(length)
+        body: bytes = self.reader.read(length)  # an untyped IOBase to typeshed
         if not status.startswith(b"HTTP/1.1 200"):
             raise RuntimeError(f"{status!r}: {body[:200]!r}")
         return body

@@ -36,7 +36,7 @@ import statistics
 import sys
 import time
 from collections import defaultdict
-from typing import Any
+from typing import Any, cast
 
 from kubernetes import client as k8s
 
@@ -148,9 +148,10 @@ def observe(case: Scenario, queue: list[Pending], seconds: float) -> dict[str, A
     samples = []
     while time.monotonic() - started < seconds:
         now = time.monotonic()
-        workloads = custom.list_namespaced_custom_object(
+        listing = custom.list_namespaced_custom_object(
             KUEUE_GROUP, KUEUE_VERSION, case.namespace, "workloads"
-        )["items"]
+        )
+        workloads = cast(dict[str, Any], listing)["items"]  # the JSON, typed `object`
         admitted = set()
         for wl in workloads:
             owner = next((o["name"] for o in wl["metadata"].get("ownerReferences", [])), "")
@@ -158,7 +159,8 @@ def observe(case: Scenario, queue: list[Pending], seconds: float) -> dict[str, A
                 admitted.add(owner)
                 first_admitted.setdefault(owner, now - started)
         bound: dict[str, int] = defaultdict(int)
-        for pod in case.core.list_namespaced_pod(case.namespace).items:
+        pods: list[Any] = case.core.list_namespaced_pod(case.namespace).items
+        for pod in pods:
             owner = (pod.metadata.labels or {}).get(JOBSET_LABEL, "")
             if pod.spec.node_name and not pod.metadata.deletion_timestamp:
                 bound[owner] += 1
@@ -195,7 +197,8 @@ def observe(case: Scenario, queue: list[Pending], seconds: float) -> dict[str, A
 def why_not_bound(case: Scenario, jobsets: set[str]) -> dict[str, int]:
     """Unbound pods of `jobsets` by why: their scheduling gates, else the scheduler's message."""
     reasons: dict[str, int] = defaultdict(int)
-    for pod in case.core.list_namespaced_pod(case.namespace).items:
+    pods: list[Any] = case.core.list_namespaced_pod(case.namespace).items
+    for pod in pods:
         owner = (pod.metadata.labels or {}).get(JOBSET_LABEL, "")
         if owner not in jobsets or pod.spec.node_name:
             continue
@@ -215,10 +218,12 @@ def why_not_bound(case: Scenario, jobsets: set[str]) -> dict[str, int]:
 def domains(case: Scenario, queue: list[Pending]) -> dict[str, Any]:
     """Domains of its JobSet's exclusive key per child Job with pods bound, and domains shared."""
     key_of = {p.name: p.exclusive_key for p in queue}
-    labels = {n.metadata.name: n.metadata.labels for n in case.core.list_node().items}
+    nodes: list[Any] = case.core.list_node().items
+    labels = {n.metadata.name: n.metadata.labels for n in nodes}
     per_job: dict[str, set[str]] = defaultdict(set)
     job_key: dict[str, str] = {}
-    for pod in case.core.list_namespaced_pod(case.namespace).items:
+    pods: list[Any] = case.core.list_namespaced_pod(case.namespace).items
+    for pod in pods:
         meta = pod.metadata.labels or {}
         job, jobset = meta.get("batch.kubernetes.io/job-name"), meta.get(JOBSET_LABEL, "")
         if pod.spec.node_name and job and jobset in key_of:
@@ -230,7 +235,8 @@ def domains(case: Scenario, queue: list[Pending]) -> dict[str, Any]:
             owners[domain] += 1
     # pods of the JobSets already running when the queue came (another namespace) by domain
     running: dict[tuple[str, str], int] = defaultdict(int)
-    for pod in case.core.list_pod_for_all_namespaces().items:
+    everywhere: list[Any] = case.core.list_pod_for_all_namespaces().items
+    for pod in everywhere:
         owner = (pod.metadata.labels or {}).get(JOBSET_LABEL)
         if owner and pod.spec.node_name and pod.metadata.namespace != case.namespace:
             for key in set(key_of.values()):
@@ -252,16 +258,17 @@ def not_admitted(case: Scenario) -> dict[str, int]:
     Kueue's quota or for placer."""
     custom = k8s.CustomObjectsApi(case._api)
     said: dict[str, int] = defaultdict(int)
-    for wl in custom.list_namespaced_custom_object(
+    listing = custom.list_namespaced_custom_object(
         KUEUE_GROUP, KUEUE_VERSION, case.namespace, "workloads"
-    )["items"]:
+    )
+    for wl in cast(dict[str, Any], listing)["items"]:  # the JSON, typed `object`
         if _true(wl, "Admitted"):
             continue
         status = wl.get("status") or {}
-        quota = next(
+        quota: dict[str, Any] = next(
             (c for c in status.get("conditions") or [] if c.get("type") == "QuotaReserved"), {}
         )
-        check = next(
+        check: dict[str, Any] = next(
             (c for c in status.get("admissionChecks") or [] if c.get("name") == "placer"), {}
         )
         line = (
@@ -277,9 +284,10 @@ def ready_latency(case: Scenario) -> dict[str, Any]:
     """Per Workload: its placer check's Ready transition minus its QuotaReserved transition."""
     custom = k8s.CustomObjectsApi(case._api)
     times = []
-    for wl in custom.list_namespaced_custom_object(
+    listing = custom.list_namespaced_custom_object(
         KUEUE_GROUP, KUEUE_VERSION, case.namespace, "workloads"
-    )["items"]:
+    )
+    for wl in cast(dict[str, Any], listing)["items"]:  # the JSON, typed `object`
         reserved = _true(wl, "QuotaReserved")
         check = next(
             (

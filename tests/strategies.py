@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from typing import TypedDict
 
 from hypothesis import strategies as st
 
@@ -374,6 +375,12 @@ def scenarios(draw: st.DrawFn) -> tuple[ClusterSnapshot, list[JobSetRequest]]:
 RACK = "cloud.com/topology-rack"
 
 
+class _Gpus(TypedDict, total=False):
+    """`pod`'s optional GPU keyword."""
+
+    gpu: int
+
+
 @st.composite
 def group_scenarios(draw: st.DrawFn) -> tuple[ClusterSnapshot, JobSetRequest]:
     """A small rack/block cluster (some hosts labeled `role=head`, some with GPUs) and one JobSet
@@ -409,7 +416,9 @@ def group_scenarios(draw: st.DrawFn) -> tuple[ClusterSnapshot, JobSetRequest]:
         name="workers",
         replicas=draw(st.integers(1, 3)),
         pods_per_job=draw(st.integers(1, 2)),
-        pod=pod(tpu=0, cpu=draw(st.integers(1, 2)), **draw(st.sampled_from([{}, {"gpu": 1}]))),
+        pod=pod(
+            tpu=0, cpu=draw(st.integers(1, 2)), **draw(st.sampled_from([_Gpus(), _Gpus(gpu=1)]))
+        ),
         **topology,  # type: ignore[arg-type]
     )
     members = (leader, workers) if draw(st.booleans()) else (workers, leader)

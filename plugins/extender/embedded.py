@@ -33,8 +33,12 @@ reservations."""
 
 
 class _State(Protocol):
-    nodes: Mapping[str, Mapping[str, Any]]
-    jobsets: Mapping[tuple[str, str], Mapping[str, Any]]
+    # Read-only: the cache's state (`ClusterState`) is a frozen dataclass.
+    @property
+    def nodes(self) -> Mapping[str, Mapping[str, Any]]: ...
+
+    @property
+    def jobsets(self) -> Mapping[tuple[str, str], Mapping[str, Any]]: ...
 
 
 class ControllerCache(Protocol):

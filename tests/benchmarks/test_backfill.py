@@ -20,6 +20,7 @@ from benchmarks.simworld import (
     fluid_backlog_s,
     one_priority,
 )
+from placer.model.cluster import Node
 from placer.solver.registry import CheckedSolver
 from placer.solver.time.timeaware import TimeAwareSolver
 
@@ -46,7 +47,7 @@ def _brute_force(world: SimWorld) -> dict[str, float]:
 def test_a_shape_counts_only_the_domains_its_child_jobs_fit() -> None:
     """An 18-host GB200 child Job fits only racks whose 18 hosts are all healthy and empty."""
     world = build_world("gb200", 3, replace(SimConfig(), jobsets=40))
-    racks: dict[str, list] = {}
+    racks: dict[str, list[Node]] = {}
     for n in world.snapshot.nodes:
         racks.setdefault(n.labels[CLIQUE], []).append(n)
     # every host healthy with its 4 GPUs free (a broken GB200 host reports none allocatable)

@@ -41,7 +41,7 @@ def assert_one_line_error(err: str, *fragments: str) -> None:
         assert f in lines[0], (f, lines[0])
 
 
-def check_plan(doc: dict, cluster: Path, jobsets: Path) -> None:
+def check_plan(doc: dict[str, Any], cluster: Path, jobsets: Path) -> None:
     """Run the independent checker on what the CLI printed."""
     snapshot = load_snapshot([cluster])
     requests = load_jobsets([jobsets], priority_classes=snapshot.priority_classes)

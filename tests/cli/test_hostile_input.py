@@ -252,7 +252,7 @@ def test_extender_plan_and_certificate_must_be_regular_files(
     assert (code, err) == (2, f"placer: error: {path}: --plan: is {kind}, not a regular file\n")
     plan_file, _ = write_inputs(tmp_path)
     files = make_server_files(tmp_path)
-    tls = ["--tls-cert-file", path, "--tls-key-file", files.key]
+    tls: list[str | Path] = ["--tls-cert-file", path, "--tls-key-file", files.key]
     code, err = run_guarded(capsys, "extender", *SERVE, "--plan", plan_file, *tls)
     assert (code, err) == (
         2,
@@ -264,7 +264,7 @@ def test_webhook_certificate_must_be_a_regular_file(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, fifo: Path
 ) -> None:
     files = make_server_files(tmp_path)
-    tls = ["--tls-cert-file", fifo, "--tls-private-key-file", files.key]
+    tls: list[str | Path] = ["--tls-cert-file", fifo, "--tls-private-key-file", files.key]
     code, err = run_guarded(capsys, "webhook", *SERVE, "--metrics-port", "0", *tls)
     assert (code, err) == (
         2,

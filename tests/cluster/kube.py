@@ -10,12 +10,12 @@ import copy
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes import dynamic
-from kubernetes.client.rest import ApiException
+from kubernetes.client.exceptions import ApiException
 
 from tests.cluster.processes import wait_until
 
@@ -26,6 +26,8 @@ __all__ = [
     "ensure_namespace",
     "events_for",
     "list_pods",
+    "meta_of",
+    "name_of",
     "service_account_token",
     "wait_for_crds",
 ]
@@ -33,14 +35,33 @@ __all__ = [
 FIELD_MANAGER = "placer-cluster-tests"
 
 
+class _Object(Protocol):
+    @property
+    def metadata(self) -> k8s.V1ObjectMeta | None: ...
+
+
+def meta_of(obj: _Object) -> k8s.V1ObjectMeta:
+    """The metadata of an object the API server returned: it always has one."""
+    assert obj.metadata is not None
+    return obj.metadata
+
+
+def name_of(obj: _Object) -> str:
+    """The name of an object the API server returned: it always has one."""
+    name = meta_of(obj).name
+    assert name is not None
+    return name
+
+
 def api_client(kubeconfig: Path) -> k8s.ApiClient:
-    return k8s_config.new_client_from_config(config_file=str(kubeconfig))
+    api: k8s.ApiClient = k8s_config.new_client_from_config(config_file=str(kubeconfig))  # type: ignore[no-untyped-call]  # unannotated in the client
+    return api
 
 
 def apply_all(kubeconfig: Path, documents: Iterable[dict[str, Any]]) -> None:
     """Server-side apply each document (the way `kubectl apply --server-side` does)."""
     with api_client(kubeconfig) as api:
-        client = dynamic.DynamicClient(api)
+        client = dynamic.DynamicClient(api)  # type: ignore[no-untyped-call]  # unannotated in the client
         for document in documents:
             resource = client.resources.get(
                 api_version=document["apiVersion"], kind=document["kind"]
@@ -62,6 +83,7 @@ def wait_for_crds(kubeconfig: Path, names: list[str], timeout_s: float = 60.0) -
         def established() -> bool:
             for name in names:
                 crd = extensions.read_custom_resource_definition(name)
+                assert crd.status is not None  # the API server always returns one
                 conditions = {c.type: c.status for c in (crd.status.conditions or [])}
                 if conditions.get("Established") != "True":
                     return False
@@ -75,7 +97,7 @@ def ensure_namespace(kubeconfig: Path, name: str, labels: dict[str, str] | None 
         core = k8s.CoreV1Api(api)
         body = {"metadata": {"name": name, "labels": labels or {}}}
         try:
-            core.create_namespace(body)
+            core.create_namespace(body)  # type: ignore[arg-type]  # the client validates a dict into V1Namespace
         except ApiException as error:
             if error.status != 409:
                 raise
@@ -103,7 +125,7 @@ def create_nodes(kubeconfig: Path, nodes: Iterable[dict[str, Any]]) -> int:
                 # What the node lifecycle controller does to a node that is not Ready.
                 taints = body.setdefault("spec", {}).setdefault("taints", [])
                 taints.append({"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"})
-            core.create_node(body)
+            core.create_node(body)  # type: ignore[arg-type]  # the client validates a dict into V1Node
             # The node registry keeps the status of a created node, but a status write is what
             # a kubelet's heartbeat does: do it, so the stored status is exactly this one.
             core.patch_node_status(body["metadata"]["name"], {"status": status})
@@ -116,7 +138,8 @@ def service_account_token(kubeconfig: Path, namespace: str, name: str) -> str:
     with api_client(kubeconfig) as api:
         core = k8s.CoreV1Api(api)
         request = {"spec": {"audiences": [], "expirationSeconds": 7200}}
-        answer = core.create_namespaced_service_account_token(name, namespace, request)
+        answer = core.create_namespaced_service_account_token(name, namespace, request)  # type: ignore[arg-type]  # the client validates a dict into its TokenRequest
+        assert answer.status is not None  # the API server always returns one
         return str(answer.status.token)
 
 

@@ -84,7 +84,7 @@ class CertificateAuthority:
         self,
         stem: str,
         subject: x509.Name,
-        usage: ExtendedKeyUsageOID,
+        usage: x509.ObjectIdentifier,
         sans: list[x509.GeneralName] | None = None,
     ) -> KeyPair:
         key = ec.generate_private_key(ec.SECP256R1())

@@ -49,7 +49,7 @@ class ComponentExited(RuntimeError):
 
 
 def wait_until(
-    condition: Callable[[], bool], *, timeout_s: float, what: str, interval_s: float = 0.2
+    condition: Callable[[], object], *, timeout_s: float, what: str, interval_s: float = 0.2
 ) -> None:
     """Poll `condition` until it holds; fail the test with `what` when `timeout_s` passes."""
     deadline = time.monotonic() + timeout_s

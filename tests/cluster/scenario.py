@@ -19,11 +19,11 @@ import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 from kubernetes import client as k8s
-from kubernetes.client.rest import ApiException
+from kubernetes.client.exceptions import ApiException
 
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.kube import (
@@ -31,6 +31,8 @@ from tests.cluster.kube import (
     apply_all,
     create_nodes,
     ensure_namespace,
+    meta_of,
+    name_of,
     service_account_token,
 )
 from tests.cluster.processes import LOOPBACK, Component, free_port, wait_until
@@ -135,10 +137,10 @@ class Scenario:
         self._reaper_stop.set()
         if self._reaper is not None:
             self._reaper.join(timeout=10)
-        self._api.close()
+        self._api.close()  # type: ignore[no-untyped-call]  # unannotated in the client
 
     def _namespaces_gone(self) -> bool:
-        names = {n.metadata.name for n in self.core.list_namespace().items}
+        names = {name_of(n) for n in self.core.list_namespace().items}
         return not names & set(self.namespaces)
 
     def add_namespace(self, suffix: str) -> str:
@@ -164,10 +166,10 @@ class Scenario:
                     for namespace in list(self.namespaces):
                         with contextlib.suppress(ApiException):
                             for pod in core.list_namespaced_pod(namespace).items:
-                                if pod.metadata.deletion_timestamp is not None:
+                                if meta_of(pod).deletion_timestamp is not None:
                                     with contextlib.suppress(ApiException):
                                         core.delete_namespaced_pod(
-                                            pod.metadata.name, namespace, grace_period_seconds=0
+                                            name_of(pod), namespace, grace_period_seconds=0
                                         )
 
         self._reaper = threading.Thread(target=reap, name="pod-reaper", daemon=True)
@@ -177,9 +179,7 @@ class Scenario:
         namespace = namespace or self.namespace
         for pod in self.core.list_namespaced_pod(namespace).items:
             try:
-                self.core.delete_namespaced_pod(
-                    pod.metadata.name, namespace, grace_period_seconds=0
-                )
+                self.core.delete_namespaced_pod(name_of(pod), namespace, grace_period_seconds=0)
             except ApiException as error:
                 if error.status != 404:
                     raise
@@ -190,7 +190,7 @@ class Scenario:
         """Make these the cluster's only nodes (each recreated, so no earlier state leaks in)."""
         wanted = list(nodes)
         for node in self.core.list_node().items:
-            self.core.delete_node(node.metadata.name)
+            self.core.delete_node(name_of(node))
         wait_until(
             lambda: not self.core.list_node().items, timeout_s=30, what="old nodes to be gone"
         )
@@ -225,11 +225,10 @@ class Scenario:
         )
 
     def get_jobset(self, name: str, namespace: str | None = None) -> dict[str, Any]:
-        return dict(
-            self.custom.get_namespaced_custom_object(
-                JOBSET_GROUP, JOBSET_VERSION, namespace or self.namespace, JOBSETS, name
-            )
+        answer = self.custom.get_namespaced_custom_object(
+            JOBSET_GROUP, JOBSET_VERSION, namespace or self.namespace, JOBSETS, name
         )
+        return dict(cast(dict[str, Any], answer))  # the JSON, typed `object`
 
     def patch_jobset(self, name: str, patch: dict[str, Any], namespace: str | None = None) -> None:
         self.custom.patch_namespaced_custom_object(
@@ -240,12 +239,12 @@ class Scenario:
         answer = self.custom.list_namespaced_custom_object(
             JOBSET_GROUP, JOBSET_VERSION, namespace or self.namespace, JOBSETS
         )
-        return list(answer["items"])
+        return list(cast(dict[str, Any], answer)["items"])  # the JSON, typed `object`
 
     def pods_of(self, jobset: str, namespace: str | None = None) -> list[Any]:
         selector = f"jobset.sigs.k8s.io/jobset-name={jobset}"
         answer = self.core.list_namespaced_pod(namespace or self.namespace, label_selector=selector)
-        return [p for p in answer.items if p.metadata.deletion_timestamp is None]
+        return [p for p in answer.items if meta_of(p).deletion_timestamp is None]
 
     def wait_pods_bound(
         self, jobset: str, count: int, timeout_s: float = 120, namespace: str | None = None
@@ -258,7 +257,7 @@ class Scenario:
         return self.pods_of(jobset, namespace)
 
     def node_labels(self) -> dict[str, dict[str, str]]:
-        return {n.metadata.name: dict(n.metadata.labels or {}) for n in self.core.list_node().items}
+        return {name_of(n): dict(meta_of(n).labels or {}) for n in self.core.list_node().items}
 
     def events(self, name: str, namespace: str | None = None) -> list[Any]:
         answer = self.core.list_namespaced_event(

@@ -98,7 +98,9 @@ def crowd_outside(scenario: Scenario, kept: set[str]) -> tuple[list[Any], list[s
     `kept`; with it they stay pending."""
     outside = 0
     for node in scenario.core.list_node().items:
+        assert node.metadata is not None and node.spec is not None and node.status is not None
         labels = node.metadata.labels
+        assert labels is not None and node.status.allocatable is not None  # nodes here have both
         usable = not any(t.key == "node.kubernetes.io/not-ready" for t in node.spec.taints or [])
         if (
             usable
@@ -108,7 +110,7 @@ def crowd_outside(scenario: Scenario, kept: set[str]) -> tuple[list[Any], list[s
             outside += int(node.status.allocatable["google.com/tpu"])
     names = [f"other-{index}" for index in range(outside + 2)]
     for name in names:
-        scenario.core.create_namespaced_pod(scenario.namespace, other_pod(name))
+        scenario.core.create_namespaced_pod(scenario.namespace, other_pod(name))  # type: ignore[arg-type]  # the client validates a dict into V1Pod
 
     def pods() -> list[Any]:
         return [scenario.core.read_namespaced_pod(n, scenario.namespace) for n in names]
@@ -167,23 +169,29 @@ def test_pods_that_are_not_placers_stay_out_of_planned_domains_and_ignorable_dec
 
     # The extender down: not ignorable, a pod it should judge is not scheduled at all.
     scenario.processes["extender"].stop()
-    scenario.core.create_namespaced_pod(scenario.namespace, other_pod("while-down"))
+    scenario.core.create_namespaced_pod(scenario.namespace, other_pod("while-down"))  # type: ignore[arg-type]  # the client validates a dict into V1Pod
 
     def refused() -> bool:
         events = scenario.events("while-down")
         return any(e.reason == "FailedScheduling" for e in events)
 
     wait_until(refused, timeout_s=60, what="FailedScheduling for while-down")
-    assert not scenario.core.read_namespaced_pod("while-down", scenario.namespace).spec.node_name
+    while_down = scenario.core.read_namespaced_pod("while-down", scenario.namespace).spec
+    assert while_down is not None  # the API server always returns one
+    assert not while_down.node_name
 
     # Ignorable: the scheduler goes on without it.
     scenario.plane.reconfigure_scheduler(
         scenario.plane.scheduler_config(extender_settings(port, ignorable=True))
     )
+
+    def while_down_bound() -> bool:
+        spec = scenario.core.read_namespaced_pod("while-down", scenario.namespace).spec
+        assert spec is not None  # the API server always returns one
+        return bool(spec.node_name)
+
     wait_until(
-        lambda: bool(
-            scenario.core.read_namespaced_pod("while-down", scenario.namespace).spec.node_name
-        ),
+        while_down_bound,
         timeout_s=90,
         what="while-down bound with the extender ignorable",
     )

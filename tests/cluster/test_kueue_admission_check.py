@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 import signal
 import time
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from kubernetes import client as k8s
@@ -104,9 +104,10 @@ def queued(name: str, slices: int, *, expected: str = "") -> dict[str, Any]:
 
 
 def workload_of(scenario: Scenario, jobset: str) -> dict[str, Any] | None:
-    workloads = k8s.CustomObjectsApi(scenario._api).list_namespaced_custom_object(
+    listing = k8s.CustomObjectsApi(scenario._api).list_namespaced_custom_object(
         KUEUE_GROUP, KUEUE_VERSION, scenario.namespace, "workloads"
-    )["items"]
+    )
+    workloads = cast(dict[str, Any], listing)["items"]  # the JSON, typed `object`
     for w in workloads:
         if any(o["name"] == jobset for o in w["metadata"].get("ownerReferences", [])):
             return dict(w)
@@ -160,7 +161,7 @@ def test_a_queue_over_quota_is_admitted_only_with_placements(
     # Kueue put placer's check on it before reserving quota: placer says what it waits for,
     # and when it would start once Kueue reserves its quota (first runs: room for it now).
     def told_it_waits_for_quota() -> bool:
-        message = check_of(workload_of(scenario, "over-quota")).get("message", "")
+        message: str = check_of(workload_of(scenario, "over-quota")).get("message", "")
         return message.startswith("waits for Kueue to reserve quota; ")
 
     wait_until(told_it_waits_for_quota, timeout_s=60, what="over-quota's quota-wait message")
@@ -259,7 +260,7 @@ def ledger_plan_id(scenario: Scenario, jobset: str) -> str:
         obj = scenario.core.read_namespaced_config_map(LEDGER_NAME, PLACER_SYSTEM)
     except k8s.ApiException:
         return ""
-    data = scenario._api.sanitize_for_serialization(obj)
+    data = scenario._api.sanitize_for_serialization(obj)  # type: ignore[no-untyped-call]  # unannotated in the client
     entry = read_ledger(data, PLACER_SYSTEM).placement(f"{scenario.namespace}/{jobset}", "")
     return entry.record.plan_id if entry is not None else ""
 

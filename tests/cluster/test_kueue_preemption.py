@@ -6,7 +6,7 @@ check is left as it is, and the others are still admitted."""
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, cast
 
 from kubernetes import client as k8s
 
@@ -83,7 +83,7 @@ def test_kueue_preempting_frees_the_domains_and_the_preemptor_is_placed_on_them(
 
     # low waits for quota again, and its check says when it would start once it has quota
     def told() -> bool:
-        message = check_of(workload_of(scenario, "low")).get("message", "")
+        message: str = check_of(workload_of(scenario, "low")).get("message", "")
         return message.startswith("waits for Kueue to reserve quota; ")
 
     wait_until(told, timeout_s=60, what="low's quota-wait message")
@@ -159,9 +159,10 @@ def test_workloads_placer_cannot_serve_are_warned_about_and_the_rest_is_admitted
     assert "no owner reference: placer plans only Workloads of a JobSet" in warned("orphan")
     assert "spec.podSets ['nope'] are not the replicatedJobs" in warned("mismatched")
     for name in ("orphan", "mismatched"):
-        wl = custom.get_namespaced_custom_object(
+        answer = custom.get_namespaced_custom_object(
             KUEUE_GROUP, KUEUE_VERSION, scenario.namespace, "workloads", name
         )
+        wl = cast(dict[str, Any], answer)  # the JSON, typed `object`
         [entry] = [e for e in wl["status"]["admissionChecks"] if e["name"] == CHECK]
         assert entry["state"] == "Pending" and not entry.get("message")  # left as it is
     time.sleep(2)  # a further cycle warns no more: one event each

@@ -9,7 +9,7 @@ JobSet over quota stays suspended and unplanned.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, cast
 
 from kubernetes import client as k8s
 
@@ -79,9 +79,10 @@ def test_kueue_admits_within_quota_placer_places_only_what_kueue_admitted(
     scenario.create_jobset(queued("over-quota", slices=2))
 
     def kueue_saw_it() -> bool:
-        workloads = k8s.CustomObjectsApi(scenario._api).list_namespaced_custom_object(
+        listing = k8s.CustomObjectsApi(scenario._api).list_namespaced_custom_object(
             "kueue.x-k8s.io", "v1beta2", scenario.namespace, "workloads"
-        )["items"]
+        )
+        workloads = cast(dict[str, Any], listing)["items"]  # the JSON, typed `object`
         return any(
             owner["name"] == "over-quota"
             for w in workloads

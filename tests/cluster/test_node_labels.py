@@ -33,14 +33,16 @@ def test_placer_labels_each_domain_and_jobset_pins_each_child_job_to_it(
     by_job: dict[str, set[str]] = defaultdict(set)
     for pod in pods:
         job = pod.metadata.labels["batch.kubernetes.io/job-name"]
-        node = labels[pod.spec.node_name]
-        assert node[NAMESPACED_JOB] == f"{scenario.namespace}_{job}"
-        by_job[job].add(node[POOL])
+        on = labels[pod.spec.node_name]
+        assert on[NAMESPACED_JOB] == f"{scenario.namespace}_{job}"
+        by_job[job].add(on[POOL])
     assert {job: {record["jobs"][job]["domain"]["value"]} for job in by_job} == dict(by_job)
     assert len({next(iter(p)) for p in by_job.values()}) == 3
     # Every node of a planned domain carries the label and the taint, and no other node does.
     planned = {record["jobs"][job]["domain"]["value"] for job in by_job}
     for node in scenario.core.list_node().items:
+        assert node.metadata is not None and node.metadata.labels is not None
+        assert node.spec is not None  # the API server returns both; every node here is labelled
         in_plan = node.metadata.labels[POOL] in planned
         assert (NAMESPACED_JOB in node.metadata.labels) == in_plan, node.metadata.name
         taints = {t.key for t in node.spec.taints or []}

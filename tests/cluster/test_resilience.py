@@ -26,7 +26,9 @@ TRIALS = int(os.environ.get("PLACER_CLUSTER_TRIALS", "2"))
 def holder(scenario: Scenario, lease: str) -> str | None:
     coordination = k8s.CoordinationV1Api(scenario._api)
     try:
-        return str(coordination.read_namespaced_lease(lease, PLACER_SYSTEM).spec.holder_identity)
+        spec = coordination.read_namespaced_lease(lease, PLACER_SYSTEM).spec
+        assert spec is not None  # the API server always returns one
+        return str(spec.holder_identity)
     except k8s.exceptions.ApiException:
         return None
 

@@ -57,6 +57,7 @@ from urllib.parse import parse_qs, urlparse
 import yaml
 
 from placer.controller.act.memory_adapter import MemoryCluster
+from placer.controller.adapter import Kind
 from placer.model.errors import ClusterError, InputError
 
 __all__ = ["ApiServer", "Request", "kubeconfig"]
@@ -74,7 +75,7 @@ class Request:
     name: str | None
 
 
-_ROUTES = [
+_ROUTES: list[tuple[re.Pattern[str], Kind]] = [
     (re.compile(r"^/api/v1/nodes(?:/(?P<name>[^/]+))?$"), "nodes"),
     (re.compile(r"^/api/v1/pods$"), "pods"),
     (re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods(?:/(?P<name>[^/]+))?$"), "pods"),
@@ -168,7 +169,7 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # quiet
         pass
 
-    def _route(self) -> tuple[str, str | None, str | None, dict[str, list[str]]]:
+    def _route(self) -> tuple[Kind, str | None, str | None, dict[str, list[str]]]:
         url = urlparse(self.path)
         for pattern, kind in _ROUTES:
             m = pattern.match(url.path)
@@ -231,7 +232,7 @@ class _Handler(BaseHTTPRequestHandler):
             if method == "GET" and name is None:
                 listing = store.list(
                     kind,
-                    namespace=ns,  # type: ignore[arg-type]
+                    namespace=ns,
                     label_selector=query.get("labelSelector", [""])[0],
                 )
                 only = _named(query)
@@ -259,7 +260,7 @@ class _Handler(BaseHTTPRequestHandler):
                     store.patch(
                         kind,
                         name or "",
-                        self._body(),  # type: ignore
+                        self._body(),
                         namespace=ns,
                     ),
                 )
@@ -271,18 +272,18 @@ class _Handler(BaseHTTPRequestHandler):
                 obj = self._body()
                 if ns:
                     obj.setdefault("metadata", {})["namespace"] = ns
-                return self._send(201, store.create(kind, obj))  # type: ignore[arg-type]
+                return self._send(201, store.create(kind, obj))
             raise ClusterError(f"method {method} not allowed", status=405)
         except ClusterError as e:
             self._send(e.status or 500, _status(e.status or 500, str(e)))
         except InputError as e:
             self._send(400, _status(400, str(e)))
 
-    def _watch(self, kind: str, ns: str | None, query: dict[str, list[str]]) -> None:
+    def _watch(self, kind: Kind, ns: str | None, query: dict[str, list[str]]) -> None:
         store = self.server.cluster
         events = store.watch(
             kind,
-            resource_version=query.get("resourceVersion", [""])[0],  # type: ignore[arg-type]
+            resource_version=query.get("resourceVersion", [""])[0],
             namespace=ns,
             label_selector=query.get("labelSelector", [""])[0],
             timeout_s=float(query.get("timeoutSeconds", ["30"])[0]),
@@ -377,6 +378,7 @@ class ApiServer:
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
+        assert isinstance(host, str)  # an AF_INET server's address
         return f"http://{host}:{port}"
 
     @property

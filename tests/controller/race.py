@@ -36,6 +36,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from benchmarks import cluster_sim as sim
@@ -245,7 +246,11 @@ class _Run:
                 self.leaders.append(identity)
             ctl.run_leading(s)
 
-        watcher = threading.Thread(target=lambda: (self.halt.wait(), stop.set()), daemon=True)
+        def relay() -> None:
+            self.halt.wait()
+            stop.set()
+
+        watcher = threading.Thread(target=relay, daemon=True)
         watcher.start()
         run_elected(adapter, settings, work, stop)
 
@@ -253,13 +258,11 @@ class _Run:
         for n, role in enumerate(self.trial.roles):
             targets: list[Callable[[], None]]
             if role.kind == "once":
-                targets = [lambda role=role, n=n: self._once(role, n)]
+                targets = [partial(self._once, role, n)]
             elif role.kind == "loop":
-                targets = [lambda role=role, n=n: self._loop(role, n)]
+                targets = [partial(self._loop, role, n)]
             else:
-                targets = [
-                    lambda role=role, n=n, r=r: self._replica(role, f"replica{n}{r}") for r in "ab"
-                ]
+                targets = [partial(self._replica, role, f"replica{n}{r}") for r in "ab"]
             for target in targets:
                 t = threading.Thread(target=target, daemon=True)
                 t.start()

@@ -90,6 +90,7 @@ def submit(cluster: MemoryCluster, name: str, *, jobs: int, reserved_s_ago: floa
 
 def check_of(cluster: MemoryCluster, name: str) -> Obj:
     wl = cluster.get("workloads", f"jobset-{name}", namespace="default")
+    entry: Obj
     [entry] = [e for e in wl["status"]["admissionChecks"] if e["name"] == CHECK]
     return entry
 

@@ -162,6 +162,7 @@ def test_restart_keeps_the_domains() -> None:
     add_jobset(cluster, "train", jobs=2)
     ctl.run_once()
     before = record(cluster, "train")
+    assert before is not None
     sim.schedule(cluster)
     new_pods = sim.restart(cluster, "default", "train")  # pods recreated, gated, attempt 1
     assert new_pods and all(gated(p) for p in new_pods)
@@ -173,7 +174,7 @@ def test_restart_keeps_the_domains() -> None:
         assert pod["metadata"]["labels"]["jobset.sigs.k8s.io/restart-attempt"] == "1"
         assert pod_requirements(pod) == [
             [{"key": BLOCK, "operator": "In", "values": [block_of(before, job)]}]
-        ]  # type: ignore
+        ]
 
 
 def test_a_lost_node_replaces_only_the_affected_child_job() -> None:
@@ -265,7 +266,7 @@ def test_killed_between_two_writes_resumes_without_loss_or_duplication(after: in
     cluster = tpu_cluster(blocks=3)
     add_jobset(cluster, "train", jobs=2, pods=2)
     with pytest.raises(Killed):
-        controller(Dying(cluster, after)).run_once()  # type: ignore[arg-type]
+        controller(Dying(cluster, after)).run_once()
     written_before = record(cluster, "train")
     report = assert_valid(controller(cluster).run_once())  # a fresh controller: no memory
     final = record(cluster, "train")

@@ -128,7 +128,7 @@ def serving_ports(args: Any) -> dict[str, int]:
 
 
 def deployments() -> list[Any]:
-    result = []
+    result: list[Any] = []
     for name in COMPONENTS:
         docs = rendered(name)
         result.extend(

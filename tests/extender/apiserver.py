@@ -22,7 +22,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from kmock import KubernetesEmulator, KubernetesError, Server, resource, subresource
+from kmock import (
+    KubernetesEmulator,
+    KubernetesError,
+    ResourceInfo,
+    Server,
+    resource,
+    subresource,
+)
 
 __all__ = ["JOBSETS_PATH", "NODES_PATH", "ApiStandIn"]
 
@@ -60,9 +67,9 @@ class ApiStandIn:
     async def _main(self) -> None:
         self._stop = asyncio.Event()
         async with KubernetesEmulator() as k8s, Server(k8s) as server:
-            k8s.resources["jobset.x-k8s.io/v1alpha2/jobsets"] = {"namespaced": True}
-            k8s.resources["v1/nodes"] = {"namespaced": False}
-            k8s.resources["v1/pods"] = {"namespaced": True}
+            k8s.resources["jobset.x-k8s.io/v1alpha2/jobsets"] = ResourceInfo(namespaced=True)
+            k8s.resources["v1/nodes"] = ResourceInfo(namespaced=False)
+            k8s.resources["v1/pods"] = ResourceInfo(namespaced=True)
             k8s["post", subresource("binding")] << self._bind
             self._k8s = k8s
             self.url = str(server.url).rstrip("/")

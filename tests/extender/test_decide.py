@@ -120,7 +120,8 @@ def test_store_rebuilds_the_view_after_a_change() -> None:
     assert store.learn_nodes({"n2": labels_of("n2")})
     second = store.view()
     assert second is not first
-    assert second.owner_of("n2") is not None and second.owner_of("n2").jobset == "ml/train"
+    owner = second.owner_of("n2")
+    assert owner is not None and owner.jobset == "ml/train"
     assert not store.learn_nodes({"n2": labels_of("n2")})
     assert store.view() is second
     store.set_jobset("ml/train", [])

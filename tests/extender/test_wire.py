@@ -95,7 +95,7 @@ def test_nested_labels_and_names_do_not_fool_the_reader() -> None:
 )
 def test_the_reader_agrees_with_a_full_decode(labels: dict[str, str], decoy: str) -> None:
     node = node_object("n1", labels)
-    node["metadata"][decoy] = {"labels": {"x": "y"}, "name": "z"}  # type: ignore[index]
+    node["metadata"][decoy] = {"labels": {"x": "y"}, "name": "z"}
     body = nodelist_body([node])
     args = decode_args(body)
     full = json.loads(body)["Nodes"]["items"][0]["metadata"]

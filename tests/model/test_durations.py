@@ -76,7 +76,9 @@ def test_non_rfc3339_now_is_an_input_error(text: str) -> None:
         parse_rfc3339(text)
 
 
-def _jobset(annotations: dict[str, Any] | None = None, deadlines: list[Any] | None = None) -> dict:
+def _jobset(
+    annotations: dict[str, Any] | None = None, deadlines: list[Any] | None = None
+) -> dict[str, Any]:
     rjobs = []
     for i, deadline in enumerate(deadlines or [None]):
         spec: dict[str, Any] = {"template": {"spec": {"containers": [{"name": "c"}]}}}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -84,7 +85,7 @@ def test_gpu_clusters_have_hierarchies() -> None:
     assert (rj.exclusive_key, rj.pods_per_job, dict(rj.pod.requests)["nvidia.com/gpu"]) == (
         clique,
         16,
-        4,
+        Decimal(4),
     )
 
 

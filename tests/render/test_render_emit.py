@@ -2,9 +2,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import yaml
 
+from placer.model.cluster import ClusterSnapshot
 from placer.model.plan import DomainRef, JobPlacement, JobSetOutcome
 from placer.model.workload import JobSetRequest
 from placer.render.emit import (
@@ -22,10 +24,11 @@ from tests.strategies import BLOCK, NODEPOOL, TPU_TAINT, cluster, jobset, pool, 
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 
 
-def terms_of(patch: dict) -> list[dict]:
-    return patch["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][REQUIRED][
-        "nodeSelectorTerms"
-    ]
+def terms_of(patch: dict[str, Any]) -> list[dict[str, Any]]:
+    terms: list[dict[str, Any]] = patch["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
+        REQUIRED
+    ]["nodeSelectorTerms"]
+    return terms
 
 
 def test_domain_requirements_pin_every_level_of_the_path() -> None:
@@ -113,7 +116,7 @@ def test_template_node_terms_read_from_the_kept_manifest() -> None:
     assert template_node_terms(request, "missing") == []
 
 
-def _snapshot():
+def _snapshot() -> ClusterSnapshot:
     return cluster(
         pool("pool0", 2, block="b0"), pool("pool1", 3, block="b0"), pool("pool0", 1, block="b1")
     )

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -181,7 +182,7 @@ def test_sigterm_stops_a_running_controller_within_a_second_in_every_mode(
         )
         try:
             for api in apis.values():
-                eventually(lambda api=api: record(api.cluster, "train") is not None, timeout_s=60)
+                eventually(partial(_recorded, api.cluster, "train"), timeout_s=60)
             time.sleep(0.3)
             assert procs["once"].poll() is None  # still retrying
             elapsed, codes = {}, {}
@@ -198,6 +199,10 @@ def test_sigterm_stops_a_running_controller_within_a_second_in_every_mode(
     # every write is idempotent) and ends at once.
     assert codes == {**dict.fromkeys(modes, 0), "once": -signal.SIGTERM}
     assert all(seconds < 1.0 for seconds in elapsed.values()), elapsed
+
+
+def _recorded(cluster: MemoryCluster, name: str) -> bool:
+    return record(cluster, name) is not None
 
 
 def _dir(path: Path) -> Path:

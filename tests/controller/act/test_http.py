@@ -212,7 +212,7 @@ def test_leader_election_lets_one_replica_work(api: ApiServer) -> None:
     eventually(lambda: len(leaders) == 1)
     time.sleep(2.5)  # a full renew cycle: the follower must still be waiting
     assert len(leaders) == 1
-    lease = api.cluster.get("leases", "placer", namespace="placer-system")  # type: ignore[arg-type]
+    lease = api.cluster.get("leases", "placer", namespace="placer-system")
     assert lease["spec"]["holderIdentity"] == leaders[0]
     assert record(api.cluster, "train") is not None
     for s in stops:

@@ -13,6 +13,7 @@ from placer.controller.decide.planning import PlannedRound, PlanningInputs, solv
 from placer.controller.decide.review import held_records, review
 from placer.controller.decide.snapshot import planning_snapshot
 from placer.controller.decide.survey import (
+    Binding,
     ManagedJobSet,
     is_finished,
     is_managed,
@@ -36,10 +37,10 @@ def decide(
     *,
     placed_announced: Any = frozenset(),
     announced: Any = None,
-    binding: str = "gate",
+    binding: Binding = "gate",
 ) -> tuple[list[Write], Any, Any]:
     state = state_of(cluster)
-    managed = survey(state, binding=binding)  # type: ignore[arg-type]
+    managed = survey(state, binding=binding)
     snapshot = planning_snapshot(state, binding=binding)
     index = DomainIndex(snapshot)
     rev = review(managed, index, OPTIONS)
@@ -162,8 +163,8 @@ def test_broken_child_job_becomes_a_partial_target() -> None:
     assert target.partial and set(target.keep) == {"a-w-0"}
     assert [(rj.name, rj.replicas) for rj in target.request.replicated_jobs] == [("w", 1)]
     new = planned.placed["default/a"]
-    assert new.jobs["a-w-0"].domain.value == "b0"  # type: ignore[union-attr]
-    assert new.jobs["a-w-1"].domain.value == "b2"  # type: ignore[union-attr]
+    assert new.jobs["a-w-0"].domain.value == "b0"
+    assert new.jobs["a-w-1"].domain.value == "b2"
 
 
 def test_partial_repair_that_does_not_fit_falls_back_to_the_whole_jobset() -> None:
@@ -214,8 +215,8 @@ def test_an_unschedulable_reason_longer_than_an_event_is_not_sent_again() -> Non
     writes, _, planned = decide(cluster)
     reason = planned.unschedulable["default/a"]
     [event] = [w for w in writes if w.op == "event" and w.jobset == "default/a"]
-    assert len(reason) > 1024 and event.body["message"] == reason[:1024]  # type: ignore[attr-defined]
-    again, _, _ = decide(cluster, announced={"default/a": event.body["message"]})  # type: ignore[attr-defined]
+    assert len(reason) > 1024 and event.body["message"] == reason[:1024]
+    again, _, _ = decide(cluster, announced={"default/a": event.body["message"]})
     assert [w for w in again if w.op == "event" and w.jobset == "default/a"] == []
 
 

@@ -19,7 +19,14 @@ from placer.controller.decide.survey import survey
 from placer.model.options import SolveOptions, TimePolicy
 from placer.solver.check.checker import check
 from placer.solver.registry import get_solver
-from tests.controller.builders import add_jobset, on_blocks, reviewed_of, state_of, tpu_cluster
+from tests.controller.builders import (
+    add_jobset,
+    block_of,
+    on_blocks,
+    reviewed_of,
+    state_of,
+    tpu_cluster,
+)
 from tests.controller.decide.kueue.test_check import NOW_S, running_jobset
 
 TIMED = SolveOptions(time=TimePolicy(reservations="head"))
@@ -62,8 +69,9 @@ def test_a_timed_round_commits_the_placement_and_the_reservation_together() -> N
     decided = _decided(TIMED)
     placement, reservation = entry_key(PLACEMENT, "default/a"), entry_key(RESERVATION, "default/b")
     assert set(decided.change.put) == {placement, reservation}
-    assert decided.change.put[reservation].start is not None
-    assert decided.change.put[reservation].start > NOW_S  # b waits for the running JobSet
+    start = decided.change.put[reservation].start
+    assert start is not None
+    assert start > NOW_S  # b waits for the running JobSet
     assert set(decided.announce) == {reservation}
     assert set(decided.planned.placed) == {"default/a"} and not decided.refused
 
@@ -87,7 +95,7 @@ def test_a_reservation_already_held_is_not_announced_again() -> None:
 def test_a_placement_on_a_node_the_ledger_holds_is_refused_and_unschedulable() -> None:
     state = _state()
     reviewed, planned = _round(state, TIMED)
-    block = planned.placed["default/a"].jobs["a-w-0"].domain.value
+    block = block_of(planned.placed["default/a"], "a-w-0")
     other = LedgerEntry(owner="default/x", uid="x", record=on_blocks("default/x", {"x-w-0": block}))
     ledger = Ledger(
         namespace="placer-system",

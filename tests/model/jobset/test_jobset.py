@@ -146,7 +146,7 @@ def test_multi_document_and_list_and_other_kinds(
         pytest.param({"parallelism": 0}, 0, id="zero"),
     ],
 )
-def test_pods_per_job(job: dict[str, int], expected: int) -> None:
+def test_pods_per_job(job: dict[str, Any], expected: int) -> None:
     assert parse_jobset(manifest(**job)).replicated_jobs[0].pods_per_job == expected
 
 

@@ -358,7 +358,7 @@ SPEC_FIELDS = {"hostNetwork": HOST_NETWORK, "overhead": OVERHEAD, "nodeName": st
 @st.composite
 def near_duplicate_specs(draw: st.DrawFn) -> list[dict[str, Any]]:
     """Pod specs that each differ from an earlier one in one thing: the memo's hard cases."""
-    specs = [draw(POD_SPEC)]
+    specs: list[dict[str, Any]] = [draw(POD_SPEC)]
     for _ in range(draw(st.integers(1, 10))):
         spec = copy.deepcopy(draw(st.sampled_from(specs)))
         containers = spec.get(draw(st.sampled_from(["containers", "initContainers"]))) or []

@@ -32,7 +32,9 @@ VALUES = st.one_of(
     st.sampled_from(["", "0", "3", "12", "x", "train", "-1"]), st.integers(0, 5), st.none()
 )
 KEY_MAP = st.dictionaries(st.sampled_from(KEYS), VALUES)
-MAYBE_MAP = st.one_of(KEY_MAP, st.none(), st.just("not a map"), st.just([]))
+MAYBE_MAP: st.SearchStrategy[object] = st.one_of(
+    KEY_MAP, st.none(), st.just("not a map"), st.just([])
+)
 
 
 def _int(text: str | None) -> int | None:

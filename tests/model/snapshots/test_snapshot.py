@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import pytest
 import yaml
@@ -24,6 +24,8 @@ from placer.model.snapshots.load import (
 from tests.helpers.builders import node_manifest
 
 JOBSET_LABEL = "jobset.sigs.k8s.io/jobset-name"
+TpuAllocatable = TypedDict("TpuAllocatable", {"google.com/tpu": str})
+"""`node`'s allocatable keyword for a resource whose name is no Python identifier."""
 
 
 def node(
@@ -287,7 +289,7 @@ def test_pods_count_against_compact_nodes(tmp_path: Path) -> None:
             [node("a", cpu="-1")], "Node/a", "status.allocatable.cpu", id="negative-allocatable"
         ),
         pytest.param(
-            [node("a", **{"google.com/tpu": "1500m"})],
+            [node("a", **TpuAllocatable({"google.com/tpu": "1500m"}))],
             "Node/a",
             "status.allocatable.google.com/tpu",
             id="fractional-extended-resource",
@@ -415,7 +417,7 @@ def test_format_quantity(value: Decimal, text: str) -> None:
 
 @given(st.decimals(min_value=0, max_value=10**15, places=3, allow_nan=False, allow_infinity=False))
 def test_format_quantity_parses_back(value: Decimal) -> None:
-    assert Decimal(parse_quantity(format_quantity(value))) == value
+    assert Decimal(parse_quantity(format_quantity(value))) == value  # type: ignore[no-untyped-call]  # unannotated in the client
 
 
 def test_running_jobsets_are_dated_by_their_earliest_live_pod(tmp_path: Path) -> None:

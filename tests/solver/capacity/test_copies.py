@@ -192,6 +192,7 @@ def test_a_count_that_timed_out_is_not_a_checked_zero(monkeypatch: pytest.Monkey
     assert (result.copies, result.verified, plan) == (0, False, None)
     assert "no answer within the time limit (UNKNOWN)" in result.limit
     report = capacity_report(snap, [jobset("train")], OPTIONS)
+    assert report.mix is not None
     assert not report.mix.verified
     assert any("largest mix: the counting model found no answer" in n for n in report.notes)
     assert any("team-a/train: the counting model found no answer" in n for n in report.notes)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from placer.model.cluster import Node
 from placer.model.jobset.parse import load_jobsets
 from placer.model.options import SolveOptions
 from placer.model.snapshots.load import load_snapshot
@@ -16,7 +17,7 @@ EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 HALF = {NODEPOOL: "half", TPU_TOPOLOGY: "2x4", "node.kubernetes.io/instance-type": "ct5lp"}
 
 
-def _typed(name: str, hosts: int, kind: str, **kw: object) -> list:
+def _typed(name: str, hosts: int, kind: str, **kw: object) -> list[Node]:
     return [
         n.model_copy(update={"labels": {**n.labels, "node.kubernetes.io/instance-type": kind}})
         for n in pool(name, hosts, **kw)  # type: ignore[arg-type]

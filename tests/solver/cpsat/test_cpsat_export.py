@@ -28,9 +28,12 @@ def _inputs() -> tuple[object, list]:  # type: ignore[type-arg]
 
 
 def _load(path: Path) -> cp_model_pb2.CpModelProto:
+    model: cp_model_pb2.CpModelProto  # protobuf's parsers are untyped (they return Any)
     if path.name.endswith("txt"):
-        return text_format.Parse(path.read_text(), cp_model_pb2.CpModelProto())
-    return cp_model_pb2.CpModelProto.FromString(path.read_bytes())
+        model = text_format.Parse(path.read_text(), cp_model_pb2.CpModelProto())
+    else:
+        model = cp_model_pb2.CpModelProto.FromString(path.read_bytes())
+    return model
 
 
 @pytest.mark.parametrize("name", ["model.pbtxt", "model.pb"])

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from placer.model.cluster import ClusterSnapshot
+from placer.model.cluster import ClusterSnapshot, Node
 from placer.model.options import SolveOptions
 from placer.model.scheduling import NodeSelectorRequirement, NodeSelectorTerm, Taint
 from placer.model.workload import JobSetRequest
@@ -122,7 +122,7 @@ def test_untolerated_taint_names_it() -> None:
         ),
     ],
 )
-def test_too_small_says_why(hosts: list, text: str) -> None:
+def test_too_small_says_why(hosts: list[Node], text: str) -> None:
     shape = rjob(host_ports=[(8471, "TCP")])
     e = _explain(cluster(hosts), [jobset("t", shape)])
     assert _reasons(e) == [ReasonCount(kind="too-small", count=1, text=text)]

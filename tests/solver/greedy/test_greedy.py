@@ -245,7 +245,9 @@ def test_every_greedy_plan_passes_the_checker(
             assert plan == _run(name, snap, queue, options).model_copy(
                 update={"solver": plan.solver}
             )  # deterministic (timings aside)
-            assert plan.solver.objective == plan.accelerators_admitted <= plan.solver.bound
+            bound = plan.solver.bound
+            assert bound is not None
+            assert plan.solver.objective == plan.accelerators_admitted <= bound
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -8,6 +8,7 @@ independent checker (`solve_checked`).
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -118,7 +119,7 @@ def test_equal_priority_is_never_preempted() -> None:
     ],
 )
 def test_a_preemptor_with_policy_never_evicts_nobody(
-    jobset_kw: dict[str, object], classes: tuple[str, ...]
+    jobset_kw: dict[str, Any], classes: tuple[str, ...]
 ) -> None:
     cluster = snap(running_pool("p0", 2, "team-b/low"), running={"team-b/low": started(1)})
     cluster = cluster.model_copy(update={"non_preempting_classes": classes})

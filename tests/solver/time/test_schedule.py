@@ -85,6 +85,13 @@ def _starts(plan: Plan) -> dict[str, float | None]:
     return {o.key.split("/")[1]: o.expected_start_seconds for o in plan.jobsets}
 
 
+def _start(starts: dict[str, float | None], name: str) -> float:
+    """`name`'s start, which the test expects it to have."""
+    start = starts[name]
+    assert start is not None, name
+    return start
+
+
 def test_holding_a_narrow_jobset_back_lets_two_wide_ones_start_sooner() -> None:
     """Two pools free now, two free in 1 h. In queue order the greedy pass starts the 3 h narrow
     JobSet now and both 1 h wide ones (all four pools) wait for it: 3 h and 4 h. Holding the
@@ -97,10 +104,11 @@ def test_holding_a_narrow_jobset_back_lets_two_wide_ones_start_sooner() -> None:
         _timed(jobset("wide-2", rjob(replicas=4)), 1, 10),
     ]
     greedy = _starts(_plan(snap, queue, "greedy"))
-    assert greedy["narrow"] == 0 and sorted([greedy["wide-1"], greedy["wide-2"]]) == [3 * H, 4 * H]
+    wide = sorted([_start(greedy, "wide-1"), _start(greedy, "wide-2")])
+    assert greedy["narrow"] == 0 and wide == [3 * H, 4 * H]
     joint = _plan(snap, queue, "cpsat")
     starts = _starts(joint)
-    assert sorted([starts["wide-1"], starts["wide-2"]]) == [1 * H, 2 * H]
+    assert sorted([_start(starts, "wide-1"), _start(starts, "wide-2")]) == [1 * H, 2 * H]
     assert starts["narrow"] == 3 * H
     assert joint.outcome("team-a/narrow").status == "unschedulable"
     assert any(n.startswith("schedule: OPTIMAL") for n in joint.solver.notes)
@@ -186,7 +194,7 @@ def test_a_starving_jobset_starts_no_later_than_the_greedy_pass_would(
     ]
     starts = _starts(_plan(snap, queue, "cpsat", max_wait_s=max_wait_h * H))
     assert starts["long"] == long_start_h * H
-    assert sorted([starts["short-1"], starts["short-2"]]) == (
+    assert sorted([_start(starts, "short-1"), _start(starts, "short-2")]) == (
         [10 * H, 11 * H] if long_start_h == 0 else [0.0, 1 * H]
     )
 

@@ -430,7 +430,8 @@ def test_reservations_stay_on_their_domains_across_two_rounds_when_only_the_plan
     # expected to start now but the solver could not place may get a reservation only now.
     for key, (start, domains) in before.items():
         assert key in after and after[key][1] == domains
-        assert after[key][0] is not None and start is not None and after[key][0] <= start
+        now_start = after[key][0]
+        assert now_start is not None and start is not None and now_start <= start
 
 
 def _blocks_fleet() -> ClusterSnapshot:

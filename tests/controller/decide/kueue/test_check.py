@@ -48,6 +48,7 @@ from tests.controller.builders import (
     BLOCK,
     TPU,
     add_jobset,
+    block_of,
     on_blocks,
     reviewed_of,
     state_of,
@@ -421,7 +422,8 @@ def test_a_readmitted_jobset_whose_old_domain_is_reserved_for_another_is_planned
     assert check(plan, snap, requests, OPTIONS) == []
     [request] = requests
     assert request.key == "default/a"
-    assert "b2" not in {j.domain.value for j in planned.placed["default/a"].jobs.values()}
+    placed = planned.placed["default/a"]
+    assert "b2" not in {block_of(placed, job) for job in placed.jobs}
 
 
 def test_an_incomplete_record_of_an_earlier_admission_is_planned_anew_holding_nothing() -> None:
