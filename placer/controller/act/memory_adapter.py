@@ -266,7 +266,7 @@ class MemoryCluster:
                     raise ClusterError(f"Pod {name} is invalid: {why}", status=422)
             return self._replace_locked(kind, current, updated)
 
-    def replace(self, kind: str, obj: Obj) -> Obj:
+    def replace(self, kind: Kind, obj: Obj) -> Obj:
         """PUT (not used by the controller; the HTTP stand-in serves it, e.g. for Leases)."""
         meta = obj.get("metadata") or {}
         with self._cond:

@@ -19,6 +19,7 @@ from placer.controller.decide.bindings import (
 )
 from placer.controller.decide.domains import reserve
 from placer.controller.decide.state import ClusterState
+from placer.controller.decide.survey import Binding
 from placer.model.cluster import ClusterSnapshot
 from placer.model.errors import InputError
 from placer.model.kueue.topology import cluster_topology
@@ -51,7 +52,7 @@ def _strip_node_labels(obj: Mapping[str, Any]) -> tuple[Mapping[str, Any], str |
 
 
 def planning_snapshot(
-    state: ClusterState, *, binding: str, levels: Sequence[str] = ()
+    state: ClusterState, *, binding: Binding, levels: Sequence[str] = ()
 ) -> ClusterSnapshot:
     """The planner's snapshot of the cached objects (node-labels: see `_strip_node_labels`)."""
     nodes: list[Mapping[str, Any]] = []
