@@ -246,7 +246,8 @@ class _Handler(BaseHTTPRequestHandler):
                     },
                 )
             if method == "GET":
-                return self._send(200, store.get(kind, name, namespace=ns))  # type: ignore
+                assert name is not None  # a GET without a name is a list, answered above
+                return self._send(200, store.get(kind, name, namespace=ns))
             if method == "PATCH":
                 ctype = self.headers.get("Content-Type", "")
                 if "json-patch" in ctype:

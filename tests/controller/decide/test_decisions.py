@@ -21,7 +21,7 @@ from placer.controller.decide.survey import (
     survey,
 )
 from placer.controller.decide.writeplan import WriteSettings, plan_writes
-from placer.controller.decide.writes import Write
+from placer.controller.decide.writes import EmitEvent, RecordAssignment, Write
 from placer.model.assignment import ASSIGNMENT_ANNOTATION, Assignment, JobAssignment
 from placer.model.options import SolveOptions
 from placer.model.plan import DomainRef
@@ -107,7 +107,8 @@ def test_writes_come_record_first_then_event_then_pods() -> None:
     add_jobset(cluster, "a", jobs=1, pods=2)
     writes, _, planned = decide(cluster)
     assert [w.op for w in writes] == ["record", "event", "ungate", "ungate"]
-    assert writes[0].annotation == planned.placed["default/a"].to_annotation()  # type: ignore
+    assert isinstance(writes[0], RecordAssignment)  # what the op "record" names
+    assert writes[0].annotation == planned.placed["default/a"].to_annotation()
 
 
 def test_a_valid_record_is_kept_and_only_its_gated_pods_are_written() -> None:
@@ -198,7 +199,8 @@ def test_unschedulable_event_only_when_the_reason_changes() -> None:
     writes, _, planned = decide(cluster)
     reason = planned.unschedulable["default/a"]
     assert [w.op for w in writes] == ["event"]
-    again, _, _ = decide(cluster, announced={"default/a": writes[0].body["message"]})  # type: ignore
+    assert isinstance(writes[0], EmitEvent)  # what the op "event" names
+    again, _, _ = decide(cluster, announced={"default/a": writes[0].body["message"]})
     assert again == [] and reason
 
 
