@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from typing import TypedDict
+from typing import TypedDict, Unpack
 
 from hypothesis import strategies as st
 
@@ -33,6 +33,9 @@ __all__ = [
     "TPU",
     "TPU_TAINT",
     "TPU_TOPOLOGY",
+    "NodeOptions",
+    "PodOptions",
+    "PoolOptions",
     "PreemptionCase",
     "cluster",
     "clusters",
@@ -68,6 +71,39 @@ def resources(**kw: object) -> dict[str, Decimal]:
     """`resources(cpu=8, tpu=4, pods=110)` -> a ResourceMap; `tpu`/`gpu` map to the vendor names."""
     names = {"tpu": TPU, "gpu": "nvidia.com/gpu", "memory": "memory", "cpu": "cpu", "pods": "pods"}
     return {names.get(k, k): Decimal(str(v)) for k, v in kw.items()}
+
+
+class NodeOptions(TypedDict, total=False):
+    """`node`'s keywords that a pool passes on to each of its hosts."""
+
+    cpu: int
+    pods: int
+    free: Mapping[str, Decimal] | None
+    taints: Iterable[Taint] | None
+    ready: bool
+    unschedulable: bool
+    jobsets: Iterable[str]
+    used_host_ports: Iterable[tuple[int, str]]
+
+
+class PoolOptions(NodeOptions, total=False):
+    """`pool`'s keywords besides `tpu`: its labels, and its hosts' `NodeOptions`."""
+
+    topology: str
+    block: str | None
+
+
+class PodOptions(TypedDict, total=False):
+    """`pod`'s keywords, as `rjob` passes them on (`memory` and `gpu` among its resources)."""
+
+    tpu: int
+    cpu: int
+    node_selector: Mapping[str, str] | None
+    affinity: Iterable[NodeSelectorTerm]
+    tolerations: Iterable[Toleration]
+    host_ports: Iterable[tuple[int, str]]
+    memory: object
+    gpu: object
 
 
 def node(
@@ -106,16 +142,13 @@ def pool(
     tpu: int = 4,
     topology: str = "2x4",
     block: str | None = None,
-    **node_kw: object,
+    **node_kw: Unpack[NodeOptions],
 ) -> list[Node]:
     """One TPU node pool: `hosts` nodes `<name>-host-<i>` sharing the nodepool label."""
     labels = {NODEPOOL: name, TPU_TOPOLOGY: topology}
     if block is not None:
         labels[BLOCK] = block
-    return [
-        node(f"{name}-host-{i}", labels=labels, tpu=tpu, **node_kw)  # type: ignore[arg-type]
-        for i in range(hosts)
-    ]
+    return [node(f"{name}-host-{i}", labels=labels, tpu=tpu, **node_kw) for i in range(hosts)]
 
 
 def cluster(*groups: Node | Iterable[Node], levels: Sequence[str] = ()) -> ClusterSnapshot:
@@ -154,14 +187,14 @@ def rjob(
     shape: PodShape | None = None,
     required: str | None = None,
     preferred: str | None = None,
-    **pod_kw: object,
+    **pod_kw: Unpack[PodOptions],
 ) -> ReplicatedJobRequest:
     """A replicated job; exclusive on the node pool by default; pod shape from `pod(**pod_kw)`."""
     return ReplicatedJobRequest(
         name=name,
         replicas=replicas,
         pods_per_job=pods_per_job,
-        pod=shape or pod(**pod_kw),  # type: ignore[arg-type]
+        pod=shape or pod(**pod_kw),
         exclusive_key=exclusive,
         required_topology=required,
         preferred_topology=preferred,
@@ -305,7 +338,13 @@ def queues(draw: st.DrawFn, max_jobsets: int = 5) -> list[JobSetRequest]:
 
 
 def running_pool(
-    name: str, hosts: int, key: str, *, priority: int | None = 0, tpu: int = 4, **kw: object
+    name: str,
+    hosts: int,
+    key: str,
+    *,
+    priority: int | None = 0,
+    tpu: int = 4,
+    **kw: Unpack[PoolOptions],
 ) -> list[Node]:
     """A pool whose every chip is held by the running JobSet `key` (one pod per host, its usage
     recorded with `priority`), so a what-if or a preemption can free it whole."""
@@ -318,7 +357,7 @@ def running_pool(
                 "jobset_usage": {key: usage},
             }
         )
-        for n in pool(name, hosts, tpu=tpu, **kw)  # type: ignore[arg-type]
+        for n in pool(name, hosts, tpu=tpu, **kw)
     ]
 
 
@@ -381,6 +420,14 @@ class _Gpus(TypedDict, total=False):
     gpu: int
 
 
+class _Topology(TypedDict, total=False):
+    """The topology keywords of a podset group's `ReplicatedJobRequest`."""
+
+    required_topology: str
+    preferred_topology: str
+    podset_group: str
+
+
 @st.composite
 def group_scenarios(draw: st.DrawFn) -> tuple[ClusterSnapshot, JobSetRequest]:
     """A small rack/block cluster (some hosts labeled `role=head`, some with GPUs) and one JobSet
@@ -400,7 +447,11 @@ def group_scenarios(draw: st.DrawFn) -> tuple[ClusterSnapshot, JobSetRequest]:
             nodes.append(Node(name=f"r{r}-h{h}", labels=labels, allocatable=room, free=dict(room)))
     level = draw(st.sampled_from([RACK, BLOCK]))
     kind = draw(st.sampled_from(["required", "preferred"]))
-    topology = {f"{kind}_topology": level, "podset_group": "g"}
+    topology = _Topology(podset_group="g")
+    if kind == "required":
+        topology["required_topology"] = level
+    else:
+        topology["preferred_topology"] = level
     leader = ReplicatedJobRequest(
         name="leader",
         replicas=1,
@@ -410,7 +461,7 @@ def group_scenarios(draw: st.DrawFn) -> tuple[ClusterSnapshot, JobSetRequest]:
             cpu=draw(st.integers(1, 4)),
             node_selector=draw(st.sampled_from([None, {"role": "head"}])),
         ),
-        **topology,  # type: ignore[arg-type]
+        **topology,
     )
     workers = ReplicatedJobRequest(
         name="workers",
@@ -419,7 +470,7 @@ def group_scenarios(draw: st.DrawFn) -> tuple[ClusterSnapshot, JobSetRequest]:
         pod=pod(
             tpu=0, cpu=draw(st.integers(1, 2)), **draw(st.sampled_from([_Gpus(), _Gpus(gpu=1)]))
         ),
-        **topology,  # type: ignore[arg-type]
+        **topology,
     )
     members = (leader, workers) if draw(st.booleans()) else (workers, leader)
     snapshot = ClusterSnapshot(nodes=tuple(nodes), levels=(BLOCK, RACK, HOSTNAME))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Unpack
 
 from placer.model.cluster import Node
 from placer.model.jobset.parse import load_jobsets
@@ -10,17 +11,27 @@ from placer.model.options import SolveOptions
 from placer.model.snapshots.load import load_snapshot
 from placer.solver.capacity import capacity_report
 from placer.solver.capacity.stranded import domain_type_usage
-from tests.strategies import NODEPOOL, TPU_TOPOLOGY, cluster, jobset, node, pool, resources, rjob
+from tests.strategies import (
+    NODEPOOL,
+    TPU_TOPOLOGY,
+    PoolOptions,
+    cluster,
+    jobset,
+    node,
+    pool,
+    resources,
+    rjob,
+)
 
 OPTIONS = SolveOptions(workers=1, time_limit_s=5)
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 HALF = {NODEPOOL: "half", TPU_TOPOLOGY: "2x4", "node.kubernetes.io/instance-type": "ct5lp"}
 
 
-def _typed(name: str, hosts: int, kind: str, **kw: object) -> list[Node]:
+def _typed(name: str, hosts: int, kind: str, **kw: Unpack[PoolOptions]) -> list[Node]:
     return [
         n.model_copy(update={"labels": {**n.labels, "node.kubernetes.io/instance-type": kind}})
-        for n in pool(name, hosts, **kw)  # type: ignore[arg-type]
+        for n in pool(name, hosts, **kw)
     ]
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from typing import Unpack
 
 import pytest
 from ortools.sat.python import cp_model
@@ -34,6 +35,7 @@ from tests.strategies import (
     BLOCK,
     HOSTNAME,
     NODEPOOL,
+    PoolOptions,
     cluster,
     jobset,
     node,
@@ -74,8 +76,8 @@ def admitted(*names: str, namespace: str = "team-a") -> Want:
     return want
 
 
-def pools(n: int, hosts: int = 2, **kw: object) -> ClusterSnapshot:
-    return cluster(*(pool(f"p{i}", hosts, **kw) for i in range(n)))  # type: ignore[arg-type]
+def pools(n: int, hosts: int = 2, **kw: Unpack[PoolOptions]) -> ClusterSnapshot:
+    return cluster(*(pool(f"p{i}", hosts, **kw) for i in range(n)))
 
 
 @pytest.mark.parametrize("domains, ok", [pytest.param(2, True, id="2-domains"), (1, False)])

@@ -33,17 +33,17 @@ from placer.solver.time.standing import tiers
 from placer.solver.time.timeaware import reservations_of
 from placer.solver.time.units import Units
 from placer.solver.time.wait_cost import wait_cost
-from tests.strategies import TPU_TOPOLOGY, cluster, jobset, pool, rjob
+from tests.strategies import TPU_TOPOLOGY, cluster, jobset, pool, resources, rjob
 
 NOW = datetime(2026, 12, 1, 6, 0, tzinfo=UTC)
 H = 3600.0
-BUSY = {"free": {"cpu": 32, "pods": 110, "google.com/tpu": 0}}
+BUSY = resources(cpu=32, pods=110, tpu=0)  # what a busy host has free: no chip
 
 
 def _fleet(busy_h: dict[str, float], free: int) -> ClusterSnapshot:
     """Pools `busy-<name>` held by a running JobSet for that many hours, and `free` free ones."""
     snap = cluster(
-        *(pool(f"busy-{p}", 2, jobsets=[f"ns/run-{p}"], **BUSY) for p in busy_h),  # type: ignore[arg-type]
+        *(pool(f"busy-{p}", 2, jobsets=[f"ns/run-{p}"], free=BUSY) for p in busy_h),
         *(pool(f"free-{i}", 2) for i in range(free)),
     )
     running = {

@@ -39,7 +39,7 @@ def _blocks(blocks: dict[str, list[str]], busy_h: dict[str, float]) -> ClusterSn
     """Blocks of pools of 2 hosts; pool `p` held by a running JobSet for `busy_h[p]` hours."""
     snap = cluster(
         *(
-            pool(p, 2, block=b, jobsets=[f"ns/run-{p}"], **BUSY)  # type: ignore[arg-type]
+            pool(p, 2, block=b, jobsets=[f"ns/run-{p}"], free=BUSY)
             if p in busy_h
             else pool(p, 2, block=b)
             for b, pools in blocks.items()

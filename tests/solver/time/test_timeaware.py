@@ -20,17 +20,17 @@ from placer.solver.check.checker import check
 from placer.solver.registry import get_solver
 from placer.solver.time.release import expected_duration_s
 from placer.solver.time.timeaware import TimeAwareSolver, reservations_of
-from tests.strategies import BLOCK, NODEPOOL, cluster, jobset, pool, rjob, scenarios
+from tests.strategies import BLOCK, NODEPOOL, cluster, jobset, pool, resources, rjob, scenarios
 
 NOW = datetime(2026, 12, 1, 6, 0, tzinfo=UTC)
 H = 3600.0
 
 
 def _fleet() -> ClusterSnapshot:
-    busy = {"free": {"cpu": 32, "pods": 110, "google.com/tpu": 0}}
+    busy = resources(cpu=32, pods=110, tpu=0)  # free on a busy host: no chip
     snap = cluster(
-        pool("pool-0", 2, jobsets=["ns/run-a"], **busy),  # type: ignore[arg-type]
-        pool("pool-1", 2, jobsets=["ns/run-b"], **busy),  # type: ignore[arg-type]
+        pool("pool-0", 2, jobsets=["ns/run-a"], free=busy),
+        pool("pool-1", 2, jobsets=["ns/run-b"], free=busy),
         pool("pool-2", 2),
         pool("pool-3", 2),
     )
@@ -436,14 +436,11 @@ def test_reservations_stay_on_their_domains_across_two_rounds_when_only_the_plan
 
 def _blocks_fleet() -> ClusterSnapshot:
     """Block A: pool a1 free now, a2 busy for 3 h; block B: b1 busy 1 h, b2 busy 2 h."""
-    busy = {"free": {"cpu": 32, "pods": 110, "google.com/tpu": 0}}
+    busy = resources(cpu=32, pods=110, tpu=0)  # free on a busy host: no chip
     hours = {"a2": 3, "b1": 1, "b2": 2}
     snap = cluster(
         pool("a1", 2, block="A"),
-        *(
-            pool(p, 2, block=p[0].upper(), jobsets=[f"ns/run-{p}"], **busy)  # type: ignore[arg-type]
-            for p in hours
-        ),
+        *(pool(p, 2, block=p[0].upper(), jobsets=[f"ns/run-{p}"], free=busy) for p in hours),
     )
     running = {
         f"ns/run-{p}": RunningJobSet(started_at=NOW, expected_duration_s=h * H)
@@ -483,8 +480,8 @@ def test_a_jobset_past_the_maximum_wait_is_reserved_ahead_of_higher_tiers(
 ) -> None:
     """Two pools busy for an hour; an old batch JobSet and a fresh production one both need both.
     Past `max_wait` the old one keeps the first slot, so later tiers cannot push it back."""
-    busy = {"free": {"cpu": 32, "pods": 110, "google.com/tpu": 0}}
-    snap = cluster(*(pool(f"p{i}", 2, jobsets=["ns/run"], **busy) for i in range(2)))  # type: ignore[arg-type]
+    busy = resources(cpu=32, pods=110, tpu=0)  # free on a busy host: no chip
+    snap = cluster(*(pool(f"p{i}", 2, jobsets=["ns/run"], free=busy) for i in range(2)))
     snap = snap.model_copy(
         update={"running": {"ns/run": RunningJobSet(started_at=NOW, expected_duration_s=H)}}
     )
