@@ -26,8 +26,8 @@ from tests.strategies import (
 )
 
 
-def _ctx(snapshot: object, *jobsets: JobSetRequest) -> PlacementContext:
-    return PlacementContext(snapshot, list(jobsets), SolveOptions())  # type: ignore[arg-type]
+def _ctx(snapshot: ClusterSnapshot, *jobsets: JobSetRequest) -> PlacementContext:
+    return PlacementContext(snapshot, list(jobsets), SolveOptions())
 
 
 def _jc(ctx: PlacementContext, jobset_name: str, rjob_name: str = "workers") -> JobClass:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -182,7 +184,14 @@ def test_a_count_that_timed_out_is_not_a_checked_zero(monkeypatch: pytest.Monkey
     from placer.solver.capacity.counting import CountResult
     from placer.solver.capacity.report import capacity_report
 
-    def timed_out(snapshot, shapes, options, weights, *, fixed=None):  # type: ignore[no-untyped-def]
+    def timed_out(
+        snapshot: ClusterSnapshot,
+        shapes: Sequence[JobSetRequest],
+        options: SolveOptions,
+        weights: Mapping[str, int],
+        *,
+        fixed: Mapping[str, int] | None = None,
+    ) -> CountResult:
         return CountResult({s.key: 0 for s in shapes}, "UNKNOWN")
 
     monkeypatch.setattr(copies_module, "count_copies", timed_out)

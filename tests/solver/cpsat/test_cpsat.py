@@ -175,7 +175,9 @@ def test_aggregation_folds_identical_domains_into_one_class() -> None:
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios())
-def test_cpsat_is_valid_deterministic_and_never_below_any_greedy(scenario) -> None:  # type: ignore[no-untyped-def]
+def test_cpsat_is_valid_deterministic_and_never_below_any_greedy(
+    scenario: tuple[ClusterSnapshot, list[JobSetRequest]],
+) -> None:
     snapshot, jobsets = scenario
     options = SolveOptions(time_limit_s=5, workers=4, seed=0)
     plan = solve(snapshot, jobsets, options=options)
@@ -205,7 +207,9 @@ def test_every_solver_reports_itself(solver: str) -> None:
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios())
-def test_greedy_hint_is_a_feasible_solution_of_the_model(scenario) -> None:  # type: ignore[no-untyped-def]
+def test_greedy_hint_is_a_feasible_solution_of_the_model(
+    scenario: tuple[ClusterSnapshot, list[JobSetRequest]],
+) -> None:
     """The hint CP-SAT starts from is feasible: why cpsat never ends below greedy."""
     snapshot, jobsets = scenario
     ctx = PlacementContext(snapshot, jobsets, OPTIONS)

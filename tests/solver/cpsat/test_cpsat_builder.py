@@ -15,7 +15,7 @@ from typing import Unpack
 import pytest
 from ortools.sat.python import cp_model
 
-from placer.model.cluster import ClusterSnapshot, RunningJobSet
+from placer.model.cluster import ClusterSnapshot, Node, RunningJobSet
 from placer.model.options import SolveOptions, TimePolicy
 from placer.model.preemption import PreemptionPolicy
 from placer.model.workload import JobSetRequest
@@ -118,7 +118,7 @@ def test_overlapping_domains_are_never_both_taken(sizes: tuple[int, ...], ok: bo
     assert feasible(built, admitted("block", "slice")) is ok
 
 
-def _cpu_nodes(n: int, cpu: int) -> list:  # type: ignore[type-arg]
+def _cpu_nodes(n: int, cpu: int) -> list[Node]:
     return [node(f"cpu-{i}", tpu=0, cpu=cpu) for i in range(n)]
 
 
@@ -236,7 +236,7 @@ def test_aggregated_problem_is_frozen_and_indexed() -> None:
     jobsets = [jobset("a", rjob(pods_per_job=4)), jobset("b", rjob(tpu=8), order=1)]
     problem: AggregatedProblem = aggregate(PlacementContext(snap, jobsets, OPTIONS))
     with pytest.raises(dataclasses.FrozenInstanceError):
-        problem.impossible = {}  # type: ignore[misc]
+        problem.impossible = {}  # type: ignore[misc]  # on purpose: a frozen field refuses it
     for jc in problem.exclusive:
         scanned = tuple(c for c in problem.domain_classes if jc.index in c.fits)
         assert problem.classes_for(jc) == scanned

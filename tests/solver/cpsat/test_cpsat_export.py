@@ -12,13 +12,15 @@ from ortools.sat import cp_model_pb2
 from ortools.sat.python import cp_model
 
 from placer.cli import main
+from placer.model.cluster import ClusterSnapshot
 from placer.model.errors import InputError
 from placer.model.options import SolveOptions
+from placer.model.workload import JobSetRequest
 from placer.solver.cpsat.export import stage_path
 from tests.strategies import cluster, jobset, pool, rjob, solve_checked
 
 
-def _inputs() -> tuple[object, list]:  # type: ignore[type-arg]
+def _inputs() -> tuple[ClusterSnapshot, list[JobSetRequest]]:
     snapshot = cluster(*(pool(f"p{i}", 2) for i in range(3)))
     jobsets = [
         jobset("high", rjob(replicas=2), priority=100),
@@ -40,7 +42,7 @@ def _load(path: Path) -> cp_model_pb2.CpModelProto:
 def test_each_stage_is_written_with_its_objective(tmp_path: Path, name: str) -> None:
     snapshot, jobsets = _inputs()
     options = SolveOptions(workers=1, time_limit_s=5, export_model_path=str(tmp_path / name))
-    plan = solve_checked("cpsat", snapshot, jobsets, options)  # type: ignore[arg-type]
+    plan = solve_checked("cpsat", snapshot, jobsets, options)
     stem, _, suffix = name.partition(".")
     expected = [
         f"{stem}.01-tier-100.{suffix}",
@@ -74,7 +76,7 @@ def test_greedy_solvers_refuse_to_export() -> None:
     snapshot, jobsets = _inputs()
     options = SolveOptions(export_model_path="m.pbtxt")
     with pytest.raises(InputError, match="builds no CP-SAT model"):
-        solve_checked("best-fit", snapshot, jobsets, options)  # type: ignore[arg-type]
+        solve_checked("best-fit", snapshot, jobsets, options)
 
 
 def _files(tmp_path: Path) -> tuple[Path, Path]:

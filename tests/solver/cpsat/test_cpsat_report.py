@@ -11,20 +11,24 @@ from decimal import Decimal
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from ortools.sat.python import cp_model
 
+from placer.model.cluster import ClusterSnapshot
 from placer.model.options import SolveOptions
 from placer.model.plan import Plan, relative_gap
+from placer.model.workload import JobSetRequest
 from placer.solver.check.checker import check
 from placer.solver.context import PlacementContext
 from placer.solver.cpsat import aggregate, build_model
 from placer.solver.cpsat.planner import plan_with_context
+from placer.solver.cpsat.settings import SolverPurpose
 from placer.solver.cpsat.solve import NOT_SEARCHED, StageOutcome, StageRunner, solve_admission
 from tests.strategies import cluster, jobset, node, pod, pool, rjob, scenarios, solve_checked
 
 OPTIONS = SolveOptions(workers=1, time_limit_s=5, seed=0)
 
 
-def _queue() -> tuple[object, list]:  # type: ignore[type-arg]
+def _queue() -> tuple[ClusterSnapshot, list[JobSetRequest]]:
     snapshot = cluster(*(pool(f"p{i}", 2) for i in range(3)))
     jobsets = [
         jobset("high", rjob(replicas=2), priority=100),
@@ -36,7 +40,7 @@ def _queue() -> tuple[object, list]:  # type: ignore[type-arg]
 
 def test_proven_plan_is_optimal_with_bound_equal_to_objective() -> None:
     snapshot, jobsets = _queue()
-    plan = solve_checked("cpsat", snapshot, jobsets, OPTIONS)  # type: ignore[arg-type]
+    plan = solve_checked("cpsat", snapshot, jobsets, OPTIONS)
     assert plan.solver.status == "OPTIMAL"
     assert plan.solver.objective == 24
     assert plan.solver.bound == 24 and plan.solver.gap == 0
@@ -45,7 +49,15 @@ def test_proven_plan_is_optimal_with_bound_equal_to_objective() -> None:
 class _SkipTier(StageRunner):
     """A runner whose `tier 0` stage finds nothing, as when the time runs out there."""
 
-    def run(self, model, name, deadline, purpose="stage", *, export=True):  # type: ignore[no-untyped-def]
+    def run(
+        self,
+        model: cp_model.CpModel,
+        name: str,
+        deadline: float,
+        purpose: SolverPurpose = "stage",
+        *,
+        export: bool = True,
+    ) -> StageOutcome:
         if name == "tier 0":
             return StageOutcome(NOT_SEARCHED, None, f"{name}: not searched, time limit spent")
         return super().run(model, name, deadline, purpose, export=export)
@@ -53,7 +65,7 @@ class _SkipTier(StageRunner):
 
 def test_a_tier_that_proves_nothing_leaves_the_bound_unknown() -> None:
     snapshot, jobsets = _queue()
-    ctx = PlacementContext(snapshot, jobsets, OPTIONS)  # type: ignore[arg-type]
+    ctx = PlacementContext(snapshot, jobsets, OPTIONS)
     built = build_model(aggregate(ctx))
     result = solve_admission(built, _SkipTier(OPTIONS), time.perf_counter() + 5)
     assert result.found  # tier 100 was solved: its solution stands
@@ -86,9 +98,9 @@ def test_budget_spent_before_search_falls_back_with_no_bound() -> None:
     """The time limit counts everything from the start of the solve call: with the budget used
     up before planning, no stage searches and nothing is claimed as proven."""
     snapshot, jobsets = _queue()
-    ctx = PlacementContext(snapshot, jobsets, OPTIONS)  # type: ignore[arg-type]
+    ctx = PlacementContext(snapshot, jobsets, OPTIONS)
     plan = plan_with_context(ctx, started=time.perf_counter() - OPTIONS.time_limit_s)
-    assert check(plan, snapshot, jobsets, OPTIONS) == []  # type: ignore[arg-type]
+    assert check(plan, snapshot, jobsets, OPTIONS) == []
     assert plan.solver.status == "FALLBACK"
     assert plan.solver.bound is None and plan.solver.gap is None
     assert plan.solver.notes[0] == "no CP-SAT solution within the time limit"
@@ -98,7 +110,7 @@ def test_budget_spent_before_search_falls_back_with_no_bound() -> None:
 def test_invalid_parameters_are_named_model_invalid() -> None:
     snapshot, jobsets = _queue()
     options = OPTIONS.model_copy(update={"workers": 100_000})
-    plan = solve_checked("cpsat", snapshot, jobsets, options)  # type: ignore[arg-type]
+    plan = solve_checked("cpsat", snapshot, jobsets, options)
     assert plan.solver.status == "FALLBACK"
     assert plan.solver.bound is None and plan.solver.gap is None
     assert "MODEL_INVALID" in plan.solver.notes[0]
@@ -138,7 +150,9 @@ def _honest(plan: Plan) -> None:
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios())
-def test_reports_claim_only_what_was_proven(scenario) -> None:  # type: ignore[no-untyped-def]
+def test_reports_claim_only_what_was_proven(
+    scenario: tuple[ClusterSnapshot, list[JobSetRequest]],
+) -> None:
     snapshot, jobsets = scenario
     for limit in (0.02, 2.0):
         options = SolveOptions(time_limit_s=limit, workers=2, seed=0)

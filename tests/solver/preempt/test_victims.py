@@ -8,7 +8,7 @@ independent checker (`solve_checked`).
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -42,10 +42,17 @@ ON = SolveOptions(
 OFF = ON.model_copy(update={"preemption": PreemptionPolicy()})
 
 
-def started(hours: float, **facts: object) -> RunningJobSet:
+class _Facts(TypedDict, total=False):
+    """What a test states of a running JobSet's `PreemptionFacts`."""
+
+    checkpoint_interval_s: float | None
+    preemptible: bool
+
+
+def started(hours: float, **facts: Unpack[_Facts]) -> RunningJobSet:
     return RunningJobSet(
         started_at=NOW - timedelta(hours=hours),
-        preemption=PreemptionFacts(**facts),  # type: ignore[arg-type]
+        preemption=PreemptionFacts(**facts),
     )
 
 

@@ -64,7 +64,7 @@ def _issue_cluster() -> ClusterSnapshot:
     )
 
 
-def _issue_queue() -> list:  # type: ignore[type-arg]
+def _issue_queue() -> list[JobSetRequest]:
     x = jobset("x", rjob(replicas=2, node_selector=SEL), order=0)
     y = jobset("y", rjob(replicas=2, node_selector=SEL), order=1)
     ms = jobset("multislice", rjob(replicas=4, node_selector=SEL), order=2)

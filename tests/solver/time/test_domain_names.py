@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from placer.model.cluster import ClusterSnapshot, DomainReservation
-from placer.model.options import SolveOptions
+from placer.model.options import ScheduleMode, SolveOptions
 from placer.model.workload import JobSetRequest
 from tests.solver.time.test_schedule import H, _plan, _starts
 from tests.solver.time.test_schedule_overlap import _blocks, _per_block, _per_pool
@@ -59,7 +59,9 @@ def test_a_reservation_under_either_name_keeps_its_pool_from_a_longer_jobset(
 
 
 @pytest.mark.parametrize("schedule", ["greedy", "cpsat"])
-def test_an_earlier_rounds_reservation_under_the_other_name_is_kept(schedule: str) -> None:
+def test_an_earlier_rounds_reservation_under_the_other_name_is_kept(
+    schedule: ScheduleMode,
+) -> None:
     """Pools p0 and p1 (one per block) both run for another hour. The waiting pool JobSet was
     reserved p1 last round, by a queue that named it `p1` alone; this queue names it `B1/p1`.
     It keeps p1, though p0 comes first and frees as early."""

@@ -14,7 +14,7 @@ from ortools.sat import cp_model_pb2
 from ortools.sat.python import cp_model
 
 from placer.model.cluster import ClusterSnapshot, RunningJobSet
-from placer.model.options import SolveOptions, TimePolicy
+from placer.model.options import ScheduleMode, SolveOptions, TimePolicy
 from placer.model.plan import Plan
 from placer.model.workload import JobSetRequest
 from placer.solver.check.checker import check
@@ -71,10 +71,10 @@ def _unstated(js: JobSetRequest, minutes_ago: int) -> JobSetRequest:
 def _plan(
     snap: ClusterSnapshot,
     queue: list[JobSetRequest],
-    schedule: str,
+    schedule: ScheduleMode,
     max_wait_s: float | None = None,
 ) -> Plan:
-    policy = TimePolicy(now=NOW, reservations="all", schedule=schedule, max_wait_s=max_wait_s)  # type: ignore[arg-type]
+    policy = TimePolicy(now=NOW, reservations="all", schedule=schedule, max_wait_s=max_wait_s)
     options = SolveOptions(workers=1, seed=0, time=policy)
     plan = get_solver("best-fit", time_policy=policy).solve(snap, queue, options)
     assert check(plan, snap, queue, options) == []
@@ -480,7 +480,7 @@ def test_export_model_writes_the_schedule_before_the_planners_stages(
 
 
 @pytest.mark.parametrize("schedule", ["greedy", "cpsat"])
-def test_a_jobset_starting_now_keeps_the_domain_the_pass_gave_it(schedule: str) -> None:
+def test_a_jobset_starting_now_keeps_the_domain_the_pass_gave_it(schedule: ScheduleMode) -> None:
     """Two free pools. The pass starts the priority-10 hour-long JobSet and the older
     15-minute one now and reserves the other 15-minute one a pool from 15 min. Best-fit, placing
     the older one first, took the pool the hour-long one was given (the other is reserved from

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from ortools.sat.python import cp_model
 
 from placer.model.cluster import ClusterSnapshot, RunningJobSet
-from placer.model.options import SolveOptions, TimePolicy
+from placer.model.options import ScheduleMode, SolveOptions, TimePolicy
 from placer.model.plan import Plan
 from placer.model.workload import JobSetRequest
 from placer.solver.check.checker import check
@@ -115,7 +115,9 @@ def test_pools_are_counted_per_block() -> None:
 
 
 @pytest.mark.parametrize("schedule_with", ["greedy", "cpsat"])
-def test_a_pool_run_now_never_outlasts_its_blocks_reservation(schedule_with: str) -> None:
+def test_a_pool_run_now_never_outlasts_its_blocks_reservation(
+    schedule_with: ScheduleMode,
+) -> None:
     """The block JobSet is reserved B from 2 h (when p1 frees); the 4 h pool JobSet could start
     now on p2, inside B. The planner used to see B's reservation on B only and start it there
     (with either schedule: the checker did not see it either); now it waits, reserved at 3 h."""
