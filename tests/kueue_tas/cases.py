@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import TypedDict, Unpack
 
 from placer.model.cluster import Node
 from placer.model.scheduling import Taint
@@ -30,18 +31,36 @@ ONE = (HOST,)
 GI = 1024**3
 
 
+class NodeState(TypedDict, total=False):
+    """A case node's state besides its room: NotReady, cordoned, tainted."""
+
+    ready: bool
+    unschedulable: bool
+    taints: tuple[Taint, ...]
+
+
+class Topology(TypedDict, total=False):
+    """A case's topology request, as `KueueCase` names its fields."""
+
+    required: str
+    preferred: str
+    unconstrained: bool
+    slice_level: str
+    slice_size: int
+
+
 def node(
     name: str,
     labels: dict[str, str],
     cpu: str,
     pods: int = 10,
     memory: int | None = None,
-    **extra: object,
+    **extra: Unpack[NodeState],
 ) -> Node:
     room = {"cpu": Decimal(cpu), "pods": Decimal(pods)}
     if memory is not None:
         room["memory"] = Decimal(memory)
-    return Node(name=name, labels=labels, allocatable=room, free=room, **extra)  # type: ignore[arg-type]
+    return Node(name=name, labels=labels, allocatable=room, free=room, **extra)
 
 
 def tree(name: str, block: str, rack: str, host: str, cpu: str, pods: int = 10) -> Node:

@@ -15,7 +15,7 @@ from placer.model.cluster import ClusterSnapshot, Node
 from placer.model.options import SolveOptions
 from placer.model.plan import Plan
 from placer.model.workload import JobSetRequest
-from tests.kueue_tas.cases import BLOCK, RACK, THREE, KueueCase, hosts
+from tests.kueue_tas.cases import BLOCK, RACK, THREE, KueueCase, Topology, hosts
 from tests.kueue_tas.test_kueue_cases import jobset_of
 from tests.strategies import BLOCK as BLOCK_KEY
 from tests.strategies import SUBBLOCK, kueue_clusters, kueue_jobsets, solve_checked
@@ -27,13 +27,11 @@ def _rack(block: str, rack: str, size: int) -> list[tuple[str, str, str, str]]:
     return [(block, rack, f"{rack}x{i}", "1") for i in range(size)]
 
 
-def _queue(
-    nodes: tuple[Node, ...], *requests: tuple[str, int, dict[str, str]]
-) -> list[JobSetRequest]:
+def _queue(nodes: tuple[Node, ...], *requests: tuple[str, int, Topology]) -> list[JobSetRequest]:
     """JobSets in queue order: (name, pods, {"required"|"preferred": level})."""
     queue = []
     for order, (name, count, topology) in enumerate(requests):
-        js = jobset_of(KueueCase(name, nodes, THREE, count, {}, **topology))  # type: ignore[arg-type]
+        js = jobset_of(KueueCase(name, nodes, THREE, count, {}, **topology))
         queue.append(js.model_copy(update={"name": name, "order": order}))
     return queue
 

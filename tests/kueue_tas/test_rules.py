@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Unpack
+
 import pytest
 
 from placer.model.cluster import ClusterSnapshot
@@ -10,20 +12,20 @@ from placer.model.plan import Plan, PodPlacement
 from placer.solver.check.checker import check
 from placer.solver.greedy.tas import split_by_rank
 from placer.solver.registry import get_solver
-from tests.kueue_tas.cases import BLOCK, HOST, RACK, THREE, KueueCase, hosts
+from tests.kueue_tas.cases import BLOCK, HOST, RACK, THREE, KueueCase, Topology, hosts
 from tests.kueue_tas.test_kueue_cases import jobset_of
 
 OPTIONS = SolveOptions(levels=THREE, workers=1, time_limit_s=5)
 
 
-def _case(name: str, count: int, **kw: object) -> KueueCase:
+def _case(name: str, count: int, **kw: Unpack[Topology]) -> KueueCase:
     nodes = hosts(
         ("b1", "r1", "x1", "2"),
         ("b1", "r1", "x2", "2"),
         ("b1", "r2", "x3", "2"),
         ("b1", "r2", "x4", "2"),
     )
-    return KueueCase(name, nodes, THREE, count, {}, **kw)  # type: ignore[arg-type]
+    return KueueCase(name, nodes, THREE, count, {}, **kw)
 
 
 def test_the_checker_refuses_a_slice_split_across_racks() -> None:
