@@ -129,8 +129,10 @@ def assert_exclusive(cluster: MemoryCluster) -> None:
         if (js.get("status") or {}).get("terminalState"):
             continue
         a = record(cluster, js["metadata"]["name"], js["metadata"]["namespace"])
-        for job in a.jobs if a else {}:
-            block = block_of(a, job)  # type: ignore[arg-type]
+        if a is None:
+            continue
+        for job in a.jobs:
+            block = block_of(a, job)
             assert block not in seen, f"{job} and {seen[block]} share block {block}"
             seen[block] = job
 

@@ -87,9 +87,9 @@ def test_controller_preemption_flag_errors_are_one_line(
     flags: list[str], named: str, capsys: Any
 ) -> None:
     try:
-        code = main(["controller", "--once", *flags])
+        code: int | str | None = main(["controller", "--once", *flags])
     except SystemExit as e:  # argparse's own refusals
-        code = e.code  # type: ignore[assignment]
+        code = e.code
     assert code == 2
     err = capsys.readouterr().err
     assert named in err and err.count("\n") == 1

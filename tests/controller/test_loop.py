@@ -32,7 +32,7 @@ def test_a_cycle_that_crashes_is_retried_and_the_loop_goes_on() -> None:
         stop.set()
         return real_cycle(force_plan=force_plan)
 
-    ctl.run_cycle = cycle  # type: ignore[method-assign]
+    ctl.run_cycle = cycle  # type: ignore[method-assign]  # a stub cycle: the loop is tested
     loop.run_loop(ctl, stop)
     assert len(calls) == 2
     assert not ctl.deposed and ctl.misconfigured is None
@@ -46,7 +46,7 @@ def test_a_deposed_leader_stops_and_says_so() -> None:
     def cycle(*, force_plan: bool = False) -> CycleReport:
         raise Deposed("term 3 claimed by another replica")
 
-    ctl.run_cycle = cycle  # type: ignore[method-assign]
+    ctl.run_cycle = cycle  # type: ignore[method-assign]  # a stub cycle: the loop is tested
     loop.run_loop(ctl, stop)
     assert ctl.deposed and stop.is_set()
 
@@ -59,7 +59,7 @@ def test_a_flag_the_cluster_contradicts_stops_the_loop_with_the_error() -> None:
     def cycle(*, force_plan: bool = False) -> CycleReport:
         raise error
 
-    ctl.run_cycle = cycle  # type: ignore[method-assign]
+    ctl.run_cycle = cycle  # type: ignore[method-assign]  # a stub cycle: the loop is tested
     loop.run_loop(ctl, stop)
     assert ctl.misconfigured is error and stop.is_set()
 
@@ -74,7 +74,7 @@ def test_a_first_list_retries_temporary_errors_with_backoff() -> None:
         if failures:
             raise failures.pop()
 
-    ctl.relist = relist  # type: ignore[method-assign]
+    ctl.relist = relist  # type: ignore[method-assign]  # a stub list: the retries are tested
     loop.relist_with_retries(ctl)
     assert waits == [0.5, 1.0, 2.0]
 
@@ -89,7 +89,7 @@ def test_a_first_list_gives_up_at_once_on_an_error_no_retry_fixes() -> None:
         calls.append(1)
         raise ClusterError("403 forbidden", status=403)
 
-    ctl.relist = relist  # type: ignore[method-assign]
+    ctl.relist = relist  # type: ignore[method-assign]  # a stub list: the retries are tested
     with pytest.raises(ClusterError, match="403"):
         loop.relist_with_retries(ctl)
     assert calls == [1] and waits == []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from benchmarks import cluster_sim as sim
 from placer.controller.act.memory_adapter import MemoryCluster
+from placer.controller.adapter import Obj
 from placer.controller.decide.bindings import (
     LABELED_BY_ANNOTATION,
     NAMESPACED_JOB_LABEL,
@@ -120,7 +121,7 @@ def test_a_node_still_running_another_child_job_is_not_relabeled() -> None:
     sim.finish(cluster, "default", "a")
     [lingering] = [p for p in jobset_pods(cluster, "a") if p["spec"]["nodeName"] == "n-0-1"]
 
-    def running(obj: dict) -> None:  # type: ignore[type-arg]
+    def running(obj: Obj) -> None:
         obj["status"]["phase"] = "Running"
 
     cluster.mutate("pods", lingering["metadata"]["name"], running, namespace="default")
@@ -149,7 +150,7 @@ def test_a_node_still_running_another_child_job_is_not_relabeled() -> None:
 def test_nodes_labeled_by_someone_else_are_held() -> None:
     cluster = tpu_cluster(blocks=2)
 
-    def foreign(obj: dict) -> None:  # type: ignore[type-arg]
+    def foreign(obj: Obj) -> None:
         obj["metadata"]["labels"][NAMESPACED_JOB_LABEL] = "other_job-0"
 
     cluster.mutate("nodes", "n-0-0", foreign)

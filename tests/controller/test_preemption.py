@@ -13,7 +13,7 @@ import pytest
 
 from benchmarks import cluster_sim as sim
 from placer.controller.act.memory_adapter import MemoryCluster
-from placer.controller.adapter import Obj
+from placer.controller.adapter import ClusterAdapter, Obj
 from placer.controller.decide.bindings import NAMESPACED_JOB_LABEL
 from placer.controller.decide.domains import DomainIndex
 from placer.controller.decide.ledger import EVICTION, LEDGER_NAME, exclusive_clashes, read_ledger
@@ -45,7 +45,7 @@ from tests.controller.test_scenarios import Dying, Killed
 LEDGER_NS = "placer-system"
 
 
-def preempting(cluster: MemoryCluster, **config: Any) -> Controller:
+def preempting(cluster: ClusterAdapter, **config: Any) -> Controller:
     """A controller with the cpsat planner allowed to evict lower-priority JobSets."""
     options = SolveOptions(
         time_limit_s=10.0, workers=1, seed=0, preemption=PreemptionPolicy(mode="lower-priority")
@@ -202,6 +202,7 @@ def evictions_in_ledger(cluster: MemoryCluster) -> list[str]:
 
 def crashing_before_writes(ctl: Controller) -> Controller:
     """The controller dies right after its ledger commit, before any write."""
+    # the write phase stubbed out: the process dies right after the commit
     ctl._write = lambda reviewed, outcome, timer: ([], None)  # type: ignore[method-assign]
     return ctl
 
@@ -470,7 +471,7 @@ def test_killed_at_any_write_of_the_preemption_a_fresh_controller_finishes_it(af
     `after`-th one. A fresh controller (no memory) finishes with no domain doubled or leaked."""
     cluster = tpu_cluster(blocks=2)
     running_low(cluster)
-    dying = preempting(Dying(cluster, after))  # type: ignore[arg-type]
+    dying = preempting(Dying(cluster, after))
     with pytest.raises(Killed):
         for _ in range(3):
             cycle(dying)

@@ -124,11 +124,10 @@ def test_a_recorded_but_unscheduled_placement_is_held_against_later_jobsets() ->
     report = assert_valid(ctl.run_once())
     assert "default/c" in report.planned.unschedulable
     assert_exclusive(cluster)
-    assert {
-        block_of(record(cluster, n), f"{n}-w-{i}")  # type: ignore[arg-type]
-        for n in "ab"
-        for i in range(2)
-    } == {"b0", "b1", "b2", "b3"}
+    a, b = record(cluster, "a"), record(cluster, "b")
+    assert a is not None and b is not None
+    blocks = {block_of(r, f"{n}-w-{i}") for n, r in (("a", a), ("b", b)) for i in range(2)}
+    assert blocks == {"b0", "b1", "b2", "b3"}
 
 
 def test_finished_jobset_releases_its_blocks() -> None:

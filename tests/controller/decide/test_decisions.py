@@ -21,7 +21,7 @@ from placer.controller.decide.survey import (
     survey,
 )
 from placer.controller.decide.writeplan import WriteSettings, plan_writes
-from placer.controller.decide.writes import EmitEvent, RecordAssignment, Write
+from placer.controller.decide.writes import EmitEvent, RecordAssignment, UngatePod, Write
 from placer.model.assignment import ASSIGNMENT_ANNOTATION, Assignment, JobAssignment
 from placer.model.options import SolveOptions
 from placer.model.plan import DomainRef
@@ -117,7 +117,9 @@ def test_a_valid_record_is_kept_and_only_its_gated_pods_are_written() -> None:
     a = claim(cluster, "a", {"a-w-0": "b2", "a-w-1": "b0"})
     writes, rev, planned = decide(cluster, placed_announced={("default/a", "p")})
     assert rev.in_force == {"default/a": a} and planned.plans == ()
-    assert [(w.op, w.requirements[0]["values"]) for w in writes] == [  # type: ignore[union-attr]
+    assert [
+        (w.op, w.requirements[0]["values"] if isinstance(w, UngatePod) else None) for w in writes
+    ] == [
         ("ungate", ["b2"]),
         ("ungate", ["b0"]),
     ]
@@ -150,7 +152,8 @@ def test_a_record_for_another_object_is_ignored() -> None:
     assert ms.assignment is None and ms.annotation == copied
     writes, _, planned = decide(cluster)
     assert "default/a" in planned.placed
-    assert writes[0].previous == copied  # type: ignore[union-attr]  # the rebase premise
+    assert isinstance(writes[0], RecordAssignment)
+    assert writes[0].previous == copied  # the rebase premise
 
 
 def test_broken_child_job_becomes_a_partial_target() -> None:
