@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from benchmarks.overtime import MAX_WAIT_S, POLICIES
+from benchmarks.overtime import MAX_WAIT_S, POLICIES, SimResult
 from benchmarks.queues import JobSetSpec
 from benchmarks.records import CLIQUE
 from benchmarks.simworld import (
@@ -99,7 +100,9 @@ def test_a_subset_of_the_matrix_is_named_on_the_command_line(
 
     seen: dict[str, backfill.Matrix] = {}
 
-    def fake_run(matrix, seed, progress=None, on_cell=None):  # type: ignore[no-untyped-def]
+    def fake_run(
+        matrix: backfill.Matrix, seed: int, progress: object = None, on_cell: object = None
+    ) -> tuple[list[dict[str, Any]], list[tuple[str, SimResult]]]:
         seen["matrix"] = matrix
         return [], []
 
@@ -155,7 +158,7 @@ def test_the_simulation_hands_a_rounds_reservations_to_the_next_on_its_clock() -
 def test_targets_are_judged_for_every_cpsat_policy_against_best_fit_and_easy() -> None:
     from benchmarks.backfill import judge
 
-    def row(policy: str, p95: float, estimate: str = "over", util: float = 0.6) -> dict:  # type: ignore[type-arg]
+    def row(policy: str, p95: float, estimate: str = "over", util: float = 0.6) -> dict[str, Any]:
         return {
             "world": "w",
             "policy": policy,
@@ -201,7 +204,9 @@ def test_the_report_lists_each_worlds_shapes_once() -> None:
     ]
 
 
-def _row(policy: str, estimate: str, p95: float, top: float, slowdown: float, util: float) -> dict:  # type: ignore[type-arg]
+def _row(
+    policy: str, estimate: str, p95: float, top: float, slowdown: float, util: float
+) -> dict[str, Any]:
     return {
         "world": "tpu-152n",
         "load": 0.9,
@@ -248,7 +253,7 @@ def test_the_schedule_policy_has_the_aging_rules_and_the_cpsat_schedule() -> Non
     assert policy.time_policy().schedule == "cpsat" and policy.time_policy().active
 
 
-def _seed_row(policy: str, p95: float, top: float, slowdown: float, util: float) -> dict:  # type: ignore[type-arg]
+def _seed_row(policy: str, p95: float, top: float, slowdown: float, util: float) -> dict[str, Any]:
     """A full row of the over-estimate cell, as `summarize` gives it (the report prints all)."""
     extra = {"p50_delay_h": 1.0, "waited_over_24h": 0, "p95_wide_h": 1.0, "p95_narrow_h": 1.0}
     return {**_row(policy, "over", p95, top, slowdown, util), **extra, "round_wall_max_s": 1.0}
@@ -287,7 +292,9 @@ def test_several_seeds_run_in_turn_each_into_its_own_report(
 
     ran: list[int] = []
 
-    def fake_run(matrix, seed, progress=None, on_cell=None):  # type: ignore[no-untyped-def]
+    def fake_run(
+        matrix: backfill.Matrix, seed: int, progress: object = None, on_cell: object = None
+    ) -> tuple[list[dict[str, Any]], list[tuple[str, SimResult]]]:
         ran.append(seed)
         return [
             _seed_row("easy-aging", 10.0, 20.0, 5.0, 0.6),

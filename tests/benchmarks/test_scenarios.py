@@ -3,6 +3,7 @@ plus JobSet YAML) describe the same problem, so in-process and end-to-end timing
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from benchmarks import scenarios
 from benchmarks.kubectl_export import write_scenario
 from benchmarks.metrics import apply_plan, plan_metrics
+from benchmarks.scenarios import Scenario
 from placer.model.jobset.parse import load_jobsets
 from placer.model.options import SolveOptions
 from placer.model.snapshots.load import load_snapshot
@@ -24,7 +26,7 @@ BUILDERS = [
 
 
 @pytest.mark.parametrize("build", BUILDERS)
-def test_same_seed_same_scenario(build) -> None:  # type: ignore[no-untyped-def]
+def test_same_seed_same_scenario(build: Callable[[], Scenario]) -> None:
     a, b = build(), build()
     assert a.snapshot == b.snapshot
     assert a.requests == b.requests
@@ -32,7 +34,9 @@ def test_same_seed_same_scenario(build) -> None:  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.parametrize("build", BUILDERS)
-def test_kubectl_export_loads_to_the_same_problem(build, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_kubectl_export_loads_to_the_same_problem(
+    build: Callable[[], Scenario], tmp_path: Path
+) -> None:
     sc = build()
     cluster, jobsets = write_scenario(sc.cluster, sc.queue, tmp_path)
     loaded = load_snapshot([cluster])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
 import pytest
 
@@ -23,10 +24,10 @@ from placer.commands.argtypes import PORT, label_keys, number, whole_number
     ],
 )
 def test_out_of_range_values_are_refused_with_one_wording(
-    parse: object, text: str, message: str
+    parse: Callable[[str], object], text: str, message: str
 ) -> None:
     with pytest.raises(argparse.ArgumentTypeError, match=message):
-        parse(text)  # type: ignore[operator]
+        parse(text)
 
 
 def test_values_in_range_pass() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+from importlib.machinery import ModuleSpec
 from pathlib import Path
 
 import pytest
@@ -145,8 +146,8 @@ def test_png_without_matplotlib_is_one_line_exit_2(
 ) -> None:
     real = importlib.util.find_spec
 
-    def find_spec(name: str, *args: object) -> object:
-        return None if name == "matplotlib" else real(name, *args)  # type: ignore[arg-type]
+    def find_spec(name: str, package: str | None = None) -> ModuleSpec | None:
+        return None if name == "matplotlib" else real(name, package)
 
     monkeypatch.setattr(importlib.util, "find_spec", find_spec)
     code, _, err = _run(

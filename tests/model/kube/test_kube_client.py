@@ -108,7 +108,7 @@ POOL = urllib3.HTTPConnectionPool("127.0.0.1", 1)
                 POOL,
                 "/api/v1/nodes",
                 urllib3.exceptions.NewConnectionError(
-                    None,  # type: ignore[arg-type]
+                    None,  # type: ignore[arg-type]  # no connection: only the message is read
                     "Failed to establish a new connection: [Errno 111] Connection refused",
                 ),
             ),

@@ -4,6 +4,7 @@ one line saying what is wrong."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -39,9 +40,9 @@ def test_reads_a_regular_file(tmp_path: Path) -> None:
         ),
     ],
 )  # fmt: skip
-def test_what_is_refused(tmp_path: Path, make: object, message: str) -> None:
+def test_what_is_refused(tmp_path: Path, make: Callable[[Path], object], message: str) -> None:
     path = tmp_path / "input"
-    make(path)  # type: ignore[operator]
+    make(path)
     with pytest.raises(InputError) as refused:
         read_input_text(path, field="--cluster", limit=10)
     assert str(refused.value) == f"{path}: --cluster: {message}"
