@@ -304,11 +304,12 @@ class KubeAdapter:
         on_stopped: Callable[[], None],
         stop: threading.Event,
     ) -> None:
+        # the client's leader election is unannotated (here and below)
         lock: Any = LeaseLock(settings.lease, settings.namespace, settings.identity)  # type: ignore[no-untyped-call]
         # The lock builds its API object from the process-wide default configuration; give it
         # ours, so a kubeconfig passed on the command line is the one that is used.
         lock.api_instance = self.coordination
-        cfg = electionconfig.Config(  # type: ignore[no-untyped-call]
+        cfg = electionconfig.Config(  # type: ignore[no-untyped-call]  # unannotated in the client
             lock,
             lease_duration=settings.lease_duration_s,
             renew_deadline=settings.renew_deadline_s,
@@ -332,7 +333,7 @@ class _StoppableElection(leaderelection.LeaderElection):
     """
 
     def __init__(self, config: Any, stop: threading.Event, name: str) -> None:
-        super().__init__(config)  # type: ignore[no-untyped-call]
+        super().__init__(config)  # type: ignore[no-untyped-call]  # unannotated in the client
         self._stop = stop
         self._name = name
 
@@ -348,6 +349,7 @@ class _StoppableElection(leaderelection.LeaderElection):
         if self._stop.is_set():
             return False
         try:
+            # unannotated in the client
             return bool(super().try_acquire_or_renew())  # type: ignore[no-untyped-call]
         except (urllib3.exceptions.HTTPError, OSError) as error:
             log.warning("lease %s: API server unreachable (%s); retrying", self._name, error)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from placer.model.assignment import JobAssignment
 from placer.model.cluster import ClusterSnapshot, Node
@@ -96,8 +97,8 @@ class DomainIndex:
             groups: dict[tuple[str, ...], list[str]] = {}
             for n in self.snapshot.nodes:
                 values = tuple(n.labels.get(k) for k in keys)
-                if all(v is not None for v in values):
-                    groups.setdefault(values, []).append(n.name)  # type: ignore[arg-type]
+                if all(v is not None for v in values):  # then every value is a str
+                    groups.setdefault(cast(tuple[str, ...], values), []).append(n.name)
             self._by_keys[keys] = {v: tuple(sorted(names)) for v, names in groups.items()}
         return self._by_keys[keys].get(tuple(v for _, v in pairs), ())
 

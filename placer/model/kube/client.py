@@ -118,6 +118,7 @@ def api_client(kubeconfig: str | None = None) -> ApiClient:
 
 
 def _from_kubeconfig(path: str | None) -> ApiClient:
+    # the client's config loaders are unannotated
     api: ApiClient = config.new_client_from_config(config_file=path)  # type: ignore[no-untyped-call]
     return api
 
@@ -126,6 +127,7 @@ def _in_cluster() -> ApiClient:
     """The service account's token (re-read as it rotates) and CA, and the API server's address
     from $KUBERNETES_SERVICE_HOST/PORT; ConfigException when not in a pod."""
     configuration = client.Configuration()
+    # unannotated in the client
     loader: Any = InClusterConfigLoader(  # type: ignore[no-untyped-call]
         token_filename=str(SERVICE_ACCOUNT_DIR / "token"),
         cert_filename=str(SERVICE_ACCOUNT_DIR / "ca.crt"),
@@ -152,7 +154,7 @@ class KubeApis:
         return str(self.client.configuration.host)
 
     def close(self) -> None:
-        self.client.close()  # type: ignore[no-untyped-call]
+        self.client.close()  # type: ignore[no-untyped-call]  # unannotated in the client
 
 
 # --- error conversion --------------------------------------------------------------------------
@@ -295,7 +297,7 @@ def watch_events(
 
     `on_connected` runs once the server has answered 200, before any event, so a caller can tell
     a healthy, quiet watch from one that keeps failing."""
-    stream: Any = watch.Watch()  # type: ignore[no-untyped-call]
+    stream: Any = watch.Watch()  # type: ignore[no-untyped-call]  # unannotated in the client
 
     # Deliberately unannotated and without a docstring: the client's `Watch` reads the return
     # type from the function's docstring, and without one it yields raw JSON.

@@ -68,7 +68,7 @@ class Solution(Families[int]):
     def hint(self, model: cp_model.CpModel, v: Variables) -> None:
         """Replace the model's hint with this solution, complete over the planner's variables
         (a complete hint is a solution CP-SAT starts from; a partial one it may fail to repair)."""
-        model.clear_hints()  # type: ignore[no-untyped-call]
+        model.clear_hints()  # type: ignore[no-untyped-call]  # unannotated in OR-Tools
         for name in FAMILIES:
             values: Mapping[object, int] = getattr(self, name)
             for key, x in getattr(v, name).items():

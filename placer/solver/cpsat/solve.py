@@ -259,8 +259,8 @@ def canonicalize(
     if not (result.found and result.optimal):
         return result
     model = built.model
-    model.clear_hints()  # type: ignore[no-untyped-call]
-    model.clear_objective()  # type: ignore[no-untyped-call]
+    model.clear_hints()  # type: ignore[no-untyped-call]  # unannotated in OR-Tools
+    model.clear_objective()  # type: ignore[no-untyped-call]  # unannotated in OR-Tools
     model.name = "canonical"
     out = runner.run(model, "canonical", deadline, "canonical", export=False)
     if out.found and out.solver is not None:

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypedDict
 
 from placer.model.cluster import ClusterSnapshot
 from placer.model.errors import InputError
 from placer.model.options import SolveOptions
-from placer.model.plan import Plan, SolverReport
+from placer.model.plan import DomainRef, JobPlacement, OutcomeStatus, Plan, SolverReport
 from placer.model.topology import HOSTNAME
 from placer.model.whatif import running_jobsets
 from placer.model.workload import JobSetRequest
@@ -43,6 +44,23 @@ def find_target(jobsets: Sequence[JobSetRequest], name: str) -> JobSetRequest | 
         if len(matches) == 1:
             return matches[0]
     return None
+
+
+class _Stated(TypedDict):
+    """The `Explanation` fields the plan states, whether or not the JobSet is placed."""
+
+    jobset: str
+    status: OutcomeStatus
+    priority: int
+    reason: str
+    whatif: list[str]
+    jobs: list[JobPlacement]
+    solver: SolverReport
+    plan: Plan
+    expected_start_seconds: float | None
+    reserved_domains: list[DomainRef]
+    waits_for: list[str]
+    past_max_wait: bool
 
 
 @dataclass(frozen=True)
@@ -79,7 +97,7 @@ def explain_jobset(
     unchecked = () if options.check else check(plan, snapshot, jobsets, options)
     notes = [f"plan check: {v}" for v in unchecked]
     outcome = plan.outcome(target.key)
-    base = {
+    base: _Stated = {
         "jobset": target.key,
         "status": outcome.status,
         "priority": target.priority,
@@ -94,7 +112,7 @@ def explain_jobset(
         "past_max_wait": outcome.past_max_wait,
     }
     if outcome.status == "placed":
-        return Explanation(**base, notes=notes)  # type: ignore[arg-type]
+        return Explanation(**base, notes=notes)
     progress.phase("count")
     ctx = PlacementContext(snapshot, jobsets, options)
     diagnosis = [
@@ -130,7 +148,7 @@ def explain_jobset(
                 "relaxed locality, preemption and waiting for running JobSets"
             )
     return Explanation(
-        **base,  # type: ignore[arg-type]
+        **base,
         replicated_jobs=diagnosis,
         conflict=conflict,
         remedies=found,

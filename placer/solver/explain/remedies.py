@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from typing import Literal, cast
 
 from placer.model.cluster import ClusterSnapshot
 from placer.model.options import SolveOptions
@@ -252,7 +253,11 @@ def _drop_pending(rp: Replanner, inputs: ConflictInputs) -> list[Remedy]:
     out: list[Remedy] = []
     lower = [o.key for o in inputs.others if o.priority < target.priority]
     same = [o.key for o in inputs.others if o.priority == target.priority]
-    for kind, candidates in (("preempt", lower), ("yield", same)):
+    choices: tuple[tuple[Literal["preempt", "yield"], list[str]], ...] = (
+        ("preempt", lower),
+        ("yield", same),
+    )
+    for kind, candidates in choices:
         if not candidates:
             continue
         drops = min_drops(inputs, candidates)
@@ -270,7 +275,7 @@ def _drop_pending(rp: Replanner, inputs: ConflictInputs) -> list[Remedy]:
         )
         out.append(
             Remedy(
-                kind=kind,  # type: ignore[arg-type]
+                kind=kind,
                 text=text,
                 change={"leave_out": drops},
                 verified=True,
@@ -349,7 +354,8 @@ def _running(
         evict = eviction_remedy(rp, target.key)
         if evict is not None:
             out.append(evict)
-            seen.add(tuple(evict.change["remove_running"]))  # type: ignore[arg-type]
+            # eviction_remedy states the running JobSets it removes as a list of keys
+            seen.add(tuple(cast(list[str], evict.change["remove_running"])))
     move = move_remedy(rp, target.key)
     if move is not None:
         out.append(move)

@@ -35,7 +35,14 @@ from collections.abc import Sequence
 from placer.model.cluster import ClusterSnapshot
 from placer.model.errors import InputError
 from placer.model.options import SolveOptions
-from placer.model.plan import JobPlacement, JobSetOutcome, Plan, SolverReport, relative_gap
+from placer.model.plan import (
+    JobPlacement,
+    JobSetOutcome,
+    OutcomeStatus,
+    Plan,
+    SolverReport,
+    relative_gap,
+)
 from placer.model.topology import Domain, DomainPath
 from placer.model.workload import JobSetRequest
 from placer.solver.context import JobClass, PlacementContext
@@ -363,7 +370,7 @@ class _Greedy:
 
 def _outcome(
     js: JobSetRequest,
-    status: str,
+    status: OutcomeStatus,
     *,
     jobs: Sequence[JobPlacement] = (),
     accelerators: int = 0,
@@ -374,7 +381,7 @@ def _outcome(
     return JobSetOutcome(
         namespace=js.namespace,
         name=js.name,
-        status=status,  # type: ignore[arg-type]
+        status=status,
         reason=reason,
         priority=js.priority,
         accelerators=accelerators,
