@@ -26,6 +26,7 @@ from benchmarks.records import (
     TPU_TOPOLOGY,
     GpuType,
     NodeRec,
+    TaintEffect,
     TpuType,
 )
 from placer.model.cluster import ClusterSnapshot
@@ -67,7 +68,7 @@ class GeneratedCluster(BackgroundLoad):
         pool: str,
         labels: dict[str, str],
         alloc: dict[str, str],
-        taints: list[tuple[str, str, str]],
+        taints: list[tuple[str, str, TaintEffect]],
         pool_hash: str,
     ) -> NodeRec:
         name = f"gke-{self.name}-{pool}-{pool_hash}-{self.pod_suffix()[:4]}"

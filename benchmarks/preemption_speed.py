@@ -28,13 +28,13 @@ from benchmarks.scaling import HOSTS_PER_POOL
 from benchmarks.scenarios import build_tpu_pool_fleet
 from placer.model.options import SolveOptions, TimePolicy
 from placer.model.plan import Plan
-from placer.model.preemption import PreemptionPolicy
+from placer.model.preemption import PreemptionMode, PreemptionPolicy
 from placer.solver.registry import get_solver
 
 __all__ = ["main", "measure"]
 
 NOW = datetime(2026, 12, 1, 12, tzinfo=UTC)
-MODES = ("none", "lower-priority")
+MODES: tuple[PreemptionMode, ...] = ("none", "lower-priority")
 
 
 def _per_tier(plan: Plan) -> dict[int, int]:
@@ -59,7 +59,7 @@ def measure(
             workers=workers,
             seed=seed,
             time=TimePolicy(now=NOW),
-            preemption=PreemptionPolicy(mode=mode),  # type: ignore[arg-type]
+            preemption=PreemptionPolicy(mode=mode),
         )
         started = time.perf_counter()
         plan = get_solver("cpsat").solve(snapshot, jobsets, options)

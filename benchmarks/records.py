@@ -14,6 +14,7 @@ import math
 import random
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import Literal
 
 from placer.model.cluster import JobSetUsage, Node
 from placer.model.resources import parse_resource_map
@@ -38,6 +39,7 @@ __all__ = [
     "GpuType",
     "NodeRec",
     "PodRec",
+    "TaintEffect",
     "TpuType",
     "draw_priority",
     "quantity",
@@ -55,6 +57,8 @@ CLIQUE = "nvidia.com/gpu.clique"
 TPU = "google.com/tpu"
 GPU = "nvidia.com/gpu"
 POD_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+"""What `placer.model.scheduling.Taint.effect` accepts."""
 
 
 @functools.lru_cache(maxsize=4096)
@@ -155,7 +159,7 @@ class NodeRec:
     labels: dict[str, str]
     allocatable: dict[str, str]
     capacity: dict[str, str]
-    taints: list[tuple[str, str, str]] = field(default_factory=list)
+    taints: list[tuple[str, str, TaintEffect]] = field(default_factory=list)
     """(key, value, effect)."""
     ready: bool = True
     unschedulable: bool = False
@@ -198,10 +202,7 @@ class NodeRec:
         return Node(
             name=self.name,
             labels=dict(self.labels),
-            taints=tuple(
-                Taint(key=k, value=v, effect=e)  # type: ignore[arg-type]
-                for k, v, e in self.taints
-            ),
+            taints=tuple(Taint(key=k, value=v, effect=e) for k, v, e in self.taints),
             allocatable=alloc,
             free=free,
             ready=self.ready,

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from benchmarks.overtime import SimResult
 from benchmarks.queues import ASSUMPTIONS
@@ -91,7 +91,7 @@ def _static_section(rec: RunRecord) -> list[str]:
                     r.policy,
                     f"{m['admitted']}/{m['jobsets']}",
                     m["units_admitted"],
-                    f"{float(m['share_of_free']) * 100:.1f}",  # type: ignore[arg-type]
+                    f"{cast(float, m['share_of_free']) * 100:.1f}",  # a float in Metrics
                     _f(m["weighted_admission"], 3),
                     f"{m['partial']} / {m['partial_units']}",
                     m["stranded_units"],

@@ -135,6 +135,7 @@ def _variant(name: str, path: str) -> int:
     from placer.model.snapshots.node_drafts import NodeReader
 
     if base == "load_snapshot-footprint-signatures":
+        # on purpose: load's imported name, which mypy does not see as re-exported, is replaced
         snapshot.footprint_signature = lambda pod: None  # type: ignore[attr-defined]
     if base == "load_snapshot-allocatable-sharing":
 
@@ -143,7 +144,7 @@ def _variant(name: str, path: str) -> int:
             found = parse_resource_map(raw, source=source, obj=obj, field="a")
             return found
 
-        NodeReader._read_allocatable = every_time  # type: ignore[method-assign]
+        NodeReader._read_allocatable = every_time  # type: ignore[method-assign]  # the variant
     return len(snapshot.load_snapshot([path]).nodes)
 
 

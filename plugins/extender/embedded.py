@@ -66,9 +66,10 @@ class CacheFollower:
 
     def _ledger(self, state: Any) -> Mapping[str, Any] | None:
         """The placement ledger ConfigMap in the controller's cache (its reservations)."""
-        for (_, name), obj in getattr(state, "configmaps", {}).items():
+        configmaps: Mapping[tuple[str, str], Mapping[str, Any]] = getattr(state, "configmaps", {})
+        for (_, name), obj in configmaps.items():
             if name == LEDGER_NAME:
-                return obj  # type: ignore[no-any-return]
+                return obj
         return None
 
     def sync_once(self) -> int:

@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
+from typing import cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -252,7 +253,7 @@ class StateView:
             values = tuple(labels.get(k) for k in shape)
             if None in values:
                 continue
-            entry = by_values.get(values)  # type: ignore[arg-type]
+            entry = by_values.get(cast(tuple[str, ...], values))  # no None: skipped above
             if entry is not None:
                 return entry
         return None

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from json.decoder import scanstring  # type: ignore[attr-defined]
+from json.decoder import scanstring  # type: ignore[attr-defined]  # not in typeshed's json
 from typing import Any
 
 import msgspec
