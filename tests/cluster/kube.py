@@ -54,14 +54,16 @@ def name_of(obj: _Object) -> str:
 
 
 def api_client(kubeconfig: Path) -> k8s.ApiClient:
-    api: k8s.ApiClient = k8s_config.new_client_from_config(config_file=str(kubeconfig))  # type: ignore[no-untyped-call]  # unannotated in the client
+    # unannotated in the client
+    api: k8s.ApiClient = k8s_config.new_client_from_config(config_file=str(kubeconfig))  # type: ignore[no-untyped-call]
     return api
 
 
 def apply_all(kubeconfig: Path, documents: Iterable[dict[str, Any]]) -> None:
     """Server-side apply each document (the way `kubectl apply --server-side` does)."""
     with api_client(kubeconfig) as api:
-        client = dynamic.DynamicClient(api)  # type: ignore[no-untyped-call]  # unannotated in the client
+        # unannotated in the client
+        client = dynamic.DynamicClient(api)  # type: ignore[no-untyped-call]
         for document in documents:
             resource = client.resources.get(
                 api_version=document["apiVersion"], kind=document["kind"]
@@ -97,7 +99,8 @@ def ensure_namespace(kubeconfig: Path, name: str, labels: dict[str, str] | None 
         core = k8s.CoreV1Api(api)
         body = {"metadata": {"name": name, "labels": labels or {}}}
         try:
-            core.create_namespace(body)  # type: ignore[arg-type]  # the client validates a dict into V1Namespace
+            # the client validates a dict into V1Namespace
+            core.create_namespace(body)  # type: ignore[arg-type]
         except ApiException as error:
             if error.status != 409:
                 raise
@@ -125,7 +128,8 @@ def create_nodes(kubeconfig: Path, nodes: Iterable[dict[str, Any]]) -> int:
                 # What the node lifecycle controller does to a node that is not Ready.
                 taints = body.setdefault("spec", {}).setdefault("taints", [])
                 taints.append({"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"})
-            core.create_node(body)  # type: ignore[arg-type]  # the client validates a dict into V1Node
+            # the client validates a dict into V1Node
+            core.create_node(body)  # type: ignore[arg-type]
             # The node registry keeps the status of a created node, but a status write is what
             # a kubelet's heartbeat does: do it, so the stored status is exactly this one.
             core.patch_node_status(body["metadata"]["name"], {"status": status})
@@ -138,7 +142,8 @@ def service_account_token(kubeconfig: Path, namespace: str, name: str) -> str:
     with api_client(kubeconfig) as api:
         core = k8s.CoreV1Api(api)
         request = {"spec": {"audiences": [], "expirationSeconds": 7200}}
-        answer = core.create_namespaced_service_account_token(name, namespace, request)  # type: ignore[arg-type]  # the client validates a dict into its TokenRequest
+        # the client validates a dict into its TokenRequest
+        answer = core.create_namespaced_service_account_token(name, namespace, request)  # type: ignore[arg-type]
         assert answer.status is not None  # the API server always returns one
         return str(answer.status.token)
 

@@ -110,7 +110,8 @@ def crowd_outside(scenario: Scenario, kept: set[str]) -> tuple[list[Any], list[s
             outside += int(node.status.allocatable["google.com/tpu"])
     names = [f"other-{index}" for index in range(outside + 2)]
     for name in names:
-        scenario.core.create_namespaced_pod(scenario.namespace, other_pod(name))  # type: ignore[arg-type]  # the client validates a dict into V1Pod
+        # the client validates a dict into V1Pod
+        scenario.core.create_namespaced_pod(scenario.namespace, other_pod(name))  # type: ignore[arg-type]
 
     def pods() -> list[Any]:
         return [scenario.core.read_namespaced_pod(n, scenario.namespace) for n in names]
@@ -169,7 +170,8 @@ def test_pods_that_are_not_placers_stay_out_of_planned_domains_and_ignorable_dec
 
     # The extender down: not ignorable, a pod it should judge is not scheduled at all.
     scenario.processes["extender"].stop()
-    scenario.core.create_namespaced_pod(scenario.namespace, other_pod("while-down"))  # type: ignore[arg-type]  # the client validates a dict into V1Pod
+    # the client validates a dict into V1Pod
+    scenario.core.create_namespaced_pod(scenario.namespace, other_pod("while-down"))  # type: ignore[arg-type]
 
     def refused() -> bool:
         events = scenario.events("while-down")

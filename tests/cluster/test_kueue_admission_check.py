@@ -260,7 +260,8 @@ def ledger_plan_id(scenario: Scenario, jobset: str) -> str:
         obj = scenario.core.read_namespaced_config_map(LEDGER_NAME, PLACER_SYSTEM)
     except k8s.ApiException:
         return ""
-    data = scenario._api.sanitize_for_serialization(obj)  # type: ignore[no-untyped-call]  # unannotated in the client
+    # unannotated in the client
+    data = scenario._api.sanitize_for_serialization(obj)  # type: ignore[no-untyped-call]
     entry = read_ledger(data, PLACER_SYSTEM).placement(f"{scenario.namespace}/{jobset}", "")
     return entry.record.plan_id if entry is not None else ""
 

@@ -93,16 +93,19 @@ def seed(emu: Emulator, items: list[dict[str, Any]]) -> None:
 
 def create(kubeconfig: str, items: list[dict[str, Any]]) -> None:
     """Create objects over HTTP with the official client, as a real cluster would get them."""
-    api = config.new_client_from_config(config_file=kubeconfig)  # type: ignore[no-untyped-call]  # unannotated in the client
+    # unannotated in the client
+    api = config.new_client_from_config(config_file=kubeconfig)  # type: ignore[no-untyped-call]
     core, sched = client.CoreV1Api(api), client.SchedulingV1Api(api)
     # The client validates each dict into the V1Node, V1Pod or V1PriorityClass it is typed with.
     for obj in items:
         if obj["kind"] == "Node":
             core.create_node(obj, _preload_content=False)  # type: ignore[arg-type]  # a dict body
         elif obj["kind"] == "Pod":
-            core.create_namespaced_pod(obj["metadata"]["namespace"], obj, _preload_content=False)  # type: ignore[arg-type]  # a dict body
+            # a dict body
+            core.create_namespaced_pod(obj["metadata"]["namespace"], obj, _preload_content=False)  # type: ignore[arg-type]
         else:
-            sched.create_priority_class(obj, _preload_content=False)  # type: ignore[arg-type]  # a dict body
+            # a dict body
+            sched.create_priority_class(obj, _preload_content=False)  # type: ignore[arg-type]
     api.close()
 
 

@@ -417,7 +417,8 @@ def test_format_quantity(value: Decimal, text: str) -> None:
 
 @given(st.decimals(min_value=0, max_value=10**15, places=3, allow_nan=False, allow_infinity=False))
 def test_format_quantity_parses_back(value: Decimal) -> None:
-    assert Decimal(parse_quantity(format_quantity(value))) == value  # type: ignore[no-untyped-call]  # unannotated in the client
+    # unannotated in the client
+    assert Decimal(parse_quantity(format_quantity(value))) == value  # type: ignore[no-untyped-call]
 
 
 def test_running_jobsets_are_dated_by_their_earliest_live_pod(tmp_path: Path) -> None:
