@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from benchmarks.records import quantity
+from benchmarks.worlds.records import quantity
 
 __all__ = ["Measured", "machine_info", "measure", "peak_rss_mb", "reset_peak", "rss_mb"]
 
