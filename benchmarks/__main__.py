@@ -20,17 +20,17 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from benchmarks.measure import machine_info
-from benchmarks.overtime import simulate
-from benchmarks.plots import plot_scaling, plot_static, plot_utilization
-from benchmarks.progress import Progress
 from benchmarks.report import RunRecord, write_report
+from benchmarks.reporting.measure import machine_info
+from benchmarks.reporting.plots import plot_scaling, plot_static, plot_utilization
+from benchmarks.reporting.progress import Progress
 from benchmarks.scaling import run_end_to_end, run_scaling
-from benchmarks.scenarios import STATIC_BUILDERS, hetero
-from benchmarks.simworld import build_world
+from benchmarks.simulate.overtime import simulate
 from benchmarks.static import run_static
 from benchmarks.suites import SUITES, Suite
 from benchmarks.targets import evaluate
+from benchmarks.worlds.scenarios import STATIC_BUILDERS, hetero
+from benchmarks.worlds.simworld import build_world
 from placer.model.options import SolveOptions
 from placer.solver.registry import SOLVER_NAMES
 

@@ -34,12 +34,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from benchmarks.measure import machine_info
-from benchmarks.overtime import SimResult, simulate
-from benchmarks.progress import Progress
-from benchmarks.schedule_targets import SCHEDULE, judge_schedule
-from benchmarks.seed_spread import spread_table
-from benchmarks.simworld import (
+from benchmarks.reporting.measure import machine_info
+from benchmarks.reporting.progress import Progress
+from benchmarks.reporting.schedule_targets import SCHEDULE, judge_schedule
+from benchmarks.reporting.seed_spread import spread_table
+from benchmarks.simulate.overtime import SimResult, simulate
+from benchmarks.worlds.simworld import (
     HOUR,
     SimConfig,
     SimWorld,

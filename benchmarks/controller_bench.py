@@ -46,7 +46,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from benchmarks import cluster_sim as sim
+from benchmarks.simulate import cluster_sim as sim
 from placer.controller.act.memory_adapter import MemoryCluster
 from placer.controller.decide.kueue.workloads import CONTROLLER_NAME, rfc3339
 from placer.controller.decide.ledger import LEDGER_NAME

@@ -26,8 +26,8 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from benchmarks.measure import machine_info
-from benchmarks.scenarios import STATIC_BUILDERS
+from benchmarks.reporting.measure import machine_info
+from benchmarks.worlds.scenarios import STATIC_BUILDERS
 from placer.model.cluster import ClusterSnapshot
 from placer.model.options import SolveOptions, TimePolicy
 from placer.model.preemption import PreemptionPolicy

@@ -6,7 +6,7 @@ One control plane (tests/cluster: etcd, kube-apiserver, kube-controller-manager,
 JobSet v0.12.0, Kueue v0.19.2; binaries from `python -m tests.cluster.build`) serves both modes
 in turn, on the same fleet, running pods and queue (`benchmarks.kueue_setups`): `racks`, a
 synthetic GPU fleet of blocks x racks x hosts with half-rack child Jobs, or a fleet of the
-benchmark suite (`tpu-mixed`, `gb200-nvl72`, ... of `benchmarks.scenarios`) with its running
+benchmark suite (`tpu-mixed`, `gb200-nvl72`, ... of `benchmarks.worlds.scenarios`) with its running
 JobSets, notebooks and DaemonSets bound and its queue's exclusive JobSets (the first
 `--jobsets`). JobSet's own exclusive placement stays on in both modes; the ClusterQueue's
 accelerator quota is `--quota` of what the queue asks (over quota).
@@ -40,9 +40,9 @@ from typing import Any, cast
 
 from kubernetes import client as k8s
 
-from benchmarks import scenarios
 from benchmarks.cluster_throughput import new_plane
 from benchmarks.kueue_setups import FLEET_LABEL, Pending, Setup, queued, racks_setup, scenario_setup
+from benchmarks.worlds import scenarios
 from placer.model.durations import parse_rfc3339
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.kube import apply_all, ensure_namespace

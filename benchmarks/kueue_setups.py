@@ -5,7 +5,7 @@ Two sources, one shape (`Setup`):
 - `racks_setup`: the synthetic GPU fleet of blocks x racks x hosts (8 GPUs each), one host in
   every third rack taken by a stray whole-host pod, and a queue of JobSets of 1-3 child Jobs of
   half a rack each, exclusive per rack.
-- `scenario_setup`: a fleet and queue of the benchmark suite (`benchmarks.scenarios`: the TPU
+- `scenario_setup`: a fleet and queue of the benchmark suite (`benchmarks.worlds.scenarios`: the TPU
   and GB200 fleets the static and over-time benchmarks use), with their running pods (JobSets
   holding domains, notebooks, DaemonSets) bound where the generator put them.
 
@@ -22,9 +22,9 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchmarks import scenarios
 from benchmarks.cluster_throughput import GPU, gpu_node
-from benchmarks.kubectl_export import cluster_items
+from benchmarks.worlds import scenarios
+from benchmarks.worlds.kubectl_export import cluster_items
 from placer.model.workload import PLACER_TOPOLOGY_PREFIX, TOPOLOGY_ANNOTATIONS, topology_annotation
 
 __all__ = ["FLEET_LABEL", "Pending", "Setup", "queued", "racks_setup", "scenario_setup"]

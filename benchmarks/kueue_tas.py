@@ -3,7 +3,7 @@
     python -m benchmarks.kueue_tas [--seeds 0 1 2] [--size 1.0] [--time-limit 30] [--workers 0]
                                    [--floor]
 
-For each seed, the `kueue_shared` scenario (benchmarks/scenarios.py) is planned by `best-fit`
+For each seed, the `kueue_shared` scenario (benchmarks/worlds/scenarios.py) is planned by `best-fit`
 (Kueue TAS BestFit, as Kueue would place each JobSet in queue order) and by `cpsat`; each plan is
 checked by the independent checker. Printed per seed and solver, as a Markdown table: GPUs
 admitted, JobSets placed, and per placed JobSet the average racks (sub-blocks), blocks and hosts
@@ -20,8 +20,8 @@ import argparse
 import time
 from collections.abc import Sequence
 
-from benchmarks.records import BLOCK, SUBBLOCK
-from benchmarks.scenarios import kueue_shared
+from benchmarks.worlds.records import BLOCK, SUBBLOCK
+from benchmarks.worlds.scenarios import kueue_shared
 from placer.model.cluster import ClusterSnapshot
 from placer.model.options import SolveOptions
 from placer.model.plan import Plan

@@ -37,8 +37,7 @@ from dataclasses import dataclass, replace
 
 from ortools.sat.python import cp_model
 
-from benchmarks.measure import machine_info
-from benchmarks.simworld import SimConfig, SimWorld, build_world, shape_pools
+from benchmarks.reporting.measure import machine_info
 from benchmarks.wait_floor import (
     NESTED,
     Groups,
@@ -53,6 +52,7 @@ from benchmarks.wait_floor import (
     shapes_nest,
     whole_domains,
 )
+from benchmarks.worlds.simworld import SimConfig, SimWorld, build_world, shape_pools
 
 __all__ = [
     "TARGET_P95_H",

@@ -18,10 +18,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-from benchmarks.kubectl_export import write_scenario
-from benchmarks.measure import machine_info
+from benchmarks.reporting.measure import machine_info
 from benchmarks.scaling import HOSTS_PER_POOL
-from benchmarks.scenarios import build_tpu_pool_fleet, hetero
+from benchmarks.worlds.kubectl_export import write_scenario
+from benchmarks.worlds.scenarios import build_tpu_pool_fleet, hetero
 from placer.model.jobset.parse import load_jobsets
 from placer.model.options import SolveOptions
 from placer.model.snapshots.load import load_snapshot

@@ -14,7 +14,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from benchmarks.scenarios import STATIC_BUILDERS, hetero
+from benchmarks.worlds.scenarios import STATIC_BUILDERS, hetero
 from placer.model.options import SolveOptions
 from placer.solver.registry import SOLVER_NAMES, get_solver
 

@@ -32,11 +32,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.kubectl_export import write_scenario
-from benchmarks.queues import BASE_TIME
 from benchmarks.rsswrap import MARKER
 from benchmarks.scaling import HOSTS_PER_POOL
-from benchmarks.scenarios import build_tpu_pool_fleet
+from benchmarks.worlds.kubectl_export import write_scenario
+from benchmarks.worlds.queues import BASE_TIME
+from benchmarks.worlds.scenarios import build_tpu_pool_fleet
 
 __all__ = ["TARGETS", "main", "measure_point"]
 

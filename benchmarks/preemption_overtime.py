@@ -1,10 +1,10 @@
 """Over time with preemption (issue 20): `python -m benchmarks.preemption_overtime [--quick]`.
 
-On the same arrivals (`benchmarks.simworld`, both fleets, 90% and 110% offered load), three
-policies of `benchmarks.overtime`: `cpsat` (no preemption), `kueue-preempt` (best-fit with
-Kueue-like greedy preemption, `benchmarks.greedy_preempt`) and `cpsat-preempt` (placer's planner
-with `--preemption lower-priority`). Per run and priority tier: p50/p95/max queueing delay; per
-run: accelerator-hours lost to preemption (and their share of all accelerator-hours run),
+On the same arrivals (`benchmarks.worlds.simworld`, both fleets, 90% and 110% offered load), three
+policies of `benchmarks.simulate.overtime`: `cpsat` (no preemption), `kueue-preempt` (best-fit with
+Kueue-like greedy preemption, `benchmarks.simulate.greedy_preempt`) and `cpsat-preempt` (placer's
+planner with `--preemption lower-priority`). Per run and priority tier: p50/p95/max queueing delay;
+per run: accelerator-hours lost to preemption (and their share of all accelerator-hours run),
 preemptions per JobSet (mean and max), utilization over the arrival window. Prints one JSON line
 per run and a markdown table, with the machine and the load average before and after.
 """
@@ -19,9 +19,9 @@ from dataclasses import replace
 from typing import Any
 
 from benchmarks.backfill import percentile
-from benchmarks.measure import machine_info
-from benchmarks.overtime import SimResult, simulate
-from benchmarks.simworld import HOUR, SimConfig, build_world
+from benchmarks.reporting.measure import machine_info
+from benchmarks.simulate.overtime import SimResult, simulate
+from benchmarks.worlds.simworld import HOUR, SimConfig, build_world
 from placer.model.options import SolveOptions
 
 __all__ = ["POLICIES", "main", "summarize"]

@@ -23,9 +23,9 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from benchmarks.measure import machine_info
+from benchmarks.reporting.measure import machine_info
 from benchmarks.scaling import HOSTS_PER_POOL
-from benchmarks.scenarios import build_tpu_pool_fleet
+from benchmarks.worlds.scenarios import build_tpu_pool_fleet
 from placer.model.options import SolveOptions, TimePolicy
 from placer.model.plan import Plan
 from placer.model.preemption import PreemptionMode, PreemptionPolicy

@@ -16,7 +16,7 @@ import time
 from collections.abc import Sequence
 
 from benchmarks.scaling import HOSTS_PER_POOL
-from benchmarks.scenarios import build_tpu_pool_fleet
+from benchmarks.worlds.scenarios import build_tpu_pool_fleet
 from placer.model.options import SolveOptions
 from placer.solver.context import PlacementContext
 from placer.solver.greedy.baselines import greedy_plan

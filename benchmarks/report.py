@@ -3,7 +3,7 @@
 The header records the exact command, the date, the machine (cores, CPU model, memory, load
 average before and after: other work on a shared machine shows up in wall times), the versions and
 the git commit, so any number can be traced to the run that produced it. The plots are written by
-`benchmarks.plots` into `plots/` next to the report and linked from it.
+`benchmarks.reporting.plots` into `plots/` next to the report and linked from it.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
-from benchmarks.overtime import SimResult
-from benchmarks.queues import ASSUMPTIONS
-from benchmarks.scenarios import FLEET_ASSUMPTIONS
+from benchmarks.simulate.overtime import SimResult
 from benchmarks.static import StaticRow
 from benchmarks.targets import Verdict, ties
+from benchmarks.worlds.queues import ASSUMPTIONS
+from benchmarks.worlds.scenarios import FLEET_ASSUMPTIONS
 
 __all__ = ["RunRecord", "write_report"]
 
@@ -132,7 +132,8 @@ def _overtime_section(rec: RunRecord) -> list[str]:
     s = rec.settings.get("sim", {})
     lines.append(
         f"Discrete-event simulation (internal cluster state, not the controller's memory adapter: "
-        f"see `benchmarks/overtime.py`). Rounds every {s.get('round_s', 0) / 60:.0f} min of "
+        f"see `benchmarks/simulate/overtime.py`). Rounds every "
+        f"{s.get('round_s', 0) / 60:.0f} min of "
         f"simulated time when something changed; offered load {s.get('load', 0):.0%} "
         f"(held accelerator-seconds over free accelerators x arrival span); durations capped at "
         f"{s.get('duration_cap_s', 0) / 3600:.0f} h; {s.get('fail_share', 0):.0%} of JobSets "
@@ -334,7 +335,7 @@ def _scaling_section(rec: RunRecord) -> list[str]:
         words[-1] = "JOBSETS_DIR"
         lines += [
             "Command: `python " + " ".join(words) + "` (the scenario written by "
-            "`benchmarks.kubectl_export.write_scenario`)",
+            "`benchmarks.worlds.kubectl_export.write_scenario`)",
             "",
         ]
     return lines

@@ -26,12 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.kubectl_export import write_scenario
-from benchmarks.measure import measure, peak_rss_mb
-from benchmarks.metrics import checked
-from benchmarks.progress import Progress
+from benchmarks.reporting.measure import measure, peak_rss_mb
+from benchmarks.reporting.metrics import checked
+from benchmarks.reporting.progress import Progress
 from benchmarks.rsswrap import MARKER
-from benchmarks.scenarios import build_tpu_pool_fleet
+from benchmarks.worlds.kubectl_export import write_scenario
+from benchmarks.worlds.scenarios import build_tpu_pool_fleet
 from placer.model.options import SolveOptions
 
 __all__ = ["HOSTS_PER_POOL", "ScalePoint", "measure_point", "run_end_to_end", "run_scaling"]

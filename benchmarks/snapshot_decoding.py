@@ -11,7 +11,7 @@ CPU time, wall time and peak resident set:
   is, with the collector running, without computing footprints once per pod signature, and
   without converting each distinct node allocatable once.
 
-Generate a snapshot with `python -m benchmarks.plan_speed` or `benchmarks.kubectl_export`.
+Generate a snapshot with `python -m benchmarks.plan_speed` or `benchmarks.worlds.kubectl_export`.
 """
 
 from __future__ import annotations

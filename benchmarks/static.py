@@ -14,10 +14,10 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from benchmarks.measure import measure
-from benchmarks.metrics import checked, plan_metrics
-from benchmarks.progress import Progress
-from benchmarks.scenarios import Scenario
+from benchmarks.reporting.measure import measure
+from benchmarks.reporting.metrics import checked, plan_metrics
+from benchmarks.reporting.progress import Progress
+from benchmarks.worlds.scenarios import Scenario
 from placer.model.options import SolveOptions
 from placer.model.plan import Plan
 from placer.solver.registry import get_solver

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from benchmarks.scaling import ScalePoint
-from benchmarks.simworld import SimConfig
+from benchmarks.worlds.simworld import SimConfig
 
 __all__ = ["SUITES", "Suite"]
 

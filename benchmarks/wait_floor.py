@@ -15,14 +15,14 @@ computes two floors on the longest wait (first start - arrival) of every non-pre
   `integral_floor`). The largest W proven impossible is a floor even when time runs out; the
   best schedule found is an upper bound for this relaxation only.
 
-Why these are floors for every policy of `benchmarks.overtime`: a real run starts each JobSet on
-particular domains at a round's boundary from estimates, shares those domains with other shapes
-(one 18-host GB200 rack also serves 16-host child Jobs), and loses hosts to repairs; the model
-has none of this (any domain of the pool, any minute, exact runtimes, the pool to itself), so any
-real schedule, restricted to the pool, is a schedule of the model with the same waits. One
+Why these are floors for every policy of `benchmarks.simulate.overtime`: a real run starts each
+JobSet on particular domains at a round's boundary from estimates, shares those domains with other
+shapes (one 18-host GB200 rack also serves 16-host child Jobs), and loses hosts to repairs; the
+model has none of this (any domain of the pool, any minute, exact runtimes, the pool to itself), so
+any real schedule, restricted to the pool, is a schedule of the model with the same waits. One
 subtlety: a JobSet that fails (`SimWorld.failures`) gives back its domains at the failure and its
-rest runs later without counting as waiting, so the model gives it only its first run (the
-fraction of its run at which it fails); keeping the whole run would overstate the floor.
+rest runs later without counting as waiting, so the model gives it only its first run (the fraction
+of its run at which it fails); keeping the whole run would overstate the floor.
 
 Time is in whole minutes: arrivals and runs are rounded down, which only loosens the model, and a
 real schedule then maps onto the model with its waits grown by less than one minute, so the
@@ -50,10 +50,10 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from benchmarks.backfill import estimates_for
-from benchmarks.measure import machine_info
-from benchmarks.overtime import simulate
-from benchmarks.queues import JobSetSpec
-from benchmarks.simworld import HOUR, SimConfig, SimWorld, build_world, shape_pools
+from benchmarks.reporting.measure import machine_info
+from benchmarks.simulate.overtime import simulate
+from benchmarks.worlds.queues import JobSetSpec
+from benchmarks.worlds.simworld import HOUR, SimConfig, SimWorld, build_world, shape_pools
 from placer.model.options import SolveOptions, TimePolicy
 
 __all__ = [

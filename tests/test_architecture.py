@@ -64,6 +64,10 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "plugins": ("placer.commands", "placer.cli", "benchmarks"),
     # The dispatcher imports every command; a command needing the parser tree is handed it.
     "placer/commands": ("placer.cli", "benchmarks"),
+    # The benchmarks' shared parts: what a run is made of below how it is measured, both below
+    # the simulations; the entry points (benchmarks/*.py) above all three.
+    "benchmarks/worlds": ("benchmarks.simulate", "benchmarks.reporting"),
+    "benchmarks/reporting": ("benchmarks.simulate",),
 }
 """Folder -> module prefixes its files must not import."""
 
@@ -84,7 +88,7 @@ KUBERNETES_ALLOWED: dict[str, str] = {
 """Module -> the part of the `kubernetes` client it may import; no other module imports it."""
 ORTOOLS_ALLOWED_PREFIX = "placer/solver/"
 ORTOOLS_ALLOWED_ELSEWHERE = {
-    "benchmarks/measure.py",  # reads ortools.__version__ for the report
+    "benchmarks/reporting/measure.py",  # reads ortools.__version__ for the report
     # An offline model of the arrivals (how short any policy's longest wait can be), not a
     # placement: nothing in placer/solver/ builds it, so it speaks to CP-SAT itself.
     "benchmarks/wait_floor.py",

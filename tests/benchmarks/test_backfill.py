@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from benchmarks.overtime import MAX_WAIT_S, POLICIES, SimResult
-from benchmarks.queues import JobSetSpec
-from benchmarks.records import CLIQUE
-from benchmarks.simworld import (
+from benchmarks.simulate.overtime import MAX_WAIT_S, POLICIES, SimResult
+from benchmarks.worlds.queues import JobSetSpec
+from benchmarks.worlds.records import CLIQUE
+from benchmarks.worlds.simworld import (
     HOUR,
     SimConfig,
     SimWorld,
@@ -140,7 +140,7 @@ def test_one_priority_changes_only_the_priorities() -> None:
 
 
 def test_the_simulation_hands_a_rounds_reservations_to_the_next_on_its_clock() -> None:
-    from benchmarks.overtime import _Sim
+    from benchmarks.simulate.overtime import _Sim
     from placer.model.cluster import DomainReservation
     from placer.model.options import SolveOptions
 
@@ -222,7 +222,7 @@ def _row(
 
 
 def test_the_schedule_is_judged_against_the_baseline_named_before_the_run() -> None:
-    from benchmarks.schedule_targets import judge_schedule
+    from benchmarks.reporting.schedule_targets import judge_schedule
 
     rows = [
         _row("easy-aging", "over", 40.0, 50.0, 30.0, 0.650),
@@ -260,7 +260,7 @@ def _seed_row(policy: str, p95: float, top: float, slowdown: float, util: float)
 
 
 def test_the_seed_spread_sets_the_schedule_against_the_baseline_seed_by_seed() -> None:
-    from benchmarks.seed_spread import spread_table
+    from benchmarks.reporting.seed_spread import spread_table
 
     by_seed = {
         1: [

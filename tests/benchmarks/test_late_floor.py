@@ -19,9 +19,9 @@ from benchmarks.late_floor import (
     p95_floor,
     parts,
 )
-from benchmarks.overtime import simulate
-from benchmarks.simworld import HOUR, SimConfig, build_world
+from benchmarks.simulate.overtime import simulate
 from benchmarks.wait_floor import NESTED, PoolJob, greedy_schedule, pool_members
+from benchmarks.worlds.simworld import HOUR, SimConfig, build_world
 from placer.model.options import SolveOptions
 
 

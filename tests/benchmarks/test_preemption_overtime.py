@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from benchmarks.overtime import simulate
 from benchmarks.preemption_overtime import POLICIES, summarize
-from benchmarks.simworld import SimConfig, build_world
+from benchmarks.simulate.overtime import simulate
+from benchmarks.worlds.simworld import SimConfig, build_world
 from placer.model.options import SolveOptions
 
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import scenarios
-from benchmarks.kubectl_export import write_scenario
-from benchmarks.metrics import apply_plan, plan_metrics
-from benchmarks.scenarios import Scenario
+from benchmarks.reporting.metrics import apply_plan, plan_metrics
+from benchmarks.worlds import scenarios
+from benchmarks.worlds.kubectl_export import write_scenario
+from benchmarks.worlds.scenarios import Scenario
 from placer.model.jobset.parse import load_jobsets
 from placer.model.options import SolveOptions
 from placer.model.snapshots.load import load_snapshot

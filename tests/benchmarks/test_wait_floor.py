@@ -6,7 +6,6 @@ from dataclasses import replace
 
 import pytest
 
-from benchmarks.simworld import SimConfig, build_world
 from benchmarks.wait_floor import (
     NESTED,
     PoolJob,
@@ -17,6 +16,7 @@ from benchmarks.wait_floor import (
     pool_members,
     pool_rows,
 )
+from benchmarks.worlds.simworld import SimConfig, build_world
 
 HOUR_MIN = 60
 

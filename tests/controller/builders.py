@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from benchmarks import cluster_sim as sim
+from benchmarks.simulate import cluster_sim as sim
 from placer.controller.act.cache import ClusterCache
 from placer.controller.act.memory_adapter import MemoryCluster
 from placer.controller.adapter import ClusterAdapter, Obj

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from benchmarks import cluster_sim as sim
+from benchmarks.simulate import cluster_sim as sim
 from placer.controller.act.kube_adapter import KubeAdapter
 from placer.controller.act.leader import LeaderSettings, run_elected
 from placer.controller.act.memory_adapter import MemoryCluster

@@ -101,7 +101,7 @@ def test_controller_once_preempts_over_http(
 ) -> None:
     """The real adapter suspends the victim (one merge patch) through the API server stand-in;
     `--max-preemptions-per-day 0` protects every JobSet."""
-    from benchmarks import cluster_sim as sim
+    from benchmarks.simulate import cluster_sim as sim
 
     with ApiServer(tpu_cluster(blocks=2)) as api:
         add_jobset(api.cluster, "low", jobs=2, priority=0)
@@ -136,7 +136,7 @@ def test_unreachable_cluster_is_one_line(tmp_path: Path, capsys: Any) -> None:
 
 def test_prepare_prints_gated_manifests(tmp_path: Path, capsys: Any) -> None:
     src = tmp_path / "js.yaml"
-    from benchmarks.cluster_sim import jobset_object
+    from benchmarks.simulate.cluster_sim import jobset_object
 
     src.write_text(
         yaml.safe_dump_all(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from benchmarks import cluster_sim as sim
+from benchmarks.simulate import cluster_sim as sim
 from placer.controller.act.executor import RetryPolicy
 from placer.controller.act.memory_adapter import MemoryCluster
 from placer.controller.adapter import Obj

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks import cluster_sim as sim
+from benchmarks.simulate import cluster_sim as sim
 from placer.controller.act.cache import ClusterCache
 from placer.controller.act.kube_adapter import KubeAdapter
 from placer.controller.act.memory_adapter import MemoryCluster

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks import cluster_sim as sim
+from benchmarks.simulate import cluster_sim as sim
 from placer.controller.act.commit import claim, commit
 from placer.controller.act.memory_adapter import MemoryCluster
 from placer.controller.decide.ledger import (

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from benchmarks import cluster_sim as sim
+from benchmarks.simulate import cluster_sim as sim
 from placer.controller.act.memory_adapter import MemoryCluster
 from placer.controller.adapter import Obj
 from placer.controller.decide.bindings import (

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks import cluster_sim as sim
+from benchmarks.simulate import cluster_sim as sim
 from placer.controller.act.memory_adapter import MemoryCluster
 from placer.controller.adapter import ClusterAdapter, Obj
 from placer.controller.decide.bindings import NAMESPACED_JOB_LABEL

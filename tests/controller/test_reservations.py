@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks import cluster_sim as sim
+from benchmarks.simulate import cluster_sim as sim
 from placer.cli import build_parser, main
 from placer.commands.controller import _config
 from placer.controller.act.kube_adapter import KubeAdapter

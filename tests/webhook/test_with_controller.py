@@ -11,7 +11,7 @@ from typing import Any
 import jsonpatch
 import pytest
 
-from benchmarks import cluster_sim as sim
+from benchmarks.simulate import cluster_sim as sim
 from placer.controller.act.memory_adapter import MemoryCluster
 from placer.controller.adapter import Kind, Obj
 from plugins.webhook.admission import MANAGED_LABEL, answer_review

@@ -10,7 +10,7 @@ Faults (409, 429, 5xx) can be injected per verb and kind. The HTTP stand-in in t
 serves this same store to the real client, so both adapters are tested against one behavior.
 
 The simulated JobSet/Job controllers and scheduler that drive it over time live outside the
-package, in `benchmarks/cluster_sim.py` (used by the tests and the benchmarks).
+package, in `benchmarks/simulate/cluster_sim.py` (used by the tests and the benchmarks).
 """
 
 from __future__ import annotations

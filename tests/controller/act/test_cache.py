@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchmarks.cluster_sim import node_object
+from benchmarks.simulate.cluster_sim import node_object
 from placer.controller.act.cache import ClusterCache, Stream
 from placer.controller.act.memory_adapter import MemoryCluster
 from placer.controller.act.selectors import matches_selector, merge_patch, parse_selector

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from benchmarks import cluster_sim as sim
+from benchmarks.simulate import cluster_sim as sim
 from placer.controller.act.kube_adapter import KubeAdapter
 from placer.controller.act.leader import LeaderSettings, run_elected
 from placer.controller.reconcile import Clocks, Controller, ControllerConfig

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks.cluster_sim import jobset_object, node_object
+from benchmarks.simulate.cluster_sim import jobset_object, node_object
 from placer.controller.act.memory_adapter import pod_update_violation
 from placer.controller.act.selectors import merge_patch
 from placer.controller.decide.bindings import (

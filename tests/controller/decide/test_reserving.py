@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks import cluster_sim as sim
+from benchmarks.simulate import cluster_sim as sim
 from placer.controller.decide.domains import hold_token, holds
 from placer.controller.decide.ledger import RESERVATION, LedgerEntry, entry_key
 from placer.controller.decide.planning import PlannedRound

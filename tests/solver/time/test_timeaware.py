@@ -10,7 +10,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from benchmarks.metrics import apply_plan
+from benchmarks.reporting.metrics import apply_plan
 from placer.model.cluster import ClusterSnapshot, Node, RunningJobSet
 from placer.model.options import ReservationPolicy, SolveOptions, TimePolicy
 from placer.model.plan import DomainRef, Plan

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from benchmarks.fleets import GeneratedCluster
-from benchmarks.queues import (
+from benchmarks.worlds.fleets import GeneratedCluster
+from benchmarks.worlds.queues import (
     BASE_TIME,
     PRIORITIES,
     ChildShape,
@@ -25,7 +25,7 @@ from benchmarks.queues import (
     make_queue,
     tpu_menu,
 )
-from benchmarks.records import (
+from benchmarks.worlds.records import (
     BLOCK,
     CLIQUE,
     GKE_ACCELERATOR,
@@ -37,7 +37,7 @@ from benchmarks.records import (
     TPU_TYPES,
     quantity,
 )
-from benchmarks.trace import sample_jobs
+from benchmarks.worlds.trace import sample_jobs
 from placer.model.cluster import ClusterSnapshot
 from placer.model.workload import JobSetRequest, PodShape, ReplicatedJobRequest
 

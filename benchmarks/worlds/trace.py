@@ -25,7 +25,7 @@ __all__ = ["DEFAULT_TRACE", "TraceJob", "load_trace", "sample_jobs", "sample_win
 DEFAULT_TRACE = Path(
     os.environ.get(
         "PLACER_TRACE",
-        str(Path(__file__).resolve().parent / "data" / "philly-jobs.csv"),
+        str(Path(__file__).resolve().parents[1] / "data" / "philly-jobs.csv"),
     )
 )
 """A copy of the trace ships in benchmarks/data (Apache-2.0, see its README there), so benchmarks

@@ -17,7 +17,7 @@ from placer.render.progress import progress_line
 
 __all__ = ["Progress"]
 
-log = logging.getLogger("benchmarks.progress")
+log = logging.getLogger("benchmarks.reporting.progress")
 
 
 class Progress:

@@ -4,7 +4,7 @@
 host; hosts per slice from the topology), H100/H200 hosts carry 8 GPUs under
 `cloud.google.com/gce-topology-block/-subblock`, GB200 hosts carry 4 GPUs in NVL72 domains of 18
 hosts (`nvidia.com/gpu.clique`). The background load comes from `BackgroundLoad`; records and
-machine types from `benchmarks.records`.
+machine types from `benchmarks.worlds.records`.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from benchmarks.background import BackgroundLoad
-from benchmarks.records import (
+from benchmarks.worlds.background import BackgroundLoad
+from benchmarks.worlds.records import (
     BLOCK,
     CLIQUE,
     GKE_ACCELERATOR,

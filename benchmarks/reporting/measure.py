@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from benchmarks.records import quantity
+from benchmarks.worlds.records import quantity
 
 __all__ = ["Measured", "machine_info", "measure", "peak_rss_mb", "reset_peak", "rss_mb"]
 
@@ -101,7 +101,7 @@ def machine_info() -> dict[str, Any]:
         ortools_version = importlib.metadata.version("ortools")
     except importlib.metadata.PackageNotFoundError:  # pragma: no cover
         ortools_version = "n/a"
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     git = (
         subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"],

@@ -19,9 +19,9 @@ from typing import Any
 
 import yaml
 
-from benchmarks.fleets import GeneratedCluster
-from benchmarks.queues import BASE_TIME, JobSetSpec
-from benchmarks.records import GPU, TPU, NodeRec, PodRec
+from benchmarks.worlds.fleets import GeneratedCluster
+from benchmarks.worlds.queues import BASE_TIME, JobSetSpec
+from benchmarks.worlds.records import GPU, TPU, NodeRec, PodRec
 
 __all__ = ["cluster_items", "write_cluster", "write_jobsets", "write_scenario"]
 

@@ -14,10 +14,10 @@ the same for every policy; only the placements differ.
 - Failures: a drawn share of JobSets fails once at a drawn point of its run, because one of its
   hosts goes NotReady (repaired after `repair_s`). The JobSet restarts from its last checkpoint
   (every `checkpoint_s`) and goes back to the queue with its original arrival time.
-- The fleet and the arrivals (offered load, failure draws) come from `benchmarks.simworld`.
+- The fleet and the arrivals (offered load, failure draws) come from `benchmarks.worlds.simworld`.
 - Preemption (issue 20): `cpsat-preempt` plans with `--preemption lower-priority` (the planner
   chooses the cheapest whole victims); `kueue-preempt` is best-fit plus Kueue-like greedy
-  preemption (`benchmarks.greedy_preempt`). An evicted JobSet loses the work since its last
+  preemption (`benchmarks.simulate.greedy_preempt`). An evicted JobSet loses the work since its last
   checkpoint (every `checkpoint_s`, as a failure does) and goes back to the queue with its
   original arrival time; lost accelerator-hours and preemptions per JobSet are counted.
 """
@@ -33,11 +33,11 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from benchmarks.greedy_preempt import first_fitting_victims
-from benchmarks.metrics import checked
-from benchmarks.progress import Progress
-from benchmarks.queues import BASE_TIME, JobSetSpec
-from benchmarks.simworld import SimConfig, SimWorld
+from benchmarks.reporting.metrics import checked
+from benchmarks.reporting.progress import Progress
+from benchmarks.simulate.greedy_preempt import first_fitting_victims
+from benchmarks.worlds.queues import BASE_TIME, JobSetSpec
+from benchmarks.worlds.simworld import SimConfig, SimWorld
 from placer.model.cluster import (
     ClusterSnapshot,
     DomainReservation,

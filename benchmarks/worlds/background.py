@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 
-from benchmarks.records import (
+from benchmarks.worlds.records import (
     GPU,
     TPU,
     NodeRec,

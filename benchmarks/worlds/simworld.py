@@ -14,8 +14,8 @@ import random
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
-from benchmarks.fleets import GeneratedCluster
-from benchmarks.queues import (
+from benchmarks.worlds.fleets import GeneratedCluster
+from benchmarks.worlds.queues import (
     PRIORITIES,
     ChildShape,
     JobSetSpec,
@@ -24,8 +24,8 @@ from benchmarks.queues import (
     make_queue,
     tpu_menu,
 )
-from benchmarks.records import CLIQUE, GPU_TYPES, HOSTNAME, NODEPOOL, TPU_TYPES
-from benchmarks.trace import sample_window
+from benchmarks.worlds.records import CLIQUE, GPU_TYPES, HOSTNAME, NODEPOOL, TPU_TYPES
+from benchmarks.worlds.trace import sample_window
 from placer.model.cluster import ClusterSnapshot
 from placer.model.options import SolveOptions
 from placer.model.resources import is_accelerator

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from statistics import geometric_mean
 from typing import Any
 
-from benchmarks.schedule_targets import ELSEWHERE_SLACK, SCHEDULE
+from benchmarks.reporting.schedule_targets import ELSEWHERE_SLACK, SCHEDULE
 
 __all__ = ["MEASURES", "spread_table"]
 

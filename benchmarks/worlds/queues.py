@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any, Literal
 
-from benchmarks.records import (
+from benchmarks.worlds.records import (
     GKE_ACCELERATOR,
     GPU,
     NODEPOOL,
@@ -30,7 +30,7 @@ from benchmarks.records import (
     draw_priority,
     quantity,
 )
-from benchmarks.trace import TraceJob
+from benchmarks.worlds.trace import TraceJob
 from placer.model.workload import (
     EXCLUSIVE_TOPOLOGY,
     KUEUE_PREFERRED_TOPOLOGY,
