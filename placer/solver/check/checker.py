@@ -9,6 +9,8 @@ resource arithmetic from the snapshot's data (the node filters in node_filters.p
 the model's data classes and plain quantity arithmetic.
 
 A domain is judged as the writers pin it: the nodes carrying every (label, value) of its path.
+The rules on time (reservations), preemption and Kueue's topology (required levels, podset
+groups, slices) are checker_time.py's, checker_preempt.py's and checker_topology.py's.
 """
 
 from __future__ import annotations
@@ -25,13 +27,10 @@ from placer.model.resources import PODS, add_resources, is_accelerator
 from placer.model.workload import JobSetRequest, PodShape, ReplicatedJobRequest
 from placer.solver.check.checker_preempt import check_preemptions, without_victims
 from placer.solver.check.checker_time import NodesOf, check_reservations
+from placer.solver.check.checker_topology import check_topology
 from placer.solver.check.node_filters import ShapeTolerations, scheduling_violations
 
 __all__ = ["check"]
-
-_HOSTNAME = "kubernetes.io/hostname"
-"""Placer's finest level: a node without the label is its own domain (named by the node),
-unless a Kueue Topology lists it (then such a node takes no pod)."""
 
 
 @dataclass(frozen=True)
@@ -81,9 +80,7 @@ def check(
     levels = options.levels or snapshot.levels
     for key, outcome in outcomes.items():
         _check_exclusivity(given[key], outcome, by_label, on_node, problems)
-        _check_locality(given[key], outcome, nodes, levels, problems)
-        _check_podset_groups(given[key], outcome, nodes, levels, problems)
-        _check_slices(given[key], outcome, nodes, levels, problems)
+        check_topology(given[key], outcome, nodes, levels, problems)
     if options.queue == "strict-fifo":
         _check_strict_fifo(jobsets, outcomes, problems)
     return sorted(problems)
@@ -309,118 +306,6 @@ def _members(pins: Mapping[str, str], by_label: Mapping[tuple[str, str], list[No
     if not lists:
         return []
     return [n for n in lists[0] if all(n.labels.get(k) == v for k, v in pins.items())]
-
-
-def _domain_of(node: Node, level: str, levels: Sequence[str]) -> tuple[str | None, ...]:
-    """The node's domain of `level`: its values of the levels down to `level` when `level` is a
-    declared level (label values need not be unique per level), else of `level` alone; None for a
-    missing label (a missing hostname is the node's name, placer's finest level)."""
-    keys = [*levels[: levels.index(level)], level] if level in levels else [level]
-    return tuple(node.labels.get(k, node.name if k == _HOSTNAME else None) for k in keys)
-
-
-def _spanned(
-    o: JobSetOutcome,
-    rjobs: Sequence[ReplicatedJobRequest],
-    nodes: Mapping[str, Node],
-    level: str,
-    levels: Sequence[str],
-) -> set[tuple[str | None, ...]]:
-    """The domains of `level` the pods of `rjobs` sit in."""
-    names = {r.name for r in rjobs}
-    return {
-        _domain_of(nodes[p.node], level, levels)
-        for j in o.jobs
-        if j.replicated_job in names
-        for p in j.pods
-        if p.node in nodes
-    }
-
-
-def _apart(domains: set[tuple[str | None, ...]]) -> bool:
-    """Pods that must share one domain do not: they sit in several, or on a node outside every
-    domain of the level."""
-    return len(domains) > 1 or any(None in d for d in domains)
-
-
-def _shown(domains: set[tuple[str | None, ...]]) -> str:
-    return ", ".join(sorted("/".join(str(v) for v in d) for d in domains))
-
-
-def _check_locality(
-    js: JobSetRequest,
-    o: JobSetOutcome,
-    nodes: Mapping[str, Node],
-    levels: Sequence[str],
-    problems: set[str],
-) -> None:
-    """Kueue required topology: all pods of the replicated job share one domain of the level."""
-    for rjob in js.replicated_jobs:
-        level = rjob.required_topology
-        if not level:
-            continue
-        domains = _spanned(o, [rjob], nodes, level, levels)
-        if _apart(domains):
-            problems.add(
-                f"{js.key}: {rjob.name} requires one domain of {level}, spans {_shown(domains)}"
-            )
-
-
-def _check_podset_groups(
-    js: JobSetRequest,
-    o: JobSetOutcome,
-    nodes: Mapping[str, Node],
-    levels: Sequence[str],
-    problems: set[str],
-) -> None:
-    """Kueue podset groups with a required topology: the pods of every member (the leader and
-    its workers) share one domain of the level."""
-    members: dict[str, list[ReplicatedJobRequest]] = defaultdict(list)
-    for rjob in js.replicated_jobs:
-        if rjob.podset_group is not None:
-            members[rjob.podset_group].append(rjob)
-    for group, rjobs in sorted(members.items()):
-        level = rjobs[0].required_topology
-        if level is None or len(rjobs) < 2:
-            continue
-        domains = _spanned(o, rjobs, nodes, level, levels)
-        if _apart(domains):
-            names = ", ".join(r.name for r in rjobs)
-            problems.add(
-                f"{js.key}: podset group {group} ({names}) requires one domain of {level}, "
-                f"spans {_shown(domains)}"
-            )
-
-
-def _check_slices(
-    js: JobSetRequest,
-    o: JobSetOutcome,
-    nodes: Mapping[str, Node],
-    levels: Sequence[str],
-    problems: set[str],
-) -> None:
-    """Kueue slices: pods ranked by (child Job index, completion index), each run of slice-size
-    pods on nodes sharing the slice level's value (and the values of the levels above it)."""
-    for rjob in js.replicated_jobs:
-        level, size = rjob.slice_topology, rjob.slice_size
-        if not level or not size:
-            continue
-        ranked: dict[int, str] = {}
-        for j in o.jobs:
-            if j.replicated_job == rjob.name:
-                for p in j.pods:
-                    ranked[j.index * rjob.pods_per_job + p.index] = p.node
-        for start in range(0, rjob.pod_count, size):
-            where = {
-                _domain_of(nodes[n], level, levels)
-                for r in range(start, start + size)
-                if (n := ranked.get(r)) is not None and n in nodes
-            }
-            if len(where) > 1 or any(None in w for w in where):
-                problems.add(
-                    f"{js.key}: {rjob.name} slice of pods {start}-{start + size - 1} needs one "
-                    f"domain of {level}, spans {len(where)}"
-                )
 
 
 def _check_strict_fifo(
