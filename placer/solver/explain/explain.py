@@ -12,12 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TypedDict
 
 from placer.model.cluster import ClusterSnapshot
 from placer.model.errors import InputError
 from placer.model.options import SolveOptions
-from placer.model.plan import DomainRef, JobPlacement, OutcomeStatus, Plan, SolverReport
+from placer.model.plan import Plan, SolverReport
 from placer.model.topology import HOSTNAME
 from placer.model.whatif import running_jobsets
 from placer.model.workload import JobSetRequest
@@ -44,23 +43,6 @@ def find_target(jobsets: Sequence[JobSetRequest], name: str) -> JobSetRequest | 
         if len(matches) == 1:
             return matches[0]
     return None
-
-
-class _Stated(TypedDict):
-    """The `Explanation` fields the plan states, whether or not the JobSet is placed."""
-
-    jobset: str
-    status: OutcomeStatus
-    priority: int
-    reason: str
-    whatif: list[str]
-    jobs: list[JobPlacement]
-    solver: SolverReport
-    plan: Plan
-    expected_start_seconds: float | None
-    reserved_domains: list[DomainRef]
-    waits_for: list[str]
-    past_max_wait: bool
 
 
 @dataclass(frozen=True)
@@ -97,22 +79,24 @@ def explain_jobset(
     unchecked = () if options.check else check(plan, snapshot, jobsets, options)
     notes = [f"plan check: {v}" for v in unchecked]
     outcome = plan.outcome(target.key)
-    base: _Stated = {
-        "jobset": target.key,
-        "status": outcome.status,
-        "priority": target.priority,
-        "reason": outcome.reason,
-        "whatif": list(whatif),
-        "jobs": list(outcome.jobs),
-        "solver": plan.solver,
-        "plan": plan,
-        "expected_start_seconds": outcome.expected_start_seconds,
-        "reserved_domains": list(outcome.reserved_domains),
-        "waits_for": list(outcome.waits_for),
-        "past_max_wait": outcome.past_max_wait,
-    }
+    # what the plan states, placed or not; the diagnosis below is added to it when not placed
+    stated = Explanation(
+        jobset=target.key,
+        status=outcome.status,
+        priority=target.priority,
+        reason=outcome.reason,
+        whatif=list(whatif),
+        jobs=list(outcome.jobs),
+        solver=plan.solver,
+        plan=plan,
+        expected_start_seconds=outcome.expected_start_seconds,
+        reserved_domains=list(outcome.reserved_domains),
+        waits_for=list(outcome.waits_for),
+        past_max_wait=outcome.past_max_wait,
+        notes=notes,
+    )
     if outcome.status == "placed":
-        return Explanation(**base, notes=notes)
+        return stated
     progress.phase("count")
     ctx = PlacementContext(snapshot, jobsets, options)
     diagnosis = [
@@ -147,12 +131,14 @@ def explain_jobset(
                 "no remedy found among fewer replicas, other topology values, "
                 "relaxed locality, preemption and waiting for running JobSets"
             )
-    return Explanation(
-        **base,
-        replicated_jobs=diagnosis,
-        conflict=conflict,
-        remedies=found,
-        notes=notes,
+    return Explanation.model_validate(
+        {
+            **dict(stated),
+            "replicated_jobs": diagnosis,
+            "conflict": conflict,
+            "remedies": found,
+            "notes": notes,
+        }
     )
 
 
