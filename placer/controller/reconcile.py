@@ -9,8 +9,8 @@ A cycle therefore observes the whole cluster once, plans every due JobSet in one
 commits the result in one ledger write; the per-object work (a record, pod ungates, node labels)
 follows from that one decision. Watches only tell the loop when to run a cycle.
 
-Phases of one cycle (`Controller.run_cycle`), each one method handing the next a frozen value,
-timed into `CycleReport.phases` (the names in brackets):
+Phases of one cycle (`Controller.run_cycle`), each one method (observe: observe.py's `Observer`)
+handing the next a frozen value, timed into `CycleReport.phases` (the names in brackets):
 
   observe  `ClusterCache.state()`, the ledger in it, the managed JobSets (their records: ledger
            entry, else annotation) and the planner's snapshot, rebuilt only when something that
@@ -56,31 +56,19 @@ from placer.controller.act.commit import commit, confirm_gone
 from placer.controller.act.executor import ExecReport, RetryPolicy, execute
 from placer.controller.adapter import ClusterAdapter
 from placer.controller.config import ControllerConfig
-from placer.controller.decide.domains import DomainIndex
 from placer.controller.decide.kueue.eta import estimate_behind
-from placer.controller.decide.ledger import (
-    LEDGER_LABEL,
-    LEDGER_NAME,
-    Fence,
-    Ledger,
-    read_ledger,
-)
+from placer.controller.decide.ledger import LEDGER_LABEL, Fence
 from placer.controller.decide.observed import Observed, Reviewed
 from placer.controller.decide.planning import PlannedRound, planning_inputs, solve_targets
-from placer.controller.decide.preempting import (
-    KUEUE_QUEUE_LABEL,
-    Eligibility,
-)
+from placer.controller.decide.preempting import KUEUE_QUEUE_LABEL, Eligibility
 from placer.controller.decide.roundchange import round_change
 from placer.controller.decide.roundreview import ReviewSettings, judge
 from placer.controller.decide.roundwrites import round_writes
-from placer.controller.decide.snapshot import planning_snapshot
-from placer.controller.decide.state import ClusterState
-from placer.controller.decide.survey import ParseMemo, RefMemo, jobset_pods, survey
 from placer.controller.decide.writeplan import WriteSettings
 from placer.controller.decide.writes import Write
 from placer.controller.memory import CycleMemory
 from placer.controller.metrics import Metrics
+from placer.controller.observe import Observer
 from placer.controller.report import CycleReport, PhaseTimer
 from placer.model.cluster import ClusterSnapshot
 from placer.model.errors import InputError
@@ -169,6 +157,8 @@ class Controller:
             ledger=Stream("configmaps", config.ledger_namespace, LEDGER_LABEL),
             kueue=config.kueue_admission_check,
         )
+        self.observer = Observer(self.cache, config)
+        """Phase 1: the cache read into an `Observed`, with its parsing memos."""
         self.memory = CycleMemory()
         """Across cycles: who waits since when, who failed, which events were sent."""
         self.fence: Fence | None = None
@@ -178,20 +168,8 @@ class Controller:
         self.misconfigured: InputError | None = None
         """A flag the cluster contradicts (`--default-duration` naming an unknown PriorityClass):
         the loop stopped, and `placer controller` exits 2 with this error."""
-        self._snapshot: tuple[int, ClusterSnapshot] | None = None
-        self._ledger: tuple[str, Ledger] | None = None
-        self._parsed: ParseMemo = {}
-        self._refs: RefMemo = {}
 
     # --- one cycle -----------------------------------------------------------------------------
-
-    def _planning_snapshot(self, state: ClusterState) -> ClusterSnapshot:
-        if self._snapshot is None or self._snapshot[0] != state.snapshot_version:
-            snap = planning_snapshot(
-                state, binding=self.config.binding, levels=self.config.options.levels
-            )
-            self._snapshot = (state.snapshot_version, snap)
-        return self._snapshot[1]
 
     def _options(self, snapshot: ClusterSnapshot) -> SolveOptions:
         """The configured options with `--default-duration CLASS=DURATION` resolved against the
@@ -201,14 +179,6 @@ class Controller:
         options = self.config.options
         policy = options.time.for_classes(snapshot.priority_classes)
         return options if policy is options.time else options.model_copy(update={"time": policy})
-
-    def _read_ledger(self, state: ClusterState) -> Ledger:
-        namespace = self.config.ledger_namespace
-        obj = state.configmaps.get((namespace, LEDGER_NAME))
-        version = str(((obj or {}).get("metadata") or {}).get("resourceVersion") or "")
-        if self._ledger is None or self._ledger[0] != version:
-            self._ledger = (version, read_ledger(obj, namespace))
-        return self._ledger[1]
 
     def run_cycle(self, *, force_plan: bool = False) -> CycleReport:
         """One cycle (see the module docstring), with the cyclic garbage collector paused.
@@ -256,7 +226,7 @@ class Controller:
         number of rounds run."""
         gone: frozenset[str] | None = None
         for rounds in range(1, MAX_ROUNDS + 1):
-            observed = self._observe(timer)
+            observed = self.observer.observe(timer)
             reviewed = self._review(observed, timer, force_plan=force_plan, gone=gone)
             gone = reviewed.gone
             planned = self._plan(reviewed, timer)
@@ -278,39 +248,6 @@ class Controller:
             gave_up=True,
         )
         return reviewed, given_up, MAX_ROUNDS
-
-    def _observe(self, timer: PhaseTimer) -> Observed:
-        """Phase 1: one consistent view of the cache, the ledger, the managed JobSets and the
-        planner's snapshot."""
-        with timer("observe"):
-            state = self.cache.state()
-            ledger = self._read_ledger(state)
-        if len(self._parsed) > 4 * len(state.jobsets) + 100:
-            self._parsed.clear()  # forget deleted and superseded manifests
-        if len(self._refs) > 2 * len(state.pods) + 100:
-            self._refs.clear()  # forget deleted pods and superseded versions
-        with timer("survey"):
-            pods = jobset_pods(state, self._refs)
-            managed = survey(
-                state,
-                binding=self.config.binding,
-                namespaces=self.config.namespaces,
-                memo=self._parsed,
-                refs=self._refs,
-                ledger=ledger,
-                pods=pods,
-            )
-        with timer("snapshot"):
-            snapshot = self._planning_snapshot(state)
-            index = DomainIndex(snapshot)
-        return Observed(
-            state=state,
-            ledger=ledger,
-            managed=tuple(managed),
-            snapshot=snapshot,
-            index=index,
-            pods=pods,
-        )
 
     def _review(
         self,
