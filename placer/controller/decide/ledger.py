@@ -44,7 +44,6 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from placer.controller.adapter import Obj, resource_version
-from placer.controller.decide.domains import DomainIndex
 from placer.model.assignment import PREFIX, Assignment, JobAssignment
 from placer.model.plan import DomainRef
 
@@ -62,7 +61,6 @@ __all__ = [
     "LedgerChange",
     "LedgerEntry",
     "entry_key",
-    "exclusive_clashes",
     "fence_annotation",
     "ledger_object",
     "ledger_patch",
@@ -389,29 +387,3 @@ def ledger_patch(ledger: Ledger, change: LedgerChange) -> Obj:
     if data:
         patch["data"] = data
     return patch
-
-
-def _job_nodes(index: DomainIndex, job: JobAssignment) -> tuple[str, ...]:
-    return index.job_nodes(job)
-
-
-def exclusive_clashes(
-    entries: Mapping[str, LedgerEntry], index: DomainIndex
-) -> list[tuple[str, str, str]]:
-    """(entry key, entry key, node) for every node an exclusive child Job shares with any other
-    child Job in `entries`: what a ledger may never hold. Sorted, so the first is stable.
-    Reservations (`LedgerEntry.soft`) are no holds: backfill may run on their nodes."""
-    owner_of: dict[str, list[tuple[str, str, bool]]] = {}
-    for key, entry in sorted(entries.items()):
-        if entry.soft or entry.kind == EVICTION:
-            continue
-        for name, job in sorted(entry.record.jobs.items()):
-            for node in _job_nodes(index, job):
-                owner_of.setdefault(node, []).append((key, name, job.domain is not None))
-    clashes: list[tuple[str, str, str]] = []
-    for node, holders in sorted(owner_of.items()):
-        if len(holders) > 1 and any(exclusive for _, _, exclusive in holders):
-            first = holders[0]
-            for other in holders[1:]:
-                clashes.append((first[0], other[0], node))
-    return clashes

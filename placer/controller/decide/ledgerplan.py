@@ -8,7 +8,7 @@
   another uid) is held until a read confirms it is gone (`suspects`, see commit.confirm_gone).
 - `ledger_change`: the cycle's commit: its new placements, the records it adopts (a managed
   JobSet's record that the ledger lacks), and the releases. Before anything is sent, the ledger it
-  would produce is checked node by node (`ledger.exclusive_clashes`): a new placement that would
+  would produce is checked node by node (`exclusive_clashes`): a new placement that would
   share a node with another entry is dropped, whatever the planner said. With preemption, the
   same commit releases each victim's placement and records its eviction (preempting.py).
 """
@@ -29,13 +29,12 @@ from placer.controller.decide.ledger import (
     LedgerChange,
     LedgerEntry,
     entry_key,
-    exclusive_clashes,
 )
 from placer.controller.decide.state import ClusterState
 from placer.controller.decide.survey import ManagedJobSet, is_finished, read_record
 from placer.model.assignment import Assignment, JobAssignment
 
-__all__ = ["LedgerView", "ledger_change", "view_ledger"]
+__all__ = ["LedgerView", "exclusive_clashes", "ledger_change", "view_ledger"]
 
 log = logging.getLogger(__name__)
 
@@ -207,3 +206,25 @@ def _drop_clashes(
         log.error("%s: not committed: %s", owner, why)
         if owner in placed:
             refused[owner] = why
+
+
+def exclusive_clashes(
+    entries: Mapping[str, LedgerEntry], index: DomainIndex
+) -> list[tuple[str, str, str]]:
+    """(entry key, entry key, node) for every node an exclusive child Job shares with any other
+    child Job in `entries`: what a ledger may never hold. Sorted, so the first is stable.
+    Reservations (`LedgerEntry.soft`) are no holds: backfill may run on their nodes."""
+    owner_of: dict[str, list[tuple[str, str, bool]]] = {}
+    for key, entry in sorted(entries.items()):
+        if entry.soft or entry.kind == EVICTION:
+            continue
+        for name, job in sorted(entry.record.jobs.items()):
+            for node in index.job_nodes(job):
+                owner_of.setdefault(node, []).append((key, name, job.domain is not None))
+    clashes: list[tuple[str, str, str]] = []
+    for node, holders in sorted(owner_of.items()):
+        if len(holders) > 1 and any(exclusive for _, _, exclusive in holders):
+            first = holders[0]
+            for other in holders[1:]:
+                clashes.append((first[0], other[0], node))
+    return clashes

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from placer.controller.decide.domains import DomainIndex
-from placer.controller.decide.ledger import LedgerEntry, exclusive_clashes
+from placer.controller.decide.ledger import LedgerEntry
+from placer.controller.decide.ledgerplan import exclusive_clashes
 from placer.controller.decide.snapshot import planning_snapshot
 from placer.model.assignment import Assignment, JobAssignment
 from placer.model.plan import DomainRef
