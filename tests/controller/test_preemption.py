@@ -16,7 +16,8 @@ from placer.controller.act.memory_adapter import MemoryCluster
 from placer.controller.adapter import ClusterAdapter, Obj
 from placer.controller.decide.bindings import NAMESPACED_JOB_LABEL
 from placer.controller.decide.domains import DomainIndex
-from placer.controller.decide.ledger import EVICTION, LEDGER_NAME, exclusive_clashes, read_ledger
+from placer.controller.decide.ledger import EVICTION, LEDGER_NAME, read_ledger
+from placer.controller.decide.ledgerplan import exclusive_clashes
 from placer.controller.decide.preempting import KUEUE_QUEUE_LABEL
 from placer.controller.decide.snapshot import planning_snapshot
 from placer.controller.decide.writes import SuspendJobSet
