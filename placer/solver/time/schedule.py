@@ -60,9 +60,9 @@ from placer.solver.time.schedule_problem import (
     ScheduleProblem,
     ScheduleRequest,
     build_problem,
-    starving,
     unit_release_s,
 )
+from placer.solver.time.starving import starving
 
 __all__ = ["ScheduleOutcome", "ScheduleRequest", "schedule"]
 
@@ -84,15 +84,15 @@ def _whole_seconds(
     return free_at, holds
 
 
-def hint(request: ScheduleRequest) -> dict[str, Reservation]:
-    """The greedy pass over every waiting JobSet in whole seconds: starving JobSets first, oldest
-    first, each at its earliest slot (their last reservations are not kept: the slot is the
-    latest start the schedule allows them, so it must be as early as the pass can give it),
-    then the others on what is left, last round's reservations kept first."""
+def hint(request: ScheduleRequest, old: Sequence[str]) -> dict[str, Reservation]:
+    """The greedy pass over every waiting JobSet in whole seconds: starving JobSets (`old`, as
+    `starving` gives them) first, oldest first, each at its earliest slot (their last
+    reservations are not kept: the slot is the latest start the schedule allows them, so it must
+    be as early as the pass can give it), then the others on what is left, last round's
+    reservations kept first."""
     free_at, holds = _whole_seconds(request)
     rounded = [replace(c, duration_s=float(math.ceil(c.duration_s))) for c in request.candidates]
     by_key = {c.jobset: c for c in rounded}
-    old = starving(request)
     first = reserve(
         request.layout,
         [by_key[k] for k in old],
@@ -118,9 +118,11 @@ def hint(request: ScheduleRequest) -> dict[str, Reservation]:
 
 def schedule(request: ScheduleRequest, options: SolveOptions) -> ScheduleOutcome:
     """Start times and domains of every waiting JobSet, or no answer (see the module doc)."""
-    hinted = hint(request)
+    old = starving(request)
+    hinted = hint(request, old)
     free_at, holds = _whole_seconds(request)
-    problem = build_problem(request, hinted, unit_release_s(request.layout, free_at), holds)
+    release = unit_release_s(request.layout, free_at)
+    problem = build_problem(request, hinted, release, holds, starving=old)
     if not problem.jobs:
         return ScheduleOutcome(_complete(request, hinted, {}), "OPTIMAL", "schedule: nothing waits")
     if not objective_fits(problem):

@@ -254,7 +254,7 @@ def add_shared(
 def add_starving(
     model: cp_model.CpModel, v: ScheduleVariables, problem: ScheduleProblem
 ) -> list[cp_model.LinearExprT]:
-    """A starving JobSet (`schedule_problem.starving`) starts no later than the greedy pass
+    """A starving JobSet (`starving.starving`) starts no later than the greedy pass
     starts it, so the schedule's longest waits are never the greedy pass's plus the weighted
     waits' trades. The hint meets it: the bound is the hint's own start."""
     for j in problem.jobs:

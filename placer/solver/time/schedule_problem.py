@@ -25,8 +25,7 @@ whole seconds fits in real ones. Start times take values on a bucketed grid (`ST
 near now, coarse far out), plus every release and every start and end of the greedy hint, so the
 hint is a valid schedule and an earlier start at an event is always on offer.
 
-A **starving** JobSet (the oldest that waited `SCHEDULE_STARVING_SHARE` of `--max-wait`, and each
-other pool's oldest overdue one: `starving`) carries its greedy slot as a latest start: the hint
+A **starving** JobSet (`starving.py`) carries its greedy slot as a latest start: the hint
 reserves starving JobSets first, oldest first, so that slot is as early as the greedy pass can
 give them.
 """
@@ -34,14 +33,9 @@ give them.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from placer.solver.cpsat import (
-    SCHEDULE_STARVING_HEAD,
-    SCHEDULE_STARVING_OVERDUE,
-    SCHEDULE_STARVING_SHARE,
-)
 from placer.solver.time.calendar import UnitId, UnitLayout
 from placer.solver.time.overlap import Overlap, overlap, sharing
 from placer.solver.time.reservations import Candidate, Need, Reservation
@@ -55,7 +49,6 @@ __all__ = [
     "SharedNodes",
     "UnitClass",
     "build_problem",
-    "starving",
     "unit_release_s",
 ]
 
@@ -127,7 +120,7 @@ class ScheduleJob:
     kept: bool = False
     """It had a reservation last round, which the hint keeps (see `schedule_model.STABLE_S`)."""
     latest_start_s: int | None = None
-    """A starving JobSet's greedy slot (`hint_start_s`): it starts no later (`starving`)."""
+    """A starving JobSet's greedy slot (`hint_start_s`): it starts no later (`starving.py`)."""
 
 
 @dataclass(frozen=True)
@@ -150,46 +143,6 @@ class ScheduleProblem:
     max_wait_s: int | None
     shared: tuple[SharedNodes, ...] = ()
     """With overlapping keys, the rules that keep domains sharing nodes apart; else empty."""
-
-
-def starving(
-    request: ScheduleRequest,
-    share: float = SCHEDULE_STARVING_SHARE,
-    head: int | None = SCHEDULE_STARVING_HEAD,
-    overdue: float | None = SCHEDULE_STARVING_OVERDUE,
-) -> tuple[str, ...]:
-    """JobSets that waited `share` of `--max-wait` or more, oldest first (then queue order), the
-    first `head` of them (None: all), then each later one that waited `overdue` of `--max-wait`
-    and may take no domain a JobSet already chosen may take: the greedy pass reserves them
-    first, and the schedule never starts them later than that (`schedule_model.add_starving`).
-    Without a maximum wait, none; JobSets without an exclusive need (they start now) are never
-    starving.
-
-    Why: the weighted waits trade one long wait for many short ones, and a reservation that
-    is only kept when moving it gains little was pushed back round after round (see
-    `SCHEDULE_STARVING_SHARE`); a bound taken from the greedy pass makes the schedule's longest
-    waits no worse than that pass's. An overdue JobSet in a disjoint pool is bounded too
-    (`SCHEDULE_STARVING_OVERDUE`): its bound cannot delay a chosen one, as they share no domain."""
-    if request.max_wait_s is None:
-        return ()
-    threshold = share * request.max_wait_s
-    order = {c.jobset: i for i, c in enumerate(request.candidates) if c.needs}
-    old = [k for k in order if request.tiers[k][1] >= threshold]
-    ranked = sorted(old, key=lambda k: (-request.tiers[k][1], order[k]))
-    chosen = ranked[:head]
-    if overdue is None or head is None:
-        return tuple(chosen)
-    eligible = {
-        c.jobset: frozenset().union(*(n.eligible for n in c.needs))
-        for c in request.candidates
-        if c.jobset in order
-    }
-    taken = frozenset().union(*(eligible[k] for k in chosen))
-    for k in ranked[head:]:
-        if request.tiers[k][1] >= overdue * request.max_wait_s and not eligible[k] & taken:
-            chosen.append(k)
-            taken |= eligible[k]
-    return tuple(chosen)
 
 
 def unit_release_s(layout: UnitLayout, free_at: Mapping[str, float]) -> list[float]:
@@ -343,11 +296,15 @@ def build_problem(
     hint: Mapping[str, Reservation],
     release: Sequence[float],
     holds: Sequence[tuple[UnitId, int, int]],
+    *,
+    starving: Collection[str],
 ) -> ScheduleProblem:
     """The problem for the candidates the hint starts some day and that need a domain.
 
     `release`: per unit number, when it frees up (`unit_release_s`); `holds`: the request's
     holds in whole seconds. A hold keeps busy every unit sharing a node with its unit.
+    `starving`: the JobSets the hint reserved first (`starving.starving`), each bounded by its
+    hinted start.
     """
     layout, tiers, max_wait_s = request.layout, request.tiers, request.max_wait_s
     jobs_in = [
@@ -372,7 +329,7 @@ def build_problem(
     classes, class_of = _classes(layout, release, future, signatures)
     jobs: list[ScheduleJob] = []
     ends: set[int] = set()
-    old = set(starving(request))
+    old = set(starving)
     classes_of = _ClassesOf(layout, class_of)
     for c in jobs_in:
         r = hint[c.jobset]

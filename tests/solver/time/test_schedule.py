@@ -26,10 +26,10 @@ from placer.solver.time.schedule_problem import (
     ScheduleProblem,
     ScheduleRequest,
     build_problem,
-    starving,
     unit_release_s,
 )
 from placer.solver.time.standing import tiers
+from placer.solver.time.starving import starving
 from placer.solver.time.timeaware import reservations_of
 from placer.solver.time.units import Units
 from placer.solver.time.wait_cost import wait_cost
@@ -239,9 +239,10 @@ def _request(
 def _problem(snap: ClusterSnapshot, queue: list[JobSetRequest]) -> ScheduleProblem:
     """The schedule problem the time-aware pass would build (through its own units)."""
     request = _request(snap, queue)
-    hinted = hint(request)
+    old = starving(request)
+    hinted = hint(request, old)
     free_at = {n: float(f) for n, f in request.free_at.items()}
-    return build_problem(request, hinted, unit_release_s(request.layout, free_at), [])
+    return build_problem(request, hinted, unit_release_s(request.layout, free_at), [], starving=old)
 
 
 @st.composite
@@ -436,9 +437,12 @@ def test_an_overdue_jobset_in_a_disjoint_pool_is_starving_too() -> None:
     assert starving(request) == ("team-a/d", "team-a/b")
     assert starving(request, overdue=None) == ("team-a/d",)
     assert starving(request, overdue=1.1) == ("team-a/d",)  # b waited 25 h, not 26.4 h
-    hinted = hint(request)
+    old = starving(request)
+    hinted = hint(request, old)
     free_at = {n: float(f) for n, f in request.free_at.items()}
-    problem = build_problem(request, hinted, unit_release_s(request.layout, free_at), [])
+    problem = build_problem(
+        request, hinted, unit_release_s(request.layout, free_at), [], starving=old
+    )
     bounded = {j.key: j.latest_start_s for j in problem.jobs if j.latest_start_s is not None}
     assert bounded == {k: int(hinted[k].start_s or 0) for k in ("team-a/d", "team-a/b")}
 

@@ -30,6 +30,7 @@ from placer.solver.time.schedule import (
 from placer.solver.time.schedule_model import build_schedule
 from placer.solver.time.schedule_problem import build_problem, unit_release_s
 from placer.solver.time.standing import tiers
+from placer.solver.time.starving import starving
 from placer.solver.time.units import Units
 from tests.solver.time.test_schedule import BUSY, NOW, H, _plan, _starts, _timed
 from tests.strategies import BLOCK, NODEPOOL, cluster, jobset, pool, rjob
@@ -352,9 +353,12 @@ def test_the_greedy_hint_is_a_schedule_of_the_overlap_model(
     """Fixed to its hint, the model has a solution: the greedy pass's schedule meets the overlap
     rules, so the search always starts from a complete schedule."""
     _, request, _ = _scheduled(*case)
-    hinted = hint(request)
+    old = starving(request)
+    hinted = hint(request, old)
     free_at, holds = _whole_seconds(request)
-    problem = build_problem(request, hinted, unit_release_s(request.layout, free_at), holds)
+    problem = build_problem(
+        request, hinted, unit_release_s(request.layout, free_at), holds, starving=old
+    )
     model, _ = build_schedule(problem)
     fixed = cp_model.CpSolver()
     fixed.parameters.num_workers = 1
