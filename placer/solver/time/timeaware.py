@@ -34,7 +34,7 @@ from datetime import UTC, datetime
 
 from placer.model.cluster import ClusterSnapshot, DomainReservation
 from placer.model.options import SolveOptions, TimePolicy
-from placer.model.plan import JobSetOutcome, Plan
+from placer.model.plan import Plan
 from placer.model.workload import JobSetRequest
 from placer.solver.interface import Solver
 from placer.solver.phases import PhaseTimer
@@ -49,7 +49,6 @@ from placer.solver.time.units import Units
 
 __all__ = [
     "TimeAwareSolver",
-    "expected_starts_behind",
     "reservations_of",
 ]
 
@@ -341,63 +340,3 @@ def _estimates(
         holds=holds,
     )
     return {r.jobset: r for r in found}
-
-
-def expected_starts_behind(
-    snapshot: ClusterSnapshot,
-    later: Sequence[JobSetRequest],
-    options: SolveOptions,
-    planned: tuple[Plan, Sequence[JobSetRequest]] | None = None,
-) -> list[JobSetOutcome]:
-    """When each JobSet of `later` could start were it queued now behind everything the
-    `planned` round (its plan and the requests it was given) placed or reserved, and behind the
-    snapshot's reservations; in reservation order, reserving nothing. One unplaced outcome each,
-    with its expected start, domains and whom it waits for.
-
-    For JobSets that may not start this round whatever the room, so are not planned: a Kueue
-    Workload without reserved quota, whose estimate assumes quota were reserved now.
-    """
-    policy = options.time
-    now = policy.now or datetime.now(UTC)
-    plan, queued = planned if planned is not None else (None, ())
-    timeline = ReleaseTimeline.build(
-        snapshot,
-        now,
-        policy.default_duration_s,
-        default_for_priority=policy.default_duration_by_priority,
-    )
-    units = Units(snapshot, [*queued, *later], options, timeline)
-    durations = {js.key: expected_duration_s(js, policy) for js in [*queued, *later]}
-    holds: list[tuple[UnitId, float, float]] = []
-    for o in plan.jobsets if plan is not None else []:
-        placed = o.status == "placed"
-        start = 0.0 if placed else o.expected_start_seconds
-        refs = [j.domain for j in o.jobs if j.domain] if placed else o.reserved_domains
-        if start is None:
-            continue
-        end = start + durations.get(o.key, policy.default_duration_s)
-        holds += [
-            (unit, start, end) for d in refs if (unit := units.unit_of(d.key, d.path)) is not None
-        ]
-    planned_keys = {o.key for o in plan.jobsets} if plan is not None else set()
-    holds += [
-        (unit, r.start_s, max(r.end_s, r.start_s))
-        for r in snapshot.reservations
-        if r.jobset not in planned_keys and (unit := units.unit_of(r.key, r.path)) is not None
-    ]
-    order = sorted(later, key=lambda js: reservation_order(js, policy, now))
-    found = reserve(
-        units.layout,
-        [units.candidate(js, durations[js.key]) for js in order],
-        free_at=units.free_at,
-        holds=holds,
-    )
-    after = Annotator(units, {}, {r.jobset: r for r in found}, [], {})
-    return [
-        after.outcome(
-            JobSetOutcome(
-                namespace=js.namespace, name=js.name, status="unschedulable", priority=js.priority
-            )
-        )
-        for js in order
-    ]

@@ -7,7 +7,8 @@ from placer.model.plan import Plan
 from placer.model.workload import JobSetRequest
 from placer.solver.check.checker import check
 from placer.solver.registry import get_solver
-from placer.solver.time.timeaware import TimeAwareSolver, expected_starts_behind
+from placer.solver.time.behind import expected_starts_behind
+from placer.solver.time.timeaware import TimeAwareSolver
 from tests.solver.time.test_timeaware import NOW, H, _fleet, _queue
 from tests.strategies import jobset, rjob
 

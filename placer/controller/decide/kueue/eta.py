@@ -20,7 +20,7 @@ from placer.controller.decide.observed import Reviewed
 from placer.controller.decide.planning import PlannedRound, PlanningInputs, held_nodes
 from placer.controller.decide.survey import ManagedJobSet
 from placer.model.workload import JobSetRequest
-from placer.solver.time.timeaware import expected_starts_behind
+from placer.solver.time.behind import expected_starts_behind
 
 __all__ = ["QUOTA_WAIT", "estimate_behind", "quota_waiting"]
 
