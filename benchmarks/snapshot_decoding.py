@@ -132,11 +132,12 @@ def _variant(name: str, path: str) -> int:
         return len(items)
     from placer.model.resources import parse_resource_map
     from placer.model.snapshots import load as snapshot
+    from placer.model.snapshots import pod_usage
     from placer.model.snapshots.node_drafts import NodeReader
 
     if base == "load_snapshot-footprint-signatures":
-        # on purpose: load's imported name, which mypy does not see as re-exported, is replaced
-        snapshot.footprint_signature = lambda pod: None  # type: ignore[attr-defined]
+        # on purpose: pod_usage's imported name, which mypy does not see as re-exported, is replaced
+        pod_usage.footprint_signature = lambda pod: None  # type: ignore[attr-defined]
     if base == "load_snapshot-allocatable-sharing":
 
         def every_time(self: Any, n: Any, source: str) -> Any:

@@ -8,7 +8,8 @@ bound to the node, one `pods` slot each). The controller calls it on its watch c
 inverse, used to render the bundled examples and to seed API-server stand-ins in tests.
 
 Objects are read as the typed structs of `placer.model.kube.objects` (a kubectl JSON List in one
-decoding call), each Node model is built once, and pods are summed per node in place. What the
+decoding call), each Node model is built once (`node_drafts`), and pods are summed per node in
+place (`pod_usage`). What the
 snapshot knows of running JobSets (starts, expected durations, preemption facts) is
 `placer.model.snapshots.running`'s.
 """
@@ -16,16 +17,13 @@ snapshot knows of running JobSets (starts, expected durations, preemption facts)
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from decimal import Decimal
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from placer.model.cluster import ClusterSnapshot, JobSetUsage, Node, RunningJobSet
+from placer.model.cluster import ClusterSnapshot, Node, RunningJobSet
 from placer.model.errors import InputError
 from placer.model.kube.objects import (
-    Footprint,
     JobSetObject,
     KubeObject,
     NodeObject,
@@ -33,8 +31,6 @@ from placer.model.kube.objects import (
     PodObject,
     PriorityClassObject,
     decode_kubectl_list,
-    footprint_signature,
-    pod_footprint,
     read_as,
     read_object,
 )
@@ -45,16 +41,12 @@ from placer.model.read.limits import INT32_MAX
 from placer.model.read.manifests import describe_object, expand_paths, object_key, read_documents
 from placer.model.read.names import (
     check,
-    dns1123_label_problem,
     dns1123_subdomain_problem,
-)
-from placer.model.resources import (
-    ResourceMap,
-    subtract_resources,
 )
 from placer.model.snapshots.compact import DESCRIPTION_KIND, parse_description
 from placer.model.snapshots.kubectl_list import format_quantity, snapshot_to_kubectl_list
 from placer.model.snapshots.node_drafts import NodeDraft, NodeReader
+from placer.model.snapshots.pod_usage import apply_pods, pod_owner
 from placer.model.snapshots.running import (
     TERMINAL_PHASES,
     running_starts,
@@ -72,146 +64,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-JOBSET_PRIORITY_LABEL = "jobset.sigs.k8s.io/priority"
-"""The label JobSet puts on its pods with their priority (a running JobSet's priority, if no
-`spec.priority`)."""
-
-_ZERO = Decimal(0)
-
-
-def _pod_priority(pod: PodObject, classes: Mapping[str, int]) -> int | None:
-    """A running pod's priority: `spec.priority` (set by admission), JobSet's priority label,
-    or its PriorityClass; None when nothing says."""
-    priority = pod.spec.priority
-    if isinstance(priority, int) and not isinstance(priority, bool):
-        return priority
-    label = pod.metadata.labels.get(JOBSET_PRIORITY_LABEL)
-    if label is not None and label.isascii() and label.lstrip("-").isdigit():
-        return int(label)
-    name = pod.spec.priorityClassName
-    return classes.get(name) if isinstance(name, str) else None
-
-
-def _owner(source: str, pod: PodObject, jobset: str) -> str | None:
-    """`namespace/name` of the JobSet a running pod belongs to, or None when the pair is no
-    JobSet's (its label names no valid JobSet: anyone may label a pod, and such a pod must
-    neither hold a domain nor stop a controller that reads the cluster every cycle)."""
-    namespace = pod.metadata.namespace
-    if dns1123_label_problem(namespace) or dns1123_subdomain_problem(jobset):  # cached: cheap
-        log.debug(
-            "%s: pod %s/%s: label %s=%s names no JobSet; counted as a pod of no JobSet",
-            source,
-            echo(namespace, quote=False),
-            echo(pod.metadata.name, quote=False),
-            JOBSET_NAME_LABEL,
-            echo(jobset, quote=False),
-        )
-        return None
-    return f"{namespace}/{jobset}"
-
-
-def _footprints() -> Callable[[str, PodObject], Footprint]:
-    """`pod_footprint`, computed once per distinct signature: a fleet runs the same few
-    DaemonSet and JobSet pod specs thousands of times (benchmarks/RESULTS-speed.md, "snapshot
-    decoding": a 50,000-node load takes 7.6 s of CPU without it, 3.5 s with it). Only successes
-    are kept, so a bad pod's error names that pod."""
-    known: dict[bytes, Footprint] = {}
-
-    def footprint(source: str, pod: PodObject) -> Footprint:
-        key = footprint_signature(pod)
-        found = known.get(key) if key is not None else None
-        if found is None:
-            found = pod_footprint(pod, source)
-            if key is not None:
-                known[key] = found
-        return found
-
-    return footprint
-
-
-def _apply_pods(
-    nodes: Sequence[Node | NodeDraft],
-    pods: Iterable[tuple[str, PodObject]],
-    classes: Mapping[str, int] | None = None,
-) -> list[Node]:
-    """Subtract the non-terminal pods bound to each node; collect host ports and JobSet owners,
-    and what each JobSet's pods use per node (for what-ifs that let a JobSet finish).
-
-    Nodes from a compact description come as models (copied with the pods' usage added), nodes
-    from API objects as drafts (built once, here)."""
-    index = {n.name: i for i, n in enumerate(nodes)}
-    used: dict[str, ResourceMap] = {}
-    ports: dict[str, set[tuple[int, str]]] = {}
-    owners: dict[str, set[str]] = {}
-    usage: dict[str, dict[str, _Usage]] = {}
-    footprint = _footprints()
-    for source, pod in pods:
-        node = pod.spec.nodeName
-        if pod.status.phase in TERMINAL_PHASES or not node:
-            continue
-        if node not in index:
-            log.debug(
-                "%s: pod %s/%s is bound to unknown node %s; ignored",
-                source,
-                pod.metadata.namespace,
-                pod.metadata.name,
-                node,
-            )
-            continue
-        request, pod_ports = footprint(source, pod)
-        _accumulate(used.setdefault(node, {}), request)
-        if pod_ports:
-            ports.setdefault(node, set()).update(pod_ports)
-        jobset = pod.metadata.labels.get(JOBSET_NAME_LABEL)
-        owner = _owner(source, pod, jobset) if jobset else None
-        if owner is not None:
-            owners.setdefault(node, set()).add(owner)
-            entry = usage.setdefault(node, {}).setdefault(owner, _Usage())
-            _accumulate(entry.requests, request)
-            entry.ports.update(pod_ports)
-            priority = _pod_priority(pod, classes or {})
-            if priority is not None:
-                entry.priority = max(
-                    priority, entry.priority if entry.priority is not None else priority
-                )
-    result: list[Node] = []
-    for n in nodes:
-        total = used.get(n.name)
-        if total is None:
-            result.append(n.build(dict(n.allocatable)) if isinstance(n, NodeDraft) else n)
-            continue
-        # Only what the node offers can be used up; anything else the pod asks is not ours to count.
-        total = {k: v for k, v in total.items() if k in n.allocatable}
-        per_jobset = {
-            owner: JobSetUsage(
-                requests={k: v for k, v in sorted(u.requests.items()) if k in n.allocatable},
-                host_ports=tuple(sorted(u.ports)),
-                priority=u.priority,
-            )
-            for owner, u in sorted(usage.get(n.name, {}).items())
-        }
-        if isinstance(n, NodeDraft):
-            result.append(
-                n.build(
-                    free=subtract_resources(n.allocatable, total),
-                    used_host_ports=tuple(sorted(ports.get(n.name, ()))),
-                    jobsets=tuple(sorted(owners.get(n.name, ()))),
-                    jobset_usage=per_jobset,
-                )
-            )
-            continue
-        result.append(
-            n.model_copy(
-                update={
-                    "free": subtract_resources(n.free, total),
-                    "used_host_ports": tuple(sorted({*n.used_host_ports, *ports.get(n.name, ())})),
-                    "jobsets": tuple(sorted({*n.jobsets, *owners.get(n.name, ())})),
-                    "jobset_usage": {**n.jobset_usage, **per_jobset},
-                }
-            )
-        )
-    return result
-
 
 def _running_starts(pods: Iterable[tuple[str, PodObject]]) -> dict[str, RunningJobSet]:
     return running_starts(
@@ -220,7 +72,7 @@ def _running_starts(pods: Iterable[tuple[str, PodObject]]) -> dict[str, RunningJ
         if (jobset := pod.metadata.labels.get(JOBSET_NAME_LABEL))
         and pod.status.phase not in TERMINAL_PHASES
         and isinstance(pod.status.startTime, str)
-        and (key := _owner(source, pod, jobset)) is not None
+        and (key := pod_owner(source, pod, jobset)) is not None
     )
 
 
@@ -237,20 +89,6 @@ def _with_durations(
         if (key := f"{obj.metadata.namespace}/{obj.metadata.name}") in holders
     ]
     return with_preemption_facts(with_expected_durations(running, manifests), manifests)
-
-
-def _accumulate(total: ResourceMap, request: Mapping[str, Decimal]) -> None:
-    """`add_resources` in place: the same additions in the same order, without a copy per pod."""
-    for name, value in request.items():
-        total[name] = total.get(name, _ZERO) + value
-
-
-@dataclass
-class _Usage:
-    requests: ResourceMap = field(default_factory=dict)
-    """Summed requests of the JobSet's pods on the node."""
-    ports: set[tuple[int, str]] = field(default_factory=set)
-    priority: int | None = None
 
 
 def _priority_classes(objs: Iterable[tuple[str, PriorityClassObject]]) -> dict[str, int]:
@@ -297,7 +135,7 @@ def snapshot_from_objects(
     classes = _priority_classes(class_objs)
     pod_list = [(source, read_as(PodObject, p, source)) for p in pods]
     return ClusterSnapshot(
-        nodes=tuple(_apply_pods(node_list, pod_list, classes)),
+        nodes=tuple(apply_pods(node_list, pod_list, classes)),
         priority_classes=classes,
         non_preempting_classes=_non_preempting(class_objs),
         running=_running_starts(pod_list),
@@ -374,7 +212,7 @@ def load_snapshot(paths: Sequence[str | Path]) -> ClusterSnapshot:
             code="no-nodes",
         )
     priority_classes = _priority_classes(classes)
-    node_list = _apply_pods(_check_unique(nodes, ", ".join(sources)), pods, priority_classes)
+    node_list = apply_pods(_check_unique(nodes, ", ".join(sources)), pods, priority_classes)
     return ClusterSnapshot(
         nodes=tuple(node_list),
         priority_classes=priority_classes,

@@ -37,7 +37,8 @@ from placer.model.kube.objects import (
     read_object,
 )
 from placer.model.resources import PODS, pod_request
-from placer.model.snapshots.load import _footprints, load_snapshot, snapshot_from_objects
+from placer.model.snapshots.load import load_snapshot, snapshot_from_objects
+from placer.model.snapshots.pod_usage import footprints
 
 ODD = st.sampled_from(
     [None, 1, 1.5, True, "", "x", "Sometimes", [], {}, ["x"], {"a": 1}, {"a": "b"}, {1: "x"}]
@@ -378,7 +379,7 @@ def near_duplicate_specs(draw: st.DrawFn) -> list[dict[str, Any]]:
 def test_footprints_match_computing_each_pod(specs: list[dict[str, Any]]) -> None:
     """Pods with equal signatures have equal footprints, so computing one per signature (as the
     loader does) gives what computing each pod gives."""
-    footprint = _footprints()
+    footprint = footprints()
     for i, spec in enumerate(specs):
         pod = read_as(PodObject, {"metadata": {"name": f"p{i}"}, "spec": spec}, "f.json")
         request, ports = footprint("f.json", pod)
@@ -389,7 +390,7 @@ def test_footprints_match_computing_each_pod(specs: list[dict[str, Any]]) -> Non
 
 
 def test_footprint_errors_name_each_bad_pod() -> None:
-    footprint = _footprints()
+    footprint = footprints()
     good = {"containers": [{"resources": {"requests": {"cpu": "1"}}}]}
     bad = {"containers": [{"resources": {"requests": {"cpu": True}}}]}
 
