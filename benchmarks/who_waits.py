@@ -1,0 +1,143 @@
+"""Who sets a cell's longest waits: `python -m benchmarks.who_waits --fleet gb200`.
+
+`benchmarks.backfill` reports a cell's p95 and max; when a change to the schedule moves them,
+the next question is which JobSets waited that long and why: their shape, tier, announced and
+real run time, and how many JobSets that arrived after them started first. Rounds 16 and 19 of
+issue 21 (benchmarks/RESULTS-backfill.md) answered it with scripts kept nowhere; this runs the
+same simulation as one `benchmarks.backfill` cell (the same world, arrivals, announced run
+times and search settings, so its waits are that cell's) and prints, for the last policy named,
+its `--top` longest waits beside each other policy's wait for the same JobSet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from benchmarks.backfill import Matrix, estimates_for, percentile
+from benchmarks.simulate.overtime import POLICIES, SimResult, simulate
+from benchmarks.worlds.queues import JobSetSpec
+from benchmarks.worlds.simworld import HOUR, SimConfig, build_world
+from placer.model.options import SolveOptions, TimePolicy
+
+__all__ = ["Wait", "longest_waits", "main"]
+
+
+@dataclass(frozen=True)
+class Wait:
+    """One JobSet's wait under each policy, in policy order."""
+
+    spec: JobSetSpec
+    announced_s: float | None
+    waits_s: tuple[float, ...]
+    overtaken: int
+    """JobSets that arrived after it and started before it, under the last policy."""
+
+
+def shape(spec: JobSetSpec) -> str:
+    """`replicas x child shape` per replicated job, e.g. `2x gb200 16h`."""
+    return " + ".join(f"{r.replicas}x {r.shape.label}" for r in spec.rjobs)
+
+
+def longest_waits(
+    queue: Sequence[JobSetSpec],
+    announced: dict[str, float | None],
+    results: Sequence[SimResult],
+    top: int,
+) -> list[Wait]:
+    """The `top` longest waits of the last result (each result's delays in `queue` order),
+    longest first, ties by queue order."""
+    last = results[-1].delays_s
+    starts = [js.arrival_s + d for js, d in zip(queue, last, strict=True)]
+    order = sorted(range(len(queue)), key=lambda i: (-last[i], i))[:top]
+    return [
+        Wait(
+            spec=queue[i],
+            announced_s=announced.get(queue[i].key),
+            waits_s=tuple(r.delays_s[i] for r in results),
+            overtaken=sum(
+                1
+                for j, js in enumerate(queue)
+                if js.arrival_s > queue[i].arrival_s and starts[j] < starts[i]
+            ),
+        )
+        for i in order
+    ]
+
+
+def _hours(seconds: float | None) -> str:
+    return "none" if seconds is None else f"{seconds / HOUR:.2f}"
+
+
+def render(waits: Sequence[Wait], results: Sequence[SimResult], command: str) -> list[str]:
+    """The report: each policy's p95 and max, then the longest waits of the last policy."""
+    names = [r.policy for r in results]
+    lines = [f"Command: `{command}`", ""]
+    for r in results:
+        lines.append(
+            f"- {r.policy}: p95 {percentile(r.delays_s, 95) / HOUR:.2f} h, "
+            f"max {max(r.delays_s, default=0.0) / HOUR:.2f} h"
+        )
+    head = ["JobSet", "arrives h", "shape", "priority", "runs h", "announces h"]
+    head += [f"waits h ({n})" for n in names] + [f"overtaken ({names[-1]})"]
+    lines += ["", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for w in waits:
+        cells = [
+            w.spec.name,
+            _hours(w.spec.arrival_s),
+            shape(w.spec),
+            str(w.spec.priority),
+            _hours(w.spec.duration_s),
+            _hours(w.announced_s),
+            *(_hours(s) for s in w.waits_s),
+            str(w.overtaken),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def _policies(text: str) -> tuple[str, ...]:
+    names = tuple(p.strip() for p in text.split(",") if p.strip())
+    unknown = [p for p in names if p not in POLICIES]
+    if not names or unknown:
+        raise argparse.ArgumentTypeError(f"unknown policies {unknown}; known: {sorted(POLICIES)}")
+    return names
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--fleet", choices=("tpu", "gb200"), required=True)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--load", type=float, default=0.9)
+    parser.add_argument("--estimates", choices=("exact", "over", "noisy", "none"), default="over")
+    parser.add_argument(
+        "--policies",
+        type=_policies,
+        default=("easy-aging", "cpsat-schedule"),
+        help="comma-separated; the longest waits are the last one's (default "
+        "easy-aging,cpsat-schedule)",
+    )
+    parser.add_argument("--top", type=int, default=20)
+    args = parser.parse_args(argv)
+    # a `benchmarks.backfill` cell's settings: its default `Matrix`, as `run_matrix` applies them
+    matrix = Matrix()
+    cfg = replace(SimConfig(), jobsets=matrix.jobsets, load=args.load, size=matrix.size)
+    world = build_world(args.fleet, args.seed, cfg)
+    announced = estimates_for(world, args.estimates, args.seed)
+    options = SolveOptions(
+        time_limit_s=matrix.time_limit_s,
+        workers=2,
+        seed=args.seed,
+        time=TimePolicy(schedule_search=matrix.schedule_search),
+    )
+    results = simulate(world, args.policies, options, cfg, estimates=announced)
+    command = "python -m benchmarks.who_waits " + " ".join(sys.argv[1:] if argv is None else argv)
+    waits = longest_waits(world.queue, announced, results, args.top)
+    print("\n".join(render(waits, results, command)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

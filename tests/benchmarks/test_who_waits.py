@@ -1,0 +1,84 @@
+"""`benchmarks.who_waits`: the longest waits of a policy, who overtook them, and the report."""
+
+from __future__ import annotations
+
+from benchmarks.simulate.overtime import SimResult
+from benchmarks.who_waits import longest_waits, render, shape
+from benchmarks.worlds.queues import ChildShape, JobSetSpec, RJobSpec
+from benchmarks.worlds.simworld import HOUR
+
+RACK = ChildShape(
+    label="gb200 16h",
+    accelerator="nvidia.com/gpu",
+    units_per_pod=4,
+    pods_per_job=16,
+    node_selector=(),
+    exclusive_key="nvidia.com/gpu.clique",
+)
+
+
+def _spec(name: str, arrival_h: float, replicas: int = 2) -> JobSetSpec:
+    return JobSetSpec(
+        namespace="sim",
+        name=name,
+        priority_class="batch",
+        priority=1000,
+        arrival_s=arrival_h * HOUR,
+        duration_s=12 * HOUR,
+        rjobs=(RJobSpec(name="w", shape=RACK, replicas=replicas),),
+    )
+
+
+def _result(policy: str, waits_h: list[float]) -> SimResult:
+    return SimResult(
+        world="gb200",
+        policy=policy,
+        delays_s=[w * HOUR for w in waits_h],
+        never_started=0,
+        starved=0,
+        makespan_s=0.0,
+        finished=len(waits_h),
+        restarts=0,
+        utilization=[],
+        mean_utilization=0.0,
+        window_utilization=0.0,
+        window_s=0.0,
+        rounds=0,
+        round_wall_s=[],
+        checked_plans=0,
+    )
+
+
+QUEUE = [_spec("a", 0), _spec("b", 1, replicas=4), _spec("c", 2), _spec("d", 3)]
+ANNOUNCED: dict[str, float | None] = {"sim/a": 30 * HOUR, "sim/b": None}
+
+
+def test_the_longest_waits_of_the_last_policy_longest_first() -> None:
+    """c and a wait longest under the last policy; each row carries the first policy's wait for
+    the same JobSet and counts who arrived later yet started first under the last one."""
+    results = [_result("easy-aging", [5, 1, 30, 2]), _result("cpsat-schedule", [10, 2, 20, 2])]
+    waits = longest_waits(QUEUE, ANNOUNCED, results, top=2)
+    assert [w.spec.name for w in waits] == ["c", "a"]
+    assert [w.waits_s for w in waits] == [(30 * HOUR, 20 * HOUR), (5 * HOUR, 10 * HOUR)]
+    # c starts at 22 h: d (arrives 3 h, starts 5 h) overtook it; a starts at 10 h: b (3 h), c
+    # no (22 h), d (5 h)
+    assert [w.overtaken for w in waits] == [1, 2]
+    assert [w.announced_s for w in waits] == [None, 30 * HOUR]
+
+
+def test_ties_go_to_queue_order_and_top_bounds_the_rows() -> None:
+    results = [_result("easy-aging", [3, 3, 3, 3])]
+    assert [w.spec.name for w in longest_waits(QUEUE, {}, results, top=3)] == ["a", "b", "c"]
+
+
+def test_the_report_gives_each_policy_and_a_row_per_wait() -> None:
+    results = [_result("easy-aging", [5, 1, 30, 2]), _result("cpsat-schedule", [10, 2, 20, 2])]
+    lines = render(longest_waits(QUEUE, ANNOUNCED, results, top=2), results, "cmd")
+    assert lines[0] == "Command: `cmd`"
+    assert "- cpsat-schedule: p95 " in "\n".join(lines)
+    rows = [line for line in lines if line.startswith("| c ") or line.startswith("| a ")]
+    assert rows == [
+        "| c | 2.00 | 2x gb200 16h | 1000 | 12.00 | none | 30.00 | 20.00 | 1 |",
+        "| a | 0.00 | 2x gb200 16h | 1000 | 12.00 | 30.00 | 5.00 | 10.00 | 2 |",
+    ]
+    assert shape(QUEUE[1]) == "4x gb200 16h"
