@@ -9,9 +9,8 @@ inverse, used to render the bundled examples and to seed API-server stand-ins in
 
 Objects are read as the typed structs of `placer.model.kube.objects` (a kubectl JSON List in one
 decoding call), each Node model is built once (`node_drafts`), and pods are summed per node in
-place (`pod_usage`). What the
-snapshot knows of running JobSets (starts, expected durations, preemption facts) is
-`placer.model.snapshots.running`'s.
+place (`pod_usage`). What the snapshot knows of running JobSets (starts, expected durations,
+preemption facts) is `placer.model.snapshots.running`'s.
 """
 
 from __future__ import annotations
