@@ -38,6 +38,7 @@ from benchmarks.reporting.measure import machine_info
 from benchmarks.reporting.progress import Progress
 from benchmarks.reporting.schedule_targets import SCHEDULE, judge_schedule
 from benchmarks.reporting.seed_spread import spread_table
+from benchmarks.reporting.stats import percentile
 from benchmarks.simulate.overtime import SimResult, simulate
 from benchmarks.worlds.simworld import (
     HOUR,
@@ -80,16 +81,6 @@ def estimates_for(world: SimWorld, mode: str, seed: int) -> dict[str, float | No
         else:
             raise ValueError(f"unknown estimate mode {mode!r}")
     return out
-
-
-def percentile(values: Sequence[float], p: float) -> float:
-    """The p-th percentile of `values`, linearly interpolated; 0 for none."""
-    if not values:
-        return 0.0
-    s = sorted(values)
-    k = (len(s) - 1) * p / 100
-    lo, hi = math.floor(k), math.ceil(k)
-    return s[lo] + (s[hi] - s[lo]) * (k - lo)
 
 
 def summarize(world: SimWorld, result: SimResult, estimate: str, load: float) -> dict[str, Any]:

@@ -46,6 +46,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from benchmarks.reporting.measure import cpu_model
 from benchmarks.simulate import cluster_sim as sim
 from placer.controller.act.memory_adapter import MemoryCluster
 from placer.controller.decide.kueue.workloads import CONTROLLER_NAME, rfc3339
@@ -300,14 +301,7 @@ def _check_states(cluster: MemoryCluster, names: set[str] | None = None) -> dict
 
 
 def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            names = [line.split(":", 1)[1].strip() for line in f if line.startswith("model name")]
-        cpu = names[0] if names else cpu
-    except OSError:
-        pass
-    return f"{os.cpu_count()} CPUs ({cpu}), Python {platform.python_version()}"
+    return f"{os.cpu_count()} CPUs ({cpu_model()}), Python {platform.python_version()}"
 
 
 def _print(fleet: Fleet, solver: str, limit: float, schedule: str, r: dict[str, Any]) -> None:

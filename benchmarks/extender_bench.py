@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.extender_abuse import memory_series, rss_mib, slow_client_probe
+from benchmarks.reporting.measure import cpu_model
 from placer.model.plan import (
     DomainRef,
     JobPlacement,
@@ -401,18 +402,10 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 
 def machine() -> dict[str, str]:
-    model = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
     return {
         "nproc": str(os.cpu_count()),
         "affinity": str(len(os.sched_getaffinity(0))) if hasattr(os, "sched_getaffinity") else "?",
-        "cpu": model,
+        "cpu": cpu_model() or "unknown",
         "python": platform.python_version(),
         "load": " ".join(f"{x:.2f}" for x in os.getloadavg()),
         "system": f"{platform.system()} {platform.release()}",

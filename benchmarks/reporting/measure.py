@@ -25,7 +25,15 @@ from typing import Any, Generic, TypeVar
 
 from benchmarks.worlds.records import quantity
 
-__all__ = ["Measured", "machine_info", "measure", "peak_rss_mb", "reset_peak", "rss_mb"]
+__all__ = [
+    "Measured",
+    "cpu_model",
+    "machine_info",
+    "measure",
+    "peak_rss_mb",
+    "reset_peak",
+    "rss_mb",
+]
 
 T = TypeVar("T")
 _STATUS = Path("/proc/self/status")
@@ -81,15 +89,20 @@ def measure(fn: Callable[[], T]) -> Measured[T]:
     return Measured(value, wall, max(peak - before, 0.0), peak, exact)
 
 
-def machine_info() -> dict[str, Any]:
-    cpu = ""
+def cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo, else what `platform` knows ("" if nothing):
+    every report names it, since figures from two CPU models are not comparable."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+                return line.split(":", 1)[1].strip()
     except OSError:
-        cpu = platform.processor()
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine_info() -> dict[str, Any]:
+    cpu = cpu_model()
     mem_gb = 0.0
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():

@@ -35,6 +35,7 @@ from typing import Any
 
 from benchmarks.reporting.metrics import checked
 from benchmarks.reporting.progress import Progress
+from benchmarks.reporting.stats import percentile
 from benchmarks.simulate.greedy_preempt import first_fitting_victims
 from benchmarks.worlds.queues import BASE_TIME, JobSetSpec
 from benchmarks.worlds.simworld import SimConfig, SimWorld
@@ -211,8 +212,8 @@ class SimResult:
         return {
             "world": self.world,
             "policy": self.policy,
-            "p50_delay_s": _pct(d, 50),
-            "p95_delay_s": _pct(d, 95),
+            "p50_delay_s": percentile(d, 50),
+            "p95_delay_s": percentile(d, 95),
             "max_delay_s": d[-1] if d else 0,
             "never_started": self.never_started,
             "starved": self.starved,
@@ -226,14 +227,6 @@ class SimResult:
             "round_wall_max_s": max(self.round_wall_s, default=0.0),
             "checked_plans": self.checked_plans,
         }
-
-
-def _pct(sorted_values: Sequence[float], p: float) -> float:
-    if not sorted_values:
-        return 0.0
-    k = (len(sorted_values) - 1) * p / 100
-    lo, hi = math.floor(k), math.ceil(k)
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (k - lo)
 
 
 def _time_average(steps: Sequence[tuple[float, float, float]], until: float) -> float:
