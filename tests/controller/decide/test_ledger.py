@@ -39,6 +39,26 @@ def test_exclusive_clashes_compare_nodes_across_levels() -> None:
     assert exclusive_clashes(entries, index) == []
 
 
+def test_child_jobs_without_an_exclusive_domain_may_share_a_node() -> None:
+    """Pods pinned to nodes without an exclusive domain (`nodes` only) share nodes as the
+    scheduler lets any pods share them: two such entries on one node are no clash; an exclusive
+    one there is."""
+    cluster = tpu_cluster(blocks=2)
+    index = DomainIndex(planning_snapshot(state_of(cluster), binding="gate"))
+    shared = {
+        f"placement.ns.{k}": LedgerEntry(
+            owner=f"ns/{k}",
+            record=Assignment(
+                jobset=f"ns/{k}", jobs={f"{k}-w-0": JobAssignment(nodes={0: "n-0-1"})}
+            ),
+        )
+        for k in ("a", "b")
+    }
+    assert exclusive_clashes(shared, index) == []
+    shared["placement.ns.c"] = LedgerEntry(owner="ns/c", record=on_blocks("ns/c", {"c-w-0": "b0"}))
+    assert ("placement.ns.a", "placement.ns.c", "n-0-1") in exclusive_clashes(shared, index)
+
+
 @pytest.mark.parametrize(
     "job",
     [

@@ -8,7 +8,7 @@ from placer.model.workload import JobSetRequest
 from placer.solver.check.checker import check
 from placer.solver.registry import get_solver
 from placer.solver.time.behind import expected_starts_behind
-from placer.solver.time.timeaware import TimeAwareSolver
+from placer.solver.time.timeaware import TimeAwareSolver, reservations_of
 from tests.solver.time.test_timeaware import NOW, H, _fleet, _queue
 from tests.strategies import jobset, rjob
 
@@ -56,3 +56,20 @@ def test_without_a_round_only_running_jobsets_and_reservations_count() -> None:
 def test_a_jobset_that_fits_nowhere_even_empty_has_no_expected_start() -> None:
     [huge] = expected_starts_behind(_fleet(), [_late("huge", 5)], OPTIONS, _planned())
     assert huge.expected_start_seconds is None
+
+
+def test_a_planned_jobsets_earlier_reservation_is_not_held_twice() -> None:
+    """The snapshot still carries wide's reservation from the round before (here on every pool
+    from now to 1.5 h); this round planned wide anew (all four pools at 2 h), so only the new one
+    holds: two still starts when short ends, as without the old one."""
+    plan, queue = _planned()
+    policy = OPTIONS.time
+    before = [
+        r.model_copy(update={"start_s": 0.0, "end_s": 1.5 * H})
+        for r in reservations_of(plan, queue, policy)
+        if r.jobset == "team-a/wide"
+    ]
+    assert len(before) == 4
+    snap = _fleet().model_copy(update={"reservations": tuple(before)})
+    [two] = expected_starts_behind(snap, [_late("two", 2)], OPTIONS, (plan, queue))
+    assert two.expected_start_seconds == 0.5 * H

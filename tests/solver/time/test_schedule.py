@@ -447,6 +447,32 @@ def test_an_overdue_jobset_in_a_disjoint_pool_is_starving_too() -> None:
     assert bounded == {k: int(hinted[k].start_s or 0) for k in ("team-a/d", "team-a/b")}
 
 
+def test_one_overdue_jobset_per_pool_the_oldest() -> None:
+    """d (2x4, 30 h of a 24 h maximum) heads the starving; e (27 h) and b (25 h) are both overdue
+    in the 4x4 pool, which d cannot take: the older, e, is bounded, and b, sharing e's pool, is
+    left to the weighted waits (a second bound there could only delay e)."""
+    snap = cluster(
+        pool("two-0", 2, topology="2x4"),
+        pool("four-0", 2, topology="4x4"),
+    )
+    waited_h = {"b": ("4x4", 25), "d": ("2x4", 30), "e": ("4x4", 27)}
+    queue = [
+        _timed(jobset(k, rjob(replicas=1, node_selector={TPU_TOPOLOGY: t})), 1, h * 60)
+        for k, (t, h) in waited_h.items()
+    ]
+    assert starving(_request(snap, queue, max_wait_s=24 * H)) == ("team-a/d", "team-a/e")
+
+
+def test_a_jobset_at_exactly_the_share_of_max_wait_is_starving() -> None:
+    """A quarter of 24 h is 6 h: a JobSet that waited 6 h to the second is starving, one that
+    waited a minute less is not."""
+    snap = _fleet({}, free=1)
+    at = [_timed(jobset("a", rjob(replicas=1)), 1, 6 * 60)]
+    under = [_timed(jobset("a", rjob(replicas=1)), 1, 6 * 60 - 1)]
+    assert starving(_request(snap, at, max_wait_s=24 * H)) == ("team-a/a",)
+    assert starving(_request(snap, under, max_wait_s=24 * H)) == ()
+
+
 @pytest.mark.parametrize(
     ("solver", "planner_stages"), [("best-fit", 0), ("cpsat", 4)], ids=["best-fit", "cpsat"]
 )
