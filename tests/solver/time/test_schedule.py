@@ -21,7 +21,7 @@ from placer.solver.check.checker import check
 from placer.solver.registry import get_solver
 from placer.solver.time.release import ReleaseTimeline
 from placer.solver.time.schedule import hint
-from placer.solver.time.schedule_model import build_schedule
+from placer.solver.time.schedule_model import build_schedule, extract
 from placer.solver.time.schedule_problem import (
     ScheduleProblem,
     ScheduleRequest,
@@ -461,6 +461,34 @@ def test_one_overdue_jobset_per_pool_the_oldest() -> None:
         for k, (t, h) in waited_h.items()
     ]
     assert starving(_request(snap, queue, max_wait_s=24 * H)) == ("team-a/d", "team-a/e")
+
+
+def _objective_starts(snap: ClusterSnapshot, queue: list[JobSetRequest]) -> dict[str, int]:
+    """The schedule model's optimal starts with no JobSet starving, so that the objective alone
+    orders them (24 h `--max-wait`; the hint takes the queue in its order)."""
+    request = _request(snap, queue, max_wait_s=24 * H)
+    hinted = hint(request, ())
+    free_at = {n: float(f) for n, f in request.free_at.items()}
+    release = unit_release_s(request.layout, free_at)
+    model, variables = build_schedule(build_problem(request, hinted, release, [], starving=()))
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    assert solver.status_name(solver.solve(model)) == "OPTIMAL"
+    return {s.key.removeprefix("team-a/"): s.start_s for s in extract(solver, variables)}
+
+
+def test_waits_past_max_wait_come_first_the_longest_first() -> None:
+    """One pool, three 1 h runs: o1 waited 34 h (priority 0), o2 25 h (priority 1000), h 1 h
+    (priority 10000). Every second past `--max-wait` outweighs any wait, whatever the tier, so h
+    runs last; the longest overshoot outweighs them all, so o1 runs first although o2's tier is
+    higher and the sum of overshoots is the same either way (12 h); then o2 before h."""
+    snap = _fleet({}, free=1)
+    queue = [
+        _timed(jobset("h", rjob(replicas=1), priority=10000), 1, 60),
+        _timed(jobset("o2", rjob(replicas=1), priority=1000), 1, 25 * 60),
+        _timed(jobset("o1", rjob(replicas=1), priority=0), 1, 34 * 60),
+    ]
+    assert _objective_starts(snap, queue) == {"o1": 0, "o2": 1 * H, "h": 2 * H}
 
 
 def test_a_jobset_at_exactly_the_share_of_max_wait_is_starving() -> None:

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from benchmarks.reporting.metrics import apply_plan
 from placer.model.cluster import ClusterSnapshot, Node, RunningJobSet
-from placer.model.options import ReservationPolicy, SolveOptions, TimePolicy
+from placer.model.options import ReservationPolicy, ScheduleMode, SolveOptions, TimePolicy
 from placer.model.plan import DomainRef, Plan
 from placer.model.scheduling import Taint
 from placer.model.workload import JobSetRequest, PodShape, ReplicatedJobRequest
@@ -449,15 +449,20 @@ def _blocks_fleet() -> ClusterSnapshot:
     return snap.model_copy(update={"running": running})
 
 
-@pytest.mark.parametrize("solver", ["cpsat", "best-fit"])
-def test_a_reservation_keeps_a_required_topology(solver: str) -> None:
+@pytest.mark.parametrize(
+    ("solver", "schedule"),
+    [("cpsat", "greedy"), ("best-fit", "greedy"), ("best-fit", "cpsat")],
+)
+def test_a_reservation_keeps_a_required_topology(solver: str, schedule: ScheduleMode) -> None:
     """Two pools free first (a1 now, b1 at 1 h) straddle blocks: a JobSet whose child Jobs must
-    share a block is reserved block B from 2 h, not a1 + b1 from 1 h, which it could not use."""
+    share a block is reserved block B from 2 h, not a1 + b1 from 1 h, which it could not use;
+    the CP-SAT schedule, to which the earlier start would be worth an hour of wait, too."""
     snap = _blocks_fleet()
     wide = jobset("wide", rjob(replicas=2, required=BLOCK)).model_copy(
         update={"expected_duration_s": H, "creation_timestamp": NOW}
     )
-    options = SolveOptions(workers=1, time=TimePolicy(now=NOW, reservations="head"))
+    policy = TimePolicy(now=NOW, reservations="head", schedule=schedule)
+    options = SolveOptions(workers=1, time=policy)
     plan = TimeAwareSolver(get_solver(solver)).solve(snap, [wide], options)
     assert check(plan, snap, [wide], options) == []
     outcome = plan.outcome("team-a/wide")
