@@ -134,11 +134,41 @@ def test_shared_fit_counts_every_shape_against_free_resources(cpus: int, ok: boo
     assert feasible(built, admitted("shared")) is ok
 
 
-def test_shared_pods_stay_out_of_domains_taken_by_child_jobs() -> None:
-    # one TPU pool, no other node: its room for the driver goes once the pool is taken
-    js = jobset("mixed", rjob(), rjob("driver", exclusive=None, tpu=0, pods_per_job=1))
-    assert not feasible(build(pools(1), [js]), admitted("mixed"))
-    assert feasible(build(cluster(pool("p0", 2), _cpu_nodes(1, 8)), [js]), admitted("mixed"))
+@pytest.mark.parametrize("n_pools, ok", [(1, False), (2, True)])
+def test_shared_pods_stay_out_of_domains_taken_by_child_jobs(n_pools: int, ok: bool) -> None:
+    # the child Job uses two chips of each host of its pool: a one-chip driver would fit the
+    # rest, but the pool is the child Job's alone; a second pool takes the driver
+    js = jobset("mixed", rjob(tpu=2), rjob("driver", exclusive=None, tpu=1, pods_per_job=1))
+    assert feasible(build(pools(n_pools), [js]), admitted("mixed")) is ok
+
+
+@pytest.mark.parametrize("chips, ok", [(2, True), (3, False)])
+def test_shared_fit_counts_every_shape_against_a_domains_room(chips: int, ok: bool) -> None:
+    # two shapes without an exclusive key in one pool of two 4-chip hosts: each shape alone fits
+    # (a pod per host), both need 4 x `chips` of its 8 chips
+    js = jobset(
+        "shared",
+        rjob("a", exclusive=None, pods_per_job=2, tpu=chips),
+        rjob("b", exclusive=None, pods_per_job=2, tpu=chips),
+    )
+    other = jobset("other", order=1)  # gives the pool a domain class (not admitted)
+    assert feasible(build(pools(1), [js, other]), admitted("shared")) is ok
+
+
+@pytest.mark.parametrize("sizes, ok", [((1, 1), False), ((1, 1, 1), True)])
+def test_shared_pods_stay_out_of_a_pool_inside_a_taken_block(
+    sizes: tuple[int, ...], ok: bool
+) -> None:
+    # `whole` takes a block (its pool's hosts half used), `slice` another block's pool: the
+    # driver's chip fits in either pool but both are taken, the first through its block; a
+    # third block leaves a pool free
+    whole = jobset(
+        "whole",
+        rjob(pods_per_job=2, exclusive=BLOCK, tpu=2),
+        rjob("driver", exclusive=None, tpu=1, pods_per_job=1),
+    )
+    piece = jobset("slice", rjob(tpu=2), order=1)
+    assert feasible(build(_blocks(*sizes), [whole, piece]), admitted("whole", "slice")) is ok
 
 
 @pytest.mark.parametrize("sizes, ok", [((1, 2), True), ((1, 1, 1), False)])
