@@ -177,6 +177,22 @@ def test_required_locality_keeps_child_jobs_in_one_block(sizes: tuple[int, ...],
     assert feasible(build(_blocks(*sizes), [js]), admitted("local")) is ok
 
 
+@pytest.mark.parametrize("split, ok", [(True, False), (False, True)])
+def test_a_jobset_across_two_blocks_spans_both(split: bool, ok: bool) -> None:
+    # the locality objective counts the blocks a JobSet's child Jobs occupy: a pair split over
+    # two blocks raises two span indicators, a pair in one block one
+    built = build(_blocks(2, 2), [jobset("pair", rjob(replicas=2))])
+    jc = built.problem.exclusive[0]
+
+    def placed_and_one_span(b: BuiltModel) -> None:
+        for block, n in (("b0", 1), ("b1", 1)) if split else (("b0", 2),):
+            inside = [c for c in b.problem.classes_for(jc) if c.parents.get(BLOCK) == block]
+            b.model.add(sum(b.variables.count[(jc.index, c.id)] for c in inside) == n)
+        b.model.add(sum(b.variables.span.values()) <= 1)
+
+    assert feasible(built, admitted("pair"), placed_and_one_span) is ok
+
+
 def test_strict_fifo_admits_no_later_jobset_past_a_rejected_one() -> None:
     head = jobset("head", rjob(replicas=3), order=0)
     tail = jobset("tail", order=1)
