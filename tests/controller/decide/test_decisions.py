@@ -138,6 +138,26 @@ def test_pods_of_an_older_restart_attempt_are_left_alone() -> None:
     assert writes == []
 
 
+def test_a_pod_being_deleted_is_not_ungated() -> None:
+    """A gated pod with a deletion timestamp is on its way out (its Job is replacing it): an
+    ungate patch to it would only race the deletion, so only its sibling is written."""
+    cluster = tpu_cluster()
+    add_jobset(cluster, "a", jobs=2, pods=1)
+    claim(cluster, "a", {"a-w-0": "b2", "a-w-1": "b0"})
+    first, second = _pod_names(cluster)
+
+    def deleting(obj: dict[str, Any]) -> None:
+        obj["metadata"]["deletionTimestamp"] = "2026-12-04T00:00:00Z"
+
+    cluster.mutate("pods", first, deleting, namespace="default")
+    writes, _, _ = decide(cluster, placed_announced={("default/a", "p")})
+    assert [(w.op, w.name) for w in writes if isinstance(w, UngatePod)] == [("ungate", second)]
+
+
+def _pod_names(cluster: MemoryCluster) -> list[str]:
+    return sorted(p["metadata"]["name"] for p in cluster.list("pods", namespace="default").items)
+
+
 def test_a_record_for_another_object_is_ignored() -> None:
     cluster = tpu_cluster()
     add_jobset(cluster, "a", jobs=1, pods=1)
