@@ -192,3 +192,28 @@ def test_a_label_value_over_63_characters_is_refused_with_a_reason_not_patched()
         in (events[0]["message"])
     )
     assert report.writes and not any("node" in type(w).__name__.lower() for w in report.writes)
+
+
+def _marked_for(namespace: str) -> MemoryCluster:
+    """A fleet with node n-0-0 labeled by placer for a child Job of `namespace`, whose JobSet is
+    gone (no pod of it runs)."""
+    cluster = tpu_cluster(blocks=2)
+    value = f"{namespace}_job-0"
+
+    def labeled(obj: Obj) -> None:
+        obj["metadata"]["labels"][NAMESPACED_JOB_LABEL] = value
+        obj["metadata"].setdefault("annotations", {})[LABELED_BY_ANNOTATION] = value
+
+    cluster.mutate("nodes", "n-0-0", labeled)
+    return cluster
+
+
+def test_a_label_of_a_namespace_the_controller_does_not_watch_is_left_alone() -> None:
+    """Another controller may manage team-b: one scoped to default cannot tell whether team-b's
+    JobSet is gone, so it leaves the label; an unscoped one sees it gone and removes it."""
+    scoped = _marked_for("team-b")
+    assert_valid(controller(scoped, binding="node-labels", namespaces=("default",)).run_once())
+    assert labels_of(scoped)["n-0-0"] == "team-b_job-0"
+    unscoped = _marked_for("team-b")
+    assert_valid(controller(unscoped, binding="node-labels").run_once())
+    assert labels_of(unscoped)["n-0-0"] is None
