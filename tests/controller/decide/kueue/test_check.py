@@ -21,6 +21,7 @@ from placer.controller.decide.kueue.check import (
     CheckUpdate,
     check_updates,
     kueue_admission,
+    pod_set_updates,
     release_evicted,
 )
 from placer.controller.decide.kueue.eta import estimate_behind
@@ -39,11 +40,14 @@ from placer.controller.decide.snapshot import planning_snapshot
 from placer.controller.decide.state import ClusterState
 from placer.controller.decide.survey import ManagedJobSet, survey
 from placer.controller.decide.writes import Aborted, ActivateCheck, SetAdmissionCheck
+from placer.model.assignment import Assignment, JobAssignment
 from placer.model.cluster import DomainReservation
 from placer.model.durations import EXPECTED_DURATION
 from placer.model.options import SolveOptions, TimePolicy
+from placer.model.plan import DomainRef
 from placer.solver.check.checker import check
 from placer.solver.registry import get_solver
+from tests import strategies
 from tests.controller.builders import (
     BLOCK,
     TPU,
@@ -234,6 +238,40 @@ def test_one_domain_for_a_whole_pod_set_becomes_a_node_selector() -> None:
     assert job.domain is not None
     [podset] = only(c.updates).pod_set_updates
     assert podset["nodeSelector"] == {BLOCK: job.domain.value}
+
+
+def test_a_finished_jobsets_workload_is_left_to_kueue() -> None:
+    """The JobSet completed while its Workload still shows reserved quota (Kueue has not caught
+    up): nothing is planned for it and its check is not written."""
+    cluster = tpu_cluster(blocks=3)
+    suspended_jobset(cluster, "a", jobs=1)
+
+    def completed(obj: Obj) -> None:
+        obj["status"] = {"conditions": [{"type": "Completed", "status": "True"}]}
+
+    cluster.mutate("jobsets", "a", completed, namespace="default")
+    c = cycle(with_kueue(state_of(cluster), workload("a", [("w", 2)])))
+    assert c.planned.placed == {} and c.updates == []
+
+
+def test_a_pod_set_with_a_child_job_outside_any_domain_gets_no_node_selector() -> None:
+    """A node selector binds every pod of the PodSet: with one child Job on block b0 and the
+    other on nodes without a domain, selecting b0 would move the second, so only the annotation
+    is given."""
+    request = strategies.jobset("a", strategies.rjob("w", replicas=2, exclusive=BLOCK))
+    names = [name for _, _, name in request.child_jobs()]
+    b0 = DomainRef(key=BLOCK, value="b0", path=[(BLOCK, "b0")])
+    whole = Assignment(jobset=request.key, jobs=dict.fromkeys(names, JobAssignment(domain=b0)))
+    [update] = pod_set_updates(whole, request)
+    assert update["nodeSelector"] == {BLOCK: "b0"}
+    mixed = whole.model_copy(
+        update={
+            "jobs": {names[0]: JobAssignment(domain=b0), names[1]: JobAssignment(nodes={0: "n"})}
+        }
+    )
+    [update] = pod_set_updates(mixed, request)
+    assert "nodeSelector" not in update
+    assert update["annotations"] == {PLACEMENT_ANNOTATION: f"placed {BLOCK}=b0"}
 
 
 def test_a_suspended_jobset_without_reserved_quota_is_not_planned_but_told_its_eta() -> None:
