@@ -21,6 +21,7 @@ from tests.strategies import (
     jobset,
     node,
     pool,
+    resources,
     rjob,
     scenarios,
     solve_checked,
@@ -178,6 +179,21 @@ def test_first_fit_commits_to_the_block_of_the_first_child_job() -> None:
 def test_required_topology_prefers_the_tightest_block_that_fits() -> None:
     a = jobset("a", rjob(replicas=2, required=BLOCK))
     assert _domains(solve_checked("best-fit", _blocks(), [a]), "team-a/a") == ["p0", "p1"]
+
+
+def test_the_tightest_block_counts_free_accelerators_not_hosts() -> None:
+    # two blocks of three 2-host pools; b1's third pool runs another JobSet, so b1 has fewer
+    # free chips though as many hosts: a pair that must share a block takes b1's two free pools
+    busy = resources(cpu=32, pods=110, tpu=0)
+    snap = cluster(
+        *(pool(f"q{i}", 2, block="b0") for i in range(3)),
+        pool("q3", 2, block="b1"),
+        pool("q4", 2, block="b1"),
+        pool("q5", 2, block="b1", jobsets=["ns/run"], free=busy),
+        levels=(BLOCK, NODEPOOL, HOSTNAME),
+    )
+    a = jobset("a", rjob(replicas=2, required=BLOCK))
+    assert _domains(solve_checked("best-fit", snap, [a]), "team-a/a") == ["q3", "q4"]
 
 
 def test_required_topology_that_no_block_satisfies_is_unschedulable() -> None:
