@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from benchmarks.simulate import cluster_sim as sim
@@ -265,3 +266,22 @@ def test_survey_reads_invalid_manifests_as_errors() -> None:
     writes, rev, _ = decide(cluster)
     assert "default/bad" in rev.invalid and [w.op for w in writes] == ["event"]
     assert isinstance(PlannedRound().placed, dict)
+
+
+def test_a_jobset_being_evicted_is_neither_held_nor_planned() -> None:
+    """While its eviction runs (the ledger records it), a JobSet's record holds nothing and it is
+    not planned again until the eviction ends; the others are judged as usual."""
+    cluster = tpu_cluster()
+    add_jobset(cluster, "kept", jobs=1, pods=1)
+    add_jobset(cluster, "new", jobs=1, pods=1)
+    add_jobset(cluster, "victim", jobs=1, pods=1)
+    claim(cluster, "kept", {"kept-w-0": "b1"})
+    claim(cluster, "victim", {"victim-w-0": "b0"})
+    state = state_of(cluster)
+    managed = [
+        dataclasses.replace(ms, evicting=ms.key == "default/victim")
+        for ms in survey(state, binding="gate")
+    ]
+    rev = review(managed, DomainIndex(planning_snapshot(state, binding="gate")), OPTIONS)
+    assert set(rev.in_force) == {"default/kept"}
+    assert [t.managed.key for t in rev.targets] == ["default/new"]
