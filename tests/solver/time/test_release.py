@@ -28,6 +28,12 @@ def test_overdue_run_ends_soon_never_never(duration_s: float, expected: float) -
     assert expected_end_s(started, duration_s, NOW) == (expected, True)
 
 
+def test_a_start_stamped_in_the_future_counts_as_now() -> None:
+    """A start from a clock ahead of ours: the run has not begun, so it is not expected to end
+    later than its whole duration from now."""
+    assert expected_end_s(NOW + timedelta(minutes=10), 3600, NOW) == (3600, False)
+
+
 def _node(name: str, *jobsets: str, priority: int | None = None) -> Node:
     usage = {k: JobSetUsage(priority=priority) for k in jobsets}
     return Node(name=name, jobsets=tuple(sorted(jobsets)), jobset_usage=usage)
@@ -69,3 +75,13 @@ def test_a_raised_priority_keeps_the_default_duration_of_the_declared_one() -> N
     low = jobset("smoke", priority=100)
     lifted = low.model_copy(update={"priority": 1001, "declared_priority": 100})
     assert expected_duration_s(low, policy) == expected_duration_s(lifted, policy) == 1800.0
+
+
+def test_pods_of_several_priorities_take_the_highest_ones_default() -> None:
+    """A running JobSet whose pods report two priorities is expected to run as long as the
+    default of the higher one."""
+    snap = ClusterSnapshot(
+        nodes=(_node("a", "ns/mixed", priority=10), _node("b", "ns/mixed", priority=100))
+    )
+    timeline = ReleaseTimeline.build(snap, NOW, 60, default_for_priority={10: 3600, 100: 5 * 3600})
+    assert timeline.ends_s == {"ns/mixed": 5 * 3600}
