@@ -116,6 +116,23 @@ def test_equal_priority_is_never_preempted() -> None:
     plan = solve_checked("cpsat", cluster, [wide()], ON)
     assert plan.outcome("team-a/big").status == "unschedulable"
     assert plan.preempted == []
+    assert find_victims(cluster, [wide()], ON) is None  # not even offered to the model
+
+
+def test_each_preemptor_may_evict_only_below_its_own_priority() -> None:
+    """Running: `low` (1), `run` (5), `peer` (10); waiting: `hi` (10) and `mid` (5). Nobody
+    outranks `peer`, so it is no candidate; `hi` may evict `run` and `low`, `mid` only `low`."""
+    cluster = snap(
+        running_pool("p0", 2, "team-b/low", priority=1),
+        running_pool("p1", 2, "team-b/run", priority=5),
+        running_pool("p2", 2, "team-b/peer", priority=10),
+        running={k: started(1) for k in ("team-b/low", "team-b/run", "team-b/peer")},
+    )
+    victims = find_victims(cluster, [wide("hi", priority=10), wide("mid", priority=5)], ON)
+    assert victims is not None and set(victims.candidates) == {"team-b/low", "team-b/run"}
+    assert victims.can_evict("team-a/hi", "team-b/run")
+    assert victims.can_evict("team-a/mid", "team-b/low")
+    assert not victims.can_evict("team-a/mid", "team-b/run")
 
 
 @pytest.mark.parametrize(
