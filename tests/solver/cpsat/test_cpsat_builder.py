@@ -271,6 +271,19 @@ def test_guards_put_each_requirement_behind_its_literal() -> None:
         assert _assume(built, [i for i in ids if i != dropped]), dropped
 
 
+def test_a_guarded_locality_that_cannot_hold_conflicts_with_the_replicas() -> None:
+    # node pools do not hold whole blocks: two block-exclusive child Jobs cannot share one pool.
+    # Behind guards (what explain asks) that is a conflict of the replicas and the locality,
+    # each satisfiable without the other
+    js = jobset("odd", rjob(replicas=2, pods_per_job=4, exclusive=BLOCK, required=NODEPOOL))
+    built = build(_blocks(2, 2), [js], guards=Guards(target=js.key))
+    ids = list(built.literals())
+    assert ids == ["replicas:workers", "locality:workers"]
+    assert not _assume(built, ids)
+    for dropped in ids:
+        assert _assume(built, [i for i in ids if i != dropped]), dropped
+
+
 def test_guards_need_admission_mode() -> None:
     problem = aggregate(PlacementContext(pools(1), [jobset("a")], OPTIONS))
     with pytest.raises(ValueError):
