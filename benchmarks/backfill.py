@@ -1,6 +1,6 @@
 """Over time with reservations: `python -m benchmarks.backfill --out DIR [--quick]`.
 
-Compares, on the same arrivals, the queueing policies of issue 11 (`overtime.POLICIES`): best-fit
+Compares, on the same arrivals, the queueing policies of issue 11 (`policies.POLICIES`): best-fit
 BestEffortFIFO, best-fit StrictFIFO, EASY and conservative backfill (greedy) and cpsat with
 reservations none/head/all, at several offered loads and under four kinds of runtime estimate:
 
@@ -39,7 +39,8 @@ from benchmarks.reporting.progress import Progress
 from benchmarks.reporting.schedule_targets import SCHEDULE, judge_schedule
 from benchmarks.reporting.seed_spread import spread_table
 from benchmarks.reporting.stats import percentile
-from benchmarks.simulate.overtime import SimResult, simulate
+from benchmarks.simulate.overtime import simulate
+from benchmarks.simulate.results import SimResult
 from benchmarks.worlds.simworld import (
     HOUR,
     SimConfig,

@@ -20,7 +20,8 @@ from typing import Any
 
 from benchmarks.backfill import percentile
 from benchmarks.reporting.measure import machine_info
-from benchmarks.simulate.overtime import SimResult, simulate
+from benchmarks.simulate.overtime import simulate
+from benchmarks.simulate.results import SimResult
 from benchmarks.worlds.simworld import HOUR, SimConfig, build_world
 from placer.model.options import SolveOptions
 

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
-from benchmarks.simulate.overtime import SimResult
+from benchmarks.simulate.results import SimResult
 from benchmarks.static import StaticRow
 from benchmarks.targets import Verdict, ties
 from benchmarks.worlds.queues import ASSUMPTIONS

@@ -17,7 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from benchmarks.backfill import Matrix, estimates_for, percentile
-from benchmarks.simulate.overtime import POLICIES, SimResult, simulate
+from benchmarks.simulate.overtime import simulate
+from benchmarks.simulate.policies import POLICIES
+from benchmarks.simulate.results import SimResult
 from benchmarks.worlds.queues import JobSetSpec
 from benchmarks.worlds.simworld import HOUR, SimConfig, build_world
 from placer.model.options import SolveOptions, TimePolicy

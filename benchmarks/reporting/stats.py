@@ -1,6 +1,6 @@
 """Percentiles the over-time reports share, one definition for every figure.
 
-`benchmarks.backfill`'s p50/p95 delays, the simulation's own summary (`overtime.SimResult`) and
+`benchmarks.backfill`'s p50/p95 delays, the simulation's own summary (`results.SimResult`) and
 the reports built on them (preemption over time, `who_waits`, the p95 floor) must interpolate
 the same way, or two tables of one run would disagree in the last digit.
 """

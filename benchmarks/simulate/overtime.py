@@ -26,17 +26,17 @@ from __future__ import annotations
 
 import heapq
 import math
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
 from benchmarks.reporting.metrics import checked
 from benchmarks.reporting.progress import Progress
-from benchmarks.reporting.stats import percentile
 from benchmarks.simulate.greedy_preempt import first_fitting_victims
+from benchmarks.simulate.policies import POLICIES, Policy
+from benchmarks.simulate.results import SimResult, time_average
 from benchmarks.worlds.queues import BASE_TIME, JobSetSpec
 from benchmarks.worlds.simworld import SimConfig, SimWorld
 from placer.model.cluster import (
@@ -47,116 +47,13 @@ from placer.model.cluster import (
     RunningJobSet,
 )
 from placer.model.options import (
-    DEFAULT_DURATION_S,
-    QueuePolicy,
-    ReservationPolicy,
-    ScheduleMode,
-    ScheduleSearch,
     SolveOptions,
-    TimePolicy,
 )
 from placer.model.plan import Plan
-from placer.model.preemption import PreemptionFacts, PreemptionMode, PreemptionPolicy
-from placer.solver.interface import Solver
-from placer.solver.registry import get_solver
+from placer.model.preemption import PreemptionFacts, PreemptionPolicy
 from placer.solver.time.timeaware import reservations_of
 
-__all__ = ["POLICIES", "Policy", "SimResult", "simulate"]
-
-
-@dataclass(frozen=True)
-class Policy:
-    """A placement policy over time: a solver, its queue rule, and what it reserves."""
-
-    name: str
-    solver: str
-    queue: QueuePolicy = "priority"
-    reservations: ReservationPolicy = "none"
-    aging_per_hour: float = 0.0
-    """Priority points per hour waited in the reservation order (see `TimePolicy`)."""
-    max_wait_s: float | None = None
-    """A JobSet waiting longer than this always gets a reservation (see `TimePolicy`)."""
-    schedule: ScheduleMode = "greedy"
-    """Who decides start times: the greedy reservation pass or the CP-SAT schedule."""
-    preemption: PreemptionMode = "none"
-    """`lower-priority`: the planner may evict whole running JobSets (issue 20)."""
-    greedy_preemption: bool = False
-    """Kueue-like: after planning, the blocked JobSets, highest priority first, evict running
-    ones of lower priority, lowest first, one at a time until each fits (`greedy_preempt`)."""
-
-    def time_policy(
-        self,
-        now: datetime | None = None,
-        default_duration_s: float = DEFAULT_DURATION_S,
-        schedule_search: ScheduleSearch = "fast",
-    ) -> TimePolicy:
-        """Its `TimePolicy` at a round's instant."""
-        return TimePolicy(
-            now=now,
-            reservations=self.reservations,
-            aging_per_hour=self.aging_per_hour,
-            max_wait_s=self.max_wait_s,
-            default_duration_s=default_duration_s,
-            schedule=self.schedule,
-            schedule_search=schedule_search,
-        )
-
-    def build(self) -> Solver:
-        return get_solver(self.solver, time_policy=self.time_policy())
-
-
-AGING_PER_HOUR = 2000.0
-"""With the simulation's priorities (100, 1000, 10000), a batch JobSet waiting 5 h stands level
-with a fresh production one. Chosen over 500 and 1000 on the 90% load, over-estimate cells of both
-fleets (seed 1): 2000 with a 24 h max wait gave the lowest p95 on GB200 (19.1 h against 22.5 h
-with 500) and on the TPU fleet (34.5 h against 40.9 h), and the lowest max delay on TPU."""
-
-MAX_WAIT_S = 24 * 3600.0
-"""The aging policies' `--max-wait`: past a day, a JobSet gets a reservation whatever its place."""
-
-POLICIES: dict[str, Policy] = {
-    p.name: p
-    for p in (
-        Policy("first-fit", "first-fit"),
-        Policy("best-fit", "best-fit"),
-        Policy("largest-first", "largest-first"),
-        Policy("cpsat", "cpsat"),
-        Policy("best-fit-strict", "best-fit", queue="strict-fifo"),
-        Policy("easy", "best-fit", reservations="head"),
-        Policy("conservative", "best-fit", reservations="all"),
-        Policy("cpsat-head", "cpsat", reservations="head"),
-        Policy("cpsat-all", "cpsat", reservations="all"),
-        Policy(
-            "easy-aging",
-            "best-fit",
-            reservations="head",
-            aging_per_hour=AGING_PER_HOUR,
-            max_wait_s=MAX_WAIT_S,
-        ),
-        Policy("cpsat-preempt", "cpsat", preemption="lower-priority"),
-        Policy("kueue-preempt", "best-fit", greedy_preemption=True),
-        Policy(
-            "cpsat-schedule",
-            "best-fit",
-            reservations="all",
-            aging_per_hour=AGING_PER_HOUR,
-            max_wait_s=MAX_WAIT_S,
-            schedule="cpsat",
-        ),
-        Policy(
-            "cpsat-head-aging",
-            "cpsat",
-            reservations="head",
-            aging_per_hour=AGING_PER_HOUR,
-            max_wait_s=MAX_WAIT_S,
-        ),
-    )
-}
-"""`best-fit` is Kueue's BestEffortFIFO, `best-fit-strict` its StrictFIFO; `easy` and
-`conservative` are the classic greedy backfills (reservation for the queue head / for everyone).
-`cpsat-schedule` (issue 21) has the aging policies' rules, with every start time decided by the
-CP-SAT schedule (`--schedule cpsat`) and best-fit placing who starts now, so its difference from
-`easy-aging` is the schedule alone."""
+__all__ = ["simulate"]
 
 
 @dataclass
@@ -176,68 +73,6 @@ class _Job:
     pods: list[tuple[str, dict[str, Decimal]]] = field(default_factory=list)
     units_held: int = 0
     preempted: int = 0
-
-
-@dataclass
-class SimResult:
-    world: str
-    policy: str
-    delays_s: list[float]
-    never_started: int
-    starved: int
-    makespan_s: float
-    finished: int
-    restarts: int
-    utilization: list[tuple[float, float, float]]
-    """(time, share of all accelerators used by running JobSets, share held including idle
-    partial holdings), a step function."""
-    mean_utilization: float
-    window_utilization: float
-    """Mean utilization while JobSets were still arriving (the offered-load period)."""
-    window_s: float
-    rounds: int
-    round_wall_s: list[float]
-    checked_plans: int
-    priorities: list[int] = field(default_factory=list)
-    """Priority of each JobSet, aligned with `delays_s`."""
-    preemptions: list[int] = field(default_factory=list)
-    """Times each JobSet was preempted, aligned with `delays_s`."""
-    lost_chip_hours: float = 0.0
-    """Accelerator-hours of work preempted JobSets lost (since their last checkpoint)."""
-    busy_chip_hours: float = 0.0
-    """Accelerator-hours of all runs (done, lost and cut off at the end)."""
-
-    def summary(self) -> dict[str, Any]:
-        d = sorted(self.delays_s)
-        return {
-            "world": self.world,
-            "policy": self.policy,
-            "p50_delay_s": percentile(d, 50),
-            "p95_delay_s": percentile(d, 95),
-            "max_delay_s": d[-1] if d else 0,
-            "never_started": self.never_started,
-            "starved": self.starved,
-            "makespan_s": self.makespan_s,
-            "finished": self.finished,
-            "restarts": self.restarts,
-            "mean_utilization": self.mean_utilization,
-            "window_utilization": self.window_utilization,
-            "rounds": self.rounds,
-            "round_wall_median_s": statistics.median(self.round_wall_s) if self.round_wall_s else 0,
-            "round_wall_max_s": max(self.round_wall_s, default=0.0),
-            "checked_plans": self.checked_plans,
-        }
-
-
-def _time_average(steps: Sequence[tuple[float, float, float]], until: float) -> float:
-    """Mean of the first value of a step function over [0, until]."""
-    if until <= 0:
-        return 0.0
-    area = 0.0
-    for (t0, u, _), (t1, _, _) in zip(steps, [*steps[1:], (until, 0.0, 0.0)], strict=True):
-        lo, hi = min(t0, until), min(t1, until)
-        area += max(hi - lo, 0.0) * u
-    return area / until
 
 
 class _Sim:
@@ -343,8 +178,8 @@ class _Sim:
             finished=finished,
             restarts=sum(j.restarts for j in self.jobs.values()),
             utilization=self.util,
-            mean_utilization=_time_average(self.util, horizon),
-            window_utilization=_time_average(self.util, window),
+            mean_utilization=time_average(self.util, horizon),
+            window_utilization=time_average(self.util, window),
             window_s=window,
             rounds=self.rounds,
             round_wall_s=self.walls,
@@ -352,7 +187,7 @@ class _Sim:
             priorities=[j.spec.priority for j in self.jobs.values()],
             preemptions=[j.preempted for j in self.jobs.values()],
             lost_chip_hours=self.lost_s / 3600.0,
-            busy_chip_hours=_time_average(self.util, horizon)
+            busy_chip_hours=time_average(self.util, horizon)
             * horizon
             * self.world.total_units
             / 3600.0,

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from benchmarks.simulate.overtime import MAX_WAIT_S, POLICIES, SimResult
+from benchmarks.simulate.policies import MAX_WAIT_S, POLICIES
+from benchmarks.simulate.results import SimResult
 from benchmarks.worlds.queues import JobSetSpec
 from benchmarks.worlds.records import CLIQUE
 from benchmarks.worlds.simworld import (

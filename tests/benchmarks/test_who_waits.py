@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from benchmarks.simulate.overtime import SimResult
+from benchmarks.simulate.results import SimResult
 from benchmarks.who_waits import longest_waits, render, shape
 from benchmarks.worlds.queues import ChildShape, JobSetSpec, RJobSpec
 from benchmarks.worlds.simworld import HOUR
