@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from benchmarks.backfill import percentile
 from benchmarks.reporting.measure import machine_info
+from benchmarks.reporting.stats import percentile
 from benchmarks.simulate.overtime import simulate
 from benchmarks.simulate.results import SimResult
 from benchmarks.worlds.simworld import HOUR, SimConfig, build_world

@@ -16,7 +16,8 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from benchmarks.backfill import Matrix, estimates_for, percentile
+from benchmarks.backfill import Matrix, estimates_for
+from benchmarks.reporting.stats import percentile
 from benchmarks.simulate.overtime import simulate
 from benchmarks.simulate.policies import POLICIES
 from benchmarks.simulate.results import SimResult

@@ -24,7 +24,7 @@ from placer.model.preemption import PreemptionMode
 from placer.solver.interface import Solver
 from placer.solver.registry import get_solver
 
-__all__ = ["AGING_PER_HOUR", "MAX_WAIT_S", "POLICIES", "Policy"]
+__all__ = ["AGING_PER_HOUR", "CPSAT", "GREEDY", "MAX_WAIT_S", "POLICIES", "Policy"]
 
 
 @dataclass(frozen=True)
@@ -120,3 +120,9 @@ POLICIES: dict[str, Policy] = {
 `cpsat-schedule` (issue 21) has the aging policies' rules, with every start time decided by the
 CP-SAT schedule (`--schedule cpsat`) and best-fit placing who starts now, so its difference from
 `easy-aging` is the schedule alone."""
+
+GREEDY = ("best-fit", "best-fit-strict", "easy", "conservative", "easy-aging")
+"""The greedy policies the backfill matrix runs (`benchmarks.backfill`)."""
+CPSAT = ("cpsat", "cpsat-head", "cpsat-all", "cpsat-head-aging")
+"""The matrix's CP-SAT policies that plan who starts now: without reservations, then with them
+(issue 11's targets judge the ones with reservations)."""

@@ -157,7 +157,7 @@ def test_the_simulation_hands_a_rounds_reservations_to_the_next_on_its_clock() -
 
 
 def test_targets_are_judged_for_every_cpsat_policy_against_best_fit_and_easy() -> None:
-    from benchmarks.backfill import judge
+    from benchmarks.backfill_report import judge
 
     def row(policy: str, p95: float, estimate: str = "over", util: float = 0.6) -> dict[str, Any]:
         return {
@@ -193,12 +193,12 @@ def test_targets_are_judged_for_every_cpsat_policy_against_best_fit_and_easy() -
 
 
 def test_the_report_lists_each_worlds_shapes_once() -> None:
-    from benchmarks.backfill import _worlds
+    from benchmarks.backfill_report import worlds_table
 
     shapes = {"all": {"domains": 0, "work_share": 1.0, "fluid_backlog_h": 2.0}}
     shapes["18h"] = {"domains": 3, "work_share": 0.13, "fluid_backlog_h": 49.65}
     rows = [{"world": "w", "load": 0.9, "shapes": shapes}] * 2
-    lines = _worlds(rows)
+    lines = worlds_table(rows)
     assert lines[2:] == [
         "| w | 90% | all | every free accelerator | 100% | 2.0 |",
         "| w | 90% | 18h | 3 | 13% | 49.6 |",
@@ -289,7 +289,7 @@ def test_the_seed_spread_sets_the_schedule_against_the_baseline_seed_by_seed() -
 def test_several_seeds_run_in_turn_each_into_its_own_report(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from benchmarks import backfill
+    from benchmarks import backfill, backfill_report
 
     ran: list[int] = []
 
@@ -303,7 +303,7 @@ def test_several_seeds_run_in_turn_each_into_its_own_report(
         ], []
 
     monkeypatch.setattr(backfill, "run_matrix", fake_run)
-    monkeypatch.setattr(backfill, "_plots", lambda kept, out: [])
+    monkeypatch.setattr(backfill_report, "plots", lambda kept, out: [])
     assert backfill.main(["--out", str(tmp_path), "--seeds", "3,1"]) == 0
     assert ran == [3, 1]
     assert (tmp_path / "seed-3" / "backfill.md").is_file()
