@@ -3,14 +3,14 @@
     python -m benchmarks.kueue_tas [--seeds 0 1 2] [--size 1.0] [--time-limit 30] [--workers 0]
                                    [--floor]
 
-For each seed, the `kueue_shared` scenario (benchmarks/worlds/scenarios.py) is planned by `best-fit`
-(Kueue TAS BestFit, as Kueue would place each JobSet in queue order) and by `cpsat`; each plan is
-checked by the independent checker. Printed per seed and solver, as a Markdown table: GPUs
-admitted, JobSets placed, and per placed JobSet the average racks (sub-blocks), blocks and hosts
-its pods span (racks and hosts also over only the JobSets both solvers placed, a like-for-like
-figure). With `--floor`, per plan also the fewest racks per placed JobSet that any plan admitting
-as many GPUs per priority tier can span, proven with CP-SAT on the planner's model (`racks_floor`):
-what packing alone can reach at that admission.
+For each seed, the `kueue_shared` scenario (benchmarks/worlds/kueue_shared.py) is planned by
+`best-fit` (Kueue TAS BestFit, as Kueue would place each JobSet in queue order) and by `cpsat`; each
+plan is checked by the independent checker. Printed per seed and solver, as a Markdown table: GPUs
+admitted, JobSets placed, and per placed JobSet the average racks (sub-blocks), blocks and hosts its
+pods span (racks and hosts also over only the JobSets both solvers placed, a like-for-like figure).
+With `--floor`, per plan also the fewest racks per placed JobSet that any plan admitting as many
+GPUs per priority tier can span, proven with CP-SAT on the planner's model (`racks_floor`): what
+packing alone can reach at that admission.
 Figures go to benchmarks/RESULTS.md with the command; timings on the shared machine are noisy.
 """
 
@@ -20,8 +20,8 @@ import argparse
 import time
 from collections.abc import Sequence
 
+from benchmarks.worlds.kueue_shared import kueue_shared
 from benchmarks.worlds.records import BLOCK, SUBBLOCK
-from benchmarks.worlds.scenarios import kueue_shared
 from placer.model.cluster import ClusterSnapshot
 from placer.model.options import SolveOptions
 from placer.model.plan import Plan

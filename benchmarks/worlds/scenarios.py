@@ -15,12 +15,10 @@ from functools import cached_property
 
 from benchmarks.worlds.fleets import GeneratedCluster
 from benchmarks.worlds.queues import (
-    BASE_TIME,
     PRIORITIES,
     ChildShape,
     JobSetSpec,
     QueueMix,
-    RJobSpec,
     gpu_menu,
     make_queue,
     tpu_menu,
@@ -28,30 +26,28 @@ from benchmarks.worlds.queues import (
 from benchmarks.worlds.records import (
     BLOCK,
     CLIQUE,
-    GKE_ACCELERATOR,
-    GPU,
     GPU_TYPES,
     HOSTNAME,
     NODEPOOL,
     SUBBLOCK,
     TPU_TYPES,
-    quantity,
 )
 from benchmarks.worlds.trace import sample_jobs
 from placer.model.cluster import ClusterSnapshot
-from placer.model.workload import JobSetRequest, PodShape, ReplicatedJobRequest
+from placer.model.workload import JobSetRequest
 
 __all__ = [
     "DEMAND_FACTOR",
     "FLEET_ASSUMPTIONS",
     "STATIC_BUILDERS",
     "Scenario",
+    "add_background",
     "build_tpu_pool_fleet",
     "gb200",
     "h100",
     "h200",
     "hetero",
-    "kueue_shared",
+    "scaled_count",
     "tpu_mixed",
     "tpu_v5e",
     "tpu_v5p",
@@ -110,11 +106,12 @@ class Scenario:
         return sum(js.units for js in self.queue)
 
 
-def _n(base: int, size: float) -> int:
+def scaled_count(base: int, size: float) -> int:
+    """A pool or block count scaled by the scenario's `size`, never below one."""
     return max(1, round(base * size))
 
 
-def _background(
+def add_background(
     c: GeneratedCluster,
     *,
     hold_key: str,
@@ -153,10 +150,10 @@ def _tpu(
     c = GeneratedCluster(name=name, rng=rng, levels=(NODEPOOL, HOSTNAME))
     fleet = []
     for (gen, shape), count in pools.items():
-        n = _n(count, size)
+        n = scaled_count(count, size)
         c.add_tpu_pools(TPU_TYPES[gen], shape, n)
         fleet.append((TPU_TYPES[gen], shape, n))
-    _background(
+    add_background(
         c,
         hold_key=NODEPOOL,
         hold=TPU_BACKGROUND_HOLD,
@@ -267,10 +264,12 @@ def _gpu(
     rng = random.Random(f"{name}:{seed}")
     levels = (BLOCK, domain, HOSTNAME)
     c = GeneratedCluster(name=name, rng=rng, levels=levels, span_level=BLOCK)
-    c.add_gpu_blocks(GPU_TYPES[gpu], _n(blocks, size), subblocks, hosts, domain_label=domain)
+    c.add_gpu_blocks(
+        GPU_TYPES[gpu], scaled_count(blocks, size), subblocks, hosts, domain_label=domain
+    )
     if broken:
         c.break_clique_hosts(domain, broken)
-    _background(
+    add_background(
         c, hold_key=domain, hold=hold, spare=spare, notebook_share=0.08, notebook_units=(1, 2, 4)
     )
     queue = _queue(
@@ -351,11 +350,11 @@ def hetero(seed: int, size: float) -> Scenario:
         ("v5p", "2x2x4", 6),
         ("v5p", "2x4x4", 3),
     ):
-        n = _n(count, size)
+        n = scaled_count(count, size)
         c.add_tpu_pools(TPU_TYPES[gen], shape, n)
         fleet.append((TPU_TYPES[gen], shape, n))
-    c.add_gpu_blocks(GPU_TYPES["h100"], _n(1, size), 4, 16)
-    c.add_gpu_blocks(GPU_TYPES["gb200"], _n(1, size), 6, 18, domain_label=CLIQUE)
+    c.add_gpu_blocks(GPU_TYPES["h100"], scaled_count(1, size), 4, 16)
+    c.add_gpu_blocks(GPU_TYPES["gb200"], scaled_count(1, size), 6, 18, domain_label=CLIQUE)
     c.break_clique_hosts(CLIQUE, 3)
     c.priority_classes = {name: value for name, value, _ in PRIORITIES}
     c.hold_domains(NODEPOOL, 0.25, PRIORITIES)
@@ -377,116 +376,6 @@ def hetero(seed: int, size: float) -> Scenario:
         c,
         queue,
         frozenset({"heterogeneous"}),
-    )
-
-
-@dataclass(frozen=True)
-class SharedJobSetSpec(JobSetSpec):
-    """A JobSet without exclusive placement, placed by Kueue TAS annotations alone: one replicated
-    job of whole-host (or half-host) GPU pods with a required or preferred topology level."""
-
-    level: str = SUBBLOCK
-    required: bool = True
-    gpu_accelerator: str = ""
-    gpus_per_pod: int = 8
-
-    def to_request(self, *, replicas: dict[str, int] | None = None) -> JobSetRequest:
-        r = self.rjobs[0]
-        pod = PodShape(
-            requests={
-                "cpu": quantity(str(12 * self.gpus_per_pod)),
-                "memory": quantity(f"{64 * self.gpus_per_pod}Gi"),
-                GPU: quantity(str(self.gpus_per_pod)),
-            },
-            node_selector={GKE_ACCELERATOR: self.gpu_accelerator},
-        )
-        rjob = ReplicatedJobRequest(
-            name=r.name,
-            replicas=r.replicas if replicas is None else replicas.get(r.name, 0),
-            pods_per_job=r.shape.pods_per_job,
-            pod=pod,
-            required_topology=self.level if self.required else None,
-            preferred_topology=None if self.required else self.level,
-        )
-        return JobSetRequest(
-            namespace=self.namespace,
-            name=self.name,
-            priority=self.priority,
-            creation_timestamp=BASE_TIME,
-            order=self.order,
-            replicated_jobs=(rjob,),
-        )
-
-
-KUEUE_SHARED_SHAPES: list[tuple[int, int, int, str, bool, float]] = [
-    # (replicas, pods per child Job, GPUs per pod, level, required, weight)
-    (1, 4, 8, SUBBLOCK, True, 1.0),
-    (2, 4, 8, SUBBLOCK, True, 1.0),
-    (1, 12, 8, SUBBLOCK, True, 0.6),
-    (4, 2, 4, SUBBLOCK, True, 1.0),
-    (2, 8, 8, SUBBLOCK, False, 1.0),
-    (4, 4, 8, SUBBLOCK, False, 0.6),
-    (2, 12, 8, BLOCK, True, 0.5),
-    (4, 8, 8, BLOCK, True, 0.4),
-    (3, 6, 8, BLOCK, False, 0.5),
-]
-"""The non-exclusive queue's menu: sizes from half a rack (sub-block) to two racks, required or
-preferred at the rack or block level."""
-
-
-def kueue_shared(seed: int, size: float) -> Scenario:
-    """H100 and H200 blocks, notebooks and running JobSets in the background, and a queue of
-    non-exclusive JobSets that carry only Kueue TAS annotations (rack = sub-block, block)."""
-    rng = random.Random(f"kueue-shared:{seed}")
-    c = GeneratedCluster(
-        name="kueue-shared", rng=rng, levels=(BLOCK, SUBBLOCK, HOSTNAME), span_level=BLOCK
-    )
-    c.add_gpu_blocks(GPU_TYPES["h100"], _n(2, size), 4, 16)
-    c.add_gpu_blocks(GPU_TYPES["h200"], _n(1, size), 6, 16)
-    _background(
-        c, hold_key=SUBBLOCK, hold=0.2, spare=2, notebook_share=0.15, notebook_units=(1, 2, 4)
-    )
-    target = int(1.3 * c.free_accelerators())
-    weights = [w for *_, w in KUEUE_SHARED_SHAPES]
-    queue: list[JobSetSpec] = []
-    units = 0
-    while units < target:
-        replicas, pods, gpus, level, required, _ = rng.choices(KUEUE_SHARED_SHAPES, weights)[0]
-        gpu = GPU_TYPES[rng.choice(["h100", "h100", "h200"])]
-        pclass, prio, _ = rng.choices(PRIORITIES, [w for *_, w in PRIORITIES])[0]
-        shape = ChildShape(
-            label=f"{gpu.generation} {pods}x{gpus}",
-            accelerator=GPU,
-            units_per_pod=gpus,
-            pods_per_job=pods,
-            node_selector=((GKE_ACCELERATOR, gpu.accelerator),),
-            exclusive_key="",
-        )
-        i = len(queue)
-        queue.append(
-            SharedJobSetSpec(
-                namespace=f"team-{i % 5}",
-                name=f"tas-{i:04d}",
-                priority_class=pclass,
-                priority=prio,
-                arrival_s=float(i),
-                duration_s=3600.0,
-                rjobs=(RJobSpec("workers", shape, replicas),),
-                order=i,
-                level=level,
-                required=required,
-                gpu_accelerator=gpu.accelerator,
-                gpus_per_pod=gpus,
-            )
-        )
-        units += replicas * pods * gpus
-    return Scenario(
-        f"kueue-shared-{seed}",
-        "gpu",
-        "H100 + H200, non-exclusive JobSets with Kueue required/preferred rack or block topology",
-        c,
-        queue,
-        frozenset({"gpu", "kueue"}),
     )
 
 

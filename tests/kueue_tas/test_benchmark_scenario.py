@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from benchmarks.kueue_tas import racks_floor, spans
+from benchmarks.worlds.kueue_shared import kueue_shared
 from benchmarks.worlds.records import BLOCK, SUBBLOCK
-from benchmarks.worlds.scenarios import kueue_shared
 from placer.model.options import SolveOptions
 from placer.solver.check.checker import check
 from placer.solver.registry import get_solver
