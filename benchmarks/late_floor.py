@@ -21,7 +21,7 @@ at which the relaxation was shown to admit a schedule with few enough late JobSe
 knows every arrival and run time in advance, so a ceiling below the target says only that the
 target is not shown out of reach, not that a policy can meet it.
 
-Time is in whole minutes (`wait_floor.in_minutes`): a real schedule whose waits are at most T
+Time is in whole minutes (`pool_relaxation.in_minutes`): a real schedule whose waits are at most T
 hours maps onto the model with waits of at most floor(60 T) + 1 minutes (`cap_minutes`).
 """
 
@@ -37,21 +37,20 @@ from dataclasses import dataclass, replace
 
 from ortools.sat.python import cp_model
 
-from benchmarks.reporting.measure import machine_info
-from benchmarks.wait_floor import (
+from benchmarks.pool_relaxation import (
     NESTED,
     Groups,
     PoolJob,
-    add_world_arguments,
     all_groups,
     greedy_schedule,
     in_minutes,
     pool_jobs,
     pool_members,
-    publish,
     shapes_nest,
     whole_domains,
 )
+from benchmarks.reporting.measure import machine_info
+from benchmarks.wait_floor import add_world_arguments, publish
 from benchmarks.worlds.simworld import SimConfig, SimWorld, build_world, shape_pools
 
 __all__ = [
@@ -98,7 +97,7 @@ class Part:
 def parts(world: SimWorld) -> list[Part]:
     """TPU: one part per slice pool (the pools are disjoint). Where every child Job takes a
     whole rack of one key (GB200), one part over every rack, with the pools' cumulatives nested
-    when the shapes nest (`wait_floor.all_groups`)."""
+    when the shapes nest (`pool_relaxation.all_groups`)."""
     members = pool_members(world)
     racks = whole_domains(world)
     if racks:
@@ -149,10 +148,10 @@ def admits(
 
     Each JobSet is an optional interval starting within `cap` of its arrival, on every cumulative
     of `groups` that counts it, and at least all but `allowed` are present. A yes/no question,
-    not "most on time": as `wait_floor.integral_floor` found for the longest wait, CP-SAT refutes
-    a bound it is asked about far sooner than its objective bound reaches it. First-come-first-
-    served list scheduling (`wait_floor.greedy_schedule`), late JobSets left out, is the hint
-    and answers yes without a search when it has few enough late."""
+    not "most on time": as `pool_relaxation.integral_floor` found for the longest wait, CP-SAT
+    refutes a bound it is asked about far sooner than its objective bound reaches it. First-come-
+    first-served list scheduling (`pool_relaxation.greedy_schedule`), late JobSets left out, is
+    the hint and answers yes without a search when it has few enough late."""
     greedy = greedy_schedule(jobs, groups)
     if late_waits(jobs, greedy, cap) <= allowed:
         return "yes"
@@ -215,7 +214,7 @@ def p95_floor(
     """The largest p95 proven out of reach, by yes/no questions on the cap (minutes): the
     target's first, then halving the gap between the floor and the least cap shown admissible.
     `time_limit_s` bounds each question; one answered neither way lowers the highest cap still
-    worth asking, as in `wait_floor.integral_floor`."""
+    worth asking, as in `pool_relaxation.integral_floor`."""
     began = time.perf_counter()
     jobs, groups = combined(parts(world))
     allowed = allowed_late(len(jobs))

@@ -19,8 +19,8 @@ from benchmarks.late_floor import (
     p95_floor,
     parts,
 )
+from benchmarks.pool_relaxation import NESTED, PoolJob, greedy_schedule, pool_members
 from benchmarks.simulate.overtime import simulate
-from benchmarks.wait_floor import NESTED, PoolJob, greedy_schedule, pool_members
 from benchmarks.worlds.simworld import HOUR, SimConfig, build_world
 from placer.model.options import SolveOptions
 

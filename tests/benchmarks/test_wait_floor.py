@@ -6,16 +6,15 @@ from dataclasses import replace
 
 import pytest
 
-from benchmarks.wait_floor import (
+from benchmarks.pool_relaxation import (
     NESTED,
     PoolJob,
-    Search,
     divisible_floor,
     greedy_schedule,
     integral_floor,
     pool_members,
-    pool_rows,
 )
+from benchmarks.wait_floor import Search, pool_rows
 from benchmarks.worlds.simworld import SimConfig, build_world
 
 HOUR_MIN = 60
