@@ -49,7 +49,7 @@ from benchmarks.worlds.simworld import (
 )
 from placer.model.options import ScheduleSearch, SolveOptions, TimePolicy
 
-__all__ = ["ESTIMATES", "Matrix", "estimates_for", "main", "percentile", "run_matrix", "summarize"]
+__all__ = ["ESTIMATES", "Matrix", "estimates_for", "main", "run_matrix", "summarize"]
 
 Priorities = Literal["drawn", "one"]
 """`drawn`: the queue's three priority classes; `one`: every JobSet in one

@@ -8,7 +8,6 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchmarks.backfill import percentile
 from benchmarks.late_floor import (
     Part,
     admits,
@@ -20,6 +19,7 @@ from benchmarks.late_floor import (
     parts,
 )
 from benchmarks.pool_relaxation import NESTED, PoolJob, greedy_schedule, pool_members
+from benchmarks.reporting.stats import percentile
 from benchmarks.simulate.overtime import simulate
 from benchmarks.worlds.simworld import HOUR, SimConfig, build_world
 from placer.model.options import SolveOptions
