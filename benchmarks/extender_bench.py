@@ -15,393 +15,47 @@ cores as little as possible. Everything is loopback and every loop is bounded by
 and a wall-clock cap. Run from the repository root:
 
     python -m benchmarks.extender_bench --out benchmarks/RESULTS-extender.md
+
+This module runs the series and writes the report; the cluster, pods and plan it serves are
+`benchmarks.extender_world`, the server process and the clients that load it
+`benchmarks.extender_load`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import logging
-import multiprocessing as mp
 import os
 import platform
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from benchmarks.extender_abuse import memory_series, rss_mib, slow_client_probe
+from benchmarks.extender_load import cpu_seconds, latencies, start_server, throughput
+from benchmarks.extender_world import NODES_PER_SUBBLOCK, jobset_pod, plain_pod, realistic_node
 from benchmarks.reporting.measure import cpu_model
-from placer.model.plan import (
-    DomainRef,
-    JobPlacement,
-    JobSetOutcome,
-    Plan,
-    PodPlacement,
-    SolverReport,
-)
 
 __all__ = ["main"]
 
-log = logging.getLogger(__name__)
-
-BLOCK = "cloud.google.com/gce-topology-block"
-SUBBLOCK = "cloud.google.com/gce-topology-subblock"
-NODES_PER_SUBBLOCK = 16
-SUBBLOCKS_PER_BLOCK = 16
-ROOT = Path(__file__).resolve().parents[1]
-
-
-# --- inputs ------------------------------------------------------------------------------------
-
-
-def node_name(i: int) -> str:
-    return f"gke-tpu-v5p-pool-{i // NODES_PER_SUBBLOCK:03d}-{i:05d}"
-
-
-def node_labels(i: int) -> dict[str, str]:
-    name = node_name(i)
-    sub = i // NODES_PER_SUBBLOCK
-    return {
-        "beta.kubernetes.io/arch": "amd64",
-        "beta.kubernetes.io/instance-type": "ct5p-hightpu-4t",
-        "beta.kubernetes.io/os": "linux",
-        BLOCK: f"b{sub // SUBBLOCKS_PER_BLOCK}",
-        SUBBLOCK: f"sb{sub % SUBBLOCKS_PER_BLOCK}",
-        "cloud.google.com/gce-topology-host": f"h{i // 4}",
-        "cloud.google.com/gke-boot-disk": "pd-balanced",
-        "cloud.google.com/gke-container-runtime": "containerd",
-        "cloud.google.com/gke-nodepool": f"tpu-pool-{sub}",
-        "cloud.google.com/gke-os-distribution": "cos",
-        "cloud.google.com/gke-tpu-accelerator": "tpu-v5p-slice",
-        "cloud.google.com/gke-tpu-topology": "4x4x4",
-        "cloud.google.com/machine-family": "ct5p",
-        "cloud.google.com/private-node": "false",
-        "failure-domain.beta.kubernetes.io/region": "us-east5",
-        "failure-domain.beta.kubernetes.io/zone": "us-east5-a",
-        "iam.gke.io/gke-metadata-server-enabled": "true",
-        "kubernetes.io/arch": "amd64",
-        "kubernetes.io/hostname": name,
-        "kubernetes.io/os": "linux",
-        "node.kubernetes.io/instance-type": "ct5p-hightpu-4t",
-        "topology.kubernetes.io/region": "us-east5",
-        "topology.kubernetes.io/zone": "us-east5-a",
-    }
-
-
-def realistic_node(i: int) -> dict[str, Any]:
-    """A GKE TPU node as the API serves it (field order as Go's encoder writes it): labels,
-    annotations with embedded JSON, a taint, conditions, addresses, node info and 20 images."""
-    name = node_name(i)
-    labels = node_labels(i)
-    conditions = [
-        "FrequentUnregisterNetDevice", "KernelDeadlock", "ReadonlyFilesystem",
-        "CorruptDockerOverlay2", "FrequentKubeletRestart", "MemoryPressure", "DiskPressure",
-        "PIDPressure", "Ready",
-    ]  # fmt: skip
-    return {
-        "metadata": {
-            "name": name,
-            "uid": f"5f0c{i:08d}-aaaa-bbbb-cccc-0123456789ab",
-            "resourceVersion": str(1_000_000 + i),
-            "creationTimestamp": "2026-05-01T10:00:00Z",
-            "labels": labels,
-            "annotations": {
-                "container.googleapis.com/instance_id": str(9_000_000_000_000 + i),
-                "csi.volume.kubernetes.io/nodeid": json.dumps(
-                    {"pd.csi.storage.gke.io": f"projects/p/zones/us-east5-a/instances/{name}"}
-                ),
-                "node.alpha.kubernetes.io/ttl": "0",
-                "node.gke.io/last-applied-node-labels": ",".join(
-                    f"{k}={v}" for k, v in list(labels.items())[:12]
-                ),
-                "volumes.kubernetes.io/controller-managed-attach-detach": "true",
-            },
-        },
-        "spec": {
-            "podCIDR": f"10.{i // 256}.{i % 256}.0/24",
-            "podCIDRs": [f"10.{i // 256}.{i % 256}.0/24"],
-            "providerID": f"gce://p/us-east5-a/{name}",
-            "taints": [{"key": "google.com/tpu", "value": "present", "effect": "NoSchedule"}],
-        },
-        "status": {
-            "capacity": {"cpu": "208", "google.com/tpu": "4", "memory": "462202520Ki",
-                         "ephemeral-storage": "98831908Ki", "pods": "110"},
-            "allocatable": {"cpu": "207640m", "google.com/tpu": "4", "memory": "451487384Ki",
-                            "ephemeral-storage": "47060071478", "pods": "110"},
-            "conditions": [
-                {
-                    "type": t,
-                    "status": "True" if t == "Ready" else "False",
-                    "lastHeartbeatTime": "2026-06-01T10:00:00Z",
-                    "lastTransitionTime": "2026-05-01T10:00:00Z",
-                    "reason": f"{t}Reason",
-                    "message": f"kubelet reports {t} as expected",
-                }
-                for t in conditions
-            ],
-            "addresses": [
-                {"type": "InternalIP", "address": f"10.128.{i // 256}.{i % 256}"},
-                {"type": "Hostname", "address": name},
-            ],
-            "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
-            "nodeInfo": {
-                "machineID": f"{i:032x}", "systemUUID": f"{i:036d}", "bootID": f"{i:036d}",
-                "kernelVersion": "6.1.100+", "osImage": "Container-Optimized OS from Google",
-                "containerRuntimeVersion": "containerd://1.7.22",
-                "kubeletVersion": "v1.33.2-gke.1000", "kubeProxyVersion": "v1.33.2-gke.1000",
-                "operatingSystem": "linux", "architecture": "amd64",
-            },
-            "images": [
-                {
-                    "names": [
-                        f"us-docker.pkg.dev/proj/repo/image-{k}@sha256:{k * 7919:064x}",
-                        f"us-docker.pkg.dev/proj/repo/image-{k}:v1.{k}",
-                    ],
-                    "sizeBytes": 100_000_000 + k,
-                }
-                for k in range(20)
-            ],
-        },
-    }  # fmt: skip
-
-
-def jobset_pod(jobset: str, completion_index: int) -> dict[str, Any]:
-    """A TPU training pod as JobSet creates it (labels, annotations, env, affinity...)."""
-    job = f"{jobset}-workers-0"
-    labels = {
-        "batch.kubernetes.io/controller-uid": "c0ffee00-0000-4000-8000-000000000001",
-        "batch.kubernetes.io/job-completion-index": str(completion_index),
-        "batch.kubernetes.io/job-name": job,
-        "controller-uid": "c0ffee00-0000-4000-8000-000000000001",
-        "job-name": job,
-        "jobset.sigs.k8s.io/global-replicas": "1",
-        "jobset.sigs.k8s.io/group-name": "default",
-        "jobset.sigs.k8s.io/job-global-index": "0",
-        "jobset.sigs.k8s.io/job-index": "0",
-        "jobset.sigs.k8s.io/job-key": "3f1e0c2d4b5a69788796a5b4c3d2e1f0a9b8c7d6",
-        "jobset.sigs.k8s.io/jobset-name": jobset,
-        "jobset.sigs.k8s.io/jobset-uid": "c0ffee00-0000-4000-8000-000000000002",
-        "jobset.sigs.k8s.io/replicatedjob-name": "workers",
-        "jobset.sigs.k8s.io/replicatedjob-replicas": "1",
-        "jobset.sigs.k8s.io/restart-attempt": "0",
-    }
-    env = [{"name": f"ENV_{k}", "value": f"value-{k}" * 3} for k in range(20)]
-    return {
-        "metadata": {
-            "name": f"{job}-{completion_index}-x7k2p",
-            "generateName": f"{job}-{completion_index}-",
-            "namespace": "bench",
-            "uid": f"pod-uid-{completion_index:08d}",
-            "labels": labels,
-            "annotations": dict(labels),
-            "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": job,
-                                 "uid": "c0ffee00", "controller": True}],
-        },
-        "spec": {
-            "subdomain": jobset,
-            "hostname": f"{job}-{completion_index}",
-            "restartPolicy": "Never",
-            "nodeSelector": {"cloud.google.com/gke-tpu-accelerator": "tpu-v5p-slice",
-                             "cloud.google.com/gke-tpu-topology": "4x4x4"},
-            "tolerations": [
-                {"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"},
-                {"key": "node.kubernetes.io/not-ready", "operator": "Exists",
-                 "effect": "NoExecute", "tolerationSeconds": 300},
-            ],
-            "containers": [
-                {
-                    "name": "trainer",
-                    "image": "us-docker.pkg.dev/proj/repo/trainer:v1.2.3",
-                    "command": ["python", "-m", "train", "--config", "/etc/train/config.yaml"],
-                    "env": env,
-                    "ports": [{"containerPort": 8471}, {"containerPort": 8080}],
-                    "resources": {"requests": {"cpu": "200", "memory": "400Gi",
-                                               "google.com/tpu": "4"},
-                                  "limits": {"google.com/tpu": "4"}},
-                    "volumeMounts": [{"name": "config", "mountPath": "/etc/train"}],
-                }
-            ],
-            "volumes": [{"name": "config", "configMap": {"name": "train-config"}}],
-            "schedulerName": "default-scheduler",
-            "priority": 0,
-        },
-        "status": {"phase": "Pending", "qosClass": "Burstable"},
-    }  # fmt: skip
-
-
-def plain_pod() -> dict[str, Any]:
-    """A pod the plan does not know, also asking for TPUs (so the scheduler would ask)."""
-    pod = jobset_pod("unplanned", 0)
-    pod["metadata"] = {"name": "notebook-7f9c", "namespace": "research", "uid": "nb-uid"}
-    return pod
-
-
-def bench_plan(nodes: int, reserved_share: float) -> tuple[Plan, list[str]]:
-    """One placed JobSet per reserved subblock, its 16 pods pinned one per node."""
-    subblocks = nodes // NODES_PER_SUBBLOCK
-    outcomes = []
-    for sub in range(int(subblocks * reserved_share)):
-        block, sb = f"b{sub // SUBBLOCKS_PER_BLOCK}", f"sb{sub % SUBBLOCKS_PER_BLOCK}"
-        name = f"js-{sub:04d}"
-        domain = DomainRef(key=SUBBLOCK, value=sb, path=[(BLOCK, block), (SUBBLOCK, sb)])
-        pods = [
-            PodPlacement(index=k, node=node_name(sub * NODES_PER_SUBBLOCK + k))
-            for k in range(NODES_PER_SUBBLOCK)
-        ]
-        job = JobPlacement(
-            name=f"{name}-workers-0", replicated_job="workers", index=0, domain=domain, pods=pods
-        )
-        outcomes.append(
-            JobSetOutcome(
-                namespace="bench", name=name, status="placed", accelerators=64, jobs=[job]
-            )
-        )
-    plan = Plan(solver=SolverReport(name="bench", status="HEURISTIC"), jobsets=outcomes)
-    return plan, [node_name(i) for i in range(nodes)]
-
-
-# --- the server under test ---------------------------------------------------------------------
-
-
-def start_server(
-    workdir: Path, nodes: int, reserved_share: float
-) -> tuple[subprocess.Popen[str], str, list[str]]:
-    plan, names = bench_plan(nodes, reserved_share)
-    plan_path = workdir / "plan.json"
-    plan_path.write_text(json.dumps(plan.model_dump(mode="json")), encoding="utf-8")
-    cluster_path = workdir / "cluster.json"
-    items = [{"apiVersion": "v1", "kind": "Node",
-              "metadata": {"name": node_name(i), "labels": node_labels(i)},
-              "status": {"allocatable": {"cpu": "200", "google.com/tpu": "4", "pods": "110"}}}
-             for i in range(nodes)]  # fmt: skip
-    cluster_path.write_text(json.dumps({"kind": "List", "items": items}), encoding="utf-8")
-    command = [
-        sys.executable,
-        "-m",
-        "placer.cli",
-        "extender",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        "0",
-        "--plan",
-        str(plan_path),
-        "--cluster",
-        str(cluster_path),
-    ]
-    proc = subprocess.Popen(command, cwd=ROOT, stderr=subprocess.PIPE, text=True)
-    assert proc.stderr is not None
-    line = proc.stderr.readline()
-    if not line.startswith("placer extender: serving "):
-        proc.kill()
-        raise RuntimeError(f"extender did not start: {line}")
-    return proc, line.split()[3], names
-
-
-# --- a lean keep-alive client ------------------------------------------------------------------
-
-
-class Client:
-    """One keep-alive connection sending one pre-built request and reading the answer."""
-
-    def __init__(self, url: str, body: bytes) -> None:
-        host, port = url.removeprefix("http://").split(":")
-        self.sock = socket.create_connection((host, int(port)), timeout=30)
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.reader = self.sock.makefile("rb", buffering=1 << 20)
-        self.request = (
-            f"POST /filter HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(body)}\r\n\r\n"
-        ).encode() + body
-
-    def call(self) -> bytes:
-        self.sock.sendall(self.request)
-        status = self.reader.readline()
-        length = 0
-        while (line := self.reader.readline()) not in (b"\r\n", b""):
-            if line[:15].lower() == b"content-length:":
-                length = int(line[15:])
-        body: bytes = self.reader.read(length)  # an untyped IOBase to typeshed
-        if not status.startswith(b"HTTP/1.1 200"):
-            raise RuntimeError(f"{status!r}: {body[:200]!r}")
-        return body
-
-    def close(self) -> None:
-        self.reader.close()
-        self.sock.close()
-
-
-def latencies(url: str, body: bytes, *, count: int, warmup: int, cap_s: float) -> list[float]:
-    client = Client(url, body)
-    try:
-        for _ in range(warmup):
-            client.call()
-        out: list[float] = []
-        deadline = time.monotonic() + cap_s
-        while len(out) < count and time.monotonic() < deadline:
-            started = time.perf_counter()
-            client.call()
-            out.append(time.perf_counter() - started)
-        return out
-    finally:
-        client.close()
-
-
-def _load_worker(url: str, body: bytes, count: int, cap_s: float, queue: Any) -> None:
-    client = Client(url, body)
-    done = 0
-    deadline = time.monotonic() + cap_s
-    started = time.perf_counter()
-    while done < count and time.monotonic() < deadline:
-        client.call()
-        done += 1
-    queue.put((done, time.perf_counter() - started))
-    client.close()
-
-
-def throughput(
-    url: str, body: bytes, *, connections: int, per_connection: int, cap_s: float
-) -> tuple[int, float]:
-    """(requests answered, wall seconds) with `connections` clients in separate processes."""
-    ctx = mp.get_context("fork")
-    queue = ctx.Queue()
-    workers = [ctx.Process(target=_load_worker, args=(url, body, per_connection, cap_s, queue))
-               for _ in range(connections)]  # fmt: skip
-    started = time.perf_counter()
-    for w in workers:
-        w.start()
-    results = [queue.get(timeout=cap_s + 60) for _ in workers]
-    wall = time.perf_counter() - started
-    for w in workers:
-        w.join(timeout=10)
-    return sum(done for done, _ in results), wall
-
-
-# --- report ------------------------------------------------------------------------------------
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process (Linux /proc), to report cost per request regardless
-    of what else the machine runs."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return float("nan")
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
 
 def percentile(values: Sequence[float], q: float) -> float:
+    """The value at rank round(q * (n - 1)) of the sorted values (q in 0-1): a value that was
+    measured, not interpolated. Deliberately not `benchmarks.reporting.stats.percentile`, which
+    interpolates between the two nearest ranks (p in 0-100): the p99 of RESULTS-extender.md was
+    taken this way, and the other would move it."""
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
 def machine() -> dict[str, str]:
+    """The machine facts the report header prints. Not `benchmarks.reporting.measure.
+    machine_info`, which has no usable-core count (affinity) or load average, names the system
+    by `platform.platform()` rather than `system release`, and runs git; the CPU model is the
+    shared `cpu_model()`."""
     return {
         "nproc": str(os.cpu_count()),
         "affinity": str(len(os.sched_getaffinity(0))) if hasattr(os, "sched_getaffinity") else "?",
