@@ -251,12 +251,12 @@ def _materialize(
         if js.key not in placements:
             continue
         for jc in [c for c in ctx.classes_of(js) if not c.exclusive_key]:
-            within = _enclosing_nodes(ctx, jc.rjob.required_topology, enclosing.get(jc.index))
             if jc.rjob.kueue_topology:
                 kueue.append(jc)
                 continue
+            # without a Kueue annotation there is no required topology, so no enclosing domain
             for job_index in range(jc.rjob.replicas):
-                placed = ledger.place_shared(jc, job_index, within)
+                placed = ledger.place_shared(jc, job_index)
                 if placed is None:
                     return None
                 placements[js.key].append(placed)
