@@ -20,7 +20,18 @@ from typing import TypedDict, Unpack
 from placer.model.cluster import Node
 from placer.model.scheduling import Taint
 
-__all__ = ["BLOCK", "CASES", "GPU", "GROUP_CASES", "HOST", "RACK", "KueueCase", "KueueGroupCase"]
+__all__ = [
+    "BLOCK",
+    "CASES",
+    "GPU",
+    "GROUP_CASES",
+    "HOST",
+    "RACK",
+    "KueueCase",
+    "KueueGroupCase",
+    "hosts",
+    "rack_hosts",
+]
 
 BLOCK = "cloud.com/topology-block"
 RACK = "cloud.com/topology-rack"
@@ -103,6 +114,11 @@ BINARY_TREES_NODES = tuple(
 def hosts(*spec: tuple[str, str, str, str]) -> tuple[Node, ...]:
     """(block, rack, host, cpu) per node, 10 pods each, no memory."""
     return tuple(node(f"{b}-{r}-{x}", {BLOCK: b, RACK: r, HOST: x}, cpu) for b, r, x, cpu in spec)
+
+
+def rack_hosts(block: str, rack: str, size: int) -> list[tuple[str, str, str, str]]:
+    """`hosts`' spec of one rack of `size` hosts, each with room for one pod (cpu 1)."""
+    return [(block, rack, f"{rack}x{i}", "1") for i in range(size)]
 
 
 @dataclass(frozen=True)

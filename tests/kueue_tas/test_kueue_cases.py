@@ -27,7 +27,15 @@ from placer.solver.check.checker import check
 from placer.solver.context import PlacementContext
 from placer.solver.greedy.tas import room_beside_leader
 from placer.solver.registry import get_solver
-from tests.kueue_tas.cases import CASES, GROUP_CASES, HOST, KueueCase, KueueGroupCase
+from tests.kueue_tas.cases import (
+    CASES,
+    GROUP_CASES,
+    HOST,
+    THREE,
+    KueueCase,
+    KueueGroupCase,
+    Topology,
+)
 
 KUEUE = "kueue.x-k8s.io/"
 
@@ -71,6 +79,16 @@ def jobset_of(case: KueueCase) -> JobSetRequest:
             },
         }
     )
+
+
+def queue_of(nodes: tuple[Node, ...], *requests: tuple[str, int, Topology]) -> list[JobSetRequest]:
+    """JobSets in queue order, one pod of cpu 1 each on the three Kueue levels: (name, pods,
+    {"required"|"preferred": level})."""
+    queue = []
+    for order, (name, count, topology) in enumerate(requests):
+        js = jobset_of(KueueCase(name, nodes, THREE, count, {}, **topology))
+        queue.append(js.model_copy(update={"name": name, "order": order}))
+    return queue
 
 
 def lowest_level(node: Node, levels: tuple[str, ...]) -> object:

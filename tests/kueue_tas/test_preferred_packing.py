@@ -11,29 +11,16 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
 
-from placer.model.cluster import ClusterSnapshot, Node
+from placer.model.cluster import ClusterSnapshot
 from placer.model.options import SolveOptions
 from placer.model.plan import Plan
 from placer.model.workload import JobSetRequest
-from tests.kueue_tas.cases import BLOCK, RACK, THREE, KueueCase, Topology, hosts
-from tests.kueue_tas.test_kueue_cases import jobset_of
+from tests.kueue_tas.cases import BLOCK, RACK, THREE, hosts, rack_hosts
+from tests.kueue_tas.test_kueue_cases import queue_of
 from tests.strategies import BLOCK as BLOCK_KEY
 from tests.strategies import SUBBLOCK, kueue_clusters, kueue_jobsets, solve_checked
 
 OPTIONS = SolveOptions(levels=THREE, workers=1, time_limit_s=10)
-
-
-def _rack(block: str, rack: str, size: int) -> list[tuple[str, str, str, str]]:
-    return [(block, rack, f"{rack}x{i}", "1") for i in range(size)]
-
-
-def _queue(nodes: tuple[Node, ...], *requests: tuple[str, int, Topology]) -> list[JobSetRequest]:
-    """JobSets in queue order: (name, pods, {"required"|"preferred": level})."""
-    queue = []
-    for order, (name, count, topology) in enumerate(requests):
-        js = jobset_of(KueueCase(name, nodes, THREE, count, {}, **topology))
-        queue.append(js.model_copy(update={"name": name, "order": order}))
-    return queue
 
 
 def _racks(plan: Plan, snapshot: ClusterSnapshot, name: str) -> set[tuple[str, str]]:
@@ -51,9 +38,11 @@ def test_a_preferred_jobset_gets_the_one_rack_that_holds_it() -> None:
     """Block b1: r1 (4 hosts), r2 (3), r3 (2). First in the queue, `wide` needs 5 pods in one
     block; then `pref` prefers one rack for 4 pods. Kueue gives `wide` r1 whole plus one host of
     r3, so `pref` is split over r2 and r3; cpsat puts `wide` on r2 and r3 and `pref` on r1."""
-    nodes = hosts(*_rack("b1", "r1", 4), *_rack("b1", "r2", 3), *_rack("b1", "r3", 2))
+    nodes = hosts(
+        *rack_hosts("b1", "r1", 4), *rack_hosts("b1", "r2", 3), *rack_hosts("b1", "r3", 2)
+    )
     snapshot = ClusterSnapshot(nodes=nodes)
-    queue = _queue(nodes, ("wide", 5, {"required": BLOCK}), ("pref", 4, {"preferred": RACK}))
+    queue = queue_of(nodes, ("wide", 5, {"required": BLOCK}), ("pref", 4, {"preferred": RACK}))
 
     kueue = solve_checked("best-fit", snapshot, queue, OPTIONS)
     assert len(_racks(kueue, snapshot, "pref")) == 2  # what this case is about
@@ -69,10 +58,13 @@ def test_a_preferred_jobset_no_rack_holds_gets_the_fewest_racks() -> None:
     block, `pref` prefers one rack for 6 pods: no rack holds 6, two can. Kueue gives `wide` r1
     and one host of r3, leaving `pref` three racks; cpsat keeps r1 and r2 for `pref`."""
     nodes = hosts(
-        *_rack("b1", "r1", 3), *_rack("b1", "r2", 3), *_rack("b1", "r3", 2), *_rack("b1", "r4", 2)
+        *rack_hosts("b1", "r1", 3),
+        *rack_hosts("b1", "r2", 3),
+        *rack_hosts("b1", "r3", 2),
+        *rack_hosts("b1", "r4", 2),
     )
     snapshot = ClusterSnapshot(nodes=nodes)
-    queue = _queue(nodes, ("wide", 4, {"required": BLOCK}), ("pref", 6, {"preferred": RACK}))
+    queue = queue_of(nodes, ("wide", 4, {"required": BLOCK}), ("pref", 6, {"preferred": RACK}))
 
     kueue = solve_checked("best-fit", snapshot, queue, OPTIONS)
     assert len(_racks(kueue, snapshot, "pref")) == 3
@@ -87,14 +79,14 @@ def test_a_preferred_jobset_stays_in_one_block_before_counting_racks() -> None:
     """Kueue walks up one level at a time: with no rack holding 4 pods, one block with three racks
     (b1: 2 + 1 + 1 hosts) beats two blocks with two racks (b2 and b3: 2 hosts each)."""
     nodes = hosts(
-        *_rack("b1", "r1", 2),
-        *_rack("b1", "r2", 1),
-        *_rack("b1", "r3", 1),
-        *_rack("b2", "r4", 2),
-        *_rack("b3", "r5", 2),
+        *rack_hosts("b1", "r1", 2),
+        *rack_hosts("b1", "r2", 1),
+        *rack_hosts("b1", "r3", 1),
+        *rack_hosts("b2", "r4", 2),
+        *rack_hosts("b3", "r5", 2),
     )
     snapshot = ClusterSnapshot(nodes=nodes)
-    queue = _queue(nodes, ("pref", 4, {"preferred": RACK}))
+    queue = queue_of(nodes, ("pref", 4, {"preferred": RACK}))
     plan = solve_checked("cpsat", snapshot, queue, OPTIONS)
     assert _racks(plan, snapshot, "pref") == {("b1", "r1"), ("b1", "r2"), ("b1", "r3")}
 

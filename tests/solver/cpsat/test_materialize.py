@@ -17,7 +17,7 @@ from decimal import Decimal
 from hypothesis import HealthCheck, given, settings
 from ortools.sat.python import cp_model
 
-from placer.model.cluster import ClusterSnapshot, Node
+from placer.model.cluster import ClusterSnapshot
 from placer.model.options import SolveOptions
 from placer.model.plan import Plan, SolverReport
 from placer.model.resources import PODS
@@ -27,27 +27,13 @@ from placer.solver.context import PlacementContext
 from placer.solver.cpsat import AggregatedProblem, aggregate, build_model, make_solver
 from placer.solver.cpsat.materialize import _kueue_spread, _materialize, _model_limits
 from placer.solver.cpsat.solution import Solution
-from tests.kueue_tas.cases import BLOCK, RACK, THREE, KueueCase, Topology, hosts
-from tests.kueue_tas.test_kueue_cases import jobset_of
+from tests.kueue_tas.cases import BLOCK, RACK, THREE, hosts, rack_hosts
+from tests.kueue_tas.test_kueue_cases import queue_of
 from tests.strategies import BLOCK as BLOCK_KEY
 from tests.strategies import HOSTNAME, SUBBLOCK, kueue_clusters, kueue_jobsets, solve_checked
 
 OPTIONS = SolveOptions(levels=THREE, workers=1, time_limit_s=10)
 REPORT = SolverReport(name="cpsat", status="FEASIBLE")
-
-
-def _rack(block: str, rack: str, size: int) -> list[tuple[str, str, str, str]]:
-    """`size` hosts of one rack, each with room for one pod (cpu 1)."""
-    return [(block, rack, f"{rack}x{i}", "1") for i in range(size)]
-
-
-def _queue(nodes: tuple[Node, ...], *requests: tuple[str, int, Topology]) -> list[JobSetRequest]:
-    """JobSets in queue order: (name, pods, {"required"|"preferred": level})."""
-    queue = []
-    for order, (name, count, topology) in enumerate(requests):
-        js = jobset_of(KueueCase(name, nodes, THREE, count, {}, **topology))
-        queue.append(js.model_copy(update={"name": name, "order": order}))
-    return queue
 
 
 def _solved_with_all_admitted(
@@ -75,9 +61,11 @@ def test_queue_order_packs_a_required_jobset_inside_the_domain_the_model_chose()
     pods in one block. Kueue gives `rack` the tightest rack, r1, and `block` no longer fits in
     either block; the model puts `rack` in r3, the only choice that admits both. Packed in queue
     order, `rack` must go where the model said, not where Kueue alone would."""
-    nodes = hosts(*_rack("b1", "r1", 2), *_rack("b1", "r2", 3), *_rack("b2", "r3", 3))
+    nodes = hosts(
+        *rack_hosts("b1", "r1", 2), *rack_hosts("b1", "r2", 3), *rack_hosts("b2", "r3", 3)
+    )
     snapshot = ClusterSnapshot(nodes=nodes)
-    queue = _queue(nodes, ("rack", 2, {"required": RACK}), ("block", 5, {"required": BLOCK}))
+    queue = queue_of(nodes, ("rack", 2, {"required": RACK}), ("block", 5, {"required": BLOCK}))
     kueue = solve_checked("best-fit", snapshot, queue, OPTIONS)
     assert [o.status for o in kueue.jobsets] == ["placed", "unschedulable"]  # the premise
 
@@ -93,9 +81,11 @@ def test_required_jobsets_are_packed_before_preferred_ones_outside_queue_order()
     """b1: r1 (4 hosts), r2 (2), r3 (2). `pref` (first) prefers one rack for 4 pods, `req` needs
     4 pods in one rack: only r1 holds 4. In queue order Kueue gives r1 to `pref` and `req` cannot
     pack; the required-first way packs `req` into r1 and lets `pref` spread over r2 and r3."""
-    nodes = hosts(*_rack("b1", "r1", 4), *_rack("b1", "r2", 2), *_rack("b1", "r3", 2))
+    nodes = hosts(
+        *rack_hosts("b1", "r1", 4), *rack_hosts("b1", "r2", 2), *rack_hosts("b1", "r3", 2)
+    )
     snapshot = ClusterSnapshot(nodes=nodes)
-    queue = _queue(nodes, ("pref", 4, {"preferred": RACK}), ("req", 4, {"required": RACK}))
+    queue = queue_of(nodes, ("pref", 4, {"preferred": RACK}), ("req", 4, {"required": RACK}))
     ctx, problem, solution = _solved_with_all_admitted(snapshot, queue)
 
     assert _materialize(ctx, problem, solution, REPORT, follow=frozenset(), by_queue=True) is None
@@ -108,9 +98,9 @@ def test_required_jobsets_are_packed_before_preferred_ones_outside_queue_order()
 
 def test_the_planner_places_both_where_kueue_places_one() -> None:
     """The two cases above through the planner: whichever way packs, both JobSets are placed."""
-    racks = (_rack("b1", "r1", 4), _rack("b1", "r2", 2), _rack("b1", "r3", 2))
+    racks = (rack_hosts("b1", "r1", 4), rack_hosts("b1", "r2", 2), rack_hosts("b1", "r3", 2))
     nodes = hosts(*(h for rack in racks for h in rack))
-    queue = _queue(nodes, ("pref", 4, {"preferred": RACK}), ("req", 4, {"required": RACK}))
+    queue = queue_of(nodes, ("pref", 4, {"preferred": RACK}), ("req", 4, {"required": RACK}))
     plan = solve_checked("cpsat", ClusterSnapshot(nodes=nodes), queue, OPTIONS)
     assert [o.status for o in plan.jobsets] == ["placed", "placed"]
 
