@@ -4,11 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import pytest
+
 from placer.model.cluster import ClusterSnapshot, JobSetUsage
 from placer.model.options import SolveOptions
 from placer.model.whatif import remove_jobset
 from placer.model.workload import JobSetRequest
+from placer.solver.context import PlacementContext
 from placer.solver.explain import ExplainSettings, Explanation, Remedy, explain_jobset
+from placer.solver.explain.remedies import (
+    _fits_alone,
+    _is_hardware_key,
+    _same_shape,
+    _selector_alternatives,
+)
 from tests.strategies import (
     BLOCK,
     HOSTNAME,
@@ -139,7 +148,23 @@ def test_yielding_to_a_same_priority_jobset_the_plan_preferred() -> None:
     e = _explain(snap, [target, bigger])
     r = _remedy(e, "yield")
     assert r.change == {"leave_out": ["team-a/bigger"]}
+    assert "preempt" not in _kinds(e), "a same-priority JobSet is not offered as lower-priority"
     assert _placed(snap, [target])
+
+
+def test_waiting_for_the_fewest_running_jobsets_that_together_suffice() -> None:
+    # three pools each held by a running JobSet of unknown priority; two child Jobs need two of
+    # them: no single one suffices, and of the three the first that can be spared is
+    snap = cluster(*(pool(f"p{i}", 2, jobsets=[f"team-z/run-{i}"]) for i in range(3)))
+    target = jobset("t", rjob(replicas=2))
+    e = _explain(snap, [target])
+    r = _remedy(e, "wait")
+    assert r.change == {"remove_running": ["team-z/run-1", "team-z/run-2"]}
+    assert r.text == "wait for running team-z/run-1, team-z/run-2 to finish"
+    freed = snap
+    for key in ("team-z/run-1", "team-z/run-2"):
+        freed, _ = remove_jobset(freed, key)
+    assert _placed(freed, [target])
 
 
 def test_no_remedy_is_said_so() -> None:
@@ -160,3 +185,66 @@ def test_replan_budget_is_respected() -> None:
     )
     assert e.remedies == []
     assert "remedy search stopped after 0 re-plans" in e.notes
+
+
+# -- the cheap questions that choose which candidates are re-planned --
+
+
+@pytest.mark.parametrize(
+    ("key", "hardware"),
+    [
+        ("cloud.google.com/gke-tpu-accelerator", True),
+        ("nvidia.com/gpu.product", True),
+        ("node.kubernetes.io/instance-type", True),
+        ("cloud.google.com/machine-family", True),
+        (TPU_TOPOLOGY, False),
+        (NODEPOOL, False),
+    ],
+)
+def test_labels_naming_the_hardware_keep_their_value(key: str, hardware: bool) -> None:
+    assert _is_hardware_key(key) is hardware
+
+
+def test_other_selector_values_come_from_usable_nodes_most_common_first() -> None:
+    snap = cluster(
+        pool("a", 1, topology="2x4"),
+        pool("b", 2, topology="4x4"),
+        pool("c", 3, topology="4x8"),
+        pool("d", 4, topology="8x8", ready=False),
+    )
+    workers = rjob(node_selector={TPU_TOPOLOGY: "2x4"})
+    assert _selector_alternatives(snap, workers) == [
+        {TPU_TOPOLOGY: "4x8"},
+        {TPU_TOPOLOGY: "4x4"},
+    ]
+
+
+def test_a_selector_matching_no_domain_is_offered_domains_of_its_child_jobs_size() -> None:
+    # no pool carries 2x2: the child Job's 2 pods stand for the domain size it wants
+    snap = cluster(pool("b", 2, topology="4x4"), pool("c", 4, topology="4x8"))
+    workers = rjob(node_selector={TPU_TOPOLOGY: "2x2"})
+    ctx = PlacementContext(snap, [jobset("t", workers)], OPTIONS)
+    assert _same_shape(ctx, workers, {TPU_TOPOLOGY: "4x4"})
+    assert not _same_shape(ctx, workers, {TPU_TOPOLOGY: "4x8"})
+
+
+def test_fits_alone_counts_every_child_job_and_every_pod() -> None:
+    two_pools = cluster(pool("p0", 2), pool("p1", 2))
+    assert _fits_alone(two_pools, jobset("t", rjob(replicas=2)), OPTIONS)
+    assert not _fits_alone(two_pools, jobset("t", rjob(replicas=3)), OPTIONS)
+    cpu = cluster(node("cpu-0", tpu=0, cpu=8))
+    assert _fits_alone(
+        cpu, jobset("t", rjob(pods_per_job=2, exclusive=None, tpu=0, cpu=4)), OPTIONS
+    )
+    three = rjob(replicas=3, pods_per_job=1, exclusive=None, tpu=0, cpu=4)
+    assert not _fits_alone(cpu, jobset("t", three), OPTIONS)
+
+
+def test_a_shared_jobset_short_of_node_room_may_wait_for_the_running_pods_on_the_nodes() -> None:
+    # no exclusive key: the target counts pods per node, and the running JobSet fills the node
+    usage = JobSetUsage(requests=resources(cpu=8, pods=1), priority=None)
+    full = node("cpu-0", tpu=0, cpu=8, free=resources(cpu=0, pods=109), jobsets=["team-z/run"])
+    snap = cluster(full.model_copy(update={"jobset_usage": {"team-z/run": usage}}))
+    target = jobset("t", rjob(pods_per_job=1, exclusive=None, tpu=0, cpu=4))
+    e = _explain(snap, [target])
+    assert _remedy(e, "wait").change == {"remove_running": ["team-z/run"]}
