@@ -19,7 +19,16 @@ from placer.solver.capacity.catalog import Catalog, load_catalog
 from placer.solver.capacity.cheapest import cheapest_pools
 from placer.solver.check.checker import check
 from tests.solver.capacity.brute import fits_together
-from tests.strategies import NODEPOOL, TPU, TPU_TOPOLOGY, cluster, jobset, pool, rjob
+from tests.strategies import (
+    NODEPOOL,
+    TPU,
+    TPU_TOPOLOGY,
+    cluster,
+    jobset,
+    pool,
+    rjob,
+    solve_checked,
+)
 
 OPTIONS = SolveOptions(workers=1, time_limit_s=5)
 
@@ -163,3 +172,113 @@ def test_the_bundled_catalogue_loads() -> None:
     assert [t.name for t in cat.poolTypes][:2] == ["tpu-v5e-2x2", "tpu-v5e-2x4"]
     assert cat.priorityClasses["high"] == 1000
     assert NODEPOOL in cat.levels
+
+
+def cpu_pool_type(name: str, hosts: int, cpu: int, price: float, most: int) -> dict[str, Any]:
+    return {
+        "name": name,
+        "pricePerHour": price,
+        "maxCount": most,
+        "pool": {
+            "name": f"{name}-{{i}}",
+            "hosts": hosts,
+            "labels": {"pool": f"{name}-{{i}}"},
+            "allocatable": {"cpu": str(cpu), "pods": "110"},
+        },
+    }
+
+
+@st.composite
+def shared_cases(draw: st.DrawFn) -> tuple[Catalog, list[JobSetRequest]]:
+    """CPU pools and JobSets without an exclusive key: pods counted per node, shapes mixed."""
+    types = [
+        cpu_pool_type(
+            f"c{k}",
+            draw(st.integers(1, 2)),
+            draw(st.sampled_from([4, 6, 8])),
+            float(draw(st.integers(1, 20))),
+            draw(st.integers(1, 3)),
+        )
+        for k in range(draw(st.integers(1, 2)))
+    ]
+    queue = [
+        jobset(
+            f"s{k}",
+            rjob(
+                replicas=draw(st.integers(1, 2)),
+                pods_per_job=draw(st.integers(1, 3)),
+                exclusive=None,
+                tpu=0,
+                cpu=draw(st.sampled_from([2, 3, 4])),
+            ),
+            order=k,
+        )
+        for k in range(draw(st.integers(1, 2)))
+    ]
+    return catalog(*types), queue
+
+
+def cheapest_by_planning(cat: Catalog, queue: list[JobSetRequest]) -> float | None:
+    """The cheapest purchase on which the planner places every JobSet, every purchase tried."""
+    best: float | None = None
+    for counts in itertools.product(*(range(t.maxCount + 1) for t in cat.poolTypes)):
+        price = sum(c * t.pricePerHour for c, t in zip(counts, cat.poolTypes, strict=True))
+        if best is not None and price >= best:
+            continue
+        nodes = tuple(n for k, c in enumerate(counts) if c for n in cat.expand(k, c))
+        plan = solve_checked("cpsat", ClusterSnapshot(nodes=nodes), queue, OPTIONS)
+        if all(o.status == "placed" for o in plan.jobsets):
+            best = price
+    return best
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(shared_cases())
+def test_the_cheapest_purchase_for_pods_without_a_key_is_the_cheapest_that_plans(
+    case: tuple[Catalog, list[JobSetRequest]],
+) -> None:
+    """Pods without an exclusive key are counted per pool type (each shape within its room, all
+    shapes within the resources) and the purchase is then planned for real: the price found is
+    the lowest at which the planner places every JobSet."""
+    cat, queue = case
+    report = cheapest_pools(cat, queue, OPTIONS)
+    expected = cheapest_by_planning(cat, queue)
+    if expected is None:
+        assert report.status == "INFEASIBLE"
+        return
+    assert report.status in ("OPTIMAL", "FEASIBLE"), report.notes
+    assert report.price_per_hour == pytest.approx(expected)
+
+
+def test_a_purchase_the_model_counts_but_the_planner_cannot_pack_is_replaced_by_a_larger_one() -> (
+    None
+):
+    """One pool of two 6-CPU hosts has room for 11 CPUs of pods by the model's counts (two 4-CPU
+    pods, one 3-CPU pod), but each host takes one 4-CPU pod and then has 2 CPUs left: the planner
+    places only two JobSets. The purchase is planned for real, found short, and a second pool
+    bought."""
+    cat = catalog(cpu_pool_type("c", 2, 6, 5.0, 3))
+    four = rjob(replicas=2, pods_per_job=1, exclusive=None, tpu=0, cpu=4)
+    three = rjob(pods_per_job=1, exclusive=None, tpu=0, cpu=3)
+    queue = [jobset("four", four), jobset("three", three, order=1)]
+    report = cheapest_pools(cat, queue, OPTIONS)
+    assert [(p.type, p.count) for p in report.pools] == [("c", 2)]
+    assert report.iterations == 2
+    assert report.notes == [
+        "purchase 1 x c left team-a/three out when planned; trying a larger one"
+    ]
+    assert report.plan is not None and all(o.status == "placed" for o in report.plan.jobsets)
+
+
+def test_pods_without_a_key_are_counted_whole_and_within_the_resources_at_once() -> None:
+    """One 8-CPU host a pool: `pair` (one child Job of two 4-CPU pods) takes a whole pool, so
+    `one` (a 3-CPU pod) needs a second. The model counts every pod of every child Job and all
+    shapes within each pool's CPUs together, so its first purchase is the right one: one round,
+    no purchase the planner has to refuse."""
+    cat = catalog(cpu_pool_type("c", 1, 8, 5.0, 3))
+    pair = rjob(pods_per_job=2, exclusive=None, tpu=0, cpu=4)
+    one = rjob(pods_per_job=1, exclusive=None, tpu=0, cpu=3)
+    queue = [jobset("pair", pair), jobset("one", one, order=1)]
+    report = cheapest_pools(cat, queue, OPTIONS)
+    assert [(p.type, p.count) for p in report.pools] == [("c", 2)]
+    assert report.iterations == 1 and report.notes == []
