@@ -197,8 +197,10 @@ def _other_topology(rp: Replanner, inputs: ConflictInputs) -> list[Remedy]:
             jobs = rp.try_plan(target.key, jobsets=_replace(rp.jobsets, target, new))
             if jobs is None:
                 continue
-            was = ",".join(f"{k}={v}" for k, v in sorted(r.pod.node_selector.items()) if k in alt)
-            now = ",".join(f"{k}={v}" for k, v in sorted(alt.items()))
+            # the text names the labels whose value changes; the change carries the whole selector
+            moved = sorted(k for k, v in alt.items() if r.pod.node_selector.get(k) != v)
+            was = ",".join(f"{k}={r.pod.node_selector[k]}" for k in moved)
+            now = ",".join(f"{k}={alt[k]}" for k in moved)
             out.append(
                 Remedy(
                     kind="other-topology",

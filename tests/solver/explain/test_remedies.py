@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Unpack
 
 import pytest
 
-from placer.model.cluster import ClusterSnapshot, JobSetUsage
+from placer.model.cluster import ClusterSnapshot, JobSetUsage, Node
 from placer.model.options import SolveOptions
 from placer.model.whatif import remove_jobset
 from placer.model.workload import JobSetRequest
@@ -23,6 +24,7 @@ from tests.strategies import (
     HOSTNAME,
     NODEPOOL,
     TPU_TOPOLOGY,
+    NodeOptions,
     cluster,
     jobset,
     node,
@@ -248,3 +250,23 @@ def test_a_shared_jobset_short_of_node_room_may_wait_for_the_running_pods_on_the
     target = jobset("t", rjob(pods_per_job=1, exclusive=None, tpu=0, cpu=4))
     e = _explain(snap, [target])
     assert _remedy(e, "wait").change == {"remove_running": ["team-z/run"]}
+
+
+def test_another_topology_value_names_only_the_labels_that_change() -> None:
+    accelerator = "cloud.google.com/gke-tpu-accelerator"
+
+    def v6e(name: str, topology: str, **kw: Unpack[NodeOptions]) -> list[Node]:
+        labels = {NODEPOOL: name, TPU_TOPOLOGY: topology, accelerator: "v6e"}
+        return [node(f"{name}-{i}", labels=labels, **kw) for i in range(2)]
+
+    snap = cluster(v6e("small-0", "2x4", jobsets=["team-z/run"]), v6e("big-0", "4x4"))
+    selector = {accelerator: "v6e", TPU_TOPOLOGY: "2x4"}
+    e = _explain(snap, [jobset("t", rjob(node_selector=selector))])
+    r = _remedy(e, "other-topology")
+    assert (
+        r.text == f"use nodeSelector {TPU_TOPOLOGY}=4x4 instead of {TPU_TOPOLOGY}=2x4 for workers"
+    )
+    assert r.change == {
+        "replicated_jobs": ["workers"],
+        "node_selector": {accelerator: "v6e", TPU_TOPOLOGY: "4x4"},
+    }
