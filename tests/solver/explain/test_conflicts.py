@@ -142,3 +142,38 @@ def test_a_model_cp_sat_rejects_is_named_not_called_a_timeout(
     assert conflict.status == "unknown"
     assert conflict.text.startswith("CP-SAT rejected the model (MODEL_INVALID")
     assert "num_workers" in conflict.text
+
+
+def test_the_conflict_keeps_the_highest_priority_jobsets_it_needs() -> None:
+    """Three pools, each taken by a placed JobSet of priority 1, 2 or 3; the target needs two.
+    Any two admissions with the target's replicas conflict; the minimal set names the two of
+    highest priority (deletion tries the lowest priority's admission first)."""
+    snap = cluster(pool("p0", 2), pool("p1", 2), pool("p2", 2))
+    others = tuple(jobset(f"o{p}", priority=p, order=p) for p in (1, 2, 3))
+    target = jobset("t", rjob(replicas=2), order=9)
+    conflict = find_conflict(ConflictInputs(snap, target, others, OPTIONS))
+    assert conflict.status == "conflict" and conflict.minimal
+    assert sorted(r.id for r in conflict.requirements) == [
+        "admitted:team-a/o2",
+        "admitted:team-a/o3",
+        "replicas:workers",
+    ]
+
+
+def test_min_drops_leaves_out_the_fewest_then_the_fewest_accelerators() -> None:
+    """Dropping `wide` (two pools) or both `a` and `b` frees the two pools the target needs:
+    one drop beats two. Between `a` (2 hosts) and `c` (4 hosts), each freeing the one pool a
+    one-child target needs, the smaller is dropped."""
+    snap = cluster(pool("p0", 2), pool("p1", 2), pool("p2", 2), pool("p3", 2))
+    wide = jobset("wide", rjob(replicas=2), priority=1)
+    a, b = jobset("a", priority=1, order=1), jobset("b", priority=1, order=2)
+    target = jobset("t", rjob(replicas=2), order=9)
+    inputs = ConflictInputs(snap, target, (wide, a, b), OPTIONS)
+    assert min_drops(inputs, ["team-a/wide", "team-a/a", "team-a/b"]) == ["team-a/wide"]
+
+    mixed = cluster(pool("p0", 2), pool("q0", 4, topology="2x4"))
+    small = jobset("a", priority=1)
+    big = jobset("c", rjob(pods_per_job=4), priority=1, order=1)
+    one = jobset("t", order=9)
+    inputs = ConflictInputs(mixed, one, (small, big), OPTIONS)
+    assert min_drops(inputs, ["team-a/a", "team-a/c"]) == ["team-a/a"]
