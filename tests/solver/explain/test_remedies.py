@@ -270,3 +270,40 @@ def test_another_topology_value_names_only_the_labels_that_change() -> None:
         "replicated_jobs": ["workers"],
         "node_selector": {accelerator: "v6e", TPU_TOPOLOGY: "4x4"},
     }
+
+
+def _held_pool(name: str, run: str, priority: int) -> list[Node]:
+    """A two-host pool whose chips a running JobSet of `priority` holds (its usage given back
+    when it is evicted or finishes)."""
+    usage = JobSetUsage(requests=resources(tpu=4, pods=1), priority=priority)
+    return [
+        n.model_copy(
+            update={"free": resources(cpu=32, pods=109, tpu=0), "jobset_usage": {run: usage}}
+        )
+        for n in pool(name, 2, jobsets=[run])
+    ]
+
+
+def test_the_eviction_remedy_names_only_the_victims_of_the_jobset_explained() -> None:
+    # two pools held by low-priority runs and two high-priority JobSets pending: the re-plan
+    # with preemption evicts both runs, one for each; the remedy for `t` names its own victim
+    snap = cluster(_held_pool("p0", "team-z/run-0", 1), _held_pool("p1", "team-z/run-1", 1))
+    target = jobset("t", priority=100)
+    other = jobset("u", priority=100, order=1)
+    r = _remedy(_explain(snap, [target, other]), "preempt")
+    victims = r.change["remove_running"]
+    assert isinstance(victims, list) and len(victims) == 1
+    assert r.text.startswith(f"evicting {victims[0]} (priority 1") and " and " not in r.text
+
+
+def test_no_eviction_is_offered_when_the_replan_places_it_without_evicting() -> None:
+    # first-fit gives `high` the only 2x4 pool; a joint plan moves `high` to the 4x4 pool, so
+    # the re-plan with preemption places the target without evicting the low-priority run
+    snap = cluster(pool("p0", 2), pool("p1", 2, topology="4x4"), _held_pool("p2", "team-z/run", -5))
+    high = jobset("high", rjob(node_selector=None), priority=10)
+    target = jobset("t", rjob(node_selector={TPU_TOPOLOGY: "2x4"}), order=1)
+    e = explain_jobset(
+        snap, [high, target], target.key, OPTIONS, settings=ExplainSettings(solver="first-fit")
+    )
+    assert e.status == "unschedulable"
+    assert "preempt" not in _kinds(e)
