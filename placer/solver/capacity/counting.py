@@ -55,18 +55,11 @@ def count_copies(
     shapes: Sequence[JobSetRequest],
     options: SolveOptions,
     weights: Mapping[str, int],
-    *,
-    fixed: Mapping[str, int] | None = None,
 ) -> CountResult:
-    """Maximize sum(weights[key] * copies[key]) over the shapes (keys must be distinct).
-
-    `fixed` pins some shapes' copy counts (e.g. to ask for a mix without one shape).
-    """
+    """Maximize sum(weights[key] * copies[key]) over the shapes (keys must be distinct)."""
     ctx = PlacementContext(snapshot, shapes, options)
     built = build_model(aggregate(ctx), "copies")
     model, v = built.model, built.variables
-    for key, value in (fixed or {}).items():
-        model.add(v.admit[key] == value)
     # ties: more copies, then copies of shapes given earlier
     n = len(ctx.jobsets_given)
     order = {js.key: i for i, js in enumerate(ctx.jobsets_given)}

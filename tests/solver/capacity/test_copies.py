@@ -189,8 +189,6 @@ def test_a_count_that_timed_out_is_not_a_checked_zero(monkeypatch: pytest.Monkey
         shapes: Sequence[JobSetRequest],
         options: SolveOptions,
         weights: Mapping[str, int],
-        *,
-        fixed: Mapping[str, int] | None = None,
     ) -> CountResult:
         return CountResult({s.key: 0 for s in shapes}, "UNKNOWN")
 
