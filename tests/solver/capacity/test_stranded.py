@@ -122,3 +122,57 @@ def test_the_queue_example_strands_v6e_hosts_as_too_small() -> None:
     assert v6e.stranded_by == {"too-small": 12}
     alone = {r.type: r for r in domain_type_usage(snapshot, shapes[1:], OPTIONS)}
     assert alone["ct6e-standard-4t x4"].stranded_by == {"too-small": 12}
+
+
+def _loose() -> list[Node]:
+    """Accelerator nodes in no node pool (so in no domain), one cordoned, and a CPU node."""
+    return [
+        node("loose-0", labels={}),
+        node("loose-1", labels={}, unschedulable=True),
+        node("cpu-0", tpu=0),
+    ]
+
+
+def test_outside_every_domain_a_shared_shape_uses_the_free_chips_of_usable_nodes() -> None:
+    """One-chip pods without an exclusive key fit on the loose nodes: the cordoned node's chips
+    are neither free nor usable, the CPU node is no part of the row, and once the largest mix
+    runs (four pods on loose-0) nothing stays idle."""
+    shared = jobset("s", rjob(pods_per_job=1, exclusive=None, tpu=1))
+    report = capacity_report(cluster(_loose()), [shared], OPTIONS)
+    [row] = report.domain_types
+    assert (row.type, row.accelerators, row.free, row.usable, row.stranded) == (
+        "(in no domain)",
+        8,
+        4,
+        4,
+        0,
+    )
+    assert (row.stranded_by, row.stranded_nodes, row.idle_after_mix) == ({}, (), 0)
+
+
+def test_outside_every_domain_chips_no_shape_fits_are_stranded_on_usable_nodes_only() -> None:
+    wide = jobset("w", rjob(pods_per_job=1, exclusive=None, tpu=8))
+    [row] = domain_type_usage(cluster(_loose()), [wide], OPTIONS)
+    assert (row.free, row.usable, row.stranded) == (4, 0, 4)
+    assert row.stranded_by == {"no shape without an exclusive key fits": 4}
+    assert row.stranded_nodes == ("loose-0",)
+    assert domain_type_usage(cluster(node("cpu-0", tpu=0)), [wide], OPTIONS) == []
+
+
+def test_a_domain_of_mixed_machines_is_typed_by_all_of_them_and_cpu_pools_are_left_out() -> None:
+    mixed = [*_typed("m", 1, "ct5lp"), *_typed("m", 1, "ct6e")]
+    mixed[1] = mixed[1].model_copy(update={"name": "m-host-1"})
+    cpu = [
+        node(f"c-{i}", tpu=0, labels={NODEPOOL: "c", "node.kubernetes.io/instance-type": "n2"})
+        for i in range(2)
+    ]
+    rows = domain_type_usage(cluster(mixed, cpu), [jobset("t")], OPTIONS)
+    assert [r.type for r in rows] == ["ct5lp+ct6e x2"]
+
+
+def test_a_domain_with_a_cordoned_host_lists_only_hosts_with_free_chips_as_stranded() -> None:
+    hosts = _typed("p", 2, "ct5lp")
+    hosts[1] = hosts[1].model_copy(update={"unschedulable": True})
+    [row] = domain_type_usage(cluster(hosts), [jobset("t")], OPTIONS)
+    assert (row.free, row.usable, row.stranded) == (4, 0, 4)
+    assert row.stranded_nodes == ("p-host-0",)
