@@ -38,6 +38,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 from collections.abc import Mapping, Set
 from dataclasses import dataclass, field
 
@@ -61,6 +62,7 @@ __all__ = [
     "LedgerChange",
     "LedgerEntry",
     "entry_key",
+    "eviction_time",
     "fence_annotation",
     "ledger_object",
     "ledger_patch",
@@ -68,6 +70,17 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+
+def eviction_time(wall_s: float) -> float:
+    """An eviction's commit time as the ledger keeps it: the round's wall time to the
+    millisecond, rounded down. The victim is stamped with the whole second
+    (`preemption.format_stamp`) in the round that commits the eviction, and a later round
+    recognizes its own suspend by that stamp from the ledger's copy; rounding to the nearest
+    millisecond would carry a time in the last half millisecond of a second into the next one,
+    so the later round would suspend the victim again under a second stamp."""
+    return math.floor(wall_s * 1000) / 1000
+
 
 LEDGER_NAME = "placer-ledger"
 LEDGER_LABEL = f"{PREFIX}/ledger"

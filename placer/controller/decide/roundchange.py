@@ -14,7 +14,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from placer.controller.decide.ledger import EVICTION, Fence, LedgerChange, LedgerEntry, entry_key
+from placer.controller.decide.ledger import (
+    EVICTION,
+    Fence,
+    LedgerChange,
+    LedgerEntry,
+    entry_key,
+    eviction_time,
+)
 from placer.controller.decide.ledgerplan import ledger_change
 from placer.controller.decide.observed import Reviewed
 from placer.controller.decide.planning import PlannedRound
@@ -44,7 +51,7 @@ def round_change(reviewed: Reviewed, planned: PlannedRound, fence: Fence | None)
     reservations, under the leader's `fence` (None: no leader election)."""
     observed, view = reviewed.observed, reviewed.ledger
     intents = {
-        victim: e.model_copy(update={"at": reviewed.wall_s})
+        victim: e.model_copy(update={"at": eviction_time(reviewed.wall_s)})
         for victim, e in planned.evictions.items()
     }
     change, refused = ledger_change(

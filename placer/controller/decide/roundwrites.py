@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Set
 
 from placer.controller.decide.kueue.cycle import kueue_writes
-from placer.controller.decide.ledger import EVICTION, entry_key
+from placer.controller.decide.ledger import EVICTION, entry_key, eviction_time
 from placer.controller.decide.observed import Announced, Reviewed
 from placer.controller.decide.planning import PlannedRound
 from placer.controller.decide.preempting import Evictions
@@ -32,7 +32,7 @@ def round_evictions(reviewed: Reviewed, planned: PlannedRound) -> Evictions:
     write."""
     fresh = {
         entry_key(EVICTION, victim): (
-            e if e.at is not None else e.model_copy(update={"at": reviewed.wall_s})
+            e if e.at is not None else e.model_copy(update={"at": eviction_time(reviewed.wall_s)})
         )
         for victim, e in planned.evictions.items()
     }

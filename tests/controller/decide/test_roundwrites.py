@@ -8,9 +8,11 @@ from __future__ import annotations
 import dataclasses
 
 from placer.controller.decide.domains import DomainIndex
+from placer.controller.decide.ledger import LedgerEntry
 from placer.controller.decide.observed import Announced, Reviewed
 from placer.controller.decide.planning import PlannedRound
 from placer.controller.decide.review import review
+from placer.controller.decide.roundchange import round_change
 from placer.controller.decide.roundwrites import round_evictions, round_writes
 from placer.controller.decide.snapshot import planning_snapshot
 from placer.controller.decide.survey import survey
@@ -87,3 +89,19 @@ def test_a_round_without_new_evictions_reuses_the_reviews_view_of_them() -> None
     assert round_evictions(reviewed, PlannedRound()) is seen
     writes = _writes(reviewed, PlannedRound())
     assert _suspend_stamp(writes) == format_stamp(AT)
+
+
+def test_an_eviction_in_the_last_half_millisecond_of_a_second_keeps_one_stamp() -> None:
+    """The round stamps the victim with the whole second of its wall time and commits the
+    eviction's time to the ledger; the next round recognizes the suspend by the ledger's copy.
+    At x.9996 s a ledger rounding to the nearest millisecond held x+1.000, so the next round
+    found no stamp of its own and suspended the victim again under a second one (CI caught it:
+    two stamps a second apart on the victim)."""
+    reviewed = dataclasses.replace(_reviewed(), wall_s=NOW_S + 0.9996)
+    planned = _evicting_for_high(reviewed, at=None)
+    suspended = _suspend_stamp(_writes(reviewed, planned))
+    committed = round_change(reviewed, planned, None).planned.evictions["default/low"]
+    kept = LedgerEntry.from_text(committed.to_text())
+    assert kept.at is not None and format_stamp(kept.at) == suspended == format_stamp(NOW_S)
+    # the next round, reading the ledger's copy, writes the same stamp (no second one)
+    assert _suspend_stamp(_writes(reviewed, _evicting_for_high(reviewed, at=kept.at))) == suspended
