@@ -138,13 +138,9 @@ def plots(kept: Sequence[tuple[str, SimResult]], out: Path) -> list[str]:
         ax.set_xscale("symlog", linthresh=0.1)
         ax.set_xlabel("queueing delay (h)")
         ax.set_ylabel("share of JobSets")
-        ax.set_title(f"{fleet}: delay CDF, 90% load, over-estimated runtimes")
-        ax.legend(fontsize=7)
-        path = out / f"backfill-delay-cdf-{fleet}.png"
-        fig.tight_layout()
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        written.append(path.name)
+        written.append(
+            _save(fig, ax, f"{fleet}: delay CDF", out / f"backfill-delay-cdf-{fleet}.png")
+        )
         fig, ax = plt.subplots(figsize=(7, 4))
         for r in results:
             ts = [t / HOUR for t, _, _ in r.utilization]
@@ -153,14 +149,21 @@ def plots(kept: Sequence[tuple[str, SimResult]], out: Path) -> list[str]:
             )
         ax.set_xlabel("simulated time (h)")
         ax.set_ylabel("accelerators busy (%)")
-        ax.set_title(f"{fleet}: utilization over time, 90% load, over-estimated runtimes")
-        ax.legend(fontsize=7)
-        path = out / f"backfill-utilization-{fleet}.png"
-        fig.tight_layout()
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        written.append(path.name)
+        title = f"{fleet}: utilization over time"
+        written.append(_save(fig, ax, title, out / f"backfill-utilization-{fleet}.png"))
     return written
+
+
+def _save(fig: Any, ax: Any, title: str, path: Path) -> str:
+    """Title (the cell the plots are of), legend, and the file written; its name."""
+    import matplotlib.pyplot as plt
+
+    ax.set_title(f"{title}, 90% load, over-estimated runtimes")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path.name
 
 
 def worlds_table(rows: Sequence[dict[str, Any]]) -> list[str]:

@@ -33,19 +33,22 @@ from tests.strategies import (
 OPTIONS = SolveOptions(workers=1, time_limit_s=5)
 
 
+def _entry(name: str, price: float, most: int, hosts: int, **pool: Any) -> dict[str, Any]:
+    """A catalogue entry: `most` pools of `hosts` nodes at `price` an hour each."""
+    spec = {"name": f"{name}-{{i}}", "hosts": hosts, **pool}
+    return {"name": name, "pricePerHour": price, "maxCount": most, "pool": spec}
+
+
 def pool_type(name: str, hosts: int, topology: str, price: float, most: int) -> dict[str, Any]:
-    return {
-        "name": name,
-        "pricePerHour": price,
-        "maxCount": most,
-        "pool": {
-            "name": f"{name}-{{i}}",
-            "hosts": hosts,
-            "labels": {TPU_TOPOLOGY: topology},
-            "allocatable": {"cpu": "32", TPU: "4", "pods": "110"},
-            "taints": [{"key": TPU, "value": "present", "effect": "NoSchedule"}],
-        },
-    }
+    return _entry(
+        name,
+        price,
+        most,
+        hosts,
+        labels={TPU_TOPOLOGY: topology},
+        allocatable={"cpu": "32", TPU: "4", "pods": "110"},
+        taints=[{"key": TPU, "value": "present", "effect": "NoSchedule"}],
+    )
 
 
 def catalog(*types: dict[str, Any]) -> Catalog:
@@ -175,17 +178,10 @@ def test_the_bundled_catalogue_loads() -> None:
 
 
 def cpu_pool_type(name: str, hosts: int, cpu: int, price: float, most: int) -> dict[str, Any]:
-    return {
-        "name": name,
-        "pricePerHour": price,
-        "maxCount": most,
-        "pool": {
-            "name": f"{name}-{{i}}",
-            "hosts": hosts,
-            "labels": {"pool": f"{name}-{{i}}"},
-            "allocatable": {"cpu": str(cpu), "pods": "110"},
-        },
-    }
+    labels = {"pool": f"{name}-{{i}}"}
+    return _entry(
+        name, price, most, hosts, labels=labels, allocatable={"cpu": str(cpu), "pods": "110"}
+    )
 
 
 @st.composite
