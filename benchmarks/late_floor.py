@@ -15,7 +15,13 @@ is asked whether the model has a schedule with at most the allowance late (`admi
 slice pools each with its own cumulative, GB200's racks with `wait_floor`'s nested cumulatives
 (`parts`), in one model, as the allowance is shared by every pool.
 
-If the answer at T is no, no non-preemptive policy has a p95 of T or less. The floor reported is
+If the answer at T is no, no non-preemptive policy has a p95 of T or less.
+
+With `--longest-wait`, late JobSets are not left out: every JobSet starts within that many hours
+of arriving, so a "no" says that no non-preemptive policy has a p95 of T or less *and* a longest
+wait within that bound (`baseline`: `easy-aging`'s longest wait, so no worse than the greedy pass;
+`target`: issue 21's max target, 0.85x of it). The two targets are asked of one policy, and
+each has its own floor; this asks whether they can be met at once. The floor reported is
 the largest T so proven (the target asked first, then by halving the gap); the ceiling, the least T
 at which the relaxation was shown to admit a schedule with few enough late JobSets. That schedule
 knows every arrival and run time in advance, so a ceiling below the target says only that the
@@ -54,6 +60,8 @@ from benchmarks.wait_floor import add_world_arguments, publish
 from benchmarks.worlds.simworld import SimConfig, SimWorld, build_world, shape_pools
 
 __all__ = [
+    "BASELINE_MAX_H",
+    "TARGET_MAX_H",
     "TARGET_P95_H",
     "P95Floor",
     "Part",
@@ -62,6 +70,7 @@ __all__ = [
     "cap_minutes",
     "combined",
     "late_waits",
+    "longest_for",
     "main",
     "p95_floor",
     "parts",
@@ -71,6 +80,10 @@ MINUTE = 60.0
 TARGET_P95_H = {"gb200": 0.85 * 25.16, "tpu": 0.85 * 34.10}
 """Issue 21's p95 targets: 0.85x `easy-aging`'s p95 delay at 90% load, over-estimates, seed 1
 (RESULTS-backfill.md, round 11's matrix)."""
+BASELINE_MAX_H = {"gb200": 41.28, "tpu": 49.75}
+"""`easy-aging`'s longest wait in the same cell (RESULTS-backfill.md, round 14's matrix)."""
+TARGET_MAX_H = {fleet: 0.85 * h for fleet, h in BASELINE_MAX_H.items()}
+"""Issue 21's max targets: 0.85x `easy-aging`'s longest wait."""
 
 
 def allowed_late(n: int, percentile: float = 95.0) -> int:
@@ -139,6 +152,7 @@ def admits(
     cap: int,
     allowed: int,
     *,
+    longest: int | None = None,
     time_limit_s: float = 60.0,
     seed: int = 1,
     workers: int = 2,
@@ -151,9 +165,15 @@ def admits(
     not "most on time": as `pool_relaxation.integral_floor` found for the longest wait, CP-SAT
     refutes a bound it is asked about far sooner than its objective bound reaches it. First-come-
     first-served list scheduling (`pool_relaxation.greedy_schedule`), late JobSets left out, is
-    the hint and answers yes without a search when it has few enough late."""
+    the hint and answers yes without a search when it has few enough late.
+
+    With `longest` (minutes), no JobSet is left out: every one starts within `longest` of its
+    arrival, and only those marked on time within `cap`, so the question is a p95 and a longest
+    wait together."""
     greedy = greedy_schedule(jobs, groups)
-    if late_waits(jobs, greedy, cap) <= allowed:
+    if late_waits(jobs, greedy, cap) <= allowed and (
+        longest is None or late_waits(jobs, greedy, longest) == 0
+    ):
         return "yes"
     model = cp_model.CpModel()
     present: list[cp_model.IntVar] = []
@@ -163,14 +183,20 @@ def admits(
             continue  # holds nothing: on time in any schedule
         a = int(j.arrival)
         on = model.new_bool_var(f"on{i}")
-        start = model.new_int_var(a, a + cap, f"s{i}")
-        intervals[i] = model.new_optional_fixed_size_interval_var(
-            start, int(j.duration), on, f"i{i}"
-        )
-        present.append(on)
         on_time = greedy[i] - a <= cap
         model.add_hint(on, on_time)
-        model.add_hint(start, greedy[i] if on_time else a)
+        present.append(on)
+        if longest is None:  # a late JobSet is left out, freeing its domains
+            start = model.new_int_var(a, a + cap, f"s{i}")
+            intervals[i] = model.new_optional_fixed_size_interval_var(
+                start, int(j.duration), on, f"i{i}"
+            )
+            model.add_hint(start, greedy[i] if on_time else a)
+            continue
+        start = model.new_int_var(a, a + max(cap, longest), f"s{i}")
+        intervals[i] = model.new_fixed_size_interval_var(start, int(j.duration), f"i{i}")
+        model.add(start <= a + cap).only_enforce_if(on)
+        model.add_hint(start, min(greedy[i], a + longest))
     for idx, domains in groups:
         held = [i for i in idx if i in intervals]
         model.add_cumulative([intervals[i] for i in held], [jobs[i].width for i in held], domains)
@@ -196,17 +222,21 @@ class P95Floor:
     at_target: str
     """The model's answer at the target: "no" proves it out of reach ("-": not asked)."""
     floor_h: float
-    """No non-preemptive policy has a p95 below this."""
-    ceiling_h: float
-    """The relaxation admits a p95 of this (with perfect knowledge): the floor is at most it."""
+    """No non-preemptive policy has a p95 below this (with `longest_h`: and waits within it)."""
+    ceiling_h: float | None
+    """The relaxation admits a p95 of this (with perfect knowledge): the floor is at most it.
+    None when no p95 was shown admissible (with `longest_h`, list scheduling may wait longer)."""
     questions: int
     wall_s: float
+    longest_h: float | None = None
+    """Every JobSet starts within this many hours; None: late JobSets are left out."""
 
 
 def p95_floor(
     world: SimWorld,
     *,
     target_h: float | None = None,
+    longest_h: float | None = None,
     time_limit_s: float = 60.0,
     budget_s: float = 600.0,
     seed: int = 1,
@@ -214,34 +244,52 @@ def p95_floor(
     """The largest p95 proven out of reach, by yes/no questions on the cap (minutes): the
     target's first, then halving the gap between the floor and the least cap shown admissible.
     `time_limit_s` bounds each question; one answered neither way lowers the highest cap still
-    worth asking, as in `pool_relaxation.integral_floor`."""
+    worth asking, as in `pool_relaxation.integral_floor`.
+
+    With `longest_h`, caps are asked up to the longest wait's own (a p95 cap beyond it asks
+    nothing more), and list scheduling shows a cap admissible only if it also keeps every wait
+    within `longest_h`."""
     began = time.perf_counter()
     jobs, groups = combined(parts(world))
     allowed = allowed_late(len(jobs))
-    waits = sorted(
-        (s - int(j.arrival) for s, j in zip(greedy_schedule(jobs, groups), jobs, strict=True)),
-        reverse=True,
-    )
-    hi = waits[allowed] if allowed < len(waits) else 0  # list scheduling meets this cap
+    longest = cap_minutes(longest_h) if longest_h is not None else None
+    greedy = greedy_schedule(jobs, groups)
+    waits = sorted((s - int(j.arrival) for s, j in zip(greedy, jobs, strict=True)), reverse=True)
+    shown: int | None = waits[allowed] if allowed < len(waits) else 0  # list scheduling meets it
+    if longest is not None and waits and waits[0] > longest:
+        shown = None
+    top = longest if longest is not None else (shown if shown is not None else 0)
     proven = -1  # the largest cap shown to leave too many late
-    ceiling = hi - 1
+    ceiling = top  # the highest cap still worth asking
     probe = cap_minutes(target_h) if target_h is not None else None
-    at_target = "yes" if probe is not None and probe >= hi else "-"
+    at_target = "yes" if probe is not None and shown is not None and probe >= shown else "-"
+
+    def highest() -> int:
+        return min(ceiling, top if shown is None else shown - 1)
+
     questions = 0
-    while proven + 1 <= min(ceiling, hi - 1):
+    while proven + 1 <= highest():
         if questions and time.perf_counter() - began > budget_s:
             break
-        asked_target = probe is not None  # the first question, and only below `hi`
-        cap = probe if probe is not None else (proven + 1 + min(ceiling, hi - 1)) // 2
+        asked_target = probe is not None and probe <= highest()
+        cap = probe if asked_target and probe is not None else (proven + 1 + highest()) // 2
         probe = None
-        answer = admits(jobs, groups, cap, allowed, time_limit_s=time_limit_s, seed=seed)
+        answer = admits(
+            jobs,
+            groups,
+            cap,
+            allowed,
+            longest=longest,
+            time_limit_s=time_limit_s,
+            seed=seed,
+        )
         questions += 1
         if asked_target:
             at_target = answer
         if answer == "no":
             proven = max(proven, cap)
         elif answer == "yes":
-            hi = min(hi, cap)
+            shown = cap if shown is None else min(shown, cap)
         else:
             ceiling = cap - 1
     return P95Floor(
@@ -251,40 +299,71 @@ def p95_floor(
         target_h,
         at_target,
         max(0, proven) / 60,
-        hi / 60,
+        None if shown is None else shown / 60,
         questions,
         time.perf_counter() - began,
+        longest_h,
     )
+
+
+def _hours(h: float | None) -> str:
+    return "-" if h is None else f"{h:.2f}"
 
 
 def table(rows: Sequence[P95Floor]) -> list[str]:
     lines = [
-        "| world | JobSets | late allowed | target p95 h | admitted at the target "
-        "| p95 floor h | relaxation admits h | questions | solve s |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| world | JobSets | late allowed | every wait within h | target p95 h "
+        "| admitted at the target | p95 floor h | relaxation admits h | questions | solve s |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        target = "-" if r.target_h is None else f"{r.target_h:.2f}"
         lines.append(
-            f"| {r.world} | {r.jobsets} | {r.allowed} | {target} | {r.at_target} | {r.floor_h:.2f} "
-            f"| {r.ceiling_h:.2f} | {r.questions} | {r.wall_s:.0f} |"
+            f"| {r.world} | {r.jobsets} | {r.allowed} | {_hours(r.longest_h)} "
+            f"| {_hours(r.target_h)} | {r.at_target} | {r.floor_h:.2f} "
+            f"| {_hours(r.ceiling_h)} | {r.questions} | {r.wall_s:.0f} |"
         )
     return lines
 
 
 def verdict(fleet: str, row: P95Floor) -> str:
+    within = "" if row.longest_h is None else f" with every wait within {row.longest_h:.2f} h"
     if row.target_h is None:
-        return f"{fleet}: p95 floor {row.floor_h:.2f} h"
-    if row.floor_h >= row.target_h:
+        return f"{fleet}: p95 floor{within} {row.floor_h:.2f} h"
+    if row.at_target == "no" or row.floor_h >= row.target_h:
         word = "out of reach for every non-preemptive policy"
-    elif row.ceiling_h <= row.target_h:
+    elif row.at_target == "yes" or (row.ceiling_h is not None and row.ceiling_h <= row.target_h):
+        # a yes at the target's own cap (`cap_minutes`, a minute above it) meets the target
         word = "not shown out of reach: the relaxation, knowing the future, meets it"
     else:
         word = "undecided in the time given"
     return (
-        f"{fleet}: target {row.target_h:.2f} h; floor {row.floor_h:.2f} h, relaxation "
-        f"{row.ceiling_h:.2f} h: {word}"
+        f"{fleet}: target {row.target_h:.2f} h{within}; floor {row.floor_h:.2f} h, relaxation "
+        f"{_hours(row.ceiling_h)} h: {word}"
     )
+
+
+def longest_for(fleet: str, choice: str | None) -> float | None:
+    """`--longest-wait`'s hours for one fleet: `baseline` (`easy-aging`'s longest wait),
+    `target` (issue 21's max target) or a number of hours; None leaves late JobSets out."""
+    if choice is None:
+        return None
+    if choice == "baseline":
+        return BASELINE_MAX_H.get(fleet)
+    if choice == "target":
+        return TARGET_MAX_H.get(fleet)
+    return float(choice)
+
+
+def _longest_choice(text: str) -> str:
+    if text in ("baseline", "target"):
+        return text
+    try:
+        hours = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not baseline, target or hours: {text!r}") from None
+    if not math.isfinite(hours) or hours <= 0:
+        raise argparse.ArgumentTypeError(f"hours must be finite and positive: {text!r}")
+    return text
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -295,6 +374,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--budget", type=float, default=600.0, help="seconds per fleet before no new question"
+    )
+    parser.add_argument(
+        "--longest-wait",
+        type=_longest_choice,
+        help="every JobSet starts within this: baseline (easy-aging's longest wait), target "
+        "(the max target) or hours; default: late JobSets are left out",
     )
     args = parser.parse_args(argv)
     fleets = [f.strip() for f in args.fleets.split(",") if f.strip()]
@@ -308,6 +393,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         row = p95_floor(
             world,
             target_h=TARGET_P95_H.get(fleet),
+            longest_h=longest_for(fleet, args.longest_wait),
             time_limit_s=args.time_limit,
             budget_s=args.budget,
             seed=args.seed,

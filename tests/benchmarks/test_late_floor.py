@@ -3,20 +3,28 @@ by hand on small pools, and a simulated policy never beats the floor."""
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import replace
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchmarks.late_floor import (
+    BASELINE_MAX_H,
+    TARGET_MAX_H,
+    P95Floor,
     Part,
+    _longest_choice,
     admits,
     allowed_late,
     cap_minutes,
     combined,
     late_waits,
+    longest_for,
     p95_floor,
     parts,
+    verdict,
 )
 from benchmarks.pool_relaxation import NESTED, PoolJob, greedy_schedule, pool_members
 from benchmarks.reporting.stats import percentile
@@ -65,6 +73,27 @@ def test_leaving_the_long_first_arrival_out_beats_first_come_first_served() -> N
     assert admits(jobs, groups, 20, 0, time_limit_s=10) == "no"
 
 
+def test_with_a_longest_wait_the_late_jobset_still_runs() -> None:
+    """The same three JobSets: left out, the long one costs nothing; made to start within 20
+    minutes it blocks a short one past any wait, and within 21 it starts after both short ones
+    (1-11, 11-21), late but within the bound; the second short one waits 9 minutes then."""
+    jobs = [PoolJob(0, 100, 1), PoolJob(1, 10, 1), PoolJob(2, 10, 1)]
+    groups = [(range(3), 1)]
+    assert admits(jobs, groups, 20, 1, longest=20, time_limit_s=10) == "no"
+    assert admits(jobs, groups, 20, 1, longest=21, time_limit_s=10) == "yes"
+    assert admits(jobs, groups, 9, 1, longest=21, time_limit_s=10) == "yes"  # the second waits 9
+    assert admits(jobs, groups, 8, 1, longest=21, time_limit_s=10) == "no"
+
+
+def test_list_scheduling_answers_yes_only_within_the_longest_wait() -> None:
+    """Two JobSets each taking the one domain for an hour at once: list scheduling has one late
+    by 60 minutes, enough for an allowance of one, but not for a longest wait of 59."""
+    jobs = [PoolJob(0, 60, 1), PoolJob(0, 60, 1)]
+    groups = [(range(2), 1)]
+    assert admits(jobs, groups, 30, 1, longest=60, time_limit_s=10) == "yes"
+    assert admits(jobs, groups, 30, 1, longest=59, time_limit_s=10) == "no"
+
+
 def test_parts_keep_their_own_cumulatives_in_one_model() -> None:
     """Two one-domain pools, two hour-long JobSets each at once: apart, one of each waits; had
     the pools been pooled into two domains, nobody would."""
@@ -106,6 +135,54 @@ def test_a_no_is_only_given_where_no_schedule_exists(
             assert admits(jobs, groups, cap, some - 2, time_limit_s=5) == "no"
 
 
+def _insertion_schedule(jobs: list[PoolJob], domains: int, order: tuple[int, ...]) -> list[int]:
+    """Starts placing `jobs` one by one in `order`, each at the earliest minute from its arrival
+    at which its domains are free for its whole run: a schedule of the model for every order."""
+    used: dict[int, int] = {}
+    starts = [0] * len(jobs)
+    for i in order:
+        job = jobs[i]
+        t = int(job.arrival)
+        while any(used.get(m, 0) + job.width > domains for m in range(t, t + int(job.duration))):
+            t += 1
+        starts[i] = t
+        for m in range(t, t + int(job.duration)):
+            used[m] = used.get(m, 0) + job.width
+    return starts
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(pool_job, min_size=1, max_size=5),
+    st.integers(2, 3),
+    st.integers(0, 150),
+    st.integers(0, 250),
+    st.permutations(range(5)),
+)
+def test_with_a_longest_wait_a_no_is_only_given_where_no_schedule_exists(
+    jobs: list[PoolJob], domains: int, cap: int, longest: int, order: list[int]
+) -> None:
+    """Any order of insertion gives a schedule; if it has few enough late JobSets and every wait
+    within `longest`, the model must say yes, and a yes with the bound is a yes without it."""
+    groups = [(range(len(jobs)), domains)]
+    starts = _insertion_schedule(jobs, domains, tuple(i for i in order if i < len(jobs)))
+    late = late_waits(jobs, starts, cap)
+    if late_waits(jobs, starts, longest) == 0:
+        assert admits(jobs, groups, cap, late, longest=longest, time_limit_s=5) == "yes"
+    if admits(jobs, groups, cap, 0, longest=longest, time_limit_s=5) == "yes":
+        assert admits(jobs, groups, cap, 0, time_limit_s=5) == "yes"
+
+
+def test_the_longest_wait_is_baseline_target_or_hours() -> None:
+    assert longest_for("tpu", None) is None
+    assert longest_for("tpu", "baseline") == BASELINE_MAX_H["tpu"] == 49.75
+    assert longest_for("gb200", "target") == pytest.approx(0.85 * 41.28) == TARGET_MAX_H["gb200"]
+    assert longest_for("tpu", "36.5") == 36.5
+    for bad in ("nan", "inf", "0", "-3", "soon"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            _longest_choice(bad)
+
+
 def test_slice_pools_are_parts_of_their_own_and_racks_one_nested_part() -> None:
     cfg = replace(SimConfig(), jobsets=40)
     tpu = build_world("tpu", 1, cfg)
@@ -122,7 +199,35 @@ def test_no_simulated_policy_goes_below_the_floor() -> None:
     cfg = replace(SimConfig(), jobsets=120)
     world = build_world("tpu", 1, cfg)
     found = p95_floor(world, time_limit_s=3, budget_s=30)
-    assert 1.0 < found.floor_h <= found.ceiling_h
+    assert found.ceiling_h is not None and 1.0 < found.floor_h <= found.ceiling_h
     options = SolveOptions(time_limit_s=5.0, workers=1, seed=1)
     (result,) = simulate(world, ["easy"], options, cfg)
     assert percentile(result.delays_s, 95) / HOUR >= found.floor_h - 1 / 60
+
+
+def test_no_simulated_policy_goes_below_the_floor_within_its_own_longest_wait() -> None:
+    """The same world, every JobSet held to EASY's own longest wait: EASY is one such policy,
+    so its p95 is at least that floor, and what the relaxation admits is at least the floor."""
+    cfg = replace(SimConfig(), jobsets=120)
+    world = build_world("tpu", 1, cfg)
+    options = SolveOptions(time_limit_s=5.0, workers=1, seed=1)
+    (result,) = simulate(world, ["easy"], options, cfg)
+    longest_h = max(result.delays_s) / HOUR
+    bounded = p95_floor(world, longest_h=longest_h, time_limit_s=3, budget_s=30)
+    assert bounded.longest_h == longest_h and bounded.floor_h > 1.0
+    assert percentile(result.delays_s, 95) / HOUR >= bounded.floor_h - 1 / 60
+    assert bounded.ceiling_h is None or bounded.floor_h <= bounded.ceiling_h
+
+
+def test_a_yes_at_the_targets_own_cap_is_not_undecided() -> None:
+    """The target is asked at its cap in whole minutes, a minute above it (21.39 h asks 1284
+    minutes, 21.40 h): a yes there meets the target though the ceiling reads above it."""
+    row = P95Floor("gb200-288n", 300, 15, 21.39, "yes", 6.20, 21.40, 11, 285.0, 35.09)
+    assert verdict("gb200", row).endswith(
+        "not shown out of reach: the relaxation, knowing the future, meets it"
+    )
+    assert "within 35.09 h" in verdict("gb200", row)
+    undecided = replace(row, at_target="unknown", ceiling_h=None)
+    assert verdict("gb200", undecided).endswith("undecided in the time given")
+    proven = replace(row, at_target="no", floor_h=21.40)
+    assert verdict("gb200", proven).endswith("out of reach for every non-preemptive policy")
