@@ -16,8 +16,9 @@ The child Job patch pins its pods to the planned domain with required node affin
 requirement per (key, value) on the domain's path. Kubernetes replaces `nodeSelectorTerms` as a
 whole (the list has no merge key), so the patch carries the template's own terms with ours ANDed
 into each: (A or B) and D == (A and D) or (B and D). A child Job without an exclusive domain is
-pinned to the nodes the plan gave its pods (`matchFields metadata.name In [...]`), so it cannot
-drift into a domain reserved for someone else.
+pinned to the nodes the plan gave its pods (one term per node, `matchFields metadata.name In
+[node]`: the API server allows one node name per node field requirement), so it cannot drift into
+a domain reserved for someone else.
 """
 
 from __future__ import annotations
@@ -81,14 +82,18 @@ def domain_requirements(domain: DomainRef) -> list[dict[str, Any]]:
     return [{"key": k, "operator": "In", "values": [v]} for k, v in _path(domain)]
 
 
-def _job_requirements(job: JobPlacement) -> tuple[str, list[dict[str, Any]]]:
-    """("matchExpressions" | "matchFields", requirements) pinning the job, or ("", [])."""
+def _job_pins(job: JobPlacement) -> tuple[str, list[list[dict[str, Any]]]]:
+    """("matchExpressions" | "matchFields", requirement sets ORed) pinning the job, or ("", []).
+
+    A domain is one set, its path. Nodes are one set each: the API server takes exactly one
+    node name per `matchFields` requirement (`In [a, b]` is refused), so "any of these nodes"
+    is one term per node."""
     if job.domain is not None:
-        return "matchExpressions", domain_requirements(job.domain)
+        return "matchExpressions", [domain_requirements(job.domain)]
     nodes = sorted({p.node for p in job.pods})
-    if nodes:
-        return "matchFields", [{"key": "metadata.name", "operator": "In", "values": nodes}]
-    return "", []
+    return "matchFields", [
+        [{"key": "metadata.name", "operator": "In", "values": [node]}] for node in nodes
+    ]
 
 
 def affinity_patch(
@@ -97,18 +102,20 @@ def affinity_patch(
     """Strategic-merge patch for the child Job pinning its pods; `{}` when nothing was planned.
 
     `existing_terms` are the pod template's own required nodeSelectorTerms (see
-    `template_node_terms`); our requirements are added to each, or form the only term.
+    `template_node_terms`); our requirements are added to each (to a copy of each per node, for a
+    job pinned to nodes), or form the only terms.
     """
-    field, reqs = _job_requirements(job)
-    if not reqs:
+    field, pins = _job_pins(job)
+    if not pins:
         return {}
     terms: list[dict[str, Any]] = []
     for term in existing_terms or [{}]:
-        merged = copy.deepcopy(dict(term))
-        current = list(merged.get(field) or [])
-        current.extend(r for r in reqs if r not in current)
-        merged[field] = current
-        terms.append(merged)
+        for reqs in pins:  # (A or B) and (n1 or n2): every term with every pin
+            merged = copy.deepcopy(dict(term))
+            current = list(merged.get(field) or [])
+            current.extend(r for r in reqs if r not in current)
+            merged[field] = current
+            terms.append(merged)
     required = {"nodeSelectorTerms": terms}
     return {
         "spec": {

@@ -75,11 +75,31 @@ def test_affinity_patch_ands_the_domain_into_every_existing_term() -> None:
     assert len(existing[0]["matchExpressions"]) == 1, "input terms must not be mutated"
 
 
-def test_affinity_patch_pins_a_non_exclusive_job_to_its_nodes() -> None:
+def _on(node: str) -> dict[str, Any]:
+    return {"key": "metadata.name", "operator": "In", "values": [node]}
+
+
+def test_affinity_patch_pins_a_non_exclusive_job_to_its_nodes_one_term_each() -> None:
+    """The API server refuses a node field requirement with more than one name (`must be only
+    one value when operator is 'In' or 'NotIn' for node field selector`): any of two nodes is
+    two terms, ORed."""
     patch = affinity_patch(job("cpu", 0, None, hosts=3))
-    assert terms_of(patch) == [
-        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["cpu-0", "cpu-1"]}]}
+    assert terms_of(patch) == [{"matchFields": [_on("cpu-0")]}, {"matchFields": [_on("cpu-1")]}]
+
+
+def test_a_job_pinned_to_nodes_keeps_each_of_the_templates_terms_with_each_node() -> None:
+    """(A or B) and (n1 or n2) is (A and n1) or (A and n2) or (B and n1) or (B and n2); an
+    existing node field requirement stays beside ours."""
+    a = {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}
+    b = {"matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["bad"]}]}
+    terms = terms_of(affinity_patch(job("cpu", 0, None, hosts=3), [a, b]))
+    assert terms == [
+        {**a, "matchFields": [_on("cpu-0")]},
+        {**a, "matchFields": [_on("cpu-1")]},
+        {"matchFields": [*b["matchFields"], _on("cpu-0")]},
+        {"matchFields": [*b["matchFields"], _on("cpu-1")]},
     ]
+    assert all(len(r["values"]) == 1 for t in terms for r in t.get("matchFields", []))
 
 
 def test_affinity_patch_is_empty_for_an_unplaced_job() -> None:
