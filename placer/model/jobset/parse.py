@@ -90,7 +90,8 @@ def _requirement(
 def parse_affinity_terms(
     affinity: AffinitySpec | None, *, source: str = "", obj: str = "", field: str = "spec.affinity"
 ) -> tuple[NodeSelectorTerm, ...]:
-    """Required node affinity terms (ORed). matchFields may only name `metadata.name`."""
+    """Required node affinity terms (ORed). matchFields may only name `metadata.name`, with In
+    or NotIn and one node name each, as the API server validates a pod's node field selector."""
     required = (
         affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution
         if affinity and affinity.nodeAffinity
@@ -122,6 +123,14 @@ def parse_affinity_terms(
                     source=source,
                     obj=obj,
                     field=f"{f}.operator",
+                    code="affinity",
+                )
+            if len(r.values) != 1:  # the API server's rule for a node field selector
+                raise InputError(
+                    f"matchFields {r.operator} needs exactly one node name, got {len(r.values)}",
+                    source=source,
+                    obj=obj,
+                    field=f"{f}.values",
                     code="affinity",
                 )
             names.append(_requirement(r, field=f, source=source, obj=obj))

@@ -14,6 +14,7 @@ import yaml
 
 from placer.model.errors import InputError
 from placer.model.jobset.parse import load_jobsets, parse_jobset
+from placer.model.read.limits import MAX_PODS_PER_JOBSET
 from placer.model.scheduling import NodeSelectorRequirement, NodeSelectorTerm, Toleration
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "jobset-examples"
@@ -292,13 +293,13 @@ def test_affinity_terms_are_ored_and_match_fields_kept() -> None:
         "containers": [container()],
         "affinity": _affinity(
             {"matchExpressions": [{"key": "a", "operator": "Exists"}]},
-            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1", "n2"]}]},
+            {"matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["n1"]}]},
         ),
     }
     terms = parse_jobset(manifest(spec)).replicated_jobs[0].pod.affinity_terms
     assert len(terms) == 2
     assert terms[1].match_node_names == (
-        NodeSelectorRequirement(key="metadata.name", operator="In", values=("n1", "n2")),
+        NodeSelectorRequirement(key="metadata.name", operator="NotIn", values=("n1",)),
     )
     assert terms[1].match_expressions == ()
 
@@ -317,6 +318,48 @@ def test_affinity_terms_are_ored_and_match_fields_kept() -> None:
             "nodeSelectorTerms[0].matchExpressions[0]",
             "takes no values",
             id="Exists-values",
+        ),
+        pytest.param(
+            {"matchExpressions": [{"key": "k", "operator": "NotIn", "values": []}]},
+            "nodeSelectorTerms[0].matchExpressions[0]",
+            "NotIn needs at least one value",
+            id="NotIn-empty",
+        ),
+        pytest.param(
+            {"matchExpressions": [{"key": "k", "operator": "DoesNotExist", "values": ["x"]}]},
+            "nodeSelectorTerms[0].matchExpressions[0]",
+            "DoesNotExist takes no values",
+            id="DoesNotExist-values",
+        ),
+        pytest.param(
+            {"matchExpressions": [{"key": "k", "operator": "Gt", "values": ["1", "2"]}]},
+            "nodeSelectorTerms[0].matchExpressions[0]",
+            "Gt needs exactly one value",
+            id="Gt-two-values",
+        ),
+        pytest.param(
+            {"matchExpressions": [{"key": "k", "operator": "Lt", "values": ["1.5"]}]},
+            "nodeSelectorTerms[0].matchExpressions[0]",
+            "Lt needs an integer",
+            id="Lt-not-int",
+        ),
+        pytest.param(
+            {"matchFields": [{"key": "metadata.name", "operator": "Exists"}]},
+            "nodeSelectorTerms[0].matchFields[0].operator",
+            "only In and NotIn",
+            id="field-operator",
+        ),
+        pytest.param(
+            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1", "n2"]}]},
+            "nodeSelectorTerms[0].matchFields[0].values",
+            "exactly one node name, got 2",
+            id="field-two-names",
+        ),
+        pytest.param(
+            {"matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": []}]},
+            "nodeSelectorTerms[0].matchFields[0].values",
+            "exactly one node name, got 0",
+            id="field-no-name",
         ),
         pytest.param(
             {"matchExpressions": [{"key": "k", "operator": "Gt", "values": ["x"]}]},
@@ -415,10 +458,47 @@ def test_priority(caplog: pytest.LogCaptureFixture) -> None:
     named = {"containers": [container()], "priorityClassName": "high"}
     assert parse_jobset(manifest(named), priority_classes=classes).priority == 1000
     assert parse_jobset(manifest()).priority == 0
+    zero = {"containers": [container()], "priority": 0, "priorityClassName": "high"}
+    assert parse_jobset(manifest(zero), priority_classes=classes).priority == 0  # admission's
     unknown = {"containers": [container()], "priorityClassName": "nope"}
     with caplog.at_level(logging.WARNING):
         assert parse_jobset(manifest(unknown), priority_classes=classes).priority == 0
     assert any("'nope' is unknown" in r.getMessage() for r in caplog.records)
+
+
+def test_class_name_and_never_preempting_come_from_any_replicated_job() -> None:
+    """The first replicatedJob naming a priority class names the JobSet's; one replicatedJob
+    that never preempts makes the JobSet never preempt (it is evicted and placed whole)."""
+    m = manifest({"containers": [container()]})
+    second = copy.deepcopy(m["spec"]["replicatedJobs"][0])
+    second["name"] = "driver"
+    pod = second["template"]["spec"]["template"]["spec"]
+    pod.update(priorityClassName="high", preemptionPolicy="Never")
+    m["spec"]["replicatedJobs"].append(second)
+    js = parse_jobset(m, priority_classes={"high": 10})
+    assert (js.priority_class_name, js.never_preempts, js.priority) == ("high", True, 10)
+    assert parse_jobset(manifest()).never_preempts is False
+
+
+def _replicated(name: str, replicas: int, **job: Any) -> dict[str, Any]:
+    entry = manifest(**job)["spec"]["replicatedJobs"][0]
+    return {**entry, "name": name, "replicas": replicas}
+
+
+def test_the_pod_limit_counts_what_each_child_job_runs_at_once() -> None:
+    """A Job runs min(parallelism, completions) pods at once and counts as at least one (a Job
+    of no pods is still an object to plan); the limit adds every replicatedJob's."""
+    half = MAX_PODS_PER_JOBSET // 2 + 1
+    m = manifest()
+    m["spec"]["replicatedJobs"] = [_replicated("w", half, parallelism=4, completions=1)]
+    assert parse_jobset(m).replicated_jobs[0].pods_per_job == 1  # under the limit: accepted
+    m["spec"]["replicatedJobs"] = [_replicated("w", MAX_PODS_PER_JOBSET + 1, parallelism=0)]
+    with pytest.raises(InputError, match="per JobSet"):
+        parse_jobset(m)
+    m["spec"]["replicatedJobs"] = [_replicated("a", half), _replicated("b", half)]
+    with pytest.raises(InputError, match="per JobSet") as e:
+        parse_jobset(m)
+    assert e.value.field == "spec.replicatedJobs[1].replicas"
 
 
 def test_priority_is_the_highest_replicated_job() -> None:
