@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from placer.model.errors import InputError
 from placer.model.plan import JobSetOutcome, Plan
 from placer.render.emit import emit_files, write_files
+from placer.render.emit_dir import _write_one, clear_previous
 from tests.render.plans import job, sample_plan
 from tests.strategies import cluster, hostile_names, pool
 
@@ -146,6 +147,67 @@ def test_a_fifo_where_a_file_goes_is_refused_without_blocking(tmp_path: Path) ->
 @given(st.sampled_from(["", ".", "..", "a//b", "a/../b", "/etc/passwd", "a\\b", "a\0b"]))
 def test_write_files_refuses_paths_that_are_not_plain_segments(rel: str) -> None:
     with tempfile.TemporaryDirectory() as top:
-        with pytest.raises(InputError, match="refusing to write"):
+        with pytest.raises(InputError, match="refusing to write") as refused:
             write_files(Path(top) / "out", {rel: "x"})
+        # refused by the segment rule itself, not only by a later layer's check of the disk
+        assert "segment" in str(refused.value) or "NUL byte or backslash" in str(refused.value)
         assert not (Path(top) / "out").exists() or not any((Path(top) / "out").iterdir())
+
+
+def test_a_segment_is_measured_in_bytes_up_to_255(tmp_path: Path) -> None:
+    """Linux takes file names of at most 255 bytes: 127 two-byte letters and a one-byte one fit,
+    128 do not, though they are 128 characters."""
+    root = tmp_path / "out"
+    fits = "é" * 127 + "a"
+    assert write_files(root, {fits: "x"}) == [root / fits]
+    for too_long in ("é" * 128, "a" * 256):
+        with pytest.raises(InputError, match="longer than 255 bytes"):
+            write_files(root, {too_long: "x"})
+
+
+def test_a_directory_linked_in_while_writing_is_not_followed(tmp_path: Path) -> None:
+    """`write_files` checks the targets first; a link planted after that check (a race) must
+    still not be followed: directories are opened with O_NOFOLLOW."""
+    root, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
+    root.mkdir()
+    elsewhere.mkdir()
+    (root / "jobs").symlink_to(elsewhere, target_is_directory=True)
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        with pytest.raises(InputError, match="cannot use jobs as a directory"):
+            _write_one(root, fd, ["jobs", "ns", "a.yaml"], "x")
+    finally:
+        os.close(fd)
+    assert not any(elsewhere.iterdir())
+
+
+def test_a_file_that_appears_while_writing_is_not_replaced(tmp_path: Path) -> None:
+    root = tmp_path / "out"
+    root.mkdir()
+    (root / "jobs.sh").write_text("theirs")
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        with pytest.raises(InputError, match="appeared while writing"):
+            _write_one(root, fd, ["jobs.sh"], "ours")
+    finally:
+        os.close(fd)
+    assert (root / "jobs.sh").read_text() == "theirs"
+
+
+def test_clearing_removes_only_regular_yaml_files_under_jobs(tmp_path: Path) -> None:
+    """An earlier run wrote `jobs/<ns>/*.yaml`; a README, a FIFO named like a patch and a
+    user's regular file named `jobs` at the top are not its files."""
+    root = tmp_path / "out"
+    ns = root / "jobs" / "team"
+    ns.mkdir(parents=True)
+    (ns / "a.yaml").write_text("old patch")
+    (ns / "README").write_text("mine")
+    os.mkfifo(ns / "b.yaml")
+    assert clear_previous(root) == [ns / "a.yaml"]
+    assert sorted(p.name for p in ns.iterdir()) == ["README", "b.yaml"]
+
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "jobs").write_text("a user's file")
+    assert write_files(other, {"nodes.yaml": "x"}) == [other / "nodes.yaml"]
+    assert (other / "jobs").read_text() == "a user's file"
