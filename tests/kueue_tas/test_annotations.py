@@ -9,7 +9,7 @@ import pytest
 
 from placer.model.errors import InputError
 from placer.model.jobset.parse import parse_jobset
-from placer.model.kueue.annotations import check_topology_levels
+from placer.model.kueue.annotations import check_topology_levels, read_kueue_topology
 from tests.model.jobset.test_jobset import manifest
 
 REQ = "kueue.x-k8s.io/podset-required-topology"
@@ -44,6 +44,55 @@ def test_slice_size_defaults_to_one_child_jobs_pods_as_kueue_does_for_jobset() -
 def test_unconstrained_is_a_boolean() -> None:
     assert parsed({FREE: "true"}).replicated_jobs[0].unconstrained
     assert not parsed({FREE: "false"}).replicated_jobs[0].kueue_topology
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        *((t, True) for t in ("1", "t", "T", "TRUE", "true", "True")),
+        *((f, False) for f in ("0", "f", "F", "FALSE", "false", "False")),
+    ],
+)
+def test_unconstrained_takes_what_kueues_webhook_takes(text: str, value: bool) -> None:
+    """Kueue reads the annotation with Go's strconv.ParseBool (`validateTASUnconstrained`)."""
+    assert parsed({FREE: text}).replicated_jobs[0].unconstrained is value
+
+
+@pytest.mark.parametrize("text", ["tRuE", "yes", "", " true", "2"])
+def test_unconstrained_refuses_what_kueues_webhook_refuses(text: str) -> None:
+    with pytest.raises(InputError, match="must be a boolean"):
+        parsed({FREE: text})
+
+
+@pytest.mark.parametrize(
+    ("group", "refused"),
+    [
+        ("7", True),
+        ("18446744073709551615", True),  # 2**64 - 1: still a uint64
+        ("18446744073709551616", False),  # out of range: Kueue's ParseUint fails, a name
+        ("\u0663", False),  # an Arabic-Indic three: a digit to Python, not to Go
+        ("+7", False),
+        ("g7", False),
+    ],
+)
+def test_a_group_name_is_refused_when_kueue_reads_it_as_a_number(group: str, refused: bool) -> None:
+    """Kueue refuses a name Go's strconv.ParseUint(name, 10, 64) reads (its webhook)."""
+    annotations = {REQ: "block", GROUP: group}
+    if refused:
+        with pytest.raises(InputError, match="must not be a number"):
+            read_kueue_topology(annotations, index=0, pods_per_job=1, replicas=1)
+    else:
+        read = read_kueue_topology(annotations, index=0, pods_per_job=1, replicas=1)
+        assert read.podset_group == group
+
+
+def test_a_slice_level_equal_to_the_podset_level_is_not_above_it() -> None:
+    """Kueue refuses a slice level strictly above the podset's (`tas_flavor_snapshot.go`)."""
+    same = parsed({REQ: "rack", SLICE: "rack", SIZE: "2"}, parallelism=2)
+    check_topology_levels([same], LEVELS)
+    above = parsed({REQ: "rack", SLICE: "block", SIZE: "2"}, parallelism=2)
+    with pytest.raises(InputError, match="is above the podset topology"):
+        check_topology_levels([above], LEVELS)
 
 
 @pytest.mark.parametrize(

@@ -47,6 +47,12 @@ __all__ = [
 ]
 
 HOSTNAME = "kubernetes.io/hostname"
+_BOOLEANS = {
+    **dict.fromkeys(("1", "t", "T", "TRUE", "true", "True"), True),
+    **dict.fromkeys(("0", "f", "F", "FALSE", "false", "False"), False),
+}
+"""What Kueue's webhook takes as a boolean annotation (Go's `strconv.ParseBool`), and its value."""
+_UINT64_LIMIT = 2**64
 
 
 def annotations_field(index: int, key: str) -> str:
@@ -125,12 +131,12 @@ def read_kueue_topology(
     unconstrained_text = values.get(KUEUE_UNCONSTRAINED_TOPOLOGY)
     unconstrained = False
     if unconstrained_text is not None:
-        if unconstrained_text.lower() not in ("true", "false"):
+        if unconstrained_text not in _BOOLEANS:
             raise bad(
                 KUEUE_UNCONSTRAINED_TOPOLOGY,
-                f"must be true or false, got {echo(unconstrained_text)}",
+                f"must be a boolean (true or false), got {echo(unconstrained_text)}",
             )
-        unconstrained = unconstrained_text.lower() == "true"
+        unconstrained = _BOOLEANS[unconstrained_text]
     if unconstrained and (required or preferred):
         other = k(KUEUE_REQUIRED_TOPOLOGY if required else KUEUE_PREFERRED_TOPOLOGY)
         raise bad(KUEUE_UNCONSTRAINED_TOPOLOGY, f"cannot be combined with {other}")
@@ -182,7 +188,7 @@ def _check_group_annotation(
     """Kueue's webhook rules for one replicated job's podset-group-name (`tas_validation.go`)."""
     if not group:
         raise bad(KUEUE_PODSET_GROUP, "must not be empty")
-    if group.isdigit():
+    if _is_uint64(group):
         raise bad(KUEUE_PODSET_GROUP, f"must not be a number, got {echo(group)}")
     if slice_topology is not None or size_text is not None:
         other = k(KUEUE_SLICE_TOPOLOGY if slice_topology is not None else KUEUE_SLICE_SIZE)
@@ -192,6 +198,12 @@ def _check_group_annotation(
             KUEUE_PODSET_GROUP,
             f"needs {k(KUEUE_REQUIRED_TOPOLOGY)} or {k(KUEUE_PREFERRED_TOPOLOGY)} beside it",
         )
+
+
+def _is_uint64(text: str) -> bool:
+    """Whether Kueue's webhook reads `text` as a number (Go's `strconv.ParseUint(text, 10, 64)`):
+    ASCII digits only, below 2**64; a longer run of digits is a name to it."""
+    return bool(text) and all("0" <= c <= "9" for c in text) and int(text) < _UINT64_LIMIT
 
 
 def kueue_spelled(js: JobSetRequest) -> list[str]:
