@@ -197,3 +197,33 @@ def test_errors_name_the_key_as_written() -> None:
     with pytest.raises(InputError, match="unknown topology level 'zone'") as e:
         check_topology_levels([js], LEVELS)
     assert e.value.field.endswith("annotations[placer.dev/podset-required-topology]")
+
+
+OWN = "placer.dev/podset-"
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        REQ,
+        PREF,
+        SLICE,
+        f"{OWN}required-topology",
+        f"{OWN}preferred-topology",
+        f"{OWN}slice-required-topology",
+    ],
+)
+@pytest.mark.parametrize("level", ["", "a b", "rack/", "-rack", "x" * 64])
+def test_a_topology_level_is_a_label_key_in_either_spelling(key: str, level: str) -> None:
+    """Kueue's webhook validates each level with ValidateLabelName; placer's own spelling (for
+    its admission check) names the same levels, so it is held to the same rule."""
+    size = {(f"{OWN}slice-size" if key.startswith(OWN) else SIZE): "1"} if "slice" in key else {}
+    with pytest.raises(InputError, match="node label key") as refused:
+        parsed({key: level, **size})
+    assert refused.value.field.endswith(f"annotations[{key}]")
+
+
+def test_a_prefixed_label_key_is_a_level() -> None:
+    block = "cloud.google.com/gce-topology-block"
+    assert parsed({REQ: block}).replicated_jobs[0].required_topology == block
+    assert parsed({f"{OWN}required-topology": block}).replicated_jobs[0].required_topology == block

@@ -28,6 +28,8 @@ from placer.model.workload import (
     KUEUE_PREFERRED_TOPOLOGY,
     KUEUE_REQUIRED_TOPOLOGY,
     KUEUE_SLICE_TOPOLOGY,
+    PLACER_TOPOLOGY_PREFIX,
+    topology_annotation,
 )
 
 __all__ = ["MAX_ANNOTATIONS_BYTES", "check_jobset_names", "check_metadata_maps"]
@@ -35,13 +37,14 @@ __all__ = ["MAX_ANNOTATIONS_BYTES", "check_jobset_names", "check_metadata_maps"]
 MAX_ANNOTATIONS_BYTES = 256 * 1024
 """The API server's limit on one object's annotations, keys and values together."""
 
+_KUEUE_LEVELS = (KUEUE_REQUIRED_TOPOLOGY, KUEUE_PREFERRED_TOPOLOGY, KUEUE_SLICE_TOPOLOGY)
 LEVEL_ANNOTATIONS = (
     EXCLUSIVE_TOPOLOGY,
-    KUEUE_REQUIRED_TOPOLOGY,
-    KUEUE_PREFERRED_TOPOLOGY,
-    KUEUE_SLICE_TOPOLOGY,
+    *_KUEUE_LEVELS,
+    *(topology_annotation(key, PLACER_TOPOLOGY_PREFIX) for key in _KUEUE_LEVELS),
 )
-"""Annotations whose value is a node label key (a topology level): a qualified name, not empty."""
+"""Annotations whose value is a node label key (a topology level): a qualified name, not empty.
+Kueue's spelling and placer's (`placer.dev/podset-...`, for its admission check) alike."""
 
 
 def check_metadata_maps(
