@@ -11,7 +11,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from placer.model.errors import InputError
-from placer.model.resources import MAX_QUANTITY, parse_resource_map
+from placer.model.resources import (
+    MAX_QUANTITY,
+    is_extended_resource,
+    parse_resource_map,
+    pod_request,
+)
+
+SHAPE = (
+    "a number with an optional suffix (Ki .. Ei, n, u, m, k, M .. E, or e<exponent>), such as "
+    "500m, 4 or 16Gi"
+)
 
 
 @pytest.mark.parametrize(
@@ -73,3 +83,112 @@ def test_anything_is_a_quantity_or_one_input_error(value: object) -> None:
         return
     quantity = got["memory"]
     assert quantity.is_finite() and Decimal(0) <= quantity <= MAX_QUANTITY
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("1E3", Decimal(1000)),  # the exponent's E is either case, as in the Go parser
+        ("2E-3", Decimal("0.002")),
+        ("1Ei", Decimal(2**60)),
+        ("7Ei", Decimal(7 * 2**60)),
+        ("0e50", Decimal(0)),  # zero times any power of ten is zero
+        ("0" * 99 + "1", Decimal(1)),  # 100 characters
+        ("9223372036854775807", MAX_QUANTITY),
+        (2.5e-7, Decimal("2.5e-7")),  # a JSON float reads as the text it was written as
+        (1e-12, Decimal("1e-9")),
+        ("1e-9999999", Decimal("1e-9")),  # finer than 1n, however much finer, is 1n
+    ],
+)
+def test_more_kubernetes_spellings(text: str | float, value: Decimal) -> None:
+    assert parse_resource_map({"memory": text}) == {"memory": value}
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        (".", "invalid quantity '.': must be " + SHAPE),
+        ("+.", "invalid quantity '+.': must be " + SHAPE),
+        ("1K", "invalid quantity '1K': must be " + SHAPE),
+        ("0" * 100 + "1", "invalid quantity '" + "0" * 80 + "'... (101 characters): longer than "
+         "100 characters"),
+        ("1e9999999999", "invalid quantity '1e9999999999': must be at most 9223372036854775807"),
+        ("8Ei", "must be at most 9223372036854775807, got '8Ei'"),
+        ("9223372036854775808", "must be at most 9223372036854775807, got '9223372036854775808'"),
+        (2**64, "invalid quantity 18446744073709551616: must be at most 9223372036854775807"),
+        (math.inf, "invalid quantity inf: must be a finite number"),
+        ("-1m", "must be greater than or equal to 0, got '-1m'"),
+    ],
+)  # fmt: skip
+def test_what_is_no_quantity_says_why(bad: object, message: str) -> None:
+    with pytest.raises(InputError) as refused:
+        parse_resource_map({"cpu": bad}, source="f.yaml", obj="ns/x", field="requests")
+    e = refused.value
+    assert (e.field, e.code, e.message) == ("requests.cpu", "quantity", message)
+
+
+@pytest.mark.parametrize("name", ["bad name", "-cpu", "a/b/c", "Example.com/gpu"])
+def test_resource_names_are_qualified_names(name: str) -> None:
+    with pytest.raises(InputError) as refused:
+        parse_resource_map({name: "1"}, source="f.yaml", obj="ns/x", field="requests")
+    assert refused.value.field == f"requests[{name}]"
+    assert refused.value.message.startswith(f"resource name {name!r} ")
+
+
+@pytest.mark.parametrize(
+    ("name", "extended"),
+    [
+        ("cpu", False),
+        ("nvidia.com/gpu", True),
+        ("google.com/tpu", True),
+        ("kubernetes.io/batteries", False),
+        ("example.kubernetes.io/foo", False),
+        ("requests.nvidia.com/gpu", False),  # a quota name, not a resource
+    ],
+)
+def test_extended_resources(name: str, extended: bool) -> None:
+    """Kubernetes' IsExtendedResourceName: prefixed, outside *kubernetes.io/, no `requests.`."""
+    assert is_extended_resource(name) is extended
+
+
+def _pod(requests: dict[str, object], limits: dict[str, object]) -> dict[str, object]:
+    return {"containers": [{"resources": {"requests": requests, "limits": limits}}]}
+
+
+@pytest.mark.parametrize(
+    ("requests", "limits", "field", "message"),
+    [
+        pytest.param(
+            {"nvidia.com/gpu": "1"}, {"nvidia.com/gpu": "2"}, "nvidia.com/gpu",
+            "must equal the limit 2 (extended resources are not overcommitted)", id="extended",
+        ),
+        pytest.param(
+            {"cpu": "2"}, {"cpu": "1"}, "cpu",
+            "must be less than or equal to the limit 1", id="over-the-limit",
+        ),
+        pytest.param(
+            {"nvidia.com/gpu": "500m"}, {}, "nvidia.com/gpu",
+            "must be a whole number (an extended resource), got '500m'", id="fraction",
+        ),
+    ],
+)  # fmt: skip
+def test_requests_against_limits(
+    requests: dict[str, object], limits: dict[str, object], field: str, message: str
+) -> None:
+    with pytest.raises(InputError) as refused:
+        pod_request(_pod(requests, limits), source="f.yaml", obj="ns/x")
+    e = refused.value
+    assert (e.field, e.message) == (f"spec.containers[0].resources.requests.{field}", message)
+
+
+def test_requests_within_limits() -> None:
+    pod = _pod({"cpu": "1", "nvidia.com/gpu": "2"}, {"cpu": "2", "nvidia.com/gpu": "2"})
+    assert pod_request(pod) == {"cpu": Decimal(1), "nvidia.com/gpu": Decimal(2)}
+
+
+@pytest.mark.parametrize("key", ["containers", "initContainers"])
+def test_container_lists_must_be_lists(key: str) -> None:
+    with pytest.raises(InputError) as refused:
+        pod_request({key: {"name": "c"}}, source="f.yaml", obj="ns/x")
+    e = refused.value
+    assert (e.field, e.message) == (f"spec.{key}", f"{key} must be a list")
