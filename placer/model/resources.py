@@ -296,11 +296,12 @@ def pod_request(
 
 
 def is_extended_resource(name: str) -> bool:
-    """Kubernetes' rule: a domain-prefixed name outside kubernetes.io (e.g. `nvidia.com/gpu`)."""
+    """Kubernetes' rule (`IsExtendedResourceName`): a domain-prefixed name (e.g. `nvidia.com/gpu`)
+    that is not native, and native is any name containing `kubernetes.io/` (upstream's
+    `IsPrefixedNativeResource`: `examplekubernetes.io/x` too, not only `*.kubernetes.io/`)."""
     if "/" not in name or name.startswith("requests."):
         return False
-    domain = name.split("/", 1)[0]
-    return not (domain == "kubernetes.io" or domain.endswith(".kubernetes.io"))
+    return "kubernetes.io/" not in name
 
 
 def is_accelerator(name: str) -> bool:

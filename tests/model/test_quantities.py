@@ -144,6 +144,7 @@ def test_resource_names_are_qualified_names(name: str) -> None:
         ("kubernetes.io/batteries", False),
         ("example.kubernetes.io/foo", False),
         ("requests.nvidia.com/gpu", False),  # a quota name, not a resource
+        ("examplekubernetes.io/foo", False),  # upstream: contains "kubernetes.io/", so native
     ],
 )
 def test_extended_resources(name: str, extended: bool) -> None:
@@ -192,3 +193,10 @@ def test_container_lists_must_be_lists(key: str) -> None:
         pod_request({key: {"name": "c"}}, source="f.yaml", obj="ns/x")
     e = refused.value
     assert (e.field, e.message) == (f"spec.{key}", f"{key} must be a list")
+
+
+def test_a_prefixed_native_resource_may_be_a_fraction() -> None:
+    """The API server takes `examplekubernetes.io/foo: 500m` (native: no whole-number rule, and a
+    request below its limit); placer refused it as an extended resource until this was fixed."""
+    pod = _pod({"examplekubernetes.io/foo": "500m"}, {"examplekubernetes.io/foo": "1"})
+    assert pod_request(pod) == {"examplekubernetes.io/foo": Decimal("0.5")}
