@@ -166,10 +166,12 @@ class _Measure:
 
 
 def yaml_problem(text: str) -> str:
-    """What makes YAML `text` too big to load ("" if nothing): nesting past `MAX_NESTING_DEPTH`
-    or aliases adding more than `MAX_ALIAS_NODES` nodes. Read from the parser's events, without
-    building anything; skipped when the text cannot hold the problem (too few nesting marks, no
-    anchor and alias). A syntax error is left to the loaders, which report it with its line."""
+    """What makes YAML `text` too big to load ("" if nothing): nesting past `MAX_NESTING_DEPTH`,
+    aliases adding more than `MAX_ALIAS_NODES` nodes, or an alias inside its own anchor (a
+    structure containing itself, which kubectl's parser refuses too). Read from the parser's
+    events, without building anything; skipped when the text cannot hold the problem (too few
+    nesting marks, no anchor and alias). A syntax error is left to the loaders, which report it
+    with its line."""
     deep = sum(map(text.count, _NESTING_MARKS)) > MAX_NESTING_DEPTH
     aliased = "&" in text and "*" in text
     if not deep and not aliased:
@@ -182,6 +184,9 @@ def yaml_problem(text: str) -> str:
                 if event.anchor:
                     m.sizes[event.anchor], m.heights[event.anchor] = 1, 0
             elif isinstance(event, yaml.AliasEvent):
+                if any(frame.anchor == event.anchor for frame in m.stack):
+                    # the loaders would build a structure that contains itself
+                    return f"the YAML alias *{event.anchor} is inside its own anchor (a cycle)"
                 size = m.sizes.get(event.anchor or "", 1)
                 height = m.heights.get(event.anchor or "", 0)
                 m.leaf(size, height)
@@ -219,6 +224,7 @@ def load_yaml_documents(text: str, *, source: str = "") -> list[Any]:
     problem = yaml_problem(text)
     if problem:
         code = "nesting" if problem.startswith("nested") else "too-large"
+        code = "cycle" if problem.endswith("(a cycle)") else code
         raise InputError(problem, source=source, code=code)
     if _FastLoader is not None:
         try:

@@ -128,6 +128,30 @@ def test_an_alias_inside_an_anchor_adds_its_depth() -> None:
     assert refused.value.code == "nesting"
 
 
+@pytest.mark.parametrize(
+    ("text", "anchor"),
+    [
+        ("spec: &a [*a]\n", "a"),
+        ("metadata:\n  annotations: &m {k: *m}\n", "m"),
+        ("a: &outer\n  b: &inner [1, *outer]\n", "outer"),
+    ],
+)
+def test_an_alias_inside_its_own_anchor_is_refused(text: str, anchor: str) -> None:
+    """A structure that contains itself (kubectl's parser refuses it too) would reach every
+    reader of the manifest as a cycle."""
+    with pytest.raises(InputError) as refused:
+        load_yaml_documents(text, source="f.yaml")
+    assert (refused.value.code, refused.value.message) == (
+        "cycle",
+        f"the YAML alias *{anchor} is inside its own anchor (a cycle)",
+    )
+
+
+def test_an_alias_after_its_anchor_closed_is_a_copy() -> None:
+    (doc,) = load_yaml_documents("a: &x [1, {b: 2}]\nc: [*x, *x]\n")
+    assert doc == {"a": [1, {"b": 2}], "c": [[1, {"b": 2}], [1, {"b": 2}]]}
+
+
 def _aliased(copies: int, *, one_more: bool = False) -> str:
     """An anchor of 1,000 items (1,001 nodes) aliased `copies` times: each alias adds 1,000 nodes
     beyond the one written; `one_more` adds an alias of a one-item list (one node more)."""
