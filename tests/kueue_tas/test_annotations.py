@@ -70,6 +70,7 @@ def test_unconstrained_refuses_what_kueues_webhook_refuses(text: str) -> None:
         ("7", True),
         ("18446744073709551615", True),  # 2**64 - 1: still a uint64
         ("18446744073709551616", False),  # out of range: Kueue's ParseUint fails, a name
+        ("9" * 5000, False),  # past Python's 4,300-digit conversion limit: a name, no traceback
         ("\u0663", False),  # an Arabic-Indic three: a digit to Python, not to Go
         ("+7", False),
         ("g7", False),

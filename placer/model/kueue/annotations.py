@@ -53,6 +53,9 @@ _BOOLEANS = {
 }
 """What Kueue's webhook takes as a boolean annotation (Go's `strconv.ParseBool`), and its value."""
 _UINT64_LIMIT = 2**64
+_UINT64_DIGITS = len(str(_UINT64_LIMIT - 1))
+"""20: a longer run of digits is past 2**64 without converting it (Python refuses to convert
+more than 4,300 digits, and a hostile annotation may hold far more)."""
 
 
 def annotations_field(index: int, key: str) -> str:
@@ -203,7 +206,9 @@ def _check_group_annotation(
 def _is_uint64(text: str) -> bool:
     """Whether Kueue's webhook reads `text` as a number (Go's `strconv.ParseUint(text, 10, 64)`):
     ASCII digits only, below 2**64; a longer run of digits is a name to it."""
-    return bool(text) and all("0" <= c <= "9" for c in text) and int(text) < _UINT64_LIMIT
+    if not text or len(text) > _UINT64_DIGITS or not all("0" <= c <= "9" for c in text):
+        return False
+    return int(text) < _UINT64_LIMIT
 
 
 def kueue_spelled(js: JobSetRequest) -> list[str]:
