@@ -83,7 +83,8 @@ def domain_requirements(domain: DomainRef) -> list[dict[str, Any]]:
 
 
 def _job_pins(job: JobPlacement) -> tuple[str, list[list[dict[str, Any]]]]:
-    """("matchExpressions" | "matchFields", requirement sets ORed) pinning the job, or ("", []).
+    """("matchExpressions" | "matchFields", requirement sets ORed) pinning the job; no sets for
+    a job with no pods planned.
 
     A domain is one set, its path. Nodes are one set each: the API server takes exactly one
     node name per `matchFields` requirement (`In [a, b]` is refused), so "any of these nodes"

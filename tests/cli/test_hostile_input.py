@@ -17,6 +17,7 @@ import yaml
 from placer.cli import main
 from tests.cli.inputs import jobset_manifest, write_cluster, write_jobsets
 from tests.extender.builders import write_inputs
+from tests.model.read.test_names import LABEL, QUALIFIED, SUBDOMAIN
 from tests.webhook.certs import make_server_files
 
 REPO = Path(__file__).resolve().parents[2]
@@ -410,19 +411,7 @@ def test_aliased_running_entries_are_bounded(
 # --- item 4: names as the API server has them, once, at parse time ---------------------------
 
 POD = "spec.replicatedJobs[0].template.spec.template.spec"
-LABEL = (
-    "must be a DNS-1123 label: lower-case letters, digits and '-', starting and ending with a "
-    "letter or digit"
-)
 HUGE = f"'{'a' * 80}'... (100000 characters)"
-SUBDOMAIN = (
-    "must be a DNS-1123 subdomain: lower-case letters, digits, '-' and '.', each '.'-separated "
-    "part starting and ending with a letter or digit"
-)
-QUALIFIED = (
-    "must be a qualified name: an optional DNS-1123 subdomain and '/', then letters, digits, "
-    "'-', '_' and '.', starting and ending with a letter or digit"
-)
 
 
 def _edit(manifest: dict[str, Any], path: str, value: Any) -> dict[str, Any]:

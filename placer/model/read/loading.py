@@ -223,8 +223,12 @@ def load_yaml_documents(text: str, *, source: str = "") -> list[Any]:
     """The non-empty documents of a YAML stream, once `yaml_problem` finds nothing wrong."""
     problem = yaml_problem(text)
     if problem:
-        code = "nesting" if problem.startswith("nested") else "too-large"
-        code = "cycle" if problem.endswith("(a cycle)") else code
+        if problem.startswith("nested"):
+            code = "nesting"
+        elif problem.endswith("(a cycle)"):
+            code = "cycle"
+        else:
+            code = "too-large"
         raise InputError(problem, source=source, code=code)
     if _FastLoader is not None:
         try:
