@@ -105,7 +105,11 @@ def _running_pod(pool: int, host: int) -> dict[str, Any]:
         "spec": {
             "nodeName": f"{_pool(pool)}-{host}",
             "containers": [
-                {"name": "main", "image": "x", "resources": {"requests": {TPU: "4", "cpu": "1"}}}
+                {
+                    "name": "main",
+                    "image": "x",
+                    "resources": {"requests": {TPU: "4", "cpu": "1"}, "limits": {TPU: "4"}},
+                }
             ],
         },
         "status": {"phase": "Running"},

@@ -36,7 +36,8 @@ from placer.model.kube.pods import (
     RESTART_ATTEMPT_LABEL,
     pod_ref,
 )
-from placer.model.resources import PODS, is_extended_resource, parse_resource_map, pod_request
+from placer.model.pod_requests import pod_request
+from placer.model.resources import PODS, is_extended_resource, parse_resource_map
 from placer.model.scheduling import (
     NodeSelectorRequirement,
     NodeSelectorTerm,

@@ -1,11 +1,10 @@
 """Resource quantities and pod requests by the Kubernetes rules.
 
-Quantities are parsed once, by Kubernetes' quantity grammar (`_quantity`: ASCII digits, the SI
+Quantities are parsed once, by Kubernetes' quantity grammar (`parse_quantity`: ASCII digits, the SI
 and binary suffixes, finite, at most int64), into `Decimal`, so that `500m` and `0.5` compare
 equal and nothing downstream parses strings. This is the one quantity parser: requests, limits,
 overhead, allocatable, compact descriptions, catalogs and `--add-pool` all read through
-`parse_resource_map`. The pod-request rule lives here
-because the planner, the checker and the snapshot loader must all agree on what a pod asks for.
+`parse_resource_map`. What a pod asks of its node is `pod_requests.pod_request`, built on these.
 """
 
 from __future__ import annotations
@@ -29,8 +28,8 @@ __all__ = [
     "add_resources",
     "is_accelerator",
     "is_extended_resource",
+    "parse_quantity",
     "parse_resource_map",
-    "pod_request",
     "pods_that_fit",
     "subtract_resources",
 ]
@@ -66,7 +65,7 @@ class QuantityError(ValueError):
 
 
 @functools.lru_cache(maxsize=4096, typed=True)  # typed: True must not hit the entry of 1
-def _quantity(value: str | int | float) -> Decimal:
+def parse_quantity(value: str | int | float) -> Decimal:
     """Parsed once per distinct spelling: a snapshot repeats "4", "100m", "16Gi" tens of thousands
     of times, and parsing is the loaders' hot spot.
 
@@ -141,7 +140,7 @@ def parse_resource_map(
                 what="resource name",
             )
         try:
-            quantity = _quantity(value)
+            quantity = parse_quantity(value)
         except QuantityError as e:
             raise InputError(
                 f"invalid quantity {echo(value)}: {e}",
@@ -199,100 +198,6 @@ def subtract_resources(base: Mapping[str, Decimal], used: Mapping[str, Decimal])
     for name, value in used.items():
         result[name] = result.get(name, Decimal(0)) - value
     return result
-
-
-def _max_resources(a: Mapping[str, Decimal], b: Mapping[str, Decimal]) -> ResourceMap:
-    return {name: max(a.get(name, Decimal(0)), b.get(name, Decimal(0))) for name in {*a, *b}}
-
-
-def _container_request(
-    container: Mapping[str, Any], *, source: str, obj: str, field: str
-) -> ResourceMap:
-    """Requests default to limits, per resource, when only the limit is set."""
-    if not isinstance(container, Mapping):
-        raise InputError(
-            "a container must be a mapping", source=source, obj=obj, field=field, code="container"
-        )
-    resources = container.get("resources") or {}
-    if not isinstance(resources, Mapping):
-        raise InputError(
-            "resources must be a mapping",
-            source=source,
-            obj=obj,
-            field=f"{field}.resources",
-            code="container",
-        )
-    limits = parse_resource_map(
-        resources.get("limits"), source=source, obj=obj, field=f"{field}.resources.limits"
-    )
-    requests = parse_resource_map(
-        resources.get("requests"), source=source, obj=obj, field=f"{field}.resources.requests"
-    )
-    for name, request in requests.items():
-        limit = limits.get(name)
-        if limit is None:
-            continue
-        problem = ""
-        if is_extended_resource(name) and request != limit:
-            problem = f"must equal the limit {limit} (extended resources are not overcommitted)"
-        elif request > limit:
-            problem = f"must be less than or equal to the limit {limit}"
-        if problem:
-            raise InputError(
-                problem,
-                source=source,
-                obj=obj,
-                field=f"{field}.resources.requests.{name}",
-                code="quantity",
-            )
-    return {**limits, **requests}
-
-
-def _container_list(
-    pod_spec: Mapping[str, Any], key: str, source: str, obj: str, field: str
-) -> list[Any]:
-    containers = pod_spec.get(key) or []
-    if not isinstance(containers, list):
-        raise InputError(
-            f"{key} must be a list",
-            source=source,
-            obj=obj,
-            field=f"{field}.{key}",
-            code="container",
-        )
-    return containers
-
-
-def pod_request(
-    pod_spec: Mapping[str, Any], *, source: str = "", obj: str = "", field: str = "spec"
-) -> ResourceMap:
-    """Effective pod request: max(app + sidecars, largest plain init container) + overhead.
-
-    Sidecars (init containers with restartPolicy Always) run beside the app containers, so they add;
-    a plain init container runs alone before them, with the sidecars started before it, so it counts
-    together with those sidecars. Zero entries are dropped so that shapes compare by what matters.
-    """
-    app = add_resources(
-        *(
-            _container_request(c, source=source, obj=obj, field=f"{field}.containers[{i}]")
-            for i, c in enumerate(_container_list(pod_spec, "containers", source, obj, field))
-        )
-    )
-    sidecars_so_far: ResourceMap = {}
-    init_peak: ResourceMap = {}
-    for i, c in enumerate(_container_list(pod_spec, "initContainers", source, obj, field)):
-        req = _container_request(c, source=source, obj=obj, field=f"{field}.initContainers[{i}]")
-        if c.get("restartPolicy") == "Always":
-            sidecars_so_far = add_resources(sidecars_so_far, req)
-            init_peak = _max_resources(init_peak, sidecars_so_far)
-        else:
-            init_peak = _max_resources(init_peak, add_resources(sidecars_so_far, req))
-    running = add_resources(app, sidecars_so_far)
-    overhead = parse_resource_map(
-        pod_spec.get("overhead"), source=source, obj=obj, field=f"{field}.overhead"
-    )
-    total = add_resources(_max_resources(running, init_peak), overhead)
-    return {name: value for name, value in sorted(total.items()) if value != 0}
 
 
 def is_extended_resource(name: str) -> bool:

@@ -178,7 +178,9 @@ def group_jobset_of(case: KueueGroupCase) -> JobSetRequest:
         annotations[KUEUE + "podset-preferred-topology"] = case.preferred
 
     def rjob(name: str, pods: int, requests: dict[str, str]) -> dict[str, Any]:
-        container = {"name": "c", "resources": {"requests": requests}}
+        # an extended resource is limited as requested, or the API server refuses the pod
+        limits = {k: v for k, v in requests.items() if "/" in k}
+        container = {"name": "c", "resources": {"requests": requests, "limits": limits}}
         job = {
             "parallelism": pods,
             "completions": pods,

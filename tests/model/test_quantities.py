@@ -11,11 +11,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from placer.model.errors import InputError
+from placer.model.pod_requests import pod_request
 from placer.model.resources import (
     MAX_QUANTITY,
     is_extended_resource,
     parse_resource_map,
-    pod_request,
 )
 
 SHAPE = (
@@ -166,6 +166,15 @@ def _pod(requests: dict[str, object], limits: dict[str, object]) -> dict[str, ob
         pytest.param(
             {"cpu": "2"}, {"cpu": "1"}, "cpu",
             "must be less than or equal to the limit 1", id="over-the-limit",
+        ),
+        pytest.param(
+            {"nvidia.com/gpu": "1"}, {}, "nvidia.com/gpu",
+            "needs a limit equal to it (extended resources are not overcommitted)",
+            id="extended-without-limit",
+        ),
+        pytest.param(
+            {"hugepages-2Mi": "2Mi", "memory": "1Gi"}, {"hugepages-2Mi": "4Mi"}, "hugepages-2Mi",
+            "must equal the limit 4194304 (hugepages are not overcommitted)", id="hugepages",
         ),
         pytest.param(
             {"nvidia.com/gpu": "500m"}, {}, "nvidia.com/gpu",

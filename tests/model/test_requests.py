@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from placer.model.jobset.parse import parse_jobset
-from placer.model.resources import pod_request
+from placer.model.pod_requests import pod_request
 
 RESOURCES = ("cpu", "memory", "google.com/tpu")
 
@@ -19,10 +19,10 @@ amounts = st.dictionaries(st.sampled_from(RESOURCES), st.integers(0, 64), max_si
 @st.composite
 def containers(draw: st.DrawFn, *, init: bool = False) -> dict[str, Any]:
     requests, limits = draw(amounts), draw(amounts)
-    # Kubernetes requires request <= limit where both are set, and request == limit for
-    # extended resources
+    # Kubernetes requires request <= limit where both are set, and an extended resource's
+    # request to come with a limit equal to it
     limits = {k: max(v, requests.get(k, 0)) for k, v in limits.items()}
-    if "google.com/tpu" in limits and "google.com/tpu" in requests:
+    if "google.com/tpu" in requests:
         limits["google.com/tpu"] = requests["google.com/tpu"]
     c: dict[str, Any] = {
         "name": "c",

@@ -14,7 +14,8 @@ from placer.controller.decide.domains import DomainIndex, domain_id
 from placer.controller.decide.survey import PodEntry
 from placer.model.assignment import JobAssignment
 from placer.model.kube.objects import pod_host_ports
-from placer.model.resources import PODS, ResourceMap, add_resources, pod_request
+from placer.model.pod_requests import pod_request
+from placer.model.resources import PODS, ResourceMap, add_resources
 from placer.model.workload import ReplicatedJobRequest
 from placer.solver.context import node_exclusion, node_pod_capacity
 

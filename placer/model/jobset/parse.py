@@ -27,13 +27,13 @@ from placer.model.jobset.objects import (
 from placer.model.kube.objects import pod_host_ports, read_as
 from placer.model.kueue.annotations import check_podset_groups, read_kueue_topology
 from placer.model.messages import echo
+from placer.model.pod_requests import pod_request
 from placer.model.read.limits import (
     check_nesting_depth,
     check_pods_per_jobset,
     check_pods_per_plan,
 )
 from placer.model.read.manifests import describe_object, object_key, read_documents
-from placer.model.resources import pod_request
 from placer.model.scheduling import NodeSelectorRequirement, NodeSelectorTerm, Toleration
 from placer.model.workload import (
     EXCLUSIVE_TOPOLOGY,

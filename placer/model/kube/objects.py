@@ -32,8 +32,9 @@ from typing import Any, Literal, TypeVar
 import msgspec
 
 from placer.model.errors import InputError
+from placer.model.pod_requests import pod_request
 from placer.model.read.manifests import object_key
-from placer.model.resources import PODS, ResourceMap, pod_request
+from placer.model.resources import PODS, ResourceMap
 
 __all__ = [
     "Container",
@@ -118,6 +119,8 @@ class PodSpec(msgspec.Struct, frozen=True, gc=False):
     containers: tuple[Container, ...] | None = None
     initContainers: tuple[Container, ...] | None = None
     overhead: Any = None
+    resources: Any = None
+    """Pod-level requests and limits, read as `pod_request` reads them."""
     hostNetwork: Any = None
     priority: Any = None
     """Read only when an integer (admission sets it); anything else is ignored."""
@@ -334,6 +337,7 @@ def _spec_mapping(spec: PodSpec) -> dict[str, Any]:
         "containers": [c.as_mapping() for c in spec.containers or ()],
         "initContainers": [c.as_mapping() for c in spec.initContainers or ()],
         "overhead": spec.overhead,
+        "resources": spec.resources,
         "hostNetwork": spec.hostNetwork,
     }
 
@@ -356,7 +360,13 @@ def footprint_signature(pod: PodObject) -> bytes | None:
     spec = pod.spec
     try:
         return _SIGNATURE.encode(
-            (spec.hostNetwork is True, spec.containers, spec.initContainers, spec.overhead)
+            (
+                spec.hostNetwork is True,
+                spec.containers,
+                spec.initContainers,
+                spec.overhead,
+                spec.resources,
+            )
         )
     except (TypeError, ValueError, OverflowError):
         return None

@@ -70,13 +70,17 @@ def _pod_object(
     ports: Sequence[tuple[int, str]] = (),
     priority: int | None = None,
 ) -> dict[str, Any]:
-    extended = {k: v for k, v in requests.items() if is_extended_resource(k)}
-    plain = {k: v for k, v in requests.items() if k not in extended}
+    # Extended resources and hugepages are requested exactly as limited, so a limit states them
+    # (the API server refuses a request of them without one).
+    exact = {
+        k: v for k, v in requests.items() if is_extended_resource(k) or k.startswith("hugepages-")
+    }
+    plain = {k: v for k, v in requests.items() if k not in exact}
     resources: dict[str, Any] = {}
     if plain:
         resources["requests"] = _quantities(plain)
-    if extended:
-        resources["limits"] = _quantities(extended)
+    if exact:
+        resources["limits"] = _quantities(exact)
     container: dict[str, Any] = {"name": "main", "image": "busybox", "resources": resources}
     if ports:
         container["ports"] = [

@@ -13,7 +13,11 @@ TPU = "google.com/tpu"
 
 
 def _pod(name: str, node: str, phase: str, chips: int, port: int | None = None) -> PodEntry:
-    container: dict[str, Any] = {"name": "c", "resources": {"requests": {TPU: str(chips)}}}
+    chip_count = {TPU: str(chips)}
+    container: dict[str, Any] = {
+        "name": "c",
+        "resources": {"requests": chip_count, "limits": chip_count},
+    }
     if port is not None:
         container["ports"] = [{"containerPort": port, "hostPort": port}]
     obj = {

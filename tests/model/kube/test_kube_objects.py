@@ -36,7 +36,8 @@ from placer.model.kube.objects import (
     read_as,
     read_object,
 )
-from placer.model.resources import PODS, pod_request
+from placer.model.pod_requests import pod_request
+from placer.model.resources import PODS
 from placer.model.snapshots.load import load_snapshot, snapshot_from_objects
 from placer.model.snapshots.pod_usage import footprints
 

@@ -510,13 +510,13 @@ def test_a_pod_labeled_for_no_valid_jobset_uses_capacity_but_holds_no_domain() -
 def test_a_running_jobsets_priority_on_a_node_is_its_highest_pods() -> None:
     """A pod's priority is `spec.priority` (set at admission), else JobSet's priority label on
     the pod, else its PriorityClass: per node, the JobSet's usage carries its pods' highest."""
-    admitted = pod("a-0", "a", jobset="a", requests={"google.com/tpu": "1"})
+    admitted = pod("a-0", "a", jobset="a", limits={"google.com/tpu": "1"})
     admitted["spec"]["priority"] = 20
-    labelled = pod("a-1", "a", jobset="a", requests={"google.com/tpu": "1"})
+    labelled = pod("a-1", "a", jobset="a", limits={"google.com/tpu": "1"})
     labelled["metadata"]["labels"]["jobset.sigs.k8s.io/priority"] = "5"
-    only_label = pod("b-0", "a", jobset="b", requests={"google.com/tpu": "1"})
+    only_label = pod("b-0", "a", jobset="b", limits={"google.com/tpu": "1"})
     only_label["metadata"]["labels"]["jobset.sigs.k8s.io/priority"] = "-7"
-    by_class = pod("c-0", "a", jobset="c", requests={"google.com/tpu": "1"})
+    by_class = pod("c-0", "a", jobset="c", limits={"google.com/tpu": "1"})
     by_class["spec"]["priorityClassName"] = "high"
     high: dict[str, Any] = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass"}
     high |= {"metadata": {"name": "high"}, "value": 100}

@@ -127,7 +127,8 @@ def _files(tmp_path: Path) -> tuple[Path, Path]:
                                                 {
                                                     "name": "c",
                                                     "resources": {
-                                                        "requests": {"google.com/tpu": 4}
+                                                        "requests": {"google.com/tpu": 4},
+                                                        "limits": {"google.com/tpu": 4},
                                                     },
                                                 }
                                             ]

@@ -1,0 +1,177 @@
+"""Pod resources as the real API server and kube-scheduler read them, and as placer reads them.
+
+Two questions, asked of the real components:
+1. Does placer refuse exactly the pods the API server refuses? Each case is a pod created with
+   `dryRun=All` (validated and defaulted as a Job's pod would be, stored nowhere) and read by
+   `pod_request`; the two verdicts must agree, and agree with the one written beside the case.
+2. Does placer count pod-level requests (`spec.resources`) as kube-scheduler does? A JobSet whose
+   pods state their cpu only at pod level is planned, pinned by `--emit`'s patches, and must bind.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+
+from placer.model.errors import InputError
+from placer.model.pod_requests import pod_request
+from tests.cluster.scenario import Scenario
+from tests.cluster.test_emit_patches import STRATEGIC, _plan_and_emit, _planned_nodes, _wait_for_job
+from tests.cluster.test_gate_binding import multislice
+
+TPU = {"google.com/tpu": "4"}
+
+
+def _pod(*containers: dict[str, Any], resources: Any = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "containers": [
+            {"name": f"c{i}", "image": "x", **({"resources": c} if c else {})}
+            for i, c in enumerate(containers)
+        ],
+    }
+    if resources is not None:
+        spec["resources"] = resources
+    return spec
+
+
+CASES: list[tuple[str, dict[str, Any], bool]] = [
+    # (case, pod spec, the API server accepts it)
+    ("tpu-request-equal-to-limit", _pod({"requests": TPU, "limits": TPU}), True),
+    ("tpu-limit-only", _pod({"limits": TPU}), True),
+    ("tpu-request-only", _pod({"requests": TPU}), False),
+    ("tpu-request-below-limit", _pod({"requests": {"google.com/tpu": "2"}, "limits": TPU}), False),
+    ("cpu-request-below-limit", _pod({"requests": {"cpu": "1"}, "limits": {"cpu": "2"}}), True),
+    ("cpu-request-over-limit", _pod({"requests": {"cpu": "3"}, "limits": {"cpu": "2"}}), False),
+    ("ephemeral-storage", _pod({"requests": {"ephemeral-storage": "1Gi"}}), True),
+    ("native-prefixed", _pod({"requests": {"kubernetes.io/x": "1"}}), True),
+    ("unprefixed-gpu", _pod({"requests": {"gpu": "1"}, "limits": {"gpu": "1"}}), False),
+    ("pods-in-a-container", _pod({"limits": {"pods": "1"}}), False),
+    ("quota-name", _pod({"limits": {"requests.nvidia.com/gpu": "1"}}), False),
+    ("long-prefix", _pod({"limits": {f"{'a' * 245}.com/gpu": "1"}}), False),
+    ("hugepages", _pod({"limits": {"memory": "1Gi", "hugepages-2Mi": "4Mi"}}), True),
+    ("hugepages-part-page", _pod({"limits": {"memory": "1Gi", "hugepages-2Mi": "3Mi"}}), False),
+    ("hugepages-no-size", _pod({"limits": {"memory": "1Gi", "hugepages-x": "2Mi"}}), False),
+    ("hugepages-alone", _pod({"limits": {"hugepages-2Mi": "4Mi"}}), False),
+    (
+        "hugepages-request-below-limit",
+        _pod(
+            {
+                "requests": {"hugepages-2Mi": "2Mi"},
+                "limits": {"memory": "1Gi", "hugepages-2Mi": "4Mi"},
+            }
+        ),
+        False,
+    ),
+    ("pod-level-cpu", _pod({}, resources={"requests": {"cpu": "2"}}), True),
+    (
+        "pod-level-limit-above-containers",
+        _pod({"requests": {"cpu": "1"}}, resources={"limits": {"cpu": "2"}}),
+        True,
+    ),
+    (
+        "pod-level-below-containers",
+        _pod({"requests": {"cpu": "2"}}, resources={"requests": {"cpu": "1"}}),
+        False,
+    ),
+    (
+        "pod-level-request-over-its-limit",
+        _pod({}, resources={"requests": {"cpu": "3"}, "limits": {"cpu": "2"}}),
+        False,
+    ),
+    (
+        "pod-level-defaulted-over-its-limit",
+        _pod({"requests": {"cpu": "3"}}, resources={"limits": {"cpu": "2"}}),
+        False,
+    ),
+    (
+        "container-limit-over-pod-limit",
+        _pod(
+            {"requests": {"memory": "512Mi"}, "limits": {"memory": "2Gi"}},
+            resources={"limits": {"memory": "1Gi"}},
+        ),
+        False,
+    ),
+    ("pod-level-tpu", _pod({}, resources={"requests": TPU, "limits": TPU}), False),
+    (
+        "pod-level-hugepages-without-limit",
+        _pod({}, resources={"requests": {"memory": "1Gi", "hugepages-2Mi": "2Mi"}}),
+        False,
+    ),
+    (
+        "pod-level-hugepages",
+        _pod({}, resources={"limits": {"memory": "1Gi", "hugepages-2Mi": "4Mi"}}),
+        True,
+    ),
+]
+
+
+def _api_accepts(core: k8s.CoreV1Api, namespace: str, name: str, spec: dict[str, Any]) -> bool:
+    body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
+    try:
+        core.create_namespaced_pod(namespace, body, dry_run="All")  # type: ignore[arg-type]
+    except ApiException as refused:
+        assert refused.status in (400, 422), refused.body  # invalid, not anything else
+        return False
+    return True
+
+
+def _placer_accepts(spec: dict[str, Any]) -> bool:
+    try:
+        pod_request(copy.deepcopy(spec), source="case.yaml", obj="ns/probe")
+    except InputError:
+        return False
+    return True
+
+
+def test_placer_refuses_exactly_the_pods_the_api_server_refuses(scenario: Scenario) -> None:
+    ns = scenario.namespace
+
+    verdicts = {
+        case: (_api_accepts(scenario.core, ns, case, spec), _placer_accepts(spec))
+        for case, spec, _ in CASES
+    }
+    assert verdicts == {case: (accepts, accepts) for case, _, accepts in CASES}
+
+
+def _pod_level_cpu(name: str, namespace: str) -> dict[str, Any]:
+    """Two pods per child Job, no exclusive key, each stating 100 of a node's 110.94 cpu at pod
+    level only: one pod per node, or the second cannot bind."""
+    manifest = copy.deepcopy(multislice(name, 1))
+    manifest["metadata"]["namespace"] = namespace
+    del manifest["metadata"]["annotations"]["alpha.jobset.sigs.k8s.io/exclusive-topology"]
+    manifest["spec"]["suspend"] = True
+    pod = manifest["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    pod["hostNetwork"] = False  # no host ports: nothing else keeps the pods apart
+    pod.pop("dnsPolicy")
+    pod["containers"][0].pop("ports")
+    pod["containers"][0]["resources"] = {}
+    pod["tolerations"] = [{"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"}]
+    pod["resources"] = {"requests": {"cpu": "100"}}
+    return manifest
+
+
+def test_pod_level_requests_are_counted_as_kube_scheduler_counts_them(
+    scenario: Scenario, tmp_path: Path
+) -> None:
+    scenario.use_example_cluster("tpu-v5e-v6e.yaml")
+    ns = scenario.namespace
+    manifest = _pod_level_cpu("podlevel", ns)
+    emitted = _plan_and_emit(tmp_path, [manifest])
+    planned = _planned_nodes(emitted["plan"])
+    assert len(planned["podlevel-workers-0"]) == 2, "100 cpu each: one pod per node"
+    scenario.create_jobset(manifest)
+    batch = k8s.BatchV1Api(scenario.core.api_client)
+    (patch,) = (emitted["dir"] / "jobs" / ns).glob("*.yaml")
+    _wait_for_job(batch, patch.stem, ns)
+    batch.patch_namespaced_job(
+        patch.stem, ns, yaml.safe_load(patch.read_text()), _content_type=STRATEGIC
+    )
+    scenario.patch_jobset("podlevel", {"spec": {"suspend": False}})
+    pods = scenario.wait_pods_bound("podlevel", count=2)
+    assert {p.spec.node_name for p in pods} == planned["podlevel-workers-0"]
