@@ -7,6 +7,7 @@ NodeAffinity filters; the independent plan checker deliberately re-implements th
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Literal
 
@@ -100,6 +101,19 @@ def tolerates(tolerations: tuple[Toleration, ...], taint: Taint) -> bool:
     return False
 
 
+_GO_INT = re.compile(r"[+-]?[0-9]+")
+
+
+def go_int(text: str) -> int | None:
+    """`text` as Go's `strconv.ParseInt(text, 10, 64)` reads it, which is how the scheduler reads
+    both sides of `Gt` and `Lt` (`labels.Requirement`): ASCII digits with an optional sign, within
+    int64; None otherwise (`1_000`, `1.5`, `٣` and 2**63 are integers to Python, not to Go)."""
+    if not _GO_INT.fullmatch(text):
+        return None
+    number = int(text)
+    return number if -(2**63) <= number < 2**63 else None
+
+
 def matches_requirement(labels: Mapping[str, str], req: NodeSelectorRequirement) -> bool:
     present = req.key in labels
     value = labels.get(req.key, "")
@@ -113,11 +127,10 @@ def matches_requirement(labels: Mapping[str, str], req: NodeSelectorRequirement)
         case "DoesNotExist":
             return not present
         case "Gt" | "Lt":
-            try:
-                have, want = int(value), int(req.values[0])
-            except (ValueError, IndexError):
-                return False
-            return present and (have > want if req.operator == "Gt" else have < want)
+            have, want = go_int(value), go_int(req.values[0]) if req.values else None
+            if not present or have is None or want is None:
+                return False  # a value that is not an integer: the requirement matches no node
+            return have > want if req.operator == "Gt" else have < want
     return False
 
 

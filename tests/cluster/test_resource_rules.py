@@ -3,7 +3,8 @@
 Two questions, asked of the real components:
 1. Does placer refuse exactly the pods the API server refuses? Each case is a pod created with
    `dryRun=All` (validated and defaulted as a Job's pod would be, stored nowhere) and read by
-   `pod_request`; the two verdicts must agree, and agree with the one written beside the case.
+   `parse_jobset` as a JobSet's pod template: its resources, node affinity, node selector and
+   tolerations. The two verdicts must agree, and agree with the one written beside the case.
 2. Does placer count pod-level requests (`spec.resources`) as kube-scheduler does? A JobSet whose
    pods state their cpu only at pod level is planned, pinned by `--emit`'s patches, and must bind.
 """
@@ -19,7 +20,7 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 from placer.model.errors import InputError
-from placer.model.pod_requests import pod_request
+from placer.model.jobset.parse import parse_jobset
 from tests.cluster.scenario import Scenario
 from tests.cluster.test_emit_patches import STRATEGIC, _plan_and_emit, _planned_nodes, _wait_for_job
 from tests.cluster.test_gate_binding import multislice
@@ -111,6 +112,87 @@ CASES: list[tuple[str, dict[str, Any], bool]] = [
 ]
 
 
+def _required(*expressions: dict[str, Any], fields: Any = None) -> dict[str, Any]:
+    term: dict[str, Any] = {"matchExpressions": list(expressions)} if expressions else {}
+    if fields is not None:
+        term["matchFields"] = fields
+    spec = _pod({})
+    spec["affinity"] = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}
+        }
+    }
+    return spec
+
+
+def _with(**fields: Any) -> dict[str, Any]:
+    return {**_pod({}), **fields}
+
+
+SELECTION: list[tuple[str, dict[str, Any], bool]] = [
+    # (case, pod spec, the API server accepts it): what decides where a pod may run
+    ("gt-integer", _required({"key": "gen", "operator": "Gt", "values": ["3"]}), True),
+    ("gt-not-an-integer", _required({"key": "gen", "operator": "Gt", "values": ["x"]}), True),
+    ("lt-decimal", _required({"key": "gen", "operator": "Lt", "values": ["1.5"]}), True),
+    ("lt-negative", _required({"key": "gen", "operator": "Lt", "values": ["-1"]}), False),
+    ("gt-two-values", _required({"key": "gen", "operator": "Gt", "values": ["1", "2"]}), False),
+    ("in-no-values", _required({"key": "pool", "operator": "In", "values": []}), False),
+    ("in-bad-value", _required({"key": "pool", "operator": "In", "values": ["a b"]}), False),
+    (
+        "exists-with-values",
+        _required({"key": "pool", "operator": "Exists", "values": ["a"]}),
+        False,
+    ),
+    ("bad-key", _required({"key": "a b", "operator": "Exists"}), False),
+    ("bad-operator", _required({"key": "pool", "operator": "Near", "values": ["a"]}), False),
+    (
+        "field-one-name",
+        _required(fields=[{"key": "metadata.name", "operator": "In", "values": ["n1"]}]),
+        True,
+    ),
+    (
+        "field-two-names",
+        _required(fields=[{"key": "metadata.name", "operator": "In", "values": ["n1", "n2"]}]),
+        False,
+    ),
+    (
+        "field-not-the-name",
+        _required(fields=[{"key": "metadata.labels", "operator": "In", "values": ["n1"]}]),
+        False,
+    ),
+    ("node-selector", _with(nodeSelector={"pool": "p1"}), True),
+    ("node-selector-bad-value", _with(nodeSelector={"pool": "a b"}), False),
+    ("node-selector-bad-key", _with(nodeSelector={"-pool": "p1"}), False),
+    (
+        "toleration",
+        _with(
+            tolerations=[{"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"}]
+        ),
+        True,
+    ),
+    (
+        "toleration-exists-with-value",
+        _with(tolerations=[{"key": "k", "operator": "Exists", "value": "v"}]),
+        False,
+    ),
+    ("toleration-no-key-equal", _with(tolerations=[{"operator": "Equal", "value": "v"}]), False),
+    ("toleration-of-everything", _with(tolerations=[{"operator": "Exists"}]), True),
+    (
+        "toleration-seconds",
+        _with(tolerations=[{"key": "k", "effect": "NoExecute", "tolerationSeconds": 60}]),
+        True,
+    ),
+    (
+        "toleration-seconds-not-noexecute",
+        _with(tolerations=[{"key": "k", "effect": "NoSchedule", "tolerationSeconds": 60}]),
+        False,
+    ),
+    ("toleration-bad-effect", _with(tolerations=[{"key": "k", "effect": "Sometimes"}]), False),
+    ("toleration-bad-operator", _with(tolerations=[{"key": "k", "operator": "Near"}]), False),
+    ("toleration-bad-value", _with(tolerations=[{"key": "k", "value": "a b"}]), False),
+]
+
+
 def _api_accepts(core: k8s.CoreV1Api, namespace: str, name: str, spec: dict[str, Any]) -> bool:
     body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
     try:
@@ -122,8 +204,19 @@ def _api_accepts(core: k8s.CoreV1Api, namespace: str, name: str, spec: dict[str,
 
 
 def _placer_accepts(spec: dict[str, Any]) -> bool:
+    """Read as the pod template of a JobSet that is otherwise sound."""
+    jobset = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "probe", "namespace": "ns"},
+        "spec": {
+            "replicatedJobs": [
+                {"name": "w", "template": {"spec": {"template": {"spec": copy.deepcopy(spec)}}}}
+            ]
+        },
+    }
     try:
-        pod_request(copy.deepcopy(spec), source="case.yaml", obj="ns/probe")
+        parse_jobset(jobset, source="case.yaml")
     except InputError:
         return False
     return True
@@ -132,11 +225,12 @@ def _placer_accepts(spec: dict[str, Any]) -> bool:
 def test_placer_refuses_exactly_the_pods_the_api_server_refuses(scenario: Scenario) -> None:
     ns = scenario.namespace
 
+    cases = [*CASES, *SELECTION]
     verdicts = {
         case: (_api_accepts(scenario.core, ns, case, spec), _placer_accepts(spec))
-        for case, spec, _ in CASES
+        for case, spec, _ in cases
     }
-    assert verdicts == {case: (accepts, accepts) for case, _, accepts in CASES}
+    assert verdicts == {case: (accepts, accepts) for case, _, accepts in cases}
 
 
 def _pod_level_cpu(name: str, namespace: str) -> dict[str, Any]:

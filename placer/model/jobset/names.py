@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from placer.model.errors import InputError
-from placer.model.jobset.objects import JobSetManifest, TemplatePodSpec
+from placer.model.jobset.objects import JobSetManifest, TemplatePodSpec, TolerationSpec
 from placer.model.messages import echo
 from placer.model.read.names import (
     check,
@@ -81,6 +81,17 @@ def check_metadata_maps(
             )
 
 
+def _toleration_problem(toleration: TolerationSpec) -> tuple[str, str] | None:
+    """(field, message) of the API server's rules on how a toleration's parts go together."""
+    if not toleration.key and toleration.operator != "Exists":
+        return "operator", "must be Exists when key is empty (a toleration of every taint)"
+    if toleration.operator == "Exists" and toleration.value:
+        return "value", "must be empty when operator is Exists"
+    if toleration.tolerationSeconds is not None and toleration.effect != "NoExecute":
+        return "effect", "must be NoExecute when tolerationSeconds is set"
+    return None
+
+
 def _check_pod(pod: TemplatePodSpec, *, source: str, obj: str, field: str) -> None:
     check_label_map(pod.nodeSelector, source=source, obj=obj, field=f"{field}.nodeSelector")
     for i, toleration in enumerate(pod.tolerations):
@@ -90,6 +101,9 @@ def _check_pod(pod: TemplatePodSpec, *, source: str, obj: str, field: str) -> No
                 qualified_name_problem, toleration.key, source=source, obj=obj, field=f"{where}.key"
             )
         check(label_value_problem, toleration.value, source=source, obj=obj, field=f"{where}.value")
+        problem = _toleration_problem(toleration)
+        if problem:
+            raise InputError(problem[1], source=source, obj=obj, field=f"{where}.{problem[0]}")
     if pod.priorityClassName:
         check(
             dns1123_subdomain_problem,
@@ -110,15 +124,10 @@ def _check_pod(pod: TemplatePodSpec, *, source: str, obj: str, field: str) -> No
         for i, r in enumerate(term.matchExpressions):
             where = f"{base}.nodeSelectorTerms[{n}].matchExpressions[{i}]"
             check(qualified_name_problem, r.key, source=source, obj=obj, field=f"{where}.key")
-            if r.operator in ("In", "NotIn"):
-                for j, value in enumerate(r.values):
-                    check(
-                        label_value_problem,
-                        value,
-                        source=source,
-                        obj=obj,
-                        field=f"{where}.values[{j}]",
-                    )
+            for j, value in enumerate(r.values):  # every operator's, Gt's and Lt's too
+                check(
+                    label_value_problem, value, source=source, obj=obj, field=f"{where}.values[{j}]"
+                )
         for i, r in enumerate(term.matchFields):
             where = f"{base}.nodeSelectorTerms[{n}].matchFields[{i}]"
             for j, value in enumerate(r.values):

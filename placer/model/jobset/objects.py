@@ -76,6 +76,8 @@ class TolerationSpec(msgspec.Struct, frozen=True, gc=False):
     operator: Literal["Exists", "Equal"] = "Equal"
     value: str = ""
     effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] = ""
+    tolerationSeconds: int | None = None
+    """Only checked (NoExecute only, as the API server has it): eviction is not placement."""
 
 
 class RequirementSpec(msgspec.Struct, frozen=True, gc=False):

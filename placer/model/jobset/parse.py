@@ -77,13 +77,10 @@ def _requirement(
         raise bad(f"operator {r.operator} needs at least one value")
     if r.operator in ("Exists", "DoesNotExist") and r.values:
         raise bad(f"operator {r.operator} takes no values")
-    if r.operator in ("Gt", "Lt"):
-        if len(r.values) != 1:
-            raise bad(f"operator {r.operator} needs exactly one value")
-        try:
-            int(r.values[0])
-        except ValueError as e:
-            raise bad(f"operator {r.operator} needs an integer, got {echo(r.values[0])}") from e
+    if r.operator in ("Gt", "Lt") and len(r.values) != 1:
+        raise bad(f"operator {r.operator} needs exactly one value")
+    # A value that is no integer passes the API server (it is a label value); kube-scheduler's
+    # requirement then matches no node, and so does placer's (`scheduling.matches_requirement`).
     return NodeSelectorRequirement(key=r.key, operator=r.operator, values=tuple(r.values))
 
 
