@@ -23,6 +23,8 @@ from placer.model.read.limits import INT32_MAX
 __all__ = [
     "AffinitySpec",
     "ContainerPort",
+    "DependsOnSpec",
+    "FailurePolicySpec",
     "JobSetManifest",
     "JobSpec",
     "ManifestMeta",
@@ -31,6 +33,7 @@ __all__ = [
     "PodTemplate",
     "ReplicatedJobSpec",
     "RequirementSpec",
+    "TargetsSpec",
     "TemplateContainer",
     "TemplateMeta",
     "TemplatePodSpec",
@@ -127,6 +130,8 @@ class JobSpec(msgspec.Struct, frozen=True, gc=False):
     template: PodTemplate
     parallelism: Count | None = None
     completions: Count | None = None
+    completionMode: str | None = None
+    """`Indexed` pods carry their index in their names, which JobSet bounds (`webhook_rules`)."""
 
 
 class JobTemplate(msgspec.Struct, frozen=True, gc=False):
@@ -134,15 +139,34 @@ class JobTemplate(msgspec.Struct, frozen=True, gc=False):
     metadata: TemplateMeta = TemplateMeta()
 
 
+class DependsOnSpec(msgspec.Struct, frozen=True, gc=False):
+    name: str
+    status: str = ""
+
+
 class ReplicatedJobSpec(msgspec.Struct, frozen=True, gc=False):
     name: Annotated[str, msgspec.Meta(min_length=1)]
     template: JobTemplate
     groupName: str = "default"
     replicas: Count = 1
+    dependsOn: list[DependsOnSpec] | None = None
+    """Read only to refuse what JobSet's webhook refuses; None (absent) differs from []."""
+
+
+class TargetsSpec(msgspec.Struct, frozen=True, gc=False):
+    """A success policy or a failure policy rule: the replicatedJobs it names."""
+
+    targetReplicatedJobs: list[str] = []
+
+
+class FailurePolicySpec(msgspec.Struct, frozen=True, gc=False):
+    rules: list[TargetsSpec] = []
 
 
 class JobSetSpec(msgspec.Struct, frozen=True, gc=False):
     replicatedJobs: Annotated[list[ReplicatedJobSpec], msgspec.Meta(min_length=1)]
+    successPolicy: TargetsSpec | None = None
+    failurePolicy: FailurePolicySpec | None = None
 
 
 class JobSetManifest(msgspec.Struct, frozen=True, gc=False):

@@ -24,6 +24,7 @@ from placer.model.jobset.objects import (
     TemplatePodSpec,
     TolerationSpec,
 )
+from placer.model.jobset.webhook_rules import check_jobset_webhook_rules
 from placer.model.kube.objects import pod_host_ports, read_as
 from placer.model.kueue.annotations import check_podset_groups, read_kueue_topology
 from placer.model.messages import echo
@@ -187,6 +188,7 @@ def validate_jobset(obj: Mapping[str, Any], *, source: str = "") -> JobSetManife
     check_nesting_depth(obj, source, obj_name=object_key(obj))
     m = read_as(JobSetManifest, obj, source)
     check_jobset_names(m, source=source)
+    check_jobset_webhook_rules(m, source=source)
     return m
 
 

@@ -39,6 +39,7 @@ __all__ = [
     "check_levels",
     "check_qualified_keys",
     "check_taints",
+    "dns1035_label_problem",
     "dns1123_label_problem",
     "dns1123_subdomain_problem",
     "label_value_problem",
@@ -51,6 +52,7 @@ MAX_SUBDOMAIN_LENGTH = 253
 """A DNS-1123 subdomain: object names, the prefix of a qualified name."""
 
 _LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DNS1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 _SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _NAME_PART = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
 _CACHE = 65536
@@ -74,6 +76,20 @@ def dns1123_label_problem(text: str) -> str:
         _LABEL,
         "a DNS-1123 label: lower-case letters, digits and '-', starting and ending with a "
         "letter or digit",
+    )
+
+
+def dns1035_label_problem(text: str) -> str:
+    """A DNS-1035 label: a DNS-1123 label that starts with a letter (JobSet's rule for the names
+    of the child Jobs and pods it makes, and for group names)."""
+    if not text:
+        return "must not be empty"
+    return _shape_problem(
+        text,
+        MAX_LABEL_LENGTH,
+        _DNS1035,
+        "a DNS-1035 label: lower-case letters, digits and '-', starting with a letter and ending "
+        "with a letter or digit",
     )
 
 
