@@ -163,6 +163,28 @@ def _priority(
     return 0
 
 
+def _unmodeled(raw_pod: Mapping[str, Any]) -> list[str]:
+    """The hard pod constraints kube-scheduler enforces and placer does not model: required
+    inter-pod (anti-)affinity and spread constraints that refuse to schedule when unsatisfied.
+    A plan may put pods where these forbid, and such a pod stays Pending; so placer says so."""
+    found = []
+    affinity = raw_pod.get("affinity")
+    if isinstance(affinity, Mapping):
+        for kind in ("podAffinity", "podAntiAffinity"):
+            part = affinity.get(kind)
+            if isinstance(part, Mapping) and part.get(
+                "requiredDuringSchedulingIgnoredDuringExecution"
+            ):
+                found.append(f"affinity.{kind} (required terms)")
+    spread = raw_pod.get("topologySpreadConstraints")
+    if isinstance(spread, list) and any(
+        isinstance(c, Mapping) and c.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule"
+        for c in spread
+    ):
+        found.append("topologySpreadConstraints (DoNotSchedule)")
+    return found
+
+
 def _pods_of(replicas: int, parallelism: int | None, completions: int | None) -> int:
     """Pods a replicated job runs at once, counting each child Job as at least one (a Job of no
     pods is still an object to plan)."""
@@ -240,6 +262,15 @@ def parse_jobset(
             host_ports=pod_host_ports(raw_pod),
         )
         pods_per_job = min(parallelism, completions)
+        for constraint in _unmodeled(raw_pod):
+            log.warning(
+                "%s: %s: %s.%s: not modeled by placer; kube-scheduler enforces it, so pods may "
+                "stay Pending where the plan puts them",
+                source or "<input>",
+                key,
+                pod_field,
+                constraint,
+            )
         kueue = read_kueue_topology(
             job.template.metadata.annotations,
             index=i,

@@ -732,3 +732,58 @@ def test_document_that_is_not_an_object(tmp_path: Path) -> None:
     path.write_text("- a\n- b\n")
     with pytest.raises(InputError, match="not an object"):
         load_jobsets([path])
+
+
+HOST_ANTI_AFFINITY = {
+    "podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {
+                "labelSelector": {"matchLabels": {"app": "x"}},
+                "topologyKey": "kubernetes.io/hostname",
+            }
+        ]
+    }
+}
+SPREAD = {"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "labelSelector": {}}
+
+
+@pytest.mark.parametrize(
+    ("extra", "warned"),
+    [
+        pytest.param({"affinity": HOST_ANTI_AFFINITY}, ["affinity.podAntiAffinity"], id="anti"),
+        pytest.param(
+            {"affinity": {"podAffinity": HOST_ANTI_AFFINITY["podAntiAffinity"]}},
+            ["affinity.podAffinity"],
+            id="affinity",
+        ),
+        pytest.param(
+            {
+                "affinity": {
+                    "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": []}
+                }
+            },
+            [],
+            id="preferred-only",
+        ),
+        pytest.param(
+            {"topologySpreadConstraints": [SPREAD]}, ["topologySpreadConstraints"], id="spread"
+        ),
+        pytest.param(
+            {"topologySpreadConstraints": [{**SPREAD, "whenUnsatisfiable": "ScheduleAnyway"}]},
+            [],
+            id="spread-anyway",
+        ),
+    ],
+)
+def test_hard_pod_constraints_placer_does_not_model_are_named_in_a_warning(
+    caplog: pytest.LogCaptureFixture, extra: dict[str, Any], warned: list[str]
+) -> None:
+    spec = {"containers": [container()], **extra}
+    with caplog.at_level(logging.WARNING):
+        parse_jobset(manifest(spec), source="f.yaml")
+    messages = [r.getMessage() for r in caplog.records if "not modeled" in r.getMessage()]
+    assert len(messages) == len(warned)
+    for message, constraint in zip(messages, warned, strict=True):
+        assert message.startswith(
+            f"f.yaml: team/js: spec.replicatedJobs[0].template.spec.template.spec.{constraint}"
+        )
