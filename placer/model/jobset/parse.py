@@ -185,6 +185,18 @@ def _unmodeled(raw_pod: Mapping[str, Any]) -> list[str]:
     return found
 
 
+def _warn_unmodeled(raw_pod: Mapping[str, Any], *, source: str, obj: str, field: str) -> None:
+    for constraint in _unmodeled(raw_pod):
+        log.warning(
+            "%s: %s: %s.%s: not modeled by placer; kube-scheduler enforces it, so pods may "
+            "stay Pending where the plan puts them",
+            source or "<input>",
+            obj,
+            field,
+            constraint,
+        )
+
+
 def _pods_of(replicas: int, parallelism: int | None, completions: int | None) -> int:
     """Pods a replicated job runs at once, counting each child Job as at least one (a Job of no
     pods is still an object to plan)."""
@@ -262,15 +274,7 @@ def parse_jobset(
             host_ports=pod_host_ports(raw_pod),
         )
         pods_per_job = min(parallelism, completions)
-        for constraint in _unmodeled(raw_pod):
-            log.warning(
-                "%s: %s: %s.%s: not modeled by placer; kube-scheduler enforces it, so pods may "
-                "stay Pending where the plan puts them",
-                source or "<input>",
-                key,
-                pod_field,
-                constraint,
-            )
+        _warn_unmodeled(raw_pod, source=source, obj=key, field=pod_field)
         kueue = read_kueue_topology(
             job.template.metadata.annotations,
             index=i,
