@@ -36,9 +36,12 @@ def test_every_annotation_is_read() -> None:
     assert r.pod_count == 8 and r.kueue_topology and not r.unconstrained
 
 
-def test_slice_size_defaults_to_one_child_jobs_pods_as_kueue_does_for_jobset() -> None:
-    r = parsed({REQ: "block", SLICE: "rack"}, parallelism=3).replicated_jobs[0]
-    assert r.slice_size == 3
+def test_a_slice_topology_needs_a_slice_size_as_kueues_webhook_has_it() -> None:
+    """Kueue v0.19.2 refuses a slice topology without a size (`ValidateTASPodSetRequest`)."""
+    with pytest.raises(InputError) as refused:
+        parsed({REQ: "block", SLICE: "rack"}, parallelism=3)
+    assert refused.value.message == f"needs {SIZE}, the pods of one slice"
+    assert refused.value.field.endswith(f"annotations[{SLICE}]")
 
 
 def test_unconstrained_is_a_boolean() -> None:
@@ -154,11 +157,12 @@ def test_levels_named_must_be_declared() -> None:
 
 
 def test_slice_level_above_podset_level_is_refused() -> None:
-    js = parsed({REQ: "rack", SLICE: "block"}, parallelism=2)
+    js = parsed({REQ: "rack", SLICE: "block", SIZE: "2"}, parallelism=2)
     with pytest.raises(InputError, match="slice topology block is above the podset topology rack"):
         check_topology_levels([js], LEVELS)
-    check_topology_levels([parsed({REQ: "block", SLICE: "rack"})], LEVELS)
-    check_topology_levels([parsed({REQ: "block", SLICE: "kubernetes.io/hostname"})], ("block",))
+    check_topology_levels([parsed({REQ: "block", SLICE: "rack", SIZE: "1"})], LEVELS)
+    host = {REQ: "block", SLICE: "kubernetes.io/hostname", SIZE: "1"}
+    check_topology_levels([parsed(host)], ("block",))
 
 
 def placers(annotations: dict[str, str]) -> dict[str, str]:
@@ -172,7 +176,7 @@ def placers(annotations: dict[str, str]) -> dict[str, str]:
         {REQ: "block", SLICE: "rack", SIZE: "2"},
         {PREF: "rack"},
         {FREE: "true"},
-        {REQ: "block", SLICE: "rack"},
+        {REQ: "block", SLICE: "rack", SIZE: "1"},
     ],
 )
 def test_placers_spelling_reads_as_kueues(annotations: dict[str, str]) -> None:
@@ -228,3 +232,35 @@ def test_a_prefixed_label_key_is_a_level() -> None:
     block = "cloud.google.com/gce-topology-block"
     assert parsed({REQ: block}).replicated_jobs[0].required_topology == block
     assert parsed({f"{OWN}required-topology": block}).replicated_jobs[0].required_topology == block
+
+
+@pytest.mark.parametrize(
+    ("annotations", "refused", "other"),
+    [
+        ({REQ: "block", PREF: "rack"}, PREF, REQ),
+        ({REQ: "block", FREE: "false"}, FREE, REQ),
+        ({PREF: "rack", FREE: "true"}, FREE, PREF),
+    ],
+)
+def test_one_level_annotation_at_most_whatever_the_values(
+    annotations: dict[str, str], refused: str, other: str
+) -> None:
+    """Kueue's webhook counts the annotations present: `unconstrained: "false"` beside a required
+    level is refused as much as `"true"` (`ValidateTASPodSetRequest`)."""
+    with pytest.raises(InputError) as caught:
+        parsed(annotations)
+    assert caught.value.field.endswith(f"annotations[{refused}]")
+    assert caught.value.message == f"cannot be combined with {other}"
+
+
+@pytest.mark.parametrize(("text", "size"), [("2", 2), ("+2", 2), ("02", 2), ("8", 8)])
+def test_a_slice_size_is_what_go_reads_as_an_int32(text: str, size: int) -> None:
+    r = parsed({REQ: "block", SLICE: "rack", SIZE: text}, parallelism=8).replicated_jobs[0]
+    assert r.slice_size == size
+
+
+@pytest.mark.parametrize("text", ["2_0", " 2", "2.0", "\u0662", "2147483648", "0", "-2", ""])
+def test_a_slice_size_go_does_not_read_as_a_positive_int32_is_refused(text: str) -> None:
+    with pytest.raises(InputError) as caught:
+        parsed({REQ: "block", SLICE: "rack", SIZE: text}, parallelism=20)
+    assert caught.value.message == f"must be a positive integer, got {text!r}"

@@ -49,9 +49,10 @@ def jobset_of(case: KueueCase) -> JobSetRequest:
         annotations[KUEUE + "podset-preferred-topology"] = case.preferred
     if case.unconstrained:
         annotations[KUEUE + "podset-unconstrained-topology"] = "true"
+    size = case.slice_size or case.count
     if case.slice_level:
         annotations[KUEUE + "podset-slice-required-topology"] = case.slice_level
-    size = case.slice_size or case.count
+        annotations[KUEUE + "podset-slice-size"] = str(size)
     requests: dict[str, Any] = {}
     if case.cpu_m:
         requests["cpu"] = f"{case.cpu_m}m"

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 from placer.model.errors import InputError
 from placer.model.messages import echo
+from placer.model.read.limits import INT32_MAX
+from placer.model.scheduling import go_int
 from placer.model.workload import (
     EXCLUSIVE_TOPOLOGY,
     KUEUE_PODSET_GROUP,
@@ -47,6 +49,8 @@ __all__ = [
 ]
 
 HOSTNAME = "kubernetes.io/hostname"
+_ONE_OF = (KUEUE_REQUIRED_TOPOLOGY, KUEUE_PREFERRED_TOPOLOGY, KUEUE_UNCONSTRAINED_TOPOLOGY)
+"""At most one of these may be present on a pod template, whatever its value (Kueue's webhook)."""
 _BOOLEANS = {
     **dict.fromkeys(("1", "t", "T", "TRUE", "true", "True"), True),
     **dict.fromkeys(("0", "f", "F", "FALSE", "false", "False"), False),
@@ -108,12 +112,13 @@ def read_kueue_topology(
 ) -> KueueTopology:
     """Read and check the Kueue TAS annotations of replicated job `index`.
 
-    Rules (Kueue's webhook and KEP-2724): unconstrained excludes required and preferred (given both
-    required and preferred, required counts, as in Kueue's solver; its webhook would refuse them);
-    a slice size needs a slice topology; a slice topology without a size gets one child Job's pods
-    (Kueue's default for JobSet, its `parallelism`); the slice size is a positive integer dividing
-    the PodSet's pod count, replicas x pods per child Job. A podset group name is not empty nor a
-    number, needs a required or preferred level and takes no slices (Kueue's webhook).
+    Rules (Kueue v0.19.2's webhook, `ValidateTASPodSetRequest`; tests/cluster/test_kueue_rules.py
+    asks it): at most one of required, preferred and unconstrained is present, whatever the
+    values; a slice topology and a slice size come together; the slice size is an int32 of at
+    least 1 as Go's `ParseInt` reads it. A podset group name is not empty nor a number, needs a
+    required or preferred level and takes no slices. One rule is placer's own: the slice size
+    divides the PodSet's pod count (replicas x pods per child Job), since Kueue's TAS counts
+    whole slices (count / size, rounded down) and says nothing of the pods left over.
     """
 
     def error_at(written: str, message: str) -> InputError:
@@ -140,29 +145,24 @@ def read_kueue_topology(
                 f"must be a boolean (true or false), got {echo(unconstrained_text)}",
             )
         unconstrained = _BOOLEANS[unconstrained_text]
-    if unconstrained and (required or preferred):
-        other = k(KUEUE_REQUIRED_TOPOLOGY if required else KUEUE_PREFERRED_TOPOLOGY)
-        raise bad(KUEUE_UNCONSTRAINED_TOPOLOGY, f"cannot be combined with {other}")
+    levels = [key for key in _ONE_OF if key in values]  # present, whatever the value
+    if len(levels) > 1:
+        raise bad(levels[-1], f"cannot be combined with {k(levels[0])}")
     slice_topology = values.get(KUEUE_SLICE_TOPOLOGY) or None
     size_text = values.get(KUEUE_SLICE_SIZE)
     slice_size: int | None = None
     if size_text is not None:
         if slice_topology is None:
             raise bad(KUEUE_SLICE_SIZE, f"a slice size needs {k(KUEUE_SLICE_TOPOLOGY)}")
-        try:
-            slice_size = int(size_text)
-        except ValueError:
-            raise bad(
-                KUEUE_SLICE_SIZE, f"must be a positive integer, got {echo(size_text)}"
-            ) from None
-        if slice_size < 1:
+        slice_size = go_int(size_text)
+        if slice_size is None or not 1 <= slice_size <= INT32_MAX:
             raise bad(KUEUE_SLICE_SIZE, f"must be a positive integer, got {echo(size_text)}")
     elif slice_topology is not None:
-        slice_size = max(pods_per_job, 1)
+        raise bad(KUEUE_SLICE_TOPOLOGY, f"needs {k(KUEUE_SLICE_SIZE)}, the pods of one slice")
     pod_count = replicas * pods_per_job
     if slice_size is not None and pod_count % slice_size:
         raise bad(
-            KUEUE_SLICE_SIZE if size_text is not None else KUEUE_SLICE_TOPOLOGY,
+            KUEUE_SLICE_SIZE,
             f"slice size {slice_size} does not divide the replicated job's {pod_count} pods "
             f"({replicas} replicas x {pods_per_job} pods)",
         )

@@ -574,13 +574,14 @@ def test_node_selector_strategy_flag() -> None:
 def test_kueue_topology_annotations_come_from_the_pod_template() -> None:
     kueue = {
         "kueue.x-k8s.io/podset-required-topology": "block",
-        "kueue.x-k8s.io/podset-preferred-topology": "rack",
+        "kueue.x-k8s.io/podset-slice-required-topology": "rack",
+        "kueue.x-k8s.io/podset-slice-size": "1",
     }
     rj = parse_jobset(manifest(pod_annotations=kueue)).replicated_jobs[0]
-    assert (rj.required_topology, rj.preferred_topology) == ("block", "rack")
+    assert (rj.required_topology, rj.slice_topology) == ("block", "rack")
     # on the Job template they are not Kueue's podset annotations
     rj = parse_jobset(manifest(job_annotations=kueue)).replicated_jobs[0]
-    assert (rj.required_topology, rj.preferred_topology) == (None, None)
+    assert (rj.required_topology, rj.slice_topology) == (None, None)
 
 
 # --- errors -------------------------------------------------------------------------------------
