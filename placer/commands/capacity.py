@@ -133,7 +133,8 @@ def _cheapest(args: argparse.Namespace) -> int:
         base = load_cluster(args)
     classes = {**catalog.priorityClasses, **(base.priority_classes if base else {})}
     paths = [_existing(p, "JOBSETS") for p in args.jobsets]
-    jobsets = load_jobsets(paths, priority_classes=classes)
+    default = base.default_priority_class if base else None
+    jobsets = load_jobsets(paths, priority_classes=classes, default_priority_class=default)
     notes: list[str] = []
     if base is not None:
         base, jobsets, notes = apply_whatif_args(args, base, jobsets)

@@ -237,7 +237,12 @@ def load_live_queue_args(
 
     kubeconfig = str(args.kubeconfig)
     queue = _guarded(
-        lambda: load_live_queue(kubeconfig, running_jobsets(snapshot), snapshot.priority_classes),
+        lambda: load_live_queue(
+            kubeconfig,
+            running_jobsets(snapshot),
+            snapshot.priority_classes,
+            snapshot.default_priority_class,
+        ),
         [kubeconfig],
     )
     given = {js.key for js in jobsets}
@@ -256,7 +261,12 @@ def load_inputs(args: argparse.Namespace) -> tuple[ClusterSnapshot, list[JobSetR
     from placer.model.jobset.parse import load_jobsets
 
     jobsets = _guarded(
-        lambda: load_jobsets(jobset_paths, priority_classes=snapshot.priority_classes), jobset_paths
+        lambda: load_jobsets(
+            jobset_paths,
+            priority_classes=snapshot.priority_classes,
+            default_priority_class=snapshot.default_priority_class,
+        ),
+        jobset_paths,
     )
     from placer.model.kueue.annotations import check_topology_levels
 

@@ -100,6 +100,10 @@ class ClusterSnapshot(BaseModel):
     """`namespace/name` -> start and expected duration, for the JobSets the source dated."""
     non_preempting_classes: tuple[str, ...] = ()
     """PriorityClasses with `preemptionPolicy: Never`: JobSets of them never preempt (sorted)."""
+    default_priority_class: str | None = None
+    """The PriorityClass with `globalDefault: true`: the Priority admission plugin gives it (its
+    value and its preemption policy) to every pod that names no class, so a JobSet whose
+    templates name none has it."""
     reservations: tuple[DomainReservation, ...] = ()
     """Domains held for pending JobSets' future starts (the reservation pass, or the controller's
     ledger); every solver treats them through `PlacementContext.domain_open_to`."""

@@ -295,3 +295,28 @@ def test_emit_writes_affinity_patches(
     assert nodes == expected
     assert "kubectl taint node" in (out_dir / "nodes.sh").read_text()
     assert "wrote" in err
+
+
+def test_a_jobset_naming_no_class_is_planned_at_the_clusters_default_priority(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two pools, two JobSets of two slices each: the one without a class has the cluster's
+    `globalDefault` class (500), above the one that names `low` (100) though queued after it,
+    so it is the one placed."""
+    cluster = write_cluster(tmp_path, pools=2)
+    listing = json.loads(cluster.read_text())
+    listing["items"] += [
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+         "metadata": {"name": name}, "value": value, "globalDefault": default}
+        for name, value, default in (("low", 100, False), ("standard", 500, True))
+    ]  # fmt: skip
+    cluster.write_text(json.dumps(listing))
+    named = jobset_manifest("named")
+    named["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"][
+        "priorityClassName"
+    ] = "low"
+    jobsets = write_jobsets(tmp_path, named, jobset_manifest("plain"))
+    code, out, _ = run(capsys, "--cluster", cluster, jobsets, "-o", "json", *FAST)
+    assert code == 0
+    outcomes = {o["name"]: (o["priority"], o["status"]) for o in json.loads(out)["jobsets"]}
+    assert outcomes == {"plain": (500, "placed"), "named": (100, "unschedulable")}

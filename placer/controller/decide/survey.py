@@ -248,23 +248,52 @@ def _without_durations(obj: Obj) -> Obj:
     }
 
 
-def _parse_request(obj: Obj, order: int, priorities: dict[str, int]) -> tuple[JobSetRequest, str]:
+@dataclass(frozen=True)
+class Priorities:
+    """The cluster's PriorityClasses as a JobSet's templates resolve them: name -> value, and
+    the class a template naming none gets (the one with `globalDefault`, lowest value first)."""
+
+    values: dict[str, int]
+    default: str | None
+
+    @staticmethod
+    def of(state: ClusterState) -> Priorities:
+        defaults = sorted(
+            (int(pc.get("value") or 0), name)
+            for name, pc in state.priority_classes.items()
+            if pc.get("globalDefault") is True
+        )
+        values = {name: int(pc.get("value") or 0) for name, pc in state.priority_classes.items()}
+        return Priorities(values, defaults[0][1] if defaults else None)
+
+
+def _parse_request(obj: Obj, order: int, priorities: Priorities) -> tuple[JobSetRequest, str]:
     """`parse_jobset`; an unreadable or negative expected duration (the annotation
     `placer.dev/expected-duration`, or a child Job's `activeDeadlineSeconds`) is not worth a
     JobSet: it is planned with the default duration, and the error becomes the warning."""
     try:
-        return parse_jobset(obj, source="cluster", order=order, priority_classes=priorities), ""
+        return parse_jobset(
+            obj,
+            source="cluster",
+            order=order,
+            priority_classes=priorities.values,
+            default_priority_class=priorities.default,
+        ), ""
     except InputError as e:
         if e.field != _DURATION_FIELD and not e.field.endswith(_DEADLINE_FIELD):
             raise
         request = parse_jobset(
-            _without_durations(obj), source="cluster", order=order, priority_classes=priorities
+            _without_durations(obj),
+            source="cluster",
+            order=order,
+            priority_classes=priorities.values,
+            default_priority_class=priorities.default,
         )
         return request, f"{e}; planned with the default duration"
 
 
 def _parse(
-    obj: Obj, order: int, priorities: dict[str, int], memo: ParseMemo | None
+    obj: Obj, order: int, priorities: Priorities, memo: ParseMemo | None
 ) -> tuple[JobSetRequest | None, str, str]:
     """`parse_jobset`, memoized: status and record updates do not change what placement needs."""
     meta = obj.get("metadata") or {}
@@ -279,7 +308,8 @@ def _parse(
                 meta.get("creationTimestamp"),
                 obj.get("spec"),
                 annotations,
-                priorities,
+                priorities.values,
+                priorities.default,
             ],
             sort_keys=True,
             default=str,
@@ -338,7 +368,7 @@ def survey(
     its entry in `ledger` when there is one (the commit is what counts), else its annotation.
     `memo` and `refs` (kept by the caller across cycles) save re-parsing unchanged manifests and
     pod labels; `pods`: `jobset_pods(state, refs)` when the caller already has it."""
-    priorities = {name: int(pc.get("value") or 0) for name, pc in state.priority_classes.items()}
+    priorities = Priorities.of(state)
     if pods is None:
         pods = jobset_pods(state, refs)
     result: list[ManagedJobSet] = []

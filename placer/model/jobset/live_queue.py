@@ -83,6 +83,7 @@ def _pending(
     objs: list[dict[str, Any]],
     running: Collection[str],
     priority_classes: Mapping[str, int],
+    default_class: str | None,
     source: str,
 ) -> list[JobSetRequest]:
     objs = sorted(
@@ -99,7 +100,11 @@ def _pending(
             continue
         try:
             js = parse_jobset(
-                obj, source=source, order=len(result), priority_classes=priority_classes
+                obj,
+                source=source,
+                order=len(result),
+                priority_classes=priority_classes,
+                default_priority_class=default_class,
             )
         except InputError as e:
             log.warning("skipping a JobSet that cannot be planned: %s", e)
@@ -110,7 +115,10 @@ def _pending(
 
 
 def load_live_queue(
-    kubeconfig: str | None, running: Collection[str], priority_classes: Mapping[str, int]
+    kubeconfig: str | None,
+    running: Collection[str],
+    priority_classes: Mapping[str, int],
+    default_class: str | None = None,
 ) -> LiveQueue:
     """The pending JobSets of the cluster `kubeconfig` points at (those not in `running`, the
     live snapshot's running JobSets), and Kueue's standing for each."""
@@ -118,7 +126,11 @@ def load_live_queue(
     try:
         source = api.host
         jobsets = _pending(
-            _list(api, JOBSET_GROUP, JOBSET_VERSION, "jobsets"), running, priority_classes, source
+            _list(api, JOBSET_GROUP, JOBSET_VERSION, "jobsets"),
+            running,
+            priority_classes,
+            default_class,
+            source,
         )
         pending = {js.key for js in jobsets}
         kueue: dict[str, str] = {}

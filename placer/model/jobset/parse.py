@@ -142,17 +142,21 @@ def parse_affinity_terms(
 def _priority(
     pod: TemplatePodSpec,
     priority_classes: Mapping[str, int] | None,
+    default_class: str | None,
     *,
     source: str,
     obj: str,
     field: str,
 ) -> int:
-    """Pod `priority` if set (admission fills it in live objects), else the class value, else 0."""
+    """Pod `priority` if set (admission fills it in live objects), else the value of its class
+    or, naming none, of the cluster's default class (as the Priority admission plugin gives
+    it), else 0."""
     if pod.priority is not None:
         return pod.priority
+    name = pod.priorityClassName or default_class
+    if name and priority_classes is not None and name in priority_classes:
+        return priority_classes[name]
     if pod.priorityClassName:
-        if priority_classes is not None and pod.priorityClassName in priority_classes:
-            return priority_classes[pod.priorityClassName]
         log.warning(
             "%s: %s: %s.priorityClassName %r is unknown; using priority 0",
             source or "<input>",
@@ -232,6 +236,7 @@ def parse_jobset(
     source: str = "",
     order: int = 0,
     priority_classes: Mapping[str, int] | None = None,
+    default_priority_class: str | None = None,
 ) -> JobSetRequest:
     """Validate one JobSet object and reduce it to what placement needs.
 
@@ -302,8 +307,17 @@ def parse_jobset(
                 topology_prefix=kueue.prefix,
             )
         )
-        priorities.append(_priority(pod, priority_classes, source=source, obj=key, field=pod_field))
-        class_names.append(pod.priorityClassName)
+        priorities.append(
+            _priority(
+                pod,
+                priority_classes,
+                default_priority_class,
+                source=source,
+                obj=key,
+                field=pod_field,
+            )
+        )
+        class_names.append(pod.priorityClassName or default_priority_class)
         policies.append(pod.preemptionPolicy)
     duration = jobset_expected_duration(obj, source=source, key=key)
     request = JobSetRequest(
@@ -327,7 +341,10 @@ def parse_jobset(
 
 
 def load_jobsets(
-    paths: Sequence[str | Path], *, priority_classes: Mapping[str, int] | None = None
+    paths: Sequence[str | Path],
+    *,
+    priority_classes: Mapping[str, int] | None = None,
+    default_priority_class: str | None = None,
 ) -> list[JobSetRequest]:
     """Every JobSet in the given files/directories, `order` numbered across all of them.
 
@@ -346,7 +363,11 @@ def load_jobsets(
                 log.warning("%s: skipping %s (not a JobSet)", source, describe_object(doc))
                 continue
             js = parse_jobset(
-                doc, source=source, order=len(result), priority_classes=priority_classes
+                doc,
+                source=source,
+                order=len(result),
+                priority_classes=priority_classes,
+                default_priority_class=default_priority_class,
             )
             if js.key in seen:
                 raise InputError(

@@ -144,6 +144,8 @@ class PriorityClassObject(msgspec.Struct, frozen=True, gc=False):
     value: int
     preemptionPolicy: str | None = None
     """`Never`: pods of this class never preempt others (read by preemption)."""
+    globalDefault: bool = False
+    """The class admission gives a pod that names none (`load.default_priority_class`)."""
 
 
 KubeObject = NodeObject | PodObject | PriorityClassObject

@@ -162,6 +162,8 @@ def snapshot_to_kubectl_list(snapshot: ClusterSnapshot) -> dict[str, Any]:
             "kind": "PriorityClass",
             "metadata": {"name": name},
             "value": value,
+            **({"globalDefault": True} if name == snapshot.default_priority_class else {}),
+            **({"preemptionPolicy": "Never"} if name in snapshot.non_preempting_classes else {}),
         }
         for name, value in sorted(snapshot.priority_classes.items())
     ]

@@ -110,6 +110,13 @@ def _priority_classes(objs: Iterable[tuple[str, PriorityClassObject]]) -> dict[s
     return dict(sorted(result.items()))
 
 
+def default_priority_class(objs: Iterable[tuple[str, PriorityClassObject]]) -> str | None:
+    """The class with `globalDefault: true`; of several (a race the API server can lose), the one
+    of lowest value, as the Priority admission plugin picks it (then the first name)."""
+    defaults = sorted((pc.value, pc.metadata.name) for _, pc in objs if pc.globalDefault)
+    return defaults[0][1] if defaults else None
+
+
 def _non_preempting(objs: Iterable[tuple[str, PriorityClassObject]]) -> tuple[str, ...]:
     """Names of the PriorityClasses with `preemptionPolicy: Never`, sorted."""
     return tuple(sorted({pc.metadata.name for _, pc in objs if pc.preemptionPolicy == "Never"}))
@@ -137,6 +144,7 @@ def snapshot_from_objects(
         nodes=tuple(apply_pods(node_list, pod_list, classes)),
         priority_classes=classes,
         non_preempting_classes=_non_preempting(class_objs),
+        default_priority_class=default_priority_class(class_objs),
         running=_running_starts(pod_list),
         levels=tuple(levels),
         kueue_topology=kueue_topology,
@@ -216,6 +224,7 @@ def load_snapshot(paths: Sequence[str | Path]) -> ClusterSnapshot:
         nodes=tuple(node_list),
         priority_classes=priority_classes,
         non_preempting_classes=_non_preempting(classes),
+        default_priority_class=default_priority_class(classes),
         running=_with_durations({**described, **_running_starts(pods)}, jobset_objects, node_list),
         levels=levels,
         kueue_topology=kueue_topology,

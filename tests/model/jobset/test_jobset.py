@@ -502,6 +502,25 @@ def test_priority(caplog: pytest.LogCaptureFixture) -> None:
     assert any("'nope' is unknown" in r.getMessage() for r in caplog.records)
 
 
+def test_a_template_naming_no_class_gets_the_clusters_default() -> None:
+    """As the Priority admission plugin does: the `globalDefault` class's value and name (and so
+    its preemption policy), unless the template names a class or sets a priority."""
+    classes = {"standard": 500, "low": 100}
+    plain = parse_jobset(manifest(), priority_classes=classes, default_priority_class="standard")
+    assert (plain.priority, plain.priority_class_name) == (500, "standard")
+    low = {"containers": [container()], "priorityClassName": "low"}
+    named = parse_jobset(manifest(low), priority_classes=classes, default_priority_class="standard")
+    assert (named.priority, named.priority_class_name) == (100, "low")
+    set_ = {"containers": [container()], "priority": 7}
+    assert (
+        parse_jobset(
+            manifest(set_), priority_classes=classes, default_priority_class="standard"
+        ).priority
+        == 7
+    )
+    assert parse_jobset(manifest(), priority_classes=classes).priority == 0
+
+
 def test_class_name_and_never_preempting_come_from_any_replicated_job() -> None:
     """The first replicatedJob naming a priority class names the JobSet's; one replicatedJob
     that never preempts makes the JobSet never preempt (it is evicted and placed whole)."""

@@ -176,6 +176,39 @@ def test_priority_classes() -> None:
     }
 
 
+def _class(name: str, value: int, **more: Any) -> dict[str, Any]:
+    meta = {"name": name}
+    return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": meta,
+            "value": value, **more}  # fmt: skip
+
+
+def test_the_global_default_class_is_the_one_admission_gives() -> None:
+    """The Priority admission plugin gives a pod naming no class the `globalDefault` one; of
+    several (a race it can lose), the lowest value."""
+    classes = [
+        _class("high", 1000, globalDefault=True),
+        _class("standard", 500, globalDefault=True),
+    ]
+    classes.append(_class("low", 10, globalDefault=False))
+    assert snapshot_from_objects([node("a")], [], classes).default_priority_class == "standard"
+    assert snapshot_from_objects([node("a")], [], classes[2:]).default_priority_class is None
+
+
+def test_a_kubectl_list_keeps_the_default_and_the_non_preempting_classes() -> None:
+    classes = [
+        _class("standard", 500, globalDefault=True),
+        _class("batch", 10, preemptionPolicy="Never"),
+    ]
+    before = snapshot_from_objects([node("a")], [], classes)
+    items = snapshot_to_kubectl_list(before)["items"]
+    after = snapshot_from_objects(
+        [i for i in items if i["kind"] == "Node"],
+        [],
+        [i for i in items if i["kind"] == "PriorityClass"],
+    )
+    assert (after.default_priority_class, after.non_preempting_classes) == ("standard", ("batch",))
+
+
 def test_kubectl_list_file(tmp_path: Path) -> None:
     doc = {
         "apiVersion": "v1",
