@@ -189,6 +189,23 @@ def _unmodeled(raw_pod: Mapping[str, Any]) -> list[str]:
     return found
 
 
+def _pod_shape(
+    pod: TemplatePodSpec, raw_pod: Mapping[str, Any], *, source: str, obj: str, field: str
+) -> PodShape:
+    """What decides where one pod of the template may run and what it takes (and a warning for
+    what kube-scheduler enforces beyond that)."""
+    _warn_unmodeled(raw_pod, source=source, obj=obj, field=field)
+    return PodShape(
+        requests=pod_request(raw_pod, source=source, obj=obj, field=field),
+        node_selector=dict(sorted(pod.nodeSelector.items())),
+        affinity_terms=parse_affinity_terms(
+            pod.affinity, source=source, obj=obj, field=f"{field}.affinity"
+        ),
+        tolerations=parse_tolerations(pod.tolerations),
+        host_ports=pod_host_ports(raw_pod),
+    )
+
+
 def _warn_unmodeled(raw_pod: Mapping[str, Any], *, source: str, obj: str, field: str) -> None:
     for constraint in _unmodeled(raw_pod):
         log.warning(
@@ -269,17 +286,8 @@ def parse_jobset(
         raw_pod = obj["spec"]["replicatedJobs"][i]["template"]["spec"]["template"]["spec"]
         parallelism = 1 if job.parallelism is None else job.parallelism
         completions = parallelism if job.completions is None else job.completions
-        shape = PodShape(
-            requests=pod_request(raw_pod, source=source, obj=key, field=pod_field),
-            node_selector=dict(sorted(pod.nodeSelector.items())),
-            affinity_terms=parse_affinity_terms(
-                pod.affinity, source=source, obj=key, field=f"{pod_field}.affinity"
-            ),
-            tolerations=parse_tolerations(pod.tolerations),
-            host_ports=pod_host_ports(raw_pod),
-        )
+        shape = _pod_shape(pod, raw_pod, source=source, obj=key, field=pod_field)
         pods_per_job = min(parallelism, completions)
-        _warn_unmodeled(raw_pod, source=source, obj=key, field=pod_field)
         kueue = read_kueue_topology(
             job.template.metadata.annotations,
             index=i,
