@@ -73,8 +73,9 @@ def node_exclusion(
 
 
 def _ert_toleration(resource: str) -> Toleration:
-    """What the ExtendedResourceToleration admission plugin adds for each extended resource."""
-    return Toleration(key=resource, operator="Exists")
+    """What the ExtendedResourceToleration admission plugin adds for each extended resource: a
+    NoSchedule toleration only (k8s v1.36.3), so a NoExecute taint of that key still repels."""
+    return Toleration(key=resource, operator="Exists", effect="NoSchedule")
 
 
 def node_pod_capacity(node: Node, pod: PodShape) -> int:

@@ -160,6 +160,28 @@ SELECTION: list[tuple[str, dict[str, Any], bool]] = [
         _required(fields=[{"key": "metadata.labels", "operator": "In", "values": ["n1"]}]),
         False,
     ),
+    (
+        "no-terms",
+        _with(
+            affinity={
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}
+                }
+            }
+        ),
+        False,
+    ),
+    (
+        "an-empty-term",  # valid, and it matches no node
+        _with(
+            affinity={
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{}]}
+                }
+            }
+        ),
+        True,
+    ),
     ("node-selector", _with(nodeSelector={"pool": "p1"}), True),
     ("node-selector-bad-value", _with(nodeSelector={"pool": "a b"}), False),
     ("node-selector-bad-key", _with(nodeSelector={"-pool": "p1"}), False),

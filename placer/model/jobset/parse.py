@@ -98,6 +98,14 @@ def parse_affinity_terms(
     if required is None:
         return ()
     base = f"{field}.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+    if not required.nodeSelectorTerms:  # else "no requirement" would stand for "no node"
+        raise InputError(
+            "must have at least one node selector term",
+            source=source,
+            obj=obj,
+            field=base,
+            code="affinity",
+        )
     terms: list[NodeSelectorTerm] = []
     for t, term in enumerate(required.nodeSelectorTerms):
         exprs = tuple(

@@ -34,8 +34,8 @@ class ShapeTolerations:
         if found is None:
             found = list(shape.tolerations)
             if self._ert:
-                found += [
-                    Toleration(key=r, operator="Exists")
+                found += [  # NoSchedule only, as the plugin adds them
+                    Toleration(key=r, operator="Exists", effect="NoSchedule")
                     for r in shape.requests
                     if is_extended_resource(r) and shape.requests[r] > 0
                 ]

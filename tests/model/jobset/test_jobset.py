@@ -309,6 +309,17 @@ def test_affinity_terms_are_ored_and_match_fields_kept() -> None:
     assert terms[1].match_expressions == ()
 
 
+@pytest.mark.parametrize("required", [{}, {"nodeSelectorTerms": []}])
+def test_a_required_node_affinity_needs_a_term(required: dict[str, Any]) -> None:
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}}
+    with pytest.raises(InputError) as e:
+        parse_jobset(manifest({"containers": [container()], "affinity": affinity}))
+    assert e.value.message == "must have at least one node selector term"
+    assert e.value.field.endswith(
+        "requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+    )
+
+
 @pytest.mark.parametrize(
     ("term", "field", "words"),
     [
