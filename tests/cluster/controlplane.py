@@ -27,7 +27,7 @@ from typing import Any
 import yaml
 
 from tests.cluster.pki import CertificateAuthority, KeyPair, service_account_keys
-from tests.cluster.processes import LOOPBACK, Component, free_port
+from tests.cluster.processes import LOOPBACK, Component, free_port, wait_until
 
 __all__ = ["ControlPlane", "Versions"]
 
@@ -145,6 +145,44 @@ class ControlPlane:
         self.install_crds()
         self._start_jobset()
         self._start_kueue()
+        self._wait_for_admission()
+
+    def _wait_for_admission(self, timeout_s: float = 120.0) -> None:
+        """Until a Pod and a queued JobSet pass every admission webhook (dry runs, nothing kept).
+
+        A manager's /readyz can answer before its webhook handlers do: JobSet's pod webhook
+        (`mpod.kb.io`) was seen answering 404 just after start, which the API server turns into a
+        500 for the first Pod any scenario creates. Waiting here keeps that out of every test.
+        """
+        from kubernetes import client as k8s
+
+        from tests.cluster.kube import api_client
+
+        api = api_client(self.admin_kubeconfig)
+        core, custom = k8s.CoreV1Api(api), k8s.CustomObjectsApi(api)
+        container = {"name": "c", "image": "x"}
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "probe"},
+               "spec": {"containers": [container]}}  # fmt: skip
+        template = {"spec": {"template": {"spec": {"restartPolicy": "Never",
+                                                   "containers": [container]}}}}  # fmt: skip
+        jobset = {
+            "apiVersion": "jobset.x-k8s.io/v1alpha2",
+            "kind": "JobSet",
+            "metadata": {"name": "probe", "labels": {"kueue.x-k8s.io/queue-name": "probe"}},
+            "spec": {"replicatedJobs": [{"name": "w", "template": template}]},
+        }
+
+        def admitted() -> bool:
+            core.create_namespaced_pod("default", pod, dry_run="All")  # type: ignore[arg-type]
+            custom.create_namespaced_custom_object(
+                "jobset.x-k8s.io", "v1alpha2", "default", "jobsets", jobset, dry_run="All"
+            )
+            return True
+
+        try:
+            wait_until(admitted, timeout_s=timeout_s, what="every admission webhook to answer")
+        finally:
+            api.close()  # type: ignore[no-untyped-call]  # unannotated in the client
 
     def stop(self) -> None:
         for component in reversed(list(self.components.values())):

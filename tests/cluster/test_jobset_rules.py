@@ -12,11 +12,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from kubernetes.client.exceptions import ApiException
-
-from placer.model.errors import InputError
-from placer.model.jobset.parse import parse_jobset
-from tests.cluster.scenario import JOBSET_GROUP, JOBSET_VERSION, JOBSETS, Scenario
+from tests.cluster.scenario import JOBSET_GROUP, JOBSET_VERSION, Scenario
+from tests.cluster.verdicts import cluster_accepts_jobset, compare
 
 EXCLUSIVE = "alpha.jobset.sigs.k8s.io/exclusive-topology"
 
@@ -129,32 +126,6 @@ STRICTER: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
-def _cluster_accepts(scenario: Scenario, body: dict[str, Any]) -> bool:
-    try:
-        scenario.custom.create_namespaced_custom_object(
-            JOBSET_GROUP, JOBSET_VERSION, scenario.namespace, JOBSETS, body, dry_run="All"
-        )
-    except ApiException as refused:
-        assert refused.status in (400, 403, 422), refused.body  # invalid, not anything else
-        return False
-    return True
-
-
-def _placer_accepts(body: dict[str, Any]) -> bool:
-    manifest = copy.deepcopy(body)
-    manifest["metadata"]["namespace"] = "ns"
-    try:
-        parse_jobset(manifest, source="case.yaml")
-    except InputError:
-        return False
-    return True
-
-
 def test_placer_refuses_exactly_the_jobsets_the_cluster_refuses(scenario: Scenario) -> None:
-    cases = [*CASES, *((case, body, None) for case, body in STRICTER)]
-    verdicts = {
-        case: (_cluster_accepts(scenario, body), _placer_accepts(body)) for case, body, _ in cases
-    }
-    written = {case: (accepts, accepts) for case, _, accepts in CASES}
-    written |= {case: (True, False) for case, _ in STRICTER}
-    assert verdicts == written
+    said, written = compare(CASES, STRICTER, lambda body: cluster_accepts_jobset(scenario, body))
+    assert said == written

@@ -17,13 +17,11 @@ from typing import Any
 
 import yaml
 from kubernetes import client as k8s
-from kubernetes.client.exceptions import ApiException
 
-from placer.model.errors import InputError
-from placer.model.jobset.parse import parse_jobset
 from tests.cluster.scenario import Scenario
 from tests.cluster.test_emit_patches import STRATEGIC, _plan_and_emit, _planned_nodes, _wait_for_job
 from tests.cluster.test_gate_binding import multislice
+from tests.cluster.verdicts import compare, placer_accepts_jobset, refused_as_invalid
 
 TPU = {"google.com/tpu": "4"}
 
@@ -215,44 +213,28 @@ SELECTION: list[tuple[str, dict[str, Any], bool]] = [
 ]
 
 
-def _api_accepts(core: k8s.CoreV1Api, namespace: str, name: str, spec: dict[str, Any]) -> bool:
-    body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
-    try:
-        core.create_namespaced_pod(namespace, body, dry_run="All")  # type: ignore[arg-type]
-    except ApiException as refused:
-        assert refused.status in (400, 422), refused.body  # invalid, not anything else
-        return False
-    return True
+def _api_accepts(core: k8s.CoreV1Api, namespace: str, spec: dict[str, Any]) -> bool:
+    body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "probe"}, "spec": spec}
+    return refused_as_invalid(
+        lambda: core.create_namespaced_pod(namespace, body, dry_run="All")  # type: ignore[arg-type]
+    )
 
 
 def _placer_accepts(spec: dict[str, Any]) -> bool:
     """Read as the pod template of a JobSet that is otherwise sound."""
-    jobset = {
-        "apiVersion": "jobset.x-k8s.io/v1alpha2",
-        "kind": "JobSet",
-        "metadata": {"name": "probe", "namespace": "ns"},
-        "spec": {
-            "replicatedJobs": [
-                {"name": "w", "template": {"spec": {"template": {"spec": copy.deepcopy(spec)}}}}
-            ]
-        },
-    }
-    try:
-        parse_jobset(jobset, source="case.yaml")
-    except InputError:
-        return False
-    return True
+    rjob = {"name": "w", "template": {"spec": {"template": {"spec": spec}}}}
+    jobset = {"kind": "JobSet", "metadata": {"name": "probe"}, "spec": {"replicatedJobs": [rjob]}}
+    return placer_accepts_jobset(jobset)
 
 
 def test_placer_refuses_exactly_the_pods_the_api_server_refuses(scenario: Scenario) -> None:
-    ns = scenario.namespace
-
-    cases = [*CASES, *SELECTION]
-    verdicts = {
-        case: (_api_accepts(scenario.core, ns, case, spec), _placer_accepts(spec))
-        for case, spec, _ in cases
-    }
-    assert verdicts == {case: (accepts, accepts) for case, _, accepts in cases}
+    said, written = compare(
+        [*CASES, *SELECTION],
+        [],
+        lambda spec: _api_accepts(scenario.core, scenario.namespace, spec),
+        _placer_accepts,
+    )
+    assert said == written
 
 
 def _pod_level_cpu(name: str, namespace: str) -> dict[str, Any]:

@@ -1,0 +1,68 @@
+"""One question asked of the real components and of placer: is this object accepted?
+
+The conformance tests (test_resource_rules, test_jobset_rules, test_kueue_rules) create each case
+with `dryRun=All`, so the API server validates and defaults it and calls every admission webhook
+(JobSet's, Kueue's), storing nothing; placer reads the same manifest with `parse_jobset`. A case is
+written with the verdict both must give; `STRICTER` cases are ones the cluster admits and placer
+refuses on purpose, each with its reason where it is listed.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from kubernetes.client.exceptions import ApiException
+
+from placer.model.errors import InputError
+from placer.model.jobset.parse import parse_jobset
+from tests.cluster.scenario import JOBSET_GROUP, JOBSET_VERSION, JOBSETS, Scenario
+
+Case = tuple[str, dict[str, Any], bool]
+"""(case, object, both accept it)"""
+Verdicts = dict[str, tuple[bool, bool]]
+"""case -> (the cluster accepts it, placer accepts it)"""
+
+
+def refused_as_invalid(call: Callable[[], object]) -> bool:
+    """False when the API server refuses the dry run as invalid or forbidden by admission; any
+    other failure is the test's, not a verdict."""
+    try:
+        call()
+    except ApiException as refused:
+        assert refused.status in (400, 403, 422), refused.body
+        return False
+    return True
+
+
+def cluster_accepts_jobset(scenario: Scenario, body: dict[str, Any]) -> bool:
+    return refused_as_invalid(
+        lambda: scenario.custom.create_namespaced_custom_object(
+            JOBSET_GROUP, JOBSET_VERSION, scenario.namespace, JOBSETS, body, dry_run="All"
+        )
+    )
+
+
+def placer_accepts_jobset(body: dict[str, Any]) -> bool:
+    manifest = copy.deepcopy(body)
+    manifest["metadata"]["namespace"] = "ns"
+    try:
+        parse_jobset(manifest, source="case.yaml")
+    except InputError:
+        return False
+    return True
+
+
+def compare(
+    cases: Sequence[Case],
+    stricter: Sequence[tuple[str, dict[str, Any]]],
+    cluster_accepts: Callable[[dict[str, Any]], bool],
+    placer_accepts: Callable[[dict[str, Any]], bool] = placer_accepts_jobset,
+) -> tuple[Verdicts, Verdicts]:
+    """(what the cluster and placer said of every case, what was written beside each)."""
+    asked = [*cases, *((case, body, False) for case, body in stricter)]
+    said = {case: (cluster_accepts(body), placer_accepts(body)) for case, body, _ in asked}
+    written = {case: (accepts, accepts) for case, _, accepts in cases}
+    written |= {case: (True, False) for case, _ in stricter}
+    return said, written
