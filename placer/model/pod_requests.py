@@ -208,7 +208,7 @@ def _pod_level(
         return {}
     container_requests, container_limits, app_limits = aggregate
     for name, value in container_limits.items():  # defaultHugePagePodLimits
-        if _is_hugepages(name) and name not in requests and name not in limits:
+        if _is_hugepages(name) and name not in limits:  # a request without one is refused
             limits[name] = value
     if limits:  # defaultPodRequests
         for name, value in container_requests.items():

@@ -22,6 +22,7 @@ from tests.cluster.scenario import Scenario
 from tests.cluster.test_emit_patches import STRATEGIC, _plan_and_emit, _planned_nodes, _wait_for_job
 from tests.cluster.test_gate_binding import multislice
 from tests.cluster.verdicts import compare, placer_accepts_jobset, refused_as_invalid
+from tests.model.test_pod_requests import LONG_NATIVE
 
 TPU = {"google.com/tpu": "4"}
 
@@ -54,6 +55,13 @@ CASES: list[tuple[str, dict[str, Any], bool]] = [
     ("quota-name", _pod({"limits": {"requests.nvidia.com/gpu": "1"}}), False),
     ("long-prefix", _pod({"limits": {f"{'a' * 245}.com/gpu": "1"}}), False),
     ("hugepages", _pod({"limits": {"memory": "1Gi", "hugepages-2Mi": "4Mi"}}), True),
+    ("native-long-prefix", _pod({"requests": {LONG_NATIVE: "1"}}), True),
+    (
+        "hugepages-half-byte-short",  # Go rounds up to a whole byte: one page
+        _pod({"limits": {"memory": "1Gi", "hugepages-2Mi": "2097151500m"}}),
+        True,
+    ),
+    ("hugepages-fraction-page", _pod({"limits": {"memory": "1Gi", "hugepages-1500m": "3"}}), False),
     ("hugepages-part-page", _pod({"limits": {"memory": "1Gi", "hugepages-2Mi": "3Mi"}}), False),
     ("hugepages-no-size", _pod({"limits": {"memory": "1Gi", "hugepages-x": "2Mi"}}), False),
     ("hugepages-alone", _pod({"limits": {"hugepages-2Mi": "4Mi"}}), False),

@@ -239,6 +239,35 @@ def test_names_the_api_server_accepts_are_read(name: str) -> None:
     assert pod_request(spec(container({name: "1"}, {name: "1"}))) == {name: Decimal(1)}
 
 
+LONG_NATIVE = f"{'a' * 60}.{'a' * 60}.{'a' * 60}.{'a' * 50}.kubernetes.io/x"
+"""A native name whose prefix (247 characters) would be too long as a quota name: the API server
+checks only extended names that way."""
+
+
+def test_a_native_name_is_not_held_to_the_extended_name_rule() -> None:
+    assert pod_request(spec(container({LONG_NATIVE: "1"}))) == {LONG_NATIVE: Decimal(1)}
+
+
+def test_no_resources_and_zero_requests_ask_nothing() -> None:
+    assert pod_request(spec({"name": "c", "resources": None})) == {}
+    assert pod_request(spec(container({"cpu": "0", "memory": "0"}))) == {}
+
+
+def test_hugepages_are_counted_in_whole_bytes_as_go_reads_them() -> None:
+    """`Quantity.Value()` rounds up to a whole byte before the page check: 2Mi less half a byte
+    is one page of 2Mi."""
+    almost = {"memory": "1Gi", "hugepages-2Mi": "2097151500m"}
+    pod = spec(container(almost, {"hugepages-2Mi": "2097151500m"}))
+    assert pod_request(pod)["hugepages-2Mi"] == Decimal("2097151.5")
+
+
+def test_a_page_size_of_a_fraction_of_a_byte_names_no_page() -> None:
+    error = refused(spec(container(limits={"memory": "1Gi", "hugepages-1500m": "3"})))
+    assert (
+        error.message == "resource name 'hugepages-1500m' hugepages-1500m does not name a page size"
+    )
+
+
 def test_hugepages_of_whole_pages_beside_memory_are_read() -> None:
     pod = spec(container({"memory": "1Gi", "hugepages-1Gi": "2Gi"}, {"hugepages-1Gi": "2Gi"}))
     assert pod_request(pod) == {"memory": Decimal(GI), "hugepages-1Gi": Decimal(2 * GI)}
