@@ -13,7 +13,7 @@ API server would refuse is refused here, with the field that breaks the rule.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
@@ -85,16 +85,23 @@ def _pod_level_name_problem(name: str) -> str:
     return "is not supported at pod level (cpu, memory, hugepages-<size>)"
 
 
-def _hugepages_problem(name: str, quantity: Decimal) -> str:
-    """`IsHugePageResourceValueDivisible`: a whole number of pages of the size the name says."""
+def _page_size(name: str) -> Decimal | None:
+    """The page size a `hugepages-<size>` name says, when it is a whole number of bytes."""
     try:
         page = parse_quantity(name[len(HUGEPAGES) :])
     except ValueError:
-        page = Decimal(0)
-    if page <= 0 or page != page.to_integral_value():
-        return f"{name} does not name a page size"
+        return None
+    return page if page > 0 and page == page.to_integral_value() else None
+
+
+def _pages_problem(name: str, quantity: Decimal) -> str:
+    """`IsHugePageResourceValueDivisible`: a whole number of pages of the size the name says,
+    the quantity rounded up to a whole byte first (Go's `Quantity.Value()`)."""
+    page = _page_size(name)
+    if page is None:
+        return f"resource name {name!r} names no page size"
     if quantity.to_integral_value(rounding=ROUND_CEILING) % page:
-        return f"must be a whole number of {name[len(HUGEPAGES) :]} pages"
+        return f"must be a whole number of {name[len(HUGEPAGES) :]} pages, got {quantity} bytes"
     return ""
 
 
@@ -102,7 +109,7 @@ def _requirements(
     resources: Mapping[str, Any],
     where: _Where,
     field: str,
-    name_problem: Any,
+    name_problem: Callable[[str], str],
 ) -> tuple[ResourceMap, ResourceMap]:
     """(requests, limits) of one `resources` block, checked by `validateResourceRequirements`."""
     limits = parse_resource_map(
@@ -113,11 +120,12 @@ def _requirements(
     )
     for kind, values in (("limits", limits), ("requests", requests)):
         for name, quantity in values.items():
-            problem = name_problem(name) or (
-                _hugepages_problem(name, quantity) if _is_hugepages(name) else ""
-            )
+            problem = name_problem(name)
             if problem:
                 raise where.error(f"resource name {name!r} {problem}", f"{field}.{kind}.{name}")
+            problem = _pages_problem(name, quantity) if _is_hugepages(name) else ""
+            if problem:
+                raise where.error(problem, f"{field}.{kind}.{name}")
     for name, request in requests.items():
         limit = limits.get(name)
         problem = ""

@@ -208,13 +208,13 @@ def test_pod_level_resources_follow_the_api_server(
         pytest.param(
             {"memory": "1Gi", "hugepages-2Mi": "3Mi"}, {"hugepages-2Mi": "3Mi"},
             "limits.hugepages-2Mi",
-            "resource name 'hugepages-2Mi' must be a whole number of 2Mi pages",
+            "must be a whole number of 2Mi pages, got 3145728 bytes",
             id="hugepages-not-whole-pages",
         ),
         pytest.param(
             {"memory": "1Gi", "hugepages-x": "2Mi"}, {"hugepages-x": "2Mi"},
-            "limits.hugepages-x", "resource name 'hugepages-x' hugepages-x does not name a page "
-            "size", id="hugepages-no-page-size",
+            "limits.hugepages-x", "resource name 'hugepages-x' names no page size",
+            id="hugepages-no-page-size",
         ),
         pytest.param(
             {"hugepages-2Mi": "2Mi"}, {"hugepages-2Mi": "2Mi"}, "",
@@ -263,9 +263,7 @@ def test_hugepages_are_counted_in_whole_bytes_as_go_reads_them() -> None:
 
 def test_a_page_size_of_a_fraction_of_a_byte_names_no_page() -> None:
     error = refused(spec(container(limits={"memory": "1Gi", "hugepages-1500m": "3"})))
-    assert (
-        error.message == "resource name 'hugepages-1500m' hugepages-1500m does not name a page size"
-    )
+    assert error.message == "resource name 'hugepages-1500m' names no page size"
 
 
 def test_hugepages_of_whole_pages_beside_memory_are_read() -> None:
