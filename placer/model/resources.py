@@ -48,6 +48,11 @@ are refused, so that nothing downstream scales a 10^24 into a solver model."""
 MAX_QUANTITY_CHARS = 100
 """Longest quantity text read: an int64 with nine decimals and a suffix is under 40."""
 _NANO = Decimal("1e-9")
+_TRIMMED = " \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u202f\u205f\u3000"
+"""What the API server trims from a quantity string (`Quantity.UnmarshalJSON`: Go's
+`strings.TrimSpace` on the JSON text between the quotes): the space and the Unicode spaces a JSON
+encoder writes as they are. Tabs and newlines arrive escaped (`\\t`), so they are not trimmed, nor
+are U+2028 and U+2029, which Go's encoder escapes."""
 
 _QUANTITY = re.compile(
     r"(?P<number>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
@@ -71,7 +76,8 @@ def parse_quantity(value: str | int | float) -> Decimal:
 
     Numbers (YAML and JSON give them unquoted) are read as the text they were written as, the way
     the API server reads a JSON number into a quantity; NaN and infinities are no quantity.
-    Fractions finer than 1n are rounded up to 1n, as the API server does."""
+    Fractions finer than 1n are rounded up to 1n, and spaces around the text are trimmed, as
+    the API server does."""
     if isinstance(value, bool):
         raise QuantityError("a boolean is not a quantity")
     if isinstance(value, int):
@@ -83,7 +89,7 @@ def parse_quantity(value: str | int | float) -> Decimal:
             raise QuantityError("must be a finite number")
         text = repr(value)
     elif isinstance(value, str):
-        text = value
+        text = value.strip(_TRIMMED)
     else:
         raise QuantityError(f"{_kind(value)} is not a quantity")
     if len(text) > MAX_QUANTITY_CHARS:

@@ -221,6 +221,24 @@ SELECTION: list[tuple[str, dict[str, Any], bool]] = [
 ]
 
 
+def _cpu(value: Any) -> dict[str, Any]:
+    return _pod({"requests": {"cpu": value}})
+
+
+QUANTITIES: list[tuple[str, dict[str, Any], bool]] = [
+    # (case, pod spec, the API server accepts it): Kubernetes' quantity grammar, the spaces
+    # around it trimmed (tabs and newlines reach the server escaped, and are not)
+    *(
+        (f"cpu-{text}", _cpu(text), True)
+        for text in (".5", "5.", "+1", "1e3", "1E3", "1e-3", "1k", "1Ki", "100m", "1n", " 1", "1 ")
+    ),
+    *(
+        (f"cpu-{text or 'empty'}", _cpu(text), False)
+        for text in ("1K", "1.5.5", "0x10", "1e", "", "\t1", "1\n", "-1", "1ki", "\u0661")
+    ),
+]
+
+
 def _api_accepts(core: k8s.CoreV1Api, namespace: str, spec: dict[str, Any]) -> bool:
     body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "probe"}, "spec": spec}
     return refused_as_invalid(
@@ -237,7 +255,7 @@ def _placer_accepts(spec: dict[str, Any]) -> bool:
 
 def test_placer_refuses_exactly_the_pods_the_api_server_refuses(scenario: Scenario) -> None:
     said, written = compare(
-        [*CASES, *SELECTION],
+        [*CASES, *SELECTION, *QUANTITIES],
         [],
         lambda spec: _api_accepts(scenario.core, scenario.namespace, spec),
         _placer_accepts,
