@@ -69,6 +69,12 @@ def _failure_target(name: str) -> dict[str, Any]:
     return _jobset(failurePolicy={"maxRestarts": 1, "rules": [rule]})
 
 
+def _annotations_of(value: str) -> dict[str, Any]:
+    body = _jobset()
+    body["metadata"]["annotations"] = {"x": value}
+    return body
+
+
 CASES: list[tuple[str, dict[str, Any], bool]] = [
     # (case, JobSet, both accept it): placer must agree with the cluster
     ("minimal", _jobset(), True),
@@ -77,6 +83,8 @@ CASES: list[tuple[str, dict[str, Any], bool]] = [
     ("child-job-name-64", _jobset("j" * 60), False),
     ("name-starts-with-a-digit", _jobset("1js"), False),  # child Job 1js-w-0: no DNS-1035 label
     ("dotted-name", _jobset("a.b"), False),  # a valid object name; child Job a.b-w-1 is not
+    ("annotations-256KiB", _annotations_of("a" * (256 * 1024 - 1)), True),  # with the key "x"
+    ("annotations-256KiB-in-bytes", _annotations_of("\u00e9" * 128 * 1024), False),  # 2 bytes each
     ("replicas-zero", _with_rjob(replicas=0), True),
     ("group-name", _with_rjob(groupName="trainers"), True),
     ("group-name-not-dns-1035", _with_rjob(groupName="Group_1"), False),

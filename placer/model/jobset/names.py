@@ -47,6 +47,12 @@ LEVEL_ANNOTATIONS = (
 Kueue's spelling and placer's (`placer.dev/podset-...`, for its admission check) alike."""
 
 
+def _utf8_bytes(text: str) -> int:
+    """Go's `len` of the string, which the API server's limit counts (`ValidateAnnotationsSize`);
+    a lone surrogate, which Go reads as U+FFFD, is three bytes either way."""
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
 def check_metadata_maps(
     labels: Mapping[str, str],
     annotations: Mapping[str, str],
@@ -60,10 +66,11 @@ def check_metadata_maps(
     check_label_map(labels, source=source, obj=obj, field=f"{field}.labels")
     where = f"{field}.annotations"
     check_qualified_keys(annotations, source=source, obj=obj, field=where)
-    size = sum(len(k) + len(v) for k, v in annotations.items())
+    size = sum(_utf8_bytes(k) + _utf8_bytes(v) for k, v in annotations.items())
     if size > MAX_ANNOTATIONS_BYTES:
         raise InputError(
-            f"{size} characters of annotations; at most {MAX_ANNOTATIONS_BYTES}",
+            f"{size} bytes of annotations (keys and values, in UTF-8); "
+            f"at most {MAX_ANNOTATIONS_BYTES}",
             source=source,
             obj=obj,
             field=where,

@@ -818,3 +818,18 @@ def test_hard_pod_constraints_placer_does_not_model_are_named_in_a_warning(
         assert message.startswith(
             f"f.yaml: team/js: spec.replicatedJobs[0].template.spec.template.spec.{constraint}"
         )
+
+
+def test_annotations_are_limited_in_bytes_as_the_api_server_counts_them() -> None:
+    """`ValidateAnnotationsSize` adds Go's `len` of keys and values: UTF-8 bytes, not characters
+    (tests/cluster/test_jobset_rules.py asks the real API server the same)."""
+    m = manifest()
+    m["metadata"]["annotations"] = {"x": "a" * (256 * 1024 - 1)}
+    parse_jobset(m)
+    m["metadata"]["annotations"] = {"x": "\u00e9" * (128 * 1024)}  # fewer characters, more bytes
+    with pytest.raises(InputError) as e:
+        parse_jobset(m)
+    assert (
+        e.value.message == "262145 bytes of annotations (keys and values, in UTF-8); at most 262144"
+    )
+    assert e.value.field == "metadata.annotations"
