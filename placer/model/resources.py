@@ -124,7 +124,8 @@ def parse_resource_map(
 ) -> ResourceMap:
     """Parse `{name: quantity}` by the API server's rules: a valid quantity, not negative, not
     over int64, and a whole number for extended resources (`google.com/tpu`, `nvidia.com/gpu`:
-    devices are not divided). A violation is an InputError naming the field."""
+    devices are not divided); a null quantity is zero, as the API server reads it. A violation is
+    an InputError naming the field."""
     result: ResourceMap = {}
     if raw is not None and not isinstance(raw, Mapping):
         raise InputError(
@@ -146,7 +147,8 @@ def parse_resource_map(
                 what="resource name",
             )
         try:
-            quantity = parse_quantity(value)
+            # JSON null is a zero quantity to the API server (`Quantity.UnmarshalJSON`)
+            quantity = Decimal(0) if value is None else parse_quantity(value)
         except QuantityError as e:
             raise InputError(
                 f"invalid quantity {echo(value)}: {e}",

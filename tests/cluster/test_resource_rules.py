@@ -21,7 +21,7 @@ from kubernetes import client as k8s
 from tests.cluster.scenario import Scenario
 from tests.cluster.test_emit_patches import STRATEGIC, _plan_and_emit, _planned_nodes, _wait_for_job
 from tests.cluster.test_gate_binding import multislice
-from tests.cluster.verdicts import compare, placer_accepts_jobset, refused_as_invalid
+from tests.cluster.verdicts import compare, placer_accepts_jobset, raw_dry_run
 from tests.model.test_pod_requests import LONG_NATIVE
 
 TPU = {"google.com/tpu": "4"}
@@ -236,14 +236,16 @@ QUANTITIES: list[tuple[str, dict[str, Any], bool]] = [
         (f"cpu-{text or 'empty'}", _cpu(text), False)
         for text in ("1K", "1.5.5", "0x10", "1e", "", "\t1", "1\n", "-1", "1ki", "\u0661")
     ),
+    ("cpu-json-integer", _cpu(2), True),
+    ("cpu-json-float", _cpu(0.25), True),
+    ("cpu-json-null", _cpu(None), True),
+    ("cpu-json-true", _cpu(True), False),
 ]
 
 
 def _api_accepts(core: k8s.CoreV1Api, namespace: str, spec: dict[str, Any]) -> bool:
     body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "probe"}, "spec": spec}
-    return refused_as_invalid(
-        lambda: core.create_namespaced_pod(namespace, body, dry_run="All")  # type: ignore[arg-type]
-    )
+    return raw_dry_run(core.api_client, f"/api/v1/namespaces/{namespace}/pods", body)
 
 
 def _placer_accepts(spec: dict[str, Any]) -> bool:

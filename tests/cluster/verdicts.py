@@ -13,6 +13,7 @@ import copy
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 
 from placer.model.errors import InputError
@@ -34,6 +35,25 @@ def refused_as_invalid(call: Callable[[], object]) -> bool:
         assert refused.status in (400, 403, 422), refused.body
         return False
     return True
+
+
+def raw_dry_run(api: ApiClient, path: str, body: dict[str, Any]) -> bool:
+    """POST `body` to `path` with `dryRun=All`, as JSON written as given: the typed client checks
+    bodies against its own models first (a quantity must be a string there), which would keep
+    JSON numbers and nulls from the server."""
+    request = api.param_serialize(
+        "POST",
+        path,
+        query_params=[("dryRun", "All")],
+        header_params={"Content-Type": "application/json", "Accept": "application/json"},
+        body=body,
+        auth_settings=["BearerToken"],
+    )
+    answer = api.call_api(*request)
+    answer.read()  # type: ignore[no-untyped-call]  # unannotated in the client
+    status = int(answer.status)
+    assert status < 300 or status in (400, 403, 422), answer.data
+    return status < 300
 
 
 def cluster_accepts_jobset(scenario: Scenario, body: dict[str, Any]) -> bool:

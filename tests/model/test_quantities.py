@@ -50,7 +50,7 @@ def test_kubernetes_spellings(text: str | float, value: Decimal) -> None:
     [
         "NaN", "nan", "Infinity", "inf", math.nan, math.inf, -math.inf, "١٢", "\uff14", "1_000",
         "\t1", "1\n", "\u20281", "", "1Ki5", "1.2.3", "0x10", "1ki", "e3", "1e", "--1", True,
-        None, [1], {"a": 1}, 10**30, "9" * 5000, "1e99999",
+        [1], {"a": 1}, 10**30, "9" * 5000, "1e99999",
     ],
 )  # fmt: skip
 def test_what_is_no_quantity(bad: object) -> None:
@@ -66,6 +66,12 @@ def test_spaces_around_a_quantity_are_trimmed_as_the_api_server_trims_them(text:
     quotes: spaces, and Unicode spaces a JSON encoder writes as they are (kubectl's writes NBSP
     raw); tabs and newlines arrive escaped and are refused above (tests/cluster asks the server)."""
     assert parse_resource_map({"cpu": text}) == {"cpu": Decimal(1)}
+
+
+def test_a_null_quantity_is_zero_as_the_api_server_reads_it() -> None:
+    """`Quantity.UnmarshalJSON` reads JSON null as zero; the real API server accepts `cpu: null`
+    (tests/cluster/test_resource_rules.py sends it as raw JSON)."""
+    assert parse_resource_map({"cpu": None, "memory": "1Gi"}) == {"cpu": 0, "memory": 2**30}
 
 
 @given(st.integers(0, int(MAX_QUANTITY)))
