@@ -189,6 +189,16 @@ SELECTION: list[tuple[str, dict[str, Any], bool]] = [
         True,
     ),
     ("node-selector", _with(nodeSelector={"pool": "p1"}), True),
+    (
+        "port-empty-protocol",
+        _pod({})
+        | {
+            "containers": [
+                {"name": "c", "image": "x", "ports": [{"containerPort": 80, "protocol": ""}]}
+            ]
+        },
+        True,
+    ),
     ("node-selector-bad-value", _with(nodeSelector={"pool": "a b"}), False),
     ("node-selector-bad-key", _with(nodeSelector={"-pool": "p1"}), False),
     (
@@ -213,6 +223,16 @@ SELECTION: list[tuple[str, dict[str, Any], bool]] = [
     (
         "toleration-seconds-not-noexecute",
         _with(tolerations=[{"key": "k", "effect": "NoSchedule", "tolerationSeconds": 60}]),
+        False,
+    ),
+    (
+        "toleration-empty-operator",
+        _with(tolerations=[{"key": "k", "operator": "", "value": "v"}]),
+        True,
+    ),
+    (
+        "toleration-empty-operator-no-key",
+        _with(tolerations=[{"operator": "", "value": "v"}]),
         False,
     ),
     ("toleration-bad-effect", _with(tolerations=[{"key": "k", "effect": "Sometimes"}]), False),

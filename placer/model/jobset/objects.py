@@ -62,7 +62,8 @@ class TemplateMeta(msgspec.Struct, frozen=True, gc=False):
 class ContainerPort(msgspec.Struct, frozen=True, gc=False):
     containerPort: Annotated[int, msgspec.Meta(ge=1, le=65535)]
     hostPort: Annotated[int, msgspec.Meta(ge=0, le=65535)] | None = None
-    protocol: Literal["TCP", "UDP", "SCTP"] = "TCP"
+    protocol: Literal["TCP", "UDP", "SCTP", ""] = "TCP"
+    """Empty is TCP, as the API server defaults it (`pod_host_ports` reads it so)."""
 
 
 class TemplateContainer(Container, frozen=True, gc=False):
@@ -76,7 +77,8 @@ class TemplateContainer(Container, frozen=True, gc=False):
 
 class TolerationSpec(msgspec.Struct, frozen=True, gc=False):
     key: str = ""
-    operator: Literal["Exists", "Equal"] = "Equal"
+    operator: Literal["Exists", "Equal", ""] = "Equal"
+    """Empty is Equal, as the API server validates it (`parse_tolerations` reads it so)."""
     value: str = ""
     effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] = ""
     tolerationSeconds: int | None = None

@@ -62,7 +62,8 @@ NODE_NAME_FIELD = "metadata.name"
 
 def parse_tolerations(specs: Sequence[TolerationSpec]) -> tuple[Toleration, ...]:
     return tuple(
-        Toleration(key=t.key, operator=t.operator, value=t.value, effect=t.effect) for t in specs
+        Toleration(key=t.key, operator=t.operator or "Equal", value=t.value, effect=t.effect)
+        for t in specs
     )
 
 

@@ -833,3 +833,16 @@ def test_annotations_are_limited_in_bytes_as_the_api_server_counts_them() -> Non
         e.value.message == "262145 bytes of annotations (keys and values, in UTF-8); at most 262144"
     )
     assert e.value.field == "metadata.annotations"
+
+
+def test_an_empty_toleration_operator_is_equal_and_an_empty_protocol_tcp() -> None:
+    """The API server reads an empty toleration operator as `Equal` and defaults an empty port
+    protocol to TCP (tests/cluster/test_resource_rules.py asks it)."""
+    spec = {
+        "containers": [{**container(), "ports": [{"containerPort": 80, "protocol": ""}]}],
+        "hostNetwork": True,
+        "tolerations": [{"key": "k", "operator": "", "value": "v"}],
+    }
+    pod = parse_jobset(manifest(spec)).replicated_jobs[0].pod
+    assert pod.tolerations == (Toleration(key="k", operator="Equal", value="v"),)
+    assert pod.host_ports == ((80, "TCP"),)
