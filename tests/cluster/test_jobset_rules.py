@@ -75,6 +75,16 @@ def _annotations_of(value: str) -> dict[str, Any]:
     return body
 
 
+def _nulls() -> dict[str, Any]:
+    """What Helm renders for `tolerations:` and the like with nothing after them: nulls."""
+    body = _jobset()
+    body["metadata"].update(labels=None, annotations=None)
+    pod = body["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    pod.update(tolerations=None, nodeSelector=None, hostNetwork=None, initContainers=None)
+    pod["containers"][0].update(ports=None, resources=None)
+    return body
+
+
 CASES: list[tuple[str, dict[str, Any], bool]] = [
     # (case, JobSet, both accept it): placer must agree with the cluster
     ("minimal", _jobset(), True),
@@ -85,6 +95,7 @@ CASES: list[tuple[str, dict[str, Any], bool]] = [
     ("dotted-name", _jobset("a.b"), False),  # a valid object name; child Job a.b-w-1 is not
     ("annotations-256KiB", _annotations_of("a" * (256 * 1024 - 1)), True),  # with the key "x"
     ("annotations-256KiB-in-bytes", _annotations_of("\u00e9" * 128 * 1024), False),  # 2 bytes each
+    ("nulls", _nulls(), True),
     ("replicas-zero", _with_rjob(replicas=0), True),
     ("group-name", _with_rjob(groupName="trainers"), True),
     ("group-name-not-dns-1035", _with_rjob(groupName="Group_1"), False),

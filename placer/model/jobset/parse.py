@@ -25,7 +25,7 @@ from placer.model.jobset.objects import (
     TolerationSpec,
 )
 from placer.model.jobset.webhook_rules import check_jobset_webhook_rules
-from placer.model.kube.objects import pod_host_ports, read_as
+from placer.model.kube.objects import as_go_reads, pod_host_ports, read_as
 from placer.model.kueue.annotations import check_podset_groups, read_kueue_topology
 from placer.model.messages import echo
 from placer.model.pod_requests import pod_request
@@ -250,7 +250,7 @@ def validate_jobset(obj: Mapping[str, Any], *, source: str = "") -> JobSetManife
     """The JobSet's schema (what placement reads, by type and range) and its names, by the API
     server's rules: what `parse_jobset` and `placer prepare` both check first."""
     check_nesting_depth(obj, source, obj_name=object_key(obj))
-    m = read_as(JobSetManifest, obj, source)
+    m = read_as(JobSetManifest, as_go_reads(obj), source)
     check_jobset_names(m, source=source)
     check_jobset_webhook_rules(m, source=source)
     return m

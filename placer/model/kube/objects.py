@@ -52,6 +52,7 @@ __all__ = [
     "PodStatus",
     "PriorityClassObject",
     "TaintSpec",
+    "as_go_reads",
     "decode_kubectl_list",
     "footprint_signature",
     "pod_footprint",
@@ -372,3 +373,22 @@ def footprint_signature(pod: PodObject) -> bytes | None:
         )
     except (TypeError, ValueError, OverflowError):
         return None
+
+
+_STRING_MAPS = frozenset({"labels", "annotations", "nodeSelector", "matchLabels"})
+"""Maps whose null values Go reads as the empty string."""
+
+
+def as_go_reads(value: Any, key: str = "") -> Any:
+    """A manifest as the API server's JSON decoding reads it, for the strict schema: a null field
+    of an object is the field left out (Go's zero value), a null in a string map is "", and a
+    null quantity is kept for `parse_resource_map` (zero). Helm renders `tolerations:` with
+    nothing after it as null, and the API server takes it. Only what the schema reads goes
+    through here; the manifest kept for the writers is left as given."""
+    if isinstance(value, Mapping):
+        if key in _STRING_MAPS:
+            return {k: "" if v is None else v for k, v in value.items()}
+        return {k: as_go_reads(v, str(k)) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [as_go_reads(v) for v in value]
+    return value

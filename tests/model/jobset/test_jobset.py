@@ -846,3 +846,17 @@ def test_an_empty_toleration_operator_is_equal_and_an_empty_protocol_tcp() -> No
     pod = parse_jobset(manifest(spec)).replicated_jobs[0].pod
     assert pod.tolerations == (Toleration(key="k", operator="Equal", value="v"),)
     assert pod.host_ports == ((80, "TCP"),)
+
+
+def test_nulls_read_as_go_reads_them() -> None:
+    """A null field is the field left out and a null label value is "", as the API server's
+    JSON decoding has them (Helm renders `tolerations:` with nothing after it as null); the
+    manifest kept for the writers is left as given."""
+    m = manifest({"containers": [{**container(), "ports": None, "resources": None}]})
+    m["metadata"].update(labels={"team": None}, annotations=None)
+    pod = m["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    pod.update(tolerations=None, nodeSelector=None, hostNetwork=None, initContainers=None)
+    js = parse_jobset(m)
+    shape = js.replicated_jobs[0].pod
+    assert (shape.tolerations, shape.node_selector, shape.host_ports) == ((), {}, ())
+    assert js.manifest["metadata"]["labels"] == {"team": None}
