@@ -20,16 +20,17 @@ from typing import Any
 from placer.model.errors import InputError
 from placer.model.read.names import qualified_name_problem
 from placer.model.resources import (
+    HUGEPAGES,
     ResourceMap,
     add_resources,
-    is_extended_resource,
+    is_hugepages,
+    overcommit_allowed,
     parse_quantity,
     parse_resource_map,
 )
 
 __all__ = ["pod_request"]
 
-HUGEPAGES = "hugepages-"
 _CONTAINER_STANDARD = frozenset({"cpu", "memory", "ephemeral-storage"})
 """The unprefixed names a container may request besides `hugepages-<size>`."""
 _POD_LEVEL = frozenset({"cpu", "memory"})
@@ -52,21 +53,11 @@ class _Where:
         return InputError(message, source=self.source, obj=self.obj, field=field, code=code)
 
 
-def _is_hugepages(name: str) -> bool:
-    return name.startswith(HUGEPAGES)
-
-
-def _overcommit_allowed(name: str) -> bool:
-    """`IsOvercommitAllowed`: a request may be below its limit only for native resources that are
-    not hugepages; extended resources and hugepages are requested exactly as limited."""
-    return not is_extended_resource(name) and not _is_hugepages(name)
-
-
 def _container_name_problem(name: str) -> str:
     """`validateContainerResourceName`: unprefixed names are the standard ones; prefixed names
     outside `kubernetes.io/` must be extended resource names (`IsExtendedResourceName`)."""
     if "/" not in name:
-        if name in _CONTAINER_STANDARD or _is_hugepages(name):
+        if name in _CONTAINER_STANDARD or is_hugepages(name):
             return ""
         return (
             "must be a standard resource for containers "
@@ -80,7 +71,7 @@ def _container_name_problem(name: str) -> str:
 
 
 def _pod_level_name_problem(name: str) -> str:
-    if name in _POD_LEVEL or _is_hugepages(name):
+    if name in _POD_LEVEL or is_hugepages(name):
         return ""
     return "is not supported at pod level (cpu, memory, hugepages-<size>)"
 
@@ -123,13 +114,13 @@ def _requirements(
             problem = name_problem(name)
             if problem:
                 raise where.error(f"resource name {name!r} {problem}", f"{field}.{kind}.{name}")
-            problem = _pages_problem(name, quantity) if _is_hugepages(name) else ""
+            problem = _pages_problem(name, quantity) if is_hugepages(name) else ""
             if problem:
                 raise where.error(problem, f"{field}.{kind}.{name}")
     for name, request in requests.items():
         limit = limits.get(name)
         problem = ""
-        exact = "" if _overcommit_allowed(name) else _NOT_OVERCOMMITTED[_is_hugepages(name)]
+        exact = "" if overcommit_allowed(name) else _NOT_OVERCOMMITTED[is_hugepages(name)]
         if limit is None:
             if exact:
                 problem = f"needs a limit equal to it ({exact})"
@@ -140,7 +131,7 @@ def _requirements(
         if problem:
             raise where.error(problem, f"{field}.requests.{name}")
     named = {*requests, *limits}
-    if any(_is_hugepages(n) for n in named) and not named & _QOS:
+    if any(is_hugepages(n) for n in named) and not named & _QOS:
         raise where.error("hugepages require a cpu or memory request or limit beside them", field)
     return requests, limits
 
@@ -216,7 +207,7 @@ def _pod_level(
         return {}
     container_requests, container_limits, app_limits = aggregate
     for name, value in container_limits.items():  # defaultHugePagePodLimits
-        if _is_hugepages(name) and name not in limits:  # a request without one is refused
+        if is_hugepages(name) and name not in limits:  # a request without one is refused
             limits[name] = value
     if limits:  # defaultPodRequests
         for name, value in container_requests.items():

@@ -28,12 +28,16 @@ __all__ = [
     "add_resources",
     "is_accelerator",
     "is_extended_resource",
+    "is_hugepages",
+    "overcommit_allowed",
     "parse_quantity",
     "parse_resource_map",
     "pods_that_fit",
     "subtract_resources",
 ]
 
+HUGEPAGES = "hugepages-"
+"""The prefix of `hugepages-<page size>` resource names."""
 PODS = "pods"
 """The allocatable slot count every pod uses one of."""
 
@@ -215,6 +219,16 @@ def is_extended_resource(name: str) -> bool:
     if "/" not in name or name.startswith("requests."):
         return False
     return "kubernetes.io/" not in name
+
+
+def is_hugepages(name: str) -> bool:
+    return name.startswith(HUGEPAGES)
+
+
+def overcommit_allowed(name: str) -> bool:
+    """`IsOvercommitAllowed`: a request may be below its limit only for native resources that are
+    not hugepages; extended resources and hugepages are requested exactly as limited."""
+    return not is_extended_resource(name) and not is_hugepages(name)
 
 
 def is_accelerator(name: str) -> bool:

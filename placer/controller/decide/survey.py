@@ -25,6 +25,7 @@ from placer.model.durations import EXPECTED_DURATION
 from placer.model.errors import InputError
 from placer.model.jobset.parse import parse_jobset
 from placer.model.kube.pods import PodRef, pod_ref
+from placer.model.snapshots.load import default_priority_class
 from placer.model.snapshots.running import TERMINAL_PHASES
 from placer.model.workload import EXCLUSIVE_TOPOLOGY, NODE_SELECTOR_STRATEGY, JobSetRequest
 
@@ -258,13 +259,12 @@ class Priorities:
 
     @staticmethod
     def of(state: ClusterState) -> Priorities:
-        defaults = sorted(
-            (int(pc.get("value") or 0), name)
-            for name, pc in state.priority_classes.items()
-            if pc.get("globalDefault") is True
-        )
         values = {name: int(pc.get("value") or 0) for name, pc in state.priority_classes.items()}
-        return Priorities(values, defaults[0][1] if defaults else None)
+        default = default_priority_class(
+            (name, values[name], pc.get("globalDefault") is True)
+            for name, pc in state.priority_classes.items()
+        )
+        return Priorities(values, default)
 
 
 def _parse_request(obj: Obj, order: int, priorities: Priorities) -> tuple[JobSetRequest, str]:

@@ -381,10 +381,11 @@ _STRING_MAPS = frozenset({"labels", "annotations", "nodeSelector", "matchLabels"
 
 def as_go_reads(value: Any, key: str = "") -> Any:
     """A manifest as the API server's JSON decoding reads it, for the strict schema: a null field
-    of an object is the field left out (Go's zero value), a null in a string map is "", and a
-    null quantity is kept for `parse_resource_map` (zero). Helm renders `tolerations:` with
-    nothing after it as null, and the API server takes it. Only what the schema reads goes
-    through here; the manifest kept for the writers is left as given."""
+    of an object is the field left out (Go's zero value) and a null in a string map is "". Helm
+    renders `tolerations:` with nothing after it as null, and the API server takes it. Only the
+    schema reads this copy; quantities are read from the manifest as given, where
+    `parse_resource_map` takes a null as zero, and the manifest kept for the writers is left
+    alone."""
     if isinstance(value, Mapping):
         if key in _STRING_MAPS:
             return {k: "" if v is None else v for k, v in value.items()}

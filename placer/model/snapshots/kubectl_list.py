@@ -11,7 +11,7 @@ from decimal import Decimal
 from typing import Any
 
 from placer.model.cluster import ClusterSnapshot, Node
-from placer.model.resources import PODS, is_extended_resource, subtract_resources
+from placer.model.resources import PODS, overcommit_allowed, subtract_resources
 from placer.model.workload import JOBSET_NAME_LABEL
 
 __all__ = ["format_quantity", "snapshot_to_kubectl_list"]
@@ -72,9 +72,7 @@ def _pod_object(
 ) -> dict[str, Any]:
     # Extended resources and hugepages are requested exactly as limited, so a limit states them
     # (the API server refuses a request of them without one).
-    exact = {
-        k: v for k, v in requests.items() if is_extended_resource(k) or k.startswith("hugepages-")
-    }
+    exact = {k: v for k, v in requests.items() if not overcommit_allowed(k)}
     plain = {k: v for k, v in requests.items() if k not in exact}
     resources: dict[str, Any] = {}
     if plain:

@@ -55,6 +55,7 @@ from placer.model.snapshots.running import (
 from placer.model.workload import JOBSET_NAME_LABEL
 
 __all__ = [
+    "default_priority_class",
     "format_quantity",
     "load_snapshot",
     "snapshot_from_objects",
@@ -110,11 +111,16 @@ def _priority_classes(objs: Iterable[tuple[str, PriorityClassObject]]) -> dict[s
     return dict(sorted(result.items()))
 
 
-def default_priority_class(objs: Iterable[tuple[str, PriorityClassObject]]) -> str | None:
-    """The class with `globalDefault: true`; of several (a race the API server can lose), the one
-    of lowest value, as the Priority admission plugin picks it (then the first name)."""
-    defaults = sorted((pc.value, pc.metadata.name) for _, pc in objs if pc.globalDefault)
+def default_priority_class(classes: Iterable[tuple[str, int, bool]]) -> str | None:
+    """Of the classes (name, value, `globalDefault`), the default: of several (a race the API
+    server can lose), the one of lowest value, as the Priority admission plugin picks it (then
+    the first name)."""
+    defaults = sorted((value, name) for name, value, default in classes if default)
     return defaults[0][1] if defaults else None
+
+
+def _default_of(objs: Iterable[tuple[str, PriorityClassObject]]) -> str | None:
+    return default_priority_class((pc.metadata.name, pc.value, pc.globalDefault) for _, pc in objs)
 
 
 def _non_preempting(objs: Iterable[tuple[str, PriorityClassObject]]) -> tuple[str, ...]:
@@ -144,7 +150,7 @@ def snapshot_from_objects(
         nodes=tuple(apply_pods(node_list, pod_list, classes)),
         priority_classes=classes,
         non_preempting_classes=_non_preempting(class_objs),
-        default_priority_class=default_priority_class(class_objs),
+        default_priority_class=_default_of(class_objs),
         running=_running_starts(pod_list),
         levels=tuple(levels),
         kueue_topology=kueue_topology,
@@ -224,7 +230,7 @@ def load_snapshot(paths: Sequence[str | Path]) -> ClusterSnapshot:
         nodes=tuple(node_list),
         priority_classes=priority_classes,
         non_preempting_classes=_non_preempting(classes),
-        default_priority_class=default_priority_class(classes),
+        default_priority_class=_default_of(classes),
         running=_with_durations({**described, **_running_starts(pods)}, jobset_objects, node_list),
         levels=levels,
         kueue_topology=kueue_topology,
