@@ -342,10 +342,19 @@ class ControlPlane:
 
     def install_crds(self) -> None:
         from tests.cluster.kube import apply_all, wait_for_crds
-        from tests.cluster.manifests import jobset_crds, kueue_conversion, kueue_crds
+        from tests.cluster.manifests import (
+            jobset_crds,
+            kueue_conversion,
+            kueue_converted_by_webhook,
+            kueue_crds,
+        )
 
+        source = self.sources["kueue"]
         kueue = kueue_conversion(
-            kueue_crds(self.sources["kueue"]), self.kueue_webhook_port, self.pki.pem
+            kueue_crds(source),
+            kueue_converted_by_webhook(source),
+            self.kueue_webhook_port,
+            self.pki.pem,
         )
         crds = jobset_crds(self.sources["jobset"]) + kueue
         apply_all(self.admin_kubeconfig, crds)

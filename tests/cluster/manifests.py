@@ -15,7 +15,14 @@ from typing import Any
 
 import yaml
 
-__all__ = ["jobset_crds", "jobset_webhooks", "kueue_crds", "kueue_webhooks"]
+__all__ = [
+    "jobset_crds",
+    "jobset_webhooks",
+    "kueue_conversion",
+    "kueue_converted_by_webhook",
+    "kueue_crds",
+    "kueue_webhooks",
+]
 
 KUEUE_WEBHOOK_GROUPS = {"kueue.x-k8s.io", "jobset.x-k8s.io"}
 """Kueue webhooks kept: its own kinds and JobSet's (the only integration the tests enable)."""
@@ -36,12 +43,29 @@ def kueue_crds(source: Path) -> list[dict[str, Any]]:
     return [doc for path in sorted(bases.glob("*.yaml")) for doc in _documents(path)]
 
 
-def kueue_conversion(crds: list[dict[str, Any]], port: int, ca_pem: bytes) -> list[dict[str, Any]]:
-    """Point the CRDs that serve several versions at Kueue's /convert endpoint on loopback."""
+def kueue_converted_by_webhook(source: Path) -> set[str]:
+    """Names of the CRDs Kueue's kustomization patches to convert by webhook. The others serve
+    several versions with the same schema and convert with strategy None, as installed upstream:
+    Kueue's webhook has no conversion for them (a v1beta1 Topology sent to it fails with "not
+    convertible")."""
+    crd_dir = source / "config/components/crd"
+    kustomization = _documents(crd_dir / "kustomization.yaml")[0]
+    patches = [_documents(crd_dir / p["path"])[0] for p in kustomization.get("patches", [])]
+    return {
+        p["metadata"]["name"]
+        for p in patches
+        if p.get("spec", {}).get("conversion", {}).get("strategy") == "Webhook"
+    }
+
+
+def kueue_conversion(
+    crds: list[dict[str, Any]], converted: set[str], port: int, ca_pem: bytes
+) -> list[dict[str, Any]]:
+    """Point the CRDs named in `converted` at Kueue's /convert endpoint on loopback."""
     out = []
     for crd in crds:
         crd = copy.deepcopy(crd)
-        if len(crd["spec"]["versions"]) > 1:
+        if crd["metadata"]["name"] in converted:
             crd["spec"]["conversion"] = {
                 "strategy": "Webhook",
                 "webhook": {

@@ -21,7 +21,7 @@ from kubernetes import client as k8s
 from tests.cluster.scenario import Scenario
 from tests.cluster.test_emit_patches import STRATEGIC, _plan_and_emit, _planned_nodes, _wait_for_job
 from tests.cluster.test_gate_binding import multislice
-from tests.cluster.verdicts import compare, placer_accepts_jobset, raw_dry_run
+from tests.cluster.verdicts import assert_agree, compare, placer_accepts_jobset, raw_dry_run
 from tests.model.test_pod_requests import LONG_NATIVE
 
 TPU = {"google.com/tpu": "4"}
@@ -282,7 +282,7 @@ def test_placer_refuses_exactly_the_pods_the_api_server_refuses(scenario: Scenar
         lambda spec: _api_accepts(scenario.core, scenario.namespace, spec),
         _placer_accepts,
     )
-    assert said == written
+    assert_agree(said, written)
 
 
 def _pod_level_cpu(name: str, namespace: str) -> dict[str, Any]:

@@ -71,3 +71,19 @@ def compare(
     written = {case: (accepts, accepts) for case, _, accepts in cases}
     written |= {case: (True, False) for case, _ in stricter}
     return said, written
+
+
+def assert_agree(said: Verdicts, written: Verdicts) -> None:
+    """Every verdict as written; else an AssertionError listing each case that differs, one line
+    a case (pytest truncates a comparison of dicts of dozens of cases where it matters)."""
+
+    def verdict(accepts: bool) -> str:
+        return "accepts" if accepts else "refuses"
+
+    differing = [
+        f"{case}: the cluster {verdict(said[case][0])} (written: {verdict(written[case][0])}), "
+        f"placer {verdict(said[case][1])} (written: {verdict(written[case][1])})"
+        for case in written
+        if said[case] != written[case]
+    ]
+    assert not differing, "\n".join(["verdicts differ from those written:", *differing])
