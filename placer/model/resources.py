@@ -123,6 +123,23 @@ def _kind(value: object) -> str:
     return f"a {type(value).__name__}"
 
 
+COUNTED_IN_WHOLE_UNITS = frozenset(
+    {
+        "pods",
+        "services",
+        "replicationcontrollers",
+        "resourcequotas",
+        "secrets",
+        "configmaps",
+        "persistentvolumeclaims",
+        "services.nodeports",
+        "services.loadbalancers",
+    }
+)
+"""Unprefixed resources the API server takes only in whole units, as it takes extended ones
+(`IsIntegerResourceName`): a node stating `pods: 1500m` allocatable is refused."""
+
+
 def parse_resource_map(
     raw: Mapping[str, Any] | None, *, source: str = "", obj: str = "", field: str = ""
 ) -> ResourceMap:
@@ -187,14 +204,12 @@ def _rule_broken(name: str, quantity: Decimal) -> str:
         return "must be greater than or equal to 0"
     if quantity > MAX_QUANTITY:
         return f"must be at most {MAX_QUANTITY}"
-    if _whole_numbers_only(name) and quantity != quantity.to_integral_value():
-        return "must be a whole number (an extended resource)"
+    if quantity != quantity.to_integral_value():
+        if is_extended_resource(name):
+            return "must be a whole number (an extended resource)"
+        if name in COUNTED_IN_WHOLE_UNITS:
+            return f"must be a whole number (the API server counts {name} in whole units)"
     return ""
-
-
-@functools.lru_cache(maxsize=1024)
-def _whole_numbers_only(name: str) -> bool:
-    return is_extended_resource(name)
 
 
 def add_resources(*maps: Mapping[str, Decimal]) -> ResourceMap:

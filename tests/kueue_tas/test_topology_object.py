@@ -103,6 +103,14 @@ def test_a_topology_in_a_cluster_file_declares_the_levels(tmp_path: Path, versio
         pytest.param(None, "spec.levels", id="missing"),
         pytest.param([{"nodeLabel": BLOCK}, {}], "spec.levels[1].nodeLabel", id="no-label"),
         pytest.param([{"nodeLabel": BLOCK}] * 2, "spec.levels[1].nodeLabel", id="twice"),
+        pytest.param(
+            [{"nodeLabel": f"example.com/l{i}"} for i in range(17)], "spec.levels", id="seventeen"
+        ),
+        pytest.param(
+            [{"nodeLabel": HOST}, {"nodeLabel": RACK}],
+            "spec.levels[0].nodeLabel",
+            id="hostname-above-a-rack",
+        ),
     ],
 )
 def test_a_topology_without_levels_is_an_input_error(
@@ -115,6 +123,14 @@ def test_a_topology_without_levels_is_an_input_error(
     with pytest.raises(InputError) as e:
         load_snapshot([cluster(tmp_path), path])
     assert (e.value.source, e.value.obj, e.value.field) == (str(path), "Topology/default", field)
+
+
+def test_a_topology_takes_sixteen_levels(tmp_path: Path) -> None:
+    """Kueue's limit, not one less: the cluster stores a Topology of 16 levels."""
+    levels = [f"example.com/l{i}" for i in range(15)] + [HOST]
+    doc = topology(levels=[{"nodeLabel": key} for key in levels])
+    snap = load_snapshot([cluster(tmp_path), write(tmp_path, "t.yaml", doc)])
+    assert snap.levels == tuple(levels)
 
 
 plan = command("plan")

@@ -25,7 +25,7 @@ from placer.model.durations import EXPECTED_DURATION
 from placer.model.errors import InputError
 from placer.model.jobset.parse import parse_jobset
 from placer.model.kube.pods import PodRef, pod_ref
-from placer.model.snapshots.load import default_priority_class
+from placer.model.snapshots.priority_classes import default_priority_class
 from placer.model.snapshots.running import TERMINAL_PHASES
 from placer.model.workload import EXCLUSIVE_TOPOLOGY, NODE_SELECTOR_STRATEGY, JobSetRequest
 

@@ -142,7 +142,8 @@ class PodObject(msgspec.Struct, frozen=True, gc=False):
 
 class PriorityClassObject(msgspec.Struct, frozen=True, gc=False):
     metadata: ObjectMeta
-    value: int
+    value: int = 0
+    """Left out, 0, as the API server stores it."""
     preemptionPolicy: str | None = None
     """`Never`: pods of this class never preempt others (read by preemption)."""
     globalDefault: bool = False
@@ -232,10 +233,17 @@ def read_as(struct: type[_T], obj: Mapping[str, Any], source: str) -> _T:
     object and the field of anything the struct refuses."""
     try:
         return msgspec.convert(obj, struct)
+    except msgspec.ValidationError:
+        pass
+    # Read again as the API server reads JSON, nulls as fields left out (`as_go_reads`): only
+    # after a failure, so the watch cache's and the live loader's objects are not copied.
+    go = as_go_reads(obj)
+    try:
+        return msgspec.convert(go, struct)
     except msgspec.ValidationError as e:
         kind = struct.__name__.removesuffix("Object")
-        named = obj if "kind" in obj else {**obj, "kind": kind}
-        raise _input_error(e, source=source, obj=object_key(named), data=obj) from e
+        named = go if "kind" in go else {**go, "kind": kind}
+        raise _input_error(e, source=source, obj=object_key(named), data=go) from e
 
 
 _MESSAGE = re.compile(r"^(?P<msg>.*?)(?: - at (?P<key>`key` in )?`\$(?P<path>[^`]*)`)?$", re.S)

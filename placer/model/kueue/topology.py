@@ -4,7 +4,8 @@ A Kueue Topology (`kueue.x-k8s.io/v1beta1` or `v1beta2`) lists its levels coarse
 `spec.levels[].nodeLabel`. The snapshot loader reads one from a `--cluster` file; the live loader
 and the controller read the cluster's through `cluster_topology`, so both see the same levels.
 A Topology without levels is an input error naming the file, the object and the field; so is a
-level without a node label.
+level without a node label, and whatever else Kueue's schema refuses (more than 16 levels, a level
+twice, `kubernetes.io/hostname` above the lowest level; tests/cluster/test_snapshot_rules.py).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 from placer.model.errors import InputError
 from placer.model.messages import echo
 from placer.model.read.names import qualified_name_problem
+from placer.model.topology import HOSTNAME
 
 __all__ = [
     "KUEUE_GROUP",
@@ -26,6 +28,9 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+MAX_LEVELS = 16
+"""Kueue's schema: a Topology has at most 16 levels."""
 
 KUEUE_GROUP = "kueue.x-k8s.io"
 TOPOLOGY_VERSIONS = ("v1beta2", "v1beta1")
@@ -49,9 +54,10 @@ def topology_levels(obj: Mapping[str, Any], *, source: str = "") -> tuple[str, .
     key = f"Topology/{echo(name, quote=False)}" if isinstance(name, str) and name else "Topology"
     spec = obj.get("spec")
     levels = spec.get("levels") if isinstance(spec, Mapping) else None
-    if not isinstance(levels, list) or not levels:
+    if not isinstance(levels, list) or not levels or len(levels) > MAX_LEVELS:
         raise InputError(
-            "a Kueue Topology needs at least one level",
+            f"a Kueue Topology needs 1 to {MAX_LEVELS} levels"
+            + (f", got {len(levels)}" if isinstance(levels, list) and levels else ""),
             source=source,
             obj=key,
             field="spec.levels",
@@ -86,6 +92,14 @@ def topology_levels(obj: Mapping[str, Any], *, source: str = "") -> tuple[str, .
                 code="kueue",
             )
         keys.append(label)
+    if HOSTNAME in keys[:-1]:
+        raise InputError(
+            f"{HOSTNAME} may only be the lowest level",
+            source=source,
+            obj=key,
+            field=f"spec.levels[{keys.index(HOSTNAME)}].nodeLabel",
+            code="kueue",
+        )
     return tuple(keys)
 
 

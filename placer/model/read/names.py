@@ -211,15 +211,35 @@ class _TaintLike(Protocol):
     def key(self) -> str: ...
     @property
     def value(self) -> str: ...
+    @property
+    def effect(self) -> str: ...
 
 
 def check_taints(
-    taints: Iterable[_TaintLike], *, source: str = "", obj: str = "", field: str = ""
+    taints: Iterable[_TaintLike],
+    *,
+    source: str = "",
+    obj: str = "",
+    field: str = "",
+    beside: Iterable[_TaintLike] = (),
 ) -> None:
-    """Taint keys are qualified names, values label values (Nodes, descriptions)."""
+    """Taint keys are qualified names, values label values, and no key is tainted twice with one
+    effect, counting the taints `beside` them (a description's override adds to its pool's), as
+    the API server stores a Node's taints (Nodes, descriptions)."""
+    seen = {(t.key, t.effect) for t in beside}
     for i, t in enumerate(taints):
         check(qualified_name_problem, t.key, source=source, obj=obj, field=f"{field}[{i}].key")
         check(label_value_problem, t.value, source=source, obj=obj, field=f"{field}[{i}].value")
+        if (t.key, t.effect) in seen:
+            raise InputError(
+                f"taint {echo(t.key)} with effect {t.effect} listed twice"
+                " (a node's taints are unique by key and effect)",
+                source=source,
+                obj=obj,
+                field=f"{field}[{i}]",
+                code="name",
+            )
+        seen.add((t.key, t.effect))
 
 
 def check_levels(

@@ -281,7 +281,7 @@ def add_pools(
 def _override(node: Node, o: NodeOverride, *, source: str, field: str) -> Node:
     added = {k: _scalar(v) for k, v in o.labels.items()}
     check_label_map(added, source=source, field=f"{field}.labels")
-    check_taints(o.taints, source=source, field=f"{field}.taints")
+    check_taints(o.taints, source=source, field=f"{field}.taints", beside=node.taints)
     labels = {**node.labels, **added}
     allocatable = {
         **node.allocatable,

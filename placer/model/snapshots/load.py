@@ -34,18 +34,18 @@ from placer.model.kube.objects import (
     read_object,
 )
 from placer.model.kueue.topology import is_kueue_topology, topology_levels
-from placer.model.messages import echo
 from placer.model.read.files import read_input
-from placer.model.read.limits import INT32_MAX
 from placer.model.read.manifests import describe_object, expand_paths, object_key, read_documents
-from placer.model.read.names import (
-    check,
-    dns1123_subdomain_problem,
-)
 from placer.model.snapshots.compact import DESCRIPTION_KIND, parse_description
 from placer.model.snapshots.kubectl_list import format_quantity, snapshot_to_kubectl_list
 from placer.model.snapshots.node_drafts import NodeDraft, NodeReader
 from placer.model.snapshots.pod_usage import apply_pods, pod_owner
+from placer.model.snapshots.priority_classes import (
+    default_of,
+    default_priority_class,
+    non_preempting,
+    priority_class_values,
+)
 from placer.model.snapshots.running import (
     TERMINAL_PHASES,
     running_starts,
@@ -91,43 +91,6 @@ def _with_durations(
     return with_preemption_facts(with_expected_durations(running, manifests), manifests)
 
 
-def _priority_classes(objs: Iterable[tuple[str, PriorityClassObject]]) -> dict[str, int]:
-    """name -> value, sorted by name; a later definition wins. Names are DNS-1123 subdomains and
-    values int32, as the API server has them."""
-    result: dict[str, int] = {}
-    for source, pc in objs:
-        name = pc.metadata.name
-        obj = f"PriorityClass/{echo(name, quote=False)}"
-        check(dns1123_subdomain_problem, name, source=source, obj=obj, field="metadata.name")
-        if not -INT32_MAX - 1 <= pc.value <= INT32_MAX:
-            raise InputError(
-                f"must be an int32 ({-INT32_MAX - 1} .. {INT32_MAX}), got {echo(pc.value)}",
-                source=source,
-                obj=obj,
-                field="value",
-                code="priority-class",
-            )
-        result[name] = pc.value
-    return dict(sorted(result.items()))
-
-
-def default_priority_class(classes: Iterable[tuple[str, int, bool]]) -> str | None:
-    """Of the classes (name, value, `globalDefault`), the default: of several (a race the API
-    server can lose), the one of lowest value, as the Priority admission plugin picks it (then
-    the first name)."""
-    defaults = sorted((value, name) for name, value, default in classes if default)
-    return defaults[0][1] if defaults else None
-
-
-def _default_of(objs: Iterable[tuple[str, PriorityClassObject]]) -> str | None:
-    return default_priority_class((pc.metadata.name, pc.value, pc.globalDefault) for _, pc in objs)
-
-
-def _non_preempting(objs: Iterable[tuple[str, PriorityClassObject]]) -> tuple[str, ...]:
-    """Names of the PriorityClasses with `preemptionPolicy: Never`, sorted."""
-    return tuple(sorted({pc.metadata.name for _, pc in objs if pc.preemptionPolicy == "Never"}))
-
-
 def snapshot_from_objects(
     nodes: Iterable[Mapping[str, Any]],
     pods: Iterable[Mapping[str, Any]],
@@ -144,13 +107,13 @@ def snapshot_from_objects(
         [read_node(read_as(NodeObject, obj, source), source) for obj in nodes], source
     )
     class_objs = [(source, read_as(PriorityClassObject, p, source)) for p in priority_classes]
-    classes = _priority_classes(class_objs)
+    classes = priority_class_values(class_objs)
     pod_list = [(source, read_as(PodObject, p, source)) for p in pods]
     return ClusterSnapshot(
         nodes=tuple(apply_pods(node_list, pod_list, classes)),
         priority_classes=classes,
-        non_preempting_classes=_non_preempting(class_objs),
-        default_priority_class=_default_of(class_objs),
+        non_preempting_classes=non_preempting(class_objs),
+        default_priority_class=default_of(class_objs),
         running=_running_starts(pod_list),
         levels=tuple(levels),
         kueue_topology=kueue_topology,
@@ -224,13 +187,13 @@ def load_snapshot(paths: Sequence[str | Path]) -> ClusterSnapshot:
             source=", ".join(sources),
             code="no-nodes",
         )
-    priority_classes = _priority_classes(classes)
+    priority_classes = priority_class_values(classes)
     node_list = apply_pods(_check_unique(nodes, ", ".join(sources)), pods, priority_classes)
     return ClusterSnapshot(
         nodes=tuple(node_list),
         priority_classes=priority_classes,
-        non_preempting_classes=_non_preempting(classes),
-        default_priority_class=_default_of(classes),
+        non_preempting_classes=non_preempting(classes),
+        default_priority_class=default_of(classes),
         running=_with_durations({**described, **_running_starts(pods)}, jobset_objects, node_list),
         levels=levels,
         kueue_topology=kueue_topology,

@@ -214,6 +214,7 @@ def test_label_maps_take_empty_values_and_prefixed_keys() -> None:
 class _Taint:
     key: str
     value: str
+    effect: str = "NoSchedule"
 
 
 @pytest.mark.parametrize(
@@ -231,6 +232,20 @@ def test_taints(taint: _Taint, field: str, message: str) -> None:
     with pytest.raises(InputError) as refused:
         check_taints([ok, taint], source="n.json", obj="Node/n", field="spec.taints")
     assert (refused.value.field, refused.value.message) == (field, message)
+
+
+def test_a_key_is_tainted_once_per_effect_counting_the_taints_beside() -> None:
+    """The API server stores a node's taints unique by key and effect; one key may carry each
+    effect once, and a description's override may not repeat its pool's taint."""
+    a, b = _Taint("example.com/gpu", "x"), _Taint("example.com/gpu", "y", "NoExecute")
+    check_taints([a, b], field="spec.taints")
+    with pytest.raises(InputError) as refused:
+        check_taints([a, b, _Taint("example.com/gpu", "z")], field="spec.taints")
+    assert refused.value.field == "spec.taints[2]"
+    assert "listed twice" in refused.value.message
+    check_taints([b], field="nodes[0].taints", beside=[_Taint("example.com/gpu", "")])
+    with pytest.raises(InputError, match="listed twice"):
+        check_taints([a], field="nodes[0].taints", beside=[_Taint("example.com/gpu", "")])
 
 
 def test_levels_are_qualified_names_none_twice() -> None:

@@ -157,6 +157,18 @@ def test_node_overrides() -> None:
     assert n.allocatable["cpu"] == 224
 
 
+def test_an_override_may_not_repeat_its_pools_taint() -> None:
+    """The API server stores a node's taints unique by key and effect, so an override adding the
+    pool's own taint again describes a node no cluster holds; another effect is a new taint."""
+    again = {"key": "google.com/tpu", "value": "other", "effect": "NoSchedule"}
+    with pytest.raises(InputError, match="listed twice") as refused:
+        parse_description(describe(nodes=[{"name": "gke-v5e-1-host-1", "taints": [again]}]))
+    assert refused.value.field == "nodes[0].taints[0]"
+    other = {**again, "effect": "NoExecute"}
+    snap = parse_description(describe(nodes=[{"name": "gke-v5e-1-host-1", "taints": [other]}]))
+    assert len(snap.node("gke-v5e-1-host-1").taints) == 2
+
+
 def test_running_jobsets_take_capacity_and_hold_nodes() -> None:
     snap = parse_description(
         describe(

@@ -182,6 +182,68 @@ def _class(name: str, value: int, **more: Any) -> dict[str, Any]:
             "value": value, **more}  # fmt: skip
 
 
+@pytest.mark.parametrize(
+    ("cls", "field", "message"),
+    [
+        pytest.param(
+            _class("huge", 1_000_000_001),
+            "value",
+            "must be at most 1000000000, got 1000000001",
+            id="above-user-values",
+        ),
+        pytest.param(
+            _class("system-batch", 10),
+            "metadata.name",
+            "names starting 'system-' are kept for the system's own classes",
+            id="reserved-prefix",
+        ),
+        pytest.param(
+            _class("system-node-critical", 10),
+            "value",
+            "must be 2000001000 for system-node-critical, got 10",
+            id="system-class-other-value",
+        ),
+        pytest.param(
+            _class("system-node-critical", 2_000_001_000, globalDefault=True),
+            "globalDefault",
+            "system-node-critical cannot be the default class",
+            id="system-class-default",
+        ),
+        pytest.param(
+            _class("batch", 10, preemptionPolicy="Sometimes"),
+            "preemptionPolicy",
+            "must be PreemptLowerPriority or Never, got 'Sometimes'",
+            id="other-policy",
+        ),
+    ],
+)
+def test_a_priority_class_the_api_server_would_not_store_is_refused(
+    cls: dict[str, Any], field: str, message: str
+) -> None:
+    with pytest.raises(InputError) as refused:
+        snapshot_from_objects([node("a")], [], [cls], source="c.json")
+    name = cls["metadata"]["name"]
+    assert (refused.value.obj, refused.value.field) == (f"PriorityClass/{name}", field)
+    assert refused.value.message == message
+
+
+def test_the_system_classes_and_the_highest_user_value_are_read() -> None:
+    """What every cluster lists (`kubectl get priorityclasses`) and the edge of the user range;
+    a class without a value has 0, as the API server stores it."""
+    classes = [
+        _class("system-cluster-critical", 2_000_000_000),
+        _class("system-node-critical", 2_000_001_000, preemptionPolicy="PreemptLowerPriority"),
+        _class("top", 1_000_000_000),
+        {k: v for k, v in _class("zero", 5).items() if k != "value"},
+    ]
+    assert snapshot_from_objects([node("a")], [], classes).priority_classes == {
+        "system-cluster-critical": 2_000_000_000,
+        "system-node-critical": 2_000_001_000,
+        "top": 1_000_000_000,
+        "zero": 0,
+    }
+
+
 def test_the_global_default_class_is_the_one_admission_gives() -> None:
     """The Priority admission plugin gives a pod naming no class the `globalDefault` one; of
     several (a race it can lose), the lowest value."""
@@ -327,6 +389,18 @@ def test_pods_count_against_compact_nodes(tmp_path: Path) -> None:
             "status.allocatable.google.com/tpu",
             id="fractional-extended-resource",
         ),
+        pytest.param(
+            [node("a", cpu="8", pods="1500m")],
+            "Node/a",
+            "status.allocatable.pods",
+            id="fractional-pods",
+        ),
+        pytest.param(
+            [node("a", taints=[{"key": "k", "effect": "NoSchedule"}] * 2)],
+            "Node/a",
+            "spec.taints[1]",
+            id="taint-twice",
+        ),
     ],
 )
 def test_node_errors(tmp_path: Path, objs: list[dict[str, Any]], obj: str, field: str) -> None:
@@ -335,6 +409,28 @@ def test_node_errors(tmp_path: Path, objs: list[dict[str, Any]], obj: str, field
     with pytest.raises(InputError) as e:
         load_snapshot([path])
     assert (e.value.source, e.value.obj, e.value.field) == (str(path), obj, field)
+
+
+def test_nulls_in_a_kubectl_list_are_read_as_the_api_server_reads_them(tmp_path: Path) -> None:
+    """A null field is the field left out and a null label value empty, as Go's JSON decoding
+    reads them (rendered YAML has them; the API server stores such a Node): the one-call decoding
+    refuses them, and the object-by-object reading takes them."""
+    written = node("a", taints=[{"key": "k", "value": "v", "effect": "NoSchedule"}])
+    written["spec"]["taints"][0]["value"] = None
+    written["metadata"]["labels"]["zone"] = None
+    written["spec"]["unschedulable"] = None
+    written["status"]["conditions"] = None
+    written["status"]["allocatable"]["memory"] = None
+    cls = {**_class("batch", 10), "globalDefault": None, "preemptionPolicy": None}
+    path = tmp_path / "nulls.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [written, cls]}))
+    snap = load_snapshot([path])
+    read = snap.node("a")
+    assert (read.labels["pool"], read.labels["zone"]) == ("p", "")
+    assert read.taints == (Taint(key="k", value="", effect="NoSchedule"),)
+    assert (read.ready, read.unschedulable) == (True, False)
+    assert "memory" not in read.allocatable and read.allocatable["cpu"] == 8
+    assert (snap.priority_classes, snap.default_priority_class) == ({"batch": 10}, None)
 
 
 def test_pod_error_names_pod(tmp_path: Path) -> None:
