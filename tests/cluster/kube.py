@@ -111,6 +111,10 @@ def ensure_namespace(kubeconfig: Path, name: str, labels: dict[str, str] | None 
 _SERVER_SET = ("resourceVersion", "uid", "creationTimestamp", "managedFields", "generation")
 
 
+NOT_READY = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
+"""The taint the node lifecycle controller puts on a node that is not Ready."""
+
+
 def create_nodes(kubeconfig: Path, nodes: Iterable[dict[str, Any]]) -> int:
     """Create Node objects (with their status: allocatable, conditions) as a kubelet would."""
     count = 0
@@ -127,7 +131,8 @@ def create_nodes(kubeconfig: Path, nodes: Iterable[dict[str, Any]]) -> int:
             if ready != "True":
                 # What the node lifecycle controller does to a node that is not Ready.
                 taints = body.setdefault("spec", {}).setdefault("taints", [])
-                taints.append({"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"})
+                if NOT_READY not in taints:  # a node's taints are unique by key and effect
+                    taints.append(NOT_READY)
             # the client validates a dict into V1Node
             core.create_node(body)  # type: ignore[arg-type]
             # The node registry keeps the status of a created node, but a status write is what

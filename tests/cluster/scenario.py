@@ -199,7 +199,7 @@ class Scenario:
 
     def use_example_cluster(self, name: str) -> dict[str, Any]:
         """Nodes and PriorityClasses of an example cluster; its running pods are left out (a
-        scenario that wants them bound creates them with `bind_pod`)."""
+        scenario that wants them bound creates them, as test_live_snapshot does)."""
         listing = example_cluster(name)
         items = listing["items"]
         self.use_nodes(item for item in items if item["kind"] == "Node")

@@ -1,7 +1,10 @@
 """The live loader over HTTP against kmock's KubernetesEmulator (an in-memory API server).
 
 The emulator runs on its own event loop in a thread, because the official client is synchronous.
-It ignores field selectors, so a terminal pod reaches the loader and must still be left out.
+It ignores field selectors, so a terminal pod reaches the loader and must still be left out: a
+fault the real server does not show. tests/cluster/test_live_snapshot.py asks the same of the real
+API server and Kueue (the field selector applied, pages, the served Topology versions); the
+failures below (no server, a refused connection, a bad kubeconfig) need none.
 """
 
 from __future__ import annotations
