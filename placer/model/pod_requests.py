@@ -23,6 +23,7 @@ from placer.model.resources import (
     HUGEPAGES,
     ResourceMap,
     add_resources,
+    as_scheduled,
     is_hugepages,
     overcommit_allowed,
     parse_quantity,
@@ -243,7 +244,8 @@ def pod_request(
 ) -> ResourceMap:
     """The pod's request as kube-scheduler counts it (`PodRequests`): the containers' (sidecars
     add, a plain init container counts with the sidecars before it), each resource set at pod
-    level replaced by that, plus the overhead. Zero entries are dropped so that shapes compare
+    level replaced by that, plus the overhead, in the scheduler's units (`as_scheduled`: cpu up to
+    the millicore, the rest up to whole units). Zero entries are dropped so that shapes compare
     by what matters."""
     where = _Where(source, obj)
     aggregate = _aggregate(pod_spec, where, field)
@@ -251,5 +253,5 @@ def pod_request(
     overhead = parse_resource_map(
         pod_spec.get("overhead"), source=source, obj=obj, field=f"{field}.overhead"
     )
-    total = add_resources(total, overhead)
+    total = as_scheduled(add_resources(total, overhead))
     return {name: value for name, value in sorted(total.items()) if value != 0}

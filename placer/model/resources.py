@@ -26,6 +26,7 @@ __all__ = [
     "PODS",
     "ResourceMap",
     "add_resources",
+    "as_scheduled",
     "is_accelerator",
     "is_extended_resource",
     "is_hugepages",
@@ -218,6 +219,27 @@ def add_resources(*maps: Mapping[str, Decimal]) -> ResourceMap:
         for name, value in m.items():
             total[name] = total.get(name, Decimal(0)) + value
     return total
+
+
+_MILLI = Decimal("0.001")
+_ONE = Decimal(1)
+
+
+def as_scheduled(m: Mapping[str, Decimal]) -> ResourceMap:
+    """`m` in kube-scheduler's units: cpu rounded up to the millicore, everything else up to a
+    whole unit (`Resource.Add`: `MilliValue` for cpu, `Value` for the rest). The scheduler counts
+    a node's allocatable and each pod's total request so, then compares integers: two pods of
+    `500500u` cpu take 1002m, more than a node of `1001m` holds, though their exact sum fits.
+    Applied to whole-pod totals and allocatable only, never per container."""
+    return {name: _up_to(value, _MILLI if name == "cpu" else _ONE) for name, value in m.items()}
+
+
+def _up_to(value: Decimal, step: Decimal) -> Decimal:
+    """`value` rounded up to a multiple of `step`; as written when it is one (`500m` stays
+    `0.5`, not `0.500`, so what is printed does not change)."""
+    if (value / step) == (value / step).to_integral_value():
+        return value
+    return value.quantize(step, rounding=ROUND_CEILING)
 
 
 def subtract_resources(base: Mapping[str, Decimal], used: Mapping[str, Decimal]) -> ResourceMap:

@@ -7,6 +7,9 @@ Two questions, asked of the real components:
    tolerations. The two verdicts must agree, and agree with the one written beside the case.
 2. Does placer count pod-level requests (`spec.resources`) as kube-scheduler does? A JobSet whose
    pods state their cpu only at pod level is planned, pinned by `--emit`'s patches, and must bind.
+3. Does placer round as kube-scheduler rounds? A request finer than it counts (cpu below a
+   millicore, memory below a byte) is rounded up per pod: placer must fit on a node exactly as
+   many such pods as kube-scheduler binds there.
 """
 
 from __future__ import annotations
@@ -15,13 +18,19 @@ import copy
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from kubernetes import client as k8s
 
+from placer.model.pod_requests import pod_request
+from placer.model.resources import pods_that_fit
+from placer.model.snapshots.load import snapshot_from_objects
+from tests.cluster.processes import wait_until
 from tests.cluster.scenario import Scenario
 from tests.cluster.test_emit_patches import STRATEGIC, _plan_and_emit, _planned_nodes, _wait_for_job
 from tests.cluster.test_gate_binding import multislice
 from tests.cluster.verdicts import assert_agree, compare, placer_accepts_jobset, raw_dry_run
+from tests.helpers.builders import node_manifest
 from tests.model.test_pod_requests import LONG_NATIVE
 
 TPU = {"google.com/tpu": "4"}
@@ -321,3 +330,40 @@ def test_pod_level_requests_are_counted_as_kube_scheduler_counts_them(
     scenario.patch_jobset("podlevel", {"spec": {"suspend": False}})
     pods = scenario.wait_pods_bound("podlevel", count=2)
     assert {p.spec.node_name for p in pods} == planned["podlevel-workers-0"]
+
+
+SUB_UNIT = [
+    # (resource, the node's allocatable, each pod's request): two requests fit exactly, but
+    # kube-scheduler rounds each pod's total up (cpu to the millicore, the rest to whole units)
+    pytest.param("cpu", "1001m", "500500u", id="cpu-below-a-millicore"),
+    pytest.param("memory", "1001", "500.5", id="memory-below-a-byte"),
+]
+
+
+@pytest.mark.parametrize(("resource", "allocatable", "asked"), SUB_UNIT)
+def test_requests_finer_than_the_scheduler_counts_are_rounded_as_it_rounds_them(
+    scenario: Scenario, resource: str, allocatable: str, asked: str
+) -> None:
+    """As many of three such pods as kube-scheduler binds on the one node, placer fits."""
+    node = node_manifest("tiny", allocatable={resource: allocatable, "pods": "110"})
+    scenario.use_nodes([node])
+    spec = _pod({"requests": {resource: asked}})
+    for i in range(3):
+        body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}"}, "spec": spec}
+        scenario.core.create_namespaced_pod(scenario.namespace, body)  # type: ignore[arg-type]
+
+    def decided() -> list[Any]:
+        pods = scenario.core.list_namespaced_pod(scenario.namespace).items
+        said = [
+            c
+            for p in pods
+            if p.status
+            for c in p.status.conditions or []
+            if c.type == "PodScheduled"
+        ]
+        return pods if len(said) == 3 else []
+
+    wait_until(decided, timeout_s=60, what="kube-scheduler to decide on all three pods")
+    bound = sum(1 for p in decided() if p.spec.node_name)
+    free = snapshot_from_objects([node], []).node("tiny").free
+    assert pods_that_fit(free, pod_request(spec)) == bound == 1

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from placer.model.errors import InputError
 from placer.model.pod_requests import pod_request
+from placer.model.resources import as_scheduled
 
 GI = 2**30
 MI = 2**20
@@ -255,10 +256,10 @@ def test_no_resources_and_zero_requests_ask_nothing() -> None:
 
 def test_hugepages_are_counted_in_whole_bytes_as_go_reads_them() -> None:
     """`Quantity.Value()` rounds up to a whole byte before the page check: 2Mi less half a byte
-    is one page of 2Mi."""
+    is one page of 2Mi, and kube-scheduler counts it as that page."""
     almost = {"memory": "1Gi", "hugepages-2Mi": "2097151500m"}
     pod = spec(container(almost, {"hugepages-2Mi": "2097151500m"}))
-    assert pod_request(pod)["hugepages-2Mi"] == Decimal("2097151.5")
+    assert pod_request(pod)["hugepages-2Mi"] == 2 * MI
 
 
 def test_a_page_size_of_a_fraction_of_a_byte_names_no_page() -> None:
@@ -285,3 +286,27 @@ def test_a_pod_level_cpu_request_at_or_above_the_containers_is_the_pods_cpu(
     counted = pod_request(spec(*containers, resources={"requests": {"cpu": str(pod_level)}}))
     assert counted.get("cpu", Decimal(0)) == pod_level
     assert counted.get("memory", Decimal(0)) == memory * len(per_container)
+
+
+def test_the_pod_total_is_rounded_as_kube_scheduler_counts_it_not_each_container() -> None:
+    """kube-scheduler sums the exact quantities (`PodRequests`), then takes `MilliValue` of cpu
+    and `Value` of the rest: two containers of 250250u cpu are one pod of 501m (not 502m), and
+    a request below a byte is a whole byte."""
+    pod = spec(
+        container({"cpu": "250250u", "memory": "1.5"}),
+        container({"cpu": "250250u", "memory": "1.25"}),
+    )
+    assert pod_request(pod) == {"cpu": Decimal("0.501"), "memory": Decimal(3)}
+    with_overhead = spec(container({"cpu": "1m"}), overhead={"cpu": "1u"})
+    assert pod_request(with_overhead) == {"cpu": Decimal("0.002")}
+
+
+@given(st.decimals(min_value=0, max_value=10**12, places=9), st.sampled_from(["cpu", "memory"]))
+def test_rounding_to_the_schedulers_units_is_the_least_multiple_at_or_above(
+    value: Decimal, name: str
+) -> None:
+    step = Decimal("0.001") if name == "cpu" else Decimal(1)
+    (rounded,) = as_scheduled({name: value}).values()
+    assert rounded >= value and rounded - value < step
+    assert (rounded / step) == (rounded / step).to_integral_value()
+    assert as_scheduled({name: rounded}) == {name: rounded}

@@ -220,6 +220,7 @@ def test_container_lists_must_be_lists(key: str) -> None:
 
 def test_a_prefixed_native_resource_may_be_a_fraction() -> None:
     """The API server takes `examplekubernetes.io/foo: 500m` (native: no whole-number rule, and a
-    request below its limit); placer refused it as an extended resource until this was fixed."""
+    request below its limit); placer refused it as an extended resource until this was fixed.
+    kube-scheduler counts it in whole units (`Value`), as placer does."""
     pod = _pod({"examplekubernetes.io/foo": "500m"}, {"examplekubernetes.io/foo": "1"})
-    assert pod_request(pod) == {"examplekubernetes.io/foo": Decimal("0.5")}
+    assert pod_request(pod) == {"examplekubernetes.io/foo": Decimal(1)}

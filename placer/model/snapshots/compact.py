@@ -79,6 +79,7 @@ from placer.model.read.names import (
     qualified_name_problem,
 )
 from placer.model.resources import (
+    as_scheduled,
     parse_resource_map,
 )
 from placer.model.scheduling import Taint
@@ -190,10 +191,12 @@ def _expand(
         check_taints(spec.taints, source=source, field=f"{field}.taints")
         if spec.poolLabel:
             check(qualified_name_problem, spec.poolLabel, source=source, field=f"{field}.poolLabel")
-        allocatable = parse_resource_map(
-            {k: _scalar(v) for k, v in spec.allocatable.items()},
-            source=source,
-            field=f"{field}.allocatable",
+        allocatable = as_scheduled(
+            parse_resource_map(
+                {k: _scalar(v) for k, v in spec.allocatable.items()},
+                source=source,
+                field=f"{field}.allocatable",
+            )
         )
         for i in range(spec.start, spec.start + spec.count):
             pool = render_template(spec.name, {"i": i}, source=source, field=f"{field}.name")
@@ -285,10 +288,12 @@ def _override(node: Node, o: NodeOverride, *, source: str, field: str) -> Node:
     labels = {**node.labels, **added}
     allocatable = {
         **node.allocatable,
-        **parse_resource_map(
-            {k: _scalar(v) for k, v in o.allocatable.items()},
-            source=source,
-            field=f"{field}.allocatable",
+        **as_scheduled(
+            parse_resource_map(
+                {k: _scalar(v) for k, v in o.allocatable.items()},
+                source=source,
+                field=f"{field}.allocatable",
+            )
         ),
     }
     return node.model_copy(

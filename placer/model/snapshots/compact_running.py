@@ -33,6 +33,7 @@ from placer.model.resources import (
     PODS,
     ResourceMap,
     add_resources,
+    as_scheduled,
     is_accelerator,
     parse_resource_map,
     subtract_resources,
@@ -215,10 +216,12 @@ def apply_running(
         requests = (
             None
             if r.requests is None
-            else parse_resource_map(
-                {k: _scalar(v) for k, v in r.requests.items()},
-                source=source,
-                field=f"{where}.requests",
+            else as_scheduled(
+                parse_resource_map(
+                    {k: _scalar(v) for k, v in r.requests.items()},
+                    source=source,
+                    field=f"{where}.requests",
+                )
             )
         )
         ports = {(p, "TCP") for p in r.hostPorts}

@@ -15,7 +15,7 @@ from placer.model.cluster import JobSetUsage, Node
 from placer.model.kube.objects import NodeObject, TaintSpec
 from placer.model.messages import echo
 from placer.model.read.names import check, check_label_map, check_taints, dns1123_subdomain_problem
-from placer.model.resources import ResourceMap, parse_resource_map
+from placer.model.resources import ResourceMap, as_scheduled, parse_resource_map
 from placer.model.scheduling import Taint
 
 __all__ = ["NodeDraft", "NodeReader"]
@@ -102,7 +102,9 @@ class NodeReader:
             key, found = (), None
         if found is None:
             obj = f"Node/{n.metadata.name}"
-            found = parse_resource_map(raw, source=source, obj=obj, field="status.allocatable")
+            found = as_scheduled(
+                parse_resource_map(raw, source=source, obj=obj, field="status.allocatable")
+            )
             if key:
                 self._allocatable[key] = found
         return found
