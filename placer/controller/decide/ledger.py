@@ -20,8 +20,9 @@ different levels (a block and its sub-blocks) are compared node by node, and no 
 crash between two creates. The object is a ConfigMap in the controller's namespace (no CRD to
 install; a namespaced Role grants exactly get/list/watch/create/patch on it). Its 1 MiB limit
 bounds the placed JobSets it can hold: an entry is about 140 bytes plus 80 per child Job
-(`to_text`), so about 2,300 JobSets of 4 child Jobs; past that the commit is refused and nothing
-new is placed.
+(`to_text`), so about 2,300 JobSets of 4 child Jobs; past that a new placement is refused as
+"the ledger is full" until finished JobSets free room, while releases still go through
+(ledgersize.py).
 
 Entries are keyed `<kind>.<namespace>.<name>` and carry a `kind`: "placement", or "reservation"
 (time-aware planning: the domains a waiting JobSet is promised from `start`, epoch seconds, see
@@ -266,6 +267,9 @@ class Ledger:
     entries: Mapping[str, LedgerEntry] = field(default_factory=dict)
     unreadable: Set[str] = frozenset()
     """Keys whose value does not parse: kept as they are, and their owners planned around."""
+    sizes: Mapping[str, int] = field(default_factory=dict)
+    """Bytes of every stored value, readable or not: what the API server's size limit counts
+    (ledgersize.py)."""
 
     @property
     def exists(self) -> bool:
@@ -300,7 +304,9 @@ def read_ledger(obj: Obj | None, namespace: str) -> Ledger:
     annotations = meta.get("annotations") or {}
     entries: dict[str, LedgerEntry] = {}
     unreadable: set[str] = set()
+    sizes: dict[str, int] = {}
     for key, text in sorted((obj.get("data") or {}).items()):
+        sizes[key] = len(str(text).encode())
         try:
             entries[key] = LedgerEntry.from_text(text)
         except (ValueError, ValidationError) as e:
@@ -333,6 +339,7 @@ def read_ledger(obj: Obj | None, namespace: str) -> Ledger:
         fences=fences,
         entries=entries,
         unreadable=frozenset(unreadable),
+        sizes=sizes,
     )
 
 

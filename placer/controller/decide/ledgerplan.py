@@ -9,8 +9,9 @@
 - `ledger_change`: the cycle's commit: its new placements, the records it adopts (a managed
   JobSet's record that the ledger lacks), and the releases. Before anything is sent, the ledger it
   would produce is checked node by node (`exclusive_clashes`): a new placement that would
-  share a node with another entry is dropped, whatever the planner said. With preemption, the
-  same commit releases each victim's placement and records its eviction (preempting.py).
+  share a node with another entry is dropped, whatever the planner said, and so is one that would
+  grow the ledger past what the API server stores (ledgersize.py). With preemption, the same
+  commit releases each victim's placement and records its eviction (preempting.py).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from placer.controller.decide.ledger import (
     LedgerEntry,
     entry_key,
 )
+from placer.controller.decide.ledgersize import FULL, MAX_LEDGER_BYTES, LedgerBytes
 from placer.controller.decide.state import ClusterState
 from placer.controller.decide.survey import ManagedJobSet, is_finished, read_record
 from placer.model.assignment import Assignment, JobAssignment
@@ -165,6 +167,7 @@ def ledger_change(
             put[entry_key(EVICTION, victim)] = entry
         remove = (view.release | {entry_key(PLACEMENT, v) for v in evicting}) - put.keys()
         _drop_clashes(ledger, put, remove, index, placed, refused)
+        _drop_past_the_limit(ledger, put, remove, by_key, placed, refused)
         undone = {
             v
             for v, e in evicting.items()
@@ -206,6 +209,41 @@ def _drop_clashes(
         log.error("%s: not committed: %s", owner, why)
         if owner in placed:
             refused[owner] = why
+
+
+def _drop_past_the_limit(
+    ledger: Ledger,
+    put: dict[str, LedgerEntry],
+    remove: Set[str],
+    by_key: Mapping[str, ManagedJobSet],
+    placed: Mapping[str, Assignment],
+    refused: dict[str, str],
+) -> None:
+    """Drop from `put` the new placements that would grow the ledger past the API server's
+    limit (in place; ledgersize.py): the lowest priority first, then the last in the queue."""
+    size = LedgerBytes(ledger, put, remove)
+    if not size.over:
+        return
+
+    def rank(key: str) -> tuple[int, int]:
+        request = by_key[put[key].owner].request
+        return (0, 0) if request is None else (request.priority, -request.order)
+
+    new = sorted((k for k, e in put.items() if e.kind == PLACEMENT and e.owner in placed), key=rank)
+    for key in new:
+        if not size.over:
+            return
+        owner = put.pop(key).owner
+        size.drop(key)
+        refused[owner] = FULL
+        log.error("%s: not committed: %s", owner, FULL)
+    if size.over:
+        log.error(
+            "the placement ledger would hold %d bytes without any new placement, over the API "
+            "server's %d: its commit will be refused",
+            size.total,
+            MAX_LEDGER_BYTES,
+        )
 
 
 def exclusive_clashes(

@@ -6,11 +6,13 @@ and `act/commit.commit` only sends it. One change carries, in one write: the rou
 the records it adopts and the releases (`ledgerplan.ledger_change`, which drops a placement that
 would share a node with another entry), each new eviction stamped with the round's wall time,
 and, when time-aware planning is on, the reservations of the JobSets the round planned
-(`reserving.reservation_changes`).
+(`reserving.reservation_changes`), the farthest left out while the ledger would outgrow what the
+API server stores (ledgersize.py).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
@@ -23,11 +25,14 @@ from placer.controller.decide.ledger import (
     eviction_time,
 )
 from placer.controller.decide.ledgerplan import ledger_change
+from placer.controller.decide.ledgersize import FULL, LedgerBytes
 from placer.controller.decide.observed import Reviewed
 from placer.controller.decide.planning import PlannedRound
 from placer.controller.decide.reserving import reservation_changes
 
 __all__ = ["RoundChange", "round_change"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -80,9 +85,16 @@ def round_change(reviewed: Reviewed, planned: PlannedRound, fence: Fence | None)
         reviewed.wall_s,
         policy,
     )
-    change = LedgerChange(
-        put={**change.put, **kept.put},
-        remove=(change.remove | kept.remove) - kept.put.keys(),
-        fence=change.fence,
-    )
-    return RoundChange(change, planned, refused, kept.announce)
+    put = {**change.put, **kept.put}
+    remove = (change.remove | kept.remove) - kept.put.keys()
+    announce = dict(kept.announce)
+    size = LedgerBytes(observed.ledger, put, remove)
+    for key in sorted(kept.put, key=lambda k: -(kept.put[k].start or 0.0)):
+        if not size.over:
+            break
+        log.warning("%s: reservation not written: %s", kept.put[key].owner, FULL)
+        del put[key]
+        size.drop(key)
+        announce.pop(key, None)
+    change = LedgerChange(put=put, remove=frozenset(remove), fence=change.fence)
+    return RoundChange(change, planned, refused, announce)

@@ -1,6 +1,7 @@
 """The ledger change a round commits (roundchange.round_change), decided without a cluster:
 placements and reservations in one change, reservations only with time-aware planning and
-announced only as new, a placement the ledger's node check refuses made unschedulable."""
+announced only as new, a placement the ledger's node check refuses made unschedulable, and the
+change fitted to what the API server stores in the ledger's ConfigMap."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import dataclasses
 from placer.controller.decide.domains import DomainIndex
 from placer.controller.decide.ledger import PLACEMENT, RESERVATION, Ledger, LedgerEntry, entry_key
 from placer.controller.decide.ledgerplan import LedgerView
+from placer.controller.decide.ledgersize import FULL, MAX_LEDGER_BYTES
 from placer.controller.decide.observed import Reviewed
 from placer.controller.decide.planning import PlannedRound, planning_inputs, solve_targets
 from placer.controller.decide.review import review
@@ -109,3 +111,63 @@ def test_a_placement_on_a_node_the_ledger_holds_is_refused_and_unschedulable() -
     assert entry_key(PLACEMENT, "default/a") not in decided.change.put
     assert "default/a" in decided.refused and "default/a" not in decided.planned.placed
     assert "default/a" in decided.planned.unschedulable
+
+
+def _filled(leave: int, *, stale: int = 0) -> Ledger:
+    """A ledger `leave` bytes short of the API server's limit: one unreadable value (what the
+    entries of other controllers may be) holding the space, and `stale` bytes in a placement of a
+    JobSet the round releases."""
+    held = MAX_LEDGER_BYTES - leave - stale
+    sizes = {"placement.other.filler": held}
+    if stale:
+        sizes[entry_key(PLACEMENT, "default/gone")] = stale
+    return Ledger(
+        namespace="placer-system",
+        resource_version="7",
+        unreadable=frozenset({"placement.other.filler"}),
+        sizes=sizes,
+    )
+
+
+def _entry_bytes(decided: RoundChange, key: str) -> int:
+    return len(decided.change.put[key].to_text().encode())
+
+
+def test_a_round_is_fitted_to_the_ledgers_size_limit() -> None:
+    """The API server refuses a ConfigMap of more than 1 MiB as a whole: the placement that
+    would not fit is refused (unschedulable, saying why), the reservation is left out, and with
+    room for exactly both, both go in."""
+    state = _state()
+    reviewed, planned = _round(state, TIMED)
+    placement, reservation = entry_key(PLACEMENT, "default/a"), entry_key(RESERVATION, "default/b")
+    room = round_change(reviewed, planned, None)
+    both = _entry_bytes(room, placement) + _entry_bytes(room, reservation)
+
+    def decided(ledger: Ledger) -> RoundChange:
+        on = dataclasses.replace(reviewed.observed, ledger=ledger)
+        return round_change(dataclasses.replace(reviewed, observed=on), planned, None)
+
+    exact = decided(_filled(both))
+    assert set(exact.change.put) == {placement, reservation} and not exact.refused
+    short = decided(_filled(both - 1))
+    assert set(short.change.put) == {placement} and not short.refused
+    assert reservation not in short.announce
+    full = decided(_filled(_entry_bytes(room, placement) - 1))
+    assert not full.change.put
+    assert full.refused == {"default/a": FULL}
+    assert "default/a" in full.planned.unschedulable
+
+
+def test_releases_make_room_in_the_same_round() -> None:
+    """A release shrinks the ledger in the commit that places: a round whose placement fits
+    only once the finished JobSet's entry is gone still places it."""
+    state = _state()
+    reviewed, planned = _round(state, UNTIMED)
+    placement = entry_key(PLACEMENT, "default/a")
+    size = _entry_bytes(round_change(reviewed, planned, None), placement)
+    gone = entry_key(PLACEMENT, "default/gone")
+    on = dataclasses.replace(reviewed.observed, ledger=_filled(0, stale=size))
+    view = dataclasses.replace(reviewed.ledger, release=frozenset({gone}))
+    decided = round_change(dataclasses.replace(reviewed, observed=on, ledger=view), planned, None)
+    assert set(decided.change.put) == {placement} and gone in decided.change.remove
+    assert not decided.refused
