@@ -115,6 +115,18 @@ NOT_READY = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
 """The taint the node lifecycle controller puts on a node that is not Ready."""
 
 
+def scheduler_decided(pods: list[Any]) -> bool:
+    """kube-scheduler has bound each pod or said it cannot (`PodScheduled` True, or False for a
+    reason other than a scheduling gate: a gated pod is not yet its to decide)."""
+    return all(
+        any(
+            c.type == "PodScheduled" and (c.status == "True" or c.reason != "SchedulingGated")
+            for c in (p.status.conditions if p.status else None) or []
+        )
+        for p in pods
+    )
+
+
 def create_nodes(kubeconfig: Path, nodes: Iterable[dict[str, Any]]) -> int:
     """Create Node objects (with their status: allocatable, conditions) as a kubelet would."""
     count = 0

@@ -25,6 +25,7 @@ from kubernetes import client as k8s
 from placer.model.pod_requests import pod_request
 from placer.model.resources import pods_that_fit
 from placer.model.snapshots.load import snapshot_from_objects
+from tests.cluster.kube import scheduler_decided
 from tests.cluster.processes import wait_until
 from tests.cluster.scenario import Scenario
 from tests.cluster.test_emit_patches import STRATEGIC, _plan_and_emit, _planned_nodes, _wait_for_job
@@ -352,18 +353,12 @@ def test_requests_finer_than_the_scheduler_counts_are_rounded_as_it_rounds_them(
         body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}"}, "spec": spec}
         scenario.core.create_namespaced_pod(scenario.namespace, body)  # type: ignore[arg-type]
 
-    def decided() -> list[Any]:
+    def decided() -> bool:
         pods = scenario.core.list_namespaced_pod(scenario.namespace).items
-        said = [
-            c
-            for p in pods
-            if p.status
-            for c in p.status.conditions or []
-            if c.type == "PodScheduled"
-        ]
-        return pods if len(said) == 3 else []
+        return len(pods) == 3 and scheduler_decided(pods)
 
     wait_until(decided, timeout_s=60, what="kube-scheduler to decide on all three pods")
-    bound = sum(1 for p in decided() if p.spec.node_name)
+    pods = scenario.core.list_namespaced_pod(scenario.namespace).items
+    bound = sum(1 for p in pods if p.spec and p.spec.node_name)
     free = snapshot_from_objects([node], []).node("tiny").free
     assert pods_that_fit(free, pod_request(spec)) == bound == 1
