@@ -25,7 +25,8 @@ from placer.model.jobset.objects import (
     TolerationSpec,
 )
 from placer.model.jobset.webhook_rules import check_jobset_webhook_rules
-from placer.model.kube.objects import as_go_reads, pod_host_ports, read_as
+from placer.model.kube.go_json import as_go_reads
+from placer.model.kube.objects import pod_host_ports, read_as
 from placer.model.kueue.annotations import check_podset_groups, read_kueue_topology
 from placer.model.messages import echo
 from placer.model.pod_requests import pod_request

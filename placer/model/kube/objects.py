@@ -32,6 +32,7 @@ from typing import Any, Literal, TypeVar
 import msgspec
 
 from placer.model.errors import InputError
+from placer.model.kube.go_json import as_go_reads
 from placer.model.pod_requests import pod_request
 from placer.model.read.manifests import object_key
 from placer.model.resources import PODS, ResourceMap
@@ -52,7 +53,6 @@ __all__ = [
     "PodStatus",
     "PriorityClassObject",
     "TaintSpec",
-    "as_go_reads",
     "decode_kubectl_list",
     "footprint_signature",
     "pod_footprint",
@@ -381,23 +381,3 @@ def footprint_signature(pod: PodObject) -> bytes | None:
         )
     except (TypeError, ValueError, OverflowError):
         return None
-
-
-_STRING_MAPS = frozenset({"labels", "annotations", "nodeSelector", "matchLabels"})
-"""Maps whose null values Go reads as the empty string."""
-
-
-def as_go_reads(value: Any, key: str = "") -> Any:
-    """A manifest as the API server's JSON decoding reads it, for the strict schema: a null field
-    of an object is the field left out (Go's zero value) and a null in a string map is "". Helm
-    renders `tolerations:` with nothing after it as null, and the API server takes it. Only the
-    schema reads this copy; quantities are read from the manifest as given, where
-    `parse_resource_map` takes a null as zero, and the manifest kept for the writers is left
-    alone."""
-    if isinstance(value, Mapping):
-        if key in _STRING_MAPS:
-            return {k: "" if v is None else v for k, v in value.items()}
-        return {k: as_go_reads(v, str(k)) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [as_go_reads(v) for v in value]
-    return value

@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from placer.model.errors import InputError
+from placer.model.kube.go_json import as_go_reads
 from placer.model.kube.objects import (
     NodeCondition,
     NodeObject,
@@ -30,7 +31,6 @@ from placer.model.kube.objects import (
     ObjectMeta,
     PodObject,
     TaintSpec,
-    as_go_reads,
     decode_kubectl_list,
     pod_footprint,
     pod_host_ports,
