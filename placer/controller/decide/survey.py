@@ -14,6 +14,7 @@ import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal
 
 from placer.controller.adapter import Obj
@@ -271,25 +272,19 @@ def _parse_request(obj: Obj, order: int, priorities: Priorities) -> tuple[JobSet
     """`parse_jobset`; an unreadable or negative expected duration (the annotation
     `placer.dev/expected-duration`, or a child Job's `activeDeadlineSeconds`) is not worth a
     JobSet: it is planned with the default duration, and the error becomes the warning."""
+    read = partial(
+        parse_jobset,
+        source="cluster",
+        order=order,
+        priority_classes=priorities.values,
+        default_priority_class=priorities.default,
+    )
     try:
-        return parse_jobset(
-            obj,
-            source="cluster",
-            order=order,
-            priority_classes=priorities.values,
-            default_priority_class=priorities.default,
-        ), ""
+        return read(obj), ""
     except InputError as e:
         if e.field != _DURATION_FIELD and not e.field.endswith(_DEADLINE_FIELD):
             raise
-        request = parse_jobset(
-            _without_durations(obj),
-            source="cluster",
-            order=order,
-            priority_classes=priorities.values,
-            default_priority_class=priorities.default,
-        )
-        return request, f"{e}; planned with the default duration"
+        return read(_without_durations(obj)), f"{e}; planned with the default duration"
 
 
 def _parse(

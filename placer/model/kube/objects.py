@@ -147,7 +147,8 @@ class PriorityClassObject(msgspec.Struct, frozen=True, gc=False):
     preemptionPolicy: str | None = None
     """`Never`: pods of this class never preempt others (read by preemption)."""
     globalDefault: bool = False
-    """The class admission gives a pod that names none (`load.default_priority_class`)."""
+    """The class admission gives a pod that names none
+    (`snapshots.priority_classes.default_priority_class`)."""
 
 
 KubeObject = NodeObject | PodObject | PriorityClassObject

@@ -42,7 +42,6 @@ from placer.model.snapshots.node_drafts import NodeDraft, NodeReader
 from placer.model.snapshots.pod_usage import apply_pods, pod_owner
 from placer.model.snapshots.priority_classes import (
     default_of,
-    default_priority_class,
     non_preempting,
     priority_class_values,
 )
@@ -55,7 +54,6 @@ from placer.model.snapshots.running import (
 from placer.model.workload import JOBSET_NAME_LABEL
 
 __all__ = [
-    "default_priority_class",
     "format_quantity",
     "load_snapshot",
     "snapshot_from_objects",
