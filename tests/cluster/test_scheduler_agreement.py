@@ -21,6 +21,7 @@ three times failed four of ten (JobSets refused that kube-scheduler bound whole)
 
 from __future__ import annotations
 
+import os
 import random
 from typing import Any
 
@@ -37,7 +38,8 @@ GEN = "example.com/gen"
 DEDICATED = "example.com/dedicated"
 GPU = "example.com/gpu"
 EXCLUSIVE = "alpha.jobset.sigs.k8s.io/exclusive-topology"
-SEEDS = range(1, 11)
+SEEDS = range(1, 1 + int(os.environ.get("PLACER_AGREEMENT_SEEDS", "10")))
+"""Seeds 1..N; CI runs 10 (benchmarks/RESULTS-cluster.md has a longer run)."""
 
 
 def _nodes(rng: random.Random) -> list[dict[str, Any]]:
