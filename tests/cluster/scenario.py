@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import copy
-import json
 import secrets
 import sys
 import threading
@@ -25,6 +24,7 @@ import yaml
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
+from placer.model.assignment import ASSIGNMENT_ANNOTATION, Assignment
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.kube import (
     api_client,
@@ -338,9 +338,10 @@ class Scenario:
 
 
 def assignment_of(jobset: dict[str, Any]) -> dict[str, Any]:
-    """placer's record on the JobSet (`placer.dev/assignment`), decoded."""
-    raw = jobset["metadata"].get("annotations", {}).get("placer.dev/assignment")
-    return dict(json.loads(raw)) if raw else {}
+    """placer's record on the JobSet (`placer.dev/assignment`), read by placer and given back in
+    its long form (`{"jobs": {name: {"domain": ..., "nodes": ...}}, "plan_id": ...}`)."""
+    raw = jobset["metadata"].get("annotations", {}).get(ASSIGNMENT_ANNOTATION)
+    return Assignment.from_annotation(raw).model_dump(mode="json") if raw else {}
 
 
 def seconds_since(start: float) -> float:

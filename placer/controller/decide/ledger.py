@@ -19,10 +19,10 @@ One object rather than one per domain: a commit covering several child Jobs is a
 different levels (a block and its sub-blocks) are compared node by node, and no orphan is left by a
 crash between two creates. The object is a ConfigMap in the controller's namespace (no CRD to
 install; a namespaced Role grants exactly get/list/watch/create/patch on it). Its 1 MiB limit
-bounds the placed JobSets it can hold: an entry is about 140 bytes plus 80 per child Job
-(`to_text`), so about 2,300 JobSets of 4 child Jobs; past that a new placement is refused as
-"the ledger is full" until finished JobSets free room, while releases still go through
-(ledgersize.py).
+bounds the placed JobSets it can hold: an entry is about 240 bytes plus 40 per child Job
+(`to_text`, with a two-level domain path), so about 2,900 JobSets of 4 child Jobs; past that
+a new placement is refused as "the ledger is full" until finished JobSets free room, while
+releases still go through (ledgersize.py).
 
 Entries are keyed `<kind>.<namespace>.<name>` and carry a `kind`: "placement", or "reservation"
 (time-aware planning: the domains a waiting JobSet is promised from `start`, epoch seconds, see
@@ -46,8 +46,7 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from placer.controller.adapter import Obj, resource_version
-from placer.model.assignment import PREFIX, Assignment, JobAssignment
-from placer.model.plan import DomainRef
+from placer.model.assignment import PREFIX, Assignment, jobs_data, jobs_from
 
 __all__ = [
     "EVICTION",
@@ -161,14 +160,14 @@ class LedgerEntry(BaseModel):
         return self.kind == RESERVATION and self.start is not None
 
     def to_text(self) -> str:
-        """Compact JSON (the ledger's size is bounded): a child Job whose domain path ends at its
-        level and that pins no node is just its path, `[[level, value], ...]`."""
+        """Compact JSON (the ledger's size is bounded): the child Jobs as the placement record
+        writes them (`assignment.jobs_data`), with the entry's own fields beside them."""
         data: dict[str, object] = {
             "kind": self.kind,
             "owner": self.owner,
             "uid": self.uid,
             "plan": self.record.plan_id,
-            "jobs": {name: _job_data(job) for name, job in sorted(self.record.jobs.items())},
+            **jobs_data(self.record.jobs),
         }
         if self.record.pinned:
             data["pinned"] = True
@@ -192,12 +191,12 @@ class LedgerEntry(BaseModel):
     def from_text(cls, text: str) -> LedgerEntry:
         """The inverse of `to_text`; ValueError or ValidationError when it does not parse."""
         data = json.loads(text)
-        if not isinstance(data, dict) or not isinstance(data.get("jobs"), dict):
-            raise ValueError("a ledger entry is an object with jobs")
+        if not isinstance(data, dict):
+            raise ValueError("a ledger entry is an object")
         owner = str(data.get("owner") or "")
         record = Assignment(
             jobset=str(data.get("jobset") or owner),
-            jobs={str(n): _job_from(j) for n, j in data["jobs"].items()},
+            jobs=jobs_from(data.get("jobs"), data.get("levels")),
             pinned=bool(data.get("pinned")),
             plan_id=str(data.get("plan") or ""),
         )
@@ -214,37 +213,6 @@ class LedgerEntry(BaseModel):
             beneficiaries=tuple(str(b) for b in data.get("for") or ()),
             note=str(data.get("note") or ""),
         )
-
-
-def _job_data(job: JobAssignment) -> object:
-    domain = job.domain
-    if domain is not None and not job.nodes and domain.path[-1:] == [(domain.key, domain.value)]:
-        return [list(pair) for pair in domain.path]
-    data: dict[str, object] = {}
-    if domain is not None:
-        data.update(key=domain.key, value=domain.value, path=[list(p) for p in domain.path])
-    if job.nodes:
-        data["nodes"] = {str(i): node for i, node in sorted(job.nodes.items())}
-    return data
-
-
-def _job_from(data: object) -> JobAssignment:
-    if isinstance(data, list):
-        path = [(str(k), str(v)) for k, v in data]
-        if not path:
-            raise ValueError("an empty domain path")
-        return JobAssignment(domain=DomainRef(key=path[-1][0], value=path[-1][1], path=path))
-    if not isinstance(data, dict):
-        raise ValueError("a child Job is a domain path or an object")
-    domain = None
-    if "key" in data:
-        domain = DomainRef(
-            key=str(data["key"]),
-            value=str(data["value"]),
-            path=[(str(k), str(v)) for k, v in data.get("path") or []],
-        )
-    nodes = {int(i): str(n) for i, n in (data.get("nodes") or {}).items()}
-    return JobAssignment(domain=domain, nodes=nodes)
 
 
 def entry_key(kind: str, owner: str) -> str:
