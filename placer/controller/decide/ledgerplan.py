@@ -7,7 +7,8 @@
   whose JobSet finished is released; an entry whose JobSet the cache does not show (or shows with
   another uid) is held until a read confirms it is gone (`suspects`, see commit.confirm_gone).
 - `ledger_change`: the cycle's commit: its new placements, the records it adopts (a managed
-  JobSet's record that the ledger lacks), and the releases. Before anything is sent, the ledger it
+  JobSet's record that the ledger lacks), and the releases. A new placement whose record its
+  JobSet could not carry is refused first (recordsize.py). Before anything is sent, the ledger it
   would produce is checked node by node (`exclusive_clashes`): a new placement that would
   share a node with another entry is dropped, whatever the planner said, and so is one that would
   grow the ledger past what the API server stores (ledgersize.py). With preemption, the same
@@ -32,6 +33,7 @@ from placer.controller.decide.ledger import (
     entry_key,
 )
 from placer.controller.decide.ledgersize import FULL, MAX_LEDGER_BYTES, LedgerBytes
+from placer.controller.decide.recordsize import record_too_large
 from placer.controller.decide.state import ClusterState
 from placer.controller.decide.survey import ManagedJobSet, is_finished, read_record
 from placer.model.assignment import Assignment, JobAssignment
@@ -151,8 +153,13 @@ def ledger_change(
     beneficiaries; an eviction none of whose beneficiaries the check lets through is not made."""
     by_key = {ms.key: ms for ms in managed}
     put: dict[str, LedgerEntry] = {}
+    refused: dict[str, str] = {}
     for key, record in sorted(placed.items()):
         ms = by_key[key]
+        if why := record_too_large(ms.obj, record):
+            log.warning("%s: not placed: %s", key, why)
+            refused[key] = why
+            continue
         put[entry_key(PLACEMENT, key)] = LedgerEntry(owner=key, uid=ms.uid, record=record)
     for ms in managed:
         k = entry_key(PLACEMENT, ms.key)
@@ -161,7 +168,6 @@ def ledger_change(
         if k not in ledger.entries and k not in ledger.unreadable:
             put[k] = LedgerEntry(owner=ms.key, uid=ms.uid, record=ms.assignment)  # adopted
     evicting = dict(evictions or {})
-    refused: dict[str, str] = {}
     while True:
         for victim, entry in sorted(evicting.items()):
             put[entry_key(EVICTION, victim)] = entry

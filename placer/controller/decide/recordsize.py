@@ -1,0 +1,41 @@
+"""Whether a placement record fits on its JobSet: the API server's bound on annotations.
+
+The API server refuses an object whose annotations, keys and values together, hold more than
+256 KiB (`TotalAnnotationSizeLimitB`, k8s.io/apimachinery v0.36.3; custom resources such as a
+JobSet included). The record is written after the ledger commit, so a record its JobSet cannot
+carry would be answered 422 on every cycle while the ledger held its domains and its pods stayed
+gated. So a placement whose record would not fit is refused before the commit, with its reason,
+and the JobSet stays pending: it is placed once its other annotations leave room. The record's
+compact form (model/assignment.py) makes that rare: about 3,000 one-node child Jobs fit.
+"""
+
+from __future__ import annotations
+
+from placer.controller.adapter import Obj
+from placer.model.assignment import ASSIGNMENT_ANNOTATION, Assignment
+
+__all__ = ["MAX_ANNOTATIONS_BYTES", "record_too_large"]
+
+MAX_ANNOTATIONS_BYTES = 262_144
+"""The most an object's annotations may hold, keys and values, in bytes (UTF-8, as Go counts)."""
+
+
+def _others(obj: Obj) -> int:
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    return sum(
+        len(str(k).encode()) + len(str(v).encode())
+        for k, v in annotations.items()
+        if k != ASSIGNMENT_ANNOTATION
+    )
+
+
+def record_too_large(obj: Obj, record: Assignment) -> str:
+    """Why the JobSet `obj` cannot carry `record` ("" when it can)."""
+    own = len(ASSIGNMENT_ANNOTATION) + len(record.to_annotation().encode())
+    others = _others(obj)
+    if own + others <= MAX_ANNOTATIONS_BYTES:
+        return ""
+    return (
+        f"its placement record ({own:,} bytes) and its other annotations ({others:,} bytes) "
+        f"would pass the {MAX_ANNOTATIONS_BYTES:,} bytes the API server stores on an object"
+    )
