@@ -1,0 +1,104 @@
+"""Time-aware planning in the controller, on the real control plane (`--reservations all`, both
+`--schedule` passes).
+
+Seven whole v5e slices. `run` holds five of them, Running for an hour of its stated two; `wide`
+needs all seven for two hours, so it waits for `run`'s end and the ledger reserves every slice
+for it from then. Of the two free slices, `short` (ten minutes) may run at once, since it ends
+long before `wide` starts (backfill); `long` (three hours) may not: it would hold `wide` back.
+kube-scheduler binds what the controller releases, so a backfill the ledger did not allow, or
+a wide JobSet started early, would show as bound pods. `short` and `long` are created once
+`wide`'s reservation is in the ledger: JobSets created in the same second (creation times have
+one-second resolution) are queued by name, which would put `long` ahead of `wide`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from datetime import UTC, datetime
+
+import pytest
+
+from placer.controller.decide.ledger import (
+    LEDGER_NAME,
+    PLACEMENT,
+    RESERVATION,
+    LedgerEntry,
+    entry_key,
+    read_ledger,
+)
+from placer.model.durations import EXPECTED_DURATION
+from tests.cluster.kube import name_of
+from tests.cluster.processes import wait_until
+from tests.cluster.scenario import PLACER_SYSTEM, Scenario, assignment_of
+from tests.cluster.test_gate_binding import multislice
+
+HOUR = 3600.0
+WHOLE_V5E_SLICES = 7
+"""v5e pools of examples/clusters/tpu-v5e-v6e.yaml without its running pods: all 8 but pool 2,
+whose NotReady host leaves it short of a slice."""
+
+
+def _entries(scenario: Scenario) -> Mapping[str, LedgerEntry]:
+    obj = scenario.core.read_namespaced_config_map(LEDGER_NAME, PLACER_SYSTEM)
+    return read_ledger(
+        scenario.core.api_client.sanitize_for_serialization(obj), PLACER_SYSTEM
+    ).entries
+
+
+def _create(scenario: Scenario, name: str, slices: int, duration: str) -> None:
+    manifest = multislice(name, slices=slices)
+    manifest["metadata"]["annotations"][EXPECTED_DURATION] = duration
+    scenario.create_jobset(manifest)
+
+
+def _slices(scenario: Scenario, name: str) -> set[str]:
+    return {
+        job["domain"]["value"] for job in assignment_of(scenario.get_jobset(name))["jobs"].values()
+    }
+
+
+@pytest.mark.parametrize("schedule", ["greedy", "cpsat"])
+def test_a_short_jobset_backfills_ahead_of_a_reservation_and_a_long_one_waits(
+    scenario: Scenario, schedule: str
+) -> None:
+    scenario.use_example_cluster("tpu-v5e-v6e.yaml")
+    scenario.start_webhook()
+    scenario.start_controller("--reservations=all", f"--schedule={schedule}", "--replan-interval=2")
+    _create(scenario, "run", slices=5, duration="2h")
+    started = time.time() - HOUR
+    for pod in scenario.wait_pods_bound("run", count=10):
+        stamp = datetime.fromtimestamp(started, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        scenario.core.patch_namespaced_pod_status(
+            name_of(pod), scenario.namespace, {"status": {"phase": "Running", "startTime": stamp}}
+        )
+    _create(scenario, "wide", slices=WHOLE_V5E_SLICES, duration="2h")
+    wide, long_ = (entry_key(RESERVATION, f"{scenario.namespace}/{n}") for n in ("wide", "long"))
+    run_ends = started + 2 * HOUR
+
+    def reserved_from_runs_end() -> bool:
+        entry = _entries(scenario).get(wide)
+        return entry is not None and entry.start is not None and abs(entry.start - run_ends) < 300
+
+    wait_until(reserved_from_runs_end, timeout_s=60, what="wide reserved from run's expected end")
+    _create(scenario, "short", slices=1, duration="10m")
+    _create(scenario, "long", slices=1, duration="3h")
+    wait_until(lambda: long_ in _entries(scenario), timeout_s=60, what="long's reservation")
+    scenario.wait_pods_bound("short", count=2)
+    entries = _entries(scenario)
+    wide_start, long_start = entries[wide].start, entries[long_].start
+    assert wide_start is not None and long_start is not None
+    assert abs(wide_start - run_ends) < 300, wide_start - run_ends  # short did not delay it
+    reserved_slices = {j.domain.value for j in entries[wide].record.jobs.values() if j.domain}
+    assert len(reserved_slices) == WHOLE_V5E_SLICES
+    assert _slices(scenario, "run") | _slices(scenario, "short") <= reserved_slices
+    assert long_start >= wide_start + 2 * HOUR - 300
+    assert _slices(scenario, "short").isdisjoint(_slices(scenario, "run"))
+    time.sleep(6)  # three more rounds: nothing else starts
+    for name in ("wide", "long"):
+        assert not [p for p in scenario.pods_of(name) if p.spec.node_name], name
+        assert entry_key(PLACEMENT, f"{scenario.namespace}/{name}") not in _entries(scenario)
+    assert any(
+        e.reason == "Reserved" and "expected start" in (e.message or "")
+        for e in scenario.events("wide")
+    )
