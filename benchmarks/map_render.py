@@ -73,7 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     cluster, jobsets = _generate(args.fleet, args.nodes, args.seed, args.out)
     snapshot = load_snapshot([str(cluster)])
-    requests = load_jobsets([str(jobsets)], priority_classes=snapshot.priority_classes)
+    requests = load_jobsets([str(jobsets)], priorities=snapshot.priorities)
     plan = get_solver(args.solver).solve(snapshot, requests, SolveOptions())
     keys = [r.exclusive_key for js in requests for r in js.replicated_jobs if r.exclusive_key]
 

@@ -66,7 +66,7 @@ def _worker(
 
     loaded = measure(lambda: load_snapshot([cluster]))
     snapshot = loaded.value
-    js_loaded = measure(lambda: load_jobsets([jobsets], priority_classes=snapshot.priority_classes))
+    js_loaded = measure(lambda: load_jobsets([jobsets], priorities=snapshot.priorities))
     requests = js_loaded.value
     solver = get_solver(solver_name)
     solved = measure(lambda: solver.solve(snapshot, requests, options))

@@ -30,6 +30,7 @@ from placer.commands.output import (
 from placer.commands.whatif import add_whatif_args, apply_whatif_args
 from placer.model.errors import InputError
 from placer.model.messages import printable_lines
+from placer.model.priorities import PriorityClasses
 from placer.render.capacity import (
     render_capacity,
     render_cheapest,
@@ -134,7 +135,7 @@ def _cheapest(args: argparse.Namespace) -> int:
     classes = {**catalog.priorityClasses, **(base.priority_classes if base else {})}
     paths = [_existing(p, "JOBSETS") for p in args.jobsets]
     default = base.default_priority_class if base else None
-    jobsets = load_jobsets(paths, priority_classes=classes, default_priority_class=default)
+    jobsets = load_jobsets(paths, priorities=PriorityClasses(classes, default))
     notes: list[str] = []
     if base is not None:
         base, jobsets, notes = apply_whatif_args(args, base, jobsets)

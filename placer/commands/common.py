@@ -240,8 +240,7 @@ def load_live_queue_args(
         lambda: load_live_queue(
             kubeconfig,
             running_jobsets(snapshot),
-            snapshot.priority_classes,
-            snapshot.default_priority_class,
+            snapshot.priorities,
         ),
         [kubeconfig],
     )
@@ -261,11 +260,7 @@ def load_inputs(args: argparse.Namespace) -> tuple[ClusterSnapshot, list[JobSetR
     from placer.model.jobset.parse import load_jobsets
 
     jobsets = _guarded(
-        lambda: load_jobsets(
-            jobset_paths,
-            priority_classes=snapshot.priority_classes,
-            default_priority_class=snapshot.default_priority_class,
-        ),
+        lambda: load_jobsets(jobset_paths, priorities=snapshot.priorities),
         jobset_paths,
     )
     from placer.model.kueue.annotations import check_topology_levels

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from placer.model.durations import DurationSource
 from placer.model.preemption import PreemptionFacts
+from placer.model.priorities import PriorityClasses
 from placer.model.resources import ResourceMap
 from placer.model.scheduling import Taint
 
@@ -107,6 +108,11 @@ class ClusterSnapshot(BaseModel):
     reservations: tuple[DomainReservation, ...] = ()
     """Domains held for pending JobSets' future starts (the reservation pass, or the controller's
     ledger); every solver treats them through `PlacementContext.domain_open_to`."""
+
+    @property
+    def priorities(self) -> PriorityClasses:
+        """The classes as a JobSet's templates resolve them (values and the default)."""
+        return PriorityClasses(self.priority_classes, self.default_priority_class)
 
     def node(self, name: str) -> Node:
         for n in self.nodes:

@@ -42,7 +42,7 @@ def test_kubectl_export_loads_to_the_same_problem(
     loaded = load_snapshot([cluster])
     assert loaded.priority_classes == sc.snapshot.priority_classes
     assert {n.name: n for n in loaded.nodes} == {n.name: n for n in sc.snapshot.nodes}
-    parsed = {j.key: j for j in load_jobsets([jobsets], priority_classes=loaded.priority_classes)}
+    parsed = {j.key: j for j in load_jobsets([jobsets], priorities=loaded.priorities)}
     skip = {"order", "source", "manifest", "uid"}
     for req in sc.requests:
         assert parsed[req.key].model_dump(exclude=skip) == req.model_dump(exclude=skip)

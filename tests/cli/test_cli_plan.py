@@ -44,7 +44,7 @@ def assert_one_line_error(err: str, *fragments: str) -> None:
 def check_plan(doc: dict[str, Any], cluster: Path, jobsets: Path) -> None:
     """Run the independent checker on what the CLI printed."""
     snapshot = load_snapshot([cluster])
-    requests = load_jobsets([jobsets], priority_classes=snapshot.priority_classes)
+    requests = load_jobsets([jobsets], priorities=snapshot.priorities)
     assert check(Plan.model_validate(doc), snapshot, requests, SolveOptions()) == []
 
 

@@ -68,7 +68,7 @@ def test_gpu_clusters_have_hierarchies() -> None:
     )
     assert {n.allocatable["nvidia.com/gpu"] for n in h.nodes} == {8}
     sub = "cloud.google.com/gce-topology-subblock"
-    [llm] = load_jobsets([JOBSETS / "h100-training.yaml"], priority_classes=h.priority_classes)
+    [llm] = load_jobsets([JOBSETS / "h100-training.yaml"], priorities=h.priorities)
     free = whole_free_domains(h, sub, {"cloud.google.com/gke-accelerator": "nvidia-h100-mega-80gb"})
     assert llm.replicated_jobs[0].exclusive_key == sub
     assert llm.priority == 1000
@@ -91,7 +91,7 @@ def test_gpu_clusters_have_hierarchies() -> None:
 
 def test_queue_has_several_priorities() -> None:
     snap = load_snapshot([CLUSTERS / "tpu-v5e-v6e.yaml"])
-    queue = load_jobsets([JOBSETS / "queue"], priority_classes=snap.priority_classes)
+    queue = load_jobsets([JOBSETS / "queue"], priorities=snap.priorities)
     assert len(queue) >= 4
     assert len({j.priority for j in queue}) >= 3
     assert all(j.creation_timestamp is not None for j in queue)

@@ -25,7 +25,7 @@ EXAMPLES = [
 def _example_map(cluster: str, jobsets: str) -> tuple[FleetMap, int]:
     snapshot = load_snapshot([str(ROOT / "examples" / "clusters" / cluster)])
     requests = load_jobsets(
-        [str(ROOT / "examples" / "jobsets" / jobsets)], priority_classes=snapshot.priority_classes
+        [str(ROOT / "examples" / "jobsets" / jobsets)], priorities=snapshot.priorities
     )
     plan = solve_checked("largest-first", snapshot, requests)
     keys = [r.exclusive_key for js in requests for r in js.replicated_jobs if r.exclusive_key]

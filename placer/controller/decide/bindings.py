@@ -19,6 +19,7 @@ from typing import Any
 from placer.controller.adapter import Obj, copy_json, resource_version
 from placer.model.assignment import PLACEMENT_GATE, PREFIX, JobAssignment
 from placer.model.topology import HOSTNAME
+from placer.model.workload import JobSetRequest
 from placer.render.emit import NAMESPACED_JOB_LABEL, NO_SCHEDULE_TAINT, domain_requirements
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "job_requirements",
     "namespaced_job",
     "node_label_patch",
+    "node_selector_label_problem",
     "ungate_patch",
     "ungated_pod",
 ]
@@ -55,6 +57,30 @@ Requirement = dict[str, Any]
 def namespaced_job(namespace: str, job: str) -> str:
     """The node-selector strategy's label value for one child Job."""
     return f"{namespace}_{job}"
+
+
+LABEL_VALUE_MAX = 63
+"""Kubernetes' limit on a label value, so on a nodeSelector value too."""
+
+
+def node_selector_label_problem(request: JobSetRequest) -> str:
+    """Why JobSet's node-selector strategy cannot work for this JobSet, or "".
+
+    JobSet selects each child Job's nodes by the label value `<namespace>_<child Job name>`;
+    over 63 characters it is not a valid label value, so no node can carry it and JobSet's own
+    child Job (whose nodeSelector holds it) is refused by the API server. Found on the real
+    control plane, where every node patch failed with 422 each cycle.
+    """
+    for _, _, job in request.child_jobs():
+        value = namespaced_job(request.namespace, job)
+        if len(value) > LABEL_VALUE_MAX:
+            return (
+                f"node-labels binding: label value {value!r} for child Job {job} is "
+                f"{len(value)} characters, over the {LABEL_VALUE_MAX} Kubernetes allows "
+                f"(alpha.jobset.sigs.k8s.io/namespaced-job is <namespace>_<child Job name>); "
+                "shorten the namespace, JobSet or replicatedJob name"
+            )
+    return ""
 
 
 def job_requirements(

@@ -18,7 +18,7 @@ from functools import partial
 from typing import Any, Literal
 
 from placer.controller.adapter import Obj
-from placer.controller.decide.bindings import namespaced_job
+from placer.controller.decide.bindings import node_selector_label_problem
 from placer.controller.decide.ledger import Ledger
 from placer.controller.decide.state import ClusterState
 from placer.model.assignment import ASSIGNMENT_ANNOTATION, PLACEMENT_GATE, Assignment
@@ -26,6 +26,7 @@ from placer.model.durations import EXPECTED_DURATION
 from placer.model.errors import InputError
 from placer.model.jobset.parse import parse_jobset
 from placer.model.kube.pods import PodRef, pod_ref
+from placer.model.priorities import PriorityClasses
 from placer.model.snapshots.priority_classes import default_priority_class
 from placer.model.snapshots.running import TERMINAL_PHASES
 from placer.model.workload import EXCLUSIVE_TOPOLOGY, NODE_SELECTOR_STRATEGY, JobSetRequest
@@ -250,25 +251,17 @@ def _without_durations(obj: Obj) -> Obj:
     }
 
 
-@dataclass(frozen=True)
-class Priorities:
-    """The cluster's PriorityClasses as a JobSet's templates resolve them: name -> value, and
-    the class a template naming none gets (the one with `globalDefault`, lowest value first)."""
-
-    values: dict[str, int]
-    default: str | None
-
-    @staticmethod
-    def of(state: ClusterState) -> Priorities:
-        values = {name: int(pc.get("value") or 0) for name, pc in state.priority_classes.items()}
-        default = default_priority_class(
-            (name, values[name], pc.get("globalDefault") is True)
-            for name, pc in state.priority_classes.items()
-        )
-        return Priorities(values, default)
+def priorities_of(state: ClusterState) -> PriorityClasses:
+    """The cluster's PriorityClasses as a JobSet's templates resolve them."""
+    values = {name: int(pc.get("value") or 0) for name, pc in state.priority_classes.items()}
+    default = default_priority_class(
+        (name, values[name], pc.get("globalDefault") is True)
+        for name, pc in state.priority_classes.items()
+    )
+    return PriorityClasses(values, default)
 
 
-def _parse_request(obj: Obj, order: int, priorities: Priorities) -> tuple[JobSetRequest, str]:
+def _parse_request(obj: Obj, order: int, priorities: PriorityClasses) -> tuple[JobSetRequest, str]:
     """`parse_jobset`; an unreadable or negative expected duration (the annotation
     `placer.dev/expected-duration`, or a child Job's `activeDeadlineSeconds`) is not worth a
     JobSet: it is planned with the default duration, and the error becomes the warning."""
@@ -276,8 +269,7 @@ def _parse_request(obj: Obj, order: int, priorities: Priorities) -> tuple[JobSet
         parse_jobset,
         source="cluster",
         order=order,
-        priority_classes=priorities.values,
-        default_priority_class=priorities.default,
+        priorities=priorities,
     )
     try:
         return read(obj), ""
@@ -288,7 +280,7 @@ def _parse_request(obj: Obj, order: int, priorities: Priorities) -> tuple[JobSet
 
 
 def _parse(
-    obj: Obj, order: int, priorities: Priorities, memo: ParseMemo | None
+    obj: Obj, order: int, priorities: PriorityClasses, memo: ParseMemo | None
 ) -> tuple[JobSetRequest | None, str, str]:
     """`parse_jobset`, memoized: status and record updates do not change what placement needs."""
     meta = obj.get("metadata") or {}
@@ -303,7 +295,7 @@ def _parse(
                 meta.get("creationTimestamp"),
                 obj.get("spec"),
                 annotations,
-                priorities.values,
+                dict(priorities.values),
                 priorities.default,
             ],
             sort_keys=True,
@@ -325,30 +317,6 @@ def _parse(
     return result
 
 
-LABEL_VALUE_MAX = 63
-"""Kubernetes' limit on a label value, so on a nodeSelector value too."""
-
-
-def node_selector_label_problem(request: JobSetRequest) -> str:
-    """Why JobSet's node-selector strategy cannot work for this JobSet, or "".
-
-    JobSet selects each child Job's nodes by the label value `<namespace>_<child Job name>`;
-    over 63 characters it is not a valid label value, so no node can carry it and JobSet's own
-    child Job (whose nodeSelector holds it) is refused by the API server. Found on the real
-    control plane, where every node patch failed with 422 each cycle.
-    """
-    for _, _, job in request.child_jobs():
-        value = namespaced_job(request.namespace, job)
-        if len(value) > LABEL_VALUE_MAX:
-            return (
-                f"node-labels binding: label value {value!r} for child Job {job} is "
-                f"{len(value)} characters, over the {LABEL_VALUE_MAX} Kubernetes allows "
-                f"(alpha.jobset.sigs.k8s.io/namespaced-job is <namespace>_<child Job name>); "
-                "shorten the namespace, JobSet or replicatedJob name"
-            )
-    return ""
-
-
 def survey(
     state: ClusterState,
     *,
@@ -363,7 +331,7 @@ def survey(
     its entry in `ledger` when there is one (the commit is what counts), else its annotation.
     `memo` and `refs` (kept by the caller across cycles) save re-parsing unchanged manifests and
     pod labels; `pods`: `jobset_pods(state, refs)` when the caller already has it."""
-    priorities = Priorities.of(state)
+    priorities = priorities_of(state)
     if pods is None:
         pods = jobset_pods(state, refs)
     result: list[ManagedJobSet] = []

@@ -26,6 +26,7 @@ from placer.model.kueue.workload import (
     owner_of,
     waits_for_quota,
 )
+from placer.model.priorities import PriorityClasses
 from placer.model.workload import JobSetRequest
 
 __all__ = ["LiveQueue", "load_live_queue"]
@@ -82,8 +83,7 @@ def _workloads(api: KubeApis) -> list[dict[str, Any]]:
 def _pending(
     objs: list[dict[str, Any]],
     running: Collection[str],
-    priority_classes: Mapping[str, int],
-    default_class: str | None,
+    priorities: PriorityClasses,
     source: str,
 ) -> list[JobSetRequest]:
     objs = sorted(
@@ -103,8 +103,7 @@ def _pending(
                 obj,
                 source=source,
                 order=len(result),
-                priority_classes=priority_classes,
-                default_priority_class=default_class,
+                priorities=priorities,
             )
         except InputError as e:
             log.warning("skipping a JobSet that cannot be planned: %s", e)
@@ -117,8 +116,7 @@ def _pending(
 def load_live_queue(
     kubeconfig: str | None,
     running: Collection[str],
-    priority_classes: Mapping[str, int],
-    default_class: str | None = None,
+    priorities: PriorityClasses,
 ) -> LiveQueue:
     """The pending JobSets of the cluster `kubeconfig` points at (those not in `running`, the
     live snapshot's running JobSets), and Kueue's standing for each."""
@@ -128,8 +126,7 @@ def load_live_queue(
         jobsets = _pending(
             _list(api, JOBSET_GROUP, JOBSET_VERSION, "jobsets"),
             running,
-            priority_classes,
-            default_class,
+            priorities,
             source,
         )
         pending = {js.key for js in jobsets}

@@ -30,6 +30,7 @@ from placer.model.kube.objects import pod_host_ports, read_as
 from placer.model.kueue.annotations import check_podset_groups, read_kueue_topology
 from placer.model.messages import echo
 from placer.model.pod_requests import pod_request
+from placer.model.priorities import NO_PRIORITY_CLASSES, PriorityClasses
 from placer.model.read.limits import (
     check_nesting_depth,
     check_pods_per_jobset,
@@ -151,8 +152,7 @@ def parse_affinity_terms(
 
 def _priority(
     pod: TemplatePodSpec,
-    priority_classes: Mapping[str, int] | None,
-    default_class: str | None,
+    priorities: PriorityClasses,
     *,
     source: str,
     obj: str,
@@ -163,9 +163,9 @@ def _priority(
     it), else 0."""
     if pod.priority is not None:
         return pod.priority
-    name = pod.priorityClassName or default_class
-    if name and priority_classes is not None and name in priority_classes:
-        return priority_classes[name]
+    value = priorities.value_of(pod.priorityClassName)
+    if value is not None:
+        return value
     if pod.priorityClassName:
         log.warning(
             "%s: %s: %s.priorityClassName %r is unknown; using priority 0",
@@ -262,8 +262,7 @@ def parse_jobset(
     *,
     source: str = "",
     order: int = 0,
-    priority_classes: Mapping[str, int] | None = None,
-    default_priority_class: str | None = None,
+    priorities: PriorityClasses = NO_PRIORITY_CLASSES,
 ) -> JobSetRequest:
     """Validate one JobSet object and reduce it to what placement needs.
 
@@ -275,7 +274,7 @@ def parse_jobset(
     _check_size(m, source=source, obj=key)
     js_exclusive = m.metadata.annotations.get(EXCLUSIVE_TOPOLOGY)
     rjobs: list[ReplicatedJobRequest] = []
-    priorities: list[int] = []
+    values: list[int] = []
     class_names: list[str | None] = []
     policies: list[str | None] = []
     names: set[str] = set()
@@ -325,24 +324,23 @@ def parse_jobset(
                 topology_prefix=kueue.prefix,
             )
         )
-        priorities.append(
+        values.append(
             _priority(
                 pod,
-                priority_classes,
-                default_priority_class,
+                priorities,
                 source=source,
                 obj=key,
                 field=pod_field,
             )
         )
-        class_names.append(pod.priorityClassName or default_priority_class)
+        class_names.append(priorities.class_of(pod.priorityClassName))
         policies.append(pod.preemptionPolicy)
     duration = jobset_expected_duration(obj, source=source, key=key)
     request = JobSetRequest(
         namespace=m.metadata.namespace,
         name=m.metadata.name,
         uid=m.metadata.uid,
-        priority=max(priorities),
+        priority=max(values),
         creation_timestamp=m.metadata.creationTimestamp,
         order=order,
         replicated_jobs=tuple(rjobs),
@@ -361,8 +359,7 @@ def parse_jobset(
 def load_jobsets(
     paths: Sequence[str | Path],
     *,
-    priority_classes: Mapping[str, int] | None = None,
-    default_priority_class: str | None = None,
+    priorities: PriorityClasses = NO_PRIORITY_CLASSES,
 ) -> list[JobSetRequest]:
     """Every JobSet in the given files/directories, `order` numbered across all of them.
 
@@ -384,8 +381,7 @@ def load_jobsets(
                 doc,
                 source=source,
                 order=len(result),
-                priority_classes=priority_classes,
-                default_priority_class=default_priority_class,
+                priorities=priorities,
             )
             if js.key in seen:
                 raise InputError(

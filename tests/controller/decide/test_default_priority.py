@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from placer.controller.decide.survey import Priorities, survey
+from placer.controller.decide.survey import priorities_of, survey
+from placer.model.priorities import PriorityClasses
 from tests.controller.builders import add_jobset, state_of, tpu_cluster
 
 
@@ -29,7 +30,7 @@ def test_a_jobset_naming_no_class_has_the_default_classs_priority() -> None:
     cluster.replace("jobsets", named)
     add_jobset(cluster, "plain", pods_now=False)
     state = state_of(cluster)
-    assert Priorities.of(state) == Priorities({"low": 100, "standard": 500}, "standard")
+    assert priorities_of(state) == PriorityClasses({"low": 100, "standard": 500}, "standard")
     by_name = {m.request.name: m.request for m in survey(state, binding="gate") if m.request}
     assert (by_name["plain"].priority, by_name["plain"].priority_class_name) == (500, "standard")
     assert (by_name["named"].priority, by_name["named"].priority_class_name) == (100, "low")
@@ -39,4 +40,4 @@ def test_of_several_defaults_the_lowest_value_is_the_default() -> None:
     cluster = tpu_cluster(blocks=1)
     cluster.create("priorityclasses", _class("a", 900, default=True))
     cluster.create("priorityclasses", _class("b", 300, default=True))
-    assert Priorities.of(state_of(cluster)).default == "b"
+    assert priorities_of(state_of(cluster)).default == "b"

@@ -14,6 +14,7 @@ import yaml
 
 from placer.model.errors import InputError
 from placer.model.jobset.parse import load_jobsets, parse_jobset
+from placer.model.priorities import PriorityClasses
 from placer.model.read.limits import MAX_PODS_PER_JOBSET
 from placer.model.scheduling import (
     NodeSelectorRequirement,
@@ -499,37 +500,33 @@ def test_host_ports(spec: dict[str, Any], expected: tuple[tuple[int, str], ...])
 
 
 def test_priority(caplog: pytest.LogCaptureFixture) -> None:
-    classes = {"high": 1000}
+    classes = PriorityClasses({"high": 1000})
     explicit = {"containers": [container()], "priority": 7, "priorityClassName": "high"}
-    assert parse_jobset(manifest(explicit), priority_classes=classes).priority == 7
+    assert parse_jobset(manifest(explicit), priorities=classes).priority == 7
     named = {"containers": [container()], "priorityClassName": "high"}
-    assert parse_jobset(manifest(named), priority_classes=classes).priority == 1000
+    assert parse_jobset(manifest(named), priorities=classes).priority == 1000
     assert parse_jobset(manifest()).priority == 0
     zero = {"containers": [container()], "priority": 0, "priorityClassName": "high"}
-    assert parse_jobset(manifest(zero), priority_classes=classes).priority == 0  # admission's
+    assert parse_jobset(manifest(zero), priorities=classes).priority == 0  # admission's
     unknown = {"containers": [container()], "priorityClassName": "nope"}
     with caplog.at_level(logging.WARNING):
-        assert parse_jobset(manifest(unknown), priority_classes=classes).priority == 0
+        assert parse_jobset(manifest(unknown), priorities=classes).priority == 0
     assert any("'nope' is unknown" in r.getMessage() for r in caplog.records)
 
 
 def test_a_template_naming_no_class_gets_the_clusters_default() -> None:
     """As the Priority admission plugin does: the `globalDefault` class's value and name (and so
     its preemption policy), unless the template names a class or sets a priority."""
-    classes = {"standard": 500, "low": 100}
-    plain = parse_jobset(manifest(), priority_classes=classes, default_priority_class="standard")
+    classes = PriorityClasses({"standard": 500, "low": 100})
+    standard = PriorityClasses(classes.values, "standard")
+    plain = parse_jobset(manifest(), priorities=standard)
     assert (plain.priority, plain.priority_class_name) == (500, "standard")
     low = {"containers": [container()], "priorityClassName": "low"}
-    named = parse_jobset(manifest(low), priority_classes=classes, default_priority_class="standard")
+    named = parse_jobset(manifest(low), priorities=standard)
     assert (named.priority, named.priority_class_name) == (100, "low")
     set_ = {"containers": [container()], "priority": 7}
-    assert (
-        parse_jobset(
-            manifest(set_), priority_classes=classes, default_priority_class="standard"
-        ).priority
-        == 7
-    )
-    assert parse_jobset(manifest(), priority_classes=classes).priority == 0
+    assert parse_jobset(manifest(set_), priorities=standard).priority == 7
+    assert parse_jobset(manifest(), priorities=classes).priority == 0
 
 
 def test_class_name_and_never_preempting_come_from_any_replicated_job() -> None:
@@ -541,7 +538,7 @@ def test_class_name_and_never_preempting_come_from_any_replicated_job() -> None:
     pod = second["template"]["spec"]["template"]["spec"]
     pod.update(priorityClassName="high", preemptionPolicy="Never")
     m["spec"]["replicatedJobs"].append(second)
-    js = parse_jobset(m, priority_classes={"high": 10})
+    js = parse_jobset(m, priorities=PriorityClasses({"high": 10}))
     assert (js.priority_class_name, js.never_preempts, js.priority) == ("high", True, 10)
     assert parse_jobset(manifest()).never_preempts is False
 

@@ -11,6 +11,7 @@ from placer.model.cluster import ClusterSnapshot
 from placer.model.jobset.parse import load_jobsets
 from placer.model.options import SolveOptions
 from placer.model.plan import Plan
+from placer.model.priorities import PriorityClasses
 from placer.solver.capacity.catalog import load_catalog
 from placer.solver.check.checker import check
 from tests.cli.inputs import jobset_manifest, write_cluster, write_jobsets
@@ -96,7 +97,7 @@ def test_cheapest_from_the_bundled_catalogue(capsys: pytest.CaptureFixture[str])
     catalog = load_catalog([CATALOG])
     nodes = [*catalog.expand(1, 6), *catalog.expand(3, 4)]
     snapshot = ClusterSnapshot(nodes=tuple(nodes), levels=tuple(catalog.levels))
-    jobsets = load_jobsets([queue], priority_classes=catalog.priorityClasses)
+    jobsets = load_jobsets([queue], priorities=PriorityClasses(catalog.priorityClasses))
     assert check(plan, snapshot, jobsets, SolveOptions()) == []
 
 

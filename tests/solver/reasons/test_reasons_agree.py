@@ -76,7 +76,7 @@ def _example_queues() -> list[pytest.ParameterSet]:
 @pytest.mark.parametrize(("cluster", "paths"), _example_queues())
 def test_examples_plan_and_explain_count_the_same(cluster: Path, paths: list[Path]) -> None:
     snapshot = load_snapshot([cluster])
-    jobsets = load_jobsets(paths, priority_classes=snapshot.priority_classes)
+    jobsets = load_jobsets(paths, priorities=snapshot.priorities)
     checked = sum(_assert_agree(snapshot, jobsets, solver) for solver in SOLVERS)
     assert checked > 0, "the examples leave JobSets out: the comparison must run"
 
