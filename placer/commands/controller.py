@@ -28,6 +28,7 @@ from typing import Any
 from placer.commands.argtypes import number, whole_number
 from placer.commands.common import add_solver_args, options_from_args
 from placer.commands.preemption_args import add_preemption_args
+from placer.commands.server_logs import add_log_format_arg, use_server_logs
 from placer.commands.timing import (
     add_guard_arg,
     add_time_args,
@@ -226,12 +227,7 @@ def _add_operation_args(ha: argparse._ArgumentGroup) -> None:
         help="also serve the scheduler extender on this port (reads this cache)",
     )
     add_guard_arg(ha)
-    ha.add_argument(
-        "--log-format",
-        choices=("text", "json"),
-        default="text",
-        help="json: one structured object per line",
-    )
+    add_log_format_arg(ha)
 
 
 def _config(args: argparse.Namespace, identity: str) -> Any:
@@ -309,13 +305,7 @@ def run(args: argparse.Namespace) -> int:
     if args.pin_nodes and args.binding != "gate":
         raise InputError("--pin-nodes needs --binding gate", field="--pin-nodes", code="usage")
     guard = guard_s(args)
-    level = logging.DEBUG if args.verbose else logging.INFO
-    if args.log_format == "json":
-        from placer.controller.logs import use_json_logs
-
-        use_json_logs(level)
-    else:
-        logging.getLogger().setLevel(level)
+    use_server_logs(args)
     from placer.controller.act.kube_adapter import KubeAdapter
     from placer.controller.act.leader import LeaderSettings, default_identity, run_elected
     from placer.controller.decide.ledger import Deposed

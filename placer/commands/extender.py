@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from placer.commands.argtypes import PORT, whole_number
+from placer.commands.server_logs import add_log_format_arg, use_server_logs
 from placer.commands.timing import add_guard_arg, guard_s
 from placer.model.errors import InputError
 from placer.model.read.files import check_input_file
@@ -81,6 +82,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     parser.add_argument("--tls-cert-file", metavar="PEM", help="serve HTTPS with this certificate")
     parser.add_argument("--tls-key-file", metavar="PEM", help="the key of --tls-cert-file")
+    add_log_format_arg(parser)
     parser.set_defaults(func=run)
 
 
@@ -99,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.kubeconfig:
         check_input_file(args.kubeconfig, field="--kubeconfig")
+    use_server_logs(args)
     from plugins.extender.service import ServiceOptions, serve
 
     ledger_namespace = None

@@ -8,11 +8,11 @@ load it. See deploy/webhook/README.md.
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from pathlib import Path
 
 from placer.commands.argtypes import PORT, interval_s, whole_number
+from placer.commands.server_logs import add_log_format_arg, use_server_logs
 
 __all__ = ["register", "run"]
 
@@ -66,12 +66,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="reviews answered at once; more get 503 at once, which the API server treats as a "
         "webhook failure (32)",
     )
-    parser.add_argument(
-        "--log-format",
-        choices=("text", "json"),
-        default="text",
-        help="json: one structured object per line",
-    )
+    add_log_format_arg(parser)
     parser.set_defaults(func=run)
 
 
@@ -79,13 +74,7 @@ def run(args: argparse.Namespace) -> int:
     from placer.serving import ServingLimits
     from plugins.webhook.server import WebhookOptions, serve
 
-    level = logging.DEBUG if args.verbose else logging.INFO
-    if args.log_format == "json":
-        from placer.controller.logs import use_json_logs
-
-        use_json_logs(level)
-    else:
-        logging.getLogger().setLevel(level)
+    use_server_logs(args)
     options = WebhookOptions(
         cert_file=Path(args.tls_cert_file),
         key_file=Path(args.tls_private_key_file),

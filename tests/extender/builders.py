@@ -17,7 +17,7 @@ import http.client
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from placer.model.plan import (
     DomainRef,
@@ -39,6 +39,7 @@ __all__ = [
     "post",
     "request",
     "sample_plan",
+    "serving_url",
     "write_inputs",
 ]
 
@@ -200,3 +201,11 @@ def post(url: str, verb: str, payload: object) -> tuple[int, Any]:
     body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
     status, raw = request(url, "POST", f"/{verb}", body)
     return status, json.loads(raw)
+
+
+def serving_url(stderr: IO[str]) -> str:
+    """The URL `placer extender` announces on stderr, past the INFO lines it logs first."""
+    while line := stderr.readline():
+        if line.startswith("placer extender: serving "):
+            return line.split()[3]
+    raise AssertionError("placer extender exited without serving")

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from plugins.extender.service import ServiceOptions, build
-from tests.extender.builders import plain_pod, post, request, write_inputs
+from tests.extender.builders import plain_pod, post, request, serving_url, write_inputs
 
 ROOT = Path(__file__).resolve().parents[2]
 ERROR_KEYS = {"Nodes", "NodeNames", "FailedNodes", "FailedAndUnresolvableNodes", "Error"}
@@ -99,8 +99,7 @@ def test_sigterm_drains_the_request_in_flight_and_exits_0(tmp_path: Path) -> Non
     proc = subprocess.Popen(command, cwd=ROOT, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stderr is not None
-        line = proc.stderr.readline()
-        host, port = line.split()[3].removeprefix("http://").split(":")
+        host, port = serving_url(proc.stderr).removeprefix("http://").split(":")
         body = json.dumps({"Pod": plain_pod(), "NodeNames": ["n2", "n3"]}).encode()
         head = f"POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n\r\n"
         with socket.create_connection((host, int(port)), timeout=20) as sock:

@@ -4,6 +4,7 @@ that keep the command thin."""
 from __future__ import annotations
 
 import ast
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 
 from placer.cli import main
 from plugins.extender.service import ServiceOptions
-from tests.extender.builders import plain_pod, post, write_inputs
+from tests.extender.builders import plain_pod, post, serving_url, write_inputs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -36,13 +37,31 @@ def test_cli_serves_a_plan_file(tmp_path: Path) -> None:
     proc = subprocess.Popen(command, cwd=ROOT, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stderr is not None
-        line = proc.stderr.readline()
-        assert line.startswith("placer extender: serving http://127.0.0.1:"), line
-        url = line.split()[3]
+        url = serving_url(proc.stderr)
+        assert url.startswith("http://127.0.0.1:"), url
         status, answer = post(url, "filter", {"Pod": plain_pod(), "NodeNames": ["n2", "n3"]})
         assert status == 200
         assert answer["NodeNames"] == ["n3"]
         assert answer["FailedAndUnresolvableNodes"] == {"n2": "reserved for ml/train"}
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_cli_logs_what_it_loaded_at_info_as_json_when_asked(tmp_path: Path) -> None:
+    """As the controller and the webhook do: a server's INFO lines are its record (here, what the
+    plan file holds; in watch mode, every pod it binds), not dropped as a batch command's are."""
+    plan, cluster = write_inputs(tmp_path)
+    command = [sys.executable, "-m", "placer.cli", "extender", "--host", "127.0.0.1"]
+    command += ["--port", "0", "--plan", str(plan), "--cluster", str(cluster)]
+    proc = subprocess.Popen(
+        [*command, "--log-format", "json"], cwd=ROOT, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stderr is not None
+        entry = json.loads(proc.stderr.readline())
+        assert (entry["level"], entry["logger"]) == ("info", "plugins.extender.sources")
+        assert entry["msg"].startswith(f"plan {plan}: ")
     finally:
         proc.terminate()
         proc.wait(timeout=10)
