@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from kubernetes import client as k8s
 
 from placer.controller.decide.ledger import RESERVATION, LedgerEntry, entry_key, read_ledger
 from placer.model.durations import EXPECTED_DURATION
@@ -38,7 +39,7 @@ def extender_settings(port: int, *, ignorable: bool) -> list[dict[str, Any]]:
     return [extender]
 
 
-def start_extender(scenario: Scenario) -> int:
+def start_extender(scenario: Scenario, *flags: str) -> int:
     documents = load_documents(REPO / "deploy/scheduler/extender.yaml")
     rbac = [
         d for d in documents if d["kind"] not in {"Deployment", "Service", "PodDisruptionBudget"}
@@ -54,6 +55,7 @@ def start_extender(scenario: Scenario) -> int:
         f"--host={LOOPBACK}",
         f"--port={port}",
         f"--ledger-namespace={PLACER_SYSTEM}",
+        *flags,
         health_url=f"http://{LOOPBACK}:{port}/healthz",
     )
     return port
@@ -250,3 +252,44 @@ def test_a_jobset_past_the_maximum_wait_keeps_other_pods_off_its_reserved_domain
         )
 
     wait_until(told, timeout_s=60, what="FailedScheduling naming wide's reservation")
+
+
+def test_with_the_bind_verb_the_extender_binds_placers_pods_once_given_the_bind_role(
+    scheduler_restored: Scenario,
+) -> None:
+    """deploy/scheduler's `--bind` option: kube-scheduler hands the binding of pods the extender
+    manages to it. With extender.yaml's Roles alone its Binding is refused and the pods stay
+    unbound; extender-bind.yaml's role is what it needs, and then every pod is bound, by the
+    extender, where the plan says."""
+    scenario = scheduler_restored
+    scenario.use_example_cluster("tpu-v5e-v6e.yaml")
+    port = start_extender(scenario, "--bind")
+    settings = extender_settings(port, ignorable=False)
+    settings[0]["bindVerb"] = "bind"
+    scenario.plane.reconfigure_scheduler(scenario.plane.scheduler_config(settings))
+    scenario.start_webhook()
+    scenario.start_controller()
+    scenario.create_jobset(multislice("bound", slices=2))
+    log = scenario.processes["extender"].log_path
+    wait_until(
+        lambda: "403" in log.read_text() and "binding" in log.read_text(),
+        timeout_s=60,
+        what="the extender's Binding refused without the bind role",
+    )
+    assert not [p for p in scenario.pods_of("bound") if p.spec.node_name]
+    bind_role = load_documents(REPO / "deploy/scheduler/extender-bind.yaml")
+    apply_all(scenario.admin, bind_role)
+    try:
+        pods = scenario.wait_pods_bound("bound", count=4, timeout_s=120)
+    finally:
+        rbac = k8s.RbacAuthorizationV1Api(scenario.core.api_client)
+        rbac.delete_cluster_role_binding("placer-extender-bind")
+        rbac.delete_cluster_role("placer-extender-bind")
+    text = log.read_text()
+    record = assignment_of(scenario.get_jobset("bound"))
+    labels = scenario.node_labels()
+    for pod in pods:
+        node = pod.spec.node_name
+        assert f"bound {scenario.namespace}/{pod.metadata.name} to {node}" in text
+        job = pod.metadata.labels["batch.kubernetes.io/job-name"]
+        assert labels[node][POOL] == record["jobs"][job]["domain"]["value"]
