@@ -226,6 +226,12 @@ def _add_operation_args(ha: argparse._ArgumentGroup) -> None:
         default=0,
         help="also serve the scheduler extender on this port (reads this cache)",
     )
+    ha.add_argument(
+        "--extender-address",
+        metavar="A",
+        default="0.0.0.0",
+        help="the embedded extender's bind address",
+    )
     add_guard_arg(ha)
     add_log_format_arg(ha)
 
@@ -343,7 +349,7 @@ def run(args: argparse.Namespace) -> int:
                 field="--extender-port",
                 code="usage",
             ) from e
-        serve_extender(controller, args.extender_port, guard_s=guard)
+        serve_extender(controller, args.extender_port, host=args.extender_address, guard_s=guard)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
