@@ -138,12 +138,10 @@ def scheduler_restored(scenario: Scenario) -> Iterator[Scenario]:
         scenario.plane.reconfigure_scheduler(scenario.plane.scheduler_config())
 
 
-def test_pods_that_are_not_placers_stay_out_of_planned_domains_and_ignorable_decides_when_down(
-    scheduler_restored: Scenario,
-) -> None:
-    scenario = scheduler_restored
-    port = with_extender(scenario)
-    # Two chips per worker: each planned node keeps two free chips another pod could take.
+def keeps_other_pods_out(scenario: Scenario) -> None:
+    """A JobSet of two chips per worker, so each planned node keeps two free chips another pod
+    could take; then more pods that are not placer's than fit outside its domains: none enters
+    them, the two left over wait with FailedScheduling. The pods are deleted afterwards."""
     manifest = multislice("half", slices=3)
     container = manifest["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"][
         "containers"
@@ -169,6 +167,14 @@ def test_pods_that_are_not_placers_stay_out_of_planned_domains_and_ignorable_dec
     )
     for name in [p.metadata.name for p in bound] + waiting:
         scenario.core.delete_namespaced_pod(name, scenario.namespace, grace_period_seconds=0)
+
+
+def test_pods_that_are_not_placers_stay_out_of_planned_domains_and_ignorable_decides_when_down(
+    scheduler_restored: Scenario,
+) -> None:
+    scenario = scheduler_restored
+    port = with_extender(scenario)
+    keeps_other_pods_out(scenario)
 
     # The extender down: not ignorable, a pod it should judge is not scheduled at all.
     scenario.processes["extender"].stop()
@@ -293,3 +299,19 @@ def test_with_the_bind_verb_the_extender_binds_placers_pods_once_given_the_bind_
         assert f"bound {scenario.namespace}/{pod.metadata.name} to {node}" in text
         job = pod.metadata.labels["batch.kubernetes.io/job-name"]
         assert labels[node][POOL] == record["jobs"][job]["domain"]["value"]
+
+
+def test_the_controllers_embedded_extender_keeps_other_pods_out_as_well(
+    scheduler_restored: Scenario,
+) -> None:
+    """`placer controller --extender-port`: the same extender, served from the controller's own
+    cache, its address given by `--extender-address`."""
+    scenario = scheduler_restored
+    scenario.use_example_cluster("tpu-v5e-v6e.yaml")
+    port = free_port()
+    scenario.plane.reconfigure_scheduler(
+        scenario.plane.scheduler_config(extender_settings(port, ignorable=False))
+    )
+    scenario.start_webhook()
+    scenario.start_controller(f"--extender-port={port}", f"--extender-address={LOOPBACK}")
+    keeps_other_pods_out(scenario)
