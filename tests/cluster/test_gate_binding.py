@@ -127,3 +127,46 @@ def test_a_jobset_restart_recreates_child_jobs_in_the_same_domains(scenario: Sce
     pods = scenario.pods_of("restarted")
     assert {p.metadata.labels["jobset.sigs.k8s.io/restart-attempt"] for p in pods} == {"1"}
     assert pools_by_child_job(scenario, pods) == before
+
+
+def test_a_restart_after_a_host_is_cordoned_moves_only_the_child_job_that_lost_its_slice(
+    scenario: Scenario,
+) -> None:
+    """deploy/controller/README.md, "Lost nodes": a host of one slice is cordoned (a bad TPU
+    host taken out), then a worker fails and the JobSet restarts every child Job. The child
+    Job whose slice lost a host is re-placed on another whole slice; its sibling keeps its own."""
+    scenario.use_example_cluster("tpu-v5e-v6e.yaml")
+    scenario.start_pod_reaper()
+    scenario.start_webhook()
+    scenario.start_controller()
+    scenario.create_jobset(multislice("moved", slices=2))
+    before = pools_by_child_job(scenario, scenario.wait_pods_bound("moved", count=4))
+    uids = {p.metadata.uid for p in scenario.pods_of("moved")}
+    lost_job, (lost_pool,) = sorted(before.items())[0]
+    kept_job, kept_pools = sorted(before.items())[1]
+    host = next(
+        node for node, labels in scenario.node_labels().items() if labels.get(POOL) == lost_pool
+    )
+    scenario.core.patch_node(host, {"spec": {"unschedulable": True}})
+    victim = scenario.pods_of("moved")[0]
+    scenario.core.patch_namespaced_pod_status(
+        victim.metadata.name, scenario.namespace, {"status": {"phase": "Failed"}}
+    )
+
+    def restarted() -> bool:
+        pods = scenario.pods_of("moved")
+        return (
+            len(pods) == 4
+            and not uids & {p.metadata.uid for p in pods}
+            and all(p.spec.node_name for p in pods)
+        )
+
+    from tests.cluster.processes import wait_until
+
+    wait_until(restarted, timeout_s=120, what="the JobSet restarted and its new pods bound")
+    after = pools_by_child_job(scenario, scenario.pods_of("moved"))
+    assert after[kept_job] == kept_pools
+    assert len(after[lost_job]) == 1 and lost_pool not in after[lost_job]
+    assert after[lost_job].isdisjoint(kept_pools)
+    record = assignment_of(scenario.get_jobset("moved"))
+    assert {record["jobs"][lost_job]["domain"]["value"]} == after[lost_job]
