@@ -10,6 +10,7 @@ import pytest
 from benchmarks.simulate import cluster_sim as sim
 from placer.controller.act.memory_adapter import MemoryCluster
 from placer.controller.adapter import Kind, Listing, Obj
+from placer.controller.decide.ledger import LEDGER_NAME
 from placer.controller.reconcile import Controller
 from placer.model.errors import ClusterError
 from placer.solver.greedy.baselines import BestFitSolver
@@ -153,6 +154,63 @@ def test_deleted_jobset_releases_its_blocks() -> None:
     cluster.delete("jobsets", "a", namespace="default")
     add_jobset(cluster, "b", jobs=2)
     assert list(assert_valid(ctl.run_once()).planned.placed) == ["default/b"]
+
+
+def _suspend(cluster: MemoryCluster, name: str, suspend: bool = True) -> None:
+    obj = cluster.get("jobsets", name, namespace="default")
+    assert obj is not None
+    obj["spec"]["suspend"] = suspend
+    cluster.replace("jobsets", obj)
+
+
+def test_a_suspended_jobset_releases_its_blocks_once_its_pods_are_gone() -> None:
+    """Suspending frees what a JobSet ran on: while its pods terminate they still hold their
+    nodes; once they are gone its entry is released, its record cleared (one `Released` event)
+    and another JobSet placed there; resumed, it is planned anew and waits its turn."""
+    cluster = tpu_cluster(blocks=2)
+    ctl = controller(cluster)
+    add_jobset(cluster, "a", jobs=2)
+    ctl.run_once()
+    sim.schedule(cluster)
+    _suspend(cluster, "a")
+    add_jobset(cluster, "b", jobs=2)
+    assert "default/b" in ctl.run_once().planned.unschedulable  # a's pods still there
+    assert record(cluster, "a") is not None
+    for pod in jobset_pods(cluster, "a"):
+        cluster.delete("pods", pod["metadata"]["name"], namespace="default")
+    report = assert_valid(ctl.run_once())
+    assert list(report.planned.placed) == ["default/b"]
+    assert record(cluster, "a") is None
+    assert len(events(cluster, "Released")) == 1
+    assert_exclusive(cluster)
+    assert [w.op for w in ctl.run_once().writes] == []  # nothing more to release
+    _suspend(cluster, "a", suspend=False)
+    sim.create_pods(cluster, "default", "a")
+    assert "default/a" in ctl.run_once().planned.unschedulable
+    sim.schedule(cluster)
+    sim.finish(cluster, "default", "b")
+    assert list(assert_valid(ctl.run_once()).planned.placed) == ["default/a"]
+    assert_exclusive(cluster)
+
+
+def test_a_released_record_left_on_a_suspended_jobset_is_cleared_next_round() -> None:
+    """A controller stopped between the ledger release and the annotation clear: the record
+    without its ledger entry is cleared by the next round, and holds nothing meanwhile."""
+    cluster = tpu_cluster(blocks=2)
+    ctl = controller(cluster)
+    add_jobset(cluster, "a", jobs=2)
+    ctl.run_once()
+    _suspend(cluster, "a")
+    for pod in jobset_pods(cluster, "a"):
+        cluster.delete("pods", pod["metadata"]["name"], namespace="default")
+    ledger = cluster.get("configmaps", LEDGER_NAME, namespace=ctl.config.ledger_namespace)
+    assert ledger is not None
+    ledger["data"] = {k: v for k, v in ledger["data"].items() if "default.a" not in k}
+    cluster.replace("configmaps", ledger)
+    add_jobset(cluster, "b", jobs=2)
+    report = assert_valid(ctl.run_once())
+    assert list(report.planned.placed) == ["default/b"]
+    assert record(cluster, "a") is None
 
 
 def test_restart_keeps_the_domains() -> None:

@@ -73,7 +73,8 @@ class LedgerView:
         )
 
     def releasing(self, keys: Set[str]) -> LedgerView:
-        """The view with these entries (evictions done) released by this round's commit."""
+        """The view with these entries (evictions done, suspended JobSets) released by this
+        round's commit."""
         if not keys:
             return self
         return replace(self, release=self.release | keys)

@@ -6,7 +6,8 @@ choosing which targets are due (the process's memory of windows and retries) sta
 The judging is pure, so it lives here: with --kueue-admission-check the survey as Kueue has it
 first (`kueue.cycle.kueue_survey`: a suspended JobSet whose Workload holds quota is planned, an
 evicted one's entries released); then the ledger sorted against the observed JobSets
-(`ledgerplan.view_ledger`), the evictions in progress and those finished released
+(`ledgerplan.view_ledger`), suspended JobSets whose pods are gone released
+(`suspended.release_suspended`), the evictions in progress and those finished released
 (`Observed.evictions`), every record judged and the targets listed (`review.review`, the
 pods an eviction still holds counted as the beneficiary's own), and, with `--preemption`, who
 may be evicted (`preempting.eligibility`).
@@ -14,7 +15,7 @@ may be evicted (`preempting.eligibility`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from placer.controller.decide.kueue.check import KueueAdmission, release_evicted
 from placer.controller.decide.kueue.cycle import kueue_survey
@@ -23,6 +24,7 @@ from placer.controller.decide.ledgerplan import LedgerView, view_ledger
 from placer.controller.decide.observed import Observed
 from placer.controller.decide.preempting import Eligibility, Evictions, eligibility
 from placer.controller.decide.review import Review, review
+from placer.controller.decide.suspended import release_suspended
 from placer.model.options import SolveOptions
 
 __all__ = ["Judged", "ReviewSettings", "judge"]
@@ -70,6 +72,9 @@ def judge(observed: Observed, options: SolveOptions, settings: ReviewSettings) -
     view = view_ledger(observed.ledger, observed.state, observed.managed)
     if admission is not None:
         view = release_evicted(view, admission.release)
+    keep = frozenset(kueue.workloads) if kueue is not None else frozenset()
+    managed, view = release_suspended(observed.managed, view, keep=keep)
+    observed = replace(observed, managed=managed)
     evictions = observed.evictions(view.evictions)
     view = view.releasing(evictions.done)
     rev = review(observed.managed, observed.index, options, admit=admit, lent=evictions.lent)

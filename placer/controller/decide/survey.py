@@ -155,6 +155,9 @@ class ManagedJobSet:
     evicting: bool = False
     """The ledger records its eviction (preempting.py): it holds nothing, its old record is
     ignored, and it is not planned until the eviction is done and it runs again."""
+    released: bool = False
+    """Suspended with its pods gone (suspended.py): its entry is released this round and its
+    record annotation, if any, cleared."""
 
     @property
     def namespace(self) -> str:
@@ -175,11 +178,6 @@ class ManagedJobSet:
     @property
     def resource_version(self) -> str:
         return str(self.obj["metadata"].get("resourceVersion") or "")
-
-    @property
-    def active(self) -> bool:
-        """Holds its domains: not finished (suspended JobSets keep theirs, see README)."""
-        return not self.finished
 
 
 RefMemo = dict[tuple[str, str, str], PodRef | None]

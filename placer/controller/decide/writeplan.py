@@ -39,6 +39,7 @@ from placer.controller.decide.reserving import DURATION_WARNING, reserved_messag
 from placer.controller.decide.review import Review
 from placer.controller.decide.state import ClusterState
 from placer.controller.decide.survey import Binding, ManagedJobSet
+from placer.controller.decide.suspended import RELEASED_MESSAGE
 from placer.controller.decide.writes import (
     EmitEvent,
     LabelNode,
@@ -309,6 +310,23 @@ def _node_writes(
     return writes
 
 
+def _release_writes(ms: ManagedJobSet, settings: WriteSettings) -> list[Write]:
+    """A suspended JobSet released (suspended.py): its record annotation cleared, then one
+    `Released` event. Nothing once the annotation is gone."""
+    if ms.annotation is None:
+        return []
+    clear = RecordAssignment(
+        jobset=ms.key,
+        namespace=ms.namespace,
+        name=ms.name,
+        uid=ms.uid,
+        resource_version=ms.resource_version,
+        previous=ms.annotation,
+        annotation=None,
+    )
+    return [clear, _event(ms, "Released", RELEASED_MESSAGE, "Normal", settings)]
+
+
 def plan_writes(
     observed: Observed,
     rev: Review,
@@ -340,6 +358,9 @@ def plan_writes(
         writes.extend(_eviction_writes(step, state, settings, announced))
     for ms in managed:
         if ms.finished or ms.evicting or ms.key in evicting:
+            continue
+        if ms.released:
+            writes.extend(_release_writes(ms, settings))
             continue
         new = planned.placed.get(ms.key)
         record = new or rev.in_force.get(ms.key)

@@ -70,7 +70,8 @@ class _Write(BaseModel):
 
 
 class RecordAssignment(_Write):
-    """Store the assignment on the JobSet. Always the first write for a placement."""
+    """Store the assignment on the JobSet. Always the first write for a placement. With
+    `annotation` None, clear it (a suspended JobSet released, suspended.py)."""
 
     op: Literal["record"] = "record"
     namespace: str
@@ -79,7 +80,7 @@ class RecordAssignment(_Write):
     resource_version: str
     previous: str | None
     """The record text the decision was based on (None: there was none)."""
-    annotation: str
+    annotation: str | None
 
     def patch(self) -> Obj:
         return {
@@ -100,6 +101,8 @@ class RecordAssignment(_Write):
         return self.model_copy(update={"resource_version": resource_version(current)})
 
     def describe(self) -> str:
+        if self.annotation is None:
+            return f"clear the placement record of JobSet {self.jobset}"
         return f"record assignment on JobSet {self.jobset}"
 
 

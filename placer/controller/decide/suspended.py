@@ -1,0 +1,61 @@
+"""A suspended JobSet holds nothing once its pods are gone: its domains go back to the pool.
+
+Suspending a JobSet (`spec.suspend: true`) is how a platform engineer frees what it runs on:
+JobSet suspends its child Jobs and the Job controller deletes their pods. Kueue evicts the same
+way. A placement kept for a suspended JobSet would hold its slices for as long as it stays
+suspended, days perhaps, while nothing runs there. So once none of its pods is left (a pod
+still terminating occupies its node), its ledger entry is released and its record annotation
+cleared; resumed, it is planned again like any new JobSet.
+
+Left as they are: JobSets placer itself is evicting (preempting.py, which suspends and later
+resumes them) and, with --kueue-admission-check, JobSets whose Kueue Workload decides
+(kueue/check.py keeps an evicted one's record to give its domains back on re-admission).
+The rule reads only what is observed, so it is crash-safe in any order: a controller stopped
+between the ledger release and the annotation clear finds the record without its entry and
+clears it next round.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence, Set
+
+from placer.controller.decide.ledger import PLACEMENT, entry_key
+from placer.controller.decide.ledgerplan import LedgerView
+from placer.controller.decide.survey import ManagedJobSet
+
+__all__ = ["RELEASED_MESSAGE", "release_suspended"]
+
+RELEASED_MESSAGE = (
+    "suspended and its pods gone: its domains are released and its placement record cleared; "
+    "it is planned again once resumed"
+)
+
+
+def _releases(ms: ManagedJobSet, keep: Set[str]) -> bool:
+    return (
+        ms.suspended
+        and not ms.finished
+        and not ms.evicting
+        and ms.key not in keep
+        and (ms.assignment is not None or ms.annotation is not None)
+        and all(p.terminal for p in ms.pods)
+    )
+
+
+def release_suspended(
+    managed: Sequence[ManagedJobSet], view: LedgerView, *, keep: Set[str] = frozenset()
+) -> tuple[tuple[ManagedJobSet, ...], LedgerView]:
+    """The survey with every suspended JobSet whose pods are gone holding nothing (`released`),
+    and the ledger view releasing their entries. `keep`: JobSets someone else decides for
+    (Kueue's, under --kueue-admission-check)."""
+    result: list[ManagedJobSet] = []
+    release: set[str] = set()
+    for ms in managed:
+        if not _releases(ms, keep):
+            result.append(ms)
+            continue
+        if ms.committed:
+            release.add(entry_key(PLACEMENT, ms.key))
+        result.append(dataclasses.replace(ms, assignment=None, committed=False, released=True))
+    return tuple(result), view.releasing(release)
