@@ -170,3 +170,30 @@ def test_a_restart_after_a_host_is_cordoned_moves_only_the_child_job_that_lost_i
     assert after[lost_job].isdisjoint(kept_pools)
     record = assignment_of(scenario.get_jobset("moved"))
     assert {record["jobs"][lost_job]["domain"]["value"]} == after[lost_job]
+
+
+def test_suspending_a_jobset_frees_its_slices_once_its_pods_are_gone(scenario: Scenario) -> None:
+    """deploy/controller/README.md, "Suspended JobSets": JobSet suspends the child Jobs, the Job
+    controller deletes their pods; once they are gone the controller releases the slices (a
+    `Released` event, the record cleared) and a JobSet waiting for them is placed and bound."""
+    scenario.use_example_cluster("tpu-v5e-v6e.yaml")
+    scenario.start_pod_reaper()
+    scenario.start_webhook()
+    scenario.start_controller()
+    scenario.create_jobset(multislice("first", slices=4))
+    scenario.wait_pods_bound("first", count=8)
+    scenario.create_jobset(multislice("second", slices=4))  # 7 whole slices: waits for first
+
+    from tests.cluster.processes import wait_until
+
+    wait_until(
+        lambda: any(e.reason == "Unschedulable" for e in scenario.events("second")),
+        timeout_s=60,
+        what="second told it does not fit",
+    )
+    scenario.patch_jobset("first", {"spec": {"suspend": True}})
+    pods = scenario.wait_pods_bound("second", count=8, timeout_s=120)
+    assert len(pools_by_child_job(scenario, pods)) == 4
+    assert scenario.pods_of("first") == []
+    assert assignment_of(scenario.get_jobset("first")) == {}
+    assert any(e.reason == "Released" for e in scenario.events("first"))
