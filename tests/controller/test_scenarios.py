@@ -11,6 +11,7 @@ from benchmarks.simulate import cluster_sim as sim
 from placer.controller.act.memory_adapter import MemoryCluster
 from placer.controller.adapter import Kind, Listing, Obj
 from placer.controller.decide.ledger import LEDGER_NAME
+from placer.controller.decide.recordsize import MAX_ANNOTATIONS_BYTES
 from placer.controller.reconcile import Controller
 from placer.model.errors import ClusterError
 from placer.solver.greedy.baselines import BestFitSolver
@@ -340,6 +341,29 @@ def test_killed_between_two_writes_resumes_without_loss_or_duplication(after: in
     assert len(pod_writes) == 4  # each pod written exactly once across both lives
     jobset_writes = [c for c in cluster.calls if c[0] == "patch" and c[1] == "jobsets"]
     assert len(jobset_writes) == 1
+
+
+def test_a_record_that_no_longer_fits_after_the_commit_is_released_not_retried_forever() -> None:
+    """Killed after the ledger commit, before the record write; meanwhile the JobSet's
+    annotations grew past what leaves room for the record. The next controller releases the
+    placement and reports why, instead of failing the record write every cycle while the entry
+    holds the blocks; another JobSet may take them."""
+    cluster = tpu_cluster(blocks=2)
+    add_jobset(cluster, "train", jobs=2, pods=2)
+    with pytest.raises(Killed):
+        controller(Dying(cluster, 1)).run_once()  # the ledger commit, then killed
+    assert record(cluster, "train") is None
+    obj = cluster.get("jobsets", "train", namespace="default")
+    assert obj is not None
+    obj["metadata"]["annotations"]["example.com/notes"] = "x" * (MAX_ANNOTATIONS_BYTES - 100)
+    cluster.replace("jobsets", obj)
+    ctl = controller(cluster)
+    report = assert_valid(ctl.run_once())
+    assert "placement record" in report.planned.unschedulable["default/train"]
+    assert record(cluster, "train") is None
+    add_jobset(cluster, "other", jobs=2, pods=2)
+    assert list(assert_valid(ctl.run_once()).planned.placed) == ["default/other"]
+    assert_exclusive(cluster)
 
 
 @pytest.mark.parametrize(

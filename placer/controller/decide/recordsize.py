@@ -7,6 +7,11 @@ carry would be answered 422 on every cycle while the ledger held its domains and
 gated. So a placement whose record would not fit is refused before the commit, with its reason,
 and the JobSet stays pending: it is placed once its other annotations leave room. The record's
 compact form (model/assignment.py) makes that rare: about 3,000 one-node child Jobs fit.
+
+One race is left to the review: the JobSet's annotations grow between the commit and the record
+write. A committed placement whose record is not on its JobSet and no longer fits is released
+(releases.release_unwritable), so it is planned again and refused with the reason. Never one whose
+record is on the JobSet: its pods may already run in those domains.
 """
 
 from __future__ import annotations

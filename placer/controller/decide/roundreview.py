@@ -7,7 +7,8 @@ The judging is pure, so it lives here: with --kueue-admission-check the survey a
 first (`kueue.cycle.kueue_survey`: a suspended JobSet whose Workload holds quota is planned, an
 evicted one's entries released); then the ledger sorted against the observed JobSets
 (`ledgerplan.view_ledger`), suspended JobSets whose pods are gone released
-(`suspended.release_suspended`), the evictions in progress and those finished released
+(`releases.release_suspended`) and so are placements whose record can no longer be written
+(`releases.release_unwritable`), the evictions in progress and those finished released
 (`Observed.evictions`), every record judged and the targets listed (`review.review`, the
 pods an eviction still holds counted as the beneficiary's own), and, with `--preemption`, who
 may be evicted (`preempting.eligibility`).
@@ -23,8 +24,8 @@ from placer.controller.decide.kueue.workloads import KueueView
 from placer.controller.decide.ledgerplan import LedgerView, view_ledger
 from placer.controller.decide.observed import Observed
 from placer.controller.decide.preempting import Eligibility, Evictions, eligibility
+from placer.controller.decide.releases import release_suspended, release_unwritable
 from placer.controller.decide.review import Review, review
-from placer.controller.decide.suspended import release_suspended
 from placer.model.options import SolveOptions
 
 __all__ = ["Judged", "ReviewSettings", "judge"]
@@ -74,6 +75,7 @@ def judge(observed: Observed, options: SolveOptions, settings: ReviewSettings) -
         view = release_evicted(view, admission.release)
     keep = frozenset(kueue.workloads) if kueue is not None else frozenset()
     managed, view = release_suspended(observed.managed, view, keep=keep)
+    managed, view = release_unwritable(managed, view)
     observed = replace(observed, managed=managed)
     evictions = observed.evictions(view.evictions)
     view = view.releasing(evictions.done)

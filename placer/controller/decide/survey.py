@@ -156,7 +156,7 @@ class ManagedJobSet:
     """The ledger records its eviction (preempting.py): it holds nothing, its old record is
     ignored, and it is not planned until the eviction is done and it runs again."""
     released: bool = False
-    """Suspended with its pods gone (suspended.py): its entry is released this round and its
+    """Suspended with its pods gone (releases.py): its entry is released this round and its
     record annotation, if any, cleared."""
 
     @property

@@ -35,11 +35,11 @@ from placer.controller.decide.kueue.check import DEFAULT_HOLD_QUOTA_S
 from placer.controller.decide.observed import Announced, Observed
 from placer.controller.decide.planning import PlannedRound
 from placer.controller.decide.preempting import PREEMPTION_WARNING, Evictions, EvictionStep
+from placer.controller.decide.releases import RELEASED_MESSAGE
 from placer.controller.decide.reserving import DURATION_WARNING, reserved_message
 from placer.controller.decide.review import Review
 from placer.controller.decide.state import ClusterState
 from placer.controller.decide.survey import Binding, ManagedJobSet
-from placer.controller.decide.suspended import RELEASED_MESSAGE
 from placer.controller.decide.writes import (
     EmitEvent,
     LabelNode,
@@ -311,7 +311,7 @@ def _node_writes(
 
 
 def _release_writes(ms: ManagedJobSet, settings: WriteSettings) -> list[Write]:
-    """A suspended JobSet released (suspended.py): its record annotation cleared, then one
+    """A suspended JobSet released (releases.py): its record annotation cleared, then one
     `Released` event. Nothing once the annotation is gone."""
     if ms.annotation is None:
         return []

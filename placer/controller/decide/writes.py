@@ -71,7 +71,7 @@ class _Write(BaseModel):
 
 class RecordAssignment(_Write):
     """Store the assignment on the JobSet. Always the first write for a placement. With
-    `annotation` None, clear it (a suspended JobSet released, suspended.py)."""
+    `annotation` None, clear it (a suspended JobSet released, releases.py)."""
 
     op: Literal["record"] = "record"
     namespace: str

@@ -1,4 +1,6 @@
-"""A suspended JobSet holds nothing once its pods are gone: its domains go back to the pool.
+"""Placements the review releases before anything is planned, because their JobSet cannot use them.
+
+`release_suspended`: a suspended JobSet holds nothing once its pods are gone.
 
 Suspending a JobSet (`spec.suspend: true`) is how a platform engineer frees what it runs on:
 JobSet suspends its child Jobs and the Job controller deletes their pods. Kueue evicts the same
@@ -13,18 +15,27 @@ resumes them) and, with --kueue-admission-check, JobSets whose Kueue Workload de
 The rule reads only what is observed, so it is crash-safe in any order: a controller stopped
 between the ledger release and the annotation clear finds the record without its entry and
 clears it next round.
+
+`release_unwritable`: a committed placement whose record was never written and no longer fits
+its JobSet's annotations (they grew between the commit and the write; recordsize.py) is
+released, so it is planned again and refused with the reason instead of its record write being
+refused every cycle while the ledger held its domains.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Sequence, Set
 
 from placer.controller.decide.ledger import PLACEMENT, entry_key
 from placer.controller.decide.ledgerplan import LedgerView
+from placer.controller.decide.recordsize import record_too_large
 from placer.controller.decide.survey import ManagedJobSet
 
-__all__ = ["RELEASED_MESSAGE", "release_suspended"]
+__all__ = ["RELEASED_MESSAGE", "release_suspended", "release_unwritable"]
+
+log = logging.getLogger(__name__)
 
 RELEASED_MESSAGE = (
     "suspended and its pods gone: its domains are released and its placement record cleared; "
@@ -58,4 +69,26 @@ def release_suspended(
         if ms.committed:
             release.add(entry_key(PLACEMENT, ms.key))
         result.append(dataclasses.replace(ms, assignment=None, committed=False, released=True))
+    return tuple(result), view.releasing(release)
+
+
+def release_unwritable(
+    managed: Sequence[ManagedJobSet], view: LedgerView
+) -> tuple[tuple[ManagedJobSet, ...], LedgerView]:
+    """The survey and ledger view with every committed placement whose record was never
+    written and no longer fits its JobSet released. Never one whose record is on the JobSet:
+    its pods may already run in those domains."""
+    result: list[ManagedJobSet] = []
+    release: set[str] = set()
+    for ms in managed:
+        record = ms.assignment
+        why = ""
+        if ms.committed and ms.annotation is None and record is not None:
+            why = record_too_large(ms.obj, record)
+        if not why:
+            result.append(ms)
+            continue
+        log.warning("%s: releasing its placement: %s", ms.key, why)
+        release.add(entry_key(PLACEMENT, ms.key))
+        result.append(dataclasses.replace(ms, assignment=None, committed=False))
     return tuple(result), view.releasing(release)
