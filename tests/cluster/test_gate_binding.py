@@ -48,6 +48,15 @@ def required_values(pod: Any, key: str) -> list[str]:
     ]
 
 
+def with_pods_removed(scenario: Scenario) -> None:
+    """The example TPU cluster, the webhook and the controller, and a reaper that finishes pod
+    deletions as a kubelet would (restarts and suspends delete pods; nothing else here does)."""
+    scenario.use_example_cluster("tpu-v5e-v6e.yaml")
+    scenario.start_pod_reaper()
+    scenario.start_webhook()
+    scenario.start_controller()
+
+
 def test_webhook_gates_controller_places_scheduler_binds_one_child_job_per_domain(
     scenario: Scenario,
 ) -> None:
@@ -96,10 +105,7 @@ def test_a_jobset_that_cannot_be_placed_keeps_its_pods_gated_with_an_event(
 
 
 def test_a_jobset_restart_recreates_child_jobs_in_the_same_domains(scenario: Scenario) -> None:
-    scenario.use_example_cluster("tpu-v5e-v6e.yaml")
-    scenario.start_pod_reaper()
-    scenario.start_webhook()
-    scenario.start_controller()
+    with_pods_removed(scenario)
     scenario.create_jobset(multislice("restarted", slices=2))
     before = pools_by_child_job(scenario, scenario.wait_pods_bound("restarted", count=4))
     uids = {p.metadata.uid for p in scenario.pods_of("restarted")}
@@ -135,10 +141,7 @@ def test_a_restart_after_a_host_is_cordoned_moves_only_the_child_job_that_lost_i
     """deploy/controller/README.md, "Lost nodes": a host of one slice is cordoned (a bad TPU
     host taken out), then a worker fails and the JobSet restarts every child Job. The child
     Job whose slice lost a host is re-placed on another whole slice; its sibling keeps its own."""
-    scenario.use_example_cluster("tpu-v5e-v6e.yaml")
-    scenario.start_pod_reaper()
-    scenario.start_webhook()
-    scenario.start_controller()
+    with_pods_removed(scenario)
     scenario.create_jobset(multislice("moved", slices=2))
     before = pools_by_child_job(scenario, scenario.wait_pods_bound("moved", count=4))
     uids = {p.metadata.uid for p in scenario.pods_of("moved")}
@@ -176,10 +179,7 @@ def test_suspending_a_jobset_frees_its_slices_once_its_pods_are_gone(scenario: S
     """deploy/controller/README.md, "Suspended JobSets": JobSet suspends the child Jobs, the Job
     controller deletes their pods; once they are gone the controller releases the slices (a
     `Released` event, the record cleared) and a JobSet waiting for them is placed and bound."""
-    scenario.use_example_cluster("tpu-v5e-v6e.yaml")
-    scenario.start_pod_reaper()
-    scenario.start_webhook()
-    scenario.start_controller()
+    with_pods_removed(scenario)
     scenario.create_jobset(multislice("first", slices=4))
     scenario.wait_pods_bound("first", count=8)
     scenario.create_jobset(multislice("second", slices=4))  # 7 whole slices: waits for first

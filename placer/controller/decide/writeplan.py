@@ -310,21 +310,25 @@ def _node_writes(
     return writes
 
 
-def _release_writes(ms: ManagedJobSet, settings: WriteSettings) -> list[Write]:
-    """A suspended JobSet released (releases.py): its record annotation cleared, then one
-    `Released` event. Nothing once the annotation is gone."""
-    if ms.annotation is None:
-        return []
-    clear = RecordAssignment(
+def _record_write(ms: ManagedJobSet, annotation: str | None) -> RecordAssignment:
+    """The JobSet's record set to `annotation` (None: cleared), decided on the text it has."""
+    return RecordAssignment(
         jobset=ms.key,
         namespace=ms.namespace,
         name=ms.name,
         uid=ms.uid,
         resource_version=ms.resource_version,
         previous=ms.annotation,
-        annotation=None,
+        annotation=annotation,
     )
-    return [clear, _event(ms, "Released", RELEASED_MESSAGE, "Normal", settings)]
+
+
+def _release_writes(ms: ManagedJobSet, settings: WriteSettings) -> list[Write]:
+    """A suspended JobSet released (releases.py): its record annotation cleared, then one
+    `Released` event. Nothing once the annotation is gone."""
+    if ms.annotation is None:
+        return []
+    return [_record_write(ms, None), _event(ms, "Released", RELEASED_MESSAGE, "Normal", settings)]
 
 
 def plan_writes(
@@ -375,17 +379,7 @@ def plan_writes(
             rewrite = False
         if new is not None or rewrite:
             assert record is not None
-            writes.append(
-                RecordAssignment(
-                    jobset=ms.key,
-                    namespace=ms.namespace,
-                    name=ms.name,
-                    uid=ms.uid,
-                    resource_version=ms.resource_version,
-                    previous=ms.annotation,
-                    annotation=record.to_annotation(),
-                )
-            )
+            writes.append(_record_write(ms, record.to_annotation()))
         if record is None and ms.key in rev.broken and ms.assignment is not None:
             # Not repaired: its domains stay held (labels kept), but no pod is released into them.
             labeled.append((ms.key, ms.assignment))
