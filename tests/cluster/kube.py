@@ -23,6 +23,7 @@ __all__ = [
     "api_client",
     "apply_all",
     "create_nodes",
+    "delete_all",
     "ensure_namespace",
     "events_for",
     "list_pods",
@@ -76,6 +77,25 @@ def apply_all(kubeconfig: Path, documents: Iterable[dict[str, Any]]) -> None:
                 field_manager=FIELD_MANAGER,
                 force_conflicts=True,
             )
+
+
+def delete_all(kubeconfig: Path, documents: Iterable[dict[str, Any]]) -> None:
+    """Delete each document's object; one already gone is fine."""
+    with api_client(kubeconfig) as api:
+        # unannotated in the client
+        client = dynamic.DynamicClient(api)  # type: ignore[no-untyped-call]
+        for document in documents:
+            resource = client.resources.get(
+                api_version=document["apiVersion"], kind=document["kind"]
+            )
+            try:
+                resource.delete(
+                    name=document["metadata"]["name"],
+                    namespace=document.get("metadata", {}).get("namespace"),
+                )
+            except ApiException as error:
+                if error.status != 404:
+                    raise
 
 
 def wait_for_crds(kubeconfig: Path, names: list[str], timeout_s: float = 60.0) -> None:

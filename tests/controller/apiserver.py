@@ -38,7 +38,9 @@ Faults are injected through `MemoryCluster.inject(verb, kind, status)`; `ApiServ
 connections without an answer (a connection reset), and `ApiServer.partition` answers 503 to one
 client (told apart by its User-Agent) on some paths, e.g. a leader cut off from its Lease.
 `ApiServer(authorize=...)` puts an authorizer in front of every request (403 when it says no),
-given the request's attributes the way the API server's RBAC sees them (`Request`).
+given the request's attributes the way the API server's RBAC sees them (`Request`); the only
+authorizer used is the real API server's own, asked by SubjectAccessReview
+(tests/cluster/access.py), so the stand-in serves the faults and RBAC itself decides.
 """
 
 from __future__ import annotations
@@ -66,13 +68,15 @@ __all__ = ["ApiServer", "Request", "kubeconfig"]
 @dataclass(frozen=True)
 class Request:
     """A request's authorization attributes, as the API server derives them: the verb (`get`,
-    `list`, `watch`, `create`, `update`, `patch`), the resource, its namespace, and the object's
-    name, which for a list or a watch is the one its `metadata.name` field selector names."""
+    `list`, `watch`, `create`, `update`, `patch`), the resource (a subresource as
+    `workloads/status`), its namespace, the object's name, which for a list or a watch is the one
+    its `metadata.name` field selector names, and the API group (`""` for the core group)."""
 
     verb: str
     resource: str
     namespace: str | None
     name: str | None
+    group: str = ""
 
 
 _ROUTES: list[tuple[re.Pattern[str], Kind]] = [
@@ -213,9 +217,11 @@ class _Handler(BaseHTTPRequestHandler):
         verb = {"PATCH": "patch", "PUT": "update", "POST": "create"}.get(method) or (
             "get" if name is not None else "watch" if watching else "list"
         )
-        if urlparse(self.path).path.endswith("/status"):
+        path = urlparse(self.path).path
+        if path.endswith("/status"):
             kind = f"{kind}/status"  # a subresource is its own resource to RBAC
-        request = Request(verb, kind, ns, name if name is not None else _named(query))
+        group = path.split("/")[2] if path.startswith("/apis/") else ""
+        request = Request(verb, kind, ns, name if name is not None else _named(query), group)
         if self.server.authorize is not None and not self.server.authorize(request):
             raise ClusterError(f"forbidden: {request}", status=403)
 

@@ -18,13 +18,9 @@ import pytest
 import yaml
 
 from placer.cli import build_parser
-from placer.controller.decide.ledger import LEDGER_NAME
 from placer.model.workload import JOBSET_NAME_LABEL
 from plugins.webhook.admission import MANAGED_LABEL
 from plugins.webhook.server import MUTATE_PATH
-from tests.controller.apiserver import Request
-from tests.deploy.rbac import authorizer
-from tests.extender.test_deploy import controller_ledger_namespace, expanded_command
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -269,32 +265,3 @@ def test_webhook_runs_without_api_access() -> None:
     pod = docs[("Deployment", "placer-webhook")]["spec"]["template"]["spec"]
     assert pod["automountServiceAccountToken"] is False
     assert not any(kind.endswith(("Role", "RoleBinding")) for kind, _ in docs)
-
-
-def test_the_extender_may_read_the_ledger_where_the_controller_keeps_it() -> None:
-    """Rendered together, the scheduler's manifests let the extender list and watch the
-    controller's ledger (the ConfigMap, by name, in the controller's namespace) and nothing else
-    of ConfigMaps; the controller's let it write there. Decided as RBAC decides (tests/deploy/
-    rbac.py) on what `kubectl kustomize` renders (the test above checks it is these objects)."""
-    ledger_ns = controller_ledger_namespace()
-    scheduler = rendered("scheduler")
-    deployment = scheduler[("Deployment", "placer-extender")]
-    args = build_parser().parse_args(expanded_command(deployment)[1:])
-    assert args.ledger_namespace == ledger_ns
-    account = deployment["spec"]["template"]["spec"]["serviceAccountName"]
-    may = authorizer(scheduler.values(), deployment["metadata"]["namespace"], account)
-    assert may(Request("list", "configmaps", ledger_ns, LEDGER_NAME))
-    assert may(Request("watch", "configmaps", ledger_ns, LEDGER_NAME))
-    assert not may(Request("list", "configmaps", ledger_ns, None))  # every ConfigMap: no
-    assert not may(Request("get", "configmaps", ledger_ns, "other"))
-    assert not may(Request("patch", "configmaps", ledger_ns, LEDGER_NAME))
-    assert not may(Request("watch", "configmaps", "default", LEDGER_NAME))
-    controller = rendered("controller")
-    ctl = controller[("Deployment", "placer-controller")]
-    writer = authorizer(
-        controller.values(),
-        ctl["metadata"]["namespace"],
-        ctl["spec"]["template"]["spec"]["serviceAccountName"],
-    )
-    for verb in ("get", "list", "watch", "patch"):
-        assert writer(Request(verb, "configmaps", ledger_ns, LEDGER_NAME)), verb

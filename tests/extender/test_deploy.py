@@ -1,29 +1,20 @@
 """deploy/scheduler/ stays consistent with the code: the extender stanza uses the verbs and field
 names the server serves, the Deployment's command parses, probes and ports line up, and its RBAC
-is exactly what its flags need: run over HTTP with only those rights, the watch reads the
-controller's ledger."""
+grants exactly what its flags need. That those rights suffice, and that the extender is not ready
+without its ledger Role, the real API server decides (tests/cluster/test_shipped_rights.py)."""
 
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-import pytest
 import yaml
 
 from placer.cli import build_parser
-from placer.controller.act.commit import commit
-from placer.controller.decide.ledger import LEDGER_NAME, LedgerChange, LedgerEntry, read_ledger
-from placer.model.assignment import Assignment, JobAssignment
-from placer.model.plan import DomainRef
-from plugins.extender.service import ServiceOptions, build
-from tests.controller.apiserver import ApiServer, Request, kubeconfig
-from tests.deploy.rbac import authorizer
-from tests.extender.builders import BLOCK, SUBBLOCK, plain_pod, post, request
-from tests.extender.test_embedded import cluster
+from placer.controller.decide.ledger import LEDGER_NAME
+from plugins.extender.service import ServiceOptions
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy" / "scheduler"
@@ -192,82 +183,3 @@ def test_limits_fit_the_memory_limit() -> None:
     options = ServiceOptions(max_body_bytes=args.max_body_bytes, max_in_flight=args.max_in_flight)
     in_flight = options.limits().max_in_flight_bytes
     assert in_flight * 25 + 256 * 1024**2 < 2 * 1024**3  # every request at once, plus the state
-
-
-def _reserve(api: Any, namespace: str) -> None:
-    """A reservation of b3/s1 (n9, n10) for ml/wide from 10 minutes on, in the ledger."""
-    domain = DomainRef(key=SUBBLOCK, value="s1", path=[(BLOCK, "b3"), (SUBBLOCK, "s1")])
-    entry = LedgerEntry(
-        kind="reservation",
-        owner="ml/wide",
-        record=Assignment(jobset="ml/wide", jobs={"r0": JobAssignment(domain=domain)}),
-        start=time.time() + 600,
-        end=time.time() + 4200,
-    )
-    change = LedgerChange(put={"reservation.ml.wide": entry})
-    commit(api, read_ledger(None, namespace), change)
-    api.create(
-        "configmaps",
-        {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": "other", "namespace": namespace},
-        },
-    )
-
-
-@pytest.mark.parametrize("with_role", [True, False], ids=["shipped", "without-ledger-role"])
-def test_the_watch_reads_the_ledger_with_exactly_the_shipped_rights(
-    with_role: bool, tmp_path: Path
-) -> None:
-    """The Deployment's command, over HTTP, against an API server that authorizes every request
-    by the manifest's RBAC as Kubernetes would: the shipped rights suffice (nothing refused, the
-    reserved nodes kept out), because the watch selects the ledger by name; without the ledger
-    Role the extender never turns ready rather than serve without reservations."""
-    docs = all_documents()
-    deployment = documents()["Deployment"]
-    namespace = deployment["metadata"]["namespace"]
-    if not with_role:
-        docs = [d for d in docs if d["kind"] not in ("Role", "RoleBinding")]
-    allowed = authorizer(docs, namespace, documents()["ServiceAccount"]["metadata"]["name"])
-    refused: list[Request] = []
-
-    def authorize(req: Request) -> bool:
-        if not allowed(req):
-            refused.append(req)
-            return False
-        return True
-
-    api, _ = cluster()
-    _reserve(api, namespace)
-    args = build_parser().parse_args(expanded_command(deployment)[1:])
-    with ApiServer(api, authorize=authorize) as server:
-        options = ServiceOptions(
-            host="127.0.0.1",
-            port=0,
-            kubeconfig=str(kubeconfig(tmp_path, server.url)),
-            ledger_namespace=args.ledger_namespace,
-        )
-        service = build(options).start()
-        try:
-            url = service.server.url
-            deadline = time.monotonic() + 20
-            if not with_role:
-                while not refused:
-                    assert time.monotonic() < deadline
-                    time.sleep(0.05)
-                assert {(r.verb, r.resource, r.namespace) for r in refused} == {
-                    ("list", "configmaps", namespace)
-                }
-                assert request(url, "GET", "/readyz")[0] == 503
-                return
-            while request(url, "GET", "/readyz")[0] != 200:
-                assert time.monotonic() < deadline
-                time.sleep(0.05)
-            status, answer = post(
-                url, "filter", {"Pod": plain_pod(), "Nodes": None, "NodeNames": ["n8", "n9", "n10"]}
-            )
-            assert status == 200 and answer["NodeNames"] == ["n8"]
-        finally:
-            service.close()
-    assert refused == []
