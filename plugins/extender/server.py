@@ -137,7 +137,7 @@ class ExtenderApp:
         try:
             self.binder.bind(args.pod_namespace, args.pod_name, args.pod_uid, args.node)
         except ClusterError as e:
-            log.warning("bind %s/%s to %s: %s", args.pod_namespace, args.pod_name, args.node, e)
+            log.warning("%s", e)  # the error names the pod and the node
             return 200, encode_bind_result(str(e)), JSON
         log.info("bound %s/%s to %s", args.pod_namespace, args.pod_name, args.node)
         return 200, encode_bind_result(), JSON

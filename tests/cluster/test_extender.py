@@ -18,11 +18,14 @@ import pytest
 from kubernetes import client as k8s
 
 from placer.controller.decide.ledger import RESERVATION, LedgerEntry, entry_key, read_ledger
+from placer.model.assignment import ASSIGNMENT_ANNOTATION, Assignment, JobAssignment
 from placer.model.durations import EXPECTED_DURATION
-from tests.cluster.kube import apply_all, service_account_token
+from placer.model.plan import DomainRef
+from tests.cluster.kube import apply_all, meta_of, service_account_token
 from tests.cluster.processes import LOOPBACK, free_port, wait_until
 from tests.cluster.scenario import PLACER_SYSTEM, REPO, Scenario, assignment_of, load_documents
 from tests.cluster.test_gate_binding import POOL, multislice
+from tests.extender.builders import post, request
 
 V5E = {
     "cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice",
@@ -315,3 +318,121 @@ def test_the_controllers_embedded_extender_keeps_other_pods_out_as_well(
     scenario.start_webhook()
     scenario.start_controller(f"--extender-port={port}", f"--extender-address={LOOPBACK}")
     keeps_other_pods_out(scenario)
+
+
+def unscheduled_pod(name: str) -> dict[str, Any]:
+    """A pod kube-scheduler leaves alone (another scheduler's name), so only the test binds it."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {
+            "schedulerName": "placer-test-nobody",
+            "containers": [{"name": "main", "image": "busybox"}],
+        },
+    }
+
+
+def test_bind_answers_with_the_api_servers_refusal_of_an_unknown_stale_or_bound_pod(
+    scenario: Scenario,
+) -> None:
+    """`POST /bind` as kube-scheduler sends it, given extender-bind.yaml's role: the Binding is
+    created with the pod's UID, so the API server binds the pod asked about and no other; an
+    unknown pod, a pod recreated under the same name (a stale UID) and a pod already bound are
+    refused by the API server, and that refusal is the answer's Error (kube-scheduler then
+    retries the pod) rather than a failed request."""
+    scenario.use_example_cluster("tpu-v5e-v6e.yaml")
+    apply_all(scenario.admin, load_documents(REPO / "deploy/scheduler/extender-bind.yaml"))
+    try:
+        port = start_extender(scenario, "--bind")
+        url = f"http://{LOOPBACK}:{port}"
+        namespace = scenario.namespace
+        node, other = sorted(scenario.node_labels())[:2]
+        # the client validates a dict into V1Pod
+        pod = scenario.core.create_namespaced_pod(namespace, unscheduled_pod("p"))  # type: ignore[arg-type]
+        uid = str(meta_of(pod).uid)
+
+        def node_of_p() -> str | None:
+            spec = scenario.core.read_namespaced_pod("p", namespace).spec
+            assert spec is not None  # a stored pod always has one
+            return spec.node_name
+
+        def bind(name: str, pod_uid: str, to: str) -> str:
+            args = {"PodName": name, "PodNamespace": namespace, "PodUID": pod_uid, "Node": to}
+            status, answer = post(url, "bind", args)
+            assert status == 200, answer
+            return str(answer["Error"])
+
+        assert bind("nope", "", node).startswith(f"binding {namespace}/nope to {node}: HTTP 404:")
+        assert bind("p", "0" * 8 + uid[8:], node).startswith(
+            f"binding {namespace}/p to {node}: HTTP 409:"
+        )  # another pod's UID: the pod was recreated since kube-scheduler read it
+        assert node_of_p() is None
+        assert bind("p", uid, node) == ""
+        assert node_of_p() == node
+        refused = bind("p", uid, other)
+        assert refused.startswith(f"binding {namespace}/p to {other}: HTTP 409:"), refused
+        assert f'already assigned to node "{node}"' in refused
+        assert node_of_p() == node
+    finally:
+        rbac = k8s.RbacAuthorizationV1Api(scenario.core.api_client)
+        rbac.delete_cluster_role_binding("placer-extender-bind")
+        rbac.delete_cluster_role("placer-extender-bind")
+
+
+def recorded(scenario: Scenario, name: str, pool: str) -> dict[str, Any]:
+    """A suspended JobSet (no pods) carrying placer's record of one child Job in `pool`, as the
+    controller would have written it."""
+    record = Assignment(
+        jobset=f"{scenario.namespace}/{name}",
+        jobs={f"{name}-workers-0": JobAssignment(domain=DomainRef(key=POOL, value=pool))},
+    )
+    manifest = multislice(name, slices=1)
+    manifest["spec"]["suspend"] = True
+    manifest["metadata"]["annotations"] = {ASSIGNMENT_ANNOTATION: record.to_annotation()}
+    return manifest
+
+
+def test_the_watch_follows_records_and_node_labels_as_they_change(scenario: Scenario) -> None:
+    """`placer extender` in watch mode (the shipped account) keeps other pods out of exactly the
+    domains the JobSets' records name, through the real API server's watches: a record added, a
+    node relabeled into a recorded pool, a record removed, a JobSet deleted."""
+    scenario.use_example_cluster("tpu-v5e-v6e.yaml")
+    port = start_extender(scenario)
+    url = f"http://{LOOPBACK}:{port}"
+    wait_until(lambda: request(url, "GET", "/readyz")[0] == 200, timeout_s=30, what="ready")
+    labels = scenario.node_labels()
+    pools: dict[str, set[str]] = {}
+    for node, node_labels in labels.items():
+        if all(node_labels.get(k) == v for k, v in V5E.items()):
+            pools.setdefault(node_labels[POOL], set()).add(node)
+    first, second, third = sorted(pools)[:3]
+    moved = min(pools[third])
+
+    def kept_out() -> dict[str, str]:
+        args = {"Pod": other_pod("x"), "NodeNames": sorted(labels)}
+        status, answer = post(url, "filter", args)
+        assert status == 200, answer
+        return dict(answer["FailedAndUnresolvableNodes"] or {})
+
+    def reserved(nodes: set[str], owner: str) -> dict[str, str]:
+        return {n: f"reserved for {scenario.namespace}/{owner}" for n in nodes}
+
+    def becomes(expected: dict[str, str], what: str) -> None:
+        wait_until(lambda: kept_out() == expected, timeout_s=30, what=what)
+
+    assert kept_out() == {}
+    scenario.create_jobset(recorded(scenario, "a", first))
+    becomes(reserved(pools[first], "a"), "a's pool kept")
+    scenario.create_jobset(recorded(scenario, "b", second))
+    becomes(reserved(pools[first], "a") | reserved(pools[second], "b"), "b's pool kept too")
+    scenario.core.patch_node(moved, {"metadata": {"labels": {POOL: first}}})
+    expected = reserved(pools[first] | {moved}, "a") | reserved(pools[second], "b")
+    becomes(expected, "the relabeled node kept for a")
+    patch = {"metadata": {"annotations": {ASSIGNMENT_ANNOTATION: None}}}
+    scenario.patch_jobset("a", patch)
+    becomes(reserved(pools[second], "b"), "a's record gone, its pool free")
+    scenario.custom.delete_namespaced_custom_object(
+        "jobset.x-k8s.io", "v1alpha2", scenario.namespace, "jobsets", "b"
+    )
+    becomes({}, "b deleted, nothing kept")

@@ -1,7 +1,7 @@
 """The extender over real HTTP on 127.0.0.1, with payloads in the upstream wire format.
 
 The server runs in `--plan` mode on the sample plan (builders.py) with the cluster's labels from a
-snapshot file; bind goes through the official client to the API-server stand-in.
+snapshot file; bind, with no API server to reach, answers the error for kube-scheduler to retry.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ import pytest
 from plugins.extender.server import ExtenderApp, ExtenderServer
 from plugins.extender.service import Service, ServiceOptions, build
 from plugins.extender.state import ExtenderStore
-from tests.extender.apiserver import ApiStandIn
+from tests.cluster.processes import free_port
+from tests.controller.apiserver import kubeconfig
 from tests.extender.builders import (
     NODES,
     jobset_pod,
@@ -183,59 +184,34 @@ def test_unsynced_state_answers_503() -> None:
 
 
 @pytest.fixture
-def binding(inputs: tuple[Path, Path], tmp_path: Path) -> Iterator[tuple[Service, ApiStandIn]]:
+def binding(inputs: tuple[Path, Path], tmp_path: Path) -> Iterator[Service]:
+    """The extender with `--bind`, its API server a closed port on 127.0.0.1: what it answers
+    when the API refuses a Binding is tested against the real API server
+    (tests/cluster/test_extender.py); here, what it answers without reaching one."""
     plan, cluster = inputs
-    with ApiStandIn() as api:
-        options = ServiceOptions(
-            host="127.0.0.1",
-            port=0,
-            plan=plan,
-            cluster=(cluster,),
-            bind=True,
-            kubeconfig=str(api.kubeconfig(tmp_path / "kubeconfig")),
-        )
-        service = build(options).start()
-        try:
-            yield service, api
-        finally:
-            service.close()
-
-
-def test_bind_creates_the_binding_through_the_api(
-    binding: tuple[Service, ApiStandIn],
-) -> None:
-    service, api = binding
-    pod = jobset_pod("train", "w", 0, 0)
-    api.create("/api/v1/namespaces/ml/pods", {"apiVersion": "v1", "kind": "Pod", **pod})
-    name = pod["metadata"]["name"]
-    args = {"PodName": name, "PodNamespace": "ml", "PodUID": pod["metadata"]["uid"], "Node": "n2"}
-    status, answer = post(service.server.url, "bind", args)
-    assert (status, answer) == (200, {"Error": ""})
-    assert api.pod("ml", name)["spec"]["nodeName"] == "n2"
-    [(namespace, bound, body)] = api.bindings
-    assert (namespace, bound) == ("ml", name)
-    assert body["target"] == {"apiVersion": "v1", "kind": "Node", "name": "n2"}
-    assert body["metadata"]["uid"] == pod["metadata"]["uid"]
-    # binding again is refused by the API; the refusal comes back in Error
-    status, answer = post(service.server.url, "bind", {**args, "Node": "n1"})
-    assert status == 200
-    assert answer["Error"] == (
-        f'binding ml/{name} to n1: HTTP 409: pod {name} is already assigned to node "n2"'
+    options = ServiceOptions(
+        host="127.0.0.1",
+        port=0,
+        plan=plan,
+        cluster=(cluster,),
+        bind=True,
+        kubeconfig=str(kubeconfig(tmp_path, f"http://127.0.0.1:{free_port()}")),
     )
+    service = build(options).start()
+    try:
+        yield service
+    finally:
+        service.close()
 
 
-def test_bind_of_an_unknown_pod_reports_the_api_error(
-    binding: tuple[Service, ApiStandIn],
-) -> None:
-    service, _ = binding
-    args = {"PodName": "nope", "PodNamespace": "ml", "PodUID": "", "Node": "n3"}
-    status, answer = post(service.server.url, "bind", args)
+def test_bind_without_the_api_server_answers_the_error_for_a_retry(binding: Service) -> None:
+    args = {"PodName": "p", "PodNamespace": "ml", "PodUID": "u", "Node": "n3"}
+    status, answer = post(binding.server.url, "bind", args)
     assert status == 200
-    assert answer["Error"] == 'binding ml/nope to n3: HTTP 404: pods "nope" not found'
+    assert answer["Error"].startswith("binding ml/p to n3: cannot connect to 127.0.0.1:"), answer
 
 
-def test_bad_binding_payload_is_a_400(binding: tuple[Service, ApiStandIn]) -> None:
-    service, _ = binding
-    status, answer = post(service.server.url, "bind", b"{not json")
+def test_bad_binding_payload_is_a_400(binding: Service) -> None:
+    status, answer = post(binding.server.url, "bind", b"{not json")
     assert status == 400
     assert answer["Error"].startswith("ExtenderBindingArgs: malformed JSON")

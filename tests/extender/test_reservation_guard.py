@@ -30,14 +30,11 @@ from placer.model.plan import DomainRef, JobSetOutcome
 from plugins.extender.embedded import serve
 from plugins.extender.service import ServiceOptions, build
 from plugins.extender.state import ExtenderStore, JobEntry
-from tests.extender.apiserver import NODES_PATH, ApiStandIn
 from tests.extender.builders import (
     BLOCK,
-    NODES,
     SUBBLOCK,
     jobset_pod,
     labels_of,
-    node_object,
     plain_pod,
     post,
     request,
@@ -291,40 +288,6 @@ def test_embedded_extender_reads_reservations_from_the_ledger() -> None:
 def test_a_bad_guard_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["extender", "--plan", "x.json", "--reservation-guard", "soon"]) == 2
     assert "--reservation-guard" in capsys.readouterr().err
-
-
-def test_watch_mode_reads_reservations_from_the_ledger(tmp_path: Path) -> None:
-    entry = LedgerEntry(
-        kind="reservation",
-        owner="ml/wide",
-        record=Assignment(jobset="ml/wide", jobs={"r0": JobAssignment(domain=_domain("b3", "s1"))}),
-        start=time.time() + 600,
-        end=time.time() + 4200,
-    )
-    ledger = ledger_object(
-        read_ledger(None, "placer-system"), LedgerChange(put={"reservation.ml.wide": entry})
-    )
-    with ApiStandIn() as api:
-        for n in NODES:
-            api.create(NODES_PATH, {"apiVersion": "v1", "kind": "Node", **node_object(n)})
-        api.create("/api/v1/namespaces/placer-system/configmaps", ledger)
-        options = ServiceOptions(
-            host="127.0.0.1",
-            port=0,
-            kubeconfig=str(api.kubeconfig(tmp_path / "kubeconfig")),
-            ledger_namespace="placer-system",
-        )
-        service = build(options).start()
-        try:
-            url = service.server.url
-            deadline = time.monotonic() + 10
-            while request(url, "GET", "/readyz")[0] != 200:
-                assert time.monotonic() < deadline
-                time.sleep(0.05)
-            answer = _filter(url, plain_pod(), ["n8", "n9", "n10"])
-            assert answer["NodeNames"] == ["n8"]
-        finally:
-            service.close()
 
 
 @pytest.mark.parametrize("start", [math.nan, math.inf, -1e30, 1e30])
