@@ -73,16 +73,17 @@ def compare(
     return said, written
 
 
-def assert_agree(said: Verdicts, written: Verdicts) -> None:
+def assert_agree(said: Verdicts, written: Verdicts, *, judge: str = "placer") -> None:
     """Every verdict as written; else an AssertionError listing each case that differs, one line
-    a case (pytest truncates a comparison of dicts of dozens of cases where it matters)."""
+    a case (pytest truncates a comparison of dicts of dozens of cases where it matters); `judge`
+    names who gave the second verdict."""
 
     def verdict(accepts: bool) -> str:
         return "accepts" if accepts else "refuses"
 
     differing = [
         f"{case}: the cluster {verdict(said[case][0])} (written: {verdict(written[case][0])}), "
-        f"placer {verdict(said[case][1])} (written: {verdict(written[case][1])})"
+        f"{judge} {verdict(said[case][1])} (written: {verdict(written[case][1])})"
         for case in written
         if said[case] != written[case]
     ]

@@ -52,20 +52,32 @@ def _required_terms(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return list((req or {}).get("nodeSelectorTerms") or [])
 
 
-def _affinity_rest(spec: Mapping[str, Any]) -> Any:
-    """Affinity minus the required node terms: must stay as it was."""
-    aff = dict(spec.get("affinity") or {})
-    na = dict(aff.get("nodeAffinity") or {})
-    na.pop("requiredDuringSchedulingIgnoredDuringExecution", None)
-    if na:
-        aff["nodeAffinity"] = na
-    else:
-        aff.pop("nodeAffinity", None)
-    return aff
+def _without_node_affinity(spec: Mapping[str, Any]) -> Any:
+    """Affinity minus node affinity (pod affinity and anti-affinity): fixed even while gated."""
+    return {k: v for k, v in (spec.get("affinity") or {}).items() if k != "nodeAffinity"}
+
+
+def _only_added(old: Any, new: Any) -> bool:
+    """`new` is `old` with entries appended, as the API server compares requirement lists (in
+    order: a requirement put before the existing ones is a change, not an addition)."""
+    old, new = list(old or []), list(new or [])
+    return bool(new[: len(old)] == old)
+
+
+def _term_narrowed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """A node selector term with requirements only appended; an empty term (which matches no
+    node) stays empty."""
+    fields = ("matchExpressions", "matchFields")
+    if not any(old.get(f) for f in fields) and any(new.get(f) for f in fields):
+        return False
+    return all(_only_added(old.get(f), new.get(f)) for f in fields)
 
 
 def pod_update_violation(old: Mapping[str, Any], new: Mapping[str, Any]) -> str | None:
-    """Why the API server would refuse this pod update, or None (KEP-3838 rules for gated pods)."""
+    """Why the API server would refuse this pod update, or None: the rules of ValidatePodUpdate
+    for what placer's controller writes (KEP-3838 for gated pods). tests/cluster/
+    test_pod_update_rules.py asks the real API server the same questions; container images and
+    tolerations, which it also lets change, stay fixed here because placer never writes them."""
     o, n = old.get("spec") or {}, new.get("spec") or {}
     mutable = ("schedulingGates", "affinity", "nodeSelector")
     if {k: v for k, v in o.items() if k not in mutable} != {
@@ -84,16 +96,15 @@ def pod_update_violation(old: Mapping[str, Any], new: Mapping[str, Any]) -> str 
     old_sel, new_sel = o.get("nodeSelector") or {}, n.get("nodeSelector") or {}
     if any(new_sel.get(k) != v for k, v in old_sel.items()):
         return "nodeSelector may only gain entries while gated"
-    if _affinity_rest(o) != _affinity_rest(n):
-        return "only required node affinity may change while gated"
+    if _without_node_affinity(o) != _without_node_affinity(n):
+        return "only node affinity may change while gated"
     old_terms, new_terms = _required_terms(o), _required_terms(n)
     if old_terms:
         if len(old_terms) != len(new_terms):
             return "nodeSelectorTerms may not be added or removed once set"
         for ot, nt in zip(old_terms, new_terms, strict=True):
-            for field in ("matchExpressions", "matchFields"):
-                if any(r not in (nt.get(field) or []) for r in ot.get(field) or []):
-                    return f"{field} may only gain requirements while gated"
+            if not _term_narrowed(ot, nt):
+                return "a node selector term may only gain requirements, after its own"
     return None
 
 
