@@ -7,7 +7,10 @@ the real components do, as far as placement can tell:
 - `create_pods`: JobSet + Job controllers: pods of every child Job of the current restart attempt,
   from the pod template (gates included), with JobSet's labels and the exclusive-topology and
   node-selector annotations it copies (and, for the node-selector strategy, the per-child-Job node
-  selector and toleration JobSet adds).
+  selector and toleration JobSet adds). tests/cluster/test_simulated_pods.py checks these against
+  the pods real JobSet and the job controller make. One difference is kept: with exclusive
+  placement by affinity, JobSet admits a child Job's followers only once its leader is scheduled,
+  while the simulation creates them at once (the real sequence runs in tests/cluster/).
 - `schedule`: kube-scheduler: binds each ungated pending pod to the first node (by name) that is
   ready, schedulable, matches its node selector and required node affinity, tolerates its taints
   and has room; a pod that fits nowhere stays pending.
