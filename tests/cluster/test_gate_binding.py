@@ -197,3 +197,38 @@ def test_suspending_a_jobset_frees_its_slices_once_its_pods_are_gone(scenario: S
     assert scenario.pods_of("first") == []
     assert assignment_of(scenario.get_jobset("first")) == {}
     assert any(e.reason == "Released" for e in scenario.events("first"))
+
+
+def test_a_finished_jobset_frees_its_slices_for_a_waiting_one(scenario: Scenario) -> None:
+    """Every worker of `first` succeeds (what its kubelet would report): the job controller
+    completes each child Job, JobSet marks `first` Completed, and the controller places `second`,
+    which waited for those slices, on them. The finished pods stay (phase Succeeded) and hold
+    nothing."""
+    scenario.use_example_cluster("tpu-v5e-v6e.yaml")
+    scenario.start_webhook()
+    scenario.start_controller()
+    scenario.create_jobset(multislice("first", slices=4))
+    first = pools_by_child_job(scenario, scenario.wait_pods_bound("first", count=8))
+    scenario.create_jobset(multislice("second", slices=4))  # 7 whole slices: waits for first
+
+    from tests.cluster.processes import wait_until
+
+    wait_until(
+        lambda: any(e.reason == "Unschedulable" for e in scenario.events("second")),
+        timeout_s=60,
+        what="second told it does not fit",
+    )
+    for pod in scenario.pods_of("first"):
+        scenario.core.patch_namespaced_pod_status(
+            pod.metadata.name, scenario.namespace, {"status": {"phase": "Succeeded"}}
+        )
+    wait_until(
+        lambda: scenario.get_jobset("first").get("status", {}).get("terminalState") == "Completed",
+        timeout_s=120,
+        what="first Completed",
+    )
+    second = pools_by_child_job(scenario, scenario.wait_pods_bound("second", count=8))
+    assert len(second) == 4 and all(len(p) == 1 for p in second.values())
+    freed = set().union(*first.values())
+    assert set().union(*second.values()) & freed, "second got none of first's slices"
+    assert {p.status.phase for p in scenario.pods_of("first")} == {"Succeeded"}
