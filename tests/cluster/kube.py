@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -60,42 +60,41 @@ def api_client(kubeconfig: Path) -> k8s.ApiClient:
     return api
 
 
-def apply_all(kubeconfig: Path, documents: Iterable[dict[str, Any]]) -> None:
-    """Server-side apply each document (the way `kubectl apply --server-side` does)."""
+def _each_resource(
+    kubeconfig: Path, documents: Iterable[dict[str, Any]]
+) -> Iterator[tuple[Any, dict[str, Any]]]:
+    """(the dynamic client's resource of each document's kind, the document)."""
     with api_client(kubeconfig) as api:
         # unannotated in the client
         client = dynamic.DynamicClient(api)  # type: ignore[no-untyped-call]
         for document in documents:
-            resource = client.resources.get(
-                api_version=document["apiVersion"], kind=document["kind"]
-            )
-            namespace = document.get("metadata", {}).get("namespace")
-            resource.server_side_apply(
-                body=document,
-                name=document["metadata"]["name"],
-                namespace=namespace,
-                field_manager=FIELD_MANAGER,
-                force_conflicts=True,
-            )
+            kind = {"api_version": document["apiVersion"], "kind": document["kind"]}
+            yield client.resources.get(**kind), document
+
+
+def apply_all(kubeconfig: Path, documents: Iterable[dict[str, Any]]) -> None:
+    """Server-side apply each document (the way `kubectl apply --server-side` does)."""
+    for resource, document in _each_resource(kubeconfig, documents):
+        resource.server_side_apply(
+            body=document,
+            name=document["metadata"]["name"],
+            namespace=document.get("metadata", {}).get("namespace"),
+            field_manager=FIELD_MANAGER,
+            force_conflicts=True,
+        )
 
 
 def delete_all(kubeconfig: Path, documents: Iterable[dict[str, Any]]) -> None:
     """Delete each document's object; one already gone is fine."""
-    with api_client(kubeconfig) as api:
-        # unannotated in the client
-        client = dynamic.DynamicClient(api)  # type: ignore[no-untyped-call]
-        for document in documents:
-            resource = client.resources.get(
-                api_version=document["apiVersion"], kind=document["kind"]
+    for resource, document in _each_resource(kubeconfig, documents):
+        try:
+            resource.delete(
+                name=document["metadata"]["name"],
+                namespace=document.get("metadata", {}).get("namespace"),
             )
-            try:
-                resource.delete(
-                    name=document["metadata"]["name"],
-                    namespace=document.get("metadata", {}).get("namespace"),
-                )
-            except ApiException as error:
-                if error.status != 404:
-                    raise
+        except ApiException as error:
+            if error.status != 404:
+                raise
 
 
 def wait_for_crds(kubeconfig: Path, names: list[str], timeout_s: float = 60.0) -> None:

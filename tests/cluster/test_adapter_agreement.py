@@ -13,6 +13,7 @@ restarts.)
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -78,22 +79,11 @@ def script(cluster: ClusterAdapter, namespace: str) -> dict[str, Any]:
     )
     said["a label removed with null"] = removed["metadata"].get("labels")
     current = removed["metadata"]["resourceVersion"]
-    said["patch with a stale resourceVersion"] = status_of(
-        lambda: cluster.patch(
-            "configmaps",
-            "a",
-            {"metadata": {"resourceVersion": stale}, "data": {"k": "stale"}},
-            namespace=namespace,
+    for which, version in (("a stale", stale), ("the current", current)):
+        body = {"metadata": {"resourceVersion": version}, "data": {"k": which}}
+        said[f"patch with {which} resourceVersion"] = status_of(
+            functools.partial(cluster.patch, "configmaps", "a", body, namespace=namespace)
         )
-    )
-    said["patch with the current resourceVersion"] = status_of(
-        lambda: cluster.patch(
-            "configmaps",
-            "a",
-            {"metadata": {"resourceVersion": current}, "data": {"k": "current"}},
-            namespace=namespace,
-        )
-    )
     said["data after both patches"] = cluster.get("configmaps", "a", namespace=namespace)["data"]
     start = cluster.list("configmaps", namespace=namespace).resource_version
     cluster.patch("configmaps", "a", {"metadata": {"labels": {"app": "z"}}}, namespace=namespace)

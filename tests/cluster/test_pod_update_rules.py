@@ -58,6 +58,7 @@ def spec_patch(**fields: Any) -> dict[str, Any]:
 
 
 ONE_TERM = required([requirement(POOL, "p1")])
+NARROWER = required([requirement(POOL, "p1"), requirement(ZONE, "a")])
 Case = tuple[str, dict[str, Any], dict[str, Any], bool]
 """(case, the stored pod, the merge patch, both accept it)"""
 
@@ -80,7 +81,7 @@ CASES: list[Case] = [
     (
         "required affinity narrowed: a requirement appended",
         pod(affinity=ONE_TERM),
-        spec_patch(affinity=required([requirement(POOL, "p1"), requirement(ZONE, "a")])),
+        spec_patch(affinity=NARROWER),
         True,
     ),
     (
@@ -88,7 +89,7 @@ CASES: list[Case] = [
         pod(affinity=ONE_TERM),
         spec_patch(
             schedulingGates=None,
-            affinity=required([requirement(POOL, "p1"), requirement(ZONE, "a")]),
+            affinity=NARROWER,
         ),
         True,
     ),
@@ -106,7 +107,7 @@ CASES: list[Case] = [
     ),
     (
         "required affinity widened: a requirement removed",
-        pod(affinity=required([requirement(POOL, "p1"), requirement(ZONE, "a")])),
+        pod(affinity=NARROWER),
         spec_patch(affinity=ONE_TERM),
         False,
     ),
