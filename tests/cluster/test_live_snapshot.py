@@ -166,3 +166,27 @@ def test_the_kueue_topology_gives_the_levels(example: tuple[Scenario, str, Path]
             "kueue.x-k8s.io", "v1beta1", "topologies", TOPOLOGY["metadata"]["name"]
         )
     assert (live.kueue_topology, live.levels) == ("Topology/placer-live-snapshot", LEVELS)
+
+
+def test_topologies_that_disagree_give_no_levels_and_levels_given_win(
+    example: tuple[Scenario, str, Path], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Two Kueue Topologies naming different levels: placer cannot tell which one the JobSets
+    mean, says so, and takes none; `--levels` is used as given whatever the cluster holds."""
+    scenario, _, _ = example
+    custom = scenario.custom
+    other = {**TOPOLOGY, "metadata": {"name": "placer-live-racks"}}
+    other["spec"] = {"levels": [{"nodeLabel": LEVELS[0]}]}
+    created = []
+    try:
+        for topology in (TOPOLOGY, other):
+            custom.create_cluster_custom_object("kueue.x-k8s.io", "v1beta1", "topologies", topology)
+            created.append(topology["metadata"]["name"])
+        assert load_live_snapshot(str(scenario.admin)).levels == ()
+        names = ", ".join(sorted(created))
+        assert f"Kueue Topologies {names} differ" in caplog.text
+        given = load_live_snapshot(str(scenario.admin), levels=[LEVELS[1]])
+        assert given.levels == (LEVELS[1],)
+    finally:
+        for name in created:
+            custom.delete_cluster_custom_object("kueue.x-k8s.io", "v1beta1", "topologies", name)

@@ -1,4 +1,7 @@
-"""The live loader reads the cluster's Kueue Topology as the levels (over HTTP, kmock emulator)."""
+"""The live loader in a cluster without Kueue (kmock's emulator, over HTTP): no Topology kind is
+served, so the levels come from elsewhere. The cluster's Topology giving the levels, Topologies
+that disagree and `--levels` winning are asked of the real API server and Kueue
+(tests/cluster/test_live_snapshot.py), whose control plane always serves the kind."""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ from typing import Any
 import pytest
 
 from placer.model.snapshots.live import load_live_snapshot
-from tests.kueue_tas.test_topology_object import BLOCK, HOST, RACK, kube_node, topology
+from tests.kueue_tas.test_topology_object import BLOCK, kube_node
 from tests.model.snapshots.test_live import Emulator, write_kubeconfig
 
 TOPOLOGIES = "kueue.x-k8s.io/v1beta2/topologies"
@@ -36,25 +39,6 @@ def seed(emu: Emulator, node: dict[str, Any], *topologies: dict[str, Any]) -> No
     emu.objects["v1/pods", "default", "p"] = PENDING
     for t in topologies:
         emu.objects[TOPOLOGIES, None, t["metadata"]["name"]] = t
-
-
-def test_the_clusters_topology_gives_the_levels(emulator: tuple[Emulator, str]) -> None:
-    emu, kubeconfig = emulator
-    seed(emu, kube_node("n1", {BLOCK: "b1", RACK: "r1"}), topology())
-    assert load_live_snapshot(kubeconfig).levels == (BLOCK, RACK, HOST)
-    # --levels wins over the cluster's Topology
-    assert load_live_snapshot(kubeconfig, levels=[RACK]).levels == (RACK,)
-
-
-def test_topologies_that_disagree_give_no_levels(
-    emulator: tuple[Emulator, str], caplog: pytest.LogCaptureFixture
-) -> None:
-    emu, kubeconfig = emulator
-    other = topology(levels=[{"nodeLabel": RACK}])
-    other["metadata"]["name"] = "racks"
-    seed(emu, kube_node("n1", {BLOCK: "b1", RACK: "r1"}), topology(), other)
-    assert load_live_snapshot(kubeconfig).levels == ()
-    assert "Kueue Topologies default, racks differ" in caplog.text
 
 
 def test_no_kueue_in_the_cluster_gives_no_levels(emulator: tuple[Emulator, str]) -> None:
