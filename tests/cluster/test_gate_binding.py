@@ -232,3 +232,38 @@ def test_a_finished_jobset_frees_its_slices_for_a_waiting_one(scenario: Scenario
     freed = set().union(*first.values())
     assert set().union(*second.values()) & freed, "second got none of first's slices"
     assert {p.status.phase for p in scenario.pods_of("first")} == {"Succeeded"}
+
+
+def test_a_jobset_whose_workers_wait_for_a_ready_driver_gets_every_child_job_placed_at_once(
+    scenario: Scenario,
+) -> None:
+    """`dependsOn`: JobSet creates the workers' child Jobs only once the driver's is Ready, and a
+    driver stays unready until its pods are ungated. The controller places the whole JobSet from
+    its manifest (the workers' slices recorded before their pods exist), so the driver starts, and
+    the workers' pods, when they come, go to their recorded slices, each its own."""
+    scenario.use_example_cluster("tpu-v5e-v6e.yaml")
+    scenario.start_webhook()
+    scenario.start_controller()
+    manifest = multislice("ordered", slices=2)
+    workers = manifest["spec"]["replicatedJobs"][0]
+    driver = {**copy.deepcopy(workers), "name": "driver", "replicas": 1}
+    workers["dependsOn"] = [{"name": "driver", "status": "Ready"}]
+    manifest["spec"]["replicatedJobs"] = [driver, workers]
+    scenario.create_jobset(manifest)
+
+    driver_pods = scenario.wait_pods_bound("ordered", count=2)
+    record = assignment_of(scenario.get_jobset("ordered"))
+    assert sorted(record["jobs"]) == ["ordered-driver-0", "ordered-workers-0", "ordered-workers-1"]
+    assert {p.metadata.labels["jobset.sigs.k8s.io/replicatedjob-name"] for p in driver_pods} == {
+        "driver"
+    }
+    # What the kubelet reports once the driver's containers run and pass their probes.
+    running = {"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
+    for pod in driver_pods:
+        scenario.core.patch_namespaced_pod_status(pod.metadata.name, scenario.namespace, running)
+    pods = scenario.wait_pods_bound("ordered", count=6, timeout_s=120)
+    pools = pools_by_child_job(scenario, pods)
+    assert all(len(p) == 1 for p in pools.values()), pools
+    assert len(set().union(*pools.values())) == 3, f"two child Jobs share a slice: {pools}"
+    for job, pool in pools.items():
+        assert {record["jobs"][job]["domain"]["value"]} == pool
