@@ -9,6 +9,7 @@ rest. Nobody else labels nodes, so a pod bound at all is a pod bound where place
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Any
 
 from tests.cluster.scenario import Scenario, assignment_of
 from tests.cluster.test_gate_binding import POOL, multislice
@@ -17,14 +18,19 @@ NAMESPACED_JOB = "alpha.jobset.sigs.k8s.io/namespaced-job"
 NO_SCHEDULE = "alpha.jobset.sigs.k8s.io/no-schedule"
 
 
+def labeled(name: str, slices: int) -> dict[str, Any]:
+    """The multislice example asking for JobSet's node-selector strategy."""
+    manifest = multislice(name, slices=slices)
+    manifest["metadata"]["annotations"]["alpha.jobset.sigs.k8s.io/node-selector"] = "true"
+    return manifest
+
+
 def test_placer_labels_each_domain_and_jobset_pins_each_child_job_to_it(
     scenario: Scenario,
 ) -> None:
     scenario.use_example_cluster("tpu-v5e-v6e.yaml")
     scenario.start_controller("--binding=node-labels")
-    manifest = multislice("labeled", slices=3)
-    manifest["metadata"]["annotations"]["alpha.jobset.sigs.k8s.io/node-selector"] = "true"
-    scenario.create_jobset(manifest)
+    scenario.create_jobset(labeled("labeled", slices=3))
 
     pods = scenario.wait_pods_bound("labeled", count=6)
 
@@ -47,3 +53,50 @@ def test_placer_labels_each_domain_and_jobset_pins_each_child_job_to_it(
         assert (NAMESPACED_JOB in node.metadata.labels) == in_plan, node.metadata.name
         taints = {t.key for t in node.spec.taints or []}
         assert (NO_SCHEDULE in taints) == in_plan, node.metadata.name
+
+
+def test_a_finished_jobsets_labels_and_taints_go_and_its_slices_are_labeled_for_the_next(
+    scenario: Scenario,
+) -> None:
+    """`first` holds four of the seven usable slices; `second` needs four and waits. Every worker
+    of `first` succeeds, JobSet marks it Completed: placer takes its label and taint off every
+    node, labels the slices `second` gets (some of them `first`'s), and JobSet's node selector
+    brings `second`'s pods there. No node keeps a label of `first`."""
+    scenario.use_example_cluster("tpu-v5e-v6e.yaml")
+    scenario.start_controller("--binding=node-labels")
+    scenario.create_jobset(labeled("first", slices=4))
+    first_pods = scenario.wait_pods_bound("first", count=8)
+    scenario.create_jobset(labeled("second", slices=4))
+
+    from tests.cluster.processes import wait_until
+
+    wait_until(
+        lambda: any(e.reason == "Unschedulable" for e in scenario.events("second")),
+        timeout_s=60,
+        what="second told it does not fit",
+    )
+    for pod in first_pods:
+        scenario.core.patch_namespaced_pod_status(
+            pod.metadata.name, scenario.namespace, {"status": {"phase": "Succeeded"}}
+        )
+    pods = scenario.wait_pods_bound("second", count=8, timeout_s=120)
+    labels = scenario.node_labels()
+    first_slices = {labels[p.spec.node_name][POOL] for p in first_pods}
+    second_slices = {labels[p.spec.node_name][POOL] for p in pods}
+    assert len(second_slices) == 4 and second_slices & first_slices
+    mine = f"{scenario.namespace}_second-workers-"
+    for pod in pods:
+        assert labels[pod.spec.node_name][NAMESPACED_JOB].startswith(mine)
+
+    def only_seconds_marks() -> bool:
+        for node in scenario.core.list_node().items:
+            assert node.metadata is not None and node.spec is not None  # the API server sets both
+            node_labels = node.metadata.labels or {}
+            value = node_labels.get(NAMESPACED_JOB)
+            tainted = any(t.key == NO_SCHEDULE for t in node.spec.taints or [])
+            in_second = node_labels.get(POOL) in second_slices
+            if (value is not None and not value.startswith(mine)) or tainted != in_second:
+                return False
+        return True
+
+    wait_until(only_seconds_marks, timeout_s=30, what="only second's labels and taints left")
