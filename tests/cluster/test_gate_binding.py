@@ -267,3 +267,39 @@ def test_a_jobset_whose_workers_wait_for_a_ready_driver_gets_every_child_job_pla
     assert len(set().union(*pools.values())) == 3, f"two child Jobs share a slice: {pools}"
     for job, pool in pools.items():
         assert {record["jobs"][job]["domain"]["value"]} == pool
+
+
+def test_a_waiting_jobset_is_placed_once_a_new_slice_joins_the_cluster(scenario: Scenario) -> None:
+    """A JobSet of eight v5e 2x4 slices waits (seven usable); a new node pool of that shape
+    joins, as a cluster autoscaler or a provisioning request would add it: the controller sees
+    the Nodes arrive and places the JobSet, one child Job per slice, the new one among them."""
+    listing = scenario.use_example_cluster("tpu-v5e-v6e.yaml")
+    scenario.start_webhook()
+    scenario.start_controller()
+    scenario.create_jobset(multislice("eight", slices=8))
+
+    from tests.cluster.kube import create_nodes
+    from tests.cluster.processes import wait_until
+
+    wait_until(
+        lambda: any(e.reason == "Unschedulable" for e in scenario.events("eight")),
+        timeout_s=90,
+        what="eight told it does not fit",
+    )
+    template = [
+        n
+        for n in listing["items"]
+        if n["kind"] == "Node" and n["metadata"]["labels"][POOL] == "v5e-2x4-pool-0"
+    ]
+    joined = []
+    for index, node in enumerate(template):
+        new = copy.deepcopy(node)
+        name = f"gke-tpu-v5e-2x4-pool-new-host-{index}"
+        new["metadata"]["name"] = name
+        new["metadata"]["labels"] |= {POOL: "v5e-2x4-pool-new", "kubernetes.io/hostname": name}
+        joined.append(new)
+    create_nodes(scenario.admin, joined)
+    pods = scenario.wait_pods_bound("eight", count=16, timeout_s=120)
+    pools = pools_by_child_job(scenario, pods)
+    assert all(len(p) == 1 for p in pools.values()) and len(set().union(*pools.values())) == 8
+    assert {"v5e-2x4-pool-new"} in pools.values()
