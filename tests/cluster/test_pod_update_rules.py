@@ -17,6 +17,7 @@ from typing import Any
 
 from placer.controller.act.memory_adapter import pod_update_violation
 from placer.controller.act.selectors import merge_patch
+from placer.controller.decide.bindings import ungate_patch
 from tests.cluster.scenario import Scenario
 from tests.cluster.verdicts import assert_agree
 
@@ -221,3 +222,45 @@ def test_the_in_memory_cluster_refuses_exactly_the_pod_updates_the_api_server_re
     written = {case: (accepts, accepts) for case, _, _, accepts in CASES}
     written |= {case: (True, False) for case, _, _ in STRICTER}
     assert_agree(said, written, judge="the in-memory cluster")
+
+
+MATCH_FIELDS = {"key": "metadata.name", "operator": "In", "values": ["n1"]}
+
+
+def raw_terms(*terms: dict[str, Any]) -> dict[str, Any]:
+    """Required node affinity of these node selector terms, as written."""
+    selector = {"nodeSelectorTerms": list(terms)}
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": selector}}
+
+
+SHAPES = {
+    "no affinity": pod(),
+    "a node selector": pod(nodeSelector={ZONE: "a"}),
+    "one term": pod(affinity=ONE_TERM),
+    "two terms": pod(affinity=required([requirement(POOL, "p1")], [requirement(POOL, "p2")])),
+    "an empty term beside one": pod(
+        affinity=raw_terms({}, {"matchExpressions": [requirement(POOL, "p1")]})
+    ),
+    "a term of fields only": pod(affinity=raw_terms({"matchFields": [MATCH_FIELDS]})),
+    "preferred affinity only": pod(affinity={"nodeAffinity": PREFERRED}),
+    "another gate left": pod(("placer.dev/placement", "other.example/gate")),
+}
+
+
+def test_placers_ungate_patch_is_accepted_for_every_shape_of_node_affinity(
+    scenario: Scenario,
+) -> None:
+    """The patch the controller sends (`ungate_patch`: its domain's requirements added to every
+    required term, its gate removed) for pods whose templates carry each shape of node affinity
+    a JobSet may have: the real API server accepts every one, and so does the in-memory cluster."""
+    requirements = [requirement(POOL, "p1"), requirement("kubernetes.io/hostname", "h1")]
+    said = {}
+    for index, (shape, body) in enumerate(SHAPES.items()):
+        current = stored(scenario, body, 100 + index)
+        patch = ungate_patch(current, requirements)
+        assert patch is not None, shape
+        said[shape] = (
+            cluster_accepts_patch(scenario, current, patch),
+            memory_accepts_patch(current, patch),
+        )
+    assert_agree(said, {shape: (True, True) for shape in SHAPES}, judge="the in-memory cluster")

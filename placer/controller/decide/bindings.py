@@ -119,7 +119,11 @@ def ungated_pod(pod: Mapping[str, Any], requirements: Sequence[Requirement]) -> 
         if not terms:
             terms = [{"matchExpressions": [dict(r) for r in requirements]}]
         else:
+            # An empty term matches no node, and the API server lets it gain nothing: left as it
+            # is, it still matches none, so narrowing the others narrows the whole.
             for term in terms:
+                if not term.get("matchExpressions") and not term.get("matchFields"):
+                    continue
                 current = list(term.get("matchExpressions") or [])
                 current.extend(dict(r) for r in requirements if r not in current)
                 term["matchExpressions"] = current

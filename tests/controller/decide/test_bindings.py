@@ -69,6 +69,19 @@ def test_ungating_sets_affinity_when_there_is_none() -> None:
     assert pod_update_violation(p, new) is None
 
 
+def test_an_empty_term_is_left_empty_and_the_others_narrowed() -> None:
+    """An empty term matches no node and the API server lets it gain no requirement (a 422 on
+    every cycle if placer tried): left empty, it still matches none."""
+    real = term({"key": "pool", "operator": "In", "values": ["tpu"]})
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{}, copy.deepcopy(real)]}}}  # fmt: skip
+    p = pod(schedulingGates=[{"name": PLACEMENT_GATE}], affinity=affinity)
+    new = ungated_pod(p, REQ)
+    assert new is not None
+    assert required(new) == [{}, {"matchExpressions": [*real["matchExpressions"], *REQ]}]
+    assert pod_update_violation(p, new) is None
+
+
 @pytest.mark.parametrize(
     "terms",
     [
