@@ -104,13 +104,18 @@ def affinity_patch(
 
     `existing_terms` are the pod template's own required nodeSelectorTerms (see
     `template_node_terms`); our requirements are added to each (to a copy of each per node, for a
-    job pinned to nodes), or form the only terms.
+    job pinned to nodes), or form the only terms. An empty term among them matches no node and
+    is kept as it is: given our requirements it would match the whole domain, widening what the
+    template allowed instead of narrowing it.
     """
     field, pins = _job_pins(job)
     if not pins:
         return {}
     terms: list[dict[str, Any]] = []
     for term in existing_terms or [{}]:
+        if existing_terms and not term.get("matchExpressions") and not term.get("matchFields"):
+            terms.append(copy.deepcopy(dict(term)))
+            continue
         for reqs in pins:  # (A or B) and (n1 or n2): every term with every pin
             merged = copy.deepcopy(dict(term))
             current = list(merged.get(field) or [])

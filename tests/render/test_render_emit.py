@@ -75,6 +75,17 @@ def test_affinity_patch_ands_the_domain_into_every_existing_term() -> None:
     assert len(existing[0]["matchExpressions"]) == 1, "input terms must not be mutated"
 
 
+def test_an_empty_term_of_the_template_stays_empty() -> None:
+    """An empty term matches no node: ANDing the domain into it would make it match the whole
+    domain, letting pods onto nodes the template's other terms keep them off."""
+    zone = {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}
+    placed = job("ms", 0, "pool0")
+    assert placed.domain is not None
+    terms = terms_of(affinity_patch(placed, [{}, zone]))
+    pins = domain_requirements(placed.domain)
+    assert terms == [{}, {"matchExpressions": [*zone["matchExpressions"], *pins]}]
+
+
 def _on(node: str) -> dict[str, Any]:
     return {"key": "metadata.name", "operator": "In", "values": [node]}
 
