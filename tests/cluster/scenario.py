@@ -259,6 +259,21 @@ class Scenario:
     def node_labels(self) -> dict[str, dict[str, str]]:
         return {name_of(n): dict(meta_of(n).labels or {}) for n in self.core.list_node().items}
 
+    def wait_for_event(self, name: str, reason: str, timeout_s: float = 90) -> None:
+        """Until an Event of `reason` is recorded on the object `name` of this namespace."""
+        wait_until(
+            lambda: any(e.reason == reason for e in self.events(name)),
+            timeout_s=timeout_s,
+            what=f"a {reason} event on {name}",
+        )
+
+    def report_phase(self, pods: Iterable[Any], phase: str) -> None:
+        """Set each pod's phase, as its kubelet would report it (none runs here)."""
+        for pod in pods:
+            self.core.patch_namespaced_pod_status(
+                name_of(pod), self.namespace, {"status": {"phase": phase}}
+            )
+
     def events(self, name: str, namespace: str | None = None) -> list[Any]:
         answer = self.core.list_namespaced_event(
             namespace or self.namespace, field_selector=f"involvedObject.name={name}"

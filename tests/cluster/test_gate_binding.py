@@ -90,13 +90,7 @@ def test_a_jobset_that_cannot_be_placed_keeps_its_pods_gated_with_an_event(
     # The example cluster has 8 v5e 2x4 slices, one with a NotReady host: 7 can take a child Job.
     scenario.create_jobset(multislice("too-wide", slices=8))
 
-    from tests.cluster.processes import wait_until
-
-    wait_until(
-        lambda: any(e.reason == "Unschedulable" for e in scenario.events("too-wide")),
-        timeout_s=90,
-        what="an Unschedulable event on too-wide",
-    )
+    scenario.wait_for_event("too-wide", "Unschedulable", timeout_s=90)
     pods = scenario.pods_of("too-wide")
     assert pods, "the child Jobs' pods exist"
     assert all(GATE in [g.name for g in p.spec.scheduling_gates or []] for p in pods)
@@ -184,13 +178,7 @@ def test_suspending_a_jobset_frees_its_slices_once_its_pods_are_gone(scenario: S
     scenario.wait_pods_bound("first", count=8)
     scenario.create_jobset(multislice("second", slices=4))  # 7 whole slices: waits for first
 
-    from tests.cluster.processes import wait_until
-
-    wait_until(
-        lambda: any(e.reason == "Unschedulable" for e in scenario.events("second")),
-        timeout_s=60,
-        what="second told it does not fit",
-    )
+    scenario.wait_for_event("second", "Unschedulable", timeout_s=60)
     scenario.patch_jobset("first", {"spec": {"suspend": True}})
     pods = scenario.wait_pods_bound("second", count=8, timeout_s=120)
     assert len(pools_by_child_job(scenario, pods)) == 4
@@ -213,15 +201,8 @@ def test_a_finished_jobset_frees_its_slices_for_a_waiting_one(scenario: Scenario
 
     from tests.cluster.processes import wait_until
 
-    wait_until(
-        lambda: any(e.reason == "Unschedulable" for e in scenario.events("second")),
-        timeout_s=60,
-        what="second told it does not fit",
-    )
-    for pod in scenario.pods_of("first"):
-        scenario.core.patch_namespaced_pod_status(
-            pod.metadata.name, scenario.namespace, {"status": {"phase": "Succeeded"}}
-        )
+    scenario.wait_for_event("second", "Unschedulable", timeout_s=60)
+    scenario.report_phase(scenario.pods_of("first"), "Succeeded")
     wait_until(
         lambda: scenario.get_jobset("first").get("status", {}).get("terminalState") == "Completed",
         timeout_s=120,
@@ -279,13 +260,8 @@ def test_a_waiting_jobset_is_placed_once_a_new_slice_joins_the_cluster(scenario:
     scenario.create_jobset(multislice("eight", slices=8))
 
     from tests.cluster.kube import create_nodes
-    from tests.cluster.processes import wait_until
 
-    wait_until(
-        lambda: any(e.reason == "Unschedulable" for e in scenario.events("eight")),
-        timeout_s=90,
-        what="eight told it does not fit",
-    )
+    scenario.wait_for_event("eight", "Unschedulable", timeout_s=90)
     template = [
         n
         for n in listing["items"]

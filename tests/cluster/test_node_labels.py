@@ -70,15 +70,8 @@ def test_a_finished_jobsets_labels_and_taints_go_and_its_slices_are_labeled_for_
 
     from tests.cluster.processes import wait_until
 
-    wait_until(
-        lambda: any(e.reason == "Unschedulable" for e in scenario.events("second")),
-        timeout_s=60,
-        what="second told it does not fit",
-    )
-    for pod in first_pods:
-        scenario.core.patch_namespaced_pod_status(
-            pod.metadata.name, scenario.namespace, {"status": {"phase": "Succeeded"}}
-        )
+    scenario.wait_for_event("second", "Unschedulable", timeout_s=60)
+    scenario.report_phase(first_pods, "Succeeded")
     pods = scenario.wait_pods_bound("second", count=8, timeout_s=120)
     labels = scenario.node_labels()
     first_slices = {labels[p.spec.node_name][POOL] for p in first_pods}
