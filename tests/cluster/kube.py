@@ -7,6 +7,7 @@ scenario can tell placer's behaviour from the fixture's.
 from __future__ import annotations
 
 import copy
+import json
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -24,6 +25,7 @@ __all__ = [
     "apply_all",
     "create_nodes",
     "delete_all",
+    "dry_run_merge_patch",
     "ensure_namespace",
     "events_for",
     "list_pods",
@@ -95,6 +97,28 @@ def delete_all(kubeconfig: Path, documents: Iterable[dict[str, Any]]) -> None:
         except ApiException as error:
             if error.status != 404:
                 raise
+
+
+def dry_run_merge_patch(api: k8s.ApiClient, path: str, patch: dict[str, Any]) -> tuple[int, Any]:
+    """PATCH `path` with a JSON merge patch (what placer's adapter sends) and `dryRun=All`: the
+    API server validates and admits it, stores nothing. (status, the answer's JSON); a status
+    other than success or 422 fails the caller's test."""
+    request = api.param_serialize(
+        "PATCH",
+        path,
+        query_params=[("dryRun", "All")],
+        header_params={
+            "Content-Type": "application/merge-patch+json",
+            "Accept": "application/json",
+        },
+        body=patch,
+        auth_settings=["BearerToken"],
+    )
+    answer = api.call_api(*request)
+    body = answer.read()  # type: ignore[no-untyped-call]  # unannotated in the client
+    status = int(answer.status)
+    assert status < 300 or status == 422, body
+    return status, json.loads(body) if body else None
 
 
 def wait_for_crds(kubeconfig: Path, names: list[str], timeout_s: float = 60.0) -> None:

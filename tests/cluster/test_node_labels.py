@@ -93,3 +93,58 @@ def test_a_finished_jobsets_labels_and_taints_go_and_its_slices_are_labeled_for_
         return True
 
     wait_until(only_seconds_marks, timeout_s=30, what="only second's labels and taints left")
+
+
+def node(name: str, *, labels: dict[str, str], taints: list[dict[str, str]]) -> dict[str, Any]:
+    """A Ready node of 4 TPU chips, with these labels and taints."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **labels}},
+        "spec": {"taints": taints},
+        "status": {
+            "allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110", "google.com/tpu": "4"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+def test_placers_node_label_patch_is_accepted_for_every_shape_of_node(scenario: Scenario) -> None:
+    """The patch the node-labels binding sends (`node_label_patch`: the label, placer's mark and
+    taint set or all three removed, the whole taint list with the resourceVersion) on nodes as a
+    cluster has them: the real API server accepts each and the node comes out exactly as meant,
+    its other labels and taints untouched."""
+    from placer.controller.decide.bindings import LABELED_BY_ANNOTATION, node_label_patch
+    from tests.cluster.kube import dry_run_merge_patch
+
+    tpu = {"key": "google.com/tpu", "value": "present", "effect": "NoSchedule"}
+    ours = {"key": NO_SCHEDULE, "effect": "NoSchedule"}
+    mine, theirs = f"{scenario.namespace}_js-w-0", f"{scenario.namespace}_old-w-1"
+    shapes = {
+        "untainted": (node("n-plain", labels={}, taints=[]), mine),
+        "accelerator taint": (node("n-tpu", labels={}, taints=[tpu]), mine),
+        "another child Job's": (
+            node("n-other", labels={NAMESPACED_JOB: theirs}, taints=[tpu, ours]),
+            mine,
+        ),
+        "taint left by a crash": (node("n-crash", labels={}, taints=[ours, tpu]), mine),
+        "released": (node("n-done", labels={NAMESPACED_JOB: theirs}, taints=[tpu, ours]), None),
+    }
+    scenario.use_nodes(body for body, _ in shapes.values())
+    for shape, (body, value) in shapes.items():
+        name = body["metadata"]["name"]
+        stored = scenario.core.api_client.sanitize_for_serialization(scenario.core.read_node(name))
+        patch = node_label_patch(stored, value)
+        assert patch is not None, shape
+        status, after = dry_run_merge_patch(
+            scenario.core.api_client, f"/api/v1/nodes/{name}", patch
+        )
+        assert status < 300, (shape, after)
+        labels, annotations = after["metadata"]["labels"], after["metadata"].get("annotations", {})
+        taints = [(t["key"], t["effect"]) for t in after["spec"].get("taints", [])]
+        assert labels.get(NAMESPACED_JOB) == value, shape
+        assert annotations.get(LABELED_BY_ANNOTATION) == value, shape
+        assert taints.count((NO_SCHEDULE, "NoSchedule")) == (value is not None), shape
+        kept = [(t["key"], t["effect"]) for t in body["spec"]["taints"] if t["key"] != NO_SCHEDULE]
+        assert [t for t in taints if t[0] != NO_SCHEDULE] == kept, shape
+        assert labels["kubernetes.io/hostname"] == name, shape

@@ -18,6 +18,7 @@ from typing import Any
 from placer.controller.act.memory_adapter import pod_update_violation
 from placer.controller.act.selectors import merge_patch
 from placer.controller.decide.bindings import ungate_patch
+from tests.cluster.kube import dry_run_merge_patch
 from tests.cluster.scenario import Scenario
 from tests.cluster.verdicts import assert_agree
 
@@ -184,24 +185,9 @@ def stored(scenario: Scenario, body: dict[str, Any], index: int) -> dict[str, An
 def cluster_accepts_patch(
     scenario: Scenario, current: dict[str, Any], patch: dict[str, Any]
 ) -> bool:
-    api = scenario.core.api_client
     name = current["metadata"]["name"]
-    request = api.param_serialize(
-        "PATCH",
-        f"/api/v1/namespaces/{scenario.namespace}/pods/{name}",
-        query_params=[("dryRun", "All")],
-        header_params={
-            "Content-Type": "application/merge-patch+json",
-            "Accept": "application/json",
-        },
-        body=patch,
-        auth_settings=["BearerToken"],
-    )
-    answer = api.call_api(*request)
-    answer.read()
-    status = int(answer.status)
-    assert status < 300 or status == 422, answer.data
-    return status < 300
+    path = f"/api/v1/namespaces/{scenario.namespace}/pods/{name}"
+    return dry_run_merge_patch(scenario.core.api_client, path, patch)[0] < 300
 
 
 def memory_accepts_patch(current: dict[str, Any], patch: dict[str, Any]) -> bool:
