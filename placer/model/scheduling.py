@@ -21,6 +21,7 @@ __all__ = [
     "Toleration",
     "matches_requirement",
     "matches_term",
+    "term_is_empty",
     "tolerates",
 ]
 
@@ -132,6 +133,15 @@ def matches_requirement(labels: Mapping[str, str], req: NodeSelectorRequirement)
                 return False  # a value that is not an integer: the requirement matches no node
             return have > want if req.operator == "Gt" else have < want
     return False
+
+
+def term_is_empty(term: Mapping[str, object]) -> bool:
+    """Whether a nodeSelectorTerm as written in a manifest or a pod has no requirement. It
+    matches no node (`matches_term`), and the API server lets a gated pod's empty term gain
+    none (ValidatePodUpdate): a writer that narrows a template's terms leaves it as it is,
+    since given the domain's requirements it would match the whole domain, widening what the
+    template allowed instead of narrowing it."""
+    return not term.get("matchExpressions") and not term.get("matchFields")
 
 
 def matches_term(labels: Mapping[str, str], node_name: str, term: NodeSelectorTerm) -> bool:

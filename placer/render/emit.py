@@ -37,7 +37,7 @@ from placer.model.errors import InputError
 from placer.model.messages import echo
 from placer.model.plan import DomainRef, JobPlacement, JobSetOutcome, Plan
 from placer.model.read.names import dns1123_label_problem, dns1123_subdomain_problem
-from placer.model.scheduling import Taint
+from placer.model.scheduling import Taint, term_is_empty
 from placer.model.workload import JobSetRequest
 from placer.render.emit_dir import OWN_FILES, clear_previous, write_files
 
@@ -104,16 +104,15 @@ def affinity_patch(
 
     `existing_terms` are the pod template's own required nodeSelectorTerms (see
     `template_node_terms`); our requirements are added to each (to a copy of each per node, for a
-    job pinned to nodes), or form the only terms. An empty term among them matches no node and
-    is kept as it is: given our requirements it would match the whole domain, widening what the
-    template allowed instead of narrowing it.
+    job pinned to nodes), or form the only terms. An empty term among them is kept as it is
+    (`term_is_empty`).
     """
     field, pins = _job_pins(job)
     if not pins:
         return {}
     terms: list[dict[str, Any]] = []
     for term in existing_terms or [{}]:
-        if existing_terms and not term.get("matchExpressions") and not term.get("matchFields"):
+        if existing_terms and term_is_empty(term):
             terms.append(copy.deepcopy(dict(term)))
             continue
         for reqs in pins:  # (A or B) and (n1 or n2): every term with every pin

@@ -18,6 +18,7 @@ from typing import Any
 
 from placer.controller.adapter import Obj, copy_json, resource_version
 from placer.model.assignment import PLACEMENT_GATE, PREFIX, JobAssignment
+from placer.model.scheduling import term_is_empty
 from placer.model.topology import HOSTNAME
 from placer.model.workload import JobSetRequest
 from placer.render.emit import NAMESPACED_JOB_LABEL, NO_SCHEDULE_TAINT, domain_requirements
@@ -119,10 +120,10 @@ def ungated_pod(pod: Mapping[str, Any], requirements: Sequence[Requirement]) -> 
         if not terms:
             terms = [{"matchExpressions": [dict(r) for r in requirements]}]
         else:
-            # An empty term matches no node, and the API server lets it gain nothing: left as it
-            # is, it still matches none, so narrowing the others narrows the whole.
+            # an empty term is left as it is (`term_is_empty`): it still matches no node, so
+            # narrowing the others narrows the whole
             for term in terms:
-                if not term.get("matchExpressions") and not term.get("matchFields"):
+                if term_is_empty(term):
                     continue
                 current = list(term.get("matchExpressions") or [])
                 current.extend(dict(r) for r in requirements if r not in current)
