@@ -7,8 +7,10 @@ for it from then. Of the two free slices, `short` (ten minutes) may run at once,
 long before `wide` starts (backfill); `long` (three hours) may not: it would hold `wide` back.
 kube-scheduler binds what the controller releases, so a backfill the ledger did not allow, or
 a wide JobSet started early, would show as bound pods. `short` and `long` are created once
-`wide`'s reservation is in the ledger: JobSets created in the same second (creation times have
-one-second resolution) are queued by name, which would put `long` ahead of `wide`.
+`wide`'s reservation is in the ledger, often in the same second as `wide` (creation times have
+one-second resolution), and then queued ahead of it by name: `wide`'s reservation, kept from an
+earlier round, must stay ahead of theirs (it did not, about one run in two, until kept
+reservations were re-timed in the order they were promised: `reservations.reserve`).
 """
 
 from __future__ import annotations

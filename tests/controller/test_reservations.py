@@ -163,6 +163,34 @@ def test_the_controller_runs_the_cpsat_schedule_and_records_every_reservation() 
     assert reservations(cluster) == before
 
 
+@pytest.mark.parametrize("schedule", ["greedy", "cpsat"])
+def test_a_jobset_queued_ahead_but_reserved_later_never_takes_the_earlier_reservation(
+    schedule: str,
+) -> None:
+    """`long` arrives once `wide` is reserved, but in the same second, so it is queued ahead of
+    it by name. It is reserved after `wide`, and stays there round after round: re-timed first,
+    it took `wide`'s b0 from `wide`'s start, pushed `wide` back by 5 h and then started now on b2
+    inside `wide`'s promise (found on the real control plane: tests/cluster/test_time_aware.py)."""
+    cluster = tpu_cluster(blocks=3)
+    running(cluster)
+    add(cluster, "wide", 3, "1h")
+    policy = TimePolicy(schedule=schedule)
+    timed(cluster, "all", policy).run_once()
+    promised = reservations(cluster)["reservation.default.wide"].start
+    assert promised == T0 + 2 * H
+    add(cluster, "long", 1, "5h")
+    for _ in range(3):
+        report = timed(cluster, "all", policy).run_once()
+        for plan, snapshot, requests in report.planned.plans:
+            assert check(plan, snapshot, requests, timed(cluster).config.options) == []
+        assert record(cluster, "long") is None
+        entries = reservations(cluster)
+        assert entries["reservation.default.wide"].start == promised
+        assert reserved_blocks(cluster, "default/wide") == {"b0", "b1", "b2"}
+        long_start = entries["reservation.default.long"].start
+        assert long_start is not None and long_start >= promised + H
+
+
 def test_a_restarted_controller_keeps_the_reservations_and_announces_nothing_again() -> None:
     cluster = tpu_cluster(blocks=3)
     running(cluster)

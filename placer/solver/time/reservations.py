@@ -18,7 +18,13 @@ A start of 0 means "can start now"; `None` means it fits nowhere even on an empt
 
 Reservations kept from an earlier round (`kept`) go first, whatever the queue order: a JobSet
 keeps its units (its start re-timed to when they are all free) as long as they still fit it, so a
-reservation does not wander from round to round; everyone else plans around them.
+reservation does not wander from round to round; everyone else plans around them. They are
+re-timed in the order of the starts they were given (`kept_starts`), not in queue order, so one
+re-timed earlier never takes the slot of one promised before it. In queue order, a long JobSet
+queued ahead of a wide one but reserved after it (the wide one's reservation, kept, went first
+when the long one arrived) took the wide one's domain from the wide one's start the round after,
+pushing the wide one back by its own run, and then started now where the wide one had been
+promised (seen on the real control plane: JobSets created in the same second queue by name).
 Who may use a reserved unit now is decided by the planner: the JobSet it is reserved for, or a
 JobSet expected to end before the reservation begins (backfill).
 
@@ -31,6 +37,7 @@ operations per candidate instead of a check of every unit (`calendar.Calendar`).
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -275,6 +282,7 @@ def reserve(
     always: Collection[str] = (),
     holds: Iterable[tuple[UnitId, float, float]] = (),
     kept: Mapping[str, frozenset[UnitId]] | None = None,
+    kept_starts: Mapping[str, float] | None = None,
 ) -> list[Reservation]:
     """Reservations for `candidates` in the order given (queue order), each the earliest it can be.
 
@@ -284,9 +292,11 @@ def reserve(
     for everyone, conservative backfill); candidates named in `always` (waited too long) are
     still reserved for past it. `holds` are (unit, start, end) periods already promised (runs
     planned now). `kept` maps a candidate to the units it was given in an earlier round: those
-    are placed first and stay its own while they fit it (see the module doc); they count toward
-    `limit` like any other delayed reservation. `units` may be given as their `UnitLayout` when
-    the caller runs several passes over the same units (it is the same whoever builds it).
+    are placed first and stay its own while they fit it (see the module doc), earliest of
+    `kept_starts` (when each was to start, in seconds from now) first, then in queue order; they
+    count toward `limit` like any other delayed reservation. `units` may be given as their
+    `UnitLayout` when the caller runs several passes over the same units (it is the same whoever
+    builds it).
     """
     layout = units if isinstance(units, UnitLayout) else UnitLayout(units)
     calendar = Calendar(layout, free_at or {})
@@ -298,13 +308,16 @@ def reserve(
     result: list[Reservation] = []
     delayed = 0
     done: set[str] = set()
-    for candidate in candidates:
-        if kept and candidate.jobset in kept:
-            found = _keep(candidate, kept[candidate.jobset], calendar)
-            if found is not None:
-                result.append(found)
-                done.add(candidate.jobset)
-                delayed += bool(found.start_s)
+    kept = kept or {}
+    starts = kept_starts or {}
+    keeping = [c for c in candidates if c.jobset in kept]
+    keeping.sort(key=lambda c: starts.get(c.jobset, math.inf))  # stable: then queue order
+    for candidate in keeping:
+        found = _keep(candidate, kept[candidate.jobset], calendar)
+        if found is not None:
+            result.append(found)
+            done.add(candidate.jobset)
+            delayed += bool(found.start_s)
     for candidate in candidates:
         if candidate.jobset in done:
             continue

@@ -112,6 +112,7 @@ def hint(request: ScheduleRequest, old: Sequence[str]) -> dict[str, Reservation]
         free_at=free_at,
         holds=[*((u, float(s), float(e)) for u, s, e in holds), *held],
         kept=request.kept,
+        kept_starts=request.kept_starts,
     )
     return {r.jobset: r for r in (*first, *rest)}
 

@@ -235,7 +235,7 @@ def _reserve_all(
     if policy.reservations == "none":
         limit = 0
     candidates = tuple(units.candidate(js, durations[js.key]) for js in order)
-    kept = _kept(snapshot, units)
+    kept, kept_starts = _kept(snapshot, units)
     found: Sequence[Reservation] | None = None
     if policy.schedule == "cpsat":
         request = ScheduleRequest(
@@ -246,6 +246,7 @@ def _reserve_all(
             kept,
             tiers(jobsets, policy, now),
             policy.max_wait_s,
+            kept_starts,
         )
         outcome = schedule(request, options)
         found, notes = outcome.reservations, [outcome.note]
@@ -257,6 +258,7 @@ def _reserve_all(
             limit=limit,
             always=overdue,
             kept=kept,
+            kept_starts=kept_starts,
             holds=other_holds,
         )
     reservations = {r.jobset: r for r in found}
@@ -270,18 +272,24 @@ def _reserve_all(
     return reservations, notes
 
 
-def _kept(snapshot: ClusterSnapshot, units: Units) -> dict[str, frozenset[UnitId]]:
-    """The units each JobSet was reserved in an earlier round (`snapshot.reservations`); a
-    reservation naming a domain the cluster no longer has keeps nothing (it is a new one)."""
+def _kept(
+    snapshot: ClusterSnapshot, units: Units
+) -> tuple[dict[str, frozenset[UnitId]], dict[str, float]]:
+    """The units each JobSet was reserved in an earlier round (`snapshot.reservations`), and
+    when that reservation was to start (the order `reserve` re-times them in); a reservation
+    naming a domain the cluster no longer has keeps nothing (it is a new one)."""
     kept: dict[str, set[UnitId]] = {}
+    starts: dict[str, float] = {}
     stale: set[str] = set()
     for r in snapshot.reservations:
         unit = units.unit_of(r.key, r.path)
         if unit is not None:
             kept.setdefault(r.jobset, set()).add(unit)
+            starts[r.jobset] = min(starts.get(r.jobset, r.start_s), r.start_s)
         else:
             stale.add(r.jobset)
-    return {k: frozenset(v) for k, v in kept.items() if k not in stale}
+    fresh = {k: frozenset(v) for k, v in kept.items() if k not in stale}
+    return fresh, {k: starts[k] for k in fresh}
 
 
 def reservations_of(

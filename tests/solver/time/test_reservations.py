@@ -169,6 +169,21 @@ def test_kept_units_stay_the_candidates_own_and_are_held_against_earlier_ones() 
     assert set(by_name["first"].units["w"]) == {(KEY, "d0"), (KEY, "d1")}
 
 
+def test_kept_reservations_are_re_timed_in_the_order_they_were_promised_not_queue_order() -> None:
+    """`long` is queued ahead of `wide` (created in the same second, queued by name) but was
+    reserved after it: re-timed first, it would take d0 from 100, push `wide` back to 400 and
+    leave d2 open to a 300-second run now, inside `wide`'s promise."""
+    units = _units(100, 100, 0)
+    wide = _wide("wide", 3, 200, units)
+    long_ = Candidate("long", 300, (Need("w", 1, _all(units)),))
+    kept = {"wide": _all(units), "long": frozenset({(KEY, "d0")})}
+    starts = {"wide": 100.0, "long": 300.0}
+    found = reserve(units, [long_, wide], free_at=_free(100, 100, 0), kept=kept, kept_starts=starts)
+    by_name = {r.jobset: r for r in found}
+    assert (by_name["wide"].start_s, set(by_name["wide"].units["w"])) == (100, kept["wide"])
+    assert (by_name["long"].start_s, by_name["long"].units["w"]) == (300, ((KEY, "d0"),))
+
+
 def test_kept_units_that_no_longer_fit_give_a_fresh_reservation() -> None:
     units = _units(0, 0, 0)
     never = _free(0, 0, math.inf)
