@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -165,7 +165,7 @@ def test_the_controller_runs_the_cpsat_schedule_and_records_every_reservation() 
 
 @pytest.mark.parametrize("schedule", ["greedy", "cpsat"])
 def test_a_jobset_queued_ahead_but_reserved_later_never_takes_the_earlier_reservation(
-    schedule: str,
+    schedule: Literal["greedy", "cpsat"],
 ) -> None:
     """`long` arrives once `wide` is reserved, but in the same second, so it is queued ahead of
     it by name. It is reserved after `wide`, and stays there round after round: re-timed first,

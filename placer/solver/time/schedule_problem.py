@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from placer.solver.time.calendar import UnitId, UnitLayout
 from placer.solver.time.overlap import Overlap, overlap, sharing
@@ -79,9 +79,6 @@ class ScheduleRequest:
     tiers: Mapping[str, tuple[int, float]]
     """JobSet -> (priority tier, aging included; seconds waited since creation)."""
     max_wait_s: float | None
-    kept_starts: Mapping[str, float] = field(default_factory=dict)
-    """JobSet in `kept` -> when that reservation was to start (seconds from now): the greedy
-    hint re-times kept reservations in this order (`reservations.reserve`)."""
 
 
 @dataclass(frozen=True)

@@ -246,7 +246,6 @@ def _reserve_all(
             kept,
             tiers(jobsets, policy, now),
             policy.max_wait_s,
-            kept_starts,
         )
         outcome = schedule(request, options)
         found, notes = outcome.reservations, [outcome.note]

@@ -180,7 +180,7 @@ def test_kept_reservations_are_re_timed_in_the_order_they_were_promised_not_queu
     starts = {"wide": 100.0, "long": 300.0}
     found = reserve(units, [long_, wide], free_at=_free(100, 100, 0), kept=kept, kept_starts=starts)
     by_name = {r.jobset: r for r in found}
-    assert (by_name["wide"].start_s, set(by_name["wide"].units["w"])) == (100, kept["wide"])
+    assert (by_name["wide"].start_s, set(by_name["wide"].units["w"])) == (100, set(kept["wide"]))
     assert (by_name["long"].start_s, by_name["long"].units["w"]) == (300, ((KEY, "d0"),))
 
 
