@@ -31,6 +31,7 @@ from placer.controller.decide.bindings import (
     ungate_patch,
 )
 from placer.controller.decide.domains import DomainIndex, domain_id
+from placer.controller.decide.holder_names import named, token_owners
 from placer.controller.decide.kueue.check import DEFAULT_HOLD_QUOTA_S
 from placer.controller.decide.observed import Announced, Observed
 from placer.controller.decide.planning import PlannedRound
@@ -358,6 +359,8 @@ def plan_writes(
     writes: list[Write] = []
     labeled: list[tuple[str, Assignment]] = []
     unschedulable_events: list[Write] = []
+    owners = token_owners(rev)  # reasons name JobSets, not hold tokens (holder_names)
+    names: dict[str, str] = {}
     for step in evictions.steps:
         writes.extend(_eviction_writes(step, state, settings, announced))
     for ms in managed:
@@ -369,6 +372,8 @@ def plan_writes(
         new = planned.placed.get(ms.key)
         record = new or rev.in_force.get(ms.key)
         reason = planned.unschedulable.get(ms.key) or rev.invalid.get(ms.key)
+        if reason:
+            reason = named(reason, owners, names)
         if ms.key in rev.broken and new is None and reason:
             problems = "; ".join(f"{j}: {why}" for j, why in sorted(rev.broken[ms.key].items()))
             reason = f"{problems}; cannot re-place: {reason}"

@@ -8,6 +8,7 @@ from typing import Any
 from benchmarks.simulate import cluster_sim as sim
 from placer.controller.act.memory_adapter import MemoryCluster
 from placer.controller.decide.domains import DomainIndex, hold_token, reserve
+from placer.controller.decide.holder_names import named, token_owners
 from placer.controller.decide.ledger import Ledger
 from placer.controller.decide.observed import Announced, Observed
 from placer.controller.decide.planning import PlannedRound, PlanningInputs, solve_targets
@@ -238,12 +239,29 @@ def test_an_unschedulable_reason_longer_than_an_event_is_not_sent_again() -> Non
         add_jobset(cluster, name, jobs=1)
         claim(cluster, name, {f"{name}-w-0": f"b{b}"})
     add_jobset(cluster, "a", jobs=2)
-    writes, _, planned = decide(cluster)
-    reason = planned.unschedulable["default/a"]
+    writes, rev, planned = decide(cluster)
+    reason = named(planned.unschedulable["default/a"], token_owners(rev))
     [event] = [w for w in writes if w.op == "event" and w.jobset == "default/a"]
     assert len(reason) > 1024 and event.body["message"] == reason[:1024]
     again, _, _ = decide(cluster, announced={"default/a": event.body["message"]})
     assert [w for w in again if w.op == "event" and w.jobset == "default/a"] == []
+
+
+def test_an_unschedulable_event_names_the_jobsets_holding_domains_not_hold_tokens() -> None:
+    """The planner sees a recorded child Job's domain taken through a hold token
+    (`placer:<namespace>/<job>`), beside the JobSet key of pods bound there: the Event a user
+    reads says which JobSets hold how many domains, each once."""
+    cluster = tpu_cluster(blocks=3)
+    add_jobset(cluster, "run", jobs=2)
+    claim(cluster, "run", {"run-w-0": "b0", "run-w-1": "b1"})
+    sim.schedule(cluster)
+    add_jobset(cluster, "wide", jobs=3)
+    writes, _, planned = decide(cluster)
+    assert "held by running placer:default/run-w-0" in planned.unschedulable["default/wide"]
+    [event] = [w for w in writes if w.op == "event" and w.jobset == "default/wide"]
+    message = event.body["message"]
+    assert "placer:" not in message
+    assert "2 held by running default/run" in message, message
 
 
 def test_finished_jobsets_hold_nothing() -> None:

@@ -35,11 +35,10 @@ import math
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, field
 
-from placer.controller.decide.domains import holds
+from placer.controller.decide.holder_names import named, token_owners
 from placer.controller.decide.kueue.messages import (
     domains_text,
     eta_text,
-    named,
     quota_wait_message,
 )
 from placer.controller.decide.kueue.workloads import (
@@ -50,7 +49,7 @@ from placer.controller.decide.kueue.workloads import (
 from placer.controller.decide.ledger import PLACEMENT, entry_key
 from placer.controller.decide.ledgerplan import LedgerView
 from placer.controller.decide.planning import PlannedRound
-from placer.controller.decide.review import Review, held_records
+from placer.controller.decide.review import Review
 from placer.controller.decide.state import ClusterState
 from placer.controller.decide.survey import ManagedJobSet
 from placer.controller.decide.writes import ActivateCheck, EmitEvent, SetAdmissionCheck, Write
@@ -215,12 +214,6 @@ def _outcomes(planned: PlannedRound) -> dict[str, tuple[JobSetOutcome, bool]]:
     return result
 
 
-def _holders(rev: Review) -> dict[str, str]:
-    """The planner's hold token of each recorded child Job (`domains.holds`) -> its JobSet: a
-    message names JobSets, not tokens."""
-    return {h.token: h.owner for h in holds(held_records(rev), {})}
-
-
 def _waiting(reason: str, outcome: JobSetOutcome, timed: bool, now_s: float, cycle: _Cycle) -> str:
     why = named(reason or outcome.status, cycle.holders, cycle.names)
     message = f"no room for a placement now: {why}"
@@ -235,9 +228,9 @@ class _Cycle:
     now_s: float
     hold_s: float
     holders: Mapping[str, str]
-    """The planner's hold token -> its JobSet (`_holders`)."""
+    """The planner's hold token -> its JobSet (`holder_names.token_owners`)."""
     names: dict[str, str] = field(default_factory=dict)
-    """Parts of reasons already named this cycle (`messages.named`)."""
+    """Parts of reasons already named this cycle (`holder_names.named`)."""
 
 
 def _decide(
@@ -291,7 +284,7 @@ def check_updates(
     `planned.placed` is in the ledger). Only changes are returned."""
     by_key = {ms.key: ms for ms in managed}
     outcomes = _outcomes(planned)
-    cycle = _Cycle(now_s=now_s, hold_s=hold_s, holders=_holders(rev))
+    cycle = _Cycle(now_s=now_s, hold_s=hold_s, holders=token_owners(rev))
     updates: list[CheckUpdate] = []
     for key, wl in sorted(view.workloads.items()):
         ms = by_key.get(key)

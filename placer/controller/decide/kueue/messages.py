@@ -1,23 +1,21 @@
-"""What placer's check on a Kueue Workload says: domains listed, hold tokens named by JobSet.
+"""What placer's check on a Kueue Workload says: domains listed, start times, quota waits.
 
 Why apart from the check's decisions (`check.py`): these are the message texts, the part a user
 reads in `kubectl describe workload`; they are kept short (a few names, then "and N more") and
-stable (an absolute start time, so a message is not rewritten every cycle), and naming thousands
-of hold tokens per cycle had to be made fast (one pass, a cache per cycle).
+stable (an absolute start time, so a message is not rewritten every cycle). Hold tokens are named
+by their JobSets in `holder_names`, shared with the JobSet Events.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 
-from placer.controller.decide.domains import HOLD_PREFIX
 from placer.controller.decide.kueue.eta import QUOTA_WAIT
 from placer.controller.decide.kueue.workloads import KUEUE_SPELLING, rfc3339
 from placer.model.plan import DomainRef, JobSetOutcome
 
-__all__ = ["SHOWN", "domains_text", "eta_text", "listed", "named", "quota_wait_message"]
+__all__ = ["SHOWN", "domains_text", "eta_text", "listed", "quota_wait_message"]
 
 SHOWN = 6
 """Domains or JobSets named in a message before "and N more"."""
@@ -37,59 +35,6 @@ def domains_text(refs: Sequence[DomainRef]) -> str:
         if d.value not in values:
             values.append(d.value)
     return "; ".join(f"{k}={listed(v)}" for k, v in sorted(by_key.items()))
-
-
-_TOKEN = re.compile(re.escape(HOLD_PREFIX) + r"[\w.-]+[/:][\w.:/-]+")
-"""What a hold token (`domains.holds`) looks like in a reason: found in one pass, then looked up,
-rather than every token searched for in turn (at 10,000 nodes a cycle holds thousands of tokens,
-and replacing each in every message took seconds)."""
-
-
-def _owners_in(run: str, holders: Mapping[str, str]) -> str:
-    """`run` (text the token pattern matched) with every hold token in it named by its JobSet:
-    the longest token it starts with, then the rest the same way."""
-    for end in range(len(run), len(HOLD_PREFIX), -1):
-        if run[:end] in holders:
-            rest = run[end:]
-            return holders[run[:end]] + _TOKEN.sub(lambda m: _owners_in(m.group(0), holders), rest)
-    inner = run.find(HOLD_PREFIX, 1)
-    return run if inner < 0 else run[:inner] + _owners_in(run[inner:], holders)
-
-
-_HELD_RUN = re.compile(
-    r"(\d+) held by running ([\w.-]+/[\w.-]+)((?:, \d+ held by running \2(?![\w./-]))+)"
-)
-"""Counts of one JobSet's holds side by side (one per child Job once tokens are named)."""
-
-
-def _summed(match: re.Match[str]) -> str:
-    total = int(match.group(1)) + sum(
-        int(n) for n in re.findall(r"(\d+) held by running", match.group(3))
-    )
-    return f"{total} held by running {match.group(2)}"
-
-
-def named(text: str, holders: Mapping[str, str], cache: dict[str, str] | None = None) -> str:
-    """`text` with hold tokens replaced by their JobSets: a JobSet named twice in a row once,
-    and the domains one JobSet holds counted once ("3 held by running a", not three lines).
-
-    No pattern spans "; ", so each part between them is named alone, and with a `cache` once per
-    cycle: the reasons of one cycle share their long parts (who holds each of thousands of
-    domains), and naming those in every message took over a second at 10,000 nodes."""
-    if cache is None:
-        return _named_part(text, holders)
-    parts = text.split("; ")
-    for part in parts:
-        if part not in cache:
-            cache[part] = _named_part(part, holders)
-    return "; ".join(cache[part] for part in parts)
-
-
-def _named_part(text: str, holders: Mapping[str, str]) -> str:
-    if holders:
-        text = _TOKEN.sub(lambda m: _owners_in(m.group(0), holders), text)
-    text = re.sub(r"(?<![\w./-])([\w.-]+/[\w.-]+)(?:, \1(?![\w./-]))+", r"\1", text)
-    return _HELD_RUN.sub(_summed, text)
 
 
 def eta_text(outcome: JobSetOutcome, now_s: float, holders: Mapping[str, str]) -> str:

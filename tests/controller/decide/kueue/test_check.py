@@ -16,6 +16,7 @@ from benchmarks.simulate import cluster_sim as sim
 from placer.controller.act.memory_adapter import MemoryCluster
 from placer.controller.adapter import Obj, copy_json
 from placer.controller.decide.domains import DomainIndex, hold_token
+from placer.controller.decide.holder_names import named
 from placer.controller.decide.kueue.check import (
     PLACEMENT_ANNOTATION,
     CheckUpdate,
@@ -25,7 +26,6 @@ from placer.controller.decide.kueue.check import (
     release_evicted,
 )
 from placer.controller.decide.kueue.eta import estimate_behind
-from placer.controller.decide.kueue.messages import named
 from placer.controller.decide.kueue.workloads import CONTROLLER_NAME, KueueView, read_kueue
 from placer.controller.decide.ledger import PLACEMENT, entry_key
 from placer.controller.decide.ledgerplan import LedgerView
