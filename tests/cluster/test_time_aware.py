@@ -104,3 +104,7 @@ def test_a_short_jobset_backfills_ahead_of_a_reservation_and_a_long_one_waits(
         e.reason == "Reserved" and "expected start" in (e.message or "")
         for e in scenario.events("wide")
     )
+    # the reason names who holds the slices, not placer's hold tokens
+    why = [e.message or "" for e in scenario.events("wide") if e.reason == "Unschedulable"]
+    assert why and all("placer:" not in m for m in why), why
+    assert any(f"5 held by running {scenario.namespace}/run" in m for m in why), why
