@@ -93,8 +93,8 @@ def hint(request: ScheduleRequest, old: Sequence[str]) -> dict[str, Reservation]
     pass keeps them (`reservations.reserve`'s `kept_starts`): the hint is only where the search
     starts, and a hint that pushes a wide JobSet back is one the objective improves on (the
     controller's test of that case passes under `--schedule cpsat` with either order), while
-    that order in the hint cost the TPU targets' cell p95 30.45 h -> 33.68 h and mean bounded
-    slowdown 23.84 -> 29.83 (RESULTS-backfill, round 26)."""
+    that order in the hint cost the TPU targets' cell p95 30.45 h -> 33.68 h, and over six seeds
+    the p95 mean on both fleets with more seeds past the 5% rule (RESULTS-backfill, round 26)."""
     free_at, holds = _whole_seconds(request)
     rounded = [replace(c, duration_s=float(math.ceil(c.duration_s))) for c in request.candidates]
     by_key = {c.jobset: c for c in rounded}
