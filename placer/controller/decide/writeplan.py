@@ -116,35 +116,10 @@ class _Hostnames:
         return self._found
 
 
-def _event(
-    ms: ManagedJobSet,
-    reason: str,
-    message: str,
-    type_: str,
-    settings: WriteSettings,
-    *,
-    plan_id: str = "",
-) -> EmitEvent:
-    body = event_body(
-        ms.obj,
-        reason=reason,
-        message=message,
-        type_=type_,
-        now=settings.now,
-        instance=settings.instance,
-    )
-    return EmitEvent(
-        jobset=ms.key, namespace=ms.namespace, reason=reason, body=body, plan_id=plan_id
-    )
-
-
-def _mine(key: str, namespaces: tuple[str, ...]) -> bool:
-    return not namespaces or key.split("/", 1)[0] in namespaces
-
-
 def _event_on(
     obj: Obj, key: str, reason: str, message: str, type_: str, settings: WriteSettings
 ) -> EmitEvent:
+    """An event on the JobSet object `obj` (`key`: its namespace/name)."""
     body = event_body(
         obj,
         reason=reason,
@@ -155,6 +130,24 @@ def _event_on(
     )
     namespace = key.split("/", 1)[0]
     return EmitEvent(jobset=key, namespace=namespace, reason=reason, body=body)
+
+
+def _event(
+    ms: ManagedJobSet,
+    reason: str,
+    message: str,
+    type_: str,
+    settings: WriteSettings,
+    *,
+    plan_id: str = "",
+) -> EmitEvent:
+    """An event on a managed JobSet; `plan_id` ties a `Placed` event to its record."""
+    event = _event_on(ms.obj, ms.key, reason, message, type_, settings)
+    return event.model_copy(update={"plan_id": plan_id}) if plan_id else event
+
+
+def _mine(key: str, namespaces: tuple[str, ...]) -> bool:
+    return not namespaces or key.split("/", 1)[0] in namespaces
 
 
 def _eviction_writes(
