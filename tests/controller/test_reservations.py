@@ -169,8 +169,9 @@ def test_a_jobset_queued_ahead_but_reserved_later_never_takes_the_earlier_reserv
 ) -> None:
     """`long` arrives once `wide` is reserved, but in the same second, so it is queued ahead of
     it by name. It is reserved after `wide`, and stays there round after round: re-timed first,
-    it took `wide`'s b0 from `wide`'s start, pushed `wide` back by 5 h and then started now on b2
-    inside `wide`'s promise (found on the real control plane: tests/cluster/test_time_aware.py)."""
+    it took one of `wide`'s blocks from `wide`'s start, pushed `wide` back by 5 h and then started
+    now on b2, inside `wide`'s promise (found on the real control plane:
+    tests/cluster/test_time_aware.py)."""
     cluster = tpu_cluster(blocks=3)
     running(cluster)
     add(cluster, "wide", 3, "1h")
