@@ -30,10 +30,15 @@ def requirement(key: str, *values: str) -> dict[str, Any]:
     return {"key": key, "operator": "In", "values": list(values)}
 
 
+def raw_terms(*terms: dict[str, Any]) -> dict[str, Any]:
+    """Required node affinity of these node selector terms, as written."""
+    selector = {"nodeSelectorTerms": list(terms)}
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": selector}}
+
+
 def required(*terms: list[dict[str, Any]]) -> dict[str, Any]:
-    terms_json = [{"matchExpressions": expressions} for expressions in terms]
-    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-        "nodeSelectorTerms": terms_json}}}  # fmt: skip
+    """Required node affinity of one term per list of requirements."""
+    return raw_terms(*({"matchExpressions": expressions} for expressions in terms))
 
 
 PREFERRED = {
@@ -211,12 +216,6 @@ def test_the_in_memory_cluster_refuses_exactly_the_pod_updates_the_api_server_re
 
 
 MATCH_FIELDS = {"key": "metadata.name", "operator": "In", "values": ["n1"]}
-
-
-def raw_terms(*terms: dict[str, Any]) -> dict[str, Any]:
-    """Required node affinity of these node selector terms, as written."""
-    selector = {"nodeSelectorTerms": list(terms)}
-    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": selector}}
 
 
 SHAPES = {
