@@ -135,7 +135,8 @@ def _cheapest(args: argparse.Namespace) -> int:
     classes = {**catalog.priorityClasses, **(base.priority_classes if base else {})}
     paths = [_existing(p, "JOBSETS") for p in args.jobsets]
     default = base.default_priority_class if base else None
-    jobsets = load_jobsets(paths, priorities=PriorityClasses(classes, default))
+    never = frozenset(base.non_preempting_classes if base else ())
+    jobsets = load_jobsets(paths, priorities=PriorityClasses(classes, default, never))
     notes: list[str] = []
     if base is not None:
         base, jobsets, notes = apply_whatif_args(args, base, jobsets)

@@ -112,7 +112,11 @@ class ClusterSnapshot(BaseModel):
     @property
     def priorities(self) -> PriorityClasses:
         """The classes as a JobSet's templates resolve them (values and the default)."""
-        return PriorityClasses(self.priority_classes, self.default_priority_class)
+        return PriorityClasses(
+            self.priority_classes,
+            self.default_priority_class,
+            frozenset(self.non_preempting_classes),
+        )
 
     def node(self, name: str) -> Node:
         for n in self.nodes:

@@ -2,9 +2,17 @@
 
 The Priority admission plugin gives a pod the value of the class it names or, naming none, of
 the cluster's default class (`globalDefault`), else 0; a live object already carries the value
-(`priority`). So parsing a JobSet needs two facts that always travel together, the classes'
-values and which class is the default: `PriorityClasses`, read from a snapshot
+(`priority`). So parsing a JobSet needs facts that always travel together, the classes' values,
+which class is the default and which never preempt: `PriorityClasses`, read from a snapshot
 (`ClusterSnapshot.priorities`), the live cluster, or a capacity catalog.
+
+The same plugin refuses to create a pod (k8s.io/kubernetes plugin/pkg/admission/priority,
+`admitPod`, v1.36.3) that names a class the cluster lacks, or that states a `priority` or a
+`preemptionPolicy` other than the one it computes from the class (a class's policy defaults to
+`PreemptLowerPriority`; naming no class with no default class, 0 and `PreemptLowerPriority`).
+A JobSet whose template does so is accepted, but its Jobs can never create a pod: planning it
+would hold domains for pods that will never exist. `refusal` says why, when the classes were
+read (a cluster always has some: none at all means they were not, and then nothing is judged).
 """
 
 from __future__ import annotations
@@ -12,7 +20,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["NO_PRIORITY_CLASSES", "PriorityClasses"]
+from placer.model.messages import echo
+
+__all__ = ["NO_PRIORITY_CLASSES", "PREEMPT_LOWER", "PriorityClasses"]
+
+PREEMPT_LOWER = "PreemptLowerPriority"
+"""The preemption policy a class states by default, and a pod naming no class gets."""
+
+_REFUSED = "the Priority admission plugin refuses such pods, so its Jobs could never create one"
 
 
 @dataclass(frozen=True)
@@ -22,6 +37,8 @@ class PriorityClasses:
     default: str | None = None
     """The class a template naming none gets (snapshots/priority_classes.default_priority_class
     picks it as admission does)."""
+    non_preempting: frozenset[str] = frozenset()
+    """Classes with `preemptionPolicy: Never`."""
 
     def class_of(self, named: str | None) -> str | None:
         """The class a template naming `named` (or none) runs under."""
@@ -31,6 +48,33 @@ class PriorityClasses:
         """Its value; None when that class is not known here."""
         name = self.class_of(named)
         return self.values.get(name) if name else None
+
+    def refusal(
+        self, named: str | None, priority: int | None, policy: str | None
+    ) -> tuple[str, str] | None:
+        """(the pod field, why) when admission would refuse a pod naming class `named` and
+        stating `priority` and `policy` (None: unstated); None when it would admit it, or when
+        the classes were not read."""
+        if not self.values:
+            return None
+        name = self.class_of(named)
+        if name is not None and name not in self.values:
+            known = echo(", ".join(sorted(self.values)), quote=False)
+            return (
+                "priorityClassName",
+                f"no PriorityClass {echo(name)} (known: {known}); {_REFUSED}",
+            )
+        value = self.values[name] if name is not None else 0
+        whose = f"of PriorityClass {echo(name)}" if name else "of a pod naming no PriorityClass"
+        if priority is not None and priority != value:
+            return "priority", f"{priority} differs from {value}, the value {whose}; {_REFUSED}"
+        computed = "Never" if name in self.non_preempting else PREEMPT_LOWER
+        if policy is not None and policy != computed:
+            return (
+                "preemptionPolicy",
+                f"{echo(policy)} differs from {computed}, the policy {whose}; {_REFUSED}",
+            )
+        return None
 
 
 NO_PRIORITY_CLASSES = PriorityClasses()

@@ -712,3 +712,32 @@ def test_catalog_levels_are_node_label_keys_none_twice(
         2,
         f"placer: error: {bad}: levels[1]: level 'cloud.google.com/gke-nodepool' listed twice\n",
     )
+
+
+def test_a_template_priority_admission_refuses_is_an_error_naming_the_field(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The snapshot holds the cluster's classes: a template stating another priority than its
+    class gives could never have a pod created, so it is bad input, not a JobSet to plan."""
+    cluster = write_cluster(tmp_path)
+    listing = json.loads(cluster.read_text())
+    listing["items"].append(
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": "high"},
+            "value": 1000,
+        }
+    )
+    cluster.write_text(json.dumps(listing))
+    manifest = jobset_manifest("x")
+    pod = manifest["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    pod.update(priorityClassName="high", priority=5000)
+    target = write_jobsets(tmp_path, manifest)
+    code, err = run(capsys, "plan", "--cluster", cluster, *FAST, target)
+    field = "spec.replicatedJobs[0].template.spec.template.spec.priority"
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith(f"placer: error: {target}: default/x: {field}: 5000 differs from 1000")
+    pod["priority"] = 1000  # the class's own value: admitted, planned
+    target = write_jobsets(tmp_path, manifest)
+    assert run(capsys, "plan", "--cluster", cluster, *FAST, target)[0] == 0

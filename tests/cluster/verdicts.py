@@ -17,6 +17,7 @@ from kubernetes.client import ApiClient
 
 from placer.model.errors import InputError
 from placer.model.jobset.parse import parse_jobset
+from placer.model.priorities import NO_PRIORITY_CLASSES, PriorityClasses
 from tests.cluster.scenario import JOBSET_GROUP, JOBSET_VERSION, JOBSETS, Scenario
 
 Case = tuple[str, dict[str, Any], bool]
@@ -49,11 +50,13 @@ def cluster_accepts_jobset(scenario: Scenario, body: dict[str, Any]) -> bool:
     return raw_dry_run(scenario.custom.api_client, path, body)
 
 
-def placer_accepts_jobset(body: dict[str, Any]) -> bool:
+def placer_accepts_jobset(
+    body: dict[str, Any], priorities: PriorityClasses = NO_PRIORITY_CLASSES
+) -> bool:
     manifest = copy.deepcopy(body)
     manifest["metadata"]["namespace"] = "ns"
     try:
-        parse_jobset(manifest, source="case.yaml")
+        parse_jobset(manifest, source="case.yaml", priorities=priorities)
     except InputError:
         return False
     return True

@@ -256,7 +256,10 @@ def priorities_of(state: ClusterState) -> PriorityClasses:
         (name, values[name], pc.get("globalDefault") is True)
         for name, pc in state.priority_classes.items()
     )
-    return PriorityClasses(values, default)
+    never = frozenset(
+        n for n, pc in state.priority_classes.items() if pc.get("preemptionPolicy") == "Never"
+    )
+    return PriorityClasses(values, default, never)
 
 
 def _parse_request(obj: Obj, order: int, priorities: PriorityClasses) -> tuple[JobSetRequest, str]:
@@ -295,6 +298,7 @@ def _parse(
                 annotations,
                 dict(priorities.values),
                 priorities.default,
+                sorted(priorities.non_preempting),
             ],
             sort_keys=True,
             default=str,

@@ -158,9 +158,12 @@ def _priority(
     obj: str,
     field: str,
 ) -> int:
-    """Pod `priority` if set (admission fills it in live objects), else the value of its class
-    or, naming none, of the cluster's default class (as the Priority admission plugin gives
-    it), else 0."""
+    """Pod `priority` if set, else the value of its class or, naming none, of the cluster's
+    default class (as the Priority admission plugin gives it), else 0. A template admission would
+    refuse (`PriorityClasses.refusal`) is refused here, by field."""
+    refused = priorities.refusal(pod.priorityClassName, pod.priority, pod.preemptionPolicy)
+    if refused is not None:
+        raise InputError(refused[1], source=source, obj=obj, field=f"{field}.{refused[0]}")
     if pod.priority is not None:
         return pod.priority
     value = priorities.value_of(pod.priorityClassName)

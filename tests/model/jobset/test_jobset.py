@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import re
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -501,22 +502,54 @@ def test_host_ports(spec: dict[str, Any], expected: tuple[tuple[int, str], ...])
 
 def test_priority(caplog: pytest.LogCaptureFixture) -> None:
     classes = PriorityClasses({"high": 1000})
-    explicit = {"containers": [container()], "priority": 7, "priorityClassName": "high"}
-    assert parse_jobset(manifest(explicit), priorities=classes).priority == 7
+    explicit = {"containers": [container()], "priority": 1000, "priorityClassName": "high"}
+    assert parse_jobset(manifest(explicit), priorities=classes).priority == 1000
     named = {"containers": [container()], "priorityClassName": "high"}
     assert parse_jobset(manifest(named), priorities=classes).priority == 1000
     assert parse_jobset(manifest()).priority == 0
-    zero = {"containers": [container()], "priority": 0, "priorityClassName": "high"}
-    assert parse_jobset(manifest(zero), priorities=classes).priority == 0  # admission's
+    # the classes not read (a snapshot without them): the template is taken at its word
+    unread = {"containers": [container()], "priority": 7, "priorityClassName": "high"}
+    assert parse_jobset(manifest(unread)).priority == 7
     unknown = {"containers": [container()], "priorityClassName": "nope"}
     with caplog.at_level(logging.WARNING):
-        assert parse_jobset(manifest(unknown), priorities=classes).priority == 0
+        assert parse_jobset(manifest(unknown)).priority == 0
     assert any("'nope' is unknown" in r.getMessage() for r in caplog.records)
+
+
+POD_FIELD = "spec.replicatedJobs[0].template.spec.template.spec"
+
+
+@pytest.mark.parametrize(
+    ("pod", "field", "words"),
+    [
+        ({"priorityClassName": "nope"}, "priorityClassName", "no PriorityClass 'nope'"),
+        ({"priorityClassName": "high", "priority": 7}, "priority", "7 differs from 1000"),
+        ({"priorityClassName": "high", "priority": 0}, "priority", "0 differs from 1000"),
+        ({"priority": 7}, "priority", "of a pod naming no PriorityClass"),
+        ({"priorityClassName": "high", "preemptionPolicy": "Never"}, "preemptionPolicy", "high"),
+        (
+            {"priorityClassName": "batch", "preemptionPolicy": "PreemptLowerPriority"},
+            "preemptionPolicy",
+            "Never, the",
+        ),
+        ({"preemptionPolicy": "Never"}, "preemptionPolicy", "PreemptLowerPriority, the policy"),
+    ],
+)
+def test_a_template_the_priority_admission_plugin_refuses_is_refused(
+    pod: dict[str, Any], field: str, words: str
+) -> None:
+    """The Priority admission plugin refuses to create such pods: a JobSet whose Jobs can never
+    start a pod is not planned (tests/cluster/test_priority_rules.py asks the real API server)."""
+    classes = PriorityClasses({"high": 1000, "batch": 10}, non_preempting=frozenset({"batch"}))
+    with pytest.raises(InputError, match=re.escape(words)) as refused:
+        parse_jobset(manifest({"containers": [container()], **pod}), priorities=classes)
+    assert refused.value.field == f"{POD_FIELD}.{field}"
+    assert "Priority admission plugin refuses" in str(refused.value)
 
 
 def test_a_template_naming_no_class_gets_the_clusters_default() -> None:
     """As the Priority admission plugin does: the `globalDefault` class's value and name (and so
-    its preemption policy), unless the template names a class or sets a priority."""
+    its preemption policy), unless the template names a class."""
     classes = PriorityClasses({"standard": 500, "low": 100})
     standard = PriorityClasses(classes.values, "standard")
     plain = parse_jobset(manifest(), priorities=standard)
@@ -524,8 +557,10 @@ def test_a_template_naming_no_class_gets_the_clusters_default() -> None:
     low = {"containers": [container()], "priorityClassName": "low"}
     named = parse_jobset(manifest(low), priorities=standard)
     assert (named.priority, named.priority_class_name) == (100, "low")
-    set_ = {"containers": [container()], "priority": 7}
-    assert parse_jobset(manifest(set_), priorities=standard).priority == 7
+    stated = {"containers": [container()], "priority": 500}
+    assert parse_jobset(manifest(stated), priorities=standard).priority == 500
+    with pytest.raises(InputError, match="the value of PriorityClass 'standard'"):
+        parse_jobset(manifest({**stated, "priority": 7}), priorities=standard)
     assert parse_jobset(manifest(), priorities=classes).priority == 0
 
 
@@ -538,7 +573,9 @@ def test_class_name_and_never_preempting_come_from_any_replicated_job() -> None:
     pod = second["template"]["spec"]["template"]["spec"]
     pod.update(priorityClassName="high", preemptionPolicy="Never")
     m["spec"]["replicatedJobs"].append(second)
-    js = parse_jobset(m, priorities=PriorityClasses({"high": 10}))
+    js = parse_jobset(
+        m, priorities=PriorityClasses({"high": 10}, non_preempting=frozenset({"high"}))
+    )
     assert (js.priority_class_name, js.never_preempts, js.priority) == ("high", True, 10)
     assert parse_jobset(manifest()).never_preempts is False
 

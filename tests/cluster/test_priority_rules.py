@@ -1,0 +1,106 @@
+"""Pod priorities as the real API server's Priority admission plugin settles them, and as placer
+reads a JobSet's pod template.
+
+Each case is a pod created with `dryRun=All` (admission runs, nothing is stored) beside two
+PriorityClasses made for the test, one of them never preempting. placer reads the cluster's
+classes as `placer plan --kubeconfig` does (`load_live_snapshot`) and the same spec as a JobSet's
+pod template: the two verdicts must agree, and agree with the one written beside the case. A
+template the plugin refuses is one whose Jobs can never create a pod, so placer must not plan it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+
+from placer.model.priorities import PriorityClasses
+from placer.model.snapshots.live import load_live_snapshot
+from tests.cluster.scenario import Scenario
+from tests.cluster.verdicts import assert_agree, compare, placer_accepts_jobset, raw_dry_run
+
+HIGH = "placer-rules-high"
+BATCH = "placer-rules-batch"
+CLASSES = [(HIGH, 1000, None), (BATCH, 10, "Never")]
+
+
+def _pod(**fields: Any) -> dict[str, Any]:
+    return {"restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}], **fields}
+
+
+CASES: list[tuple[str, dict[str, Any], bool]] = [
+    # (case, pod spec, the API server accepts it)
+    ("class", _pod(priorityClassName=HIGH), True),
+    ("class-and-its-value", _pod(priorityClassName=HIGH, priority=1000), True),
+    ("class-and-another-value", _pod(priorityClassName=HIGH, priority=7), False),
+    ("class-and-zero", _pod(priorityClassName=HIGH, priority=0), False),
+    (
+        "class-and-its-policy",
+        _pod(priorityClassName=HIGH, preemptionPolicy="PreemptLowerPriority"),
+        True,
+    ),
+    ("class-and-never", _pod(priorityClassName=HIGH, preemptionPolicy="Never"), False),
+    ("never-class-and-never", _pod(priorityClassName=BATCH, preemptionPolicy="Never"), True),
+    (
+        "never-class-and-preempting",
+        _pod(priorityClassName=BATCH, preemptionPolicy="PreemptLowerPriority"),
+        False,
+    ),
+    ("never-class-and-its-value", _pod(priorityClassName=BATCH, priority=10), True),
+    ("unknown-class", _pod(priorityClassName="placer-rules-none"), False),
+    ("no-class", _pod(), True),
+    ("no-class-and-zero", _pod(priority=0), True),
+    ("no-class-and-a-value", _pod(priority=7), False),
+    ("no-class-and-never", _pod(preemptionPolicy="Never"), False),
+    ("no-class-and-preempting", _pod(preemptionPolicy="PreemptLowerPriority"), True),
+]
+
+
+@pytest.fixture
+def classes(scenario: Scenario) -> Iterator[Scenario]:
+    """The two classes, deleted afterwards: other tests compare the cluster's classes."""
+    scheduling = k8s.SchedulingV1Api(scenario.core.api_client)
+    for name, value, policy in CLASSES:
+        body = {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": name},
+            "value": value,
+            **({"preemptionPolicy": policy} if policy else {}),
+        }
+        scheduling.create_priority_class(body)  # type: ignore[arg-type]  # a dict is sent as is
+    try:
+        yield scenario
+    finally:
+        for name, _, _ in CLASSES:
+            try:
+                scheduling.delete_priority_class(name)
+            except ApiException as error:
+                if error.status != 404:
+                    raise
+
+
+def _placer_accepts(spec: dict[str, Any], priorities: PriorityClasses) -> bool:
+    rjob = {"name": "w", "template": {"spec": {"template": {"spec": spec}}}}
+    jobset = {"kind": "JobSet", "metadata": {"name": "probe"}, "spec": {"replicatedJobs": [rjob]}}
+    return placer_accepts_jobset(jobset, priorities)
+
+
+def test_placer_refuses_exactly_the_templates_priority_admission_refuses(
+    classes: Scenario,
+) -> None:
+    scenario = classes
+    priorities = load_live_snapshot(str(scenario.admin)).priorities
+    assert priorities.default is None  # the no-class cases assume no globalDefault class
+    assert priorities.non_preempting >= {BATCH} and HIGH not in priorities.non_preempting
+    path = f"/api/v1/namespaces/{scenario.namespace}/pods"
+
+    def api_accepts(spec: dict[str, Any]) -> bool:
+        body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "probe"}, "spec": spec}
+        return raw_dry_run(scenario.core.api_client, path, body)
+
+    said, written = compare(CASES, [], api_accepts, lambda spec: _placer_accepts(spec, priorities))
+    assert_agree(said, written)
