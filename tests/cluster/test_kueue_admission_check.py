@@ -347,3 +347,38 @@ def test_kueues_spelling_of_topology_gets_no_quota_on_placers_flavor_and_placers
     )
     assert scenario.get_jobset("theirs")["spec"]["suspend"] is True
     assert scenario.pods_of("theirs") == []
+
+
+def test_a_jobset_whose_pods_admission_refuses_is_rejected_not_left_holding_quota(
+    scenario: Scenario,
+) -> None:
+    """Its pod template states a priority its PriorityClass does not give: the Priority
+    admission plugin would refuse every pod of it (tests/cluster/test_priority_rules.py), so
+    placer never plans it. Kueue still reserves its quota (it reads the class); placer's check
+    turns Rejected with why, and Kueue deactivates the Workload. A Pending check would have held
+    the quota for good."""
+    scenario.use_example_cluster("tpu-v5e-v6e.yaml")  # PriorityClass high: 1000
+    setup(scenario, tpu_quota=16)
+    scenario.start_controller("--kueue-admission-check")
+    manifest = queued("stated", slices=2)
+    pod = manifest["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    pod.update(priorityClassName="high", priority=5000)
+    scenario.create_jobset(manifest)
+
+    def deactivated() -> bool:
+        return ((workload_of(scenario, "stated") or {}).get("spec") or {}).get("active") is False
+
+    # Kueue acts on the Rejected check at once (and resets the checks as it evicts), so what
+    # stays to read is the deactivation: its condition quotes placer's message.
+    wait_until(deactivated, timeout_s=90, what="Kueue to deactivate stated's Workload")
+    field = "spec.replicatedJobs[0].template.spec.template.spec.priority"
+    why = (
+        f"can never be placed as written: cluster: {scenario.namespace}/stated: {field}: "
+        "5000 differs from 1000, the value of PriorityClass 'high'"
+    )
+    conditions = (workload_of(scenario, "stated") or {})["status"]["conditions"]
+    assert any(why in c.get("message", "") for c in conditions), conditions
+    jobset = scenario.get_jobset("stated")
+    assert jobset["spec"]["suspend"] is True
+    assert assignment_of(jobset) == {}
+    assert scenario.pods_of("stated") == []

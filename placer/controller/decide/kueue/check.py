@@ -23,7 +23,8 @@ child Job from the ledger once JobSet creates them. Two pure steps of the cycle:
     Retry     once quota has been held past `--kueue-hold-quota`, `requeueAfterSeconds` near the
               expected start, so Kueue lends the quota to others meanwhile;
     Rejected  only when it can never fit (no expected start even on an empty cluster, the verdict
-              of `placer explain`).
+              of `placer explain`), or its JobSet cannot be planned at all (a manifest placer
+              refuses, such as a pod template the Priority admission plugin refuses).
   A check whose state, message and updates are already as decided is not written again.
   The texts themselves are messages.py's.
 """
@@ -248,6 +249,12 @@ def _decide(
         if domains:
             placed += f" on {domains_text(domains)}"
         return CheckUpdate(wl, "Ready", placed, pod_set_updates=pod_set_updates(record, ms.request))
+    if ms.request is None:
+        # Its manifest cannot be planned (survey's error): no cycle ever places it, so Pending
+        # would hold its quota for good. Kueue deactivates it; fixed, it can be reactivated.
+        return CheckUpdate(
+            wl, "Rejected", f"can never be placed as written: {ms.error}"[:MESSAGE_MAX]
+        )
     if found is None:
         return None  # not planned this cycle (gathering, or nothing changed): as it is
     outcome, timed = found

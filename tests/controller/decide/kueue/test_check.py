@@ -734,3 +734,32 @@ def test_hold_tokens_are_named_as_replacing_each_would(
     cache: dict[str, str] = {}
     named(f"{tokens[0]}; x", holders, cache)
     assert named(text, holders, cache) == named(text, holders)
+
+
+def test_a_jobset_that_cannot_be_planned_is_rejected_not_left_holding_quota() -> None:
+    """Its pod template states a priority its PriorityClass does not give: the Priority
+    admission plugin refuses such pods, placer never plans it, so a Pending check would keep
+    the reserved quota for good. Rejected with why, Kueue deactivates it."""
+    cluster = tpu_cluster(blocks=3)
+    cluster.create(
+        "priorityclasses",
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": "high"},
+            "value": 1000,
+        },
+    )
+    suspended_jobset(cluster, "a", jobs=2)
+
+    def state_priority(obj: Obj) -> None:
+        pod = obj["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+        pod.update(priorityClassName="high", priority=7)
+
+    cluster.mutate("jobsets", "a", state_priority, namespace="default")
+    c = cycle(with_kueue(state_of(cluster), workload("a", [("w", 4)], priority=1000)))
+    assert "default/a" not in c.planned.placed
+    update = only(c.updates)
+    assert update.state == "Rejected"
+    assert update.message.startswith("can never be placed as written: cluster: default/a: ")
+    assert "priority: 7 differs from 1000" in update.message
