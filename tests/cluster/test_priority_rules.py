@@ -20,7 +20,9 @@ from kubernetes.client.exceptions import ApiException
 from placer.model.priorities import PriorityClasses
 from placer.model.snapshots.live import load_live_snapshot
 from tests.cluster.scenario import Scenario
+from tests.cluster.test_gate_binding import multislice
 from tests.cluster.verdicts import assert_agree, compare, placer_accepts_jobset, raw_dry_run
+from tests.helpers.cli import run_cli
 
 HIGH = "placer-rules-high"
 BATCH = "placer-rules-batch"
@@ -104,3 +106,22 @@ def test_placer_refuses_exactly_the_templates_priority_admission_refuses(
 
     said, written = compare(CASES, [], api_accepts, lambda spec: _placer_accepts(spec, priorities))
     assert_agree(said, written)
+
+
+def test_explain_of_a_jobset_whose_pods_admission_refuses_names_the_field(
+    classes: Scenario, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The JobSet is in the cluster (nothing refuses a JobSet for its template's priority), but
+    its Jobs can never create a pod: `placer explain --kubeconfig` answers why, naming the field,
+    rather than not finding it in the queue."""
+    scenario = classes
+    manifest = multislice("stated", 1)
+    pod = manifest["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    pod.update(priorityClassName=HIGH, priority=7)
+    manifest["spec"]["suspend"] = True  # no Job made: the question is placer's answer
+    scenario.create_jobset(manifest)
+    target = f"{scenario.namespace}/stated"
+    code, _, err = run_cli(capsys, "explain", "--kubeconfig", scenario.admin, target)
+    field = "spec.replicatedJobs[0].template.spec.template.spec.priority"
+    assert code == 2 and err.count("\n") == 1, err
+    assert f": {target}: {field}: 7 differs from 1000, the value of PriorityClass " in err

@@ -49,6 +49,9 @@ class LiveQueue:
     without Kueue."""
     quota_waiting: frozenset[str] = frozenset()
     """JobSets whose Workload has no quota reserved: none of them starts before Kueue says."""
+    unplannable: Mapping[str, InputError] = field(default_factory=dict)
+    """JobSet key -> why its manifest cannot be planned (left out of `jobsets`, with a warning):
+    `placer explain` of one answers with that."""
 
 
 def _finished(obj: Mapping[str, Any]) -> bool:
@@ -85,6 +88,7 @@ def _pending(
     running: Collection[str],
     priorities: PriorityClasses,
     source: str,
+    unplannable: dict[str, InputError],
 ) -> list[JobSetRequest]:
     objs = sorted(
         objs,
@@ -107,6 +111,8 @@ def _pending(
             )
         except InputError as e:
             log.warning("skipping a JobSet that cannot be planned: %s", e)
+            meta = obj.get("metadata") or {}
+            unplannable[f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"] = e
             continue
         if js.key not in running:
             result.append(js)
@@ -123,11 +129,13 @@ def load_live_queue(
     api = KubeApis(api_client(kubeconfig))
     try:
         source = api.host
+        unplannable: dict[str, InputError] = {}
         jobsets = _pending(
             _list(api, JOBSET_GROUP, JOBSET_VERSION, "jobsets"),
             running,
             priorities,
             source,
+            unplannable,
         )
         pending = {js.key for js in jobsets}
         kueue: dict[str, str] = {}
@@ -142,4 +150,9 @@ def load_live_queue(
                     waiting.add(key)
     finally:
         api.close()
-    return LiveQueue(jobsets=jobsets, kueue=kueue, quota_waiting=frozenset(waiting))
+    return LiveQueue(
+        jobsets=jobsets,
+        kueue=kueue,
+        quota_waiting=frozenset(waiting),
+        unplannable=unplannable,
+    )
