@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from placer.model.messages import echo
+from placer.model.snapshots.priority_classes import SYSTEM_PRIORITY_CLASSES
 
 __all__ = ["NO_PRIORITY_CLASSES", "PREEMPT_LOWER", "PriorityClasses"]
 
@@ -45,9 +46,12 @@ class PriorityClasses:
         return named or self.default
 
     def value_of(self, named: str | None) -> int | None:
-        """Its value; None when that class is not known here."""
+        """Its value; None when that class is not known here (the API server's own two classes
+        always are: every cluster has them)."""
         name = self.class_of(named)
-        return self.values.get(name) if name else None
+        if not name:
+            return None
+        return self.values.get(name, SYSTEM_PRIORITY_CLASSES.get(name))
 
     def refusal(
         self, named: str | None, priority: int | None, policy: str | None
@@ -57,15 +61,18 @@ class PriorityClasses:
         the classes were not read."""
         if not self.values:
             return None
+        values = {**SYSTEM_PRIORITY_CLASSES, **self.values}  # a description may leave them out
         name = self.class_of(named)
-        if name is not None and name not in self.values:
+        if name is not None and name not in values:
             known = echo(", ".join(sorted(self.values)), quote=False)
             return (
                 "priorityClassName",
                 f"no PriorityClass {echo(name)} (known: {known}); {_REFUSED}",
             )
-        value = self.values[name] if name is not None else 0
+        value = values[name] if name is not None else 0
         whose = f"of PriorityClass {echo(name)}" if name else "of a pod naming no PriorityClass"
+        if name is not None and named is None:
+            whose += ", the cluster's default"
         if priority is not None and priority != value:
             return "priority", f"{priority} differs from {value}, the value {whose}; {_REFUSED}"
         computed = "Never" if name in self.non_preempting else PREEMPT_LOWER

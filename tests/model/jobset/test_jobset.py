@@ -507,6 +507,9 @@ def test_priority(caplog: pytest.LogCaptureFixture) -> None:
     named = {"containers": [container()], "priorityClassName": "high"}
     assert parse_jobset(manifest(named), priorities=classes).priority == 1000
     assert parse_jobset(manifest()).priority == 0
+    # the API server's own classes exist even where a description leaves them out
+    system = {"containers": [container()], "priorityClassName": "system-node-critical"}
+    assert parse_jobset(manifest(system), priorities=classes).priority == 2_000_001_000
     # the classes not read (a snapshot without them): the template is taken at its word
     unread = {"containers": [container()], "priority": 7, "priorityClassName": "high"}
     assert parse_jobset(manifest(unread)).priority == 7
@@ -559,7 +562,7 @@ def test_a_template_naming_no_class_gets_the_clusters_default() -> None:
     assert (named.priority, named.priority_class_name) == (100, "low")
     stated = {"containers": [container()], "priority": 500}
     assert parse_jobset(manifest(stated), priorities=standard).priority == 500
-    with pytest.raises(InputError, match="the value of PriorityClass 'standard'"):
+    with pytest.raises(InputError, match="the value of PriorityClass 'standard', the cluster's de"):
         parse_jobset(manifest({**stated, "priority": 7}), priorities=standard)
     assert parse_jobset(manifest(), priorities=classes).priority == 0
 
