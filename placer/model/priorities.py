@@ -12,14 +12,17 @@ The same plugin refuses to create a pod (k8s.io/kubernetes plugin/pkg/admission/
 `PreemptLowerPriority`; naming no class with no default class, 0 and `PreemptLowerPriority`).
 A JobSet whose template does so is accepted, but its Jobs can never create a pod: planning it
 would hold domains for pods that will never exist. `refusal` says why, when the classes were
-read (a cluster always has some: none at all means they were not, and then nothing is judged).
+read (a cluster always has some: none at all means they were not, and then nothing is judged);
+`of_template`, which parsing calls for each pod template, refuses such a template by field.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from placer.model.errors import InputError
 from placer.model.messages import echo
 from placer.model.snapshots.priority_classes import SYSTEM_PRIORITY_CLASSES
 
@@ -27,6 +30,8 @@ __all__ = ["NO_PRIORITY_CLASSES", "PREEMPT_LOWER", "PriorityClasses"]
 
 PREEMPT_LOWER = "PreemptLowerPriority"
 """The preemption policy a class states by default, and a pod naming no class gets."""
+
+log = logging.getLogger(__name__)
 
 _REFUSED = "the Priority admission plugin refuses such pods, so its Jobs could never create one"
 
@@ -82,6 +87,37 @@ class PriorityClasses:
                 f"{echo(policy)} differs from {computed}, the policy {whose}; {_REFUSED}",
             )
         return None
+
+    def of_template(
+        self,
+        named: str | None,
+        priority: int | None,
+        policy: str | None,
+        *,
+        source: str,
+        obj: str,
+        field: str,
+    ) -> int:
+        """A pod template's priority: its own `priority` if set, else the value of its class
+        or, naming none, of the default class, else 0; a template admission would refuse
+        (`refusal`) is refused by field (`field` is the pod spec's path)."""
+        refused = self.refusal(named, priority, policy)
+        if refused is not None:
+            raise InputError(refused[1], source=source, obj=obj, field=f"{field}.{refused[0]}")
+        if priority is not None:
+            return priority
+        value = self.value_of(named)
+        if value is not None:
+            return value
+        if named:
+            log.warning(
+                "%s: %s: %s.priorityClassName %r is unknown; using priority 0",
+                source or "<input>",
+                obj,
+                field,
+                named,
+            )
+        return 0
 
 
 NO_PRIORITY_CLASSES = PriorityClasses()

@@ -150,36 +150,6 @@ def parse_affinity_terms(
 # --- JobSet --------------------------------------------------------------------------------------
 
 
-def _priority(
-    pod: TemplatePodSpec,
-    priorities: PriorityClasses,
-    *,
-    source: str,
-    obj: str,
-    field: str,
-) -> int:
-    """Pod `priority` if set, else the value of its class or, naming none, of the cluster's
-    default class (as the Priority admission plugin gives it), else 0. A template admission would
-    refuse (`PriorityClasses.refusal`) is refused here, by field."""
-    refused = priorities.refusal(pod.priorityClassName, pod.priority, pod.preemptionPolicy)
-    if refused is not None:
-        raise InputError(refused[1], source=source, obj=obj, field=f"{field}.{refused[0]}")
-    if pod.priority is not None:
-        return pod.priority
-    value = priorities.value_of(pod.priorityClassName)
-    if value is not None:
-        return value
-    if pod.priorityClassName:
-        log.warning(
-            "%s: %s: %s.priorityClassName %r is unknown; using priority 0",
-            source or "<input>",
-            obj,
-            field,
-            pod.priorityClassName,
-        )
-    return 0
-
-
 def _unmodeled(raw_pod: Mapping[str, Any]) -> list[str]:
     """The hard pod constraints kube-scheduler enforces and placer does not model: required
     inter-pod (anti-)affinity and spread constraints that refuse to schedule when unsatisfied.
@@ -328,9 +298,10 @@ def parse_jobset(
             )
         )
         values.append(
-            _priority(
-                pod,
-                priorities,
+            priorities.of_template(
+                pod.priorityClassName,
+                pod.priority,
+                pod.preemptionPolicy,
                 source=source,
                 obj=key,
                 field=pod_field,
