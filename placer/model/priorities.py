@@ -24,12 +24,27 @@ from dataclasses import dataclass, field
 
 from placer.model.errors import InputError
 from placer.model.messages import echo
-from placer.model.snapshots.priority_classes import SYSTEM_PRIORITY_CLASSES
 
-__all__ = ["NO_PRIORITY_CLASSES", "PREEMPT_LOWER", "PriorityClasses"]
+__all__ = [
+    "NO_PRIORITY_CLASSES",
+    "PREEMPTION_POLICIES",
+    "PREEMPT_LOWER",
+    "SYSTEM_PRIORITY_CLASSES",
+    "PriorityClasses",
+]
 
 PREEMPT_LOWER = "PreemptLowerPriority"
 """The preemption policy a class states by default, and a pod naming no class gets."""
+
+PREEMPTION_POLICIES = (PREEMPT_LOWER, "Never")
+"""The two a PriorityClass or a pod may state."""
+
+SYSTEM_PRIORITY_CLASSES = {
+    "system-cluster-critical": 2_000_000_000,
+    "system-node-critical": 2_000_001_000,
+}
+"""The only `system-` classes, with the values the API server gives them (neither a default):
+every cluster has them."""
 
 log = logging.getLogger(__name__)
 

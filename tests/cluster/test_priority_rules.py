@@ -58,6 +58,8 @@ CASES: list[tuple[str, dict[str, Any], bool]] = [
     ("no-class-and-a-value", _pod(priority=7), False),
     ("no-class-and-never", _pod(preemptionPolicy="Never"), False),
     ("no-class-and-preempting", _pod(preemptionPolicy="PreemptLowerPriority"), True),
+    ("no-class-and-another-policy", _pod(preemptionPolicy="Sometimes"), False),
+    ("no-class-and-empty-policy", _pod(preemptionPolicy=""), False),
 ]
 
 

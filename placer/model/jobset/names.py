@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from placer.model.errors import InputError
 from placer.model.jobset.objects import JobSetManifest, TemplatePodSpec, TolerationSpec
 from placer.model.messages import echo
+from placer.model.priorities import PREEMPTION_POLICIES
 from placer.model.read.names import (
     check,
     check_label_map,
@@ -118,6 +119,14 @@ def _check_pod(pod: TemplatePodSpec, *, source: str, obj: str, field: str) -> No
             source=source,
             obj=obj,
             field=f"{field}.priorityClassName",
+        )
+    if pod.preemptionPolicy is not None and pod.preemptionPolicy not in PREEMPTION_POLICIES:
+        allowed = " or ".join(PREEMPTION_POLICIES)
+        raise InputError(
+            f"must be {allowed}, got {echo(pod.preemptionPolicy)}",
+            source=source,
+            obj=obj,
+            field=f"{field}.preemptionPolicy",
         )
     required = (
         pod.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution

@@ -16,13 +16,12 @@ from collections.abc import Iterable
 from placer.model.errors import InputError
 from placer.model.kube.objects import PriorityClassObject
 from placer.model.messages import echo
+from placer.model.priorities import PREEMPTION_POLICIES, SYSTEM_PRIORITY_CLASSES
 from placer.model.read.limits import INT32_MAX
 from placer.model.read.names import check, dns1123_subdomain_problem
 
 __all__ = [
     "HIGHEST_USER_PRIORITY",
-    "PREEMPTION_POLICIES",
-    "SYSTEM_PRIORITY_CLASSES",
     "default_of",
     "default_priority_class",
     "non_preempting",
@@ -31,14 +30,6 @@ __all__ = [
 
 HIGHEST_USER_PRIORITY = 1_000_000_000
 """The highest value a class not named `system-...` may have (`HighestUserDefinablePriority`)."""
-
-SYSTEM_PRIORITY_CLASSES = {
-    "system-cluster-critical": 2_000_000_000,
-    "system-node-critical": 2_000_001_000,
-}
-"""The only `system-` classes, with the values the API server gives them (neither a default)."""
-
-PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
 
 
 def _problem(pc: PriorityClassObject) -> tuple[str, str] | None:

@@ -510,6 +510,9 @@ def test_priority(caplog: pytest.LogCaptureFixture) -> None:
     # the API server's own classes exist even where a description leaves them out
     system = {"containers": [container()], "priorityClassName": "system-node-critical"}
     assert parse_jobset(manifest(system), priorities=classes).priority == 2_000_001_000
+    # a pod states one of the two policies, whatever the classes (the API server's validation)
+    with pytest.raises(InputError, match="must be PreemptLowerPriority or Never, got 'Sometimes'"):
+        parse_jobset(manifest({"containers": [container()], "preemptionPolicy": "Sometimes"}))
     # the classes not read (a snapshot without them): the template is taken at its word
     unread = {"containers": [container()], "priority": 7, "priorityClassName": "high"}
     assert parse_jobset(manifest(unread)).priority == 7
