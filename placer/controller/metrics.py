@@ -54,6 +54,11 @@ class Metrics:
             "Managed JobSets the last plan could not place.",
             registry=r,
         )
+        self.invalid = Gauge(
+            "placer_invalid_jobsets",
+            "Managed JobSets whose manifest cannot be planned (an Unschedulable event says why).",
+            registry=r,
+        )
         self.gap = Gauge(
             "placer_solver_gap", "Relative gap of the last plan (0 = proven optimal).", registry=r
         )
@@ -103,8 +108,8 @@ class Metrics:
             self.write_failures.labels(kind=w.op).inc()
 
     def observe_cycle(self, report: CycleReport) -> None:
-        """A cycle ended: its time, and how many managed JobSets wait, hold a placement or are
-        unschedulable."""
+        """A cycle ended: its time, and how many managed JobSets wait, hold a placement, are
+        unschedulable or cannot be planned at all."""
         self.cycles.inc()
         self.cycle_seconds.observe(report.wall_s)
         self.pending.set(len(report.review.targets) - len(report.planned.placed))
@@ -113,6 +118,7 @@ class Metrics:
             + len([k for k in report.planned.placed if k not in report.review.in_force])
         )
         self.unschedulable.set(len(report.planned.unschedulable))
+        self.invalid.set(len(report.review.invalid))
         log.debug(
             "cycle: %d managed, %d in force, %d targets, %d placed, %d unschedulable, "
             "%d writes, %d round(s), %.3fs",

@@ -65,3 +65,5 @@ def test_a_refused_template_is_not_planned_and_the_event_names_the_field() -> No
     [event] = events(cluster, "Unschedulable")
     assert event["involvedObject"]["name"] == "stated"
     assert "Priority admission plugin refuses" in event["message"]
+    assert ctl.metrics.registry.get_sample_value("placer_invalid_jobsets") == 1
+    assert ctl.metrics.registry.get_sample_value("placer_unschedulable_jobsets") == 0
