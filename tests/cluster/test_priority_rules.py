@@ -11,6 +11,7 @@ template the plugin refuses is one whose Jobs can never create a pod, so placer 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -26,7 +27,7 @@ from tests.helpers.cli import run_cli
 
 HIGH = "placer-rules-high"
 BATCH = "placer-rules-batch"
-CLASSES = [(HIGH, 1000, None), (BATCH, 10, "Never")]
+DEFAULT = "placer-rules-default"
 
 
 def _pod(**fields: Any) -> dict[str, Any]:
@@ -63,28 +64,38 @@ CASES: list[tuple[str, dict[str, Any], bool]] = [
 ]
 
 
-@pytest.fixture
-def classes(scenario: Scenario) -> Iterator[Scenario]:
-    """The two classes, deleted afterwards: other tests compare the cluster's classes."""
+@contextmanager
+def _made(scenario: Scenario, classes: list[tuple[str, int, dict[str, Any]]]) -> Iterator[None]:
+    """`classes` (name, value, other fields) created, and deleted afterwards: other tests compare
+    the cluster's classes, and a default class would change their pods' priority."""
     scheduling = k8s.SchedulingV1Api(scenario.core.api_client)
-    for name, value, policy in CLASSES:
-        body = {
-            "apiVersion": "scheduling.k8s.io/v1",
-            "kind": "PriorityClass",
-            "metadata": {"name": name},
-            "value": value,
-            **({"preemptionPolicy": policy} if policy else {}),
-        }
-        scheduling.create_priority_class(body)  # type: ignore[arg-type]  # a dict is sent as is
+    made: list[str] = []
     try:
-        yield scenario
+        for name, value, fields in classes:
+            body = {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": name},
+                "value": value,
+                **fields,
+            }
+            scheduling.create_priority_class(body)  # type: ignore[arg-type]  # sent as is
+            made.append(name)
+        yield
     finally:
-        for name, _, _ in CLASSES:
+        for name in made:
             try:
                 scheduling.delete_priority_class(name)
             except ApiException as error:
                 if error.status != 404:
                     raise
+
+
+@pytest.fixture
+def classes(scenario: Scenario) -> Iterator[Scenario]:
+    """HIGH (1000) and BATCH (10, never preempting)."""
+    with _made(scenario, [(HIGH, 1000, {}), (BATCH, 10, {"preemptionPolicy": "Never"})]):
+        yield scenario
 
 
 def _placer_accepts(spec: dict[str, Any], priorities: PriorityClasses) -> bool:
@@ -100,13 +111,41 @@ def test_placer_refuses_exactly_the_templates_priority_admission_refuses(
     priorities = load_live_snapshot(str(scenario.admin)).priorities
     assert priorities.default is None  # the no-class cases assume no globalDefault class
     assert priorities.non_preempting >= {BATCH} and HIGH not in priorities.non_preempting
+    _assert_agree(scenario, CASES, priorities)
+
+
+DEFAULT_CASES: list[tuple[str, dict[str, Any], bool]] = [
+    # (case, pod spec, the API server accepts it) with a globalDefault class of 300
+    ("no-class", _pod(), True),
+    ("no-class-and-the-defaults-value", _pod(priority=300), True),
+    ("no-class-and-zero", _pod(priority=0), False),
+    ("no-class-and-never", _pod(preemptionPolicy="Never"), False),
+    ("the-default-named-and-its-value", _pod(priorityClassName=DEFAULT, priority=300), True),
+    ("another-class-and-its-value", _pod(priorityClassName=HIGH, priority=1000), True),
+    ("another-class-and-the-defaults-value", _pod(priorityClassName=HIGH, priority=300), False),
+]
+
+
+def test_a_template_naming_no_class_is_judged_by_the_default_class(classes: Scenario) -> None:
+    """A pod naming no class gets the `globalDefault` one's value and policy, as placer reads it."""
+    scenario = classes
+    with _made(scenario, [(DEFAULT, 300, {"globalDefault": True})]):
+        priorities = load_live_snapshot(str(scenario.admin)).priorities
+        assert priorities.default == DEFAULT
+        _assert_agree(scenario, DEFAULT_CASES, priorities)
+
+
+def _assert_agree(
+    scenario: Scenario, cases: list[tuple[str, dict[str, Any], bool]], priorities: PriorityClasses
+) -> None:
+    """Each pod spec dry-run by the API server and read by placer as a JobSet's template."""
     path = f"/api/v1/namespaces/{scenario.namespace}/pods"
 
     def api_accepts(spec: dict[str, Any]) -> bool:
         body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "probe"}, "spec": spec}
         return raw_dry_run(scenario.core.api_client, path, body)
 
-    said, written = compare(CASES, [], api_accepts, lambda spec: _placer_accepts(spec, priorities))
+    said, written = compare(cases, [], api_accepts, lambda spec: _placer_accepts(spec, priorities))
     assert_agree(said, written)
 
 
