@@ -25,9 +25,10 @@ from placer.model.assignment import ASSIGNMENT_ANNOTATION, PLACEMENT_GATE, Assig
 from placer.model.durations import EXPECTED_DURATION
 from placer.model.errors import InputError
 from placer.model.jobset.parse import parse_jobset
+from placer.model.kube.objects import PriorityClassObject, read_as
 from placer.model.kube.pods import PodRef, pod_ref
 from placer.model.priorities import PriorityClasses
-from placer.model.snapshots.priority_classes import default_priority_class
+from placer.model.snapshots.priority_classes import priority_classes_of
 from placer.model.snapshots.running import TERMINAL_PHASES
 from placer.model.workload import EXCLUSIVE_TOPOLOGY, NODE_SELECTOR_STRATEGY, JobSetRequest
 
@@ -250,16 +251,12 @@ def _without_durations(obj: Obj) -> Obj:
 
 
 def priorities_of(state: ClusterState) -> PriorityClasses:
-    """The cluster's PriorityClasses as a JobSet's templates resolve them."""
-    values = {name: int(pc.get("value") or 0) for name, pc in state.priority_classes.items()}
-    default = default_priority_class(
-        (name, values[name], pc.get("globalDefault") is True)
-        for name, pc in state.priority_classes.items()
+    """The cluster's PriorityClasses as a JobSet's templates resolve them, read as a snapshot's
+    are (the planning snapshot reads the same objects)."""
+    return priority_classes_of(
+        ("cluster", read_as(PriorityClassObject, pc, "cluster"))
+        for pc in state.priority_classes.values()
     )
-    never = frozenset(
-        n for n, pc in state.priority_classes.items() if pc.get("preemptionPolicy") == "Never"
-    )
-    return PriorityClasses(values, default, never)
 
 
 def _parse_request(obj: Obj, order: int, priorities: PriorityClasses) -> tuple[JobSetRequest, str]:

@@ -16,7 +16,11 @@ from collections.abc import Iterable
 from placer.model.errors import InputError
 from placer.model.kube.objects import PriorityClassObject
 from placer.model.messages import echo
-from placer.model.priorities import PREEMPTION_POLICIES, SYSTEM_PRIORITY_CLASSES
+from placer.model.priorities import (
+    PREEMPTION_POLICIES,
+    SYSTEM_PRIORITY_CLASSES,
+    PriorityClasses,
+)
 from placer.model.read.limits import INT32_MAX
 from placer.model.read.names import check, dns1123_subdomain_problem
 
@@ -26,6 +30,7 @@ __all__ = [
     "default_priority_class",
     "non_preempting",
     "priority_class_values",
+    "priority_classes_of",
 ]
 
 HIGHEST_USER_PRIORITY = 1_000_000_000
@@ -84,3 +89,12 @@ def default_of(objs: Iterable[tuple[str, PriorityClassObject]]) -> str | None:
 def non_preempting(objs: Iterable[tuple[str, PriorityClassObject]]) -> tuple[str, ...]:
     """Names of the PriorityClasses with `preemptionPolicy: Never`, sorted."""
     return tuple(sorted({pc.metadata.name for _, pc in objs if pc.preemptionPolicy == "Never"}))
+
+
+def priority_classes_of(objs: Iterable[tuple[str, PriorityClassObject]]) -> PriorityClasses:
+    """The classes as a JobSet's templates resolve them: values, the default and the never
+    preempting ones, each read by the functions above (the controller reads the cluster's so)."""
+    listed = list(objs)
+    return PriorityClasses(
+        priority_class_values(listed), default_of(listed), frozenset(non_preempting(listed))
+    )
