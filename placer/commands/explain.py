@@ -96,7 +96,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from placer.solver.explain import ExplainSettings, explain_jobset
+    from placer.solver.explain import ExplainSettings, explain_jobset, find_key, find_target
 
     check_map_arg(args)
     _check_target(args.target)
@@ -107,9 +107,9 @@ def run(args: argparse.Namespace) -> int:
         kueue = ""
         if args.kubeconfig:
             jobsets, queue = load_live_queue_args(args, snapshot, jobsets)
-            key = args.target if "/" in args.target else f"default/{args.target}"
-            if key in queue.unplannable:
-                raise queue.unplannable[key]  # why it can never run: its manifest's error
+            refused = find_key(queue.unplannable, args.target)
+            if refused is not None and find_target(jobsets, args.target) is None:
+                raise queue.unplannable[refused]  # why it can never run: its manifest's error
             jobsets, kueue, policy = _as_kueue_has_it(args.target, jobsets, queue, policy)
         snapshot, jobsets, notes = apply_whatif_args(args, snapshot, jobsets)
         options = options_from_args(args).model_copy(update={"time": policy})

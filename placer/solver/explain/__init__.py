@@ -9,7 +9,7 @@ document, with `diagnosis_document` turning the classifier's data into it).
 from __future__ import annotations
 
 from placer.solver.explain.evict import eviction_text
-from placer.solver.explain.explain import ExplainSettings, explain_jobset, find_target
+from placer.solver.explain.explain import ExplainSettings, explain_jobset, find_key, find_target
 from placer.solver.explain.result import (
     Conflict,
     Explanation,
@@ -31,5 +31,6 @@ __all__ = [
     "diagnosis_document",
     "eviction_text",
     "explain_jobset",
+    "find_key",
     "find_target",
 ]

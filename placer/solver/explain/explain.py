@@ -10,7 +10,7 @@ Phases, each one function below:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from placer.model.cluster import ClusterSnapshot
@@ -30,19 +30,25 @@ from placer.solver.progress import SILENT, ProgressHook
 from placer.solver.reasons import diagnose, occupancy_from_plan
 from placer.solver.registry import get_solver
 
-__all__ = ["ExplainSettings", "explain_jobset", "find_target"]
+__all__ = ["ExplainSettings", "explain_jobset", "find_key", "find_target"]
+
+
+def find_key(keys: Iterable[str], name: str) -> str | None:
+    """The key `namespace/name` itself, or the one key whose name is plain `name`."""
+    listed = list(keys)
+    if name in listed:
+        return name
+    if "/" not in name:
+        matches = [k for k in listed if k.split("/", 1)[-1] == name]
+        if len(matches) == 1:
+            return matches[0]
+    return None
 
 
 def find_target(jobsets: Sequence[JobSetRequest], name: str) -> JobSetRequest | None:
     """The JobSet called `namespace/name`, or plain `name` when exactly one JobSet has it."""
-    for js in jobsets:
-        if js.key == name:
-            return js
-    if "/" not in name:
-        matches = [js for js in jobsets if js.name == name]
-        if len(matches) == 1:
-            return matches[0]
-    return None
+    key = find_key((js.key for js in jobsets), name)
+    return next((js for js in jobsets if js.key == key), None)
 
 
 @dataclass(frozen=True)
