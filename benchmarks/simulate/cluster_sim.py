@@ -62,6 +62,8 @@ __all__ = [
     "finish",
     "jobset_object",
     "node_object",
+    "priority_class_name",
+    "priority_class_object",
     "restart",
     "schedule",
     "set_node",
@@ -107,7 +109,9 @@ def jobset_object(
     suspend: bool = False,
     priority: int | None = None,
 ) -> Obj:
-    """`replicated_jobs`: (name, replicas, pods per child Job, per-pod requests)."""
+    """`replicated_jobs`: (name, replicas, pods per child Job, per-pod requests). `priority` names
+    the class `priority_class_name` gives and states its value, as the API server requires of a
+    template stating one; `priority_class_object` is that class."""
     annotations = {}
     if exclusive_key:
         annotations[EXCLUSIVE_TOPOLOGY] = exclusive_key
@@ -128,6 +132,7 @@ def jobset_object(
         if gate:
             pod_spec["schedulingGates"] = [{"name": PLACEMENT_GATE}]
         if priority is not None:
+            pod_spec["priorityClassName"] = priority_class_name(priority)
             pod_spec["priority"] = priority
         rjobs.append(
             {
@@ -148,6 +153,22 @@ def jobset_object(
         "kind": "JobSet",
         "metadata": {"name": name, "namespace": namespace, "annotations": annotations},
         "spec": {"suspend": suspend, "replicatedJobs": rjobs},
+    }
+
+
+def priority_class_name(value: int) -> str:
+    """The PriorityClass of value `value` that a simulated JobSet of that priority names."""
+    return f"priority-{value}" if value >= 0 else f"priority-minus-{-value}"
+
+
+def priority_class_object(value: int) -> Obj:
+    """The PriorityClass `priority_class_name(value)`: a template may state a `priority` only
+    beside a class of that value (the Priority admission plugin refuses its pods otherwise)."""
+    return {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": priority_class_name(value)},
+        "value": value,
     }
 
 

@@ -16,7 +16,7 @@ import secrets
 import sys
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, cast
 
@@ -240,6 +240,26 @@ class Scenario:
             JOBSET_GROUP, JOBSET_VERSION, namespace or self.namespace, JOBSETS
         )
         return list(cast(dict[str, Any], answer)["items"])  # the JSON, typed `object`
+
+    @contextlib.contextmanager
+    def priority_classes(self, bodies: Iterable[dict[str, Any]]) -> Iterator[None]:
+        """The PriorityClasses `bodies` created, and deleted afterwards: they are cluster-scoped, so
+        they outlive the namespace, other tests compare the cluster's classes, and a default class
+        would change every later pod's priority."""
+        scheduling = k8s.SchedulingV1Api(self._api)
+        made: list[str] = []
+        try:
+            for body in bodies:
+                scheduling.create_priority_class(body)  # type: ignore[arg-type]  # sent as is
+                made.append(body["metadata"]["name"])
+            yield
+        finally:
+            for name in made:
+                try:
+                    scheduling.delete_priority_class(name)
+                except ApiException as error:
+                    if error.status != 404:
+                        raise
 
     def pods_of(self, jobset: str, namespace: str | None = None) -> list[Any]:
         selector = f"jobset.sigs.k8s.io/jobset-name={jobset}"

@@ -11,12 +11,10 @@ template the plugin refuses is one whose Jobs can never create a pod, so placer 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Any
 
 import pytest
-from kubernetes import client as k8s
-from kubernetes.client.exceptions import ApiException
 
 from placer.model.priorities import PriorityClasses
 from placer.model.snapshots.live import load_live_snapshot
@@ -64,31 +62,20 @@ CASES: list[tuple[str, dict[str, Any], bool]] = [
 ]
 
 
-@contextmanager
-def _made(scenario: Scenario, classes: list[tuple[str, int, dict[str, Any]]]) -> Iterator[None]:
-    """`classes` (name, value, other fields) created, and deleted afterwards: other tests compare
-    the cluster's classes, and a default class would change their pods' priority."""
-    scheduling = k8s.SchedulingV1Api(scenario.core.api_client)
-    made: list[str] = []
-    try:
-        for name, value, fields in classes:
-            body = {
-                "apiVersion": "scheduling.k8s.io/v1",
-                "kind": "PriorityClass",
-                "metadata": {"name": name},
-                "value": value,
-                **fields,
-            }
-            scheduling.create_priority_class(body)  # type: ignore[arg-type]  # sent as is
-            made.append(name)
-        yield
-    finally:
-        for name in made:
-            try:
-                scheduling.delete_priority_class(name)
-            except ApiException as error:
-                if error.status != 404:
-                    raise
+def _made(
+    scenario: Scenario, classes: list[tuple[str, int, dict[str, Any]]]
+) -> AbstractContextManager[None]:
+    """`classes` (name, value, other fields) made for the length of a `with` block."""
+    return scenario.priority_classes(
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": name},
+            "value": value,
+            **fields,
+        }
+        for name, value, fields in classes
+    )
 
 
 @pytest.fixture

@@ -34,6 +34,7 @@ JOBSETS: dict[str, dict[str, Any]] = {
         "exclusive_key": POOL,
         "node_selector_strategy": True,
     },
+    "priority": {"replicated_jobs": (("workers", 1, 2, {"cpu": "1"}),), "priority": 7},
 }
 
 
@@ -58,6 +59,14 @@ def test_simulated_pods_carry_what_the_real_controllers_put_on_theirs(
     namespace = scenario.namespace
     manifest = sim.jobset_object("js", namespace=namespace, **JOBSETS[case])
     total = sum(r[1] * r[2] for r in JOBSETS[case]["replicated_jobs"])
+    priority = JOBSETS[case].get("priority")
+    classes = [] if priority is None else [sim.priority_class_object(priority)]
+    with scenario.priority_classes(classes):
+        _compare(scenario, case, manifest, total)
+
+
+def _compare(scenario: Scenario, case: str, manifest: dict[str, Any], total: int) -> None:
+    namespace = scenario.namespace
     scenario.create_jobset(copy.deepcopy(manifest))
 
     def real_pods() -> list[dict[str, Any]]:
@@ -89,6 +98,9 @@ def test_simulated_pods_carry_what_the_real_controllers_put_on_theirs(
             != pod["spec"].get("schedulingGates"),
             "nodeSelector": missing(
                 twin["spec"].get("nodeSelector") or {}, pod["spec"].get("nodeSelector") or {}
+            ),
+            "priority": missing(
+                {k: v for k, v in twin["spec"].items() if k.startswith("priority")}, pod["spec"]
             ),
             "tolerations": [
                 t

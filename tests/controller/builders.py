@@ -91,6 +91,10 @@ def add_jobset(
         node_selector_strategy=node_labels,
         priority=priority,
     )
+    if priority is not None and sim.priority_class_name(priority) not in {
+        pc["metadata"]["name"] for pc in cluster.list("priorityclasses").items
+    }:
+        cluster.create("priorityclasses", sim.priority_class_object(priority))
     created = cluster.create("jobsets", obj)
     if pods_now:
         sim.create_pods(cluster, namespace, name)
