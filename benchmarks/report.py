@@ -9,12 +9,13 @@ the git commit, so any number can be traced to the run that produced it. The plo
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
+from benchmarks.reporting.markdown import cell, table
+from benchmarks.reporting.scaling_section import scaling_section
 from benchmarks.simulate.results import SimResult
 from benchmarks.static import StaticRow
 from benchmarks.targets import Verdict, ties
@@ -45,20 +46,6 @@ class RunRecord:
     unchecked_plans: int = 0
 
 
-def _f(x: Any, digits: int = 2) -> str:
-    if x is None:
-        return "-"
-    if isinstance(x, float):
-        return f"{x:.{digits}f}"
-    return str(x)
-
-
-def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    out += ["| " + " | ".join(_f(c) for c in row) + " |" for row in rows]
-    return [*out, ""]
-
-
 def _static_section(rec: RunRecord) -> list[str]:
     lines = [
         "## Static comparison",
@@ -83,25 +70,25 @@ def _static_section(rec: RunRecord) -> list[str]:
             f"for {m0['units_demanded']} accelerators; {m0['free_units']} free)"
         )
         lines.append("")
-        table = []
+        body = []
         for r in rows:
             m = r.metrics
-            table.append(
+            body.append(
                 [
                     r.policy,
                     f"{m['admitted']}/{m['jobsets']}",
                     m["units_admitted"],
                     f"{cast(float, m['share_of_free']) * 100:.1f}",  # a float in Metrics
-                    _f(m["weighted_admission"], 3),
+                    cell(m["weighted_admission"], 3),
                     f"{m['partial']} / {m['partial_units']}",
                     m["stranded_units"],
-                    _f(m["spanned"]),
-                    _f(r.wall_s, 3),
-                    f"{r.status}" + (f" gap {_f(r.gap, 3)}" if r.policy == "cpsat" else ""),
-                    _f(r.peak_mb, 0),
+                    cell(m["spanned"]),
+                    cell(r.wall_s, 3),
+                    f"{r.status}" + (f" gap {cell(r.gap, 3)}" if r.policy == "cpsat" else ""),
+                    cell(r.peak_mb, 0),
                 ]
             )
-        lines += _table(
+        lines += table(
             [
                 "policy",
                 "admitted",
@@ -115,7 +102,7 @@ def _static_section(rec: RunRecord) -> list[str]:
                 "status",
                 "peak MB",
             ],
-            table,
+            body,
         )
     tied = ties(rec.static)
     lines.append(
@@ -166,21 +153,21 @@ def _overtime_section(rec: RunRecord) -> list[str]:
             [
                 m["world"],
                 m["policy"],
-                _f(m["p50_delay_s"] / 3600),
-                _f(m["p95_delay_s"] / 3600),
-                _f(m["max_delay_s"] / 3600),
+                cell(m["p50_delay_s"] / 3600),
+                cell(m["p95_delay_s"] / 3600),
+                cell(m["max_delay_s"] / 3600),
                 m["starved"],
                 m["never_started"],
-                _f(m["makespan_s"] / 3600, 1),
-                _f(m["window_utilization"] * 100, 1),
-                _f(m["mean_utilization"] * 100, 1),
+                cell(m["makespan_s"] / 3600, 1),
+                cell(m["window_utilization"] * 100, 1),
+                cell(m["mean_utilization"] * 100, 1),
                 m["restarts"],
                 m["rounds"],
-                _f(m["round_wall_median_s"], 3),
-                _f(m["round_wall_max_s"], 2),
+                cell(m["round_wall_median_s"], 3),
+                cell(m["round_wall_max_s"], 2),
             ]
         )
-    lines += _table(
+    lines += table(
         [
             "fleet",
             "policy",
@@ -199,145 +186,6 @@ def _overtime_section(rec: RunRecord) -> list[str]:
         ],
         rows,
     )
-    return lines
-
-
-def _scaling_section(rec: RunRecord) -> list[str]:
-    lines = [
-        "## Scaling",
-        "",
-        "TPU fleets of 2-8-host pools (v5e/v6e/v5p), 30% held by running JobSets, pending "
-        "JobSets from the trace; each run in a fresh process reading kubectl JSON and JobSet "
-        "YAML. *load*: both loaders. Phases are the solver's own (`SolverReport.phases`); "
-        "*solve call*: the whole `solve()` (cpsat includes its own checker run, `check`). "
-        "Memory: peak RSS of the load and of the solve call, over RSS before each.",
-        "",
-    ]
-    rows = []
-    keys = sorted({(r["target_nodes"], r["pending"]) for r in rec.scaling})
-    for tn, pending in keys:
-        group = {
-            r["solver"]: r
-            for r in rec.scaling
-            if r["target_nodes"] == tn and r["pending"] == pending
-        }
-        for solver, r in sorted(group.items()):
-            ph = r["phases"]
-            ratio = ""
-            if solver == "cpsat" and "best-fit" in group:
-                b = group["best-fit"]
-                ratio = (
-                    f"{r['solve_wall_s'] / b['solve_wall_s']:.1f}x / "
-                    f"{(r['solve_wall_s'] + r['load_s']) / (b['solve_wall_s'] + b['load_s']):.1f}x"
-                )
-            rows.append(
-                [
-                    r["nodes"],
-                    pending,
-                    r["domains"],
-                    _f(r["domain_classes"]),
-                    solver,
-                    _f(r["load_s"]),
-                    _f(ph.get("aggregate")),
-                    _f(ph.get("greedy")),
-                    _f(ph.get("build")),
-                    _f(ph.get("solve")),
-                    _f(ph.get("materialize")),
-                    _f(ph.get("check")),
-                    _f(r["solve_wall_s"]),
-                    ratio,
-                    f"{r['status']} {_f(r['gap'], 3)}",
-                    r["placed"],
-                    _f(r["load_peak_mb"], 0),
-                    _f(r["solve_peak_mb"], 0),
-                    _f(r["process_peak_mb"], 0),
-                ]
-            )
-    lines += _table(
-        [
-            "nodes",
-            "pending",
-            "domains",
-            "domain classes",
-            "solver",
-            "load s",
-            "aggregate s",
-            "greedy s",
-            "build s",
-            "solve s",
-            "materialize s",
-            "check s",
-            "solve call s",
-            "cpsat/best-fit (solve / load+solve)",
-            "status gap",
-            "placed",
-            "load MB",
-            "solve MB",
-            "process peak MB",
-        ],
-        rows,
-    )
-    if rec.e2e:
-        lines += [
-            "### Planner target: `placer plan` end to end",
-            "",
-            "Run as a subprocess as below; wall time from spawn to exit. Peak RSS is the "
-            "process's VmHWM, printed at exit by `python -m benchmarks.rsswrap placer.cli ...`, "
-            "which runs the same module in the same process (getrusage/wait4 would report the "
-            "benchmark parent's memory, which Linux carries over exec). Phases from the plan's "
-            "JSON (`load` is the CLI's own).",
-            "",
-        ]
-        rows = []
-        for r in rec.e2e:
-            ph = r["phases"]
-            rows.append(
-                [
-                    r["solver"],
-                    r["nodes"],
-                    r["pending"],
-                    _f(r["wall_s"]),
-                    _f(ph.get("load")),
-                    _f(ph.get("build")),
-                    _f(ph.get("solve")),
-                    _f(ph.get("materialize")),
-                    _f(
-                        sum(
-                            v
-                            for k, v in ph.items()
-                            if k not in ("load", "build", "solve", "materialize")
-                        )
-                    ),
-                    f"{r['status']} {_f(r['gap'], 4)}",
-                    r["placed"],
-                    _f(r["peak_rss_mb"], 0),
-                ]
-            )
-        lines += _table(
-            [
-                "solver",
-                "nodes",
-                "pending",
-                "wall s",
-                "load s",
-                "build s",
-                "solve s",
-                "materialize s",
-                "other phases s",
-                "status gap",
-                "placed",
-                "peak RSS MB",
-            ],
-            rows,
-        )
-        words = rec.e2e[0]["command"].split()
-        words[words.index("--cluster") + 1] = "CLUSTER.json"
-        words[-1] = "JOBSETS_DIR"
-        lines += [
-            "Command: `python " + " ".join(words) + "` (the scenario written by "
-            "`benchmarks.worlds.kubectl_export.write_scenario`)",
-            "",
-        ]
     return lines
 
 
@@ -403,7 +251,7 @@ def write_report(rec: RunRecord, out: Path) -> Path:
         "## Targets",
         "",
     ]
-    lines += _table(
+    lines += table(
         ["target", "measured", "verdict"],
         [[v.target, v.measured, f"**{v.status}**"] for v in rec.verdicts],
     )
@@ -414,7 +262,7 @@ def write_report(rec: RunRecord, out: Path) -> Path:
     if rec.sims:
         lines += _overtime_section(rec)
     if rec.scaling or rec.e2e:
-        lines += _scaling_section(rec)
+        lines += scaling_section(rec.scaling, rec.e2e)
     lines += ["## Assumptions", "", *[f"- {a}" for a in [*FLEET_ASSUMPTIONS, *ASSUMPTIONS]], ""]
     lines += SEPARATE_RESULTS
     path = out / "RESULTS.md"
