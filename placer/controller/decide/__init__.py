@@ -7,8 +7,8 @@ observe: `state`, `survey`, `snapshot`, `domains` (`observed.Observed`); review:
 `roundreview.judge` over `review`, `validity` and `ledgerplan.view_ledger` (`observed.Reviewed`);
 plan: `planning`, `reserving` (`planning.PlannedRound`); commit: `roundchange.round_change` over
 `ledger`, `ledgerplan.ledger_change` and `reserving.reservation_changes`; write:
-`roundwrites.round_writes` over `writeplan.plan_writes`, `writes`, `bindings` (and `prepare`, how
-a manifest opts in); preemption: `preempting`; the Kueue admission check in `kueue/`: `workloads`
-(what Kueue shows), `check` (which Workloads placer serves, and its check on each), `eta` and
-`cycle`. The code that carries the decisions out is in `placer.controller.act`.
+`roundwrites.round_writes` over `writeplan.plan_writes`, `bindingwrites`, `writes`, `bindings` (and
+`prepare`, how a manifest opts in); preemption: `preempting`; the Kueue admission check in
+`kueue/`: `workloads` (what Kueue shows), `check` (which Workloads placer serves, and its check on
+each), `eta` and `cycle`. The code that carries the decisions out is in `placer.controller.act`.
 """

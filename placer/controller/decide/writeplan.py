@@ -2,16 +2,16 @@
 
 Order matters and is fixed here: for each JobSet, its record first (so a crash after any later write
 finds the record and resumes), then the `Placed` event, then its pods (gate binding) or nodes
-(node-labels binding); `Unschedulable` events; cleanup of nodes released by finished or deleted
-JobSets; then a Warning for each JobSet whose expected duration does not parse and a `Reserved`
-event for each reservation just committed new or moved. With `--preemption`, each eviction's step
-(preempting.py): suspend the victim (`Preempted` on it, `Preempting` on its beneficiaries) or
-resume it (`Requeued`); a beneficiary's record is written at once, its pods released (`Placed`)
-only once the victims' pods left its nodes; a Warning for unreadable preemption annotations.
-Every event the controller sends is decided here. Every write is computed against the observed
-object and is a no-op if the object is already as intended, so running `plan_writes` again after a
-crash writes only what is missing: at most one record and one event per JobSet per placement, and
-one update per pod.
+(node-labels binding), both built in bindingwrites.py; `Unschedulable` events; cleanup of nodes
+released by finished or deleted JobSets; then a Warning for each JobSet whose expected duration
+does not parse and a `Reserved` event for each reservation just committed new or moved. With
+`--preemption`, each eviction's step (preempting.py): suspend the victim (`Preempted` on it,
+`Preempting` on its beneficiaries) or resume it (`Requeued`); a beneficiary's record is written at
+once, its pods released (`Placed`) only once the victims' pods left its nodes; a Warning for
+unreadable preemption annotations. Every event the controller sends is decided here. Every write
+is computed against the observed object and is a no-op if the object is already as intended, so
+running `plan_writes` again after a crash writes only what is missing: at most one record and one
+event per JobSet per placement, and one update per pod. Called by `roundwrites.round_writes`.
 """
 
 from __future__ import annotations
@@ -21,16 +21,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from placer.controller.adapter import Obj
-from placer.controller.decide.bindings import (
-    LABELED_BY_ANNOTATION,
-    event_body,
-    event_message,
-    job_requirements,
-    namespaced_job,
-    node_label_patch,
-    ungate_patch,
-)
-from placer.controller.decide.domains import DomainIndex, domain_id
+from placer.controller.decide.bindings import event_body, event_message
+from placer.controller.decide.bindingwrites import Hostnames, node_writes, pod_writes
+from placer.controller.decide.domains import domain_id
 from placer.controller.decide.holder_names import named, token_owners
 from placer.controller.decide.kueue.check import DEFAULT_HOLD_QUOTA_S
 from placer.controller.decide.observed import Announced, Observed
@@ -41,19 +34,8 @@ from placer.controller.decide.reserving import DURATION_WARNING, reserved_messag
 from placer.controller.decide.review import Review
 from placer.controller.decide.state import ClusterState
 from placer.controller.decide.survey import Binding, ManagedJobSet
-from placer.controller.decide.writes import (
-    EmitEvent,
-    LabelNode,
-    RecordAssignment,
-    SuspendJobSet,
-    UngatePod,
-    Write,
-)
+from placer.controller.decide.writes import EmitEvent, RecordAssignment, SuspendJobSet, Write
 from placer.model.assignment import Assignment
-from placer.model.kube.pods import JOB_NAME_LABEL
-from placer.model.snapshots.running import TERMINAL_PHASES
-from placer.model.topology import HOSTNAME
-from placer.model.workload import JOBSET_NAME_LABEL
 
 __all__ = ["WriteSettings", "placed_message", "plan_writes"]
 
@@ -82,38 +64,6 @@ def placed_message(record: Assignment) -> str:
         for n, j in record.jobs.items()
     ]
     return f"placed {len(parts)} child Job(s) (plan {record.plan_id}): " + "; ".join(parts)
-
-
-def _running_jobs(state: ClusterState) -> dict[str, set[str]]:
-    """node -> `<namespace>_<job>` of JobSet child Jobs with non-terminal pods bound there."""
-    result: dict[str, set[str]] = {}
-    for (ns, _), pod in state.pods.items():
-        node = (pod.get("spec") or {}).get("nodeName")
-        labels = (pod.get("metadata") or {}).get("labels") or {}
-        if not node or (pod.get("status") or {}).get("phase") in TERMINAL_PHASES:
-            continue
-        if JOBSET_NAME_LABEL in labels and JOB_NAME_LABEL in labels:
-            result.setdefault(node, set()).add(namespaced_job(ns, labels[JOB_NAME_LABEL]))
-    return result
-
-
-class _Hostnames:
-    """node name -> its `kubernetes.io/hostname` label, read once per cycle and only when a record
-    pins nodes (or has child Jobs without a domain): every node of the cache is read."""
-
-    def __init__(self, state: ClusterState) -> None:
-        self._state = state
-        self._found: dict[str, str] | None = None
-
-    def of(self, record: Assignment) -> Mapping[str, str]:
-        if not record.pinned and all(j.domain is not None for j in record.jobs.values()):
-            return {}
-        if self._found is None:
-            self._found = {
-                n: (o["metadata"].get("labels") or {}).get(HOSTNAME, n)
-                for n, o in self._state.nodes.items()
-            }
-        return self._found
 
 
 def _event_on(
@@ -221,89 +171,6 @@ def _time_events(
     return events
 
 
-def _pod_writes(ms: ManagedJobSet, record: Assignment, hostnames: _Hostnames) -> list[Write]:
-    key, namespace = ms.key, ms.namespace
-    writes: list[Write] = []
-    for p in ms.pods:
-        if p.terminal or p.deleting or not p.gated or p.ref.restart_attempt < ms.restarts:
-            continue
-        job = record.jobs.get(p.ref.job_name)
-        if job is None:
-            log.warning(
-                "%s: pod %s belongs to %s, which the record does not know",
-                key,
-                p.name,
-                p.ref.job_name,
-            )
-            continue
-        reqs = job_requirements(job, p.ref.completion_index, hostnames=hostnames.of(record))
-        patch = ungate_patch(p.pod, reqs)
-        if patch is not None:
-            writes.append(
-                UngatePod(
-                    jobset=key,
-                    namespace=namespace,
-                    name=p.name,
-                    uid=str(p.pod["metadata"].get("uid") or ""),
-                    job=p.ref.job_name,
-                    requirements=tuple(reqs),
-                    patch=patch,
-                )
-            )
-    return writes
-
-
-def _node_writes(
-    records: Sequence[tuple[str, Assignment]],
-    state: ClusterState,
-    index: DomainIndex,
-    namespaces: tuple[str, ...],
-) -> list[Write]:
-    running = _running_jobs(state)
-    wanted: dict[str, tuple[str, str]] = {}
-    for key, record in records:
-        namespace = key.split("/", 1)[0]
-        for name, job in record.jobs.items():
-            value = namespaced_job(namespace, name)
-            for node in index.job_nodes(job):
-                if node in wanted and wanted[node][1] != value:
-                    log.error(
-                        "node %s is recorded for both %s and %s; keeping the first",
-                        node,
-                        wanted[node][1],
-                        value,
-                    )
-                    continue
-                wanted[node] = (key, value)
-    writes: list[Write] = []
-    for node, (key, value) in sorted(wanted.items()):
-        obj = state.nodes.get(node)
-        if obj is None:
-            continue
-        others = sorted(running.get(node, set()) - {value})
-        if others:
-            log.info(
-                "node %s still runs pods of %s; not labeling it for %s yet", node, others[0], value
-            )
-            continue
-        patch = node_label_patch(obj, value)
-        if patch is not None:
-            writes.append(LabelNode(jobset=key, name=node, value=value, patch=patch))
-    for node, obj in sorted(state.nodes.items()):
-        meta = obj.get("metadata") or {}
-        mark = (meta.get("annotations") or {}).get(LABELED_BY_ANNOTATION)
-        if node in wanted or mark is None:
-            continue
-        if namespaces and mark.split("_", 1)[0] not in namespaces:
-            continue
-        if mark in running.get(node, set()):
-            continue
-        patch = node_label_patch(obj, None)
-        if patch is not None:
-            writes.append(LabelNode(name=node, value=None, patch=patch))
-    return writes
-
-
 def _record_write(ms: ManagedJobSet, annotation: str | None) -> RecordAssignment:
     """The JobSet's record set to `annotation` (None: cleared), decided on the text it has."""
     return RecordAssignment(
@@ -348,7 +215,7 @@ def plan_writes(
     evictions = evictions or Evictions()
     evicting = evictions.victims
     state, managed, index = observed.state, observed.managed, observed.index
-    hostnames = _Hostnames(state)
+    hostnames = Hostnames(state)
     writes: list[Write] = []
     labeled: list[tuple[str, Assignment]] = []
     unschedulable_events: list[Write] = []
@@ -396,9 +263,9 @@ def plan_writes(
             writes.append(_event(ms, "Placed", message, "Normal", settings, plan_id=record.plan_id))
         labeled.append((ms.key, record))
         if settings.binding == "gate":
-            writes.extend(_pod_writes(ms, record, hostnames))
+            writes.extend(pod_writes(ms, record, hostnames))
     writes.extend(unschedulable_events)
     if settings.binding == "node-labels":
-        writes.extend(_node_writes(labeled, state, index, settings.namespaces))
+        writes.extend(node_writes(labeled, state, index, settings.namespaces))
     writes.extend(_time_events(managed, planned, announced, settings, preemption_warnings or {}))
     return writes
