@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from placer.model.errors import InputError
 from plugins.extender.server import ExtenderApp, ExtenderServer
 from plugins.extender.sources import jobset_entries, ledger_reservations, node_labels
-from plugins.extender.state import DEFAULT_GUARD_S, ExtenderStore
+from plugins.extender.store import DEFAULT_GUARD_S, ExtenderStore
 
 __all__ = ["CacheFollower", "ControllerCache", "EmbeddedExtender", "serve"]
 

@@ -29,7 +29,7 @@ from placer.model.kube.client import (
     watch_events,
 )
 from plugins.extender.sources import jobset_entries, ledger_reservations, node_labels
-from plugins.extender.state import ExtenderStore
+from plugins.extender.store import ExtenderStore
 
 __all__ = ["JOBSETS", "KubeBinder", "KubeWatcher"]
 

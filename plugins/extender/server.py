@@ -37,7 +37,7 @@ from placer.model.messages import echo
 from placer.serving import HttpServer, ServingLimits, make_application, run_blocking
 from plugins.extender.decide import filter_nodes, prioritize
 from plugins.extender.pods import pod_info
-from plugins.extender.state import ExtenderStore
+from plugins.extender.store import ExtenderStore
 from plugins.extender.wire import (
     decode_args,
     decode_binding,

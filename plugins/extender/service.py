@@ -18,7 +18,7 @@ from placer.runtime import freeze_long_lived
 from placer.serving import ServingLimits, server_ssl_context
 from plugins.extender.server import Binder, ExtenderApp, ExtenderServer
 from plugins.extender.sources import store_from_files
-from plugins.extender.state import DEFAULT_GUARD_S, ExtenderStore
+from plugins.extender.store import DEFAULT_GUARD_S, ExtenderStore
 
 __all__ = ["Service", "ServiceOptions", "build", "serve"]
 

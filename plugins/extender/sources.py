@@ -25,15 +25,14 @@ from placer.model.plan import Plan
 from placer.model.read.files import read_input_text
 from placer.model.read.loading import load_json
 from plugins.extender.state import (
-    DEFAULT_GUARD_S,
     MAX_START_S,
-    ExtenderStore,
     JobEntry,
     entries_from_assignment,
     entries_from_plan,
     reservation_start_ok,
     reservations_from_plan,
 )
+from plugins.extender.store import DEFAULT_GUARD_S, ExtenderStore
 
 __all__ = [
     "TERMINAL_STATES",

@@ -7,12 +7,8 @@ import pytest
 from placer.model.assignment import Assignment
 from plugins.extender.decide import filter_nodes, prioritize
 from plugins.extender.pods import pod_info
-from plugins.extender.state import (
-    ExtenderStore,
-    StateView,
-    entries_from_assignment,
-    entries_from_plan,
-)
+from plugins.extender.state import StateView, entries_from_assignment, entries_from_plan
+from plugins.extender.store import ExtenderStore
 from tests.extender.builders import NODES, daemon_pod, jobset_pod, labels_of, plain_pod, sample_plan
 
 ALL = list(NODES)

@@ -10,7 +10,7 @@ from placer.controller.act.cache import ClusterCache
 from placer.controller.act.memory_adapter import MemoryCluster
 from placer.model.assignment import ASSIGNMENT_ANNOTATION, Assignment
 from plugins.extender.embedded import CacheFollower, serve
-from plugins.extender.state import ExtenderStore
+from plugins.extender.store import ExtenderStore
 from tests.extender.builders import NODES, node_object, plain_pod, post, request, sample_plan
 
 

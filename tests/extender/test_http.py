@@ -15,7 +15,7 @@ import pytest
 
 from plugins.extender.server import ExtenderApp, ExtenderServer
 from plugins.extender.service import Service, ServiceOptions, build
-from plugins.extender.state import ExtenderStore
+from plugins.extender.store import ExtenderStore
 from tests.cluster.processes import free_port
 from tests.controller.apiserver import kubeconfig
 from tests.extender.builders import (

@@ -29,7 +29,8 @@ from placer.model.assignment import Assignment, JobAssignment
 from placer.model.plan import DomainRef, JobSetOutcome
 from plugins.extender.embedded import serve
 from plugins.extender.service import ServiceOptions, build
-from plugins.extender.state import ExtenderStore, JobEntry
+from plugins.extender.state import JobEntry
+from plugins.extender.store import ExtenderStore
 from tests.extender.builders import (
     BLOCK,
     SUBBLOCK,
@@ -306,7 +307,7 @@ def test_ledger_reservations_the_extender_cannot_date_are_ignored_not_fatal(
     from placer.model.assignment import Assignment, JobAssignment
     from placer.model.plan import DomainRef
     from plugins.extender.sources import ledger_reservations
-    from plugins.extender.state import ExtenderStore
+    from plugins.extender.store import ExtenderStore
 
     domain = DomainRef(key="pool", value="p1", path=[("pool", "p1")])
     now = time.time()
