@@ -44,36 +44,28 @@ from dataclasses import dataclass, replace
 from ortools.sat.python import cp_model
 
 from benchmarks.pool_relaxation import (
-    NESTED,
     Groups,
     PoolJob,
-    all_groups,
+    combined,
     greedy_schedule,
-    in_minutes,
-    pool_jobs,
-    pool_members,
-    shapes_nest,
-    whole_domains,
+    parts,
 )
 from benchmarks.reporting.measure import machine_info
 from benchmarks.wait_floor import add_world_arguments, publish
-from benchmarks.worlds.simworld import SimConfig, SimWorld, build_world, shape_pools
+from benchmarks.worlds.simworld import SimConfig, SimWorld, build_world
 
 __all__ = [
     "BASELINE_MAX_H",
     "TARGET_MAX_H",
     "TARGET_P95_H",
     "P95Floor",
-    "Part",
     "admits",
     "allowed_late",
     "cap_minutes",
-    "combined",
     "late_waits",
     "longest_for",
     "main",
     "p95_floor",
-    "parts",
 ]
 
 MINUTE = 60.0
@@ -96,49 +88,6 @@ def cap_minutes(t_h: float) -> int:
     """The model's longest on-time wait for a real one of `t_h` hours: arrivals and starts
     rounded down to the minute add less than a minute (see `wait_floor.Search.first`)."""
     return math.floor(t_h * 60) + 1
-
-
-@dataclass(frozen=True)
-class Part:
-    """JobSets that share domains with no JobSet outside them (minutes, as the model has them)."""
-
-    name: str
-    jobs: list[PoolJob]
-    groups: Groups
-
-
-def parts(world: SimWorld) -> list[Part]:
-    """TPU: one part per slice pool (the pools are disjoint). Where every child Job takes a
-    whole rack of one key (GB200), one part over every rack, with the pools' cumulatives nested
-    when the shapes nest (`pool_relaxation.all_groups`)."""
-    members = pool_members(world)
-    racks = whole_domains(world)
-    if racks:
-        nested = shapes_nest(world)
-        everyone, groups = all_groups(world, members, racks, nested)
-        return [
-            Part(NESTED if nested else "all", in_minutes(pool_jobs(world, everyone, None)), groups)
-        ]
-    pools = shape_pools(world)
-    return [
-        Part(
-            label,
-            in_minutes(pool_jobs(world, jss, label)),
-            [(range(len(jss)), pools[label].domains)],
-        )
-        for label, jss in sorted(members.items())
-    ]
-
-
-def combined(all_parts: Sequence[Part]) -> tuple[list[PoolJob], Groups]:
-    """Every part's JobSets in one instance, each part's cumulatives on its own indices."""
-    jobs: list[PoolJob] = []
-    groups: list[tuple[Sequence[int], int]] = []
-    for part in all_parts:
-        first = len(jobs)
-        jobs.extend(part.jobs)
-        groups.extend(([first + i for i in idx], domains) for idx, domains in part.groups)
-    return jobs, groups
 
 
 def late_waits(jobs: Sequence[PoolJob], starts: Sequence[int], cap: int) -> int:

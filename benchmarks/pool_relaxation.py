@@ -5,7 +5,8 @@ with one model that leaves out what a real run must cope with: each JobSet holds
 of its shape pool (its child Jobs) for its first run (`first_run_s`), starting at any minute at or
 after its arrival, with exact run times and the pool to itself. This module builds that instance
 from a world (`pool_members`, `pool_jobs`, `in_minutes`; `all_groups` for every rack at once,
-nested where `shapes_nest`), schedules it first come, first served (`greedy_schedule`: an upper
+nested where `shapes_nest`; `parts` splits it into the sets of JobSets that share domains, and
+`combined` joins them into one instance), schedules it first come, first served (`greedy_schedule`: an upper
 bound and CP-SAT's hint), and computes two floors on its longest wait: `divisible_floor`
 (capacity treated as divisible) and `integral_floor` (whole domains, by CP-SAT).
 
@@ -33,13 +34,16 @@ __all__ = [
     "NESTED",
     "Groups",
     "Integral",
+    "Part",
     "PoolJob",
     "all_groups",
+    "combined",
     "divisible_floor",
     "first_run_s",
     "greedy_schedule",
     "in_minutes",
     "integral_floor",
+    "parts",
     "pool_jobs",
     "pool_members",
     "shapes_nest",
@@ -325,3 +329,46 @@ def integral_floor(
             ceiling = cap - 1
     wall = time.perf_counter() - began
     return Integral(lo, hi, "OPTIMAL" if lo >= hi else "FEASIBLE", wall)
+
+
+@dataclass(frozen=True)
+class Part:
+    """JobSets that share domains with no JobSet outside them (minutes, as the model has them)."""
+
+    name: str
+    jobs: list[PoolJob]
+    groups: Groups
+
+
+def parts(world: SimWorld) -> list[Part]:
+    """TPU: one part per slice pool (the pools are disjoint). Where every child Job takes a
+    whole rack of one key (GB200), one part over every rack, with the pools' cumulatives nested
+    when the shapes nest (`all_groups`)."""
+    members = pool_members(world)
+    racks = whole_domains(world)
+    if racks:
+        nested = shapes_nest(world)
+        everyone, groups = all_groups(world, members, racks, nested)
+        return [
+            Part(NESTED if nested else "all", in_minutes(pool_jobs(world, everyone, None)), groups)
+        ]
+    pools = shape_pools(world)
+    return [
+        Part(
+            label,
+            in_minutes(pool_jobs(world, jss, label)),
+            [(range(len(jss)), pools[label].domains)],
+        )
+        for label, jss in sorted(members.items())
+    ]
+
+
+def combined(all_parts: Sequence[Part]) -> tuple[list[PoolJob], Groups]:
+    """Every part's JobSets in one instance, each part's cumulatives on its own indices."""
+    jobs: list[PoolJob] = []
+    groups: list[tuple[Sequence[int], int]] = []
+    for part in all_parts:
+        first = len(jobs)
+        jobs.extend(part.jobs)
+        groups.extend(([first + i for i in idx], domains) for idx, domains in part.groups)
+    return jobs, groups

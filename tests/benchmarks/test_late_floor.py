@@ -14,19 +14,24 @@ from benchmarks.late_floor import (
     BASELINE_MAX_H,
     TARGET_MAX_H,
     P95Floor,
-    Part,
     _longest_choice,
     admits,
     allowed_late,
     cap_minutes,
-    combined,
     late_waits,
     longest_for,
     p95_floor,
-    parts,
     verdict,
 )
-from benchmarks.pool_relaxation import NESTED, PoolJob, greedy_schedule, pool_members
+from benchmarks.pool_relaxation import (
+    NESTED,
+    Part,
+    PoolJob,
+    combined,
+    greedy_schedule,
+    parts,
+    pool_members,
+)
 from benchmarks.reporting.stats import percentile
 from benchmarks.simulate.overtime import simulate
 from benchmarks.worlds.simworld import HOUR, SimConfig, build_world
