@@ -1,12 +1,12 @@
 """The room of a domain for a Kueue podset group: how many workers' pods fit beside the leader.
 
 Kueue places a podset group (a leader and its workers) as one: the leader goes on one node of the
-domain, and on that node it takes room the workers could have used. So a domain holds its
-workers' room less what the leader costs on the cheapest node that can take it. Three callers
-count this, each over its own view of the nodes, and share the rule from here: the Kueue search
-(`tas_search`, per domain of the topology tree, bottom-up), the CP-SAT planner's weighing of a
-domain (`tas.room_beside_leader`) and the explanations (`reasons.classify`, which must not import
-the greedy solvers). Pure arithmetic on counts, so it imports nothing of placer.
+domain, and on that node it takes room the workers could have used. So a domain holds its workers'
+room less what the leader costs on the cheapest node that can take it. Three callers count this,
+each over its own view of the nodes, and share the rule from here: the Kueue search (`tas_phases`,
+per domain of the topology tree, bottom-up), the CP-SAT planner's weighing of a domain
+(`tas.room_beside_leader`) and the explanations (`reasons.classify_nodes`, which must not import the
+greedy solvers). Pure arithmetic on counts, so it imports nothing of placer.
 """
 
 from __future__ import annotations
