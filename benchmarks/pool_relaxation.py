@@ -4,11 +4,11 @@ Both commands bound what every non-preemptive policy of `benchmarks.simulate.ove
 with one model that leaves out what a real run must cope with: each JobSet holds k whole domains
 of its shape pool (its child Jobs) for its first run (`first_run_s`), starting at any minute at or
 after its arrival, with exact run times and the pool to itself. This module builds that instance
-from a world (`pool_members`, `pool_jobs`, `in_minutes`; `all_groups` for every rack at once,
-nested where `shapes_nest`; `parts` splits it into the sets of JobSets that share domains, and
-`combined` joins them into one instance), schedules it first come, first served (`greedy_schedule`: an upper
-bound and CP-SAT's hint), and computes two floors on its longest wait: `divisible_floor`
-(capacity treated as divisible) and `integral_floor` (whole domains, by CP-SAT).
+from a world (`pool_members`, `pool_jobs`, `in_minutes`; `all_groups` for every rack at once, nested
+where `shapes_nest`; `parts` splits it into the sets of JobSets that share domains, and `combined`
+joins them into one instance), schedules it first come, first served (`greedy_schedule`: an upper
+bound and CP-SAT's hint), and computes two floors on its longest wait: `divisible_floor` (capacity
+treated as divisible) and `integral_floor` (whole domains, by CP-SAT).
 
 It is apart from the commands because both build on it: `benchmarks.wait_floor` reports these
 floors per pool (and says why they are floors for every policy), `benchmarks.late_floor` asks the

@@ -1,9 +1,9 @@
 """Why a JobSet (or a domain) is left out: one diagnosis, worded two ways.
 
 - `classify`: the one classifier; applies the rule order to domains (or nodes) and returns plain
-  frozen data (`data`) beside the rest of a plan (`occupancy`). Its parts: `static` (what the
-  cluster alone says about a domain), `nodes` (a node's rule, health and room for a pod), `keys`
-  (the domains of a key with their holders and planned pods).
+  frozen data (`data`) beside the rest of a plan (`occupancy`). Its parts: `classify_nodes` (its
+  node half), `static` (what the cluster alone says about a domain), `nodes` (a node's rule, health
+  and room for a pod), `keys` (the domains of a key with their holders and planned pods).
 - `wording`: the one place that words it, one line (`placer plan`, capacity's "copy N does not
   fit") or detailed (`placer explain`, capacity's stranded accelerators).
 

@@ -10,7 +10,9 @@ child Jobs. A replicated job without an exclusive key is counted per node: a mis
 label, nodeSelector, node affinity, taint, NotReady, cordoned, reserved for exclusive child Jobs
 of other JobSets, no room for one pod beside the plan's pods. The workers of a Kueue podset group
 whose members each fit alone are also judged beside their leader: no domain of the required level
-(no node, for a preferred one) taking the leader and every worker pod is their reason.
+(no node, for a preferred one) taking the leader and every worker pod is their reason. Nodes are
+judged by the classifier's node half (`classify_nodes.NodeClassifier`, which it holds); this
+module judges domains and turns both sides' verdicts into diagnoses.
 
 The planners (for each JobSet they leave out), `placer explain` and `placer capacity` all call
 `Classifier`, so they report the same counts. One classifier serves one plan. A plan leaves
@@ -24,33 +26,18 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
-from decimal import Decimal
 
-from placer.model.resources import PODS, add_resources, subtract_resources
 from placer.model.topology import DomainPath
 from placer.model.workload import JobSetRequest
 from placer.solver.context import JobClass, PlacementContext
-from placer.solver.greedy.group_room import NodeRoom, group_room
-from placer.solver.reasons.data import (
-    GroupFit,
-    Reason,
-    RjobDiagnosis,
-)
+from placer.solver.reasons.classify_nodes import NodeClassifier
+from placer.solver.reasons.data import Reason, RjobDiagnosis
 from placer.solver.reasons.keys import KeyIndex
-from placer.solver.reasons.nodes import (
-    capacity_after_planned,
-    health_kind,
-    limiting,
-    node_rule,
-    rule_kind,
-)
 from placer.solver.reasons.occupancy import Occupancy
 from placer.solver.reasons.static import judge_domain
 from placer.solver.reasons.tally import Tallies, Verdict, View, short_inside_one
 
 __all__ = ["Classifier", "diagnose"]
-
-_NOBODY: frozenset[str] = frozenset()
 
 
 class Classifier:
@@ -73,17 +60,8 @@ class Classifier:
         self._keys: dict[str, KeyIndex] = {}
         self._views: dict[tuple[str, int, str, int], View] = {}
         """(pod signature, pods per child Job, key, viewer priority) -> the outsider's view."""
-        self._node_views: dict[str, View] = {}
-        """pod signature -> the outsider's view of every node, sorted by name."""
-        self._node_names = sorted(ctx.nodes)
-        self._node_index = {n: i for i, n in enumerate(self._node_names)}
-        self._reserved_in: dict[str, list[int]] = {}
-        """JobSet -> nodes (indices) reserved for its exclusive child Jobs."""
-        for n, owners in self.occupancy.reserved.items():
-            i = self._node_index.get(n)
-            if i is not None:
-                for o in owners:
-                    self._reserved_in.setdefault(o, []).append(i)
+        self._nodes = NodeClassifier(ctx, self.occupancy)
+        """The node side: shared replicated jobs, and podset groups beside their leader."""
 
     # -- per JobSet --
 
@@ -100,7 +78,7 @@ class Classifier:
             group = self.ctx.podset_group(jc)
             alone = group is not None and d.fits and by_class[group[1].index].fits
             if group is not None and alone and jc.index == group[0].index:
-                fit = self._group_fit(*group)
+                fit = self._nodes.group_fit(*group)
                 if fit is not None:
                     d = replace(d, group=fit, fits=False)
             result.append(d)
@@ -117,7 +95,9 @@ class Classifier:
                 self._domain_verdict(jc, index, i, jc.jobset) for i in range(len(index.domains))
             ]
         else:
-            found = [self._node_verdict(jc, i, jc.jobset.key) for i in range(len(self._node_names))]
+            found = [
+                self._nodes.verdict(jc, i, jc.jobset.key) for i in range(len(self._nodes.names))
+            ]
         return [None if v is None else (v[0], tuple(sorted(v[1]))) for v in found]
 
     def static_reason(self, jc: JobClass, index: int) -> Reason | None:
@@ -283,22 +263,22 @@ class Classifier:
 
     def _shared(self, jc: JobClass) -> RjobDiagnosis:
         me = jc.jobset.key
-        view = self._node_view(jc)
-        touching = self._reserved_in.get(me, [])
+        view = self._nodes.view(jc, self._signature(jc))
+        touching = self._nodes.reserved_in.get(me, [])
         tallies = view.tallies
         fits = sum(view.room)
         with_room = sum(1 for r in view.room if r)
         level = jc.rjob.required_topology
-        enclosing = self._node_enclosing(level) if level else []
+        enclosing = self._nodes.enclosing(level) if level else []
         per_level = self._by_level(view, level, enclosing) if level else None
         if touching:
             tallies = tallies.copy()
             per_level = Counter(per_level) if per_level is not None else None
             for i in touching:
-                own = self._node_verdict(jc, i, me)
+                own = self._nodes.verdict(jc, i, me)
                 tallies.add(view.verdicts[i], -1)
                 tallies.add(own, +1)
-                room = self._node_room(jc, i) if own is None else 0
+                room = self._nodes.room(jc, i) if own is None else 0
                 delta = room - view.room[i]
                 fits += delta
                 with_room += bool(room) - bool(view.room[i])
@@ -327,82 +307,6 @@ class Classifier:
             fits=fits >= need and locality is None,
             nodes_with_room=with_room,
         )
-
-    def _node_view(self, jc: JobClass) -> View:
-        """The outsider's view of every node for `jc`'s pod shape, counted in one pass."""
-        signature = self._signature(jc)
-        found = self._node_views.get(signature)
-        if found is None:
-            verdicts = [self._node_verdict(jc, i, None) for i in range(len(self._node_names))]
-            tallies = Tallies()
-            for v in verdicts:
-                tallies.add(v)
-            room = [self._node_room(jc, i) if v is None else 0 for i, v in enumerate(verdicts)]
-            found = self._node_views[signature] = View(verdicts, tallies, room)
-        return found
-
-    def _node_verdict(self, jc: JobClass, i: int, me: str | None) -> Verdict:
-        """Node `i` for `jc`'s pod, as JobSet `me` (None: an outsider) sees it."""
-        name = self._node_names[i]
-        node = self.ctx.nodes[name]
-        pod = jc.rjob.pod
-        rule = node_rule(self.ctx, node, pod, self.ctx.class_facts(jc))
-        if rule:
-            return Reason(rule_kind(rule), rule=rule), ()
-        health = health_kind(node)
-        if health is not None:
-            return Reason(health), ()
-        reserved = self.occupancy.reserved.get(name, _NOBODY)
-        others = reserved - {me} if me is not None else reserved
-        if others:
-            return Reason("reserved"), others
-        if self._node_room(jc, i) == 0:
-            free = node.free
-            planned = self.occupancy.requests_on(name)
-            if planned:
-                free = subtract_resources(free, planned)
-            return Reason("no-room", rule=limiting(free, set(node.used_host_ports), pod)), ()
-        return None
-
-    def _node_room(self, jc: JobClass, i: int) -> int:
-        name = self._node_names[i]
-        return capacity_after_planned(
-            self.ctx.nodes[name], jc.rjob.pod, self.occupancy.requests_on(name)
-        )
-
-    def _group_fit(self, workers: JobClass, leader: JobClass) -> GroupFit | None:
-        """None when some domain of the group's required level (any node, for a preferred one)
-        takes the leader and every worker pod beside it; else how close the best one comes.
-
-        A domain's room beside the leader is Kueue's (`group_room`), counted over what the
-        plan leaves on its nodes."""
-        me = workers.jobset.key
-        level = workers.rjob.required_topology
-        enclosing: list[DomainPath | None] = (
-            self._node_enclosing(level) if level else [()] * len(self._node_names)
-        )
-        extra = {**leader.rjob.pod.requests, PODS: Decimal(1)}
-        parts: dict[DomainPath, list[NodeRoom]] = {}
-        for i, name in enumerate(self._node_names):
-            path = enclosing[i]
-            if path is None:
-                continue
-            w = self._node_room(workers, i) if self._node_verdict(workers, i, me) is None else 0
-            beside: int | None = None
-            if self._node_verdict(leader, i, me) is None and self._node_room(leader, i):
-                planned = self.occupancy.requests_on(name)
-                with_leader = add_resources(planned, extra) if planned else extra
-                beside = capacity_after_planned(self.ctx.nodes[name], workers.rjob.pod, with_leader)
-            parts.setdefault(path, []).append((w, beside))
-        most = max((group_room(p) for p in parts.values()), default=0)
-        if most >= workers.rjob.pod_count:
-            return None
-        group = workers.rjob.podset_group or ""
-        return GroupFit(group=group, leader=leader.rjob.name, level=level, most=most)
-
-    def _node_enclosing(self, level: str) -> list[DomainPath | None]:
-        topology, nodes = self.ctx.topology, self.ctx.nodes
-        return [topology.enclosing(nodes[n], level) for n in self._node_names]
 
 
 def _relation(priority: int, theirs: int | None) -> str:
