@@ -8,11 +8,13 @@ is how a speed change shows it changed no plan (benchmarks/RESULTS-speed.md).
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import logging
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from benchmarks.worlds.scenarios import STATIC_BUILDERS, hetero
 from placer.model.options import SolveOptions
@@ -22,10 +24,11 @@ __all__ = ["main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 1:
-        sys.stderr.write("usage: python -m benchmarks.plan_digests OUT.json\n")
-        return 2
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.plan_digests", description=__doc__.split("\n\n")[1]
+    )
+    parser.add_argument("out", type=Path, metavar="OUT.json", help="where the digests go")
+    args = parser.parse_args(argv)
     logging.disable(logging.WARNING)
     options = SolveOptions(time_limit_s=30, workers=1, seed=1)
     scenarios = [build(1, 1.0) for build in STATIC_BUILDERS.values()]
@@ -46,7 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             ]
             digest = hashlib.sha256(json.dumps(outcomes, sort_keys=True).encode()).hexdigest()
             out[f"{sc.name}/{policy}"] = (plan.solver.objective, digest[:12])
-    with open(args[0], "w") as f:
+    with args.out.open("w") as f:
         json.dump(out, f, indent=1, sort_keys=True)
     sys.stdout.write(f"{len(out)} plans\n")
     return 0
