@@ -10,6 +10,12 @@ fixture installs are read from the same modules in the Go module cache, so they
 always match the binaries.
 
 The cache root is `$PLACER_UPSTREAM_CACHE`, else `~/.cache/placer/upstream`.
+
+`$PLACER_KUBERNETES=v1.37` builds kube-apiserver, kube-controller-manager and kube-scheduler from
+the module in tests/cluster/kubernetes/v1.37 instead (the next Kubernetes release; etcd, JobSet and
+Kueue stay as pinned, built against the libraries they were released with), into a cache
+directory of its own; the cluster tests then run against that release. Unset, the default
+release, the one CI runs, is the one tests/cluster/upstream pins.
 """
 
 from __future__ import annotations
@@ -27,6 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 MODULE_DIR = Path(__file__).resolve().parent / "upstream"
+KUBERNETES_DIR = Path(__file__).resolve().parent / "kubernetes"
+"""Other Kubernetes releases, one Go module each (`v1.37/`), chosen by `$PLACER_KUBERNETES`."""
+KUBERNETES = "k8s.io/kubernetes"
 
 
 @dataclass(frozen=True)
@@ -52,17 +61,45 @@ PROGRAMS = (
 )
 
 
-def module_versions() -> dict[str, str]:
-    """The version go.mod pins for each upstream module (what the cache is keyed by)."""
+def kubernetes_module() -> Path:
+    """The module the three Kubernetes programs are built from: `$PLACER_KUBERNETES`'s, else the
+    one that pins every upstream program."""
+    chosen = os.environ.get("PLACER_KUBERNETES", "")
+    if not chosen:
+        return MODULE_DIR
+    known = sorted(p.name for p in KUBERNETES_DIR.iterdir() if (p / "go.mod").is_file())
+    if chosen not in known:
+        raise SystemExit(
+            f"PLACER_KUBERNETES={chosen}: no module tests/cluster/kubernetes/{chosen}/go.mod "
+            f"(known: {', '.join(known)}; unset for the default release)"
+        )
+    return KUBERNETES_DIR / chosen
+
+
+def module_dir(program: Program) -> Path:
+    return kubernetes_module() if program.module == KUBERNETES else MODULE_DIR
+
+
+def _pinned(directory: Path, wanted: set[str]) -> dict[str, str]:
     versions: dict[str, str] = {}
-    wanted = {program.module for program in PROGRAMS}
-    for line in (MODULE_DIR / "go.mod").read_text().splitlines():
+    for line in (directory / "go.mod").read_text().splitlines():
         words = line.split()
+        if words[:1] == ["require"]:  # the one-line form, `require MODULE VERSION`
+            words = words[1:]
         if len(words) >= 2 and words[0] in wanted and words[1].startswith("v"):
             versions[words[0]] = words[1]
     missing = wanted - versions.keys()
     if missing:
-        raise SystemExit(f"tests/cluster/upstream/go.mod: no version for {sorted(missing)}")
+        where = directory.relative_to(MODULE_DIR.parent)
+        raise SystemExit(f"tests/cluster/{where}/go.mod: no version for {sorted(missing)}")
+    return versions
+
+
+def module_versions() -> dict[str, str]:
+    """The version each upstream program's module pins (what the cache is keyed by)."""
+    versions = _pinned(MODULE_DIR, {program.module for program in PROGRAMS})
+    if kubernetes_module() != MODULE_DIR:
+        versions.update(_pinned(kubernetes_module(), {KUBERNETES}))
     return versions
 
 
@@ -79,13 +116,16 @@ def cache_key() -> str:
     digest = hashlib.sha256()
     for name in ("go.mod", "go.sum", "tools.go", "etcd/main.go"):
         digest.update((MODULE_DIR / name).read_bytes())
-    digest.update(json.dumps(ldflags(versions)).encode())
+    digest.update(json.dumps(ldflags(_pinned(MODULE_DIR, {KUBERNETES}))).encode())
+    if kubernetes_module() != MODULE_DIR:
+        for name in ("go.mod", "go.sum", "tools.go"):
+            digest.update((kubernetes_module() / name).read_bytes())
     return f"{readable}-{digest.hexdigest()[:12]}"
 
 
 def ldflags(versions: dict[str, str]) -> str:
     """Version stamps, as Kubernetes' own build sets them, so /version reports the release."""
-    kubernetes = versions["k8s.io/kubernetes"]
+    kubernetes = versions[KUBERNETES]
     major, minor = kubernetes.lstrip("v").split(".")[:2]
     stamps = []
     for package in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
@@ -124,17 +164,21 @@ def build(directory: Path, programs: list[Program]) -> float:
             "tests/cluster/build.py: no 'go' on PATH (Go 1.26 builds the control plane)"
         )
     directory.mkdir(parents=True, exist_ok=True)
-    flags = ldflags(module_versions())
     environment = dict(os.environ, CGO_ENABLED="0", GOFLAGS="-mod=mod -buildvcs=false")
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(dir=directory.parent, prefix=".building-") as scratch:
-        command = [go, "build", "-trimpath", f"-ldflags={flags}", "-o", scratch]
-        command += [program.package for program in programs]
-        print(f"building {', '.join(p.name for p in programs)} ...", file=sys.stderr, flush=True)
-        subprocess.run(command, cwd=MODULE_DIR, env=environment, check=True)
-        for program in programs:
-            built = Path(scratch) / Path(program.package).name
-            os.replace(built, directory / program.name)
+    for module in sorted({module_dir(program) for program in programs}):
+        group = [program for program in programs if module_dir(program) == module]
+        # each module's binaries stamped with the Kubernetes release its own go.mod pins
+        flags = ldflags(_pinned(module, {KUBERNETES}))
+        with tempfile.TemporaryDirectory(dir=directory.parent, prefix=".building-") as scratch:
+            command = [go, "build", "-trimpath", f"-ldflags={flags}", "-o", scratch]
+            command += [program.package for program in group]
+            names = ", ".join(p.name for p in group)
+            print(f"building {names} ...", file=sys.stderr, flush=True)
+            subprocess.run(command, cwd=module, env=environment, check=True)
+            for program in group:
+                built = Path(scratch) / Path(program.package).name
+                os.replace(built, directory / program.name)
     return time.monotonic() - started
 
 
