@@ -29,7 +29,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("out", type=Path, metavar="OUT.json", help="where the digests go")
     args = parser.parse_args(argv)
-    logging.disable(logging.WARNING)
+    previous = logging.root.manager.disable
+    logging.disable(logging.WARNING)  # the solvers' warnings on these scenarios, not wanted here
+    try:
+        out = _digests()
+    finally:
+        logging.disable(previous)  # a caller (a test) keeps its own logging
+    with args.out.open("w") as f:
+        json.dump(out, f, indent=1, sort_keys=True)
+    sys.stdout.write(f"{len(out)} plans\n")
+    return 0
+
+
+def _digests() -> dict[str, tuple[float | None, str]]:
+    """scenario/solver -> (objective, the plan's digest)."""
     options = SolveOptions(time_limit_s=30, workers=1, seed=1)
     scenarios = [build(1, 1.0) for build in STATIC_BUILDERS.values()]
     scenarios += [hetero(seed, 1.0) for seed in (1, 2, 3)]
@@ -49,10 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             ]
             digest = hashlib.sha256(json.dumps(outcomes, sort_keys=True).encode()).hexdigest()
             out[f"{sc.name}/{policy}"] = (plan.solver.objective, digest[:12])
-    with args.out.open("w") as f:
-        json.dump(out, f, indent=1, sort_keys=True)
-    sys.stdout.write(f"{len(out)} plans\n")
-    return 0
+    return out
 
 
 if __name__ == "__main__":
