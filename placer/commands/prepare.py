@@ -13,7 +13,6 @@ import sys
 import yaml
 
 from placer.commands.argtypes import label_key
-from placer.controller.decide.prepare import prepare_jobset
 from placer.model.errors import InputError
 
 __all__ = ["register", "run"]
@@ -49,6 +48,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    # the controller package loads the time-aware pass (networkx): not for every command's start
+    from placer.controller.decide.prepare import prepare_jobset
     from placer.model.jobset.parse import validate_jobset
     from placer.model.read.manifests import read_documents
 

@@ -8,6 +8,7 @@ expected start.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -20,6 +21,7 @@ __all__ = [
     "PodPlacement",
     "PreemptedJobSet",
     "SolverReport",
+    "eviction_text",
     "relative_gap",
 ]
 
@@ -116,6 +118,14 @@ class PreemptedJobSet(BaseModel):
             f"{self.cost_chip_hours:.1f} chip-hours: {self.lost_chip_hours:.1f} of work lost, "
             f"{self.restart_chip_hours:.1f} to restart"
         )
+
+
+def eviction_text(victims: Sequence[PreemptedJobSet]) -> str:
+    """`evicting a/x (priority 100, 16 accelerators; 6.7 chip-hours: ...) and b/y (...)`: how
+    `placer explain` words an eviction, in its remedies and in its verdict alike. Here, beside
+    `cost_text`, so the renderer needs nothing of the solver (whose explain package loads CP-SAT
+    when imported)."""
+    return "evicting " + " and ".join(f"{v.key} ({v.cost_text})" for v in victims)
 
 
 class SolverReport(BaseModel):

@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
 from placer.model.workload import JobSetRequest
 from placer.render.explain import format_rows
 from placer.render.table import render_table
-from placer.solver.capacity.result import CapacityReport, CheapestReport
 from placer.solver.reasons.wording import stranded_text
+
+if TYPE_CHECKING:  # importing the capacity package loads CP-SAT: every CLI command would pay it
+    from placer.solver.capacity.result import CapacityReport, CheapestReport
 
 __all__ = ["render_capacity", "render_cheapest", "render_report_json"]
 

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from placer.model.durations import format_go_duration
-from placer.model.plan import JobPlacement, PreemptedJobSet
+from placer.model.plan import JobPlacement, PreemptedJobSet, eviction_text
 from placer.render.table import compact_list, fit_lines, solver_line
-from placer.solver.explain import eviction_text
-from placer.solver.explain.result import Explanation, ReplicatedJobDiagnosis
+
+if TYPE_CHECKING:  # importing the explain package loads CP-SAT: every CLI command would pay it
+    from placer.solver.explain.result import Explanation, ReplicatedJobDiagnosis
 
 __all__ = ["format_rows", "group_reasons", "render_explanation", "render_explanation_json"]
 

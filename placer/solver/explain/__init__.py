@@ -8,7 +8,6 @@ document, with `diagnosis_document` turning the classifier's data into it).
 
 from __future__ import annotations
 
-from placer.solver.explain.evict import eviction_text
 from placer.solver.explain.explain import ExplainSettings, explain_jobset, find_key, find_target
 from placer.solver.explain.result import (
     Conflict,
@@ -29,7 +28,6 @@ __all__ = [
     "ReplicatedJobDiagnosis",
     "Requirement",
     "diagnosis_document",
-    "eviction_text",
     "explain_jobset",
     "find_key",
     "find_target",

@@ -10,20 +10,13 @@ now". One re-plan each, counted against the remedy search's budget.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from placer.model.plan import JobSetOutcome, Plan, PreemptedJobSet
+from placer.model.plan import JobSetOutcome, Plan, eviction_text
 from placer.model.preemption import PreemptionMode, PreemptionPolicy
 from placer.solver.explain.replanner import Replanner
 from placer.solver.explain.result import Remedy
 from placer.solver.registry import get_solver
 
-__all__ = ["eviction_remedy", "eviction_text", "move_remedy"]
-
-
-def eviction_text(victims: Sequence[PreemptedJobSet]) -> str:
-    """`evicting a/x (priority 100, 16 accelerators; 6.7 chip-hours: ...) and b/y (...)`."""
-    return "evicting " + " and ".join(f"{v.key} ({v.cost_text})" for v in victims)
+__all__ = ["eviction_remedy", "move_remedy"]
 
 
 def _replan(rp: Replanner, key: str, mode: PreemptionMode) -> tuple[Plan, JobSetOutcome] | None:
