@@ -6,7 +6,9 @@ real run time, and how many JobSets that arrived after them started first. Round
 issue 21 (benchmarks/RESULTS-backfill.md) answered it with scripts kept nowhere; this runs the
 same simulation as one `benchmarks.backfill` cell (the same world, arrivals, announced run
 times and search settings, so its waits are that cell's) and prints, for the last policy named,
-its `--top` longest waits beside each other policy's wait for the same JobSet.
+its `--top` longest waits beside each other policy's wait for the same JobSet. Above them, each
+priority's mean, p95 and longest wait per policy: the p95 and max of a cell can improve while
+the highest priority waits longer, which "priority tiers first" does not allow for.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from benchmarks.worlds.queues import JobSetSpec
 from benchmarks.worlds.simworld import HOUR, SimConfig, build_world
 from placer.model.options import SolveOptions, TimePolicy
 
-__all__ = ["Wait", "longest_waits", "main"]
+__all__ = ["TierWaits", "Wait", "longest_waits", "main", "tier_waits"]
 
 
 @dataclass(frozen=True)
@@ -70,12 +72,48 @@ def longest_waits(
     ]
 
 
+@dataclass(frozen=True)
+class TierWaits:
+    """One priority's waits under each policy, in policy order."""
+
+    priority: int
+    count: int
+    mean_s: tuple[float, ...]
+    p95_s: tuple[float, ...]
+    max_s: tuple[float, ...]
+
+
+def tier_waits(queue: Sequence[JobSetSpec], results: Sequence[SimResult]) -> list[TierWaits]:
+    """Per priority of the queue, highest first: its JobSets' mean, p95 and longest wait under
+    each policy (each result's delays in `queue` order)."""
+    found: list[TierWaits] = []
+    for priority in sorted({js.priority for js in queue}, reverse=True):
+        at = [i for i, js in enumerate(queue) if js.priority == priority]
+        waits = [[r.delays_s[i] for i in at] for r in results]
+        found.append(
+            TierWaits(
+                priority=priority,
+                count=len(at),
+                mean_s=tuple(sum(w) / len(w) for w in waits),
+                p95_s=tuple(percentile(w, 95) for w in waits),
+                max_s=tuple(max(w) for w in waits),
+            )
+        )
+    return found
+
+
 def _hours(seconds: float | None) -> str:
     return "none" if seconds is None else f"{seconds / HOUR:.2f}"
 
 
-def render(waits: Sequence[Wait], results: Sequence[SimResult], command: str) -> list[str]:
-    """The report: each policy's p95 and max, then the longest waits of the last policy."""
+def render(
+    waits: Sequence[Wait],
+    results: Sequence[SimResult],
+    command: str,
+    tiers: Sequence[TierWaits] = (),
+) -> list[str]:
+    """The report: each policy's p95 and max, the waits per priority, then the longest waits of
+    the last policy."""
     names = [r.policy for r in results]
     lines = [f"Command: `{command}`", ""]
     for r in results:
@@ -83,6 +121,14 @@ def render(waits: Sequence[Wait], results: Sequence[SimResult], command: str) ->
             f"- {r.policy}: p95 {percentile(r.delays_s, 95) / HOUR:.2f} h, "
             f"max {max(r.delays_s, default=0.0) / HOUR:.2f} h"
         )
+    if tiers:
+        per = " / ".join(names)
+        head = ["priority", "JobSets", f"mean h ({per})", f"p95 h ({per})", f"max h ({per})"]
+        lines += ["", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for t in tiers:
+            cells = [str(t.priority), str(t.count)]
+            cells += [" / ".join(_hours(v) for v in vs) for vs in (t.mean_s, t.p95_s, t.max_s)]
+            lines.append("| " + " | ".join(cells) + " |")
     head = ["JobSet", "arrives h", "shape", "priority", "runs h", "announces h"]
     head += [f"waits h ({n})" for n in names] + [f"overtaken ({names[-1]})"]
     lines += ["", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -138,7 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = simulate(world, args.policies, options, cfg, estimates=announced)
     command = "python -m benchmarks.who_waits " + " ".join(sys.argv[1:] if argv is None else argv)
     waits = longest_waits(world.queue, announced, results, args.top)
-    print("\n".join(render(waits, results, command)))
+    print("\n".join(render(waits, results, command, tier_waits(world.queue, results))))
     return 0
 
 

@@ -1,9 +1,12 @@
-"""`benchmarks.who_waits`: the longest waits of a policy, who overtook them, and the report."""
+"""`benchmarks.who_waits`: the longest waits of a policy, who overtook them, the waits per
+priority, and the report."""
 
 from __future__ import annotations
 
+import pytest
+
 from benchmarks.simulate.results import SimResult
-from benchmarks.who_waits import longest_waits, render, shape
+from benchmarks.who_waits import longest_waits, render, shape, tier_waits
 from benchmarks.worlds.queues import ChildShape, JobSetSpec, RJobSpec
 from benchmarks.worlds.simworld import HOUR
 
@@ -17,12 +20,12 @@ RACK = ChildShape(
 )
 
 
-def _spec(name: str, arrival_h: float, replicas: int = 2) -> JobSetSpec:
+def _spec(name: str, arrival_h: float, replicas: int = 2, priority: int = 1000) -> JobSetSpec:
     return JobSetSpec(
         namespace="sim",
         name=name,
         priority_class="batch",
-        priority=1000,
+        priority=priority,
         arrival_s=arrival_h * HOUR,
         duration_s=12 * HOUR,
         rjobs=(RJobSpec(name="w", shape=RACK, replicas=replicas),),
@@ -82,3 +85,19 @@ def test_the_report_gives_each_policy_and_a_row_per_wait() -> None:
         "| a | 0.00 | 2x gb200 16h | 1000 | 12.00 | 30.00 | 5.00 | 10.00 | 2 |",
     ]
     assert shape(QUEUE[1]) == "4x gb200 16h"
+
+
+def test_waits_per_priority_highest_first_per_policy() -> None:
+    """The top priority (a, c) waits longer under the second policy though the queue's longest
+    wait (b's) is shorter: the report shows both."""
+    queue = [_spec("a", 0, priority=10), _spec("b", 1), _spec("c", 2, priority=10)]
+    results = [_result("easy-aging", [1, 30, 3]), _result("cpsat-schedule", [5, 20, 9])]
+    tiers = tier_waits(queue, results)
+    assert [(t.priority, t.count) for t in tiers] == [(1000, 1), (10, 2)]
+    assert tiers[0].mean_s == (30 * HOUR, 20 * HOUR)
+    assert tiers[1].mean_s == (2 * HOUR, 7 * HOUR)
+    assert tiers[1].max_s == (3 * HOUR, 9 * HOUR)
+    # p95 of two waits, interpolated: 1 + 0.95 x (3 - 1) h and 5 + 0.95 x (9 - 5) h
+    assert tiers[1].p95_s == pytest.approx((2.9 * HOUR, 8.8 * HOUR))
+    lines = render([], results, "cmd", tiers)
+    assert "| 10 | 2 | 2.00 / 7.00 | 2.90 / 8.80 | 3.00 / 9.00 |" in lines
