@@ -19,12 +19,8 @@ from placer.model.plan import JobPlacement
 from placer.model.topology import HOSTNAME
 from placer.solver.context import MISSING_LABEL, JobClass, PlacementContext
 from placer.solver.greedy.group_room import group_room
-from placer.solver.greedy.tas_search import (
-    GroupAssignment,
-    TasRequest,
-    find_assignment,
-    find_group_assignment,
-)
+from placer.solver.greedy.tas_request import TasRequest
+from placer.solver.greedy.tas_search import GroupAssignment, find_assignment, find_group_assignment
 from placer.solver.greedy.tas_tree import TasTree
 from placer.solver.ledger import PlacementLedger
 

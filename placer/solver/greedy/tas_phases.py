@@ -1,8 +1,8 @@
 """One run of Kueue's TAS BestFit: the counts per domain and the phases over them.
 
-Why apart from `tas_search`: that module is the search's face (what a PodSet asks, `TasRequest`;
-what a group gets, `GroupAssignment`; the two calls, `find_assignment` and
-`find_group_assignment`) with the overview of the algorithm in its docstring; this one is the
+Why apart from `tas_search`: that module is the search's face (what a group gets,
+`GroupAssignment`; the two calls, `find_assignment` and `find_group_assignment`) with the
+overview of the algorithm in its docstring, and what a PodSet asks is `tas_request`; this one is the
 algorithm's working state, phase by phase (fill, level, descend, assign), one `SearchRun` per
 call. Only those two calls construct it. The tree it runs over is `tas_tree.TasTree` (read-only,
 shared by every run of a solve); the podset-group room rule is `group_room`. Facts read in Kueue's
@@ -12,13 +12,10 @@ shared by every run of a solve); the podset-group room rule is `group_room`. Fac
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
 
 from placer.solver.greedy.group_room import NodeRoom, group_room
+from placer.solver.greedy.tas_request import TasRequest
 from placer.solver.greedy.tas_tree import TasTree, TreeDomain
-
-if TYPE_CHECKING:  # tas_search imports this module; here the request is only a type
-    from placer.solver.greedy.tas_search import TasRequest
 
 __all__ = ["SearchRun"]
 

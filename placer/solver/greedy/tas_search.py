@@ -25,8 +25,9 @@ domain's pods less the cheapest leader node's cost); level puts domains that fit
 and counts them beside it; descend hands the leader to the first domain that can take it at a cost
 the others cover, then best-fits the rest as before.
 
-The tree it searches is `tas_tree.TasTree`; one run of the phases above, with its counts per
-domain, is `tas_phases.SearchRun`, which only the two calls here construct.
+The tree it searches is `tas_tree.TasTree`; what a PodSet asks is `tas_request.TasRequest`; one
+run of the phases above, with its counts per domain, is `tas_phases.SearchRun`, which only the
+two calls here construct.
 """
 
 from __future__ import annotations
@@ -34,41 +35,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from placer.model.workload import ReplicatedJobRequest
 from placer.solver.greedy.tas_phases import SearchRun
+from placer.solver.greedy.tas_request import TasRequest
 from placer.solver.greedy.tas_tree import TasTree
 
-__all__ = [
-    "GroupAssignment",
-    "TasRequest",
-    "find_assignment",
-    "find_group_assignment",
-]
-
-
-@dataclass(frozen=True)
-class TasRequest:
-    """Kueue's topology request of one PodSet (a whole replicated job of a JobSet)."""
-
-    count: int
-    level: str | None
-    """Required or preferred level; None for unconstrained or slice-only requests."""
-    required: bool = False
-    unconstrained: bool = False
-    slice_level: str | None = None
-    slice_size: int = 1
-
-    @classmethod
-    def of(cls, rjob: ReplicatedJobRequest) -> TasRequest:
-        return cls(
-            count=rjob.pod_count,
-            level=rjob.required_topology or rjob.preferred_topology,
-            required=rjob.required_topology is not None,
-            unconstrained=rjob.unconstrained
-            or not (rjob.required_topology or rjob.preferred_topology),
-            slice_level=rjob.slice_topology,
-            slice_size=rjob.slice_size or 1,
-        )
+__all__ = ["GroupAssignment", "find_assignment", "find_group_assignment"]
 
 
 def find_assignment(
