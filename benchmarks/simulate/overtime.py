@@ -51,6 +51,7 @@ from placer.model.options import (
 )
 from placer.model.plan import Plan
 from placer.model.preemption import PreemptionFacts, PreemptionPolicy
+from placer.solver.time.schedule import HintChanges
 from placer.solver.time.timeaware import reservations_of
 
 __all__ = ["simulate"]
@@ -97,6 +98,7 @@ class _Sim:
         self.util: list[tuple[float, float, float]] = [(0.0, 0.0, 0.0)]
         self.rounds = 0
         self.walls: list[float] = []
+        self.hint_changes: list[HintChanges] = []
         self.checked = 0
         self.kept: tuple[DomainReservation, ...] = ()
         """The last round's reservations, handed to the next as the controller's ledger hands
@@ -183,6 +185,7 @@ class _Sim:
             window_s=window,
             rounds=self.rounds,
             round_wall_s=self.walls,
+            hint_changes=self.hint_changes,
             checked_plans=self.checked,
             priorities=[j.spec.priority for j in self.jobs.values()],
             preemptions=[j.preempted for j in self.jobs.values()],
@@ -274,6 +277,7 @@ class _Sim:
             self.kept, self.kept_at = reservations_of(plan, requests, options.time), t
         self.rounds += 1
         self.walls.append(plan.solver.wall_seconds)
+        self.hint_changes += [c for n in plan.solver.notes if (c := HintChanges.parse(n))]
         if checked(plan, snapshot, requests, options, where=f"sim {self.world.name} t={t}"):
             self.checked += 1
         for p in plan.preempted:

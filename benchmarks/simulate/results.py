@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchmarks.reporting.stats import percentile
+from placer.solver.time.schedule import HintChanges
 
 __all__ = ["SimResult", "time_average"]
 
@@ -45,6 +46,9 @@ class SimResult:
     """Accelerator-hours of work preempted JobSets lost (since their last checkpoint)."""
     busy_chip_hours: float = 0.0
     """Accelerator-hours of all runs (done, lost and cut off at the end)."""
+    hint_changes: list[HintChanges] = field(default_factory=list)
+    """Per round the CP-SAT schedule searched, what it changed of its greedy hint (from the
+    plan's note): how often the solver, not the greedy pass, decided a round."""
 
     def summary(self) -> dict[str, Any]:
         d = sorted(self.delays_s)

@@ -9,6 +9,7 @@ from benchmarks.simulate.results import SimResult
 from benchmarks.who_waits import longest_waits, render, shape, tier_waits
 from benchmarks.worlds.queues import ChildShape, JobSetSpec, RJobSpec
 from benchmarks.worlds.simworld import HOUR
+from placer.solver.time.schedule import HintChanges
 
 RACK = ChildShape(
     label="gb200 16h",
@@ -101,3 +102,19 @@ def test_waits_per_priority_highest_first_per_policy() -> None:
     assert tiers[1].p95_s == pytest.approx((2.9 * HOUR, 8.8 * HOUR))
     lines = render([], results, "cmd", tiers)
     assert "| 10 | 2 | 2.00 / 7.00 | 2.90 / 8.80 | 3.00 / 9.00 |" in lines
+
+
+def test_the_report_says_how_often_the_search_left_its_hint() -> None:
+    """Three searched rounds: one kept the hint, two moved starts, one of them who starts now."""
+    result = _result("cpsat-schedule", [1, 2, 3, 4])
+    result.hint_changes = [
+        HintChanges(moved=0, of=5, now=0),
+        HintChanges(moved=2, of=5, now=0),
+        HintChanges(moved=3, of=6, now=1),
+    ]
+    lines = render([], [_result("easy-aging", [1, 2, 3, 4]), result], "cmd")
+    said = [line for line in lines if "greedy hint" in line]
+    assert said == [
+        "- cpsat-schedule's search moved starts from its greedy hint in 2 of 3 rounds, and "
+        "changed who starts now in 1"
+    ]

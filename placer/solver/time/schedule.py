@@ -39,6 +39,7 @@ that runs out of free domains in the materialization, which the model rules out.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -64,7 +65,7 @@ from placer.solver.time.schedule_problem import (
 )
 from placer.solver.time.starving import starving
 
-__all__ = ["ScheduleOutcome", "ScheduleRequest", "schedule"]
+__all__ = ["HintChanges", "ScheduleOutcome", "ScheduleRequest", "hint_changes", "schedule"]
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,43 @@ class ScheduleOutcome:
     status: str
     """The search's status (OPTIMAL, FEASIBLE), or why there is no answer."""
     note: str
+
+
+_CHANGES = re.compile(
+    r"the search moved (\d+) of (\d+) starts from the greedy hint, (\d+) into or out of now"
+)
+
+
+@dataclass(frozen=True)
+class HintChanges:
+    """What the search changed of its greedy hint in one round: how many of the `of` JobSets'
+    starts it moved, and how many of those moved into or out of now, the only starts a round
+    commits. Said in the schedule's note, so a plan, a controller's log or the over-time
+    benchmark tells a round the solver decided from one that kept the greedy pass's answer."""
+
+    moved: int
+    of: int
+    now: int
+
+    def text(self) -> str:
+        return (
+            f"the search moved {self.moved} of {self.of} starts from the greedy hint, "
+            f"{self.now} into or out of now"
+        )
+
+    @classmethod
+    def parse(cls, note: str) -> HintChanges | None:
+        """The changes a schedule note states, or None for a note that states none."""
+        found = _CHANGES.search(note)
+        return None if found is None else cls(*(int(g) for g in found.groups()))
+
+
+def hint_changes(problem: ScheduleProblem, solution: Sequence[Scheduled]) -> HintChanges:
+    """How the solution's starts differ from the hint's (`ScheduleJob.hint_start_s`)."""
+    hinted = {j.key: j.hint_start_s for j in problem.jobs}
+    moved = [s for s in solution if s.start_s != hinted[s.key]]
+    now = sum(1 for s in moved if 0 in (s.start_s, hinted[s.key]))
+    return HintChanges(moved=len(moved), of=len(solution), now=now)
 
 
 def _whole_seconds(
@@ -142,13 +180,15 @@ def schedule(request: ScheduleRequest, options: SolveOptions) -> ScheduleOutcome
     status = solver.status_name(solve_schedule(solver, model, options))
     if status not in ("OPTIMAL", "FEASIBLE"):
         return ScheduleOutcome(None, status, f"schedule: {status}, greedy")
-    placed = materialize(request, problem, extract(solver, variables))
+    solution = extract(solver, variables)
+    placed = materialize(request, problem, solution)
     if placed is None:
         return ScheduleOutcome(None, "FALLBACK", "schedule: no domains for a class, greedy")
     note = (
         f"schedule: {status}, {len(problem.jobs)} JobSets over {len(problem.classes)} classes, "
         + (f"{len(problem.shared)} overlap rules, " if problem.shared else "")
-        + f"objective {solver.objective_value:.0f}, bound {solver.best_objective_bound:.0f}"
+        + f"objective {solver.objective_value:.0f}, bound {solver.best_objective_bound:.0f}, "
+        + hint_changes(problem, solution).text()
         + (f", model written to {written}" if written else "")
     )
     return ScheduleOutcome(_complete(request, hinted, placed), status, note)

@@ -20,7 +20,7 @@ from placer.model.workload import JobSetRequest
 from placer.solver.check.checker import check
 from placer.solver.registry import get_solver
 from placer.solver.time.release import ReleaseTimeline
-from placer.solver.time.schedule import hint
+from placer.solver.time.schedule import HintChanges, hint
 from placer.solver.time.schedule_model import build_schedule, extract
 from placer.solver.time.schedule_problem import (
     ScheduleProblem,
@@ -111,7 +111,22 @@ def test_holding_a_narrow_jobset_back_lets_two_wide_ones_start_sooner() -> None:
     assert sorted([_start(starts, "wide-1"), _start(starts, "wide-2")]) == [1 * H, 2 * H]
     assert starts["narrow"] == 3 * H
     assert joint.outcome("team-a/narrow").status == "unschedulable"
-    assert any(n.startswith("schedule: OPTIMAL") for n in joint.solver.notes)
+    note = next(n for n in joint.solver.notes if n.startswith("schedule: OPTIMAL"))
+    # all three starts left the greedy hint's; the narrow one's out of now
+    assert HintChanges.parse(note) == HintChanges(moved=3, of=3, now=1)
+
+
+def test_a_schedule_that_keeps_the_hint_says_it_moved_nothing() -> None:
+    """One JobSet, free pools: the greedy hint starts it now, and so does the search."""
+    plan = _plan(_fleet({}, free=2), [_timed(jobset("only", rjob(replicas=2)), 1, 5)], "cpsat")
+    note = next(n for n in plan.solver.notes if n.startswith("schedule:"))
+    assert HintChanges.parse(note) == HintChanges(moved=0, of=1, now=0)
+
+
+def test_hint_changes_read_back_from_their_text() -> None:
+    changes = HintChanges(moved=12, of=30, now=2)
+    assert HintChanges.parse(f"schedule: FEASIBLE, objective 5, {changes.text()}") == changes
+    assert HintChanges.parse("schedule: nothing waits") is None
 
 
 def test_a_narrow_jobset_that_ends_before_the_reservation_is_backfilled() -> None:
