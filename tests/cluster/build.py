@@ -14,8 +14,9 @@ The cache root is `$PLACER_UPSTREAM_CACHE`, else `~/.cache/placer/upstream`.
 `$PLACER_KUBERNETES=v1.37` builds kube-apiserver, kube-controller-manager and kube-scheduler from
 the module in tests/cluster/kubernetes/v1.37 instead (the next Kubernetes release; etcd, JobSet and
 Kueue stay as pinned, built against the libraries they were released with), into a cache
-directory of its own; the cluster tests then run against that release. Unset, the default
-release, the one CI runs, is the one tests/cluster/upstream pins.
+directory of its own; the cluster tests then run against that release. `v1.38` is the beta of
+the release after it, whose go line asks for Go 1.27 (fetched from the module proxy as a
+toolchain). Unset, the default release, the one CI runs, is the one tests/cluster/upstream pins.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ from pathlib import Path
 
 MODULE_DIR = Path(__file__).resolve().parent / "upstream"
 KUBERNETES_DIR = Path(__file__).resolve().parent / "kubernetes"
-"""Other Kubernetes releases, one Go module each (`v1.37/`), chosen by `$PLACER_KUBERNETES`."""
+"""Other Kubernetes releases, one Go module each (`v1.37/`, `v1.38/`), chosen by
+`$PLACER_KUBERNETES`."""
 KUBERNETES = "k8s.io/kubernetes"
 
 
@@ -165,6 +167,10 @@ def build(directory: Path, programs: list[Program]) -> float:
         )
     directory.mkdir(parents=True, exist_ok=True)
     environment = dict(os.environ, CGO_ENABLED="0", GOFLAGS="-mod=mod -buildvcs=false")
+    # A module whose go line asks for a newer Go than the installed one (v1.38 needs Go 1.27)
+    # has the go command fetch that toolchain from the module proxy; the default module asks
+    # for the installed Go, which then builds as before. A GOTOOLCHAIN the user set wins.
+    environment.setdefault("GOTOOLCHAIN", "auto")
     started = time.monotonic()
     for module in sorted({module_dir(program) for program in programs}):
         group = [program for program in programs if module_dir(program) == module]
