@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from benchmarks.preemption_speed import measure
+import pytest
+
+from benchmarks.preemption_speed import main, measure
 
 
 def test_both_modes_run_and_preemption_never_admits_less_in_a_higher_tier() -> None:
@@ -13,3 +15,20 @@ def test_both_modes_run_and_preemption_never_admits_less_in_a_higher_tier() -> N
     assert [preempting["admitted_per_tier"][t] for t in tiers] >= [
         base["admitted_per_tier"][t] for t in tiers
     ]
+
+
+def test_repeat_plans_each_mode_in_turn() -> None:
+    rows = measure(300, 30, seed=1, workers=1, repeat=2)
+    assert [(r["run"], r["mode"]) for r in rows] == [
+        (1, "none"),
+        (1, "lower-priority"),
+        (2, "none"),
+        (2, "lower-priority"),
+    ]
+
+
+def test_repeat_below_one_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--nodes", "300", "--pending", "30", "--repeat", "0"])
+    assert exited.value.code == 2
+    assert "--repeat must be at least 1" in capsys.readouterr().err
