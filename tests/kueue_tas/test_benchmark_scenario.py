@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from benchmarks.kueue_tas import racks_floor, spans
+import pytest
+
+from benchmarks.kueue_tas import SOLVERS, main, racks_floor, spans
 from benchmarks.worlds.kueue_shared import kueue_shared
 from benchmarks.worlds.records import BLOCK, SUBBLOCK
 from placer.model.options import SolveOptions
@@ -59,3 +61,9 @@ def test_the_racks_floor_is_never_above_what_a_plan_spans() -> None:
         assert floor <= spans(plan, snapshot)[0] + 1e-9
         if solver == "best-fit":
             assert floor < spans(plan, snapshot)[0]
+
+
+def test_the_benchmark_prints_a_row_per_seed_and_solver(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--seeds", "0", "--size", "0.1", "--time-limit", "2", "--workers", "1"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| 0 |")]
+    assert [row.split("|")[2].strip() for row in rows] == list(SOLVERS)
