@@ -6,8 +6,8 @@ held by running JobSets of the trace's priorities), it plans the same queue twic
 process, in this order: `--preemption none` (the baseline) and `--preemption lower-priority`,
 with the CP-SAT planner at its default time limit. Per run it records the wall time of `solve`
 (the whole planner: finding victims, aggregation, greedy, model, solve, materialize, check), the
-phases, the status, accelerator units admitted per priority tier, and the victims (count,
-chip-hours).
+phases, each CP-SAT search of the solve phase (stage, status, wall seconds), the status,
+accelerator units admitted per priority tier, and the victims (count, chip-hours).
 
 The solver is resolved once before the first timed plan: resolving it imports OR-Tools (0.43-0.45
 s on round 36's Intel Xeon, with the scenario's modules already imported), a cost a running
@@ -24,8 +24,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -41,6 +44,36 @@ __all__ = ["main", "measure"]
 
 NOW = datetime(2026, 12, 1, 12, tzinfo=UTC)
 MODES: tuple[PreemptionMode, ...] = ("none", "lower-priority")
+STAGE_LOG = "placer.solver.cpsat"
+"""The CP-SAT planner's loggers: each search (`StageRunner.run`) logs a debug record naming the
+stage, its status and its wall seconds: where a decision's solve phase goes."""
+
+
+class _Stages(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.found: list[tuple[str, str, float]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        args = record.args
+        if not (isinstance(record.msg, str) and record.msg.startswith("stage ")):
+            return
+        if isinstance(args, tuple) and len(args) == 5 and isinstance(args[4], float):
+            self.found.append((str(args[0]), str(args[1]), round(args[4], 3)))
+
+
+@contextmanager
+def _stages() -> Iterator[_Stages]:
+    """Each CP-SAT search of the plan made inside, as (stage, status, wall seconds)."""
+    logger = logging.getLogger(STAGE_LOG)
+    handler, level = _Stages(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    try:
+        yield handler
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 def _per_tier(plan: Plan) -> dict[int, int]:
@@ -68,9 +101,10 @@ def measure(
             time=TimePolicy(now=NOW),
             preemption=PreemptionPolicy(mode=mode),
         )
-        started = time.perf_counter()
-        plan = solver.solve(snapshot, jobsets, options)
-        wall = time.perf_counter() - started
+        with _stages() as stages:
+            started = time.perf_counter()
+            plan = solver.solve(snapshot, jobsets, options)
+            wall = time.perf_counter() - started
         rows.append(
             {
                 "nodes": len(snapshot.nodes),
@@ -82,6 +116,7 @@ def measure(
                 "wall_s": round(wall, 3),
                 "status": plan.solver.status,
                 "phases": {k: round(v, 3) for k, v in plan.solver.phases.items()},
+                "stages": stages.found,
                 "admitted_per_tier": _per_tier(plan),
                 "victims": len(plan.preempted),
                 "victim_chip_hours": round(sum(p.cost_chip_hours for p in plan.preempted), 1),

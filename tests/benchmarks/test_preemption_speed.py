@@ -32,3 +32,15 @@ def test_repeat_below_one_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -
         main(["--nodes", "300", "--pending", "30", "--repeat", "0"])
     assert exited.value.code == 2
     assert "--repeat must be at least 1" in capsys.readouterr().err
+
+
+def test_each_row_lists_the_cpsat_searches_of_its_plan() -> None:
+    base, preempting = measure(300, 30, seed=1, workers=1, held=0.5)
+    for row in (base, preempting):
+        names = [name for name, _, _ in row["stages"]]
+        assert names[0].startswith("tier ")
+        assert "queue order" in names
+        assert all(seconds >= 0 for _, _, seconds in row["stages"])
+    assert "eviction cost" not in [name for name, _, _ in base["stages"]]
+    assert preempting["victims"] > 0  # half the pools held: this fleet has victims to choose
+    assert "eviction cost" in [name for name, _, _ in preempting["stages"]]
