@@ -10,7 +10,7 @@ the phases). The folders say which side of that line a module is on:
   `MemoryCluster` (in memory, for tests and simulations), the watch cache, ledger commits, the
   write executor with its retry policy, leader election.
 - here: the cycle (`reconcile.Controller`), when cycles run (`loop`), what one cycle leaves the
-  next (`memory`), its settings (`config`), report, metrics and logs, and the
+  next (`memory`), its settings (`config`), its clocks (`clocks`), report, metrics and logs, and the
   `adapter.ClusterAdapter` seam both sides meet at.
 """
 

@@ -38,23 +38,22 @@ handing the next a frozen value, timed into `CycleReport.phases` (the names in b
 When cycles run (the watch loop, `--once`, an elected leader's work) is loop.py's business;
 `run`, `run_once` and `run_leading` here hand over to it. The settings are config.py's
 `ControllerConfig`, the report report.py's `CycleReport`, what one cycle leaves the next
-memory.py's `CycleMemory`.
+memory.py's `CycleMemory`, how it reads time clocks.py's `Clocks`.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 
 from placer.controller import loop
 from placer.controller.act.cache import ClusterCache, Stream
 from placer.controller.act.commit import commit, confirm_gone
 from placer.controller.act.executor import ExecReport, RetryPolicy, execute
 from placer.controller.adapter import ClusterAdapter
+from placer.controller.clocks import Clocks, rfc3339_now
 from placer.controller.config import ControllerConfig
 from placer.controller.decide.kueue.eta import estimate_behind
 from placer.controller.decide.ledger import LEDGER_LABEL, Fence
@@ -85,11 +84,6 @@ MAX_ROUNDS = 4
 """Plan-and-commit rounds per cycle when other writers keep committing first."""
 
 
-def _rfc3339_now() -> str:
-    """The wall time stamped on writes and events (RFC 3339, seconds, UTC)."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 @dataclass(frozen=True)
 class _Committed:
     """The commit phase's hand-over to the write phase."""
@@ -104,18 +98,6 @@ class _Committed:
     gave_up: bool = False
     """Other writers kept committing first for `MAX_ROUNDS` rounds: nothing new is written and
     the next cycle runs at once."""
-
-
-@dataclass(frozen=True)
-class Clocks:
-    """How the controller reads time and waits; tests and simulations pass their own."""
-
-    monotonic: Callable[[], float] = time.monotonic
-    """Windows, retries and phase timing."""
-    sleep: Callable[[float], None] = time.sleep
-    """Backoff between retried API calls."""
-    wall: Callable[[], float] = time.time
-    """Epoch seconds: the planning instant of time-aware planning, and reservations' times."""
 
 
 class Controller:
@@ -265,7 +247,7 @@ class Controller:
             namespaces=self.config.namespaces,
             kueue=self.config.kueue_admission_check,
             max_preemptions_per_day=self.config.max_preemptions_per_day,
-            now=_rfc3339_now(),
+            now=rfc3339_now(),
             wall_s=wall_s,
         )
         with timer("review"):
@@ -364,7 +346,7 @@ class Controller:
         settings = WriteSettings(
             binding=self.config.binding,
             namespaces=self.config.namespaces,
-            now=_rfc3339_now(),
+            now=rfc3339_now(),
             instance=self.config.identity,
             now_s=self.wall_clock(),
             kueue_hold_s=self.config.kueue_hold_quota_s,
