@@ -12,8 +12,8 @@ accelerator units admitted per priority tier, and the victims (count, chip-hours
 The solver is resolved once before the first timed plan: resolving it imports OR-Tools (0.43-0.45
 s on round 36's Intel Xeon, with the scenario's modules already imported), a cost a running
 controller pays once at start, not per decision; until round 36 the first mode timed, the
-baseline, paid it. `--repeat N` plans each mode N times
-in turn (baseline, preempting, baseline, ...), so the spread of one machine's timing shows.
+baseline, paid it. `--repeat N` plans each mode N times in turn (baseline, preempting, baseline,
+...), so the spread of one machine's timing shows.
 
 Running JobSets in the scenario are not dated, so they are taken to have started now: an eviction
 costs its restart only (`--restart-cost`, 5 minutes of its accelerators). The load average is

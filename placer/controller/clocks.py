@@ -3,8 +3,10 @@ pass their own, and the stamp its writes carry.
 
 Three clocks, because they answer different questions: the monotonic one measures windows,
 retries and phases (it never jumps); `sleep` is the wait between retried API calls (a test
-passes one that returns at once); the wall clock dates what other readers compare with their
-own time (the planning instant of time-aware planning, reservations' times, RFC 3339 stamps).
+passes one that returns at once); the wall clock dates what the plan compares with the cluster's
+times (the planning instant of time-aware planning, reservations' times). The RFC 3339 stamp on
+writes and events (`rfc3339_now`) reads the system clock, not `Clocks.wall`: it dates the
+events and check states the controller writes, when they were written.
 """
 
 from __future__ import annotations
