@@ -4,9 +4,9 @@ pass their own, and the stamp its writes carry.
 Three clocks, because they answer different questions: the monotonic one measures windows,
 retries and phases (it never jumps); `sleep` is the wait between retried API calls (a test
 passes one that returns at once); the wall clock dates what the plan compares with the cluster's
-times (the planning instant of time-aware planning, reservations' times). The RFC 3339 stamp on
-writes and events (`rfc3339_now`) reads the system clock, not `Clocks.wall`: it dates the
-events and check states the controller writes, when they were written.
+times (the planning instant of time-aware planning, reservations' times) and the events and check
+states the controller writes (`rfc3339`), so a round has one instant: a simulation that passes
+its own wall clock sees its writes dated on it.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-__all__ = ["Clocks", "rfc3339_now"]
+__all__ = ["Clocks", "rfc3339"]
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,6 @@ class Clocks:
     """Epoch seconds: the planning instant of time-aware planning, and reservations' times."""
 
 
-def rfc3339_now() -> str:
-    """The wall time stamped on writes and events (RFC 3339, seconds, UTC)."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+def rfc3339(epoch_s: float) -> str:
+    """An instant of the wall clock as writes and events carry it (RFC 3339, seconds, UTC)."""
+    return datetime.fromtimestamp(epoch_s, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

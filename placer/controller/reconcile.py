@@ -53,7 +53,7 @@ from placer.controller.act.cache import ClusterCache, Stream
 from placer.controller.act.commit import commit, confirm_gone
 from placer.controller.act.executor import ExecReport, RetryPolicy, execute
 from placer.controller.adapter import ClusterAdapter
-from placer.controller.clocks import Clocks, rfc3339_now
+from placer.controller.clocks import Clocks, rfc3339
 from placer.controller.config import ControllerConfig
 from placer.controller.decide.kueue.eta import estimate_behind
 from placer.controller.decide.ledger import LEDGER_LABEL, Fence
@@ -247,7 +247,7 @@ class Controller:
             namespaces=self.config.namespaces,
             kueue=self.config.kueue_admission_check,
             max_preemptions_per_day=self.config.max_preemptions_per_day,
-            now=rfc3339_now(),
+            now=rfc3339(wall_s),
             wall_s=wall_s,
         )
         with timer("review"):
@@ -343,12 +343,13 @@ class Controller:
     ) -> tuple[list[Write], ExecReport | None]:
         """Phase 5: every write and event the round's outcome needs, then sent (or, with
         --dry-run, logged)."""
+        wall_s = self.wall_clock()
         settings = WriteSettings(
             binding=self.config.binding,
             namespaces=self.config.namespaces,
-            now=rfc3339_now(),
+            now=rfc3339(wall_s),
             instance=self.config.identity,
-            now_s=self.wall_clock(),
+            now_s=wall_s,
             kueue_hold_s=self.config.kueue_hold_quota_s,
         )
         with timer("write planning"):
