@@ -43,7 +43,6 @@ from placer.solver.time.evicting import plan_evicting_first
 from placer.solver.time.holding import held_reservations
 from placer.solver.time.release import ReleaseTimeline, expected_duration_s
 from placer.solver.time.reservations import Reservation, UnitId, reserve
-from placer.solver.time.schedule import ScheduleRequest, schedule
 from placer.solver.time.standing import past_max_wait, reservation_order, tiers
 from placer.solver.time.units import Units
 
@@ -238,6 +237,10 @@ def _reserve_all(
     kept, kept_starts = _kept(snapshot, units)
     found: Sequence[Reservation] | None = None
     if policy.schedule == "cpsat":
+        # imported here: the schedule is a CP-SAT model, and a greedy policy without it should
+        # not load OR-Tools (0.4 s and its memory for `placer plan --solver best-fit`)
+        from placer.solver.time.schedule import ScheduleRequest, schedule
+
         request = ScheduleRequest(
             units.layout,
             candidates,
