@@ -137,8 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "hosts / JobSet placed by both | fewest racks / JobSet at this admission | wall s |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-    # resolved before any timed plan: the first would otherwise pay OR-Tools' import (0.4 s),
-    # which resolving any solver does (the time-aware wrapper)
+    # resolved before any timed plan: cpsat's first would otherwise pay OR-Tools' import (0.4 s)
     solvers = {name: get_solver(name) for name in SOLVERS}
     for seed in args.seeds:
         scenario = kueue_shared(seed, args.size)
