@@ -49,9 +49,10 @@ from typing import Any
 from benchmarks.reporting.measure import cpu_model
 from benchmarks.simulate import cluster_sim as sim
 from placer.controller.act.memory_adapter import MemoryCluster
-from placer.controller.decide.kueue.workloads import CONTROLLER_NAME, rfc3339
+from placer.controller.decide.kueue.workloads import CONTROLLER_NAME
 from placer.controller.decide.ledger import LEDGER_NAME
 from placer.controller.reconcile import Clocks, Controller, ControllerConfig, CycleReport
+from placer.model.durations import format_rfc3339
 from placer.model.options import ReservationPolicy, ScheduleMode, SolveOptions, TimePolicy
 from placer.model.plan import Plan
 from placer.model.workload import JOBSET_NAME_LABEL
@@ -163,7 +164,7 @@ def _workload(jobset: str, replicas: int, *, reserved: bool = True) -> dict[str,
     """Kueue's Workload of a queued JobSet: quota reserved at the planning instant (unless not
     `reserved`: it waits in Kueue's queue), placer's check Pending (Kueue now waits for placer;
     Kueue adds the entry before it reserves)."""
-    at = rfc3339(INSTANT_S)
+    at = format_rfc3339(INSTANT_S)
     conditions = (
         [{"type": "QuotaReserved", "status": "True", "lastTransitionTime": at}] if reserved else []
     )
@@ -274,7 +275,7 @@ def _arrival(cluster: MemoryCluster, controller: Controller, fleet: Fleet) -> di
     names = {
         f"jobset-train-{j:04d}" for j in range(fleet.pending - fleet.kueue_later, fleet.pending)
     }
-    at = rfc3339(INSTANT_S)
+    at = format_rfc3339(INSTANT_S)
 
     def reserve(obj: dict[str, Any]) -> None:
         obj["status"]["conditions"] = [

@@ -53,7 +53,7 @@ from placer.controller.act.cache import ClusterCache, Stream
 from placer.controller.act.commit import commit, confirm_gone
 from placer.controller.act.executor import ExecReport, RetryPolicy, execute
 from placer.controller.adapter import ClusterAdapter
-from placer.controller.clocks import Clocks, rfc3339
+from placer.controller.clocks import Clocks
 from placer.controller.config import ControllerConfig
 from placer.controller.decide.kueue.eta import estimate_behind
 from placer.controller.decide.ledger import LEDGER_LABEL, Fence
@@ -70,6 +70,7 @@ from placer.controller.metrics import Metrics
 from placer.controller.observe import Observer
 from placer.controller.report import CycleReport, PhaseTimer
 from placer.model.cluster import ClusterSnapshot
+from placer.model.durations import format_rfc3339
 from placer.model.errors import InputError
 from placer.model.options import SolveOptions
 from placer.runtime import collector_paused, freeze_long_lived
@@ -247,7 +248,7 @@ class Controller:
             namespaces=self.config.namespaces,
             kueue=self.config.kueue_admission_check,
             max_preemptions_per_day=self.config.max_preemptions_per_day,
-            now=rfc3339(wall_s),
+            now=format_rfc3339(wall_s),
             wall_s=wall_s,
         )
         with timer("review"):
@@ -347,7 +348,7 @@ class Controller:
         settings = WriteSettings(
             binding=self.config.binding,
             namespaces=self.config.namespaces,
-            now=rfc3339(wall_s),
+            now=format_rfc3339(wall_s),
             instance=self.config.identity,
             now_s=wall_s,
             kueue_hold_s=self.config.kueue_hold_quota_s,

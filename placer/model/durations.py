@@ -25,6 +25,7 @@ __all__ = [
     "DurationSource",
     "ExpectedDuration",
     "format_go_duration",
+    "format_rfc3339",
     "jobset_expected_duration",
     "parse_go_duration",
     "parse_rfc3339",
@@ -113,6 +114,12 @@ def parse_rfc3339(text: str, *, field: str = "--now") -> datetime:
     except ValueError as e:
         raise InputError(f"{echo(text)}: {e}", field=field, code="time") from e
     return value.astimezone(UTC)
+
+
+def format_rfc3339(epoch_s: float) -> str:
+    """Epoch seconds as the API server writes a timestamp: RFC 3339, UTC, whole seconds (the
+    fraction dropped), as in `2026-12-01T06:00:00Z`."""
+    return datetime.fromtimestamp(epoch_s, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass(frozen=True)

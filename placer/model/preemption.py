@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from placer.model.durations import parse_go_duration
+from placer.model.durations import format_rfc3339, parse_go_duration
 from placer.model.errors import InputError
 from placer.model.messages import echo
 
@@ -180,7 +180,7 @@ def eviction_cost(
 
 def format_stamp(epoch_s: float) -> str:
     """An eviction's time as stamped on its victim: RFC 3339 UTC, whole seconds."""
-    return datetime.fromtimestamp(int(epoch_s), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_rfc3339(int(epoch_s))
 
 
 def _stamps(text: object) -> list[str]:

@@ -11,9 +11,10 @@ from placer.controller.act.executor import RetryPolicy
 from placer.controller.act.memory_adapter import MemoryCluster
 from placer.controller.adapter import Obj
 from placer.controller.decide.kueue.check import PLACEMENT_ANNOTATION
-from placer.controller.decide.kueue.workloads import CONTROLLER_NAME, rfc3339
+from placer.controller.decide.kueue.workloads import CONTROLLER_NAME
 from placer.controller.decide.ledger import LEDGER_NAME, Ledger, read_ledger
 from placer.controller.reconcile import Clocks, Controller, ControllerConfig
+from placer.model.durations import format_rfc3339
 from tests.controller.builders import (
     BLOCK,
     add_jobset,
@@ -56,7 +57,7 @@ def submit(cluster: MemoryCluster, name: str, *, jobs: int, reserved_s_ago: floa
     add_jobset(cluster, name, jobs=jobs, pods_now=False)
     cluster.mutate("jobsets", name, lambda o: o["spec"].update(suspend=True), namespace="default")
     js = cluster.get("jobsets", name, namespace="default")
-    at = rfc3339(time.time() - reserved_s_ago)
+    at = format_rfc3339(time.time() - reserved_s_ago)
     cluster.create(
         "workloads",
         {
@@ -106,11 +107,15 @@ def evict(cluster: MemoryCluster, name: str) -> None:
 
     def change(wl: Obj) -> None:
         wl["status"]["conditions"] = [
-            {"type": "Evicted", "status": "True", "lastTransitionTime": rfc3339(time.time())},
+            {
+                "type": "Evicted",
+                "status": "True",
+                "lastTransitionTime": format_rfc3339(time.time()),
+            },
             {
                 "type": "QuotaReserved",
                 "status": "False",
-                "lastTransitionTime": rfc3339(time.time()),
+                "lastTransitionTime": format_rfc3339(time.time()),
             },
         ]
         for e in wl["status"]["admissionChecks"]:
@@ -205,7 +210,7 @@ def readmit(cluster: MemoryCluster, name: str) -> None:
     """Kueue reserving quota again for an evicted Workload: QuotaReserved, its checks Pending."""
 
     def change(wl: Obj) -> None:
-        at = rfc3339(time.time() - 1)
+        at = format_rfc3339(time.time() - 1)
         wl["status"]["conditions"] = [
             {"type": "QuotaReserved", "status": "True", "lastTransitionTime": at}
         ]

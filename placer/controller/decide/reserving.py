@@ -29,7 +29,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from placer.controller.decide.domains import Hold
@@ -38,6 +37,7 @@ from placer.controller.decide.state import ClusterState
 from placer.controller.decide.survey import ManagedJobSet, PodEntry
 from placer.model.assignment import Assignment, JobAssignment
 from placer.model.cluster import ClusterSnapshot, DomainReservation, RunningJobSet
+from placer.model.durations import format_rfc3339
 from placer.model.options import TimePolicy
 from placer.model.plan import DomainRef, Plan
 from placer.model.snapshots.running import running_starts, with_expected_durations
@@ -179,7 +179,7 @@ def reservation_changes(
 
 
 def reserved_message(entry: LedgerEntry) -> str:
-    when = datetime.fromtimestamp(entry.start or 0.0, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    when = format_rfc3339(entry.start or 0.0)
     where = ", ".join(f"{d.key}={d.value}" for d in _domains(entry))
     return f"reserved from {when} (expected start): {where}"
 

@@ -12,7 +12,8 @@ import math
 from collections.abc import Mapping, Sequence
 
 from placer.controller.decide.kueue.eta import QUOTA_WAIT
-from placer.controller.decide.kueue.workloads import KUEUE_SPELLING, rfc3339
+from placer.controller.decide.kueue.workloads import KUEUE_SPELLING
+from placer.model.durations import format_rfc3339
 from placer.model.plan import DomainRef, JobSetOutcome
 
 __all__ = ["SHOWN", "domains_text", "eta_text", "listed", "quota_wait_message"]
@@ -44,7 +45,7 @@ def eta_text(outcome: JobSetOutcome, now_s: float, holders: Mapping[str, str]) -
     start = outcome.expected_start_seconds
     if start is None or start <= 0:
         return ""
-    text = f"expected start {rfc3339(math.ceil((now_s + start) / 60) * 60)}"
+    text = f"expected start {format_rfc3339(math.ceil((now_s + start) / 60) * 60)}"
     if outcome.reserved_domains:
         text += f" on {domains_text(outcome.reserved_domains)}"
     waits = list(dict.fromkeys(holders.get(w, w) for w in outcome.waits_for))

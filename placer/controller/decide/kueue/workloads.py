@@ -27,7 +27,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any, Literal
 
 from placer.controller.adapter import Obj
@@ -51,7 +50,6 @@ __all__ = [
     "kueue_event",
     "pod_set_problem",
     "read_kueue",
-    "rfc3339",
     "tas_conflicts",
 ]
 
@@ -369,8 +367,3 @@ def tas_conflicts(state: ClusterState, checks: frozenset[str], *, now: str) -> l
                 )
             )
     return events
-
-
-def rfc3339(epoch_s: float) -> str:
-    """Epoch seconds as the API's timestamp text."""
-    return datetime.fromtimestamp(epoch_s, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
