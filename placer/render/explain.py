@@ -136,6 +136,8 @@ def _expected_start(e: Explanation) -> list[str]:
     if e.status == "placed" or (start is None and "reserve" not in e.solver.phases):
         return []
     if start is None:
+        if e.reason:  # the diagnosis on that cluster (`Annotator.never_reason`)
+            return [f"expected start: never, even once every running JobSet ends: {e.reason}"]
         return ["expected start: never (it fits no domain set even on an empty cluster)"]
     where = ""
     if e.reserved_domains:

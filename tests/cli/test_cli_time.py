@@ -148,3 +148,24 @@ def test_explain_says_when_a_waiting_jobset_is_past_the_maximum_wait(
     assert main(_explain_timed(late, "research/ablation", json_out=True)) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["past_max_wait"] is False and doc["expected_start_seconds"] is not None
+
+
+def test_a_jobset_that_never_fits_is_told_why_not_who_runs(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """On the busy example cluster (v5e pools only, each held by a running JobSet) the v6e
+    JobSets never fit: plan and explain name the nodeSelector no pool matches, not the running
+    JobSets that hold the pools today."""
+    busy = str(REPO / "examples/clusters/tpu-busy.yaml")
+    timed = ["--workers", "1", "--reservations", "all", "--now", NOW]
+    assert main(["plan", "--cluster", busy, *timed, "-o", "wide", QUEUE]) == 0
+    out = capsys.readouterr().out
+    [line] = [ln for ln in out.splitlines() if ln.startswith("research/pretrain-1b unschedulable:")]
+    selector = "6 not matching nodeSelector cloud.google.com/gke-tpu-accelerator=tpu-v6e-slice"
+    assert selector in line
+    assert "held by running" not in line
+    argv = ["explain", "--cluster", busy, *timed, "--no-remedies", "-o", "wide", QUEUE]
+    assert main([*argv, "research/pretrain-1b"]) == 0
+    [start] = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("expected")]
+    assert start.startswith("expected start: never, even once every running JobSet ends: slice: ")
+    assert start.endswith(selector)

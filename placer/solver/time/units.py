@@ -160,6 +160,13 @@ class Units:
             needs = self._needs(jobset, self._untainted_ctx(), untainted=True)
         return Candidate(jobset.key, duration_s, needs)
 
+    def last_resort(self) -> PlacementContext:
+        """The cluster a waiting JobSet is judged on last (`candidate`): every running JobSet
+        ended and, when some hosts carry the taints of NotReady, cordoned or pressured hosts,
+        those hosts back untainted. A JobSet that fits no domain set there never fits, and why
+        is what its diagnosis there says (`annotate.Annotator`)."""
+        return self._untainted_ctx() if self._tainted else self.ctx
+
     def _untainted_ctx(self) -> PlacementContext:
         if self._untainted is None:
             snapshot, jobsets, options = self._source

@@ -368,6 +368,30 @@ def test_rejected_only_when_it_never_fits_even_on_an_empty_cluster() -> None:
     assert update.message == f"can never be placed, not even on an empty cluster: {reason}"
 
 
+def test_rejected_names_the_rule_that_holds_for_good_not_who_runs_now() -> None:
+    """Every block held by a running JobSet, and a JobSet whose nodeSelector no node matches:
+    Kueue deactivates the Workload on this message, so it names the nodeSelector, not the
+    running JobSet that holds the blocks today (waiting for it would not help)."""
+    cluster = tpu_cluster(blocks=3)
+    running_jobset(cluster, "r", [0, 1, 2], hours=3)
+    suspended_jobset(cluster, "v6e", jobs=2)
+
+    def v6e_only(obj: Obj) -> None:
+        for rj in obj["spec"]["replicatedJobs"]:
+            pod = rj["template"]["spec"]["template"]["spec"]
+            pod["nodeSelector"] = {"cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice"}
+
+    cluster.mutate("jobsets", "v6e", v6e_only, namespace="default")
+    c = cycle(with_kueue(state_of(cluster), workload("v6e", [("w", 4)])))
+    update = only(c.updates)
+    assert update.state == "Rejected"
+    assert update.message.startswith("can never be placed, not even on an empty cluster: w: ")
+    assert "3 not matching nodeSelector cloud.google.com/gke-tpu-accelerator=tpu-v6e-slice" in (
+        update.message
+    )
+    assert "default/r" not in update.message
+
+
 def test_a_committed_placement_turns_ready_without_planning_again() -> None:
     """A controller restarted between the ledger commit and Ready: the entry is in force, the
     check turns Ready with it, nothing is planned (no second placement)."""
