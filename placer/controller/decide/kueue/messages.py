@@ -58,10 +58,12 @@ def quota_wait_message(
     outcome: JobSetOutcome, now_s: float, holders: Mapping[str, str], *, spelled: bool
 ) -> str:
     """The message of a Workload waiting for Kueue's quota (kueue/eta.py): what it waits for,
-    and when it would start were its quota reserved now; `spelled`: its topology is in Kueue's
-    spelling, so on placer's flavors that quota never comes, and the message says why first."""
+    and when it would start were its quota reserved now (never: and why, counted on the cluster
+    once every running JobSet ends); `spelled`: its topology is in Kueue's spelling, so on
+    placer's flavors that quota never comes, and the message says why first."""
     if outcome.expected_start_seconds is None:
         then = "it can never be placed, not even on an empty cluster"
+        then += f": {outcome.reason}" if outcome.reason else ""
     else:
         then = eta_text(outcome, now_s, holders) or "room for it now"
     why = f"; {KUEUE_SPELLING}" if spelled else ""

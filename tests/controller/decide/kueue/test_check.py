@@ -313,6 +313,19 @@ def test_without_quota_its_eta_counts_what_runs_and_what_the_round_placed() -> N
     )
 
 
+def test_without_quota_a_jobset_that_never_fits_is_told_why() -> None:
+    cluster = tpu_cluster(blocks=3)
+    running_jobset(cluster, "r", [0, 1, 2], hours=3)
+    suspended_jobset(cluster, "big", jobs=4)  # four whole blocks, of three
+    c = cycle(with_kueue(state_of(cluster), workload("big", [("w", 8)], reserved_at=None)))
+    assert c.planned.behind["default/big"].expected_start_seconds is None
+    assert only(c.updates).message == (
+        "waits for Kueue to reserve quota; placer places it once Kueue does; "
+        "were quota reserved now: it can never be placed, not even on an empty cluster: "
+        f"w: needs 4 domains of {BLOCK} for 2 pods of {{google.com/tpu: 4}}; 3 available of 3"
+    )
+
+
 def test_a_quota_wait_message_already_written_is_not_estimated_again_without_a_plan() -> None:
     cluster = tpu_cluster(blocks=3)
     suspended_jobset(cluster, "a")
