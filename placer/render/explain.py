@@ -131,13 +131,15 @@ def _diagnosis(d: ReplicatedJobDiagnosis) -> list[str]:
 
 def _expected_start(e: Explanation) -> list[str]:
     """When and where it is expected to start, whom it waits for, and whether it is past
-    `--max-wait` (time-aware planning)."""
+    `--max-wait` (time-aware planning); without it, only that it never fits, and why."""
     start = e.expected_start_seconds
-    if e.status == "placed" or (start is None and "reserve" not in e.solver.phases):
+    if e.status == "placed":
         return []
+    if start is None and "reserve" not in e.solver.phases:
+        return [f"never fits, even once every running JobSet ends: {e.never}"] if e.never else []
     if start is None:
-        if e.reason:  # the diagnosis on that cluster (`Annotator.never_reason`)
-            return [f"expected start: never, even once every running JobSet ends: {e.reason}"]
+        if e.never:
+            return [f"expected start: never, even once every running JobSet ends: {e.never}"]
         return ["expected start: never (it fits no domain set even on an empty cluster)"]
     where = ""
     if e.reserved_domains:

@@ -13,6 +13,7 @@ REPO = Path(__file__).resolve().parents[2]
 CLUSTER = str(REPO / "examples/clusters/tpu-v5e-v6e.yaml")
 QUEUE = str(REPO / "examples/jobsets/queue")
 NOW = "2026-12-01T06:00:00Z"
+V6E_SELECTOR = "cloud.google.com/gke-tpu-accelerator=tpu-v6e-slice"
 
 
 def test_head_reservation_gives_the_waiting_jobset_domains_and_an_eta(
@@ -161,7 +162,7 @@ def test_a_jobset_that_never_fits_is_told_why_not_who_runs(
     assert main(["plan", "--cluster", busy, *timed, "-o", "wide", QUEUE]) == 0
     out = capsys.readouterr().out
     [line] = [ln for ln in out.splitlines() if ln.startswith("research/pretrain-1b unschedulable:")]
-    selector = "6 not matching nodeSelector cloud.google.com/gke-tpu-accelerator=tpu-v6e-slice"
+    selector = "6 not matching nodeSelector " + V6E_SELECTOR
     assert selector in line
     assert "held by running" not in line
     argv = ["explain", "--cluster", busy, *timed, "--no-remedies", "-o", "wide", QUEUE]
@@ -169,3 +170,21 @@ def test_a_jobset_that_never_fits_is_told_why_not_who_runs(
     [start] = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("expected")]
     assert start.startswith("expected start: never, even once every running JobSet ends: slice: ")
     assert start.endswith(selector)
+
+
+def test_explain_without_time_flags_still_says_a_jobset_never_fits(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """No expected start without time-aware planning, so explain asks the pass's question
+    itself: the v6e JobSet never fits, the v5e one only waits (its `never` is empty)."""
+    busy = str(REPO / "examples/clusters/tpu-busy.yaml")
+    argv = ["explain", "--cluster", busy, "--workers", "1", "--no-remedies"]
+    assert main([*argv, "-o", "wide", QUEUE, "research/pretrain-1b"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].startswith("never fits, even once every running JobSet ends: slice: ")
+    assert lines[1].endswith("6 not matching nodeSelector " + V6E_SELECTOR)
+    assert main([*argv, "-o", "json", QUEUE, "research/pretrain-1b"]) == 0
+    assert json.loads(capsys.readouterr().out)["never"] == lines[1].split(": ", 1)[1]
+    assert main([*argv, "-o", "json", QUEUE, "prod/llm-sft"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["never"] == "" and doc["status"] == "unschedulable"

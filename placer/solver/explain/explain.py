@@ -29,6 +29,7 @@ from placer.solver.explain.result import Explanation, diagnosis_document
 from placer.solver.progress import SILENT, ProgressHook
 from placer.solver.reasons import diagnose, occupancy_from_plan
 from placer.solver.registry import get_solver
+from placer.solver.time.never import never_reason
 
 __all__ = ["ExplainSettings", "explain_jobset", "find_key", "find_target"]
 
@@ -104,6 +105,7 @@ def explain_jobset(
     if outcome.status == "placed":
         return stated
     progress.phase("count")
+    never = never_reason(snapshot, jobsets, options, target) or ""
     ctx = PlacementContext(snapshot, jobsets, options)
     diagnosis = [
         diagnosis_document(d) for d in diagnose(ctx, target, occupancy_from_plan(ctx, plan))
@@ -141,6 +143,7 @@ def explain_jobset(
         {
             **dict(stated),
             "replicated_jobs": diagnosis,
+            "never": never,
             "conflict": conflict,
             "remedies": found,
             "notes": notes,

@@ -148,6 +148,10 @@ class Explanation(BaseModel):
     conflict: Conflict | None = None
     remedies: list[Remedy] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    never: str = ""
+    """Why it fits no domain set even once every running JobSet ends, counted on that cluster
+    (`placer.solver.time.never`), with or without time-aware planning; empty when it fits some
+    day. The counts beside the plan (`replicated_jobs`) name the running holders first."""
     expected_start_seconds: float | None = None
     """With time-aware planning: seconds after the planning instant it is expected to start."""
     reserved_domains: list[DomainRef] = Field(default_factory=list)

@@ -1,13 +1,6 @@
 """The time-aware pass's last step: on each outcome of the inner solve, its expected start,
 reserved domains, whether it runs as backfill, whom it waits for, and whether it has waited past
-`--max-wait`; for a JobSet that never fits, why, from the cluster it was judged on.
-
-Why the reason of a JobSet that never fits is not the inner solve's: that one counts each domain
-beside this round's plan, by the first rule that rules it out, and "held by a running JobSet"
-comes first. A JobSet whose nodeSelector no pool matches, on a busy cluster, was told its
-domains were all "held by running ..." with an expected start of never: it read as "wait", and
-under Kueue the check turned Rejected with that text. Counted on the cluster once every running
-JobSet ends, the rule that rules it out for good is the one named."""
+`--max-wait`; for a JobSet that never fits, why, from the cluster it was judged on (`never`)."""
 
 from __future__ import annotations
 
@@ -15,8 +8,7 @@ from collections.abc import Sequence
 
 from placer.model.cluster import DomainReservation
 from placer.model.plan import DomainRef, JobSetOutcome
-from placer.model.workload import JobSetRequest
-from placer.solver.reasons import Classifier, jobset_reason
+from placer.solver.time.never import NeverReasons
 from placer.solver.time.overlap import sharing
 from placer.solver.time.reservations import Reservation, UnitId
 from placer.solver.time.units import Units, domain_id
@@ -27,7 +19,7 @@ __all__ = ["Annotator"]
 class Annotator:
     """Expected start, reserved domains, backfill, who it waits for and whether it is past
     `--max-wait` (`overdue`), on each outcome; a JobSet that never fits gets its reason from
-    the cluster it was judged on last (`never_reason`)."""
+    the cluster it was judged on last (`never.NeverReasons`)."""
 
     def __init__(
         self,
@@ -47,22 +39,7 @@ class Annotator:
             self.held_on.setdefault(unit, []).append(h)
         self.priorities = priorities
         self.overdue = overdue
-        self._classifier: Classifier | None = None
-        self._requests: dict[str, JobSetRequest] = {}
-
-    def never_reason(self, key: str) -> str | None:
-        """Why JobSet `key` fits no domain set even once every running JobSet ends: its
-        diagnosis, in `placer plan`'s one-line form, on the cluster the pass judged it on last
-        (`Units.last_resort`: nothing runs, nothing is planned, so no domain is "held" or
-        "taken"); None for a JobSet the pass was not given."""
-        if self._classifier is None:
-            ctx = self.units.last_resort()
-            self._classifier = Classifier(ctx)
-            self._requests = {js.key: js for js in ctx.jobsets}
-        request = self._requests.get(key)
-        if request is None:
-            return None
-        return jobset_reason(self._classifier.diagnose(request))
+        self.never = NeverReasons(units)
 
     def _sharing(self, unit: UnitId) -> list[UnitId]:
         """The unit and those sharing a node with it (overlapping keys: a pool run now ahead of
@@ -99,7 +76,7 @@ class Annotator:
             return o.model_copy(update=update)
         if r.start_s is None:
             update["expected_start_seconds"] = None
-            why = self.never_reason(o.key)
+            why = self.never.reason(o.key)
             if why is not None:
                 update["reason"] = why
             return o.model_copy(update=update)

@@ -164,7 +164,7 @@ class Units:
         """The cluster a waiting JobSet is judged on last (`candidate`): every running JobSet
         ended and, when some hosts carry the taints of NotReady, cordoned or pressured hosts,
         those hosts back untainted. A JobSet that fits no domain set there never fits, and why
-        is what its diagnosis there says (`annotate.Annotator`)."""
+        is what its diagnosis there says (`never`)."""
         return self._untainted_ctx() if self._tainted else self.ctx
 
     def _untainted_ctx(self) -> PlacementContext:

@@ -74,6 +74,7 @@ def test_json_document(capsys: pytest.CaptureFixture[str], inputs: tuple[Path, P
         "conflict",
         "remedies",
         "notes",
+        "never",
         "expected_start_seconds",
         "reserved_domains",
         "waits_for",
@@ -82,6 +83,7 @@ def test_json_document(capsys: pytest.CaptureFixture[str], inputs: tuple[Path, P
     }
     assert (doc["jobset"], doc["status"]) == ("team-b/second", "unschedulable")
     assert doc["expected_start_seconds"] is None  # no time-aware planning asked for
+    assert doc["never"] == ""  # fewer replicas would fit: it is short, not ruled out for good
     rj = doc["replicated_jobs"][0]
     assert (rj["name"], rj["needed"], rj["available"], rj["total"]) == ("workers", 2, 1, 3)
     assert [r["kind"] for r in doc["conflict"]["requirements"]] == ["replicas", "admitted"]
