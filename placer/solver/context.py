@@ -247,7 +247,19 @@ class PlacementContext:
         if not reservations:
             return True
         duration = expected_duration_s(jobset, self.options.time)
-        return all(r.jobset == jobset.key or duration <= r.start_s for r in reservations)
+        return not any(_closes(r, jobset.key, duration) for r in reservations)
+
+    def reserved_against(self, domain: Domain, jobset: JobSetRequest | None) -> tuple[str, ...]:
+        """The JobSets whose reservations of `domain` close it to `jobset` (`domain_open_to`),
+        sorted; for no JobSet (`None`: an outsider expected to run past every start), every
+        JobSet holding a reservation of it."""
+        reservations = self.domain_reservations(domain)
+        if not reservations:
+            return ()
+        if jobset is None:
+            return tuple(sorted({r.jobset for r in reservations}))
+        duration = expected_duration_s(jobset, self.options.time)
+        return tuple(sorted({r.jobset for r in reservations if _closes(r, jobset.key, duration)}))
 
     @cached_property
     def shape_index(self) -> ShapeIndex:
@@ -324,3 +336,9 @@ class PlacementContext:
 
     def job_units(self, jc: JobClass) -> int:
         return jc.rjob.accelerator_units_per_job
+
+
+def _closes(reservation: DomainReservation, jobset: str, duration_s: float) -> bool:
+    """A reservation of another JobSet starting before `jobset`, expected to run `duration_s`,
+    would end: it may not take the domain now (one ending by then runs as backfill)."""
+    return reservation.jobset != jobset and duration_s > reservation.start_s

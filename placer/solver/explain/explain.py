@@ -30,6 +30,7 @@ from placer.solver.progress import SILENT, ProgressHook
 from placer.solver.reasons import diagnose, occupancy_from_plan
 from placer.solver.registry import get_solver
 from placer.solver.time.never import never_reason
+from placer.solver.time.timeaware import planned_on
 
 __all__ = ["ExplainSettings", "explain_jobset", "find_key", "find_target"]
 
@@ -106,7 +107,9 @@ def explain_jobset(
         return stated
     progress.phase("count")
     never = never_reason(snapshot, jobsets, options, target) or ""
-    ctx = PlacementContext(snapshot, jobsets, options)
+    # counted on what the planner planned on: with time-aware planning, its reservations too
+    seen = planned_on(snapshot, plan, jobsets, options) if options.time.active else snapshot
+    ctx = PlacementContext(seen, jobsets, options)
     diagnosis = [
         diagnosis_document(d) for d in diagnose(ctx, target, occupancy_from_plan(ctx, plan))
     ]

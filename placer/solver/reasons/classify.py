@@ -5,7 +5,9 @@ The rule order (`data.KINDS`): held by a running JobSet; missing a declared topo
 label (Kueue TAS leaves such nodes out); not matching the pod's nodeSelector, node affinity or
 taints (no node of the domain does: the most common rule is named); too small
 for one child Job (with why: hosts NotReady or cordoned, a resource or host port in use, too few
-hosts); taken in this plan by higher-, same- or lower-priority JobSets (named); taken by its own
+hosts); reserved for the later start of another JobSet, which this one would not end before
+(time-aware planning: the rule the planners apply, `PlacementContext.domain_open_to`); taken in
+this plan by higher-, same- or lower-priority JobSets (named); taken by its own
 child Jobs. A replicated job without an exclusive key is counted per node: a missing topology
 label, nodeSelector, node affinity, taint, NotReady, cordoned, reserved for exclusive child Jobs
 of other JobSets, no room for one pod beside the plan's pods. The workers of a Kueue podset group
@@ -24,6 +26,7 @@ only the domains (nodes) it holds or has planned pods in, where its own view dif
 
 from __future__ import annotations
 
+import bisect
 from collections import Counter
 from dataclasses import replace
 
@@ -31,11 +34,12 @@ from placer.model.topology import DomainPath
 from placer.model.workload import JobSetRequest
 from placer.solver.context import JobClass, PlacementContext
 from placer.solver.reasons.classify_nodes import NodeClassifier
-from placer.solver.reasons.data import Reason, RjobDiagnosis
+from placer.solver.reasons.data import Reason, ReasonTally, RjobDiagnosis
 from placer.solver.reasons.keys import KeyIndex
 from placer.solver.reasons.occupancy import Occupancy
 from placer.solver.reasons.static import judge_domain
 from placer.solver.reasons.tally import Tallies, Verdict, View, short_inside_one
+from placer.solver.time.release import expected_duration_s
 
 __all__ = ["Classifier", "diagnose"]
 
@@ -117,30 +121,22 @@ class Classifier:
         index = self._key(key)
         view = self._view(jc)
         touching = sorted(
-            set(index.held_in.get(me.key, ())) | set(index.planned_in.get(me.key, ()))
+            set(index.held_in.get(me.key, ()))
+            | set(index.planned_in.get(me.key, ()))
+            | set(self._booked_otherwise(index, me))
         )
-        tallies = view.tallies
-        available = sum(view.room)
         level = jc.rjob.required_topology
-        per_level = self._by_level(view, level, index.enclosing(self.ctx, level)) if level else None
-        if touching:
-            tallies = tallies.copy()
-            per_level = Counter(per_level) if per_level is not None else None
-            enclosing = index.enclosing(self.ctx, level) if level else []
-            for i in touching:
-                own = self._domain_verdict(jc, index, i, me)
-                tallies.add(view.verdicts[i], -1)
-                tallies.add(own, +1)
-                delta = (own is None) - view.room[i]
-                available += delta
-                path = enclosing[i] if per_level is not None else None
-                if per_level is not None and delta and path is not None:
-                    per_level[path] += delta
-            listed = tallies.sorted()
-        else:
-            if view.listed is None:
-                view.listed = tallies.sorted()
-            listed = view.listed
+        # only the domains it sees otherwise than the outsider change the counts; JobSets of a
+        # shape that see the same changes (the same reservations open to them, say) share them
+        changes = tuple(
+            (i, own)
+            for i in touching
+            if (own := self._domain_verdict(jc, index, i, me)) != view.verdicts[i]
+        )
+        found = view.adjusted.get((level, changes))
+        if found is None:
+            found = view.adjusted[(level, changes)] = self._adjusted(view, index, level, changes)
+        listed, available, per_level = found
         replicas = jc.rjob.replicas
         locality = short_inside_one(level, per_level, replicas, available)
         return RjobDiagnosis(
@@ -157,6 +153,46 @@ class Classifier:
             locality=locality,
             fits=available >= replicas and locality is None,
         )
+
+    def _adjusted(
+        self,
+        view: View,
+        index: KeyIndex,
+        level: str | None,
+        changes: tuple[tuple[int, Verdict], ...],
+    ) -> tuple[tuple[ReasonTally, ...], int, Counter[DomainPath] | None]:
+        """The outsider's counts with `changes` (domain, verdict) applied: the reasons listed,
+        the domains available, and with a required `level` the room inside each of its
+        domains."""
+        tallies = view.tallies
+        available = sum(view.room)
+        per_level = self._by_level(view, level, index.enclosing(self.ctx, level)) if level else None
+        if not changes:
+            if view.listed is None:
+                view.listed = tallies.sorted()
+            return view.listed, available, per_level
+        tallies = tallies.copy()
+        per_level = Counter(per_level) if per_level is not None else None
+        enclosing = index.enclosing(self.ctx, level) if level else []
+        for i, own in changes:
+            tallies.add(view.verdicts[i], -1)
+            tallies.add(own, +1)
+            delta = (own is None) - view.room[i]
+            available += delta
+            path = enclosing[i] if per_level is not None else None
+            if per_level is not None and delta and path is not None:
+                per_level[path] += delta
+        return tallies.sorted(), available, per_level
+
+    def _booked_otherwise(self, index: KeyIndex, me: JobSetRequest) -> list[int]:
+        """The domains reserved for a later start that `me` does not see as an outsider does:
+        it holds one of their reservations, or is expected to end by the latest of them (the
+        outsider runs past every start). Only these are judged again for it."""
+        if not index.booked:
+            return []
+        duration = expected_duration_s(me, self.ctx.options.time)
+        ending_in_time = bisect.bisect_left(index.unheld_latest, duration)
+        return [*index.unheld_booked[ending_in_time:], *index.booked_by.get(me.key, ())]
 
     def _view(self, jc: JobClass) -> View:
         """The outsider's view of `jc`'s key for its shape and size, counted in one pass."""
@@ -190,6 +226,13 @@ class Classifier:
         fixed = self._static_at(jc, i)
         if fixed is not None:
             return fixed, ()
+        if i in index.booked:
+            against = index.booked[i]
+            if viewer is not None:
+                closing = self.ctx.reserved_against(index.domains[i], viewer)
+                against = tuple(k for k in closing if k in against)
+            if against:
+                return Reason("reserved-later", holders=against), against
         planned = index.planned[i]
         others = planned - {me} if me is not None else planned
         if not others:

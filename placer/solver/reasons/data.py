@@ -38,6 +38,7 @@ ReasonKind = Literal[
     "not-ready",
     "cordoned",
     "too-small",
+    "reserved-later",
     "reserved",
     "no-room",
     "taken",
@@ -79,7 +80,8 @@ class Reason:
     """unlabeled: `missing topology label <key>`; node-selector, affinity, taint: the term or taint
     broken; no-room: what runs out."""
     holders: tuple[str, ...] = ()
-    """held: the running JobSets holding the domain, sorted."""
+    """held: the running JobSets holding the domain; reserved-later: the waiting JobSets whose
+    reservations of it start before this one would end (time-aware planning); sorted."""
     relations: tuple[str, ...] = ()
     """taken: the priority relations of the takers to the JobSet (`higher-priority`...), sorted."""
     fits: int = 0
@@ -114,7 +116,8 @@ class ReasonTally:
     reason: Reason
     count: int
     jobsets: tuple[str, ...] = ()
-    """Holders (held), takers (taken), JobSets whose exclusive child Jobs reserve (reserved)."""
+    """Holders (held), JobSets reserving for a later start (reserved-later), takers (taken),
+    JobSets whose exclusive child Jobs reserve (reserved)."""
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -1,5 +1,6 @@
-"""The domains of one exclusive key, for one plan: who holds each (running JobSets) and who has
-planned pods in each, indexed both ways, and the domain of a coarser level around each."""
+"""The domains of one exclusive key, for one plan: who holds each (running JobSets), who has
+reserved it for a later start (time-aware planning) and who has planned pods in each, indexed
+both ways, and the domain of a coarser level around each."""
 
 from __future__ import annotations
 
@@ -30,6 +31,32 @@ class KeyIndex:
             i: Reason("held", holders=h) for i, h in enumerate(self.held) if h
         }
         """Per domain: the held reason an outsider sees."""
+        self.booked: dict[int, tuple[str, ...]] = {}
+        """Per domain reserved for a later start: the JobSets reserving it, sorted (what an
+        outsider, expected to run past every start, is kept out by). A JobSet with planned pods
+        in the domain is left out: it takes the domain now (a JobSet the time-aware pass holds
+        to the domains it starts on, `timeaware._keep_start_now`), which "taken" says."""
+        self.latest_booking: dict[int, float] = {}
+        """Per domain reserved for a later start: the latest start among its reservations. A
+        JobSet expected to end by then, or holding one of them, sees it otherwise."""
+        for i, d in enumerate(self.domains):
+            reservations = [
+                r for r in ctx.domain_reservations(d) if r.jobset not in self.planned[i]
+            ]
+            if reservations:
+                self.booked[i] = tuple(sorted({r.jobset for r in reservations}))
+                self.latest_booking[i] = max(r.start_s for r in reservations)
+        unheld = sorted((self.latest_booking[i], i) for i in self.booked if not self.held[i])
+        self.unheld_booked: list[int] = [i for _, i in unheld]
+        """The domains reserved for a later start that no running JobSet holds, by their latest
+        start: the only ones a JobSet may see otherwise than an outsider does without holding
+        them (a held domain is "held" first for everyone but its holders)."""
+        self.unheld_latest: list[float] = [t for t, _ in unheld]
+        self.booked_by: dict[str, list[int]] = {}
+        """JobSet -> the domains it has reserved that no running JobSet holds."""
+        for i in self.unheld_booked:
+            for k in self.booked[i]:
+                self.booked_by.setdefault(k, []).append(i)
         self.planned_priorities: list[frozenset[int | None]] = [
             frozenset(priority.get(o) for o in owners) for owners in self.planned
         ]

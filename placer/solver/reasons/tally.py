@@ -78,3 +78,9 @@ class View:
     by_level: dict[str, Counter[DomainPath]] = field(default_factory=dict)
     """level -> room inside each domain of the level (levels asked about so far)."""
     listed: tuple[ReasonTally, ...] | None = None
+    adjusted: dict[
+        tuple[str | None, tuple[tuple[int, Verdict], ...]],
+        tuple[tuple[ReasonTally, ...], int, Counter[DomainPath] | None],
+    ] = field(default_factory=dict)
+    """(required level, the domains a JobSet sees otherwise with its verdicts) -> its reasons
+    listed, domains available, room per domain of the level (`Classifier._adjusted`)."""

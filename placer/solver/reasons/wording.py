@@ -88,6 +88,8 @@ def reason_text(tally: ReasonTally, *, taken_by_copies: int | None = None) -> st
         return "cordoned"
     if r.kind == "too-small":
         return _too_small(r)
+    if r.kind == "reserved-later":
+        return f"reserved for the later start of {owner_list(r.holders)}"
     if r.kind == "reserved":
         return f"reserved for exclusive child Jobs ({owner_list(tally.jobsets)})"
     if r.kind == "no-room":
@@ -229,6 +231,7 @@ _STRANDED = {
     "not-ready": "NotReady",
     "cordoned": "cordoned",
     "too-small": "too small for every shape",
+    "reserved-later": "reserved for later starts",
 }
 
 

@@ -48,6 +48,7 @@ from placer.solver.time.units import Units
 
 __all__ = [
     "TimeAwareSolver",
+    "planned_on",
     "reservations_of",
 ]
 
@@ -312,6 +313,23 @@ def reservations_of(
         if o.reserved_domains and o.expected_start_seconds is not None
         for d in o.reserved_domains
     )
+
+
+def planned_on(
+    snapshot: ClusterSnapshot,
+    plan: Plan,
+    jobsets: Sequence[JobSetRequest],
+    options: SolveOptions,
+) -> ClusterSnapshot:
+    """The snapshot a time-aware `plan`'s inner solve planned on: the reservations of JobSets
+    outside the queue as given, and the plan's own future reservations (`reservations_of`) in
+    place of the queue's earlier ones. A diagnosis beside the plan counts on it (`placer
+    explain`), as the planner's own reasons did: a domain reserved for a later start is closed
+    to JobSets that would not end before it (`PlacementContext.domain_open_to`)."""
+    queued = {js.key for js in jobsets}
+    others = tuple(r for r in snapshot.reservations if r.jobset not in queued)
+    mine = reservations_of(plan, jobsets, options.time)
+    return snapshot.model_copy(update={"reservations": others + mine})
 
 
 def _estimates(
