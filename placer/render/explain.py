@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 from placer.model.durations import format_go_duration
 from placer.model.plan import JobPlacement, PreemptedJobSet, eviction_text
 from placer.render.table import compact_list, fit_lines, solver_line
+from placer.solver.reasons.wording import NO_DOMAIN
 
 if TYPE_CHECKING:  # importing the explain package loads CP-SAT: every CLI command would pay it
     from placer.solver.explain.result import Explanation, ReplicatedJobDiagnosis
@@ -113,7 +114,8 @@ def _diagnosis(d: ReplicatedJobDiagnosis) -> list[str]:
         head = (
             f"{d.name}: needs {d.needed} domain{'s' if d.needed != 1 else ''} of "
             f"{d.exclusive_key}, each for {d.pods_per_job} pod{'s' if d.pods_per_job != 1 else ''}"
-            f" of {d.shape}; {d.available} of {d.total} available ({verdict})"
+            f" of {d.shape}; "
+            + (f"{d.available} of {d.total} available ({verdict})" if d.total else NO_DOMAIN)
         )
     else:
         head = (

@@ -153,6 +153,10 @@ def _listing(tallies: tuple[ReasonTally, ...], taken_by_copies: int | None) -> s
     )
 
 
+NO_DOMAIN = "no node has that label"
+"""Where a key has no domain at all: every domain is the nodes sharing one value of the label."""
+
+
 def rjob_line(
     d: RjobDiagnosis,
     *,
@@ -176,8 +180,9 @@ def rjob_line(
         line = (
             f"{d.name}: needs {plural(d.needed, 'domain')} of {d.exclusive_key} for "
             f"{plural(d.pods_per_job, 'pod')} of {format_shape(d.pod)}; "
-            f"{d.available} available of {d.total}"
         )
+        # a key no node carries has no domain: "0 available of 0" left the reader to guess
+        line += f"{d.available} available of {d.total}" if d.total else NO_DOMAIN
         line += f": {reasons}" if reasons else ""
     else:
         line = (

@@ -432,3 +432,15 @@ def test_capacity_words_taken_domains_as_the_copies_above() -> None:
         f"{head}; 2 available of 3: 1 taken by the 1 copy above, "
         "yet the planner placed no further copy beside the 1 above"
     ]
+
+
+def test_a_key_no_node_carries_says_so() -> None:
+    """No node has the rack label: there is no domain of it, which the reason says rather than
+    "0 available of 0"."""
+    snap = cluster(pool("p0", 2), pool("p1", 2))
+    js = jobset("racked", rjob(replicas=2, exclusive="example.com/rack"))
+    plan = solve_checked("best-fit", snap, [js])
+    assert plan.outcome("team-a/racked").reason == (
+        "workers: needs 2 domains of example.com/rack for 2 pods of {google.com/tpu: 4}; "
+        "no node has that label"
+    )
