@@ -20,8 +20,10 @@ The planners (for each JobSet they leave out), `placer explain` and `placer capa
 `Classifier`, so they report the same counts. One classifier serves one plan. A plan leaves
 hundreds of JobSets out on a large fleet, and most of them see the cluster the same way: so each
 pod shape's view is counted once, in one pass over the domains of its key (or over the nodes), as a
-JobSet that holds nothing and has no pods in the plan sees it (`View`); a JobSet then recounts
-only the domains (nodes) it holds or has planned pods in, where its own view differs.
+JobSet that holds nothing, has no pods in the plan and would run past every reservation sees it
+(`View`); a JobSet then recounts only the domains (nodes) it holds, has planned pods in, has
+reserved, or would end in time to use though reserved, and keeps the changes (JobSets that see
+the same changes share the counts).
 """
 
 from __future__ import annotations
