@@ -249,17 +249,39 @@ class PlacementContext:
         duration = expected_duration_s(jobset, self.options.time)
         return not any(_closes(r, jobset.key, duration) for r in reservations)
 
+    @cached_property
+    def _reservations_on_node(self) -> dict[str, tuple[DomainReservation, ...]]:
+        """Node -> the reservations of the exclusive domains holding it (overlapping domains'
+        included, as `reserved` gives them)."""
+        found: dict[str, dict[int, DomainReservation]] = {}
+        for d in self.exclusive_domains:
+            for r in self.domain_reservations(d):
+                for n in d.nodes:
+                    found.setdefault(n, {})[id(r)] = r
+        return {n: tuple(rs.values()) for n, rs in found.items()}
+
+    def node_reservations(self, node: str) -> tuple[DomainReservation, ...]:
+        """The reservations of the exclusive domains holding `node`."""
+        return self._reservations_on_node.get(node, ())
+
+    def node_open_to(self, node: str, jobset: JobSetRequest) -> bool:
+        """A pod of `jobset` without an exclusive key may use `node` as far as reservations go:
+        no domain holding it is reserved for another JobSet's start before `jobset` is expected
+        to end. Such pods hold no domain of their own, yet one running into a reservation
+        delays its JobSet's start as an exclusive child Job would (the rule of
+        `domain_open_to`, node by node)."""
+        return not self.node_reserved_against(node, jobset)
+
+    def node_reserved_against(self, node: str, jobset: JobSetRequest | None) -> tuple[str, ...]:
+        """`reserved_against` for the domains holding `node`: the JobSets whose reservations
+        close it to `jobset`'s pods without an exclusive key (None: to an outsider)."""
+        return _against(self.node_reservations(node), jobset, self.options)
+
     def reserved_against(self, domain: Domain, jobset: JobSetRequest | None) -> tuple[str, ...]:
         """The JobSets whose reservations of `domain` close it to `jobset` (`domain_open_to`),
         sorted; for no JobSet (`None`: an outsider expected to run past every start), every
         JobSet holding a reservation of it."""
-        reservations = self.domain_reservations(domain)
-        if not reservations:
-            return ()
-        if jobset is None:
-            return tuple(sorted({r.jobset for r in reservations}))
-        duration = expected_duration_s(jobset, self.options.time)
-        return tuple(sorted({r.jobset for r in reservations if _closes(r, jobset.key, duration)}))
+        return _against(self.domain_reservations(domain), jobset, self.options)
 
     @cached_property
     def shape_index(self) -> ShapeIndex:
@@ -342,3 +364,16 @@ def _closes(reservation: DomainReservation, jobset: str, duration_s: float) -> b
     """A reservation of another JobSet starting before `jobset`, expected to run `duration_s`,
     would end: it may not take the domain now (one ending by then runs as backfill)."""
     return reservation.jobset != jobset and duration_s > reservation.start_s
+
+
+def _against(
+    reservations: Sequence[DomainReservation], jobset: JobSetRequest | None, options: SolveOptions
+) -> tuple[str, ...]:
+    """The JobSets of `reservations` that close their domain to `jobset` (all of them for
+    `None`), sorted."""
+    if not reservations:
+        return ()
+    if jobset is None:
+        return tuple(sorted({r.jobset for r in reservations}))
+    duration = expected_duration_s(jobset, options.time)
+    return tuple(sorted({r.jobset for r in reservations if _closes(r, jobset.key, duration)}))

@@ -113,8 +113,9 @@ class PlacementLedger:
         return {n: tuple(sorted(owners)) for n, owners in self._shared.items()}
 
     def node_capacity(self, jc: JobClass, node: str) -> int:
-        """Pods of `jc`'s shape still fitting on `node` beside planned pods (reservations aside)."""
-        if self.ctx.class_facts(jc).exclusion(node):
+        """Pods of `jc`'s shape still fitting on `node` beside planned pods; none on a node a
+        reservation closes to its JobSet (`PlacementContext.node_open_to`)."""
+        if self.ctx.class_facts(jc).exclusion(node) or not self.ctx.node_open_to(node, jc.jobset):
             return 0
         return self._pods_fitting(jc, node, self._free_of(node), ())
 
@@ -122,7 +123,7 @@ class PlacementLedger:
         """Pods of `jc`'s shape still fitting on `node` once one pod of `other` is placed there too
         (a podset group's workers beside their leader: Kueue counts both on one node; the
         explanations count it with `reasons.nodes.capacity_after_planned`)."""
-        if self.ctx.class_facts(jc).exclusion(node):
+        if self.ctx.class_facts(jc).exclusion(node) or not self.ctx.node_open_to(node, jc.jobset):
             return 0
         free = dict(self._free_of(node))
         for name, value in other.requests.items():

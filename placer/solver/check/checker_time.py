@@ -13,7 +13,7 @@ import itertools
 from collections.abc import Callable, Iterable, Mapping
 
 from placer.model.options import SolveOptions
-from placer.model.plan import DomainRef, JobSetOutcome
+from placer.model.plan import DomainRef, JobPlacement, JobSetOutcome
 from placer.model.workload import JobSetRequest
 from placer.solver.time.release import expected_duration_s
 
@@ -145,6 +145,22 @@ def _check_overlaps_across(
             )
 
 
+def _reserved_under(job: JobPlacement, near: _Near) -> list[tuple[_DomainId, str]]:
+    """The reserved domains a placed child Job runs in, each with where, for the message: its
+    own domain and those sharing nodes with it; for pods without an exclusive key, the reserved
+    domains holding their nodes (such pods run into a reservation as a child Job does)."""
+    if job.domain is not None:
+        value, own = job.domain.value, _id(job.domain)
+        return [
+            (d, value if d == own else f"{value}, sharing nodes with {_label(d)}")
+            for d in near.of(job.domain)
+        ]
+    nodes = sorted({p.node for p in job.pods})
+    return [
+        (d, f"{n}, a node of {_label(d)}") for n in nodes for d in sorted(near.on_node.get(n, ()))
+    ]
+
+
 def _check_backfill(
     key: str,
     o: JobSetOutcome,
@@ -155,17 +171,12 @@ def _check_backfill(
 ) -> None:
     ahead = False
     for job in o.jobs:
-        if job.domain is None:
-            continue
-        for domain in near.of(job.domain):
+        for domain, where in _reserved_under(job, near):
             for start, _, holder in windows.get(domain, []):
                 if holder == key:
                     continue
                 ahead = True
                 if duration_s > start:
-                    where = job.domain.value
-                    if domain != _id(job.domain):
-                        where += f", sharing nodes with {_label(domain)}"
                     problems.add(
                         f"{key}: {job.name} runs {duration_s:.0f} s on {where}, "
                         f"reserved for {holder} from {start:.0f} s"

@@ -188,7 +188,9 @@ def _placement(
     for jc in problem.shared:
         need = jc.rjob.replicas * jc.rjob.pods_per_job
         for c in problem.domain_classes:
-            if c.shared_capacity.get(jc.index):
+            # a class's domains share their reservations (`aggregate.domain_classes`)
+            closed = problem.ctx.reserved_against(c.members[0], jc.jobset)
+            if c.shared_capacity.get(jc.index) and not closed:
                 room = problem.shared_room(jc.index, c.id)
                 v.shared_in_class[(jc.index, c.id)] = model.new_int_var(
                     0, room if copies else min(need, room), f"shared[{jc.name},{c.id}]"

@@ -309,7 +309,9 @@ class Classifier:
     def _shared(self, jc: JobClass) -> RjobDiagnosis:
         me = jc.jobset.key
         view = self._nodes.view(jc, self._signature(jc))
-        touching = self._nodes.reserved_in.get(me, [])
+        touching = sorted(
+            {*self._nodes.reserved_in.get(me, ()), *self._nodes.booked_otherwise(jc.jobset)}
+        )
         tallies = view.tallies
         fits = sum(view.room)
         with_room = sum(1 for r in view.room if r)

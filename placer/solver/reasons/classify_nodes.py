@@ -3,7 +3,9 @@ one plan.
 
 A replicated job without an exclusive key is counted per node, by the first rule that rules the
 node out: a missing topology label, nodeSelector, node affinity, taint, NotReady, cordoned,
-reserved for exclusive child Jobs of other JobSets, no room for one pod beside the plan's pods.
+in a domain reserved for the later start of another JobSet that this one would not end before
+(time-aware planning, `PlacementContext.node_open_to`), reserved for exclusive child Jobs of
+other JobSets, no room for one pod beside the plan's pods.
 The workers of a Kueue podset group are also judged here beside their leader, node by node inside
 each domain of the required level (`group_fit`).
 
@@ -16,10 +18,12 @@ pod (rule, health, room) is `nodes`.
 
 from __future__ import annotations
 
+import bisect
 from decimal import Decimal
 
 from placer.model.resources import PODS, add_resources, subtract_resources
 from placer.model.topology import DomainPath
+from placer.model.workload import JobSetRequest
 from placer.solver.context import JobClass, PlacementContext
 from placer.solver.greedy.group_room import NodeRoom, group_room
 from placer.solver.reasons.data import GroupFit, Reason
@@ -32,6 +36,7 @@ from placer.solver.reasons.nodes import (
 )
 from placer.solver.reasons.occupancy import Occupancy
 from placer.solver.reasons.tally import Tallies, Verdict, View
+from placer.solver.time.release import expected_duration_s
 
 __all__ = ["NodeClassifier"]
 
@@ -55,6 +60,28 @@ class NodeClassifier:
             if i is not None:
                 for o in owners:
                     self.reserved_in.setdefault(o, []).append(i)
+        booked = sorted(
+            (max(r.start_s for r in rs), i)
+            for i, name in enumerate(self.names)
+            if (rs := ctx.node_reservations(name))
+        )
+        self._booked: list[int] = [i for _, i in booked]
+        """Nodes in domains reserved for a later start, by the latest start among them."""
+        self._booked_latest: list[float] = [t for t, _ in booked]
+        self._booked_by: dict[str, list[int]] = {}
+        """JobSet -> the nodes of the domains it has reserved."""
+        for i in self._booked:
+            for r in ctx.node_reservations(self.names[i]):
+                self._booked_by.setdefault(r.jobset, []).append(i)
+
+    def booked_otherwise(self, jobset: JobSetRequest) -> list[int]:
+        """The nodes of reserved domains that `jobset` does not see as an outsider does (who
+        runs past every start): it holds one of their reservations, or ends by the latest."""
+        if not self._booked:
+            return []
+        duration = expected_duration_s(jobset, self.ctx.options.time)
+        ending_in_time = bisect.bisect_left(self._booked_latest, duration)
+        return [*self._booked[ending_in_time:], *self._booked_by.get(jobset.key, ())]
 
     def view(self, jc: JobClass, signature: str) -> View:
         """The outsider's view of every node for `jc`'s pod shape (its `signature`), counted in
@@ -70,7 +97,8 @@ class NodeClassifier:
         return found
 
     def verdict(self, jc: JobClass, i: int, me: str | None) -> Verdict:
-        """Node `i` for `jc`'s pod, as JobSet `me` (None: an outsider) sees it."""
+        """Node `i` for `jc`'s pod, as JobSet `me` (None: an outsider) sees it; `me`, when
+        given, is `jc`'s JobSet (whose expected run decides which reservations close the node)."""
         name = self.names[i]
         node = self.ctx.nodes[name]
         pod = jc.rjob.pod
@@ -80,6 +108,9 @@ class NodeClassifier:
         health = health_kind(node)
         if health is not None:
             return Reason(health), ()
+        against = self.ctx.node_reserved_against(name, jc.jobset if me is not None else None)
+        if against:
+            return Reason("reserved-later", holders=against), against
         reserved = self.occupancy.reserved.get(name, _NOBODY)
         others = reserved - {me} if me is not None else reserved
         if others:

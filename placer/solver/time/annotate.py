@@ -40,6 +40,27 @@ class Annotator:
         self.priorities = priorities
         self.overdue = overdue
         self.never = NeverReasons(units)
+        self._on_node: dict[str, list[UnitId]] | None = None
+
+    def _under(self, o: JobSetOutcome) -> list[UnitId]:
+        """The units a placed JobSet runs in: each child Job's domain and those sharing a node
+        with it, and for pods without an exclusive key every unit holding their nodes."""
+        found: list[UnitId] = []
+        for j in o.jobs:
+            if j.domain is not None:
+                unit = self.units.unit_of(j.domain.key, j.domain.path)
+                found += self._sharing(unit or (j.domain.key, domain_id(j.domain.path)))
+            else:
+                found += sorted({u for p in j.pods for u in self._units_on(p.node)})
+        return found
+
+    def _units_on(self, node: str) -> list[UnitId]:
+        if self._on_node is None:
+            self._on_node = {}
+            for unit in self.units.units:
+                for n in unit.nodes:
+                    self._on_node.setdefault(n, []).append(unit.id)
+        return self._on_node.get(node, [])
 
     def _sharing(self, unit: UnitId) -> list[UnitId]:
         """The unit and those sharing a node with it (overlapping keys: a pool run now ahead of
@@ -55,12 +76,7 @@ class Annotator:
         if o.status == "placed":
             ahead = [
                 h
-                for j in o.jobs
-                if j.domain is not None
-                for unit in self._sharing(
-                    self.units.unit_of(j.domain.key, j.domain.path)
-                    or (j.domain.key, domain_id(j.domain.path))
-                )
+                for unit in self._under(o)
                 for h in self.held_on.get(unit, [])
                 if h.jobset != o.key
             ]
