@@ -15,7 +15,8 @@ compare policies, not implementations) and adds when:
               time holds its reservation only at the head or past `max_wait_s` (`holding`)
   solve       the inner solver plans now, with the future reservations on the snapshot: a domain
               reserved from time t is open only to its JobSet and to JobSets expected to end by t
-              (`PlacementContext.domain_open_to`). JobSets the pass starts now form a tier above
+              (`PlacementContext.domain_open_to`), and so are its nodes to pods without an
+              exclusive key (`node_open_to`). JobSets the pass starts now form a tier above
               every other for this solve, so no other choice delays them
   annotate    expected start, reserved domains, backfill and who each waits for, per JobSet
               (`annotate`)
@@ -23,7 +24,8 @@ compare policies, not implementations) and adds when:
 Why an event-driven pass around the one model rather than a time-indexed CP-SAT model: the pass is
 linear in events x domains and runs every round at fleet scale, and the joint optimization stays
 where it pays, in who starts now. Reservations cover child Jobs with an exclusive key; pods
-without one are planned now and never reserved for.
+without one are planned now, never reserved for, and kept off reserved nodes they would not
+leave in time.
 """
 
 from __future__ import annotations
