@@ -37,12 +37,7 @@ def expected_wait_s(
     if _fits_alone(snapshot, jobset, options):
         return 0.0
     policy = options.time
-    timeline = ReleaseTimeline.build(
-        snapshot,
-        policy.now or datetime.now(UTC),
-        policy.default_duration_s,
-        default_for_priority=policy.default_duration_by_priority,
-    )
+    timeline = ReleaseTimeline.of_policy(snapshot, policy, policy.now or datetime.now(UTC))
     ends = sorted(set(timeline.ends_s.values()))
     lo, hi = 0, len(ends)  # the answer is ends[i] for the least i that fits; len: never
 

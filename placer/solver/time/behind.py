@@ -43,12 +43,7 @@ def expected_starts_behind(
     policy = options.time
     now = policy.now or datetime.now(UTC)
     plan, queued = planned if planned is not None else (None, ())
-    timeline = ReleaseTimeline.build(
-        snapshot,
-        now,
-        policy.default_duration_s,
-        default_for_priority=policy.default_duration_by_priority,
-    )
+    timeline = ReleaseTimeline.of_policy(snapshot, policy, now)
     units = Units(snapshot, [*queued, *later], options, timeline)
     durations = {js.key: expected_duration_s(js, policy) for js in [*queued, *later]}
     holds: list[tuple[UnitId, float, float]] = []

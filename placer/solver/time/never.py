@@ -63,12 +63,7 @@ def never_reason(
     those)."""
     policy = options.time
     now = policy.now or datetime.now(UTC)
-    timeline = ReleaseTimeline.build(
-        snapshot,
-        now,
-        policy.default_duration_s,
-        default_for_priority=policy.default_duration_by_priority,
-    )
+    timeline = ReleaseTimeline.of_policy(snapshot, policy, now)
     units = Units(snapshot, jobsets, options, timeline)
     needs = units.candidate(jobset, policy.default_duration_s).needs
     if not needs or fits_some_day(needs, Calendar(units.layout, {})):

@@ -90,6 +90,20 @@ class ReleaseTimeline:
                 overdue.add(key)
         return cls(ends, frozenset(overdue), frozenset(defaulted))
 
+    @classmethod
+    def of_policy(
+        cls, snapshot: ClusterSnapshot, policy: TimePolicy, now: datetime
+    ) -> ReleaseTimeline:
+        """`build` with `policy`'s default durations (per priority too): the timeline every pass
+        that plans over time reads (the time-aware pass, expected starts behind a round, the
+        never-fits test, the preemption wait)."""
+        return cls.build(
+            snapshot,
+            now,
+            policy.default_duration_s,
+            default_for_priority=policy.default_duration_by_priority,
+        )
+
     def node_free_at_s(self, node: Node) -> float:
         """When every JobSet on the node is expected to have ended (0 when none runs there)."""
         return max((self.ends_s[k] for k in node.jobsets), default=0.0)

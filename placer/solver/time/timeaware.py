@@ -74,12 +74,7 @@ class TimeAwareSolver:
         started = time.perf_counter()
         timer = PhaseTimer()
         with timer("timeline"):
-            timeline = ReleaseTimeline.build(
-                snapshot,
-                now,
-                policy.default_duration_s,
-                default_for_priority=policy.default_duration_by_priority,
-            )
+            timeline = ReleaseTimeline.of_policy(snapshot, policy, now)
             units = Units(snapshot, jobsets, options, timeline)
         with timer("reserve"):
             durations = {js.key: expected_duration_s(js, policy) for js in jobsets}
