@@ -108,10 +108,16 @@ class NodeClassifier:
         health = health_kind(node)
         if health is not None:
             return Reason(health), ()
-        against = self.ctx.node_reserved_against(name, jc.jobset if me is not None else None)
+        reserved = self.occupancy.reserved.get(name, _NOBODY)
+        # a JobSet whose exclusive child Jobs the plan puts here takes the node now ("reserved"
+        # below), its reservation from now only held them there (`timeaware._keep_start_now`)
+        against = tuple(
+            k
+            for k in self.ctx.node_reserved_against(name, jc.jobset if me is not None else None)
+            if k not in reserved
+        )
         if against:
             return Reason("reserved-later", holders=against), against
-        reserved = self.occupancy.reserved.get(name, _NOBODY)
         others = reserved - {me} if me is not None else reserved
         if others:
             return Reason("reserved"), others
