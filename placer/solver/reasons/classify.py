@@ -28,7 +28,6 @@ the same changes share the counts).
 
 from __future__ import annotations
 
-import bisect
 from collections import Counter
 from dataclasses import replace
 
@@ -41,7 +40,6 @@ from placer.solver.reasons.keys import KeyIndex
 from placer.solver.reasons.occupancy import Occupancy
 from placer.solver.reasons.static import judge_domain
 from placer.solver.reasons.tally import Tallies, Verdict, View, short_inside_one
-from placer.solver.time.release import expected_duration_s
 
 __all__ = ["Classifier", "diagnose"]
 
@@ -125,7 +123,7 @@ class Classifier:
         touching = sorted(
             set(index.held_in.get(me.key, ()))
             | set(index.planned_in.get(me.key, ()))
-            | set(self._booked_otherwise(index, me))
+            | set(index.bookings.otherwise(me, self.ctx.options))
         )
         level = jc.rjob.required_topology
         # only the domains it sees otherwise than the outsider change the counts; JobSets of a
@@ -185,16 +183,6 @@ class Classifier:
             if per_level is not None and delta and path is not None:
                 per_level[path] += delta
         return tallies.sorted(), available, per_level
-
-    def _booked_otherwise(self, index: KeyIndex, me: JobSetRequest) -> list[int]:
-        """The domains reserved for a later start that `me` does not see as an outsider does:
-        it holds one of their reservations, or is expected to end by the latest of them (the
-        outsider runs past every start). Only these are judged again for it."""
-        if not index.booked:
-            return []
-        duration = expected_duration_s(me, self.ctx.options.time)
-        ending_in_time = bisect.bisect_left(index.unheld_latest, duration)
-        return [*index.unheld_booked[ending_in_time:], *index.booked_by.get(me.key, ())]
 
     def _view(self, jc: JobClass) -> View:
         """The outsider's view of `jc`'s key for its shape and size, counted in one pass."""
@@ -310,7 +298,10 @@ class Classifier:
         me = jc.jobset.key
         view = self._nodes.view(jc, self._signature(jc))
         touching = sorted(
-            {*self._nodes.reserved_in.get(me, ()), *self._nodes.booked_otherwise(jc.jobset)}
+            {
+                *self._nodes.reserved_in.get(me, ()),
+                *self._nodes.bookings.otherwise(jc.jobset, self.ctx.options),
+            }
         )
         tallies = view.tallies
         fits = sum(view.room)

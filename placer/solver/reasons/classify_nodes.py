@@ -18,14 +18,13 @@ pod (rule, health, room) is `nodes`.
 
 from __future__ import annotations
 
-import bisect
 from decimal import Decimal
 
 from placer.model.resources import PODS, add_resources, subtract_resources
 from placer.model.topology import DomainPath
-from placer.model.workload import JobSetRequest
 from placer.solver.context import JobClass, PlacementContext
 from placer.solver.greedy.group_room import NodeRoom, group_room
+from placer.solver.reasons.bookings import Bookings
 from placer.solver.reasons.data import GroupFit, Reason
 from placer.solver.reasons.nodes import (
     capacity_after_planned,
@@ -36,7 +35,6 @@ from placer.solver.reasons.nodes import (
 )
 from placer.solver.reasons.occupancy import Occupancy
 from placer.solver.reasons.tally import Tallies, Verdict, View
-from placer.solver.time.release import expected_duration_s
 
 __all__ = ["NodeClassifier"]
 
@@ -60,28 +58,12 @@ class NodeClassifier:
             if i is not None:
                 for o in owners:
                     self.reserved_in.setdefault(o, []).append(i)
-        booked = sorted(
-            (max(r.start_s for r in rs), i)
+        self.bookings = Bookings(
+            (i, tuple(sorted({r.jobset for r in rs})), max(r.start_s for r in rs))
             for i, name in enumerate(self.names)
             if (rs := ctx.node_reservations(name))
         )
-        self._booked: list[int] = [i for _, i in booked]
-        """Nodes in domains reserved for a later start, by the latest start among them."""
-        self._booked_latest: list[float] = [t for t, _ in booked]
-        self._booked_by: dict[str, list[int]] = {}
-        """JobSet -> the nodes of the domains it has reserved."""
-        for i in self._booked:
-            for r in ctx.node_reservations(self.names[i]):
-                self._booked_by.setdefault(r.jobset, []).append(i)
-
-    def booked_otherwise(self, jobset: JobSetRequest) -> list[int]:
-        """The nodes of reserved domains that `jobset` does not see as an outsider does (who
-        runs past every start): it holds one of their reservations, or ends by the latest."""
-        if not self._booked:
-            return []
-        duration = expected_duration_s(jobset, self.ctx.options.time)
-        ending_in_time = bisect.bisect_left(self._booked_latest, duration)
-        return [*self._booked[ending_in_time:], *self._booked_by.get(jobset.key, ())]
+        """The nodes of domains reserved for a later start."""
 
     def view(self, jc: JobClass, signature: str) -> View:
         """The outsider's view of every node for `jc`'s pod shape (its `signature`), counted in

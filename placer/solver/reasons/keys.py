@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from placer.model.topology import DomainPath
 from placer.solver.context import PlacementContext
+from placer.solver.reasons.bookings import Bookings
 from placer.solver.reasons.data import Reason
 from placer.solver.reasons.occupancy import Occupancy
 
@@ -36,27 +37,19 @@ class KeyIndex:
         outsider, expected to run past every start, is kept out by). A JobSet with planned pods
         in the domain is left out: it takes the domain now (a JobSet the time-aware pass holds
         to the domains it starts on, `timeaware._keep_start_now`), which "taken" says."""
-        self.latest_booking: dict[int, float] = {}
-        """Per domain reserved for a later start: the latest start among its reservations. A
-        JobSet expected to end by then, or holding one of them, sees it otherwise."""
+        latest: dict[int, float] = {}
         for i, d in enumerate(self.domains):
             reservations = [
                 r for r in ctx.domain_reservations(d) if r.jobset not in self.planned[i]
             ]
             if reservations:
                 self.booked[i] = tuple(sorted({r.jobset for r in reservations}))
-                self.latest_booking[i] = max(r.start_s for r in reservations)
-        unheld = sorted((self.latest_booking[i], i) for i in self.booked if not self.held[i])
-        self.unheld_booked: list[int] = [i for _, i in unheld]
-        """The domains reserved for a later start that no running JobSet holds, by their latest
-        start: the only ones a JobSet may see otherwise than an outsider does without holding
-        them (a held domain is "held" first for everyone but its holders)."""
-        self.unheld_latest: list[float] = [t for t, _ in unheld]
-        self.booked_by: dict[str, list[int]] = {}
-        """JobSet -> the domains it has reserved that no running JobSet holds."""
-        for i in self.unheld_booked:
-            for k in self.booked[i]:
-                self.booked_by.setdefault(k, []).append(i)
+                latest[i] = max(r.start_s for r in reservations)
+        self.bookings = Bookings(
+            (i, reservers, latest[i]) for i, reservers in self.booked.items() if not self.held[i]
+        )
+        """The reserved domains no running JobSet holds: a held domain is "held" first for
+        everyone but its holders, so only these may look otherwise to a JobSet."""
         self.planned_priorities: list[frozenset[int | None]] = [
             frozenset(priority.get(o) for o in owners) for owners in self.planned
         ]
