@@ -4,13 +4,14 @@ reserved domains, whether it runs as backfill, whom it waits for, and whether it
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from placer.model.cluster import DomainReservation
 from placer.model.plan import DomainRef, JobSetOutcome
 from placer.solver.time.never import NeverReasons
 from placer.solver.time.overlap import sharing
 from placer.solver.time.reservations import Reservation, UnitId
+from placer.solver.time.shared_starts import SharedStart
 from placer.solver.time.units import Units, domain_id
 
 __all__ = ["Annotator"]
@@ -29,6 +30,7 @@ class Annotator:
         held: Sequence[DomainReservation],
         priorities: dict[str, int],
         overdue: frozenset[str] = frozenset(),
+        shared: Mapping[str, SharedStart] | None = None,
     ) -> None:
         self.units = units
         self.reservations = reservations
@@ -39,6 +41,8 @@ class Annotator:
             self.held_on.setdefault(unit, []).append(h)
         self.priorities = priorities
         self.overdue = overdue
+        self.shared = shared or {}
+        """JobSets without an exclusive child Job: their starts, node by node (`shared_starts`)."""
         self.never = NeverReasons(units)
         self._on_node: dict[str, list[UnitId]] | None = None
 
@@ -84,6 +88,9 @@ class Annotator:
             return o.model_copy(update=update)
         if o.key in self.overdue:
             update["past_max_wait"] = True
+        shared = self.shared.get(o.key)
+        if shared is not None:
+            return o.model_copy(update=update | self._shared(o.key, shared))
         reserved = self.reservations.get(o.key)
         if reserved is not None and not reserved.start_s:
             reserved = None  # meant to start now, yet not placed: estimated like the rest
@@ -91,11 +98,7 @@ class Annotator:
         if r is None:
             return o.model_copy(update=update)
         if r.start_s is None:
-            update["expected_start_seconds"] = None
-            why = self.never.reason(o.key)
-            if why is not None:
-                update["reason"] = why
-            return o.model_copy(update=update)
+            return o.model_copy(update=update | self._never(o.key))
         refs = [
             DomainRef(
                 key=u[0], value=self.units.domains[u].value, path=list(self.units.domains[u].path)
@@ -109,3 +112,14 @@ class Annotator:
             "waits_for": self.units.waits_for(r),
         }
         return o.model_copy(update=update)
+
+    def _never(self, key: str) -> dict[str, object]:
+        """No expected start, and why from the cluster the JobSet was judged on last."""
+        why = self.never.reason(key)
+        return {"expected_start_seconds": None} | ({"reason": why} if why is not None else {})
+
+    def _shared(self, key: str, start: SharedStart) -> dict[str, object]:
+        """A JobSet without an exclusive child Job: its start node by node, no domain held."""
+        if start.start_s is None:
+            return self._never(key)
+        return {"expected_start_seconds": start.start_s, "waits_for": list(start.waits_for)}

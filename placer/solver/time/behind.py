@@ -13,13 +13,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from placer.model.cluster import ClusterSnapshot
+from placer.model.cluster import ClusterSnapshot, DomainReservation
 from placer.model.options import SolveOptions
-from placer.model.plan import JobSetOutcome, Plan
+from placer.model.plan import DomainRef, JobSetOutcome, Plan
 from placer.model.workload import JobSetRequest
 from placer.solver.time.annotate import Annotator
 from placer.solver.time.release import ReleaseTimeline, expected_duration_s
 from placer.solver.time.reservations import UnitId, reserve
+from placer.solver.time.shared_starts import shared_starts
 from placer.solver.time.standing import reservation_order
 from placer.solver.time.units import Units
 
@@ -47,21 +48,27 @@ def expected_starts_behind(
     units = Units(snapshot, [*queued, *later], options, timeline)
     durations = {js.key: expected_duration_s(js, policy) for js in [*queued, *later]}
     holds: list[tuple[UnitId, float, float]] = []
+    held: list[DomainReservation] = []
+    placed: list[JobSetOutcome] = []
     for o in plan.jobsets if plan is not None else []:
-        placed = o.status == "placed"
-        start = 0.0 if placed else o.expected_start_seconds
-        refs = [j.domain for j in o.jobs if j.domain] if placed else o.reserved_domains
+        is_placed = o.status == "placed"
+        placed += [o] if is_placed else []
+        start = 0.0 if is_placed else o.expected_start_seconds
+        refs = [j.domain for j in o.jobs if j.domain] if is_placed else o.reserved_domains
         if start is None:
             continue
         end = start + durations.get(o.key, policy.default_duration_s)
         holds += [
             (unit, start, end) for d in refs if (unit := units.unit_of(d.key, d.path)) is not None
         ]
+        if not is_placed:
+            held += [_held(o.key, d, start, end) for d in refs]
     planned_keys = {o.key for o in plan.jobsets} if plan is not None else set()
+    others = [r for r in snapshot.reservations if r.jobset not in planned_keys]
     holds += [
         (unit, r.start_s, max(r.end_s, r.start_s))
-        for r in snapshot.reservations
-        if r.jobset not in planned_keys and (unit := units.unit_of(r.key, r.path)) is not None
+        for r in others
+        if (unit := units.unit_of(r.key, r.path)) is not None
     ]
     order = sorted(later, key=lambda js: reservation_order(js, policy, now))
     found = reserve(
@@ -70,7 +77,8 @@ def expected_starts_behind(
         free_at=units.free_at,
         holds=holds,
     )
-    after = Annotator(units, {}, {r.jobset: r for r in found}, [], {})
+    shared = shared_starts(units, order, durations, placed, [*held, *others])
+    after = Annotator(units, {}, {r.jobset: r for r in found}, [], {}, shared=shared)
     return [
         after.outcome(
             JobSetOutcome(
@@ -79,3 +87,8 @@ def expected_starts_behind(
         )
         for js in order
     ]
+
+
+def _held(key: str, ref: DomainRef, start: float, end: float) -> DomainReservation:
+    path = tuple(ref.path) if ref.path else ((ref.key, ref.value),)
+    return DomainReservation(jobset=key, key=ref.key, path=path, start_s=start, end_s=end)

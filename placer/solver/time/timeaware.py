@@ -45,6 +45,7 @@ from placer.solver.time.evicting import plan_evicting_first
 from placer.solver.time.holding import held_reservations
 from placer.solver.time.release import ReleaseTimeline, expected_duration_s
 from placer.solver.time.reservations import Reservation, UnitId, reserve
+from placer.solver.time.shared_starts import shared_starts
 from placer.solver.time.standing import past_max_wait, reservation_order, tiers
 from placer.solver.time.units import Units
 
@@ -119,8 +120,11 @@ class TimeAwareSolver:
         notes += kept
         with timer("estimate"):
             estimates = _estimates(units, plan, order, reservations, held, durations)
+            placed = [o for o in plan.jobsets if o.status == "placed"]
+            waiting = [js for js in order if js.key not in {o.key for o in placed}]
+            shared = shared_starts(units, waiting, durations, placed, held)
             priorities = {js.key: js.priority for js in jobsets}
-            after = Annotator(units, reservations, estimates, held, priorities, overdue)
+            after = Annotator(units, reservations, estimates, held, priorities, overdue, shared)
             outcomes = [after.outcome(o) for o in plan.jobsets]
         report = plan.solver.model_copy(
             update={

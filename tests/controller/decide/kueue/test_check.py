@@ -800,3 +800,46 @@ def test_a_jobset_that_cannot_be_planned_is_rejected_not_left_holding_quota() ->
     assert update.state == "Rejected"
     assert update.message.startswith("can never be placed as written: cluster: default/a: ")
     assert "priority: 7 differs from 1000" in update.message
+
+
+def _without_exclusive_key(cluster: MemoryCluster, name: str) -> None:
+    def shared(obj: Obj) -> None:
+        obj["metadata"]["annotations"].pop("alpha.jobset.sigs.k8s.io/exclusive-topology")
+
+    cluster.mutate("jobsets", name, shared, namespace="default")
+
+
+def test_a_jobset_without_an_exclusive_key_is_told_when_its_nodes_free_up() -> None:
+    """Its pods need no domain: before, it was told "expected start now" while running default/r
+    held every chip it could use."""
+    cluster = tpu_cluster(blocks=2)
+    running_jobset(cluster, "r", [0, 1], hours=3)  # started 1h ago: every chip busy for 2h more
+    suspended_jobset(cluster, "a", jobs=2)
+    _without_exclusive_key(cluster, "a")
+    c = cycle(with_kueue(state_of(cluster), workload("a", [("w", 4)])))
+    assert "default/a" not in c.planned.placed
+    update = only(c.updates)
+    assert update.state == "Pending"
+    assert "; expected start 2026-12-01T14:00:00Z" in update.message
+    assert update.message.endswith("; waits for running default/r")
+
+
+def test_a_jobset_without_an_exclusive_key_that_fits_no_node_is_rejected() -> None:
+    """Before, it was told "expected start now", so it was never Rejected."""
+    cluster = tpu_cluster(blocks=2)
+    running_jobset(cluster, "r", [0, 1], hours=3)
+    suspended_jobset(cluster, "v6e", jobs=2)
+    _without_exclusive_key(cluster, "v6e")
+
+    def v6e_only(obj: Obj) -> None:
+        for rj in obj["spec"]["replicatedJobs"]:
+            pod = rj["template"]["spec"]["template"]["spec"]
+            pod["nodeSelector"] = {"cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice"}
+
+    cluster.mutate("jobsets", "v6e", v6e_only, namespace="default")
+    c = cycle(with_kueue(state_of(cluster), workload("v6e", [("w", 4)])))
+    update = only(c.updates)
+    assert update.state == "Rejected"
+    assert update.message.startswith("can never be placed, not even on an empty cluster: w: ")
+    assert "nodeSelector cloud.google.com/gke-tpu-accelerator=tpu-v6e-slice" in update.message
+    assert "default/r" not in update.message
