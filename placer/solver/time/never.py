@@ -22,8 +22,9 @@ from placer.model.options import SolveOptions
 from placer.model.workload import JobSetRequest
 from placer.solver.reasons import Classifier, jobset_reason
 from placer.solver.time.calendar import Calendar
-from placer.solver.time.release import ReleaseTimeline
+from placer.solver.time.release import ReleaseTimeline, expected_duration_s
 from placer.solver.time.reservations import fits_some_day
+from placer.solver.time.shared_starts import only_shared, shared_starts
 from placer.solver.time.units import Units
 
 __all__ = ["NeverReasons", "never_reason"]
@@ -58,14 +59,20 @@ def never_reason(
     jobset: JobSetRequest,
 ) -> str | None:
     """Why `jobset` (one of `jobsets`) fits no domain set even once every running JobSet ends,
-    judged as the time-aware pass judges it (`Units.candidate`, `reservations.fits_some_day`);
-    None when it fits some day, or has no child Job with an exclusive key (the pass judges only
-    those)."""
+    judged as the time-aware pass judges it (`Units.candidate`, `reservations.fits_some_day`;
+    node by node, `shared_starts`, for a JobSet without an exclusive child Job); None when it
+    fits some day."""
     policy = options.time
     now = policy.now or datetime.now(UTC)
     timeline = ReleaseTimeline.of_policy(snapshot, policy, now)
     units = Units(snapshot, jobsets, options, timeline)
     needs = units.candidate(jobset, policy.default_duration_s).needs
-    if not needs or fits_some_day(needs, Calendar(units.layout, {})):
+    if not needs:
+        if not only_shared(units.ctx, jobset):
+            return None
+        duration = {jobset.key: expected_duration_s(jobset, policy)}
+        if shared_starts(units, [jobset], duration, (), ())[jobset.key].start_s is not None:
+            return None
+    elif fits_some_day(needs, Calendar(units.layout, {})):
         return None
     return NeverReasons(units).reason(jobset.key)

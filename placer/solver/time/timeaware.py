@@ -25,7 +25,8 @@ Why an event-driven pass around the one model rather than a time-indexed CP-SAT 
 linear in events x domains and runs every round at fleet scale, and the joint optimization stays
 where it pays, in who starts now. Reservations cover child Jobs with an exclusive key; pods
 without one are planned now, never reserved for, and kept off reserved nodes they would not
-leave in time.
+leave in time; a JobSet made only of such pods, left out, is timed node by node
+(`shared_starts`).
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from placer.model.workload import JobSetRequest
 from placer.solver.check.checker import check
 from placer.solver.registry import get_solver
 from placer.solver.time.behind import expected_starts_behind
+from placer.solver.time.never import never_reason
 from tests.solver.time.test_shared_pods_reserved import _plan as _reserved_plan
 from tests.solver.time.test_shared_pods_reserved import _shared
 from tests.solver.time.test_timeaware import NOW, H, _queue
@@ -166,3 +167,18 @@ def test_the_start_is_the_first_end_after_which_the_jobset_fits(
 
     expected = next((t for t in ends if fits_after(t)), None)
     assert got == expected
+
+
+def test_explain_without_time_flags_asks_the_same_question() -> None:
+    """`placer explain`'s never check (`never_reason`) judged only JobSets with an exclusive
+    child Job; one whose pods fit no node was not told it never fits."""
+    snap = _busy()
+    nowhere = jobset(
+        "nowhere", rjob(exclusive=None, node_selector={"cloud.google.com/gke-nodepool": "gone"})
+    )
+    later = _shared("later", 2)
+    why = never_reason(snap, [nowhere, later], SolveOptions(), nowhere)
+    assert why is not None
+    assert "nodeSelector cloud.google.com/gke-nodepool=gone" in why
+    # busy now, free once run-a ends: it fits some day
+    assert never_reason(snap, [nowhere, later], SolveOptions(), later) is None
