@@ -7,23 +7,41 @@ JobSet left out (`Classifier.diagnose`) and the one-line wording (`jobset_reason
 dict as the planners pass). Each is timed on a fresh context, as the planners meet it (the shape
 facts of the greedy passes warm), and once more on the same context. Figures go to
 benchmarks/RESULTS-reasons.md by hand, with the machine.
+
+`--shared N` takes the first N JobSets of the queue out of exclusive placement (their pods are
+then judged node by node); `--held F` runs that share of the pools; `--reservations all` plans
+with time-aware best-fit instead, every reservation held, and classifies beside its plan on the
+snapshot it planned on (`timeaware.planned_on`: domains reserved for later starts close nodes).
+The digest line hashes every reason text, to compare two trees' reasons to the character.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import time
 from collections.abc import Sequence
+from datetime import UTC, datetime
 
 from benchmarks.scaling import HOSTS_PER_POOL
 from benchmarks.worlds.scenarios import build_tpu_pool_fleet
-from placer.model.options import SolveOptions
+from placer.model.options import SolveOptions, TimePolicy
+from placer.model.workload import JobSetRequest
 from placer.solver.context import PlacementContext
 from placer.solver.greedy.baselines import greedy_plan
 from placer.solver.reasons import Classifier, ReasonTally, jobset_reason, occupancy_of
 from placer.solver.registry import get_solver
+from placer.solver.time.timeaware import planned_on
 
 __all__ = ["main"]
+
+NOW = datetime(2026, 12, 1, 6, 0, tzinfo=UTC)
+
+
+def _shared(js: JobSetRequest) -> JobSetRequest:
+    """`js` without exclusive placement: its pods keep their shape."""
+    rjobs = tuple(r.model_copy(update={"exclusive_key": None}) for r in js.replicated_jobs)
+    return js.model_copy(update={"replicated_jobs": rjobs})
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -31,17 +49,27 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--nodes", type=int, default=10_000)
     parser.add_argument("--pending", type=int, default=1_000)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--shared", type=int, default=0, help="JobSets without exclusive key")
+    parser.add_argument("--held", type=float, default=0.30, help="share of pools running")
+    parser.add_argument("--reservations", choices=["none", "all"], default="none")
     parser.add_argument(
         "--solvers",
         default="",
         help="comma-separated solvers to time end to end on the same scenario (reasons included)",
     )
     args = parser.parse_args(argv)
-    sc = build_tpu_pool_fleet(args.seed, max(3, round(args.nodes / HOSTS_PER_POOL)), args.pending)
-    snapshot, requests = sc.snapshot, sc.requests
-    ctx = PlacementContext(snapshot, requests, SolveOptions())
-    greedy_plan(ctx, "best-fit", explain=False)
-    plan = greedy_plan(ctx, "largest-first", explain=False)
+    pools = max(3, round(args.nodes / HOSTS_PER_POOL))
+    sc = build_tpu_pool_fleet(args.seed, pools, args.pending, held=args.held)
+    snapshot = sc.snapshot
+    requests = [_shared(js) if i < args.shared else js for i, js in enumerate(sc.requests)]
+    if args.reservations == "all":
+        timed = SolveOptions(workers=1, time=TimePolicy(now=NOW, reservations="all"))
+        plan = get_solver("best-fit", time_policy=timed.time).solve(snapshot, requests, timed)
+        ctx = PlacementContext(planned_on(snapshot, plan, requests, timed), requests, timed)
+    else:
+        ctx = PlacementContext(snapshot, requests, SolveOptions())
+        greedy_plan(ctx, "best-fit", explain=False)
+        plan = greedy_plan(ctx, "largest-first", explain=False)
     left_out = [js for js in ctx.jobsets if plan.outcome(js.key).status != "placed"]
     print(f"{len(snapshot.nodes)} nodes, {len(requests)} pending, {len(left_out)} left out")
     for run in ("first", "again"):
@@ -55,10 +83,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         texts = [jobset_reason(d, listings=listings) for d in diagnoses]
         worded = time.perf_counter()
         mean = sum(map(len, texts)) / max(len(texts), 1)
+        digest = hashlib.sha256("\n".join(texts).encode()).hexdigest()[:12]
         print(
             f"{run}: occupancy {counted - started:.2f} s, classify {classified - counted:.2f} s, "
             f"word {worded - classified:.2f} s, total {worded - started:.2f} s "
-            f"(mean reason {mean:.0f} characters)"
+            f"(mean reason {mean:.0f} characters, digest {digest})"
         )
     options = SolveOptions(workers=2, seed=args.seed, time_limit_s=10)
     for solver in filter(None, args.solvers.split(",")):

@@ -231,13 +231,18 @@ def test_unschedulable_event_only_when_the_reason_changes() -> None:
 
 def test_an_unschedulable_reason_longer_than_an_event_is_not_sent_again() -> None:
     """An Event keeps the first 1,024 characters of a reason; the controller remembers what it
-    sent, so a longer reason (every holder of a big fleet named) compared in full differed each
+    sent, so a longer reason (every taint of a big fleet counted) compared in full differed each
     cycle and was sent again at every re-plan."""
     cluster = tpu_cluster(blocks=40)
     for b in range(39):
-        name = f"a-long-running-training-jobset-name-number-{b:02d}"
-        add_jobset(cluster, name, jobs=1)
-        claim(cluster, name, {f"{name}-w-0": f"b{b}"})
+        for i in range(2):
+
+            def dedicate(obj: dict[str, Any], b: int = b) -> None:
+                value = f"a-long-reserved-team-name-number-{b:02d}"
+                taint = {"key": "dedicated", "value": value, "effect": "NoSchedule"}
+                obj["spec"].setdefault("taints", []).append(taint)
+
+            cluster.mutate("nodes", f"n-{b}-{i}", dedicate)
     add_jobset(cluster, "a", jobs=2)
     writes, rev, planned = decide(cluster)
     reason = named(planned.unschedulable["default/a"], token_owners(rev))

@@ -20,6 +20,8 @@ from placer.solver.reasons import (
     Classifier,
     Occupancy,
     Reason,
+    ReasonTally,
+    RjobDiagnosis,
     diagnose,
     format_shape,
     jobset_reason,
@@ -443,4 +445,52 @@ def test_a_key_no_node_carries_says_so() -> None:
     assert plan.outcome("team-a/racked").reason == (
         "workers: needs 2 domains of example.com/rack for 2 pods of {google.com/tpu: 4}; "
         "no node has that label"
+    )
+
+
+def test_many_running_jobsets_are_counted_once_and_named_five_at_a_time() -> None:
+    """Each running JobSet was a count of its own: on a fleet of a thousand runs a reason ran to
+    38,000 characters (RESULTS-reasons, round 38). Past `MAX_NAMED` JobSets, one count names the
+    ones holding the most first."""
+    held = [pool(f"p{i}", 2, jobsets=[f"team-b/run-{i}"]) for i in range(7)]
+    twice = pool("q", 2, jobsets=["team-b/run-6"])  # run-6 holds two pools
+    plan = solve_checked("best-fit", cluster(*held, twice), [jobset("x", rjob(replicas=1))])
+    assert _reason(plan, "team-a/x") == (
+        f"workers: needs 1 domain of {NODEPOOL} for 2 pods of {{google.com/tpu: 4}}; "
+        "0 available of 8: 8 held by running team-b/run-6, team-b/run-0, team-b/run-1, "
+        "team-b/run-2, team-b/run-3, +2 more"
+    )
+    # up to five, each is its own count as before
+    few = [pool(f"p{i}", 2, jobsets=[f"team-b/run-{i}"]) for i in range(5)]
+    plan = solve_checked("best-fit", cluster(*few), [jobset("x", rjob(replicas=1))])
+    assert _reason(plan, "team-a/x").endswith(
+        "0 available of 5: 1 held by running team-b/run-0, 1 held by running team-b/run-1, "
+        "1 held by running team-b/run-2, 1 held by running team-b/run-3, "
+        "1 held by running team-b/run-4"
+    )
+
+
+def test_many_reservations_for_later_starts_are_counted_once() -> None:
+    tallies = tuple(
+        ReasonTally(Reason("reserved-later", holders=(f"team-c/wide-{i}",)), 2 if i == 3 else 1)
+        for i in range(6)
+    )
+    d = RjobDiagnosis(
+        name="workers",
+        exclusive_key=None,
+        replicas=1,
+        pods_per_job=2,
+        pod=PodShape(requests=resources(tpu=4)),
+        unit="pod",
+        needed=2,
+        available=0,
+        total=7,
+        tallies=(*tallies, ReasonTally(Reason("cordoned"), 1)),
+        locality=None,
+        fits=False,
+        nodes_with_room=0,
+    )
+    assert jobset_reason([d]).endswith(
+        "excluded: 7 reserved for the later start of team-c/wide-3, team-c/wide-0, "
+        "team-c/wide-1, team-c/wide-2, team-c/wide-4, +1 more, 1 cordoned"
     )
