@@ -297,11 +297,17 @@ class Classifier:
     def _shared(self, jc: JobClass) -> RjobDiagnosis:
         me = jc.jobset.key
         view = self._nodes.view(jc, self._signature(jc))
+        # a node the outsider finds ruled out by a rule, NotReady, cordoned or full, or open,
+        # the JobSet finds so too: only reservations (its own, or later starts it would end in
+        # time for) can make it see a node otherwise (at 10,000 nodes with every waiting JobSet
+        # reserved, judging every such node again took 80 ms per JobSet: RESULTS-reasons)
         touching = sorted(
-            {
+            i
+            for i in {
                 *self._nodes.reserved_in.get(me, ()),
                 *self._nodes.bookings.otherwise(jc.jobset, self.ctx.options),
             }
+            if (v := view.verdicts[i]) is not None and v[0].kind in _SEEN_OTHERWISE
         )
         tallies = view.tallies
         fits = sum(view.room)
@@ -345,6 +351,10 @@ class Classifier:
             fits=fits >= need and locality is None,
             nodes_with_room=with_room,
         )
+
+
+_SEEN_OTHERWISE = frozenset({"reserved-later", "reserved"})
+"""The outsider's verdicts on a node that the JobSet may not share: the rest hold for everyone."""
 
 
 def _relation(priority: int, theirs: int | None) -> str:
