@@ -21,12 +21,9 @@ import argparse
 import hashlib
 import time
 from collections.abc import Sequence
-from datetime import UTC, datetime
 
-from benchmarks.scaling import HOSTS_PER_POOL
-from benchmarks.worlds.scenarios import build_tpu_pool_fleet
+from benchmarks.worlds.busy_fleet import NOW, add_fleet_arguments, busy_fleet
 from placer.model.options import SolveOptions, TimePolicy
-from placer.model.workload import JobSetRequest
 from placer.solver.context import PlacementContext
 from placer.solver.greedy.baselines import greedy_plan
 from placer.solver.reasons import Classifier, ReasonTally, jobset_reason, occupancy_of
@@ -35,22 +32,10 @@ from placer.solver.time.timeaware import planned_on
 
 __all__ = ["main"]
 
-NOW = datetime(2026, 12, 1, 6, 0, tzinfo=UTC)
-
-
-def _shared(js: JobSetRequest) -> JobSetRequest:
-    """`js` without exclusive placement: its pods keep their shape."""
-    rjobs = tuple(r.model_copy(update={"exclusive_key": None}) for r in js.replicated_jobs)
-    return js.model_copy(update={"replicated_jobs": rjobs})
-
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.reasons_bench")
-    parser.add_argument("--nodes", type=int, default=10_000)
-    parser.add_argument("--pending", type=int, default=1_000)
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--shared", type=int, default=0, help="JobSets without exclusive key")
-    parser.add_argument("--held", type=float, default=0.30, help="share of pools running")
+    add_fleet_arguments(parser, pending=1_000, shared=0, held=0.30)
     parser.add_argument("--reservations", choices=["none", "all"], default="none")
     parser.add_argument(
         "--solvers",
@@ -58,10 +43,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="comma-separated solvers to time end to end on the same scenario (reasons included)",
     )
     args = parser.parse_args(argv)
-    pools = max(3, round(args.nodes / HOSTS_PER_POOL))
-    sc = build_tpu_pool_fleet(args.seed, pools, args.pending, held=args.held)
-    snapshot = sc.snapshot
-    requests = [_shared(js) if i < args.shared else js for i, js in enumerate(sc.requests)]
+    snapshot, requests = busy_fleet(args)
     if args.reservations == "all":
         timed = SolveOptions(workers=1, time=TimePolicy(now=NOW, reservations="all"))
         plan = get_solver("best-fit", time_policy=timed.time).solve(snapshot, requests, timed)

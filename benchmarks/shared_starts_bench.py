@@ -16,42 +16,26 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Sequence
-from datetime import UTC, datetime
 
-from benchmarks.scaling import HOSTS_PER_POOL
-from benchmarks.worlds.scenarios import build_tpu_pool_fleet
+from benchmarks.worlds.busy_fleet import NOW, add_fleet_arguments, busy_fleet
 from placer.model.options import SolveOptions, TimePolicy
-from placer.model.workload import JobSetRequest
 from placer.solver.registry import get_solver
 
 __all__ = ["main"]
 
-NOW = datetime(2026, 12, 1, 6, 0, tzinfo=UTC)
-
-
-def _shared(js: JobSetRequest) -> JobSetRequest:
-    rjobs = tuple(r.model_copy(update={"exclusive_key": None}) for r in js.replicated_jobs)
-    return js.model_copy(update={"replicated_jobs": rjobs})
-
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.shared_starts_bench")
-    parser.add_argument("--nodes", type=int, default=10_000)
-    parser.add_argument("--pending", type=int, default=500)
-    parser.add_argument("--shared", type=int, default=100, help="JobSets without exclusive key")
-    parser.add_argument("--held", type=float, default=0.9, help="share of pools running")
-    parser.add_argument("--seed", type=int, default=1)
+    add_fleet_arguments(parser, pending=500, shared=100, held=0.9)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(argv)
-    pools = max(3, round(args.nodes / HOSTS_PER_POOL))
-    sc = build_tpu_pool_fleet(args.seed, pools, args.pending, held=args.held)
-    queue = [_shared(js) if i < args.shared else js for i, js in enumerate(sc.requests)]
+    snapshot, queue = busy_fleet(args)
     shared = {js.key for js in queue[: args.shared]}
     options = SolveOptions(workers=1, time=TimePolicy(now=NOW, reservations="all"))
-    print(f"{len(sc.snapshot.nodes)} nodes, {len(queue)} pending, {len(shared)} without a key")
+    print(f"{len(snapshot.nodes)} nodes, {len(queue)} pending, {len(shared)} without a key")
     for run in range(args.repeat):
         started = time.perf_counter()
-        plan = get_solver("best-fit", time_policy=options.time).solve(sc.snapshot, queue, options)
+        plan = get_solver("best-fit", time_policy=options.time).solve(snapshot, queue, options)
         wall = time.perf_counter() - started
         waiting = [o for o in plan.jobsets if o.key in shared and o.status != "placed"]
         now = sum(1 for o in waiting if o.expected_start_seconds == 0)

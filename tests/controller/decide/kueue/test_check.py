@@ -381,6 +381,17 @@ def test_rejected_only_when_it_never_fits_even_on_an_empty_cluster() -> None:
     assert update.message == f"can never be placed, not even on an empty cluster: {reason}"
 
 
+def _only_v6e(cluster: MemoryCluster, name: str) -> None:
+    """A nodeSelector for v6e slices, which no node of `tpu_cluster` is."""
+
+    def v6e_only(obj: Obj) -> None:
+        for rj in obj["spec"]["replicatedJobs"]:
+            pod = rj["template"]["spec"]["template"]["spec"]
+            pod["nodeSelector"] = {"cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice"}
+
+    cluster.mutate("jobsets", name, v6e_only, namespace="default")
+
+
 def test_rejected_names_the_rule_that_holds_for_good_not_who_runs_now() -> None:
     """Every block held by a running JobSet, and a JobSet whose nodeSelector no node matches:
     Kueue deactivates the Workload on this message, so it names the nodeSelector, not the
@@ -388,13 +399,7 @@ def test_rejected_names_the_rule_that_holds_for_good_not_who_runs_now() -> None:
     cluster = tpu_cluster(blocks=3)
     running_jobset(cluster, "r", [0, 1, 2], hours=3)
     suspended_jobset(cluster, "v6e", jobs=2)
-
-    def v6e_only(obj: Obj) -> None:
-        for rj in obj["spec"]["replicatedJobs"]:
-            pod = rj["template"]["spec"]["template"]["spec"]
-            pod["nodeSelector"] = {"cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice"}
-
-    cluster.mutate("jobsets", "v6e", v6e_only, namespace="default")
+    _only_v6e(cluster, "v6e")
     c = cycle(with_kueue(state_of(cluster), workload("v6e", [("w", 4)])))
     update = only(c.updates)
     assert update.state == "Rejected"
@@ -830,13 +835,7 @@ def test_a_jobset_without_an_exclusive_key_that_fits_no_node_is_rejected() -> No
     running_jobset(cluster, "r", [0, 1], hours=3)
     suspended_jobset(cluster, "v6e", jobs=2)
     _without_exclusive_key(cluster, "v6e")
-
-    def v6e_only(obj: Obj) -> None:
-        for rj in obj["spec"]["replicatedJobs"]:
-            pod = rj["template"]["spec"]["template"]["spec"]
-            pod["nodeSelector"] = {"cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice"}
-
-    cluster.mutate("jobsets", "v6e", v6e_only, namespace="default")
+    _only_v6e(cluster, "v6e")
     c = cycle(with_kueue(state_of(cluster), workload("v6e", [("w", 4)])))
     update = only(c.updates)
     assert update.state == "Rejected"
