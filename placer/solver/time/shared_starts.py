@@ -53,8 +53,8 @@ __all__ = ["SharedStart", "only_shared", "shared_starts"]
 
 @dataclass(frozen=True)
 class SharedStart:
-    """A waiting JobSet's expected start (seconds from now; None: never), and the JobSets whose
-    end on the nodes it is expected to take it waits for, the last to end first."""
+    """A waiting JobSet's expected start (seconds from now; None: never), and the running
+    JobSets whose end on the nodes it is expected to take it waits for, the last to end first."""
 
     start_s: float | None
     waits_for: tuple[str, ...] = ()
@@ -243,7 +243,7 @@ class _NodeTimeline:
             if packed is not None:
                 for node, used in packed.items():
                     self._add(node, _Use(js.key, t, t + duration, _key(used)))
-                return SharedStart(t, self._waited_for(js.key, set(packed), t))
+                return SharedStart(t, self._waited_for(set(packed), t))
         return None
 
     def _late_hosts(self, ctx: PlacementContext) -> dict[str, float]:
@@ -360,13 +360,16 @@ class _NodeTimeline:
                 need -= k
         return counts if need <= 0 else None
 
-    def _waited_for(self, key: str, nodes: set[str], t: float) -> tuple[str, ...]:
-        """Who ends by `t` on `nodes` (a run, a planned JobSet, a reservation), last first."""
-        ends: dict[str, float] = {}
-        for n in nodes:
-            for use in self.uses.get(n, ()):
-                if use.owner and use.owner != key and 0 < use.end <= t:
-                    ends[use.owner] = max(ends.get(use.owner, 0.0), use.end)
+    def _waited_for(self, nodes: set[str], t: float) -> tuple[str, ...]:
+        """The running JobSets on `nodes` expected to end by `t`, the last to end first: whom
+        it waits for, as `waits_for` means for every JobSet (`Units.waits_for`)."""
+        running = self.units.timeline.ends_s
+        ends = {
+            use.owner: use.end
+            for n in nodes
+            for use in self.uses.get(n, ())
+            if use.owner in running and 0 < use.end <= t
+        }
         return tuple(sorted(ends, key=lambda k: (-ends[k], k)))
 
 
