@@ -382,3 +382,36 @@ def test_a_jobset_whose_pods_admission_refuses_is_rejected_not_left_holding_quot
     assert jobset["spec"]["suspend"] is True
     assert assignment_of(jobset) == {}
     assert scenario.pods_of("stated") == []
+
+
+def test_a_jobset_without_an_exclusive_key_that_fits_no_node_is_rejected(
+    scenario: Scenario,
+) -> None:
+    """Its pods have no exclusive key, and its nodeSelector names a topology no pool has. The
+    time-aware pass had no future for such a JobSet and told it "expected start now", so the
+    check stayed Pending and held the quota for good; judged node by node it fits no node even
+    once every running JobSet ends, the check turns Rejected with why, and Kueue deactivates
+    the Workload."""
+    scenario.use_example_cluster("tpu-v5e-v6e.yaml")
+    setup(scenario, tpu_quota=16)
+    scenario.start_controller("--kueue-admission-check")
+    manifest = queued("nowhere", slices=2)
+    del manifest["metadata"]["annotations"]["alpha.jobset.sigs.k8s.io/exclusive-topology"]
+    pod = manifest["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    pod["nodeSelector"]["cloud.google.com/gke-tpu-topology"] = "16x16"
+    scenario.create_jobset(manifest)
+
+    def deactivated() -> bool:
+        return ((workload_of(scenario, "nowhere") or {}).get("spec") or {}).get("active") is False
+
+    wait_until(deactivated, timeout_s=90, what="Kueue to deactivate nowhere's Workload")
+    conditions = (workload_of(scenario, "nowhere") or {})["status"]["conditions"]
+    messages = [c.get("message", "") for c in conditions]
+    assert any(
+        "can never be placed, not even on an empty cluster: " in m
+        and "not matching nodeSelector cloud.google.com/gke-tpu-topology=16x16" in m
+        for m in messages
+    ), messages
+    jobset = scenario.get_jobset("nowhere")
+    assert jobset["spec"]["suspend"] is True
+    assert scenario.pods_of("nowhere") == []
