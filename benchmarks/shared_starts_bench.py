@@ -7,7 +7,8 @@ hosts cordoned or NotReady), takes `--shared` of its queue's JobSets out of excl
 best-fit, every reservation held (`--reservations all`), as the controller does each cycle. It
 prints the wall time, the pass's phases (`estimate` holds the starts of JobSets left out, node
 by node for the shared ones since `shared_starts`) and how the shared JobSets left out were told
-to start: now, later, or never. The same command on an older tree (PYTHONPATH) is the baseline.
+to start: now, later, or never, and, of the last run, the JobSets placed per priority and the
+accelerators placed. The same command on an older tree (PYTHONPATH) is the baseline.
 Figures go to benchmarks/RESULTS-controller.md by hand, with the machine.
 """
 
@@ -15,10 +16,13 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections import Counter
 from collections.abc import Sequence
 
 from benchmarks.worlds.busy_fleet import NOW, add_fleet_arguments, busy_fleet
 from placer.model.options import SolveOptions, TimePolicy
+from placer.model.plan import Plan
+from placer.model.workload import JobSetRequest
 from placer.solver.registry import get_solver
 
 __all__ = ["main"]
@@ -45,6 +49,18 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"run {run + 1}: wall {wall:.2f} s ({phases}); {len(waiting)} shared left out: "
             f"{now} told now, {len(waiting) - now - never} later, {never} never"
         )
+    print(f"placed: {_placed(plan, queue)}")
+
+
+def _placed(plan: Plan, queue: Sequence[JobSetRequest]) -> str:
+    """Per priority, the JobSets placed of those queued; and the accelerators placed."""
+    priority = {js.key: js.priority for js in queue}
+    placed = {o.key for o in plan.jobsets if o.status == "placed"}
+    counts = Counter(priority[k] for k in placed)
+    queued = Counter(priority.values())
+    per = ", ".join(f"{p}: {counts[p]} of {queued[p]}" for p in sorted(queued, reverse=True))
+    chips = sum(o.accelerators for o in plan.jobsets if o.status == "placed")
+    return f"{per}; {chips} accelerators"
 
 
 if __name__ == "__main__":
