@@ -7,10 +7,13 @@ out; and one whose pods fit no node even on an empty cluster was never told "nev
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from benchmarks.reporting.metrics import apply_plan
 from placer.model.cluster import ClusterSnapshot, RunningJobSet
 from placer.model.options import SolveOptions, TimePolicy
 from placer.model.plan import Plan
@@ -182,3 +185,68 @@ def test_explain_without_time_flags_asks_the_same_question() -> None:
     assert "nodeSelector cloud.google.com/gke-nodepool=gone" in why
     # busy now, free once run-a ends: it fits some day
     assert never_reason(snap, [nowhere, later], SolveOptions(), later) is None
+
+
+@st.composite
+def _queues(draw: st.DrawFn) -> tuple[ClusterSnapshot, list[JobSetRequest]]:
+    """Pools every chip of which a running JobSet holds (ending at drawn hours), and two or
+    three JobSets of pods without an exclusive key queued one after another, none able to start
+    now: each waits for runs to end and for the ones queued ahead of it."""
+    pools = []
+    ends: dict[str, float] = {}
+    for i in range(draw(st.integers(1, 3))):
+        key = f"ns/run-{i}"
+        ends[key] = float(draw(st.integers(1, 5)))
+        pools.append(running_pool(f"pool-{i}", draw(st.integers(1, 3)), key))
+    queue = []
+    for k in range(draw(st.integers(2, 3))):
+        js = jobset(
+            f"w{k}",
+            rjob(
+                replicas=draw(st.integers(1, 2)),
+                pods_per_job=draw(st.integers(1, 3)),
+                exclusive=None,
+                tpu=draw(st.sampled_from([2, 4])),
+            ),
+            order=k,
+        )
+        update = {
+            "expected_duration_s": draw(st.integers(1, 4)) * H,
+            "duration_source": "annotation",
+            "creation_timestamp": NOW - timedelta(minutes=10 - k),
+        }
+        queue.append(js.model_copy(update=update))
+    return _running(cluster(*pools), ends), queue
+
+
+@settings(max_examples=40, deadline=None)
+@given(_queues())
+def test_each_start_is_the_first_time_it_fits_behind_the_runs_and_the_queue_ahead(
+    world: tuple[ClusterSnapshot, list[JobSetRequest]],
+) -> None:
+    """The oracle replays the queue with the planner itself: for each JobSet in turn, best-fit
+    without time on the cluster at each candidate time (the runs ended by then given back, the
+    JobSets ahead placed where best-fit put them if their runs overlap its own), and the first
+    time it is placed is its start."""
+    snap, queue = world
+    plan = _solve(snap, queue)
+    plain = SolveOptions(workers=1)
+    ahead: list[tuple[float, float, JobSetRequest, Plan]] = []
+    for js in queue:
+        duration = js.expected_duration_s or 0.0
+        ends = {r.expected_duration_s or 0.0 for r in snap.running.values()}
+        times = sorted({0.0, *ends, *(end for _, end, _, _ in ahead)})
+        expected = None
+        for t in times:
+            gone = [k for k, r in snap.running.items() if (r.expected_duration_s or 0.0) <= t]
+            at_t, _, _ = without_jobsets(snap, gone)
+            for start, end, other, placed in ahead:
+                if start < t + duration and end > t:
+                    at_t = apply_plan(at_t, [other], placed)
+            alone = get_solver("best-fit").solve(at_t, [js], plain)
+            if alone.outcome(js.key).status == "placed":
+                expected = t
+                ahead.append((t, t + duration, js, alone))
+                break
+        assert plan.outcome(js.key).status != "placed"
+        assert plan.outcome(js.key).expected_start_seconds == expected, js.key
