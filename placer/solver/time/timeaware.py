@@ -126,7 +126,8 @@ class TimeAwareSolver:
         with timer("estimate"):
             estimates = _estimates(units, plan, order, reservations, held, durations)
             placed = [o for o in plan.jobsets if o.status == "placed"]
-            waiting = [js for js in order if js.key not in {o.key for o in placed}]
+            running_now = {o.key for o in placed}
+            waiting = [js for js in order if js.key not in running_now]
             shared = shared_starts(units, waiting, durations, placed, held)
             priorities = {js.key: js.priority for js in jobsets}
             after = Annotator(units, reservations, estimates, held, priorities, overdue, shared)
