@@ -18,6 +18,7 @@ pod (rule, health, room) is `nodes`.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from decimal import Decimal
 
 from placer.model.resources import PODS, add_resources, subtract_resources
@@ -48,6 +49,7 @@ class NodeClassifier:
         self.ctx = ctx
         self.occupancy = occupancy
         self._views: dict[str, View] = {}
+        self._node_states: list[Hashable] | None = None
         """pod signature -> the outsider's view of every node, sorted by name."""
         self.names = sorted(ctx.nodes)
         self._index = {n: i for i, n in enumerate(self.names)}
@@ -70,13 +72,38 @@ class NodeClassifier:
         one pass."""
         found = self._views.get(signature)
         if found is None:
-            verdicts = [self.verdict(jc, i, None) for i in range(len(self.names))]
+            facts, states = self.ctx.class_facts(jc), self._states()
+            judged: dict[tuple[Hashable, Hashable], tuple[Verdict, int]] = {}
+            verdicts: list[Verdict] = []
+            room: list[int] = []
             tallies = Tallies()
-            for v in verdicts:
-                tallies.add(v)
-            room = [self.room(jc, i) if v is None else 0 for i, v in enumerate(verdicts)]
+            for i, name in enumerate(self.names):
+                key = (facts.profile(name), states[i])
+                got = judged.get(key)
+                if got is None:
+                    v = self.verdict(jc, i, None)
+                    got = judged[key] = (v, self.room(jc, i) if v is None else 0)
+                verdicts.append(got[0])
+                room.append(got[1])
+                tallies.add(got[0])
             found = self._views[signature] = View(verdicts, tallies, room)
         return found
+
+    def _states(self) -> list[Hashable]:
+        """Per node, what the plan and the reservations make of it: nodes of one node class
+        (`ShapeFacts.profile`: the same rules, health and room for every shape) in one state
+        get one verdict, judged once per view. A node with planned pods is a state of its own.
+        Why: judging 10,000 nodes one by one took about 0.15 s per pod shape (RESULTS-reasons,
+        round 38)."""
+        if self._node_states is None:
+            reserved, planned = self.occupancy.reserved, self.occupancy.pods
+            self._node_states = [
+                name
+                if planned.get(name)
+                else (reserved.get(name, _NOBODY), self.ctx.node_reserved_against(name, None))
+                for name in self.names
+            ]
+        return self._node_states
 
     def verdict(self, jc: JobClass, i: int, me: str | None) -> Verdict:
         """Node `i` for `jc`'s pod, as JobSet `me` (None: an outsider) sees it; `me`, when
