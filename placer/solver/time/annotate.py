@@ -44,7 +44,6 @@ class Annotator:
         self.shared = shared or {}
         """JobSets without an exclusive child Job: their starts, node by node (`shared_starts`)."""
         self.never = NeverReasons(units)
-        self._on_node: dict[str, list[UnitId]] | None = None
 
     def _under(self, o: JobSetOutcome) -> list[UnitId]:
         """The units a placed JobSet runs in: each child Job's domain and those sharing a node
@@ -55,16 +54,8 @@ class Annotator:
                 unit = self.units.unit_of(j.domain.key, j.domain.path)
                 found += self._sharing(unit or (j.domain.key, domain_id(j.domain.path)))
             else:
-                found += sorted({u for p in j.pods for u in self._units_on(p.node)})
+                found += sorted({u for p in j.pods for u in self.units.units_on(p.node)})
         return found
-
-    def _units_on(self, node: str) -> list[UnitId]:
-        if self._on_node is None:
-            self._on_node = {}
-            for unit in self.units.units:
-                for n in unit.nodes:
-                    self._on_node.setdefault(n, []).append(unit.id)
-        return self._on_node.get(node, [])
 
     def _sharing(self, unit: UnitId) -> list[UnitId]:
         """The unit and those sharing a node with it (overlapping keys: a pool run now ahead of

@@ -63,6 +63,15 @@ def expected_starts_behind(
         ]
         if not is_placed:
             held += [_held(o.key, d, start, end) for d in refs]
+        else:  # its pods without an exclusive key close the domains holding their nodes
+            closed = {
+                u
+                for j in o.jobs
+                if j.domain is None
+                for p in j.pods
+                for u in units.units_on(p.node)
+            }
+            holds += [(unit, start, end) for unit in sorted(closed)]
     planned_keys = {o.key for o in plan.jobsets} if plan is not None else set()
     others = [r for r in snapshot.reservations if r.jobset not in planned_keys]
     holds += [

@@ -359,6 +359,15 @@ def _estimates(
         for j in o.jobs
         if j.domain is not None and (unit := units.unit_of(j.domain.key, j.domain.path)) is not None
     ]
+    # pods without an exclusive key close the domains holding their nodes to every exclusive
+    # child Job until they end (the ledger's rule): a JobSet they kept out was told "now"
+    holds += [
+        (unit, 0.0, durations[key])
+        for key, o in placed.items()
+        for j in o.jobs
+        if j.domain is None
+        for unit in sorted({u for p in j.pods for u in units.units_on(p.node)})
+    ]
     holds += [
         (unit, h.start_s, h.end_s)
         for h in held

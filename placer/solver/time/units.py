@@ -133,6 +133,16 @@ class Units:
             tuple[tuple[bool, str, int, int], str | None], tuple[frozenset[UnitId], ...]
         ] = {}
         self._empty = Calendar(self.layout, {})
+        self._on_node: dict[str, list[UnitId]] | None = None
+
+    def units_on(self, node: str) -> Sequence[UnitId]:
+        """The units holding `node` (one per exclusive key whose domains it is in)."""
+        if self._on_node is None:
+            self._on_node = {}
+            for unit in self.units:
+                for n in unit.nodes:
+                    self._on_node.setdefault(n, []).append(unit.id)
+        return self._on_node.get(node, ())
 
     def unit_of(self, key: str, path: Sequence[tuple[str, str]]) -> UnitId | None:
         """The unit a domain named elsewhere is (a plan's `DomainRef`, a reservation of this

@@ -250,3 +250,30 @@ def test_each_start_is_the_first_time_it_fits_behind_the_runs_and_the_queue_ahea
                 break
         assert plan.outcome(js.key).status != "placed"
         assert plan.outcome(js.key).expected_start_seconds == expected, js.key
+
+
+def test_a_jobset_kept_out_by_pods_without_an_exclusive_key_is_told_when() -> None:
+    """Two free pools, both needed by `pair`; `early`, of higher priority and without an
+    exclusive key, starts now on one of them. The estimate of `pair` held only the domains of
+    child Jobs placed now, so it read "now" while `early`'s pods closed a pool for two hours."""
+    snap = _running(
+        cluster(running_pool("pool-0", 2, "ns/run-a"), pool("pool-1", 2), pool("pool-2", 2)),
+        {"ns/run-a": 1},
+    )
+    early = _shared("early", 2).model_copy(update={"priority": 10})
+    pair = jobset("pair", rjob(replicas=2)).model_copy(
+        update={
+            "expected_duration_s": 2 * H,
+            "duration_source": "annotation",
+            "creation_timestamp": NOW,
+        }
+    )
+    plan = _solve(snap, [early, pair])
+    assert plan.outcome("team-a/early").status == "placed"
+    o = plan.outcome("team-a/pair")
+    # pool-0 frees when run-a ends, in 1 h; with pool-2 that is two pools
+    assert (o.status, o.expected_start_seconds, o.waits_for) == (
+        "unschedulable",
+        1 * H,
+        ["ns/run-a"],
+    )
