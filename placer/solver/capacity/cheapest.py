@@ -174,15 +174,23 @@ def _shared_pools(
     x: cp_model.IntVar,
     supply: dict[int, list[cp_model.LinearExpr]],
 ) -> None:
-    """Shared pods on bought pools: per shape within its room, all shapes within the resources."""
+    """Shared pods on bought pools: per shape within its room, all shapes within the resources.
+
+    Replicated jobs of one pod shape share that shape's room: counted apart, two JobSets of
+    4-CPU pods each had the room of 6-CPU hosts that take one such pod, the resources summed over
+    the hosts let both in, and the planner, packing per node, refused purchase after purchase
+    until the search gave up (found by a property test)."""
     pods = []
+    by_shape: dict[str, tuple[int, list[cp_model.IntVar]]] = {}
     for jc in shared:
         room = kind.pods.get(jc.index, 0)
         if room:
             p = model.new_int_var(0, room * 10_000, f"pods[{t},{jc.index}]")
-            model.add(p <= room * x)
             supply[jc.index].append(p)
             pods.append((jc, p))
+            by_shape.setdefault(jc.rjob.pod.signature(), (room, []))[1].append(p)
+    for room, same in by_shape.values():
+        model.add(sum(same) <= room * x)
     if len(pods) < 2:
         return
     for r, have in sorted(kind.free.items()):

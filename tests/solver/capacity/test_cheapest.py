@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from placer.model.cluster import ClusterSnapshot
@@ -228,8 +228,21 @@ def cheapest_by_planning(cat: Catalog, queue: list[JobSetRequest]) -> float | No
     return best
 
 
+_ONE_SHAPE_TWICE = (
+    catalog(cpu_pool_type("c0", 2, 6, 1.0, 3), cpu_pool_type("c1", 2, 6, 1.0, 3)),
+    [
+        jobset("s0", rjob(replicas=1, pods_per_job=3, exclusive=None, tpu=0, cpu=4), order=0),
+        jobset("s1", rjob(replicas=2, pods_per_job=3, exclusive=None, tpu=0, cpu=4), order=1),
+    ],
+)
+"""Found by the property below: two JobSets of 4-CPU pods on 6-CPU hosts (one pod a host). With
+each replicated job given the shape's whole room, three pools were bought for nine pods, the
+planner refused them, and the search gave up after six purchases."""
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(shared_cases())
+@example(_ONE_SHAPE_TWICE)
 def test_the_cheapest_purchase_for_pods_without_a_key_is_the_cheapest_that_plans(
     case: tuple[Catalog, list[JobSetRequest]],
 ) -> None:
