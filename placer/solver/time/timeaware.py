@@ -17,7 +17,8 @@ compare policies, not implementations) and adds when:
               reserved from time t is open only to its JobSet and to JobSets expected to end by t
               (`PlacementContext.domain_open_to`), and so are its nodes to pods without an
               exclusive key (`node_open_to`). JobSets the pass starts now form a tier above
-              every other for this solve, so no other choice delays them
+              every other for this solve, so no other choice delays them, ordered within by
+              their own priorities
   annotate    expected start, reserved domains, backfill and who each waits for, per JobSet
               (`annotate`)
 
@@ -99,9 +100,16 @@ class TimeAwareSolver:
         start_now = {k for k, r in reservations.items() if r.start_s == 0}
         held = _held(units, [r for r in reservations.values() if r.start_s]) + others
         inner_snapshot = snapshot.model_copy(update={"reservations": held})
+        # above every other, and among themselves in the order of their own priorities: in one
+        # tier CP-SAT's objective did not see them, and started a priority-0 JobSet on the pools
+        # a priority-10 one queued ahead of it needed (one without an exclusive key, which the
+        # pass counts as starting now whatever the room). The issue-21 cell repeats to the digit.
         top = max((js.priority for js in jobsets), default=0) + 1
+        ranks = {p: i for i, p in enumerate(sorted({js.priority for js in jobsets}))}
         inner_jobsets = [
-            js.model_copy(update={"priority": top, "declared_priority": js.priority})
+            js.model_copy(
+                update={"priority": top + ranks[js.priority], "declared_priority": js.priority}
+            )
             if js.key in start_now
             else js
             for js in jobsets

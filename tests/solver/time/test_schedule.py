@@ -556,9 +556,10 @@ def test_export_model_writes_the_schedule_before_the_planners_stages(
 def test_a_jobset_starting_now_keeps_the_domain_the_pass_gave_it(schedule: ScheduleMode) -> None:
     """Two free pools. The pass starts the priority-10 hour-long JobSet and the older
     15-minute one now and reserves the other 15-minute one a pool from 15 min. Best-fit, placing
-    the older one first, took the pool the hour-long one was given (the other is reserved from
-    15 min, too soon for an hour): the priority-10 JobSet was left out and a priority-0 one ran
-    in its place. Solved again with each held to its domains, the pass's plan stands."""
+    the older one first in one tier, took the pool the hour-long one was given (the other is
+    reserved from 15 min, too soon for an hour): the priority-10 JobSet was left out and a
+    priority-0 one ran in its place, until solved again. Within the tier the priority-10 one now
+    goes first, and the pass's plan stands in one solve."""
     snap = _fleet({}, free=2)
     queue = [
         _timed(jobset("high", rjob(replicas=1), priority=10), 1, 0),
@@ -573,6 +574,25 @@ def test_a_jobset_starting_now_keeps_the_domain_the_pass_gave_it(schedule: Sched
         j.domain.value for j in older.jobs if j.domain
     ]
     assert older.backfill
+    assert not any(n.startswith("start now: solved again") for n in plan.solver.notes)
+
+
+def test_a_displaced_jobset_is_solved_again_onto_the_domain_the_pass_gave_it() -> None:
+    """The pass orders by standing (priority plus aging), the tier by priority: a priority-0
+    JobSet aged past a priority-10 one is given its pool first, and best-fit, placing the
+    priority-10 one first, took that pool. The priority-0 one, an hour long, could not take the
+    other (reserved from 15 min): solved again with it held to its pool, both start now."""
+    snap = _fleet({}, free=2)
+    queue = [
+        _timed(jobset("high", rjob(replicas=1), priority=10), 0.25, 0),
+        _timed(jobset("later", rjob(replicas=1)), 0.25, 0),
+        _timed(jobset("older", rjob(replicas=1)), 1, 600),
+    ]
+    policy = TimePolicy(now=NOW, reservations="all", aging_per_hour=2.0)
+    options = SolveOptions(workers=1, seed=0, time=policy)
+    plan = get_solver("best-fit", time_policy=policy).solve(snap, queue, options)
+    assert check(plan, snap, queue, options) == []
+    assert _starts(plan) == {"high": 0, "older": 0, "later": 0.25 * H}
     assert any(n.startswith("start now: solved again") for n in plan.solver.notes)
 
 
