@@ -13,15 +13,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from placer.model.cluster import ClusterSnapshot, DomainReservation
+from placer.model.cluster import ClusterSnapshot
 from placer.model.options import SolveOptions
-from placer.model.plan import DomainRef, JobSetOutcome, Plan
+from placer.model.plan import JobSetOutcome, Plan
 from placer.model.workload import JobSetRequest
 from placer.solver.time.annotate import Annotator
 from placer.solver.time.release import ReleaseTimeline, expected_duration_s
 from placer.solver.time.reservations import UnitId, reserve
 from placer.solver.time.shared_starts import shared_starts
 from placer.solver.time.standing import reservation_order
+from placer.solver.time.timeaware import reservations_of
 from placer.solver.time.units import Units
 
 __all__ = ["expected_starts_behind"]
@@ -48,30 +49,16 @@ def expected_starts_behind(
     units = Units(snapshot, [*queued, *later], options, timeline)
     durations = {js.key: expected_duration_s(js, policy) for js in [*queued, *later]}
     holds: list[tuple[UnitId, float, float]] = []
-    held: list[DomainReservation] = []
-    placed: list[JobSetOutcome] = []
-    for o in plan.jobsets if plan is not None else []:
-        is_placed = o.status == "placed"
-        placed += [o] if is_placed else []
-        start = 0.0 if is_placed else o.expected_start_seconds
-        refs = [j.domain for j in o.jobs if j.domain] if is_placed else o.reserved_domains
-        if start is None:
-            continue
-        end = start + durations.get(o.key, policy.default_duration_s)
-        holds += [
-            (unit, start, end) for d in refs if (unit := units.unit_of(d.key, d.path)) is not None
-        ]
-        if not is_placed:
-            held += [_held(o.key, d, start, end) for d in refs]
-        else:  # its pods without an exclusive key close the domains holding their nodes
-            closed = {
-                u
-                for j in o.jobs
-                if j.domain is None
-                for p in j.pods
-                for u in units.units_on(p.node)
-            }
-            holds += [(unit, start, end) for unit in sorted(closed)]
+    placed = [o for o in plan.jobsets if o.status == "placed"] if plan is not None else []
+    for o in placed:
+        end = durations.get(o.key, policy.default_duration_s)
+        holds += [(unit, 0.0, end) for unit in units.taken_by(o)]
+    held = list(reservations_of(plan, queued, policy)) if plan is not None else []
+    holds += [
+        (unit, r.start_s, r.end_s)
+        for r in held
+        if (unit := units.unit_of(r.key, r.path)) is not None
+    ]
     planned_keys = {o.key for o in plan.jobsets} if plan is not None else set()
     others = [r for r in snapshot.reservations if r.jobset not in planned_keys]
     holds += [
@@ -96,8 +83,3 @@ def expected_starts_behind(
         )
         for js in order
     ]
-
-
-def _held(key: str, ref: DomainRef, start: float, end: float) -> DomainReservation:
-    path = tuple(ref.path) if ref.path else ((ref.key, ref.value),)
-    return DomainReservation(jobset=key, key=ref.key, path=path, start_s=start, end_s=end)

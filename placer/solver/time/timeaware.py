@@ -361,21 +361,9 @@ def _estimates(
     expected duration, and reservations hold theirs.
     """
     placed = {o.key: o for o in plan.jobsets if o.status == "placed"}
-    holds = [
-        (unit, 0.0, durations[key])
-        for key, o in placed.items()
-        for j in o.jobs
-        if j.domain is not None and (unit := units.unit_of(j.domain.key, j.domain.path)) is not None
-    ]
-    # pods without an exclusive key close the domains holding their nodes to every exclusive
-    # child Job until they end (the ledger's rule): a JobSet they kept out was told "now"
-    holds += [
-        (unit, 0.0, durations[key])
-        for key, o in placed.items()
-        for j in o.jobs
-        if j.domain is None
-        for unit in sorted({u for p in j.pods for u in units.units_on(p.node)})
-    ]
+    # pods without an exclusive key hold domains too (`Units.taken_by`): without them a JobSet
+    # they kept out was told "now"
+    holds = [(unit, 0.0, durations[key]) for key, o in placed.items() for unit in units.taken_by(o)]
     holds += [
         (unit, h.start_s, h.end_s)
         for h in held

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from placer.model.cluster import ClusterSnapshot, Node
 from placer.model.options import SolveOptions
+from placer.model.plan import JobSetOutcome
 from placer.model.scheduling import CONDITION_TAINTS
 from placer.model.topology import Domain
 from placer.model.whatif import given_back
@@ -143,6 +144,24 @@ class Units:
                 for n in unit.nodes:
                     self._on_node.setdefault(n, []).append(unit.id)
         return self._on_node.get(node, ())
+
+    def taken_by(self, placed: JobSetOutcome) -> list[UnitId]:
+        """The units a placed JobSet holds until it ends: its child Jobs' domains, and the
+        domains holding the nodes of its pods without an exclusive key (which close them to
+        every exclusive child Job, the ledger's rule)."""
+        taken = {
+            unit
+            for j in placed.jobs
+            if j.domain is not None and (unit := self.unit_of(j.domain.key, j.domain.path))
+        }
+        taken |= {
+            u
+            for j in placed.jobs
+            if j.domain is None
+            for p in j.pods
+            for u in self.units_on(p.node)
+        }
+        return sorted(taken)
 
     def unit_of(self, key: str, path: Sequence[tuple[str, str]]) -> UnitId | None:
         """The unit a domain named elsewhere is (a plan's `DomainRef`, a reservation of this
