@@ -80,9 +80,11 @@ def apply_plan(
     jobsets: Sequence[JobSetRequest],
     plan: Plan,
 ) -> ClusterSnapshot:
-    """The snapshot after the plan's pods run: requests subtracted, owners recorded on nodes."""
+    """The snapshot after the plan's pods run: requests subtracted, host ports bound, owners
+    recorded on nodes."""
     by_key = {j.key: j for j in jobsets}
     used: dict[str, dict[str, Decimal]] = {}
+    ports: dict[str, set[tuple[int, str]]] = {}
     owners: dict[str, set[str]] = {}
     for o in plan.jobsets:
         js = by_key[o.key]
@@ -94,6 +96,7 @@ def apply_plan(
                 for k, v in pod.requests.items():
                     u[k] = u.get(k, Decimal(0)) + v
                 u["pods"] = u.get("pods", Decimal(0)) + 1
+                ports.setdefault(p.node, set()).update(pod.host_ports)
                 owners.setdefault(p.node, set()).add(o.key)
     nodes: list[Node] = []
     for n in snapshot.nodes:
@@ -103,11 +106,12 @@ def apply_plan(
         free = dict(n.free)
         for k, v in used[n.name].items():
             free[k] = free.get(k, Decimal(0)) - v
-        nodes.append(
-            n.model_copy(
-                update={"free": free, "jobsets": tuple(sorted({*n.jobsets, *owners[n.name]}))}
-            )
-        )
+        update = {
+            "free": free,
+            "jobsets": tuple(sorted({*n.jobsets, *owners[n.name]})),
+            "used_host_ports": tuple(sorted({*n.used_host_ports, *ports[n.name]})),
+        }
+        nodes.append(n.model_copy(update=update))
     return snapshot.model_copy(update={"nodes": tuple(nodes)})
 
 

@@ -22,12 +22,7 @@ packed first-fit, as the ledger packs it, only at times where every shape's sum 
 fits: it never fits, and why comes from the cluster it was judged on last (`Units.last_resort`),
 as for JobSets with exclusive child Jobs.
 
-Why the sums are counted per kind of node, not per node: at 10,000 nodes a count per node and
-per time took 0.13 s per waiting JobSet (12 s for 100). Nodes with the same free resources and
-the same uses (the hosts of one running JobSet, say) have the same room at every time, so the
-sweep counts each kind once, recounting it only at the times its room can change (a use ends,
-or begins to overlap the window), and the room of a kind is computed once per set of uses
-overlapping the window (`_NodeTimeline._room`).
+The node layout, and why it counts kinds of nodes rather than nodes, is `node_timeline`'s.
 
 A JobSet with both kinds of child Jobs keeps the reservation pass's estimate (its domains'),
 which does not look at its shared pods.
@@ -35,18 +30,15 @@ which does not look at its shared pods.
 
 from __future__ import annotations
 
-import bisect
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from decimal import Decimal
 
 from placer.model.cluster import DomainReservation
 from placer.model.plan import JobSetOutcome
-from placer.model.resources import PODS, ResourceMap, add_resources, pods_that_fit
-from placer.model.workload import JobSetRequest, PodShape
-from placer.solver.context import JobClass, PlacementContext
-from placer.solver.time.units import UNHEALTHY_BACK_S, Units
+from placer.model.workload import JobSetRequest
+from placer.solver.context import PlacementContext
+from placer.solver.time.node_timeline import NodeTimeline
+from placer.solver.time.units import Units
 
 __all__ = ["SharedStart", "only_shared", "shared_starts"]
 
@@ -58,29 +50,6 @@ class SharedStart:
 
     start_s: float | None
     waits_for: tuple[str, ...] = ()
-
-
-Requests = tuple[tuple[str, Decimal], ...]
-"""A resource map as a hashable key."""
-Ports = tuple[tuple[int, str], ...]
-
-
-@dataclass(frozen=True)
-class _Use:
-    """Something holding a node over `[start, end)`: `requests` of it, or all of it (None)."""
-
-    owner: str
-    start: float
-    end: float
-    requests: Requests | None
-    ports: Ports = ()
-
-
-_Base = tuple[Requests, Ports]
-"""A node once every JobSet ended: its free resources and the host ports bound outside them."""
-_Kind = tuple[int, float]
-"""Nodes of one kind have the same room at every time: the number of their base and uses
-(`_NodeTimeline.kinds`), and when the host is back (0: it is)."""
 
 
 def only_shared(ctx: PlacementContext, jobset: JobSetRequest) -> bool:
@@ -102,337 +71,16 @@ def shared_starts(
     waiting = [js for js in order if only_shared(units.ctx, js)]
     if not waiting:
         return {}
-    timeline = _NodeTimeline(units, durations, placed, held)
+    timeline = NodeTimeline(units, durations, placed, held)
     found: dict[str, SharedStart] = {}
     for js in waiting:
-        start = timeline.earliest(js, units.ctx, durations[js.key])
-        if start is None and units.last_resort() is not units.ctx:
+        placed_at = timeline.place(js, units.ctx, durations[js.key])
+        if placed_at is None and units.last_resort() is not units.ctx:
             # judged on the hosts with condition taints back, as `Units.candidate` does last
-            start = timeline.earliest(js, units.last_resort(), durations[js.key], back=True)
-        found[js.key] = start or SharedStart(None)
+            placed_at = timeline.place(js, units.last_resort(), durations[js.key], back=True)
+        if placed_at is None:
+            found[js.key] = SharedStart(None)
+        else:
+            start, nodes = placed_at
+            found[js.key] = SharedStart(start, timeline.waited_for(nodes, start))
     return found
-
-
-class _NodeTimeline:
-    """Every node's uses over time, and the earliest window a JobSet's pods fit."""
-
-    def __init__(
-        self,
-        units: Units,
-        durations: Mapping[str, float],
-        placed: Iterable[JobSetOutcome],
-        held: Iterable[DomainReservation],
-    ) -> None:
-        self.units = units
-        self.base: dict[str, _Base] = {
-            name: (_key(n.free), tuple(sorted(n.used_host_ports)))
-            for name, n in units.ctx.nodes.items()
-        }
-        self.uses: dict[str, tuple[_Use, ...]] = {}
-        self.kinds: list[tuple[_Base, tuple[_Use, ...]]] = []
-        """Each distinct (base, uses) of some node, numbered (hashing them once, not per node)."""
-        self._kind_number: dict[tuple[_Base, tuple[_Use, ...]], int] = {}
-        self._kind_of: dict[str, int] = {}
-        self._changed: list[str] = []
-        """Nodes given a use, in order (`_count` catches up from where it last looked)."""
-        self._counts: dict[int, tuple[Counter[_Kind], dict[str, _Kind], int]] = {}
-        self._in_domains: frozenset[str] | None = None
-        self._rooms: dict[tuple[object, ...], int] = {}
-        self._shapes: dict[int, tuple[Requests, Ports]] = {}
-        self._eligible_nodes: dict[tuple[int, int], list[str]] = {}
-        timeline = units.timeline
-        for node in units.live.values():
-            if not node.usable:
-                self._add(node.name, _Use("", 0.0, UNHEALTHY_BACK_S, None))
-            for key in node.jobsets:
-                usage = node.jobset_usage.get(key)
-                end = timeline.ends_s[key]
-                if usage is None:
-                    self._add(node.name, _Use(key, 0.0, end, None))
-                else:
-                    use = _Use(key, 0.0, end, _key(usage.requests), usage.host_ports)
-                    self._add(node.name, use)
-        requests = {js.key: js for js in units.ctx.jobsets}
-        for o in placed:
-            end = durations.get(o.key, 0.0)
-            shapes = _pod_shapes(requests.get(o.key))
-            for j in o.jobs:
-                if j.domain is not None:
-                    pods = {p.node for p in j.pods}
-                    for n in self._domain_nodes(j.domain.key, j.domain.path) or pods:
-                        self._add(n, _Use(o.key, 0.0, end, None))
-                    continue
-                pod = shapes.get(j.replicated_job)
-                for n, k in Counter(p.node for p in j.pods).items():
-                    if pod is not None:
-                        self._add(n, _Use(o.key, 0.0, end, _key(_pods(pod, k)), pod.host_ports))
-        for r in held:
-            unit = units.unit_of(r.key, r.path)
-            nodes = units.domains[unit].nodes if unit is not None else ()
-            for n in nodes:
-                self._add(n, _Use(r.jobset, r.start_s, max(r.end_s, r.start_s), None))
-
-    def _add(self, node: str, use: _Use) -> None:
-        if node in self.base:
-            self.uses[node] = (*self.uses.get(node, ()), use)
-            self._kind_of.pop(node, None)
-            self._changed.append(node)
-
-    def _count(self, nodes: list[str], late: Mapping[str, float]) -> Counter[_Kind]:
-        """How many of `nodes` are of each kind. Kept per list of eligible nodes (one per pod
-        shape) when no host is late, and brought up to date from the nodes changed since (a
-        JobSet packed before): counting 10,000 nodes for every waiting JobSet took a fifth of
-        the pass."""
-        if late:
-            return Counter(self._kind(n, late) for n in nodes)
-        kept = self._counts.get(id(nodes))
-        if kept is None:
-            kinds = {n: self._kind(n, late) for n in nodes}
-            kept = self._counts[id(nodes)] = (Counter(kinds.values()), kinds, len(self._changed))
-        counted, kinds, seen = kept
-        for n in self._changed[seen:]:
-            old = kinds.get(n)
-            if old is not None:
-                new = kinds[n] = self._kind(n, late)
-                counted[old] -= 1
-                counted[new] += 1
-                if not counted[old]:
-                    del counted[old]
-        self._counts[id(nodes)] = (counted, kinds, len(self._changed))
-        return counted
-
-    def _kind(self, node: str, late: Mapping[str, float]) -> _Kind:
-        number = self._kind_of.get(node)
-        if number is None:
-            kind = (self.base[node], self.uses.get(node, ()))
-            number = self._kind_number.get(kind)
-            if number is None:
-                number = self._kind_number[kind] = len(self.kinds)
-                self.kinds.append(kind)
-            self._kind_of[node] = number
-        return (number, late.get(node, 0.0)) if late else (number, 0.0)
-
-    def _domain_nodes(self, key: str, path: Sequence[tuple[str, str]]) -> frozenset[str]:
-        """The nodes of a domain named in a plan (none when the units do not know it)."""
-        unit = self.units.unit_of(key, path)
-        return frozenset(self.units.domains[unit].nodes) if unit is not None else frozenset()
-
-    # -- the earliest window --
-
-    def earliest(
-        self, js: JobSetRequest, ctx: PlacementContext, duration: float, *, back: bool = False
-    ) -> SharedStart | None:
-        """`js`'s earliest start with its pods fitting over its whole expected run, judged on
-        `ctx`'s nodes (`back`: hosts with condition taints only from `UNHEALTHY_BACK_S`), and
-        its pods then held there for the JobSets after it; None when no time fits."""
-        classes = ctx.classes_of(js)
-        late = self._late_hosts(ctx) if back else {}
-        eligible = {jc.index: self._eligible(ctx, jc) for jc in classes}
-        kinds = {jc.index: self._count(eligible[jc.index], late) for jc in classes}
-        numbers = {number for counted in kinds.values() for number, _ in counted}
-        ends = {u.end for number in numbers for u in self.kinds[number][1]}
-        times = sorted({0.0, *ends, *late.values()})
-        sweeps = [_Sweep(self, jc.rjob.pod, kinds[jc.index], times, duration) for jc in classes]
-        needs = [jc.rjob.replicas * jc.rjob.pods_per_job for jc in classes]
-        for i, t in enumerate(times):
-            # every sweep moves on to `i` (no short cut): each recounts only what changed
-            totals = [sweep.total_at(i) for sweep in sweeps]
-            if any(total < need for total, need in zip(totals, needs, strict=True)):
-                continue
-            packed = self._pack(classes, eligible, t, t + duration, late)
-            if packed is not None:
-                for node, used in packed.items():
-                    self._add(node, _Use(js.key, t, t + duration, _key(used)))
-                return SharedStart(t, self._waited_for(set(packed), t))
-        return None
-
-    def _late_hosts(self, ctx: PlacementContext) -> dict[str, float]:
-        """Hosts with condition taints (judged untainted in `ctx`): back from `UNHEALTHY_BACK_S`."""
-        kept = self.units.ctx.nodes
-        untainted = {n for n, node in ctx.nodes.items() if node.taints != kept[n].taints}
-        return dict.fromkeys(untainted, UNHEALTHY_BACK_S)
-
-    def _eligible(self, ctx: PlacementContext, jc: JobClass) -> list[str]:
-        """`jc`'s nodes in the ledger's order: outside every exclusive domain of the queue first
-        (`PlacementLedger.place_shared`), each group by name; none a rule rules out for good.
-        The same for every JobSet of one pod shape (the queue holds few shapes)."""
-        shape = (id(ctx), ctx.shape_index.shape_numbers[jc.index])
-        found = self._eligible_nodes.get(shape)
-        if found is None:
-            if self._in_domains is None:
-                self._in_domains = frozenset(n for d in ctx.exclusive_domains for n in d.nodes)
-            facts, blocked = ctx.class_facts(jc), self._in_domains
-            nodes = [n for n in ctx.nodes if facts.exclusion(n) is None]
-            found = self._eligible_nodes[shape] = sorted(nodes, key=lambda n: (n in blocked, n))
-        return found
-
-    def _room(self, kind: _Kind, pod: PodShape, t: float, end: float, taken: Requests = ()) -> int:
-        """Pods of `pod`'s shape fitting on a node of `kind` over `[t, end)` (less `taken`
-        there); computed once per base, set of overlapping uses, shape and `taken`."""
-        number, back = kind
-        base, uses = self.kinds[number]
-        if back > t:
-            return 0
-        over: list[tuple[Requests, Ports]] = []
-        for use in uses:
-            if use.start < end and use.end > t:
-                if use.requests is None:
-                    return 0
-                over.append((use.requests, use.ports))
-        key = (base, tuple(over), self._shape(pod), taken)
-        room = self._rooms.get(key)
-        if room is None:
-            free = dict(base[0])
-            ports = set(base[1])
-            for requests, bound in over:
-                _take(free, requests)
-                ports.update(bound)
-            _take(free, taken)
-            room = pods_that_fit(free, pod.requests)
-            if pod.host_ports:
-                room = 0 if any(p in ports for p in pod.host_ports) else min(room, 1)
-            self._rooms[key] = room
-        return room
-
-    def _shape(self, pod: PodShape) -> tuple[Requests, Ports]:
-        """`pod`'s requests and host ports as a key, made once per pod shape."""
-        found = self._shapes.get(id(pod))
-        if found is None:
-            found = self._shapes[id(pod)] = (_key(pod.requests), pod.host_ports)
-        return found
-
-    def _pack(
-        self,
-        classes: Sequence[JobClass],
-        eligible: Mapping[int, list[str]],
-        t: float,
-        end: float,
-        late: Mapping[str, float],
-    ) -> dict[str, ResourceMap] | None:
-        """Per node, the requests of every pod of `classes` packed first-fit over `[t, end)`, a
-        class with a required topology inside one domain of that level; None if a pod is left."""
-        taken: dict[str, ResourceMap] = {}
-        for jc in classes:
-            need = jc.rjob.replicas * jc.rjob.pods_per_job
-            groups: Iterable[Iterable[str]] = [eligible[jc.index]]
-            level = jc.rjob.required_topology
-            if level:
-                # every child Job of the class in one domain of that level, as the ledger keeps it
-                groups = [
-                    [n for n in eligible[jc.index] if n in d.nodes]
-                    for d in self.units.ctx.domains(level)
-                ]
-            for group in groups:
-                counts = self._fill(jc.rjob.pod, group, need, t, end, late, taken)
-                if counts is not None:
-                    for n, k in counts:
-                        taken[n] = add_resources(taken.get(n, {}), _pods(jc.rjob.pod, k))
-                    break
-            else:
-                return None
-        return taken
-
-    def _fill(
-        self,
-        pod: PodShape,
-        nodes: Iterable[str],
-        need: int,
-        t: float,
-        end: float,
-        late: Mapping[str, float],
-        taken: Mapping[str, ResourceMap],
-    ) -> list[tuple[str, int]] | None:
-        counts: list[tuple[str, int]] = []
-        rooms: dict[_Kind, int] = {}
-        known = self._kind_of
-        for n in nodes:
-            if need <= 0:
-                break
-            number, mine = known.get(n), taken.get(n)
-            kind = (number, 0.0) if number is not None and not late else self._kind(n, late)
-            if mine:
-                room = self._room(kind, pod, t, end, _key(mine))
-            elif (room := rooms.get(kind, -1)) < 0:
-                room = rooms[kind] = self._room(kind, pod, t, end)
-            k = min(room, need)
-            if k > 0:
-                counts.append((n, k))
-                need -= k
-        return counts if need <= 0 else None
-
-    def _waited_for(self, nodes: set[str], t: float) -> tuple[str, ...]:
-        """The running JobSets on `nodes` expected to end by `t`, the last to end first: whom
-        it waits for, as `waits_for` means for every JobSet (`Units.waits_for`)."""
-        running = self.units.timeline.ends_s
-        ends = {
-            use.owner: use.end
-            for n in nodes
-            for use in self.uses.get(n, ())
-            if use.owner in running and 0 < use.end <= t
-        }
-        return tuple(sorted(ends, key=lambda k: (-ends[k], k)))
-
-
-class _Sweep:
-    """Pods of one shape fitting, in sum, on the nodes counted in `kinds` over the window
-    starting at each of `times` in turn: each kind is counted at time 0 and recounted only when
-    one of its uses ends or first overlaps the window, or its host is back. The sum is necessary
-    for a fit, and sufficient for a JobSet of one shape without host ports or a required
-    topology."""
-
-    def __init__(
-        self,
-        nodes: _NodeTimeline,
-        pod: PodShape,
-        kinds: Mapping[_Kind, int],
-        times: Sequence[float],
-        duration: float,
-    ) -> None:
-        self.nodes, self.pod, self.kinds = nodes, pod, kinds
-        self.times, self.duration = times, duration
-        self.recount: dict[int, set[_Kind]] = {}
-        for kind in kinds:
-            for use in nodes.kinds[kind[0]][1]:
-                self._recount_at(bisect.bisect_left(times, use.end), kind)
-                if use.start > 0:
-                    self._recount_at(bisect.bisect_right(times, use.start - duration), kind)
-            if kind[1] > 0:
-                self._recount_at(bisect.bisect_left(times, kind[1]), kind)
-        self.room: dict[_Kind, int] = {}
-        self.total = 0
-
-    def _recount_at(self, index: int, kind: _Kind) -> None:
-        self.recount.setdefault(index, set()).add(kind)
-
-    def total_at(self, index: int) -> int:
-        """The sum at `times[index]`; called for each index in turn from 0."""
-        t = self.times[index]
-        changed = self.kinds if index == 0 else self.recount.get(index, ())
-        for kind in changed:
-            now = self.nodes._room(kind, self.pod, t, t + self.duration)
-            self.total += (now - self.room.get(kind, 0)) * self.kinds[kind]
-            self.room[kind] = now
-        return self.total
-
-
-def _key(resources: Mapping[str, Decimal]) -> Requests:
-    return tuple(sorted(resources.items()))
-
-
-def _pod_shapes(js: JobSetRequest | None) -> dict[str, PodShape]:
-    return {r.name: r.pod for r in js.replicated_jobs} if js is not None else {}
-
-
-def _take(free: dict[str, Decimal], used: Requests) -> None:
-    """`used` out of `free`, as the ledger consumes: a resource the node lacks goes negative
-    (nothing more fits), `pods` slots only where the node counts them."""
-    for name, value in used:
-        if name != PODS or PODS in free:
-            free[name] = free.get(name, Decimal(0)) - value
-
-
-def _pods(pod: PodShape, count: int) -> ResourceMap:
-    """What `count` pods of `pod`'s shape use, one `pods` slot each (as `JobSetUsage` counts)."""
-    used = {name: value * count for name, value in pod.requests.items() if name != PODS}
-    used[PODS] = Decimal(count)
-    return used

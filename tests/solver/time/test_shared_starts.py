@@ -89,6 +89,29 @@ def test_jobsets_queued_ahead_are_waited_for_in_queue_order() -> None:
     assert plan.outcome("team-a/second").waits_for == ["ns/run-a"]
 
 
+def test_a_host_port_taken_by_a_jobset_queued_ahead_is_waited_for() -> None:
+    # both bind host port 8471, one pod per host: run-a's pool, free in 1 h, has room for the
+    # pods of both but the port for one, so the second waits for run-b's pool (3 h); the ports
+    # of the JobSets ahead were not held, and it was told 1 h
+    first, second = (
+        jobset(name, rjob(exclusive=None, tpu=1, host_ports=[(8471, "TCP")]), order=k)
+        for k, name in enumerate(["first", "second"])
+    )
+    queue = [
+        js.model_copy(
+            update={
+                "expected_duration_s": 2 * H,
+                "duration_source": "annotation",
+                "creation_timestamp": NOW - timedelta(minutes=10 - k),
+            }
+        )
+        for k, js in enumerate([first, second])
+    ]
+    plan = _solve(_busy(), queue)
+    assert plan.outcome("team-a/first").expected_start_seconds == 1 * H
+    assert plan.outcome("team-a/second").expected_start_seconds == 3 * H
+
+
 def test_a_jobset_planned_now_holds_its_nodes_for_its_run() -> None:
     # one free pool: the first JobSet takes it for 2 h; the second waits for run-a's (1 h)
     snap = _running(
@@ -207,6 +230,7 @@ def _queues(draw: st.DrawFn) -> tuple[ClusterSnapshot, list[JobSetRequest]]:
                 pods_per_job=draw(st.integers(1, 3)),
                 exclusive=None,
                 tpu=draw(st.sampled_from([2, 4])),
+                host_ports=draw(st.sampled_from([(), ((8471, "TCP"),)])),
             ),
             order=k,
         )
