@@ -40,6 +40,7 @@ import itertools
 import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 import networkx as nx
 
@@ -49,6 +50,7 @@ __all__ = [
     "Candidate",
     "Need",
     "Reservation",
+    "SharedRoom",
     "Unit",
     "UnitId",
     "fits_some_day",
@@ -84,6 +86,19 @@ class Reservation:
     end_s: float | None
     units: dict[str, tuple[UnitId, ...]] = field(default_factory=dict)
     """Replicated job name -> the units held for its child Jobs."""
+
+
+class SharedRoom(Protocol):
+    """Where JobSets without an exclusive child Job fit, node by node (`shared_room.NodeRoom`):
+    told of every unit the pass holds, asked at its turn in the queue when one starts."""
+
+    def held(self, owner: str, unit: UnitId, start: float, end: float) -> None: ...
+
+    def start(
+        self, jobset: str, duration_s: float
+    ) -> tuple[float | None, frozenset[UnitId]] | None:
+        """Its start (None: never) and, starting now, the units its pods close; None: not a
+        JobSet of that kind."""
 
 
 Chosen = dict[str, tuple[int, ...]]
@@ -226,7 +241,21 @@ def _units_of(chosen: Chosen, layout: UnitLayout) -> dict[str, tuple[UnitId, ...
     return {name: tuple(layout.ids[u] for u in group) for name, group in chosen.items()}
 
 
-def _keep(candidate: Candidate, kept: frozenset[UnitId], calendar: Calendar) -> Reservation | None:
+def _hold(
+    calendar: Calendar, room: SharedRoom | None, owner: str, unit: int, start: float, end: float
+) -> None:
+    """`unit` held over `[start, end)`, and `room` told (its nodes are closed to every pod)."""
+    calendar.hold(unit, start, end)
+    if room is not None:
+        room.held(owner, calendar.layout.ids[unit], start, end)
+
+
+def _keep(
+    candidate: Candidate,
+    kept: frozenset[UnitId],
+    calendar: Calendar,
+    room: SharedRoom | None = None,
+) -> Reservation | None:
     """The candidate on exactly its kept units, at the earliest time they are all free for its
     whole run; None when they no longer fit it (gone, never free, or not what it needs)."""
     layout = calendar.layout
@@ -242,12 +271,14 @@ def _keep(candidate: Candidate, kept: frozenset[UnitId], calendar: Calendar) -> 
         end = t + candidate.duration_s
         if all(calendar.is_free(u, t, end) for u in numbers):
             for unit in numbers:
-                calendar.hold(unit, t, end)
+                _hold(calendar, room, candidate.jobset, unit, t, end)
             return Reservation(candidate.jobset, t, end, _units_of(chosen, layout))
     return None
 
 
-def _earliest(candidate: Candidate, calendar: Calendar) -> Reservation | None:
+def _earliest(
+    candidate: Candidate, calendar: Calendar, room: SharedRoom | None = None
+) -> Reservation | None:
     """The candidate at the first event time where its units are free for its whole run, held;
     None when no event time fits (the last one frees every unit that is ever free, so only an
     overlap miss lands there)."""
@@ -262,7 +293,7 @@ def _earliest(candidate: Candidate, calendar: Calendar) -> Reservation | None:
             continue
         for group in chosen.values():
             for unit in group:
-                calendar.hold(unit, t, end)
+                _hold(calendar, room, candidate.jobset, unit, t, end)
         return Reservation(candidate.jobset, t, end, _units_of(chosen, layout))
     return None
 
@@ -283,6 +314,7 @@ def reserve(
     holds: Iterable[tuple[UnitId, float, float]] = (),
     kept: Mapping[str, frozenset[UnitId]] | None = None,
     kept_starts: Mapping[str, float] | None = None,
+    room: SharedRoom | None = None,
 ) -> list[Reservation]:
     """Reservations for `candidates` in the order given (queue order), each the earliest it can be.
 
@@ -296,7 +328,9 @@ def reserve(
     `kept_starts` (when each was to start, in seconds from now) first, then in queue order; they
     count toward `limit` like any other delayed reservation. `units` may be given as their
     `UnitLayout` when the caller runs several passes over the same units (it is the same whoever
-    builds it).
+    builds it). `room`, when given, judges candidates without an exclusive child Job node by node
+    at their turn (`SharedRoom`): only one that fits now starts now, and the units its pods
+    close are held for its run; it counts toward no `limit`, as it holds no reservation.
     """
     layout = units if isinstance(units, UnitLayout) else UnitLayout(units)
     calendar = Calendar(layout, free_at or {})
@@ -304,7 +338,7 @@ def reserve(
     empty = Calendar(layout, {})
     usable = calendar.ever_free()
     for unit, start, end in holds:
-        calendar.hold(layout.number[unit], start, end)
+        _hold(calendar, room, "", layout.number[unit], start, end)
     result: list[Reservation] = []
     delayed = 0
     done: set[str] = set()
@@ -313,7 +347,7 @@ def reserve(
     keeping = [c for c in candidates if c.jobset in kept]
     keeping.sort(key=lambda c: starts.get(c.jobset, math.inf))  # stable: then queue order
     for candidate in keeping:
-        found = _keep(candidate, kept[candidate.jobset], calendar)
+        found = _keep(candidate, kept[candidate.jobset], calendar, room)
         if found is not None:
             result.append(found)
             done.add(candidate.jobset)
@@ -323,10 +357,18 @@ def reserve(
             continue
         if limit is not None and delayed >= limit and candidate.jobset not in always:
             continue
+        shared = room.start(candidate.jobset, candidate.duration_s) if room is not None else None
+        if shared is not None:
+            begins, closed = shared
+            for unit in closed:  # its pods close these domains to exclusive child Jobs
+                calendar.hold(layout.number[unit], 0.0, candidate.duration_s)
+            ends = None if begins is None else begins + candidate.duration_s
+            result.append(Reservation(candidate.jobset, begins, ends))
+            continue
         if _assign(candidate.needs, usable, empty, 0.0) is None:
             result.append(Reservation(candidate.jobset, None, None))
             continue
-        found = _earliest(candidate, calendar)
+        found = _earliest(candidate, calendar, room)
         if found is None:
             result.append(Reservation(candidate.jobset, None, None))
             continue

@@ -47,7 +47,8 @@ from placer.solver.time.evicting import plan_evicting_first
 from placer.solver.time.holding import held_reservations
 from placer.solver.time.release import ReleaseTimeline, expected_duration_s
 from placer.solver.time.reservations import Reservation, UnitId, reserve
-from placer.solver.time.shared_starts import shared_starts
+from placer.solver.time.shared_room import NodeRoom
+from placer.solver.time.shared_starts import only_shared, shared_starts
 from placer.solver.time.standing import past_max_wait, reservation_order, tiers
 from placer.solver.time.units import Units
 
@@ -269,6 +270,7 @@ def _reserve_all(
         outcome = schedule(request, options)
         found, notes = outcome.reservations, [outcome.note]
     if found is None:
+        shared = any(only_shared(units.ctx, js) for js in order)
         found = reserve(
             units.layout,
             candidates,
@@ -278,6 +280,7 @@ def _reserve_all(
             kept=kept,
             kept_starts=kept_starts,
             holds=other_holds,
+            room=NodeRoom(units, order, durations, candidates) if shared else None,
         )
     reservations = {r.jobset: r for r in found}
     if policy.schedule == "cpsat":

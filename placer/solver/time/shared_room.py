@@ -1,0 +1,95 @@
+"""Whether a waiting JobSet whose pods have no exclusive key starts now, judged node by node in
+the reservation pass's queue order.
+
+The pass works on domains, and such a JobSet needs none, so it counted every one as starting
+now whatever the room, and lifted it into the tier the inner solve places first. Its pods then
+took nodes of domains the pass had given exclusive JobSets starting now (a pod on a domain's
+node closes the domain to every exclusive child Job: the ledger's rule), and the inner solve
+was run again for each JobSet so displaced (`timeaware._keep_start_now`): 7-11 s of a 12-16 s
+pass at 10,000 nodes with 100 such JobSets among 500 (benchmarks/RESULTS-controller.md, round
+38).
+
+Here the pass asks, at its turn in the queue, whether its pods fit over its whole expected run
+beside everything the pass has settled ahead of it (`node_timeline.NodeTimeline`): running
+JobSets, the domains held by JobSets ahead (whole, over their runs, from now or later), and the
+pods of JobSets of this kind ahead. Only one that fits from now counts as starting now; the
+domains holding the nodes its pods were packed on are then closed to the exclusive JobSets
+behind it, so the pass never gives two JobSets it starts now the same nodes. One that does not
+fit now keeps its own priority in the inner solve, which may still place it where room is left.
+Its pods are packed first fit, as the ledger packs them, nodes outside every exclusive domain
+first; inside, on the nodes of the domains the fewest JobSets of the queue could take first (a
+domain busy now counts none), so a domain a JobSet behind needs is closed last. Where that order
+differs from the ledger's (by name), best-fit may still put the pods on a domain the pass gave
+another JobSet, and is then solved again as before (`_keep_start_now`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+
+from placer.model.workload import JobSetRequest
+from placer.solver.time.calendar import UnitId
+from placer.solver.time.node_timeline import NodeTimeline
+from placer.solver.time.reservations import Candidate
+from placer.solver.time.shared_starts import only_shared
+from placer.solver.time.units import Units
+
+__all__ = ["NodeRoom"]
+
+
+class NodeRoom:
+    """The reservation pass's view of nodes for JobSets without an exclusive child Job: told of
+    every domain the pass holds (`held`), asked in queue order when one starts (`start`)."""
+
+    def __init__(
+        self,
+        units: Units,
+        order: Sequence[JobSetRequest],
+        durations: Mapping[str, float],
+        candidates: Sequence[Candidate],
+    ) -> None:
+        self.units = units
+        self.shared = {js.key: js for js in order if only_shared(units.ctx, js)}
+        self.timeline = NodeTimeline(units, durations, (), (), _demand(units, candidates))
+
+    def held(self, owner: str, unit: UnitId, start: float, end: float) -> None:
+        """`unit` held for `owner` over `[start, end)`: its nodes are closed to every pod."""
+        self.timeline.hold(owner, self.units.domains[unit].nodes, start, end)
+
+    def start(
+        self, jobset: str, duration_s: float
+    ) -> tuple[float | None, frozenset[UnitId]] | None:
+        """For a JobSet without an exclusive child Job: its earliest start beside what the pass
+        settled ahead of it (None: no time fits), and, when that is now, the units holding the
+        nodes its pods take (closed to exclusive child Jobs for its run). Its pods are then
+        held where they were packed. None for any other JobSet."""
+        js = self.shared.get(jobset)
+        if js is None:
+            return None
+        placed = self.timeline.place(js, self.units.ctx, duration_s)
+        if placed is None:
+            return None, frozenset()
+        start, nodes = placed
+        if start > 0:
+            return start, frozenset()
+        return 0.0, frozenset(u for n in nodes for u in self.units.units_on(n))
+
+
+def _demand(units: Units, candidates: Sequence[Candidate]) -> dict[str, float]:
+    """Per node inside an exclusive domain, how many of `candidates` could take a domain holding
+    it that is free now: closing it costs the JobSets behind the most."""
+    eligible: Counter[frozenset[UnitId]] = Counter(
+        need.eligible for c in candidates for need in c.needs
+    )
+    busy = {u for n in units.free_at for u in units.units_on(n)}
+    per_unit: Counter[UnitId] = Counter()
+    for group, count in eligible.items():
+        for unit in group:
+            if unit not in busy:
+                per_unit[unit] += count
+    return {
+        n: float(sum(per_unit[u] for u in units.units_on(n)))
+        for u in per_unit
+        for n in units.domains[u].nodes
+    }
