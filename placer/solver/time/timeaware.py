@@ -280,7 +280,7 @@ def _reserve_all(
             kept=kept,
             kept_starts=kept_starts,
             holds=other_holds,
-            room=NodeRoom(units, order, durations, candidates) if shared else None,
+            room=NodeRoom(units, order, durations) if shared else None,
         )
     reservations = {r.jobset: r for r in found}
     if policy.schedule == "cpsat":

@@ -72,7 +72,7 @@ def _pass(snap: ClusterSnapshot, queue: list[JobSetRequest]) -> dict[str, float 
     units = Units(snap, queue, ALL, timeline)
     durations = {js.key: js.expected_duration_s or 0.0 for js in queue}
     candidates = [units.candidate(js, durations[js.key]) for js in queue]
-    room = NodeRoom(units, queue, durations, candidates)
+    room = NodeRoom(units, queue, durations)
     found = reserve(units.layout, candidates, free_at=units.free_at, room=room)
     return {r.jobset: r.start_s for r in found}
 
@@ -138,18 +138,25 @@ def test_a_domain_its_pods_take_is_closed_to_exclusive_jobsets_behind_for_its_ru
     assert _pass(snap, queue) == {"team-a/first": 0.0, "team-a/second": 3 * H}
 
 
-def test_pods_go_to_the_domain_no_jobset_behind_can_take() -> None:
-    """Two free pools; `second`, behind, can take only `pool-0`: `first`'s pods go to `pool-1`
-    (by name they would have gone to `pool-0`, and `second` would have waited for them)."""
+def test_pods_are_packed_where_the_ledger_packs_them_and_cpsat_still_places_the_rest() -> None:
+    """Two free pools; `second`, behind, can take only `pool-0`. The pass packs `first`'s pods
+    as the ledger does, by name, on `pool-0`, so it does not start `second` now. Best-fit,
+    packing the same way, leaves `second` waiting for them, as it does without time; CP-SAT,
+    which places the JobSets not started now in the tiers below, puts the pods on `pool-1` and
+    starts both."""
     snap = cluster(pool("pool-0", 2), pool("pool-1", 2))
     queue = [
         _timed(_shared("first"), 3, 10),
         _timed(_exclusive("second", pool_name="pool-0"), 1, 5),
     ]
-    assert _pass(snap, queue) == {"team-a/first": 0.0, "team-a/second": 0.0}
-    for solver in ("cpsat", "best-fit"):
-        plan = _solve(snap, queue, solver)
-        assert [o.status for o in plan.jobsets] == ["placed", "placed"], solver
+    assert _pass(snap, queue) == {"team-a/first": 0.0, "team-a/second": 3 * H}
+    plan = _solve(snap, queue, "cpsat")
+    assert [o.status for o in plan.jobsets] == ["placed", "placed"]
+    plan = _solve(snap, queue, "best-fit")
+    assert plan.outcome("team-a/first").status == "placed"
+    assert plan.outcome("team-a/second").expected_start_seconds == 3 * H
+    without_time = get_solver("best-fit").solve(snap, queue, SolveOptions(workers=1))
+    assert without_time.outcome("team-a/second").status == "unschedulable"
 
 
 def test_one_that_fits_nowhere_now_waits_for_the_runs_on_its_nodes() -> None:
