@@ -26,8 +26,9 @@ Why an event-driven pass around the one model rather than a time-indexed CP-SAT 
 linear in events x domains and runs every round at fleet scale, and the joint optimization stays
 where it pays, in who starts now. Reservations cover child Jobs with an exclusive key; pods
 without one are planned now, never reserved for, and kept off reserved nodes they would not
-leave in time; a JobSet made only of such pods, left out, is timed node by node
-(`shared_starts`).
+leave in time. A JobSet made only of such pods starts now only if its pods fit, node by node, at
+its turn in queue order, and the domains they take are then closed to the JobSets behind it
+(`shared_room`); left out, it is timed node by node (`shared_starts`).
 """
 
 from __future__ import annotations
@@ -104,7 +105,8 @@ class TimeAwareSolver:
         # above every other, and among themselves in the order of their own priorities: in one
         # tier CP-SAT's objective did not see them, and started a priority-0 JobSet on the pools
         # a priority-10 one queued ahead of it needed (one without an exclusive key, which the
-        # pass counts as starting now whatever the room). The issue-21 cell repeats to the digit.
+        # pass then counted as starting now whatever the room). The issue-21 cell repeats to the
+        # digit.
         top = max((js.priority for js in jobsets), default=0) + 1
         ranks = {p: i for i, p in enumerate(sorted({js.priority for js in jobsets}))}
         inner_jobsets = [
@@ -252,6 +254,7 @@ def _reserve_all(
         limit = 0
     candidates = tuple(units.candidate(js, durations[js.key]) for js in order)
     kept, kept_starts = _kept(snapshot, units)
+    shared = any(only_shared(units.ctx, js) for js in order)
     found: Sequence[Reservation] | None = None
     if policy.schedule == "cpsat":
         # imported here: the schedule is a CP-SAT model, and a greedy policy without it should
@@ -269,8 +272,9 @@ def _reserve_all(
         )
         outcome = schedule(request, options)
         found, notes = outcome.reservations, [outcome.note]
+        if found is not None and shared:
+            found = NodeRoom(units, order, durations).judge(found, other_holds)
     if found is None:
-        shared = any(only_shared(units.ctx, js) for js in order)
         found = reserve(
             units.layout,
             candidates,

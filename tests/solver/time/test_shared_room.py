@@ -159,6 +159,28 @@ def test_pods_are_packed_where_the_ledger_packs_them_and_cpsat_still_places_the_
     assert without_time.outcome("team-a/second").status == "unschedulable"
 
 
+@pytest.mark.parametrize("schedule", ["greedy", "cpsat"])
+def test_one_queued_behind_a_jobset_it_cannot_start_beside_does_not_take_its_place(
+    schedule: str,
+) -> None:
+    """Equal priorities; `first` (one child Job of one chip a pod, `pool-0` whole) is queued
+    ahead of `second` (two pods of four chips, no exclusive key, on `pool-0` only). Both were
+    counted as starting now, in one tier, and CP-SAT started `second`, which holds more chips;
+    with `--schedule cpsat` the schedule still counts it so, and the pass now judges it at its
+    turn in queue order."""
+    snap = cluster(pool("pool-0", 2), pool("pool-1", 2))
+    queue = [
+        _timed(jobset("first", rjob(node_selector={NODEPOOL: "pool-0"}, tpu=1)), 2, 10),
+        _timed(_shared("second", pool_name="pool-0"), 1, 5),
+    ]
+    options = ALL.model_copy(update={"time": ALL.time.model_copy(update={"schedule": schedule})})
+    plan = get_solver("cpsat", time_policy=options.time).solve(snap, queue, options)
+    assert check(plan, snap, queue, options) == []
+    assert plan.outcome("team-a/first").status == "placed"
+    second = plan.outcome("team-a/second")
+    assert (second.status, second.expected_start_seconds) == ("unschedulable", 2 * H)
+
+
 def test_one_that_fits_nowhere_now_waits_for_the_runs_on_its_nodes() -> None:
     snap = _running(cluster(running_pool("pool-0", 2, "ns/run-a")), {"ns/run-a": 1})
     assert _pass(snap, [_timed(_shared("later"), 1, 5)]) == {"team-a/later": 1 * H}
