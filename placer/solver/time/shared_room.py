@@ -20,10 +20,10 @@ Its pods are packed as the ledger packs them (first fit, nodes outside every exc
 first, each group by name), so best-fit puts them where the pass expects, and is not run again.
 Packing them on the domains the fewest JobSets behind could take instead was tried: best-fit,
 packing by name, then took the domains the pass gave others and was run again (3-4 s at 10,000
-nodes) for no more JobSets of the top priority nor accelerators placed on five seeds
-(RESULTS-controller, round 39). Where a JobSet behind could
-start now only if the pods went elsewhere, best-fit leaves it waiting, as it does without time;
-CP-SAT, which places the JobSets not started now in the tiers below, still starts it.
+nodes), for no more JobSets of the top priority nor accelerators placed on five seeds
+(RESULTS-controller, round 39). Where a JobSet behind could start now only if the pods went
+elsewhere, best-fit leaves it waiting, as it does without time; CP-SAT, which places the JobSets
+not started now in the tiers below, still starts it.
 
 With `--schedule cpsat` the schedule decides the exclusive JobSets' starts jointly, and such a
 JobSet is judged after it, at its turn in queue order beside the schedule's domains of the
