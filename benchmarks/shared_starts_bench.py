@@ -4,7 +4,8 @@
 scaling scenario (`build_tpu_pool_fleet`: TPU pools, 30% of them held by running JobSets, a few
 hosts cordoned or NotReady), takes `--shared` of its queue's JobSets out of exclusive placement
 (their pods keep their shape, no `exclusive-topology`), and plans it once with time-aware
-best-fit, every reservation held (`--reservations all`), as the controller does each cycle. It
+best-fit (`--solver`, `--schedule`), every reservation held (`--reservations all`), as the
+controller does each cycle. It
 prints the wall time, the pass's phases (`estimate` holds the starts of JobSets left out, node
 by node for the shared ones since `shared_starts`) and how the shared JobSets left out were told
 to start: now, later, or never, and, of the last run, the JobSets placed per priority and the
@@ -32,14 +33,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.shared_starts_bench")
     add_fleet_arguments(parser, pending=500, shared=100, held=0.9)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--solver", choices=["best-fit", "cpsat"], default="best-fit")
+    parser.add_argument("--schedule", choices=["greedy", "cpsat"], default="greedy")
+    parser.add_argument("--time-limit", type=float, default=10.0, help="CP-SAT's, per solve")
     args = parser.parse_args(argv)
     snapshot, queue = busy_fleet(args)
     shared = {js.key for js in queue[: args.shared]}
-    options = SolveOptions(workers=1, time=TimePolicy(now=NOW, reservations="all"))
+    policy = TimePolicy(now=NOW, reservations="all", schedule=args.schedule)
+    options = SolveOptions(workers=2, time_limit_s=args.time_limit, time=policy)
+    solver = get_solver(args.solver, time_policy=policy)
     print(f"{len(snapshot.nodes)} nodes, {len(queue)} pending, {len(shared)} without a key")
     for run in range(args.repeat):
         started = time.perf_counter()
-        plan = get_solver("best-fit", time_policy=options.time).solve(snapshot, queue, options)
+        plan = solver.solve(snapshot, queue, options)
         wall = time.perf_counter() - started
         waiting = [o for o in plan.jobsets if o.key in shared and o.status != "placed"]
         now = sum(1 for o in waiting if o.expected_start_seconds == 0)

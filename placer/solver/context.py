@@ -7,7 +7,8 @@ the planner.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import cached_property
@@ -350,6 +351,34 @@ class PlacementContext:
                 },
             )
         return result
+
+    def shared_pod_rank(self, busy: Collection[str] = frozenset()) -> dict[str, int]:
+        """Per node inside a free exclusive domain of the queue, how many of the queue's
+        exclusive job classes could take a domain holding it: what pods without an exclusive key
+        there would cost the JobSets of the queue (their pods close the domain to every
+        exclusive child Job). The ledger packs such pods on the nodes of the lowest rank first
+        (`PlacementLedger.place_shared`), and the reservation pass judges them the same way
+        (`time.shared_room`). A domain held by a running JobSet, or with a node in `busy`,
+        counts no class: it is closed already."""
+        numbers = self.shape_index.shape_numbers
+        rank: dict[str, int] = {}
+        for key, table in self.key_domains.items():
+            # classes of one pod shape and size share the answer: count them once each
+            sizes = Counter(
+                (numbers[jc.index], jc.rjob.pods_per_job)
+                for jc in self.job_classes
+                if jc.exclusive_key == key
+            )
+            for i, domain in enumerate(table.domains):
+                if table.held_by[i] or (busy and any(n in busy for n in domain.nodes)):
+                    continue
+                count = sum(
+                    n for (shape, need), n in sizes.items() if table.capacity[shape][i] >= need
+                )
+                if count:
+                    for node in domain.nodes:
+                        rank[node] = rank.get(node, 0) + count
+        return rank
 
     def free_accelerators(self, domain: Domain) -> int:
         """Free accelerator units on the domain's usable nodes: what stranding is measured in."""

@@ -54,6 +54,8 @@ class PlacementLedger:
         self._undo: list[tuple[dict[Any, Any], object, object]] = []
         """(table, key, value before) per change, newest last; `_ABSENT` when there was none."""
         self._exclusive_nodes: frozenset[str] | None = None
+        self._shared_nodes: list[str] | None = None
+        self._rank: dict[str, int] | None = None
 
     # -- all-or-nothing --
 
@@ -185,17 +187,15 @@ class PlacementLedger:
     ) -> JobPlacement | None:
         """Place child Job `job_index` of a non-exclusive `jc` first-fit on unreserved nodes.
 
-        Nodes outside every exclusive domain of the queue come first, then the rest, each group by
-        name: shared pods on a domain's node close that domain to every exclusive child Job, so they
-        go there only when they must. `within` restricts the nodes (required locality). Returns None
-        and changes nothing if the pods do not all fit.
+        Nodes outside every exclusive domain of the queue come first, then the rest: shared pods
+        on a domain's node close that domain to every exclusive child Job, so they go there only
+        when they must, and then first where the fewest job classes of the queue could take the
+        domain (`PlacementContext.shared_pod_rank`), each rank by name. `within` restricts the
+        nodes (required locality). Returns None and changes nothing if the pods do not all fit.
         """
-        candidates = self.ctx.nodes if within is None else within
-        blocked = self._nodes_in_exclusive_domains()
-        order = sorted(
-            (n for n in candidates if n not in self._reserved), key=lambda n: (n in blocked, n)
-        )
-        counts = self._pack(jc, order, self.node_capacity)
+        order = self._shared_order() if within is None else self._sorted_for_shared(within)
+        reserved = self._reserved
+        counts = self._pack(jc, (n for n in order if n not in reserved), self.node_capacity)
         if counts is None:
             return None
         pods = self._commit(jc, counts, shared=True)
@@ -237,6 +237,19 @@ class PlacementLedger:
 
     def _static_capacity(self, jc: JobClass, node: str) -> int:
         return self.ctx.node_capacity(jc, self.ctx.nodes[node])
+
+    def _sorted_for_shared(self, nodes: Iterable[str]) -> list[str]:
+        blocked = self._nodes_in_exclusive_domains()
+        if self._rank is None:
+            self._rank = self.ctx.shared_pod_rank()
+        rank = self._rank
+        return sorted(nodes, key=lambda n: (n in blocked, rank.get(n, 0), n))
+
+    def _shared_order(self) -> list[str]:
+        """Every node in `place_shared`'s order, sorted once per plan, not for each child Job."""
+        if self._shared_nodes is None:
+            self._shared_nodes = self._sorted_for_shared(self.ctx.nodes)
+        return self._shared_nodes
 
     def _nodes_in_exclusive_domains(self) -> frozenset[str]:
         if self._exclusive_nodes is None:

@@ -68,8 +68,12 @@ class NodeTimeline:
         durations: Mapping[str, float],
         placed: Iterable[JobSetOutcome],
         held: Iterable[DomainReservation],
+        rank: Mapping[str, int] | None = None,
     ) -> None:
         self.units = units
+        self.rank = rank or {}
+        """Nodes inside exclusive domains are packed lowest first (missing: 0), as the ledger
+        packs them by `PlacementContext.shared_pod_rank`; none given: by name only."""
         self.base: dict[str, _Base] = {
             name: (_key(n.free), tuple(sorted(n.used_host_ports)))
             for name, n in units.ctx.nodes.items()
@@ -206,8 +210,8 @@ class NodeTimeline:
 
     def _eligible(self, ctx: PlacementContext, jc: JobClass) -> list[str]:
         """`jc`'s nodes in the ledger's order: outside every exclusive domain of the queue first
-        (`PlacementLedger.place_shared`), each group by name; none a rule rules out for good.
-        The same for every JobSet of one pod shape (the queue holds few shapes)."""
+        (`PlacementLedger.place_shared`), then by `rank`, then by name; none a rule rules out
+        for good. The same for every JobSet of one pod shape (the queue holds few shapes)."""
         shape = (id(ctx), ctx.shape_index.shape_numbers[jc.index])
         found = self._eligible_nodes.get(shape)
         if found is None:
@@ -215,7 +219,10 @@ class NodeTimeline:
                 self._in_domains = frozenset(n for d in ctx.exclusive_domains for n in d.nodes)
             facts, blocked = ctx.class_facts(jc), self._in_domains
             nodes = [n for n in ctx.nodes if facts.exclusion(n) is None]
-            found = self._eligible_nodes[shape] = sorted(nodes, key=lambda n: (n in blocked, n))
+            rank = self.rank
+            found = self._eligible_nodes[shape] = sorted(
+                nodes, key=lambda n: (n in blocked, rank.get(n, 0), n)
+            )
         return found
 
     def _room(

@@ -58,7 +58,7 @@ class NodeRoom:
         self.order = [js.key for js in order]
         self.durations = durations
         self.shared = {js.key: js for js in order if only_shared(units.ctx, js)}
-        self.timeline = NodeTimeline(units, durations, (), ())
+        self.timeline = NodeTimeline(units, durations, (), (), _rank_now(units))
 
     def held(self, owner: str, unit: UnitId, start: float, end: float) -> None:
         """`unit` held for `owner` over `[start, end)`: its nodes are closed to every pod."""
@@ -113,3 +113,10 @@ class NodeRoom:
                         self.held(key, unit, r.start_s, r.end_s or r.start_s)
             judged.append(r)
         return judged
+
+
+def _rank_now(units: Units) -> dict[str, int]:
+    """The ledger's packing rank (`PlacementContext.shared_pod_rank`) as the plan now sees it:
+    judged on the cluster once every JobSet ends (`Units.ctx`), so a domain busy now, which the
+    ledger counts no class for, is named busy here."""
+    return units.ctx.shared_pod_rank(busy=units.free_at.keys())

@@ -107,6 +107,27 @@ def test_child_jobs_come_in_creation_order_with_shared_ones_placed_beside() -> N
 
 
 @pytest.mark.parametrize("name", POLICIES)
+def test_pods_without_an_exclusive_key_go_where_they_close_no_domain_the_queue_needs(
+    name: str,
+) -> None:
+    """`pool-9` is closed already (a running JobSet holds a node of it, the other has room);
+    `pool-0` and `pool-1` are free and `left` and `right` each need one. The pods of `shared`,
+    placed first, went to `pool-0` by name, and one of them was left out; they go to `pool-9`,
+    which no JobSet of the queue can take (`PlacementContext.shared_pod_rank`)."""
+    free_host = resources(cpu=32, pods=110, tpu=4)
+    busy = pool("pool-9", 2, jobsets=["ns/run-a"], free=free_host)
+    snap = cluster(pool("pool-0", 2), pool("pool-1", 2), busy)
+    shared = jobset("shared", rjob(pods_per_job=1, exclusive=None), priority=10)
+    left, right = jobset("left", rjob(), order=1), jobset("right", rjob(), order=2)
+    plan = solve_checked(name, snap, [shared, left, right])
+    assert _status(plan) == dict.fromkeys(
+        ["team-a/shared", "team-a/left", "team-a/right"], "placed"
+    )
+    [pod] = plan.outcome("team-a/shared").jobs[0].pods
+    assert pod.node.startswith("pool-9-")
+
+
+@pytest.mark.parametrize("name", POLICIES)
 def test_higher_priority_goes_first_whatever_the_order_given(name: str) -> None:
     snap = cluster(pool("p0", 2))
     low = jobset("low", rjob(), order=0)

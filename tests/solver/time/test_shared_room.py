@@ -138,25 +138,25 @@ def test_a_domain_its_pods_take_is_closed_to_exclusive_jobsets_behind_for_its_ru
     assert _pass(snap, queue) == {"team-a/first": 0.0, "team-a/second": 3 * H}
 
 
-def test_pods_are_packed_where_the_ledger_packs_them_and_cpsat_still_places_the_rest() -> None:
-    """Two free pools; `second`, behind, can take only `pool-0`. The pass packs `first`'s pods
-    as the ledger does, by name, on `pool-0`, so it does not start `second` now. Best-fit,
-    packing the same way, leaves `second` waiting for them, as it does without time; CP-SAT,
-    which places the JobSets not started now in the tiers below, puts the pods on `pool-1` and
-    starts both."""
+@pytest.mark.parametrize("solver", ["cpsat", "best-fit"])
+def test_pods_go_to_the_domain_no_jobset_of_the_queue_can_take(solver: str) -> None:
+    """Two free pools; `second`, behind, can take only `pool-0`. `first`'s pods go to `pool-1`,
+    in the pass and in the ledger alike (`PlacementContext.shared_pod_rank`), and both start
+    now in one solve. By name they went to `pool-0`: the pass then started only `first`, and
+    best-fit, even without time, left `second` out."""
     snap = cluster(pool("pool-0", 2), pool("pool-1", 2))
     queue = [
         _timed(_shared("first"), 3, 10),
         _timed(_exclusive("second", pool_name="pool-0"), 1, 5),
     ]
-    assert _pass(snap, queue) == {"team-a/first": 0.0, "team-a/second": 3 * H}
-    plan = _solve(snap, queue, "cpsat")
+    assert _pass(snap, queue) == {"team-a/first": 0.0, "team-a/second": 0.0}
+    counting = _Counting(get_solver(solver))
+    plan = TimeAwareSolver(counting).solve(snap, queue, ALL)
+    assert check(plan, snap, queue, ALL) == []
     assert [o.status for o in plan.jobsets] == ["placed", "placed"]
-    plan = _solve(snap, queue, "best-fit")
-    assert plan.outcome("team-a/first").status == "placed"
-    assert plan.outcome("team-a/second").expected_start_seconds == 3 * H
-    without_time = get_solver("best-fit").solve(snap, queue, SolveOptions(workers=1))
-    assert without_time.outcome("team-a/second").status == "unschedulable"
+    assert counting.solves == 1
+    without_time = get_solver(solver).solve(snap, queue, SolveOptions(workers=1))
+    assert [o.status for o in without_time.jobsets] == ["placed", "placed"]
 
 
 @pytest.mark.parametrize("schedule", ["greedy", "cpsat"])
