@@ -25,19 +25,20 @@ nodes), for no more JobSets of the top priority nor accelerators placed on five 
 elsewhere, best-fit leaves it waiting, as it does without time; CP-SAT, which places the JobSets
 not started now in the tiers below, still starts it.
 
-With `--schedule cpsat` the schedule decides the exclusive JobSets' starts jointly, and such a
-JobSet is judged after it, at its turn in queue order beside the schedule's domains of the
-JobSets ahead of it (`judge`).
+With `--schedule cpsat` the greedy pass decides it the same way, and the schedule, which decides
+the exclusive JobSets' starts jointly, holds the domains its pods close from now (`closures`):
+in its model it needs no domain, and counted as starting now whatever the room, one queued
+behind a JobSet of equal priority it could not start beside was lifted into that JobSet's tier,
+where CP-SAT started it instead when it held more accelerators.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from placer.model.workload import JobSetRequest
 from placer.solver.time.calendar import UnitId
 from placer.solver.time.node_timeline import NodeTimeline
-from placer.solver.time.reservations import Reservation
 from placer.solver.time.shared_starts import only_shared
 from placer.solver.time.units import Units
 
@@ -58,6 +59,8 @@ class NodeRoom:
         self.order = [js.key for js in order]
         self.durations = durations
         self.shared = {js.key: js for js in order if only_shared(units.ctx, js)}
+        self.closed: dict[str, tuple[frozenset[UnitId], float]] = {}
+        """Per JobSet started now, the units its pods close and its run's length."""
         self.timeline = NodeTimeline(units, durations, (), (), _rank_now(units))
 
     def held(self, owner: str, unit: UnitId, start: float, end: float) -> None:
@@ -80,39 +83,13 @@ class NodeRoom:
         start, nodes = placed
         if start > 0:
             return start, frozenset()
-        return 0.0, frozenset(u for n in nodes for u in self.units.units_on(n))
+        closed = frozenset(u for n in nodes for u in self.units.units_on(n))
+        self.closed[jobset] = (closed, duration_s)
+        return 0.0, closed
 
-    def judge(
-        self, found: Sequence[Reservation], holds: Iterable[tuple[UnitId, float, float]]
-    ) -> list[Reservation]:
-        """The schedule's reservations (`--schedule cpsat`, decided jointly and blind to pods
-        without an exclusive key) with each JobSet of that kind judged at its turn in queue
-        order, beside `holds` and the domains of the JobSets ahead of it (`start`).
-
-        The schedule's exclusive JobSets behind it keep their domains: its pods may still take
-        one, and the inner solve is then run again as before. What this mends is the other way
-        round: counted as starting now, one queued behind a JobSet of equal priority it could
-        not start beside was lifted into the same tier, and CP-SAT started it instead when it
-        held more accelerators."""
-        for unit, start, end in holds:
-            self.held("", unit, start, end)
-        by_key = {r.jobset: r for r in found}
-        judged: list[Reservation] = []
-        for key in self.order:
-            r = by_key.get(key)
-            if r is None:
-                continue
-            started = self.start(key, self.durations[key])
-            if started is not None:
-                begins = started[0]
-                ends = None if begins is None else begins + self.durations[key]
-                r = Reservation(key, begins, ends)
-            elif r.start_s is not None:
-                for group in r.units.values():
-                    for unit in group:
-                        self.held(key, unit, r.start_s, r.end_s or r.start_s)
-            judged.append(r)
-        return judged
+    def closures(self) -> list[tuple[UnitId, float, float]]:
+        """The units closed by the JobSets started now so far, each over `[0, its run)`."""
+        return [(u, 0.0, end) for units, end in self.closed.values() for u in sorted(units)]
 
 
 def _rank_now(units: Units) -> dict[str, int]:

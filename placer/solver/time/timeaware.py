@@ -255,27 +255,10 @@ def _reserve_all(
     candidates = tuple(units.candidate(js, durations[js.key]) for js in order)
     kept, kept_starts = _kept(snapshot, units)
     shared = any(only_shared(units.ctx, js) for js in order)
-    found: Sequence[Reservation] | None = None
-    if policy.schedule == "cpsat":
-        # imported here: the schedule is a CP-SAT model, and a greedy policy without it should
-        # not load OR-Tools (0.4 s and its memory for `placer plan --solver best-fit`)
-        from placer.solver.time.schedule import ScheduleRequest, schedule
+    room = NodeRoom(units, order, durations) if shared else None
 
-        request = ScheduleRequest(
-            units.layout,
-            candidates,
-            units.free_at,
-            tuple(other_holds),
-            kept,
-            tiers(jobsets, policy, now),
-            policy.max_wait_s,
-        )
-        outcome = schedule(request, options)
-        found, notes = outcome.reservations, [outcome.note]
-        if found is not None and shared:
-            found = NodeRoom(units, order, durations).judge(found, other_holds)
-    if found is None:
-        found = reserve(
+    def greedy() -> list[Reservation]:
+        return reserve(
             units.layout,
             candidates,
             free_at=units.free_at,
@@ -284,8 +267,38 @@ def _reserve_all(
             kept=kept,
             kept_starts=kept_starts,
             holds=other_holds,
-            room=NodeRoom(units, order, durations) if shared else None,
+            room=room,
         )
+
+    found: Sequence[Reservation] | None = None
+    if policy.schedule == "cpsat":
+        # imported here: the schedule is a CP-SAT model, and a greedy policy without it should
+        # not load OR-Tools (0.4 s and its memory for `placer plan --solver best-fit`)
+        from placer.solver.time.schedule import ScheduleRequest, schedule
+
+        # JobSets without an exclusive key are not in the schedule's model: the greedy pass
+        # decides which start now, in queue order, and the domains their pods take are held
+        # from now in the schedule (`shared_room`)
+        passed: list[Reservation] = []
+        closed: list[tuple[UnitId, float, float]] = []
+        if room is not None:
+            passed, closed = greedy(), room.closures()
+        request = ScheduleRequest(
+            units.layout,
+            candidates,
+            units.free_at,
+            (*other_holds, *closed),
+            kept,
+            tiers(jobsets, policy, now),
+            policy.max_wait_s,
+        )
+        outcome = schedule(request, options)
+        found, notes = outcome.reservations, [outcome.note]
+        if room is not None:
+            mine = {r.jobset: r for r in passed if r.jobset in room.shared}
+            found = passed if found is None else [mine.get(r.jobset, r) for r in found]
+    if found is None:
+        found = greedy()
     reservations = {r.jobset: r for r in found}
     if policy.schedule == "cpsat":
         stated = {js.key for js in jobsets if js.expected_duration_s is not None}

@@ -90,15 +90,17 @@ class _Counting:
         return self.inner.solve(snapshot, jobsets, options)
 
 
+@pytest.mark.parametrize("schedule", ["greedy", "cpsat"])
 @pytest.mark.parametrize("solver", ["cpsat", "best-fit"])
 def test_pods_queued_ahead_take_their_nodes_before_the_jobsets_behind_are_given_domains(
-    solver: str,
+    solver: str, schedule: str
 ) -> None:
     """Two free pools, a third running for 3 h. `first` (priority 10, no exclusive key) fills
     one pool; `pair` (priority 0, two pools whole) is queued behind it. The pass counted both as
     starting now, on the two free pools; the inner solve put `first`'s pods on one of them, left
     `pair` out, and was run a second time in vain. Now the pass starts only `first` now, and
-    `pair` when it ends: one solve."""
+    `pair` when it ends: one solve. With `--schedule cpsat` the schedule holds the pool
+    `first`'s pods close."""
     snap = _running(
         cluster(pool("pool-0", 2), pool("pool-1", 2), running_pool("pool-2", 2, "ns/run-a")),
         {"ns/run-a": 3},
@@ -107,9 +109,10 @@ def test_pods_queued_ahead_take_their_nodes_before_the_jobsets_behind_are_given_
         _timed(_shared("first", priority=10), 2, 10),
         _timed(jobset("pair", rjob(replicas=2)), 2, 5),
     ]
+    options = ALL.model_copy(update={"time": ALL.time.model_copy(update={"schedule": schedule})})
     counting = _Counting(get_solver(solver))
-    plan = TimeAwareSolver(counting).solve(snap, queue, ALL)
-    assert check(plan, snap, queue, ALL) == []
+    plan = TimeAwareSolver(counting).solve(snap, queue, options)
+    assert check(plan, snap, queue, options) == []
     assert counting.solves == 1
     assert plan.outcome("team-a/first").status == "placed"
     pair = plan.outcome("team-a/pair")
