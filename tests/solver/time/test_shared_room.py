@@ -9,7 +9,6 @@ of a 12-16 s pass at 10,000 nodes, benchmarks/RESULTS-controller.md, round 38).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import timedelta
 
 import pytest
 from hypothesis import given, settings
@@ -28,22 +27,13 @@ from placer.solver.time.shared_room import NodeRoom
 from placer.solver.time.standing import reservation_order
 from placer.solver.time.timeaware import TimeAwareSolver
 from placer.solver.time.units import Units
+from tests.solver.time.test_schedule import _timed
 from tests.solver.time.test_shared_starts import _running
 from tests.solver.time.test_timeaware import NOW, H
 from tests.strategies import NODEPOOL, cluster, jobset, pool, rjob, running_pool
 
 ALL = SolveOptions(workers=1, time=TimePolicy(now=NOW, reservations="all"))
 SOLVED_AGAIN = "start now: solved again"
-
-
-def _timed(js: JobSetRequest, hours: float, minutes_ago: int) -> JobSetRequest:
-    return js.model_copy(
-        update={
-            "expected_duration_s": hours * H,
-            "duration_source": "annotation",
-            "creation_timestamp": NOW - timedelta(minutes=minutes_ago),
-        }
-    )
 
 
 def _shared(name: str, *, pool_name: str | None = None, priority: int = 0) -> JobSetRequest:
