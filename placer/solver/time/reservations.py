@@ -360,7 +360,9 @@ def reserve(
         shared = room.start(candidate.jobset, candidate.duration_s) if room is not None else None
         if shared is not None:
             begins, closed = shared
-            for unit in closed:  # its pods close these domains to exclusive child Jobs
+            # its pods close these domains to exclusive child Jobs, not to other pods: the room,
+            # which holds the pods themselves, is not told
+            for unit in closed:
                 calendar.hold(layout.number[unit], 0.0, candidate.duration_s)
             ends = None if begins is None else begins + candidate.duration_s
             result.append(Reservation(candidate.jobset, begins, ends))
