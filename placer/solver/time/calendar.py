@@ -122,6 +122,8 @@ class Calendar:
         whose `next_busy_after` a positive instant can be finite; checked one by one."""
         self._touched = 0
         """Units with any busy interval."""
+        self._ever: int | None = None
+        """`ever_free`'s answer, until a hold."""
         self._settled: list[float] = []
         """unit -> when it is free for good, for a unit not in `_later` (all its intervals start
         by 0): the end of the last interval of each cell (-inf: none)."""
@@ -181,12 +183,17 @@ class Calendar:
         )
 
     def ever_free(self) -> int:
-        """The mask of the units that are free at some instant."""
-        found = 0
-        for unit in range(len(self.layout.ids)):
-            if not self.never_free(unit):
-                found |= 1 << unit
-        return found
+        """The mask of the units that are free at some instant; kept until the next `hold`
+        (every waiting JobSet asks the empty calendar whether it fits some day: 2,500 units
+        checked for each of 500 JobSets was more than half of the reservation phase,
+        benchmarks/RESULTS-controller.md, round 39)."""
+        if self._ever is None:
+            found = 0
+            for unit in range(len(self.layout.ids)):
+                if not self.never_free(unit):
+                    found |= 1 << unit
+            self._ever = found
+        return self._ever
 
     def next_busy_after(self, unit: int, t: float) -> float:
         """Start of the first busy interval at or after t in any of its cells (inf when none)."""
@@ -199,6 +206,7 @@ class Calendar:
         return found
 
     def hold(self, unit: int, start: float, end: float) -> None:
+        self._ever = None
         for cell in self.layout.cells[unit]:
             bisect.insort(self._busy[cell], (start, end))
             for other in self.layout.units_of[cell]:

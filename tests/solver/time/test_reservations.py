@@ -7,6 +7,7 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from placer.solver.time.calendar import Calendar, UnitLayout
 from placer.solver.time.reservations import Candidate, Need, Reservation, Unit, UnitId, reserve
 
 KEY = "pool"
@@ -193,3 +194,14 @@ def test_kept_units_that_no_longer_fit_give_a_fresh_reservation() -> None:
     gone = {"a": frozenset({(KEY, "d1"), (KEY, "d9")})}
     [r] = reserve(units, [_wide("a", 2, 50, units)], free_at=_free(0, 0, 0), kept=gone)
     assert r.start_s == 0 and len(r.units["w"]) == 2
+
+
+def test_the_units_ever_free_are_asked_again_after_a_hold() -> None:
+    """`Calendar.ever_free` is kept between holds: a hold that never ends takes its unit out."""
+    layout = UnitLayout(_units(0, 0, 0))
+    calendar = Calendar(layout, {})
+    assert calendar.ever_free() == 0b111
+    calendar.hold(1, 0.0, math.inf)
+    assert calendar.ever_free() == 0b101
+    calendar.hold(0, 5.0, 10.0)  # ends: still free before and after
+    assert calendar.ever_free() == 0b101
