@@ -273,6 +273,18 @@ class PlacementContext:
         `domain_open_to`, node by node)."""
         return not self.node_reserved_against(node, jobset)
 
+    def closing_run_s(self, jobset: JobSetRequest) -> float | None:
+        """How long `jobset` runs as reservations judge it (`node_open_to`): a longer run finds
+        every node a shorter one does closed, and more; 0 when the snapshot holds no
+        reservation. None when `jobset` holds one itself (its own domains stay open to it, so
+        runs of other JobSets tell nothing of its)."""
+        reserving = {r.jobset for r in self.snapshot.reservations}
+        if not reserving:
+            return 0.0
+        if jobset.key in reserving:
+            return None
+        return expected_duration_s(jobset, self.options.time)
+
     def node_reserved_against(self, node: str, jobset: JobSetRequest | None) -> tuple[str, ...]:
         """`reserved_against` for the domains holding `node`: the JobSets whose reservations
         close it to `jobset`'s pods without an exclusive key (None: to an outsider)."""

@@ -56,6 +56,10 @@ class PlacementLedger:
         self._exclusive_nodes: frozenset[str] | None = None
         self._shared_nodes: list[str] | None = None
         self._rank: dict[str, int] | None = None
+        self._unfit: dict[tuple[int, int], list[tuple[float, int]]] = {}
+        """(shape number, pods per child Job) -> per child Job of that shape and size without an
+        exclusive key that fit no node: how long its JobSet runs (`closing_run_s`) and the undo
+        log's length then (`_known_unfit`)."""
 
     # -- all-or-nothing --
 
@@ -73,6 +77,12 @@ class PlacementLedger:
                 del table[key]
             else:
                 table[key] = old
+        for key, failed in list(self._unfit.items()):
+            kept = [(run, at) for run, at in failed if at <= token]
+            if kept:
+                self._unfit[key] = kept
+            else:
+                del self._unfit[key]
 
     # -- queries --
 
@@ -193,10 +203,16 @@ class PlacementLedger:
         domain (`PlacementContext.shared_pod_rank`), each rank by name. `within` restricts the
         nodes (required locality). Returns None and changes nothing if the pods do not all fit.
         """
+        run = self.ctx.closing_run_s(jc.jobset) if within is None else None
+        shape = (self.ctx.shape_index.shape_numbers[jc.index], jc.rjob.pods_per_job)
+        if run is not None and self._known_unfit(shape, run):
+            return None
         order = self._shared_order() if within is None else self._sorted_for_shared(within)
         reserved = self._reserved
         counts = self._pack(jc, (n for n in order if n not in reserved), self.node_capacity)
         if counts is None:
+            if run is not None:
+                self._unfit.setdefault(shape, []).append((run, len(self._undo)))
             return None
         pods = self._commit(jc, counts, shared=True)
         return JobPlacement(
@@ -237,6 +253,18 @@ class PlacementLedger:
 
     def _static_capacity(self, jc: JobClass, node: str) -> int:
         return self.ctx.node_capacity(jc, self.ctx.nodes[node])
+
+    def _known_unfit(self, shape: tuple[int, int], run: float) -> bool:
+        """A child Job of `shape` (number, pods) whose JobSet runs `run` fits no node, known
+        without looking: one of that shape running no longer fit none earlier in this plan.
+
+        The ledger only takes room (a node's resources, host ports, nodes reserved for an
+        exclusive child Job), and gives it back only by `rollback`, which drops what it
+        learned after its checkpoint; and a longer run finds every node closed that a shorter
+        one does (`PlacementContext.closing_run_s`). Each child Job that fits nowhere looked
+        at every node of the cluster: at 10,000 nodes most of best-fit's time with many
+        JobSets of such pods waiting (benchmarks/RESULTS-controller.md, round 39)."""
+        return any(failed <= run for failed, _ in self._unfit.get(shape, ()))
 
     def _sorted_for_shared(self, nodes: Iterable[str]) -> list[str]:
         blocked = self._nodes_in_exclusive_domains()

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from placer.model.cluster import ClusterSnapshot
-from placer.model.options import SolveOptions
+from placer.model.cluster import ClusterSnapshot, DomainReservation
+from placer.model.options import SolveOptions, TimePolicy
 from placer.model.workload import JobSetRequest
 from placer.solver.context import JobClass, PlacementContext
 from placer.solver.ledger import PlacementLedger
@@ -231,3 +231,80 @@ def test_random_decisions_then_rollback_leave_no_trace(
         assert ledger.free(n.name) == fresh.free(n.name)
     for d in ctx.exclusive_domains:
         assert ledger.domain_untouched(d)
+
+
+class _Unremembering(PlacementLedger):
+    """The ledger looking at every node for each child Job without an exclusive key: the
+    oracle for what it learns of shapes that fit nowhere (`_known_unfit`)."""
+
+    def _known_unfit(self, shape: tuple[int, int], run: float) -> bool:
+        return False
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios(), st.randoms(use_true_random=False))
+def test_a_ledger_that_remembers_unfit_shapes_decides_as_one_that_looks_every_time(
+    scenario: tuple[ClusterSnapshot, list[JobSetRequest]], rnd: Random
+) -> None:
+    """Random decisions, checkpoints and rollbacks on two ledgers, one of which remembers the
+    shapes that fit no node: every placement, every refusal and the room left agree."""
+    snap, queue = scenario
+    ctx = _ctx(snap, *queue)
+    remembering, looking = PlacementLedger(ctx), _Unremembering(ctx)
+    tokens: list[tuple[object, object]] = []
+    for _ in range(3):
+        for jc in rnd.sample(ctx.job_classes, len(ctx.job_classes)):
+            if rnd.random() < 0.3:
+                tokens.append((remembering.checkpoint(), looking.checkpoint()))
+            if tokens and rnd.random() < 0.2:
+                mine, theirs = tokens.pop(rnd.randrange(len(tokens)))
+                tokens = [t for t in tokens if t[0] <= mine]  # type: ignore[operator]
+                remembering.rollback(mine)
+                looking.rollback(theirs)
+            for i in range(jc.rjob.replicas):
+                if jc.exclusive_key:
+                    domains = ctx.domains(jc.exclusive_key)
+                    if not domains:
+                        continue
+                    domain = rnd.choice(domains)
+                    got = remembering.take_domain(jc, i, domain)
+                    want = looking.take_domain(jc, i, domain)
+                else:
+                    got = remembering.place_shared(jc, i)
+                    want = looking.place_shared(jc, i)
+                assert got == want
+    assert remembering.shared_by() == looking.shared_by()
+    for n in snap.nodes:
+        assert remembering.free(n.name) == looking.free(n.name)
+
+
+def test_a_shape_that_fit_nowhere_is_looked_for_again_after_a_rollback() -> None:
+    s = jobset("s", rjob("cpu", pods_per_job=1, exclusive=None, tpu=0, cpu=16))
+    ctx = _ctx(cluster(node("cpu-0", tpu=0, cpu=16)), s)
+    ledger = PlacementLedger(ctx)
+    jc = _jc(ctx, "s", "cpu")
+    token = ledger.checkpoint()
+    assert ledger.place_shared(jc, 0) is not None
+    assert ledger.place_shared(jc, 1) is None  # the node is full: learned
+    ledger.rollback(token)
+    assert ledger.place_shared(jc, 1) is not None  # the room is back: looked for again
+
+
+def test_a_shorter_run_of_a_shape_a_longer_one_found_no_room_for_is_looked_for_again() -> None:
+    """`p0` is reserved for `r` from 1 h: closed to a 2-hour JobSet's pods, open to a 30-minute
+    one's (it ends before). The long one fitting nowhere says nothing of the short one."""
+    reservation = DomainReservation(
+        jobset="team-a/r", key=NODEPOOL, path=((NODEPOOL, "p0"),), start_s=3600.0, end_s=7200.0
+    )
+    snap = cluster(pool("p0", 1, taints=[])).model_copy(update={"reservations": (reservation,)})
+
+    def shared(name: str, hours: float) -> JobSetRequest:
+        js = jobset(name, rjob("cpu", pods_per_job=1, exclusive=None, tpu=0, cpu=1))
+        return js.model_copy(update={"expected_duration_s": hours * 3600})
+
+    r = jobset("r", rjob(pods_per_job=1))
+    long, short = shared("long", 2), shared("short", 0.5)
+    ctx = PlacementContext(snap, [r, long, short], SolveOptions(time=TimePolicy()))
+    ledger = PlacementLedger(ctx)
+    assert ledger.place_shared(_jc(ctx, "long", "cpu"), 0) is None
+    assert ledger.place_shared(_jc(ctx, "short", "cpu"), 0) is not None
