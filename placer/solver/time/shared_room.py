@@ -56,8 +56,6 @@ class NodeRoom:
         durations: Mapping[str, float],
     ) -> None:
         self.units = units
-        self.order = [js.key for js in order]
-        self.durations = durations
         self.shared = {js.key: js for js in order if only_shared(units.ctx, js)}
         self.closed: dict[str, tuple[frozenset[UnitId], float]] = {}
         """Per JobSet started now, the units its pods close and its run's length."""
