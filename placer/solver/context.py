@@ -8,7 +8,7 @@ the planner.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import cached_property
@@ -363,6 +363,20 @@ class PlacementContext:
                 },
             )
         return result
+
+    @cached_property
+    def nodes_in_exclusive_domains(self) -> frozenset[str]:
+        """The nodes of every exclusive domain of the queue."""
+        return frozenset(n for d in self.exclusive_domains for n in d.nodes)
+
+    def shared_pod_order(self, nodes: Iterable[str], rank: Mapping[str, int]) -> list[str]:
+        """`nodes` in the order pods without an exclusive key are packed on them, one rule for
+        the ledger (`PlacementLedger.place_shared`) and the reservation pass
+        (`time.node_timeline`): outside every exclusive domain of the queue first (such pods
+        close a domain to every exclusive child Job), then by `rank` (`shared_pod_rank`,
+        missing: 0), then by name."""
+        inside = self.nodes_in_exclusive_domains
+        return sorted(nodes, key=lambda n: (n in inside, rank.get(n, 0), n))
 
     def shared_pod_rank(self, busy: Collection[str] = frozenset()) -> dict[str, int]:
         """Per node inside a free exclusive domain of the queue, how many of the queue's

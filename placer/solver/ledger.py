@@ -53,7 +53,6 @@ class PlacementLedger:
         """domain -> JobSet key of the exclusive child Job that took it."""
         self._undo: list[tuple[dict[Any, Any], object, object]] = []
         """(table, key, value before) per change, newest last; `_ABSENT` when there was none."""
-        self._exclusive_nodes: frozenset[str] | None = None
         self._shared_nodes: list[str] | None = None
         self._rank: dict[str, int] | None = None
         self._unfit: dict[tuple[int, int], list[tuple[float, int]]] = {}
@@ -268,24 +267,15 @@ class PlacementLedger:
         return any(failed <= run for failed, _ in self._unfit.get(shape, ()))
 
     def _sorted_for_shared(self, nodes: Iterable[str]) -> list[str]:
-        blocked = self._nodes_in_exclusive_domains()
         if self._rank is None:
             self._rank = self.ctx.shared_pod_rank()
-        rank = self._rank
-        return sorted(nodes, key=lambda n: (n in blocked, rank.get(n, 0), n))
+        return self.ctx.shared_pod_order(nodes, self._rank)
 
     def _shared_order(self) -> list[str]:
         """Every node in `place_shared`'s order, sorted once per plan, not for each child Job."""
         if self._shared_nodes is None:
             self._shared_nodes = self._sorted_for_shared(self.ctx.nodes)
         return self._shared_nodes
-
-    def _nodes_in_exclusive_domains(self) -> frozenset[str]:
-        if self._exclusive_nodes is None:
-            self._exclusive_nodes = frozenset(
-                n for d in self.ctx.exclusive_domains for n in d.nodes
-            )
-        return self._exclusive_nodes
 
     @staticmethod
     def _pack(

@@ -86,7 +86,6 @@ class NodeTimeline:
         self._changed: list[str] = []
         """Nodes given a use, in order (`_count` catches up from where it last looked)."""
         self._counts: dict[int, tuple[Counter[_Kind], dict[str, _Kind], int]] = {}
-        self._in_domains: frozenset[str] | None = None
         self._rooms: dict[tuple[object, ...], int] = {}
         self._shapes: dict[int, tuple[Requests, Ports]] = {}
         self._eligible_nodes: dict[tuple[int, int], list[str]] = {}
@@ -209,20 +208,15 @@ class NodeTimeline:
         return dict.fromkeys(untainted, UNHEALTHY_BACK_S)
 
     def _eligible(self, ctx: PlacementContext, jc: JobClass) -> list[str]:
-        """`jc`'s nodes in the ledger's order: outside every exclusive domain of the queue first
-        (`PlacementLedger.place_shared`), then by `rank`, then by name; none a rule rules out
-        for good. The same for every JobSet of one pod shape (the queue holds few shapes)."""
+        """`jc`'s nodes in the ledger's order (`PlacementContext.shared_pod_order`, by `rank`);
+        none a rule rules out for good. The same for every JobSet of one pod shape (the queue
+        holds few shapes)."""
         shape = (id(ctx), ctx.shape_index.shape_numbers[jc.index])
         found = self._eligible_nodes.get(shape)
         if found is None:
-            if self._in_domains is None:
-                self._in_domains = frozenset(n for d in ctx.exclusive_domains for n in d.nodes)
-            facts, blocked = ctx.class_facts(jc), self._in_domains
+            facts = ctx.class_facts(jc)
             nodes = [n for n in ctx.nodes if facts.exclusion(n) is None]
-            rank = self.rank
-            found = self._eligible_nodes[shape] = sorted(
-                nodes, key=lambda n: (n in blocked, rank.get(n, 0), n)
-            )
+            found = self._eligible_nodes[shape] = ctx.shared_pod_order(nodes, self.rank)
         return found
 
     def _room(
