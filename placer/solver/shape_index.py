@@ -164,6 +164,11 @@ class ShapeFacts:
             tuple(node_pod_capacity(n, pod) for n in reps),
         )
 
+    @property
+    def node_classes(self) -> NodeClasses:
+        """The node classes `profile` numbers: one object for every shape of an index."""
+        return self._classes
+
     def profile(self, name: str) -> Hashable:
         """Equal for nodes that offer this shape the same (their node class)."""
         return self._classes.class_of[name]

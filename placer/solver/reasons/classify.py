@@ -318,11 +318,9 @@ class Classifier:
         if touching:
             tallies = tallies.copy()
             per_level = Counter(per_level) if per_level is not None else None
-            for i in touching:
-                own = self._nodes.verdict(jc, i, me)
+            for i, (own, room) in zip(touching, self._nodes.judged_as(jc, touching), strict=True):
                 tallies.add(view.verdicts[i], -1)
                 tallies.add(own, +1)
-                room = self._nodes.room(jc, i) if own is None else 0
                 delta = room - view.room[i]
                 fits += delta
                 with_room += bool(room) - bool(view.room[i])

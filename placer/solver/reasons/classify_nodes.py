@@ -18,7 +18,7 @@ pod (rule, health, room) is `nodes`.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable
 from decimal import Decimal
 
 from placer.model.resources import PODS, add_resources, subtract_resources
@@ -36,6 +36,7 @@ from placer.solver.reasons.nodes import (
 )
 from placer.solver.reasons.occupancy import Occupancy
 from placer.solver.reasons.tally import Tallies, Verdict, View
+from placer.solver.shape_index import NodeClasses
 
 __all__ = ["NodeClassifier"]
 
@@ -49,8 +50,10 @@ class NodeClassifier:
         self.ctx = ctx
         self.occupancy = occupancy
         self._views: dict[str, View] = {}
-        self._node_states: list[Hashable] | None = None
         """pod signature -> the outsider's view of every node, sorted by name."""
+        self._node_states: list[int] | None = None
+        self._cells_of: tuple[NodeClasses, list[int], list[int], list[int]] | None = None
+        """`_cells` of the node classes it was last asked for (one object per context)."""
         self.names = sorted(ctx.nodes)
         self._index = {n: i for i, n in enumerate(self.names)}
         self.reserved_in: dict[str, list[int]] = {}
@@ -69,41 +72,83 @@ class NodeClassifier:
 
     def view(self, jc: JobClass, signature: str) -> View:
         """The outsider's view of every node for `jc`'s pod shape (its `signature`), counted in
-        one pass."""
+        one pass: one verdict per cell (`_cells`), copied to its nodes."""
         found = self._views.get(signature)
         if found is None:
-            facts, states = self.ctx.class_facts(jc), self._states()
-            judged: dict[tuple[Hashable, Hashable], tuple[Verdict, int]] = {}
-            verdicts: list[Verdict] = []
-            room: list[int] = []
+            cell_of, first, sizes = self._cells(self.ctx.class_facts(jc).node_classes)
+            judged: list[tuple[Verdict, int]] = []
             tallies = Tallies()
-            for i, name in enumerate(self.names):
-                key = (facts.profile(name), states[i])
-                got = judged.get(key)
-                if got is None:
-                    v = self.verdict(jc, i, None)
-                    got = judged[key] = (v, self.room(jc, i) if v is None else 0)
-                verdicts.append(got[0])
-                room.append(got[1])
-                tallies.add(got[0])
+            for i, size in zip(first, sizes, strict=True):
+                v = self.verdict(jc, i, None)
+                judged.append((v, self.room(jc, i) if v is None else 0))
+                tallies.add(v, size)
+            verdicts = [judged[c][0] for c in cell_of]
+            room = [judged[c][1] for c in cell_of]
             found = self._views[signature] = View(verdicts, tallies, room)
         return found
 
-    def _states(self) -> list[Hashable]:
-        """Per node, what the plan and the reservations make of it: nodes of one node class
-        (`ShapeFacts.profile`: the same rules, health and room for every shape) in one state
-        get one verdict, judged once per view. A node with planned pods is a state of its own.
-        Why: judging 10,000 nodes one by one took about 0.15 s per pod shape (RESULTS-reasons,
-        round 38)."""
+    def _cells(self, classes: NodeClasses) -> tuple[list[int], list[int], list[int]]:
+        """Per node its cell, and per cell its first node and how many nodes it has.
+
+        A cell is a node class (`ShapeFacts.profile`: the same rules, health and room for every
+        shape of the index) in one state of the plan and the reservations (`_states`): its nodes
+        get one verdict for any shape, judged once per view. Why: judging 10,000 nodes one by
+        one took about 0.15 s per pod shape (RESULTS-reasons, round 38), and grouping them
+        again for each shape still 3 ms (round 40)."""
+        if self._cells_of is None or self._cells_of[0] is not classes:
+            states = self._states()
+            numbers: dict[tuple[int, int], int] = {}
+            cell_of: list[int] = []
+            first: list[int] = []
+            sizes: list[int] = []
+            for i, name in enumerate(self.names):
+                cell = numbers.setdefault((classes.class_of[name], states[i]), len(numbers))
+                if cell == len(first):
+                    first.append(i)
+                    sizes.append(0)
+                sizes[cell] += 1
+                cell_of.append(cell)
+            self._cells_of = (classes, cell_of, first, sizes)
+        return self._cells_of[1], self._cells_of[2], self._cells_of[3]
+
+    def _states(self) -> list[int]:
+        """Per node, a number for what the plan and the reservations make of it (a node with
+        planned pods is a state of its own): the half of a cell (`_cells`) that is not the
+        node's class."""
         if self._node_states is None:
             reserved, planned = self.occupancy.reserved, self.occupancy.pods
+            numbers: dict[Hashable, int] = {}
             self._node_states = [
-                name
-                if planned.get(name)
-                else (reserved.get(name, _NOBODY), self.ctx.node_reserved_against(name, None))
+                numbers.setdefault(
+                    name
+                    if planned.get(name)
+                    else (reserved.get(name, _NOBODY), self.ctx.node_reserved_against(name, None)),
+                    len(numbers),
+                )
                 for name in self.names
             ]
         return self._node_states
+
+    def judged_as(self, jc: JobClass, indices: Iterable[int]) -> list[tuple[Verdict, int]]:
+        """`verdict` and `room` of each node of `indices` as `jc`'s JobSet sees it.
+
+        Nodes of one node class in one state (`_states`) that the same reservations close to the
+        JobSet get one verdict, judged once, as in `view`. Why: the nodes a JobSet sees otherwise
+        than an outsider are those of reserved domains, hundreds per JobSet when every waiting
+        JobSet holds a reservation; judging them one by one was a third of the reasons' time
+        at 10,000 nodes (benchmarks/RESULTS-controller.md, round 40)."""
+        facts, states, me = self.ctx.class_facts(jc), self._states(), jc.jobset.key
+        judged: dict[tuple[Hashable, int, tuple[str, ...]], tuple[Verdict, int]] = {}
+        found: list[tuple[Verdict, int]] = []
+        for i in indices:
+            name = self.names[i]
+            key = (facts.profile(name), states[i], self.ctx.node_reserved_against(name, jc.jobset))
+            got = judged.get(key)
+            if got is None:
+                v = self.verdict(jc, i, me)
+                got = judged[key] = (v, self.room(jc, i) if v is None else 0)
+            found.append(got)
+        return found
 
     def verdict(self, jc: JobClass, i: int, me: str | None) -> Verdict:
         """Node `i` for `jc`'s pod, as JobSet `me` (None: an outsider) sees it; `me`, when
