@@ -102,6 +102,8 @@ class ScheduleNeed:
     groups: tuple[tuple[int, ...], ...] = ()
     """With a required topology: the classes inside each enclosing domain; all `count` child
     Jobs come from one group. Empty: no such constraint."""
+    late: tuple[int, ...] = ()
+    """The classes it takes only from its JobSet's `back_s` on (`Need.late`)."""
 
 
 @dataclass(frozen=True)
@@ -121,6 +123,9 @@ class ScheduleJob:
     """It had a reservation last round, which the hint keeps (see `schedule_model.STABLE_S`)."""
     latest_start_s: int | None = None
     """A starving JobSet's greedy slot (`hint_start_s`): it starts no later (`starving.py`)."""
+    back_s: int = 0
+    """When the hosts down now are expected back: its needs' `late` classes are takeable from
+    then on (`Candidate.back_s`)."""
 
 
 @dataclass(frozen=True)
@@ -176,7 +181,13 @@ def _signatures(
     """Per unit number, what tells it apart: the eligible sets and enclosing groups holding it;
     the unit itself for a unit with a future hold or one the overlaps leave alone; the nests
     around a unit inside some, and its cells (its weight in them)."""
-    eligible = sorted({n.eligible for c in jobs for n in c.needs}, key=sorted)
+    # a need's late units (`Need.late`) are an eligible set of their own: a class is all late
+    # or not at all for every need
+    eligible = sorted(
+        {n.eligible for c in jobs for n in c.needs}
+        | {n.late for c in jobs for n in c.needs if n.late},
+        key=sorted,
+    )
     groups = sorted(
         {g for c in jobs for n in c.needs if _real_groups(n.within) for g in n.within}, key=sorted
     )
@@ -280,7 +291,8 @@ def _need(need: Need, classes_of: _ClassesOf) -> ScheduleNeed:
     groups: tuple[tuple[int, ...], ...] = ()
     if _real_groups(need.within):
         groups = tuple(classes_of(g) for g in need.within)
-    return ScheduleNeed(need.name, need.count, classes_of(need.eligible), groups)
+    late = classes_of(need.late) if need.late else ()
+    return ScheduleNeed(need.name, need.count, classes_of(need.eligible), groups, late)
 
 
 def _kept(request: ScheduleRequest, hinted: Reservation) -> bool:
@@ -352,9 +364,12 @@ def build_problem(
                 hint_counts=tuple(sorted((n, k, v) for (n, k), v in counts.items())),
                 kept=_kept(request, r),
                 latest_start_s=start if c.jobset in old else None,
+                back_s=math.ceil(c.back_s),
             )
         )
         ends.update((start, start + duration))
+        if c.back_s:
+            ends.add(math.ceil(c.back_s))
     last = max((j.hint_start_s for j in jobs), default=0)
     releases = {int(x) for x in release if math.isfinite(x) and 0 < x <= last}
     starts = _grid(last) | releases | {e for e in ends if e <= last} | {0}

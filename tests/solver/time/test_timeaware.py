@@ -615,3 +615,85 @@ def test_a_jobset_that_fits_healthy_domains_is_not_reserved_on_a_broken_one(tain
     o = plan.jobsets[0]
     assert o.expected_start_seconds == 2 * H
     assert sorted(d.value for d in o.reserved_domains) == ["pool-0", "pool-1", "pool-2"]
+
+
+def _broken(snap: ClusterSnapshot, cordoned: str, down: str, *, tainted: bool) -> ClusterSnapshot:
+    """`cordoned` cordoned and `down` NotReady; `tainted`: each with the taint Kubernetes puts
+    on it (hand-written snapshots and the over-time simulation's failures have none)."""
+    unschedulable: tuple[Taint, ...] = ()
+    unreachable: tuple[Taint, ...] = ()
+    if tainted:
+        unschedulable = (Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule"),)
+        unreachable = (Taint(key="node.kubernetes.io/unreachable", effect="NoExecute"),)
+    nodes = tuple(
+        n.model_copy(update={"unschedulable": True, "taints": (*n.taints, *unschedulable)})
+        if n.name == cordoned
+        else n.model_copy(update={"ready": False, "taints": (*n.taints, *unreachable)})
+        if n.name == down
+        else n
+        for n in snap.nodes
+    )
+    return snap.model_copy(update={"nodes": nodes})
+
+
+def _timed(js: JobSetRequest, hours: float, minutes_ago: int) -> JobSetRequest:
+    return js.model_copy(
+        update={
+            "expected_duration_s": hours * H,
+            "duration_source": "annotation",
+            "creation_timestamp": NOW - timedelta(minutes=minutes_ago),
+        }
+    )
+
+
+@pytest.mark.parametrize("tainted", [True, False])
+@pytest.mark.parametrize("schedule", ["greedy", "cpsat"])
+@pytest.mark.parametrize("solver", ["best-fit", "cpsat"])
+def test_a_domain_whose_healthy_hosts_suffice_is_not_waited_for(
+    solver: str, schedule: ScheduleMode, tainted: bool
+) -> None:
+    """pool-2 and pool-3 each have a broken host, and their healthy hosts take a one-pod child
+    Job. Until round 40 the pass held such a domain busy for the hour a broken host is expected
+    back (`UNHEALTHY_BACK_S`): `wide` (three pools) was reserved in an hour on pool-0, pool-1
+    and pool-2, best-fit placed it now on the tightest pools (pool-3 first), and `narrow`
+    behind it was kept off pool-2, reserved for that later start. Both start now."""
+    snap = _broken(
+        cluster(pool("pool-0", 2), pool("pool-1", 2), pool("pool-2", 3), pool("pool-3", 2)),
+        cordoned="pool-2-host-0",
+        down="pool-3-host-0",
+        tainted=tainted,
+    )
+    queue = [
+        _timed(jobset("wide", rjob(replicas=3, pods_per_job=1)), 1, 30),
+        _timed(jobset("narrow", rjob(replicas=1, pods_per_job=1)), 5, 20),
+    ]
+    policy = TimePolicy(now=NOW, reservations="head", schedule=schedule)
+    options = SolveOptions(workers=1, time=policy)
+    plan = TimeAwareSolver(get_solver(solver)).solve(snap, queue, options)
+    assert check(plan, snap, queue, options) == []
+    for o in plan.jobsets:
+        assert (o.key, o.status, o.expected_start_seconds) == (o.key, "placed", 0.0)
+
+
+@pytest.mark.parametrize("tainted", [True, False])
+@pytest.mark.parametrize("schedule", ["greedy", "cpsat"])
+def test_a_jobset_needing_a_broken_host_starts_when_it_is_expected_back(
+    schedule: ScheduleMode, tainted: bool
+) -> None:
+    """pool-0 has one host; pool-1 and pool-2 each have one of their two hosts broken. A
+    two-pod child Job fits only with a broken host back: it is reserved on one of those pools
+    from the hour the host is expected back (`Need.late`), not now, though nothing runs there."""
+    snap = _broken(
+        cluster(pool("pool-0", 1), pool("pool-1", 2), pool("pool-2", 2)),
+        cordoned="pool-1-host-0",
+        down="pool-2-host-0",
+        tainted=tainted,
+    )
+    whole = _timed(jobset("whole", rjob(replicas=1, pods_per_job=2)), 1, 30)
+    policy = TimePolicy(now=NOW, reservations="head", schedule=schedule)
+    options = SolveOptions(workers=1, time=policy)
+    plan = TimeAwareSolver(get_solver("best-fit")).solve(snap, [whole], options)
+    assert check(plan, snap, [whole], options) == []
+    o = plan.jobsets[0]
+    assert (o.status, o.expected_start_seconds) == ("unschedulable", H)
+    assert [d.value for d in o.reserved_domains] in (["pool-1"], ["pool-2"])
