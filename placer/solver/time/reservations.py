@@ -351,16 +351,16 @@ def reserve(
 
     `free_at` maps a node to the seconds until its running JobSets end (missing: free now;
     `math.inf`: never; hosts down now are judged per child Job, `Need.late`). `limit` stops
-    reserving after that many candidates got a start later than now (EASY backfill reserves for
-    the head of the queue only; None reserves for everyone, conservative backfill); candidates named in `always` (waited too long) are
-    still reserved for past it. `holds` are (unit, start, end) periods already promised (runs
-    planned now). `kept` maps a candidate to the units it was given in an earlier round: those
-    are placed first and stay its own while they fit it (see the module doc), earliest of
-    `kept_starts` (when each was to start, in seconds from now) first, then in queue order; they
-    count toward `limit` like any other delayed reservation. `units` may be given as their
-    `UnitLayout` when the caller runs several passes over the same units (it is the same whoever
-    builds it). `room`, when given, judges candidates without an exclusive child Job node by node
-    at their turn (`SharedRoom`): only one that fits now starts now, and the units its pods
+    reserving after that many candidates got a start later than now (EASY backfill reserves for the
+    head of the queue only; None reserves for everyone, conservative backfill); candidates named in
+    `always` (waited too long) are still reserved for past it. `holds` are (unit, start, end)
+    periods already promised (runs planned now). `kept` maps a candidate to the units it was given
+    in an earlier round: those are placed first and stay its own while they fit it (see the module
+    doc), earliest of `kept_starts` (when each was to start, in seconds from now) first, then in
+    queue order; they count toward `limit` like any other delayed reservation. `units` may be given
+    as their `UnitLayout` when the caller runs several passes over the same units (it is the same
+    whoever builds it). `room`, when given, judges candidates without an exclusive child Job node by
+    node at their turn (`SharedRoom`): only one that fits now starts now, and the units its pods
     close are held for its run; it counts toward no `limit`, as it holds no reservation.
     """
     layout = units if isinstance(units, UnitLayout) else UnitLayout(units)
