@@ -33,6 +33,7 @@ from placer.solver.time.starving import starving
 from placer.solver.time.timeaware import reservations_of
 from placer.solver.time.units import Units
 from placer.solver.time.wait_cost import wait_cost
+from tests.solver.time.test_timeaware import _timed
 from tests.strategies import TPU_TOPOLOGY, cluster, jobset, pool, resources, rjob
 
 NOW = datetime(2026, 12, 1, 6, 0, tzinfo=UTC)
@@ -51,16 +52,6 @@ def _fleet(busy_h: dict[str, float], free: int) -> ClusterSnapshot:
         for p, h in busy_h.items()
     }
     return snap.model_copy(update={"running": running})
-
-
-def _timed(js: JobSetRequest, hours: float, minutes_ago: int) -> JobSetRequest:
-    return js.model_copy(
-        update={
-            "expected_duration_s": hours * H,
-            "duration_source": "annotation",
-            "creation_timestamp": NOW - timedelta(minutes=minutes_ago),
-        }
-    )
 
 
 def _unstated(js: JobSetRequest, minutes_ago: int) -> JobSetRequest:

@@ -32,7 +32,8 @@ from placer.solver.time.schedule_problem import build_problem, unit_release_s
 from placer.solver.time.standing import tiers
 from placer.solver.time.starving import starving
 from placer.solver.time.units import Units
-from tests.solver.time.test_schedule import BUSY, NOW, H, _plan, _starts, _timed
+from tests.solver.time.test_schedule import BUSY, NOW, H, _plan, _starts
+from tests.solver.time.test_timeaware import _timed
 from tests.strategies import BLOCK, NODEPOOL, cluster, jobset, pool, rjob
 
 

@@ -27,9 +27,8 @@ from placer.solver.time.shared_room import NodeRoom
 from placer.solver.time.standing import reservation_order
 from placer.solver.time.timeaware import TimeAwareSolver
 from placer.solver.time.units import Units
-from tests.solver.time.test_schedule import _timed
 from tests.solver.time.test_shared_starts import _running
-from tests.solver.time.test_timeaware import NOW, H
+from tests.solver.time.test_timeaware import NOW, H, _timed
 from tests.strategies import NODEPOOL, cluster, jobset, pool, rjob, running_pool
 
 ALL = SolveOptions(workers=1, time=TimePolicy(now=NOW, reservations="all"))

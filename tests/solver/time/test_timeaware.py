@@ -41,20 +41,22 @@ def _fleet() -> ClusterSnapshot:
     return snap.model_copy(update={"running": running})
 
 
-def _queue() -> list[JobSetRequest]:
-    def timed(js: JobSetRequest, hours: float, minutes_ago: int) -> JobSetRequest:
-        return js.model_copy(
-            update={
-                "expected_duration_s": hours * H,
-                "duration_source": "annotation",
-                "creation_timestamp": NOW - timedelta(minutes=minutes_ago),
-            }
-        )
+def _timed(js: JobSetRequest, hours: float, minutes_ago: int) -> JobSetRequest:
+    """`js` stating a run of `hours`, created `minutes_ago` before `NOW`."""
+    return js.model_copy(
+        update={
+            "expected_duration_s": hours * H,
+            "duration_source": "annotation",
+            "creation_timestamp": NOW - timedelta(minutes=minutes_ago),
+        }
+    )
 
+
+def _queue() -> list[JobSetRequest]:
     return [
-        timed(jobset("wide", rjob(replicas=4)), 1, 30),
-        timed(jobset("short", rjob(replicas=1)), 0.5, 20),
-        timed(jobset("long", rjob(replicas=1)), 5, 10),
+        _timed(jobset("wide", rjob(replicas=4)), 1, 30),
+        _timed(jobset("short", rjob(replicas=1)), 0.5, 20),
+        _timed(jobset("long", rjob(replicas=1)), 5, 10),
     ]
 
 
@@ -634,16 +636,6 @@ def _broken(snap: ClusterSnapshot, cordoned: str, down: str, *, tainted: bool) -
         for n in snap.nodes
     )
     return snap.model_copy(update={"nodes": nodes})
-
-
-def _timed(js: JobSetRequest, hours: float, minutes_ago: int) -> JobSetRequest:
-    return js.model_copy(
-        update={
-            "expected_duration_s": hours * H,
-            "duration_source": "annotation",
-            "creation_timestamp": NOW - timedelta(minutes=minutes_ago),
-        }
-    )
 
 
 @pytest.mark.parametrize("tainted", [True, False])
