@@ -36,6 +36,26 @@ def test_head_reservation_gives_the_waiting_jobset_domains_and_an_eta(
     assert {"timeline", "reserve", "estimate"} <= set(doc["solver"]["phases"])
 
 
+@pytest.mark.parametrize("schedule", ["greedy", "cpsat"])
+def test_no_slice_is_reserved_before_the_host_it_needs_is_back(
+    schedule: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """v5e-2x4-pool-2 has a NotReady host, so a two-host slice fits it only with that host back
+    (in an hour). No JobSet is reserved there earlier, by either schedule: the CP-SAT schedule
+    counts the pool busy until then in its class, and once gave it to batch/eval-sweep from
+    30 min on, where the class had room but not that pool (round 40)."""
+    argv = ["plan", "--cluster", CLUSTER, "--workers", "1", "--schedule", schedule]
+    argv += ["--reservations", "all", "--now", NOW, "--default-duration", "6h"]
+    argv += ["--default-duration", "low=30m", "-o", "json", QUEUE]
+    assert main(argv) == 0
+    doc = json.loads(capsys.readouterr().out)
+    reserved = [j for j in doc["jobsets"] if j["reserved_domains"]]
+    assert reserved, "the comparison must run"
+    for j in reserved:
+        if any(d["value"] == "v5e-2x4-pool-2" for d in j["reserved_domains"]):
+            assert j["expected_start_seconds"] >= 3600, j
+
+
 @pytest.mark.parametrize(
     ("flags", "message"),
     [

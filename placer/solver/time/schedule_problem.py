@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from placer.solver.time.calendar import UnitId, UnitLayout
 from placer.solver.time.overlap import Overlap, overlap, sharing
@@ -148,6 +148,9 @@ class ScheduleProblem:
     max_wait_s: int | None
     shared: tuple[SharedNodes, ...] = ()
     """With overlapping keys, the rules that keep domains sharing nodes apart; else empty."""
+    held_until: tuple[tuple[int, int], ...] = ()
+    """(unit number, seconds): a domain no JobSet takes before its hosts down are back
+    (`_fold_late`), busy until then in its class's release; the materialization holds it so."""
 
 
 def unit_release_s(layout: UnitLayout, free_at: Mapping[str, float]) -> list[float]:
@@ -303,6 +306,45 @@ def _kept(request: ScheduleRequest, hinted: Reservation) -> bool:
     return bool(before) and held == set(before or ())
 
 
+def _fold_late(
+    layout: UnitLayout, jobs: list[Candidate], release: list[float]
+) -> tuple[list[Candidate], tuple[tuple[int, int], ...]]:
+    """`jobs` without the late units (`Need.late`) that every need able to take them takes only
+    late, and those units with when they are free: busy until the hosts are back, in `release`
+    (changed in place) and in the materialization (`ScheduleProblem.held_until`).
+
+    Why: the same answer, and the classes of before round 40, when every domain with a host
+    down was busy so; a late set of its own for such units split their classes and the model
+    grew for nothing (the TPU world's slices need every host: all of them are late). Only units
+    sharing no node with another are folded: holding one's nodes would hold those others."""
+    pairs = {(n.eligible, n.late) for c in jobs for n in c.needs}
+    late: frozenset[UnitId] = frozenset().union(*(lt for _, lt in pairs))
+    if not late:
+        return jobs, ()
+    early: frozenset[UnitId] = frozenset().union(*(e - lt for e, lt in pairs))
+    alone = {
+        uid
+        for uid in late - early
+        if (u := layout.number.get(uid)) is not None
+        and all(len(layout.units_of[cell]) == 1 for cell in layout.cells[u])
+    }
+    if not alone:
+        return jobs, ()
+    back = math.ceil(max(c.back_s for c in jobs))
+    held: list[tuple[int, int]] = []
+    for uid in sorted(alone):
+        u = layout.number[uid]
+        release[u] = max(release[u], back)
+        held.append((u, back))
+    folded = [
+        replace(c, needs=tuple(replace(n, late=n.late - alone) for n in c.needs))
+        if any(n.late & alone for n in c.needs)
+        else c
+        for c in jobs
+    ]
+    return folded, tuple(held)
+
+
 def build_problem(
     request: ScheduleRequest,
     hint: Mapping[str, Reservation],
@@ -325,6 +367,7 @@ def build_problem(
         if c.needs and c.jobset in hint and hint[c.jobset].start_s is not None
     ]
     release = list(release)
+    jobs_in, held_until = _fold_late(layout, jobs_in, release)
     future: list[tuple[int, int, int]] = []
     for unit_id, start, end in holds:
         held = layout.number.get(unit_id)
@@ -379,4 +422,5 @@ def build_problem(
         starts=tuple(sorted(starts)),
         max_wait_s=None if max_wait_s is None else int(max_wait_s),
         shared=_shared(overlaps, class_of),
+        held_until=held_until,
     )

@@ -689,3 +689,33 @@ def test_a_jobset_needing_a_broken_host_starts_when_it_is_expected_back(
     o = plan.jobsets[0]
     assert (o.status, o.expected_start_seconds) == ("unschedulable", H)
     assert [d.value for d in o.reserved_domains] in (["pool-1"], ["pool-2"])
+
+
+@pytest.mark.parametrize("schedule", ["greedy", "cpsat"])
+def test_a_domain_with_a_host_down_is_late_for_one_jobset_and_free_for_another(
+    schedule: ScheduleMode,
+) -> None:
+    """The domains of the test above, and `pair` (two one-pod child Jobs, five hours) behind
+    `whole`: pool-1 and pool-2 take `whole`'s child Job only with their broken host back, and
+    each of `pair`'s now. `whole` is reserved from the hour the host is back (the schedule's
+    rule for such a class, `schedule_model.add_hosts_back`), and `pair` starts now beside it,
+    off the pool reserved for `whole`."""
+    snap = _broken(
+        cluster(pool("pool-0", 1), pool("pool-1", 2), pool("pool-2", 2)),
+        cordoned="pool-1-host-0",
+        down="pool-2-host-0",
+        tainted=True,
+    )
+    queue = [
+        _timed(jobset("whole", rjob(replicas=1, pods_per_job=2)), 1, 30),
+        _timed(jobset("pair", rjob(replicas=2, pods_per_job=1)), 5, 20),
+    ]
+    policy = TimePolicy(now=NOW, reservations="head", schedule=schedule)
+    options = SolveOptions(workers=1, time=policy)
+    plan = TimeAwareSolver(get_solver("best-fit")).solve(snap, queue, options)
+    assert check(plan, snap, queue, options) == []
+    whole, pair = plan.outcome("team-a/whole"), plan.outcome("team-a/pair")
+    assert (whole.status, whole.expected_start_seconds) == ("unschedulable", H)
+    [reserved] = [d.value for d in whole.reserved_domains]
+    assert pair.status == "placed"
+    assert reserved not in {j.domain.value for j in pair.jobs if j.domain is not None}
