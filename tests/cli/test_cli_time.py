@@ -41,9 +41,9 @@ def test_no_slice_is_reserved_before_the_host_it_needs_is_back(
     schedule: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """v5e-2x4-pool-2 has a NotReady host, so a two-host slice fits it only with that host back
-    (in an hour). No JobSet is reserved there earlier, by either schedule: the CP-SAT schedule
-    counts the pool busy until then in its class, and once gave it to batch/eval-sweep from
-    30 min on, where the class had room but not that pool (round 40)."""
+    (in an hour). No JobSet is reserved there earlier, by either schedule (a change tried in
+    round 40 and not kept once gave it to batch/eval-sweep from 30 min on in the CP-SAT
+    schedule, whose class of pools had room then but not that pool)."""
     argv = ["plan", "--cluster", CLUSTER, "--workers", "1", "--schedule", schedule]
     argv += ["--reservations", "all", "--now", NOW, "--default-duration", "6h"]
     argv += ["--default-duration", "low=30m", "-o", "json", QUEUE]

@@ -40,7 +40,6 @@ import itertools
 import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import cached_property
 from typing import Protocol
 
 import networkx as nx
@@ -69,9 +68,6 @@ class Need:
     within: tuple[frozenset[UnitId], ...] = ()
     """With a required topology: the eligible units of each domain of that level, and all
     `count` must come from one of them. Empty: no such constraint."""
-    late: frozenset[UnitId] = frozenset()
-    """The eligible units it takes only from its candidate's `back_s` on: their hosts up now
-    are too few for one child Job (`Units.candidate`)."""
 
 
 @dataclass(frozen=True)
@@ -79,29 +75,6 @@ class Candidate:
     jobset: str
     duration_s: float
     needs: tuple[Need, ...]
-    back_s: float = 0.0
-    """When the hosts down now are expected back: its needs' `late` units are takeable from
-    then on (0 when it has none)."""
-
-    def start_times(self, calendar: Calendar) -> list[float]:
-        """The instants at which it may start: the calendar's, and `back_s`."""
-        times = calendar.event_times()
-        if not self.back_s or self.back_s in times:
-            return times
-        return sorted({*times, self.back_s})
-
-    def needs_at(self, t: float) -> tuple[Need, ...]:
-        """Its needs for a start at `t`: without their `late` units before `back_s`."""
-        return self.needs if t >= self.back_s else self._early_needs
-
-    @cached_property
-    def _early_needs(self) -> tuple[Need, ...]:
-        return tuple(
-            replace(n, eligible=n.eligible - n.late, within=tuple(g - n.late for g in n.within))
-            if n.late
-            else n
-            for n in self.needs
-        )
 
 
 @dataclass(frozen=True)
@@ -294,11 +267,8 @@ def _keep(
     chosen = _assign(candidate.needs, layout.mask(kept), calendar, 0.0)
     if chosen is None or {u for group in chosen.values() for u in group} != set(numbers):
         return None
-    late = {u for n in candidate.needs for u in n.late}
-    for t in candidate.start_times(calendar):
+    for t in calendar.event_times():
         end = t + candidate.duration_s
-        if t < candidate.back_s and not late.isdisjoint(kept):
-            continue
         if all(calendar.is_free(u, t, end) for u in numbers):
             for unit in numbers:
                 _hold(calendar, room, candidate.jobset, unit, t, end)
@@ -316,10 +286,9 @@ def _earliest(
     within = 0
     for need in candidate.needs:
         within |= layout.mask(need.eligible)
-    for t in candidate.start_times(calendar):
+    for t in calendar.event_times():
         end = t + candidate.duration_s
-        needs = candidate.needs_at(t)
-        chosen = _assign(needs, calendar.free_mask(t, end, within), calendar, end)
+        chosen = _assign(candidate.needs, calendar.free_mask(t, end, within), calendar, end)
         if chosen is None:
             continue
         for group in chosen.values():
@@ -350,17 +319,17 @@ def reserve(
     """Reservations for `candidates` in the order given (queue order), each the earliest it can be.
 
     `free_at` maps a node to the seconds until its running JobSets end (missing: free now;
-    `math.inf`: never; hosts down now are judged per child Job, `Need.late`). `limit` stops
-    reserving after that many candidates got a start later than now (EASY backfill reserves for the
-    head of the queue only; None reserves for everyone, conservative backfill); candidates named in
-    `always` (waited too long) are still reserved for past it. `holds` are (unit, start, end)
-    periods already promised (runs planned now). `kept` maps a candidate to the units it was given
-    in an earlier round: those are placed first and stay its own while they fit it (see the module
-    doc), earliest of `kept_starts` (when each was to start, in seconds from now) first, then in
-    queue order; they count toward `limit` like any other delayed reservation. `units` may be given
-    as their `UnitLayout` when the caller runs several passes over the same units (it is the same
-    whoever builds it). `room`, when given, judges candidates without an exclusive child Job node by
-    node at their turn (`SharedRoom`): only one that fits now starts now, and the units its pods
+    `math.inf`: never, e.g. NotReady). `limit` stops reserving after that many candidates got a
+    start later than now (EASY backfill reserves for the head of the queue only; None reserves
+    for everyone, conservative backfill); candidates named in `always` (waited too long) are
+    still reserved for past it. `holds` are (unit, start, end) periods already promised (runs
+    planned now). `kept` maps a candidate to the units it was given in an earlier round: those
+    are placed first and stay its own while they fit it (see the module doc), earliest of
+    `kept_starts` (when each was to start, in seconds from now) first, then in queue order; they
+    count toward `limit` like any other delayed reservation. `units` may be given as their
+    `UnitLayout` when the caller runs several passes over the same units (it is the same whoever
+    builds it). `room`, when given, judges candidates without an exclusive child Job node by node
+    at their turn (`SharedRoom`): only one that fits now starts now, and the units its pods
     close are held for its run; it counts toward no `limit`, as it holds no reservation.
     """
     layout = units if isinstance(units, UnitLayout) else UnitLayout(units)

@@ -225,8 +225,6 @@ def materialize(
     calendar = Calendar(layout, free_at)
     for unit, start, end in holds:
         calendar.hold(layout.number[unit], start, end)
-    for u, until in problem.held_until:
-        calendar.hold(u, 0.0, float(until))
     masks = {c.index: _mask(c.units) for c in problem.classes}
     jobs = {j.key: j for j in problem.jobs}
     result: dict[str, Reservation] = {}

@@ -14,8 +14,6 @@ terms (as `cpsat/builder.py` does for the snapshot model):
                  holds one of the domains taking them
   starving       a JobSet waiting past a share of `--max-wait` starts no later than its slot in
                  the greedy pass, which reserves starving JobSets first, oldest first
-  hosts_back     a JobSet taking a domain whose hosts up now are too few for its child Job
-                 starts no earlier than the hosts down are expected back
   stability      a JobSet keeps last round's reservation (start and classes) unless moving it
                  gains more than `STABLE_S` of its own weighted wait
   waits          weighted waits: `TIER_RATIO` per priority tier, times the JobSet's bounded-
@@ -265,21 +263,6 @@ def add_starving(
     return []
 
 
-def add_hosts_back(
-    model: cp_model.CpModel, v: ScheduleVariables, problem: ScheduleProblem
-) -> list[cp_model.LinearExprT]:
-    """A JobSet that takes a domain of a class whose hosts up now are too few for its child
-    Job (`ScheduleNeed.late`) starts no earlier than the hosts down are expected back. The hint
-    meets it: the greedy pass takes such domains no earlier."""
-    for j in problem.jobs:
-        for n in j.needs:
-            for c in n.late:
-                takes = model.new_bool_var(f"late[{j.key},{n.name},{c}]")
-                model.add(v.take[(j.key, n.name, c)] <= n.count * takes)
-                model.add(v.start[j.key] >= j.back_s).only_enforce_if(takes)
-    return []
-
-
 def add_stability(
     model: cp_model.CpModel, v: ScheduleVariables, problem: ScheduleProblem
 ) -> list[cp_model.LinearExprT]:
@@ -378,7 +361,6 @@ def build_schedule(problem: ScheduleProblem) -> tuple[cp_model.CpModel, Schedule
     terms += add_capacity(model, v, problem)
     terms += add_shared(model, v, problem)
     terms += add_starving(model, v, problem)
-    terms += add_hosts_back(model, v, problem)
     terms += add_stability(model, v, problem)
     terms += add_waits(model, v, problem)
     terms += add_max_wait(model, v, problem)

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from placer.solver.time.calendar import UnitId, UnitLayout
 from placer.solver.time.overlap import Overlap, overlap, sharing
@@ -102,8 +102,6 @@ class ScheduleNeed:
     groups: tuple[tuple[int, ...], ...] = ()
     """With a required topology: the classes inside each enclosing domain; all `count` child
     Jobs come from one group. Empty: no such constraint."""
-    late: tuple[int, ...] = ()
-    """The classes it takes only from its JobSet's `back_s` on (`Need.late`)."""
 
 
 @dataclass(frozen=True)
@@ -123,9 +121,6 @@ class ScheduleJob:
     """It had a reservation last round, which the hint keeps (see `schedule_model.STABLE_S`)."""
     latest_start_s: int | None = None
     """A starving JobSet's greedy slot (`hint_start_s`): it starts no later (`starving.py`)."""
-    back_s: int = 0
-    """When the hosts down now are expected back: its needs' `late` classes are takeable from
-    then on (`Candidate.back_s`)."""
 
 
 @dataclass(frozen=True)
@@ -148,9 +143,6 @@ class ScheduleProblem:
     max_wait_s: int | None
     shared: tuple[SharedNodes, ...] = ()
     """With overlapping keys, the rules that keep domains sharing nodes apart; else empty."""
-    held_until: tuple[tuple[int, int], ...] = ()
-    """(unit number, seconds): a domain no JobSet takes before its hosts down are back
-    (`_fold_late`), busy until then in its class's release; the materialization holds it so."""
 
 
 def unit_release_s(layout: UnitLayout, free_at: Mapping[str, float]) -> list[float]:
@@ -184,13 +176,7 @@ def _signatures(
     """Per unit number, what tells it apart: the eligible sets and enclosing groups holding it;
     the unit itself for a unit with a future hold or one the overlaps leave alone; the nests
     around a unit inside some, and its cells (its weight in them)."""
-    # a need's late units (`Need.late`) are an eligible set of their own: a class is all late
-    # or not at all for every need
-    eligible = sorted(
-        {n.eligible for c in jobs for n in c.needs}
-        | {n.late for c in jobs for n in c.needs if n.late},
-        key=sorted,
-    )
+    eligible = sorted({n.eligible for c in jobs for n in c.needs}, key=sorted)
     groups = sorted(
         {g for c in jobs for n in c.needs if _real_groups(n.within) for g in n.within}, key=sorted
     )
@@ -294,8 +280,7 @@ def _need(need: Need, classes_of: _ClassesOf) -> ScheduleNeed:
     groups: tuple[tuple[int, ...], ...] = ()
     if _real_groups(need.within):
         groups = tuple(classes_of(g) for g in need.within)
-    late = classes_of(need.late) if need.late else ()
-    return ScheduleNeed(need.name, need.count, classes_of(need.eligible), groups, late)
+    return ScheduleNeed(need.name, need.count, classes_of(need.eligible), groups)
 
 
 def _kept(request: ScheduleRequest, hinted: Reservation) -> bool:
@@ -304,45 +289,6 @@ def _kept(request: ScheduleRequest, hinted: Reservation) -> bool:
     before = request.kept.get(hinted.jobset)
     held = {u for group in hinted.units.values() for u in group}
     return bool(before) and held == set(before or ())
-
-
-def _fold_late(
-    layout: UnitLayout, jobs: list[Candidate], release: list[float]
-) -> tuple[list[Candidate], tuple[tuple[int, int], ...]]:
-    """`jobs` without the late units (`Need.late`) that every need able to take them takes only
-    late, and those units with when they are free: busy until the hosts are back, in `release`
-    (changed in place) and in the materialization (`ScheduleProblem.held_until`).
-
-    Why: the same answer, and the classes of before round 40, when every domain with a host
-    down was busy so; a late set of its own for such units split their classes and the model
-    grew for nothing (the TPU world's slices need every host: all of them are late). Only units
-    sharing no node with another are folded: holding one's nodes would hold those others."""
-    pairs = {(n.eligible, n.late) for c in jobs for n in c.needs}
-    late: frozenset[UnitId] = frozenset().union(*(lt for _, lt in pairs))
-    if not late:
-        return jobs, ()
-    early: frozenset[UnitId] = frozenset().union(*(e - lt for e, lt in pairs))
-    alone = {
-        uid
-        for uid in late - early
-        if (u := layout.number.get(uid)) is not None
-        and all(len(layout.units_of[cell]) == 1 for cell in layout.cells[u])
-    }
-    if not alone:
-        return jobs, ()
-    back = math.ceil(max(c.back_s for c in jobs))
-    held: list[tuple[int, int]] = []
-    for uid in sorted(alone):
-        u = layout.number[uid]
-        release[u] = max(release[u], back)
-        held.append((u, back))
-    folded = [
-        replace(c, needs=tuple(replace(n, late=n.late - alone) for n in c.needs))
-        if any(n.late & alone for n in c.needs)
-        else c
-        for c in jobs
-    ]
-    return folded, tuple(held)
 
 
 def build_problem(
@@ -367,7 +313,6 @@ def build_problem(
         if c.needs and c.jobset in hint and hint[c.jobset].start_s is not None
     ]
     release = list(release)
-    jobs_in, held_until = _fold_late(layout, jobs_in, release)
     future: list[tuple[int, int, int]] = []
     for unit_id, start, end in holds:
         held = layout.number.get(unit_id)
@@ -407,12 +352,9 @@ def build_problem(
                 hint_counts=tuple(sorted((n, k, v) for (n, k), v in counts.items())),
                 kept=_kept(request, r),
                 latest_start_s=start if c.jobset in old else None,
-                back_s=math.ceil(c.back_s),
             )
         )
         ends.update((start, start + duration))
-        if c.back_s:
-            ends.add(math.ceil(c.back_s))
     last = max((j.hint_start_s for j in jobs), default=0)
     releases = {int(x) for x in release if math.isfinite(x) and 0 < x <= last}
     starts = _grid(last) | releases | {e for e in ends if e <= last} | {0}
@@ -422,5 +364,4 @@ def build_problem(
         starts=tuple(sorted(starts)),
         max_wait_s=None if max_wait_s is None else int(max_wait_s),
         shared=_shared(overlaps, class_of),
-        held_until=held_until,
     )

@@ -16,7 +16,7 @@ from placer.model.scheduling import CONDITION_TAINTS
 from placer.model.topology import Domain
 from placer.model.whatif import given_back
 from placer.model.workload import JobSetRequest
-from placer.solver.context import JobClass, PlacementContext
+from placer.solver.context import PlacementContext
 from placer.solver.time.calendar import Calendar, UnitLayout
 from placer.solver.time.release import ReleaseTimeline
 from placer.solver.time.reservations import (
@@ -86,14 +86,12 @@ def _emptied_node(n: Node, untainted: bool) -> Node:
 
 UNHEALTHY_BACK_S = 3600.0
 """When a NotReady or cordoned host is expected back: nothing says, and an hour (a repair, a
-reboot, a drain) keeps a JobSet whose child Job needs such a host from being told it starts on
-its domain now (`Need.late`)."""
+reboot, a drain) keeps a reservation on its domain from claiming it is free now."""
 
 
-def _down(n: Node) -> bool:
-    """A host out now: NotReady, cordoned, or with a taint Kubernetes puts on such hosts (or on
-    pressured ones)."""
-    return not n.usable or _condition_tainted(n)
+def _node_free_at_s(node: Node, timeline: ReleaseTimeline) -> float:
+    free_at = timeline.node_free_at_s(node)
+    return free_at if node.usable else max(free_at, UNHEALTHY_BACK_S)
 
 
 class Units:
@@ -122,18 +120,16 @@ class Units:
         self.units = units
         self.layout = UnitLayout(units)
         """Shared by the reservation pass and the estimates that follow the solve."""
-        self.free_at = {n.name: f for n in snapshot.nodes if (f := timeline.node_free_at_s(n)) > 0}
-        """Node -> when the JobSets running there end, and so when its domains are free. Hosts
-        that are down are not waited for here, but by the child Jobs that need them
-        (`Need.late`): a domain whose healthy hosts take the child Job is free to it then."""
-        self._down = frozenset(n.name for n in snapshot.nodes if _down(n))
+        # NotReady and cordoned hosts are not waited for: a domain's size once empty says
+        # whether it can take a child Job without them
+        self.free_at = {
+            n.name: f for n in snapshot.nodes if (f := _node_free_at_s(n, timeline)) > 0
+        }
         self.timeline = timeline
         self.live = live
         self._eligible: dict[tuple[bool, str, int, int], frozenset[UnitId]] = {}
         """(untainted, key, shape number, pods per child Job) -> the units one such child Job
         fits."""
-        self._late: dict[tuple[bool, str, int, int], frozenset[UnitId]] = {}
-        """The same key -> the eligible units it takes only with a host that is down back."""
         self._within: dict[
             tuple[tuple[bool, str, int, int], str | None], tuple[frozenset[UnitId], ...]
         ] = {}
@@ -191,8 +187,7 @@ class Units:
         needs = self._needs(jobset, self.ctx, untainted=False)
         if self._tainted and not fits_some_day(needs, self._empty):
             needs = self._needs(jobset, self._untainted_ctx(), untainted=True)
-        back = UNHEALTHY_BACK_S if any(n.late for n in needs) else 0.0
-        return Candidate(jobset.key, duration_s, needs, back_s=back)
+        return Candidate(jobset.key, duration_s, needs)
 
     def last_resort(self) -> PlacementContext:
         """The cluster a waiting JobSet is judged on last (`candidate`): every running JobSet
@@ -227,37 +222,12 @@ class Units:
                     if (key, d.id) in self.domains
                     and ctx.domain_capacity(jc, d) >= jc.rjob.pods_per_job
                 )
-            late = self._late.get(shape)
-            if late is None:
-                late = self._late[shape] = self._needing_down_hosts(ctx, jc, eligible)
             level = jc.rjob.required_topology
             within = self._within.get((shape, level))
             if within is None:
                 within = self._within[(shape, level)] = self._enclosed(ctx, key, level, eligible)
-            needs.append(Need(jc.rjob.name, jc.rjob.replicas, eligible, within, late))
+            needs.append(Need(jc.rjob.name, jc.rjob.replicas, eligible, within))
         return tuple(needs)
-
-    def _needing_down_hosts(
-        self, ctx: PlacementContext, jc: JobClass, eligible: frozenset[UnitId]
-    ) -> frozenset[UnitId]:
-        """The eligible units whose hosts up now are too few for one child Job of `jc`: they
-        take it only once a host that is down is back (`UNHEALTHY_BACK_S`).
-
-        Why per child Job and not per domain: until round 40 every domain with a host down was
-        busy for that hour to every JobSet, so one whose child Jobs fit the healthy hosts was
-        told it starts in an hour while the planner placed it now, and the JobSet behind it was
-        kept off the domain reserved for that later start (found by
-        tests/solver/reasons/test_reasons_agree.py)."""
-        if not self._down:
-            return frozenset()
-        facts, need = ctx.class_facts(jc), jc.rjob.pods_per_job
-        return frozenset(
-            u
-            for u in eligible
-            if (nodes := self.domains[u].nodes)
-            and not self._down.isdisjoint(nodes)
-            and facts.total_capacity(n for n in nodes if n not in self._down) < need
-        )
 
     def _enclosed(
         self, ctx: PlacementContext, key: str, level: str | None, eligible: frozenset[UnitId]
