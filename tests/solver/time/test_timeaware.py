@@ -640,6 +640,36 @@ def _broken(snap: ClusterSnapshot, cordoned: str, down: str, *, tainted: bool) -
 
 @pytest.mark.parametrize("tainted", [True, False])
 @pytest.mark.parametrize("schedule", ["greedy", "cpsat"])
+@pytest.mark.parametrize("solver", ["best-fit", "cpsat"])
+def test_a_jobset_started_before_its_reservation_keeps_no_one_off_it(
+    solver: str, schedule: ScheduleMode, tainted: bool
+) -> None:
+    """pool-2 and pool-3 each have a broken host, busy to the pass for the hour it is expected
+    back, while their healthy hosts take a one-pod child Job now. The pass reserves `wide` (three
+    pools) in an hour on pool-0, pool-1 and pool-2; best-fit starts it now on the tightest pools
+    (pool-3 first), and `narrow` behind it was kept off pool-2, held for that start, told it
+    waits an hour beside a free pool. The inner solve runs again without the reservation of a
+    JobSet it started now (`timeaware._release_started`): both start now."""
+    snap = _broken(
+        cluster(pool("pool-0", 2), pool("pool-1", 2), pool("pool-2", 3), pool("pool-3", 2)),
+        cordoned="pool-2-host-0",
+        down="pool-3-host-0",
+        tainted=tainted,
+    )
+    queue = [
+        _timed(jobset("wide", rjob(replicas=3, pods_per_job=1)), 1, 30),
+        _timed(jobset("narrow", rjob(replicas=1, pods_per_job=1)), 5, 20),
+    ]
+    policy = TimePolicy(now=NOW, reservations="head", schedule=schedule)
+    options = SolveOptions(workers=1, time=policy)
+    plan = TimeAwareSolver(get_solver(solver)).solve(snap, queue, options)
+    assert check(plan, snap, queue, options) == []
+    for o in plan.jobsets:
+        assert (o.key, o.status, o.expected_start_seconds) == (o.key, "placed", 0.0)
+
+
+@pytest.mark.parametrize("tainted", [True, False])
+@pytest.mark.parametrize("schedule", ["greedy", "cpsat"])
 def test_a_jobset_needing_a_broken_host_starts_when_it_is_expected_back(
     schedule: ScheduleMode, tainted: bool
 ) -> None:
