@@ -134,8 +134,8 @@ class TimeAwareSolver:
                 start_now,
             )
             plan, released = _release_started(
-                lambda kept: self.inner.solve(
-                    snapshot.model_copy(update={"reservations": kept}), inner_jobsets, options
+                lambda rest: self.inner.solve(
+                    snapshot.model_copy(update={"reservations": rest}), inner_jobsets, options
                 ),
                 plan,
                 held + _held(units, pins),
