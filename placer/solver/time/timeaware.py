@@ -233,14 +233,16 @@ def _release_started(
     start that will not come, and a JobSet behind it was kept off them, told it waits an hour
     beside a free domain, while `placer explain`, reading the plan, found the domain free (a
     property test found it: tests/solver/reasons/test_reasons_agree.py). The new plan is kept
-    only if it places every JobSet the first one did, and more."""
+    if it places every JobSet the first one did: with no more placed, its reasons still name no
+    reservation that the plan no longer holds (the same property test, on a JobSet that fits
+    nowhere)."""
     placed = {o.key for o in plan.jobsets if o.status == "placed"}
     started = {r.jobset for r in held if r.jobset in placed}
     if not started or len(placed) == len(plan.jobsets):
         return plan, []
     again = solve(tuple(r for r in held if r.jobset not in started))
     now = {o.key for o in again.jobsets if o.status == "placed"}
-    if not placed < now:
+    if not placed <= now:
         return plan, []
     return again, [
         f"start now: solved again without the later reservations of {', '.join(sorted(started))},"
