@@ -283,7 +283,9 @@ def run_solver(
     options = options_from_args(args).model_copy(
         update={"time": time_policy_from_args(args, snapshot.priority_classes)}
     )
-    solver = get_solver(getattr(args, "solver", "cpsat"), time_policy=options.time)
+    solver = get_solver(
+        getattr(args, "solver", "cpsat"), time_policy=options.time, never_check=True
+    )
     started = time.perf_counter()
     plan = solver.solve(snapshot, jobsets, options)
     log.debug("solver %s returned in %.3f s", solver.name, time.perf_counter() - started)

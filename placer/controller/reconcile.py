@@ -121,9 +121,9 @@ class Controller:
         self.config = config
         time_policy = config.options.time
         self.solver = (
-            prepare_solver(solver, time_policy=time_policy)
+            prepare_solver(solver, time_policy=time_policy, never_check=True)
             if solver
-            else get_solver(config.solver, time_policy=time_policy)
+            else get_solver(config.solver, time_policy=time_policy, never_check=True)
         )
         clocks = clocks or Clocks()
         self.clock = clocks.monotonic

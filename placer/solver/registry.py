@@ -43,9 +43,11 @@ class InvalidPlanError(AssertionError):
         self.violations = tuple(violations)
 
 
-def get_solver(name: str, *, time_policy: TimePolicy | None = None) -> CheckedSolver:
+def get_solver(
+    name: str, *, time_policy: TimePolicy | None = None, never_check: bool = False
+) -> CheckedSolver:
     """The solver called `name`, ready to plan (see `prepare_solver`)."""
-    return prepare_solver(_named(name), time_policy=time_policy)
+    return prepare_solver(_named(name), time_policy=time_policy, never_check=never_check)
 
 
 def _named(name: str) -> Solver:
@@ -61,17 +63,28 @@ def _named(name: str) -> Solver:
     return solver
 
 
-def prepare_solver(solver: Solver, *, time_policy: TimePolicy | None = None) -> CheckedSolver:
+def prepare_solver(
+    solver: Solver, *, time_policy: TimePolicy | None = None, never_check: bool = False
+) -> CheckedSolver:
     """`solver` made ready to plan: time-aware when `time_policy` is active, plans checked.
 
+    `never_check` is for plans someone reads the reasons of (`placer plan`, `explain`, the
+    controller): without time-aware planning, a JobSet left out that never fits is told why from
+    the cluster once every run ends (`NeverFitSolver`; the time-aware pass always does so).
     For a solver made elsewhere (a test's stand-in, a slowed one); solvers by name come through
     `get_solver`. Preparing a prepared solver again re-wraps its inner solver, never twice.
     """
+    from placer.solver.time.never import NeverFitSolver
     from placer.solver.time.timeaware import TimeAwareSolver
 
     inner = solver.inner if isinstance(solver, CheckedSolver) else solver
-    if time_policy is not None and time_policy.active and not isinstance(inner, TimeAwareSolver):
-        inner = TimeAwareSolver(inner)
+    if isinstance(inner, NeverFitSolver):
+        inner = inner.inner
+    if time_policy is not None and time_policy.active:
+        if not isinstance(inner, TimeAwareSolver):
+            inner = TimeAwareSolver(inner)
+    elif never_check and not isinstance(inner, TimeAwareSolver):
+        inner = NeverFitSolver(inner)
     return CheckedSolver(inner)
 
 

@@ -226,7 +226,10 @@ def test_table_mentions_each_jobset(
         line.startswith("team-b/big unschedulable: ") or line.startswith("team-b/big partial: ")
         for line in lines
     )
-    assert lines[-1].startswith(f"solver {solver}: ")
+    # the solver line comes last, wrapped to the terminal's width after its first line
+    footer = next(i for i, line in enumerate(lines) if line.startswith("solver "))
+    assert lines[footer].startswith(f"solver {solver}: ")
+    assert all(line.startswith("  ") for line in lines[footer + 1 :])
 
 
 @pytest.mark.parametrize("solver", SOLVERS[:1])

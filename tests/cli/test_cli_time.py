@@ -208,3 +208,18 @@ def test_explain_without_time_flags_still_says_a_jobset_never_fits(
     assert main([*argv, "-o", "json", QUEUE, "prod/llm-sft"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["never"] == "" and doc["status"] == "unschedulable"
+
+
+def test_plan_without_time_flags_says_why_a_jobset_never_fits(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """No expected start says it either: the reason of a v6e JobSet names the nodeSelector no
+    pool matches, and a v5e one's the running JobSets it waits for."""
+    busy = str(REPO / "examples/clusters/tpu-busy.yaml")
+    assert main(["plan", "--cluster", busy, "--workers", "1", "-o", "json", QUEUE]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    reasons = {f"{o['namespace']}/{o['name']}": o["reason"] for o in doc["jobsets"]}
+    for never in ("research/pretrain-1b", "research/ablation"):
+        assert reasons[never].endswith("6 not matching nodeSelector " + V6E_SELECTOR)
+    for waits in ("prod/llm-sft", "batch/eval-sweep", "batch/smoke-test"):
+        assert "2 held by running batch/eval-a" in reasons[waits]

@@ -17,6 +17,7 @@ from placer.model.errors import ClusterError
 from placer.solver.greedy.baselines import BestFitSolver
 from tests.controller.builders import (
     BLOCK,
+    TPU,
     add_jobset,
     assert_exclusive,
     assert_valid,
@@ -102,6 +103,23 @@ def test_unschedulable_jobset_stays_gated_with_one_event() -> None:
     assert event["type"] == "Warning" and event["message"]
     ctl.run_once()  # same reason: not announced again
     assert len(events(cluster, "Unschedulable")) == 1
+
+
+def test_a_jobset_that_never_fits_is_not_told_it_waits_for_the_running_one() -> None:
+    """Without time-aware planning too: three blocks needed of two, both held by `a`; `b`
+    (one block) only waits, and says for whom."""
+    cluster = tpu_cluster(blocks=2)
+    add_jobset(cluster, "a", jobs=2, pods=2)
+    ctl = controller(cluster)
+    assert_valid(ctl.run_once())
+    add_jobset(cluster, "huge", jobs=3, pods=2)
+    add_jobset(cluster, "b", jobs=1, pods=2)
+    assert_valid(ctl.run_once())
+    said = {e["involvedObject"]["name"]: e["message"] for e in events(cluster, "Unschedulable")}
+    assert said["huge"].endswith(
+        f"needs 3 domains of {BLOCK} for 2 pods of {{{TPU}: 4}}; 2 available of 2"
+    )
+    assert "held by running default/a" in said["b"]
 
 
 def test_competing_jobsets_never_share_a_block() -> None:

@@ -8,18 +8,23 @@ turned Rejected with that text. Counted where nothing runs and nothing is planne
 (`Units.last_resort`), the rule named is the one that holds for good.
 
 `NeverReasons` words it for the JobSets the pass found never fitting (`annotate.Annotator`);
-`never_reason` asks the pass's question for one JobSet, for `placer explain` without time-aware
-planning, where no expected start says so.
+`never_reasons` asks the pass's question of the JobSets a plan without time-aware planning left
+out, where no expected start says so: `placer explain` asks it of one, and `NeverFitSolver`
+(`placer plan` and the controller without time flags) of every JobSet it left out.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 
 from placer.model.cluster import ClusterSnapshot
 from placer.model.options import SolveOptions
+from placer.model.plan import Plan
 from placer.model.workload import JobSetRequest
+from placer.solver.interface import Solver
+from placer.solver.phases import PhaseTimer
 from placer.solver.reasons import Classifier, jobset_reason
 from placer.solver.time.calendar import Calendar
 from placer.solver.time.release import ReleaseTimeline, expected_duration_s
@@ -27,7 +32,7 @@ from placer.solver.time.reservations import fits_some_day
 from placer.solver.time.shared_starts import only_shared, shared_starts
 from placer.solver.time.units import Units
 
-__all__ = ["NeverReasons", "never_reason"]
+__all__ = ["NeverFitSolver", "NeverReasons", "never_reason", "never_reasons"]
 
 
 class NeverReasons:
@@ -58,21 +63,80 @@ def never_reason(
     options: SolveOptions,
     jobset: JobSetRequest,
 ) -> str | None:
-    """Why `jobset` (one of `jobsets`) fits no domain set even once every running JobSet ends,
-    judged as the time-aware pass judges it (`Units.candidate`, `reservations.fits_some_day`;
-    node by node, `shared_starts`, for a JobSet without an exclusive child Job); None when it
-    fits some day."""
+    """Why `jobset` (one of `jobsets`) fits no domain set even once every running JobSet ends;
+    None when it fits some day (`never_reasons`)."""
+    return never_reasons(snapshot, jobsets, options, {jobset.key}).get(jobset.key)
+
+
+def never_reasons(
+    snapshot: ClusterSnapshot,
+    jobsets: Sequence[JobSetRequest],
+    options: SolveOptions,
+    keys: Collection[str],
+) -> dict[str, str]:
+    """The JobSets of `keys` (of `jobsets`) that fit no domain set even once every running
+    JobSet ends, each with why, judged as the time-aware pass judges them (`Units.candidate`,
+    `reservations.fits_some_day`; node by node, `shared_starts`, for a JobSet without an
+    exclusive child Job). One `Units` serves them all: a plan leaves hundreds out at fleet
+    scale, and most share a few shapes."""
+    asked = [js for js in jobsets if js.key in keys]
+    if not asked:
+        return {}
     policy = options.time
     now = policy.now or datetime.now(UTC)
     timeline = ReleaseTimeline.of_policy(snapshot, policy, now)
     units = Units(snapshot, jobsets, options, timeline)
+    words = NeverReasons(units)
+    found: dict[str, str] = {}
+    for jobset in asked:
+        if _fits_some_day(units, jobset, options):
+            continue
+        why = words.reason(jobset.key)
+        if why is not None:
+            found[jobset.key] = why
+    return found
+
+
+def _fits_some_day(units: Units, jobset: JobSetRequest, options: SolveOptions) -> bool:
+    policy = options.time
     needs = units.candidate(jobset, policy.default_duration_s).needs
-    if not needs:
-        if not only_shared(units.ctx, jobset):
-            return None
-        duration = {jobset.key: expected_duration_s(jobset, policy)}
-        if shared_starts(units, [jobset], duration, (), ())[jobset.key].start_s is not None:
-            return None
-    elif fits_some_day(needs, Calendar(units.layout, {})):
-        return None
-    return NeverReasons(units).reason(jobset.key)
+    if needs:
+        return fits_some_day(needs, Calendar(units.layout, {}))
+    if not only_shared(units.ctx, jobset):
+        return True
+    duration = {jobset.key: expected_duration_s(jobset, policy)}
+    return shared_starts(units, [jobset], duration, (), ())[jobset.key].start_s is not None
+
+
+class NeverFitSolver:
+    """`inner`'s plans, each JobSet it left out that never fits told why from the cluster once
+    every run ends, as the time-aware pass tells it (`annotate.Annotator`).
+
+    Without time-aware planning a reason counts each domain beside this round: on a busy
+    cluster a JobSet whose nodeSelector no pool matches read "6 held by running ...", as if it
+    only had to wait. The check runs once per plan for the JobSets left out (phase `never`);
+    internal replans (explain's remedies, capacity's copies) skip it, since no one reads their
+    reasons."""
+
+    def __init__(self, inner: Solver) -> None:
+        self.inner = inner
+        self.name = inner.name
+
+    def solve(
+        self, snapshot: ClusterSnapshot, jobsets: Sequence[JobSetRequest], options: SolveOptions
+    ) -> Plan:
+        plan = self.inner.solve(snapshot, jobsets, options)
+        left = {o.key for o in plan.jobsets if o.status == "unschedulable"}
+        if not left:
+            return plan
+        timer = PhaseTimer(time.perf_counter, dict(plan.solver.phases))
+        started = time.perf_counter()
+        with timer("never"):
+            said = never_reasons(snapshot, jobsets, options, left)
+        outcomes = [
+            o.model_copy(update={"reason": said[o.key]}) if o.key in said else o
+            for o in plan.jobsets
+        ]
+        wall = plan.solver.wall_seconds + time.perf_counter() - started
+        report = plan.solver.model_copy(update={"phases": timer.seconds, "wall_seconds": wall})
+        return plan.model_copy(update={"jobsets": outcomes, "solver": report})

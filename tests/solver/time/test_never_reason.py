@@ -16,8 +16,10 @@ from placer.model.plan import Plan
 from placer.model.scheduling import Taint
 from placer.model.workload import JobSetRequest
 from placer.solver.check.checker import check
-from placer.solver.registry import get_solver
+from placer.solver.greedy.baselines import BestFitSolver
+from placer.solver.registry import get_solver, prepare_solver
 from placer.solver.time.behind import expected_starts_behind
+from placer.solver.time.never import NeverFitSolver
 from placer.solver.time.timeaware import TimeAwareSolver
 from tests.solver.time.test_timeaware import NOW, _fleet, _queue
 from tests.strategies import TPU_TAINT, jobset, pool, rjob, scenarios
@@ -106,3 +108,63 @@ def test_no_jobset_that_never_fits_is_told_it_waits_for_running_ones(
         assert "held by" not in o.reason, o.reason
         assert "taken by" not in o.reason, o.reason
         assert not any(k in o.reason for k in running), o.reason
+
+
+PLAIN = SolveOptions(workers=1)
+
+
+@pytest.mark.parametrize("solver", ["cpsat", "best-fit"])
+def test_without_time_aware_planning_the_rule_for_good_is_named_too(solver: str) -> None:
+    """`placer plan` and the controller without time flags (`never_check`): the plan has no
+    expected start to say a JobSet never fits, so its reason must."""
+    snap = _fleet()
+    queue = [*_queue(), jobset("v6e", rjob(replicas=2, node_selector=V6E))]
+    plan = get_solver(solver, never_check=True).solve(snap, queue, PLAIN)
+    assert check(plan, snap, queue, PLAIN) == []
+    v6e = plan.outcome("team-a/v6e")
+    assert v6e.status == "unschedulable"
+    assert "4 not matching nodeSelector cloud.google.com/gke-tpu-accelerator=tpu-v6e-slice" in (
+        v6e.reason
+    )
+    assert "held by running" not in v6e.reason
+    assert "never" in plan.solver.phases
+    # a JobSet that only waits keeps the round's reason, running holders named
+    wide = plan.outcome("team-a/wide")
+    assert wide.status == "unschedulable"
+    assert "held by running ns/run-a" in wide.reason
+
+
+def test_preparing_twice_checks_never_fitting_jobsets_once() -> None:
+    """A prepared solver prepared again (the controller's stand-ins) is wrapped once; made
+    time-aware, the time-aware pass says why instead (`annotate.Annotator`)."""
+    once = prepare_solver(get_solver("best-fit"), never_check=True)
+    twice = prepare_solver(once, never_check=True)
+    assert isinstance(twice.inner, NeverFitSolver)
+    assert isinstance(twice.inner.inner, BestFitSolver)
+    timed = prepare_solver(twice, time_policy=OPTIONS.time, never_check=True)
+    assert isinstance(timed.inner, TimeAwareSolver)
+    assert isinstance(timed.inner.inner, BestFitSolver)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios())
+def test_plans_with_and_without_time_agree_on_who_never_fits_and_why(
+    scenario: tuple[ClusterSnapshot, list[JobSetRequest]],
+) -> None:
+    """A JobSet left out of both a plain plan and a time-aware one: its plain reason is replaced
+    exactly when the time-aware pass finds no expected start, and then by the same words."""
+    snap, queue = scenario
+    timed = _plan(snap, queue, "best-fit")
+    bare = get_solver("best-fit").solve(snap, queue, PLAIN)
+    plain = get_solver("best-fit", never_check=True).solve(snap, queue, PLAIN)
+    assert check(plain, snap, queue, PLAIN) == []
+    running = {k for n in snap.nodes for k in n.jobsets}
+    for o in plain.jobsets:
+        t = timed.outcome(o.key)
+        if o.status != "unschedulable" or t.status != "unschedulable":
+            continue
+        if o.reason != bare.outcome(o.key).reason:
+            assert (t.expected_start_seconds, t.reason) == (None, o.reason)
+        if t.expected_start_seconds is None:
+            assert o.reason == t.reason
+            assert not any(k in o.reason for k in running), o.reason
