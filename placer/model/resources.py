@@ -30,10 +30,12 @@ __all__ = [
     "is_accelerator",
     "is_extended_resource",
     "is_hugepages",
+    "left_after",
     "overcommit_allowed",
     "parse_quantity",
     "parse_resource_map",
     "pods_that_fit",
+    "pods_usage",
     "subtract_resources",
 ]
 
@@ -247,6 +249,27 @@ def subtract_resources(base: Mapping[str, Decimal], used: Mapping[str, Decimal])
     for name, value in used.items():
         result[name] = result.get(name, Decimal(0)) - value
     return result
+
+
+def pods_usage(request: Mapping[str, Decimal], count: int) -> ResourceMap:
+    """What `count` pods of `request` use: each resource `count` times, and one `pods` slot per
+    pod whatever the request says of `pods` (as a node's `JobSetUsage` counts them)."""
+    used = {name: value * count for name, value in request.items() if name != PODS}
+    used[PODS] = Decimal(count)
+    return used
+
+
+def left_after(free: Mapping[str, Decimal], used: Mapping[str, Decimal]) -> ResourceMap:
+    """What `free` keeps once `used` (`pods_usage`) is placed, as `pods_that_fit` reads it: a
+    resource the node lacks goes negative, so nothing more asking for it fits, and `pods` slots
+    are taken only where the node counts them (a node without the entry stays unbounded).
+    The planners' one rule for room beside planned pods (the ledger, the node timeline); the
+    checker keeps its own."""
+    left = dict(free)
+    for name, value in used.items():
+        if name != PODS or PODS in left:
+            left[name] = left.get(name, Decimal(0)) - value
+    return left
 
 
 def is_extended_resource(name: str) -> bool:

@@ -18,11 +18,10 @@ JobSet at the cost of the changes made since the checkpoint, not of a copy of th
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from decimal import Decimal
 from typing import Any
 
 from placer.model.plan import DomainRef, JobPlacement, PodPlacement
-from placer.model.resources import PODS, ResourceMap, pods_that_fit
+from placer.model.resources import ResourceMap, left_after, pods_that_fit, pods_usage
 from placer.model.topology import Domain, DomainPath
 from placer.model.workload import JobSetRequest, PodShape, child_job_name
 from placer.solver.context import JobClass, PlacementContext
@@ -140,12 +139,7 @@ class PlacementLedger:
         explanations count it with `reasons.nodes.capacity_after_planned`)."""
         if self.ctx.class_facts(jc).exclusion(node) or not self.ctx.node_open_to(node, jc.jobset):
             return 0
-        free = dict(self._free_of(node))
-        for name, value in other.requests.items():
-            if name != PODS:
-                free[name] = free.get(name, Decimal(0)) - value
-        if PODS in free:
-            free[PODS] -= 1
+        free = left_after(self._free_of(node), pods_usage(other.requests, 1))
         return self._pods_fitting(jc, node, free, other.host_ports)
 
     def _pods_fitting(
@@ -323,13 +317,9 @@ class PlacementLedger:
         return pods
 
     def _consume(self, node: str, pod: PodShape, count: int) -> None:
-        free = dict(self._free_of(node))
-        for name, value in pod.requests.items():
-            if name != PODS:
-                free[name] = free.get(name, Decimal(0)) - value * count
-        if PODS in free:
-            free[PODS] -= count
-        self._set(self._free, node, free)
+        self._set(
+            self._free, node, left_after(self._free_of(node), pods_usage(pod.requests, count))
+        )
         if pod.host_ports:
             self._set(self._ports, node, self._ports.get(node, set()) | set(pod.host_ports))
 

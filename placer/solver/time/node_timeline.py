@@ -26,7 +26,13 @@ from decimal import Decimal
 
 from placer.model.cluster import DomainReservation
 from placer.model.plan import JobSetOutcome
-from placer.model.resources import PODS, ResourceMap, add_resources, pods_that_fit
+from placer.model.resources import (
+    ResourceMap,
+    add_resources,
+    left_after,
+    pods_that_fit,
+    pods_usage,
+)
 from placer.model.workload import JobSetRequest, PodShape
 from placer.solver.context import JobClass, PlacementContext
 from placer.solver.time.units import UNHEALTHY_BACK_S, Units
@@ -114,7 +120,8 @@ class NodeTimeline:
                 pod = shapes.get(j.replicated_job)
                 for n, k in Counter(p.node for p in j.pods).items():
                     if pod is not None:
-                        self._add(n, _Use(o.key, 0.0, end, _key(_pods(pod, k)), pod.host_ports))
+                        used = _key(pods_usage(pod.requests, k))
+                        self._add(n, _Use(o.key, 0.0, end, used, pod.host_ports))
         for r in held:
             unit = units.unit_of(r.key, r.path)
             nodes = units.domains[unit].nodes if unit is not None else ()
@@ -241,9 +248,9 @@ class NodeTimeline:
             free = dict(base[0])
             ports = set(base[1])
             for requests, bound in over:
-                _take(free, requests)
+                free = left_after(free, dict(requests))
                 ports.update(bound)
-            _take(free, taken[0])
+            free = left_after(free, dict(taken[0]))
             ports.update(taken[1])
             room = pods_that_fit(free, pod.requests)
             if pod.host_ports:
@@ -285,7 +292,7 @@ class NodeTimeline:
                 if counts is not None:
                     for n, k in counts:
                         used, ports = taken.get(n, ({}, ()))
-                        used = add_resources(used, _pods(jc.rjob.pod, k))
+                        used = add_resources(used, pods_usage(jc.rjob.pod.requests, k))
                         taken[n] = (used, tuple(sorted({*ports, *jc.rjob.pod.host_ports})))
                     break
             else:
@@ -381,18 +388,3 @@ def _key(resources: Mapping[str, Decimal]) -> Requests:
 
 def _pod_shapes(js: JobSetRequest | None) -> dict[str, PodShape]:
     return {r.name: r.pod for r in js.replicated_jobs} if js is not None else {}
-
-
-def _take(free: dict[str, Decimal], used: Requests) -> None:
-    """`used` out of `free`, as the ledger consumes: a resource the node lacks goes negative
-    (nothing more fits), `pods` slots only where the node counts them."""
-    for name, value in used:
-        if name != PODS or PODS in free:
-            free[name] = free.get(name, Decimal(0)) - value
-
-
-def _pods(pod: PodShape, count: int) -> ResourceMap:
-    """What `count` pods of `pod`'s shape use, one `pods` slot each (as `JobSetUsage` counts)."""
-    used = {name: value * count for name, value in pod.requests.items() if name != PODS}
-    used[PODS] = Decimal(count)
-    return used
