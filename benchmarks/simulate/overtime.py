@@ -51,7 +51,7 @@ from placer.model.options import (
 )
 from placer.model.plan import Plan
 from placer.model.preemption import PreemptionFacts, PreemptionPolicy
-from placer.solver.time.schedule import HintChanges
+from placer.solver.time.schedule.solve import HintChanges
 from placer.solver.time.timeaware import reservations_of
 
 __all__ = ["simulate"]

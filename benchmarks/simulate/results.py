@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchmarks.reporting.stats import percentile
-from placer.solver.time.schedule import HintChanges
+from placer.solver.time.schedule.solve import HintChanges
 
 __all__ = ["SimResult", "time_average"]
 

@@ -45,7 +45,7 @@ class TimePolicy(BaseModel):
     schedule: ScheduleMode = "greedy"
     """Who decides the waiting JobSets' start times: `greedy`, the reservation pass in queue
     order (each the earliest slot left); `cpsat`, one CP-SAT model over time for the whole queue
-    (`placer/solver/time/schedule.py`), with the greedy pass as its hint and fallback. With
+    (`placer/solver/time/schedule/solve.py`), with the greedy pass as its hint and fallback. With
     `cpsat` every waiting JobSet the schedule does not start now gets a reservation."""
     schedule_search: ScheduleSearch = "fast"
     """How the `cpsat` schedule's search is bounded: `fast`, by wall time (a cap, and a stop once

@@ -372,7 +372,7 @@ class PlacementContext:
     def shared_pod_order(self, nodes: Iterable[str], rank: Mapping[str, int]) -> list[str]:
         """`nodes` in the order pods without an exclusive key are packed on them, one rule for
         the ledger (`PlacementLedger.place_shared`) and the reservation pass
-        (`time.node_timeline`): outside every exclusive domain of the queue first (such pods
+        (`time.shared.timeline`): outside every exclusive domain of the queue first (such pods
         close a domain to every exclusive child Job), then by `rank` (`shared_pod_rank`,
         missing: 0), then by name."""
         inside = self.nodes_in_exclusive_domains
@@ -384,7 +384,7 @@ class PlacementContext:
         there would cost the JobSets of the queue (their pods close the domain to every
         exclusive child Job). The ledger packs such pods on the nodes of the lowest rank first
         (`PlacementLedger.place_shared`), and the reservation pass judges them the same way
-        (`time.shared_room`). A domain held by a running JobSet, or with a node in `busy`,
+        (`time.shared.room`). A domain held by a running JobSet, or with a node in `busy`,
         counts no class: it is closed already."""
         numbers = self.shape_index.shape_numbers
         rank: dict[str, int] = {}

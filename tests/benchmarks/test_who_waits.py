@@ -9,7 +9,7 @@ from benchmarks.simulate.results import SimResult
 from benchmarks.who_waits import longest_waits, render, shape, tier_waits
 from benchmarks.worlds.queues import ChildShape, JobSetSpec, RJobSpec
 from benchmarks.worlds.simworld import HOUR
-from placer.solver.time.schedule import HintChanges
+from placer.solver.time.schedule.solve import HintChanges
 
 RACK = ChildShape(
     label="gb200 16h",

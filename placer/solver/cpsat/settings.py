@@ -8,9 +8,9 @@ Purposes differ in what they need from the search:
 - `conflict`   explain's assumption cores: one worker, so cores and their minimization repeat;
 - `count`      capacity counting: the portfolio with interleaved search (many similar copies);
 - `purchase`   cheapest node pools: the portfolio;
-- `schedule`   the schedule over time (`placer/solver/time/schedule.py`): the portfolio, at most
-               `SCHEDULE_TIME_CAP_S` whatever the time limit (it runs every round, and the greedy
-               pass it starts from is a complete answer already), and less once it stalls
+- `schedule`   the schedule over time (`placer/solver/time/schedule/solve.py`): the portfolio,
+               at most `SCHEDULE_TIME_CAP_S` whatever the time limit (it runs every round, and the
+               greedy pass it starts from is a complete answer already), and less once it stalls
                (`solve_until_stalled`, `SCHEDULE_STALL_S`); with `--schedule-search
                repeatable`, interleaved and bounded by deterministic time instead
                (`SCHEDULE_DETERMINISTIC_S`, and `SCHEDULE_CONFLICT_CAP` where that clock
@@ -96,7 +96,7 @@ and its longest round 0.92 s against 5.03 s (benchmarks/RESULTS-backfill.md, rou
 SCHEDULE_STARVING_SHARE = 0.25
 """A JobSet that has waited this share of `--max-wait` is starving: the schedule starts it no
 later than the greedy pass would, starving JobSets first, oldest first
-(`schedule_model.add_starving`; `SCHEDULE_STARVING_HEAD` says how many). Measured in the
+(`schedule.model.add_starving`; `SCHEDULE_STARVING_HEAD` says how many). Measured in the
 over-time benchmark (TPU fleet, 90% load, over-estimates): without it a 4-slice JobSet's
 reservation moved between 35 h and 108 h of wait round after round, each move paid for by many
 short runs' weighted waits, and it waited 86.8 h where the greedy pass with aging kept the

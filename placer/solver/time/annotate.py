@@ -11,7 +11,7 @@ from placer.model.plan import DomainRef, JobSetOutcome
 from placer.solver.time.never import NeverReasons
 from placer.solver.time.overlap import sharing
 from placer.solver.time.reservations import Reservation, UnitId
-from placer.solver.time.shared_starts import SharedStart
+from placer.solver.time.shared.starts import SharedStart
 from placer.solver.time.units import Units, domain_id
 
 __all__ = ["Annotator"]

@@ -20,7 +20,7 @@ from placer.model.workload import JobSetRequest
 from placer.solver.time.annotate import Annotator
 from placer.solver.time.release import ReleaseTimeline, expected_duration_s
 from placer.solver.time.reservations import UnitId, reserve
-from placer.solver.time.shared_starts import shared_starts
+from placer.solver.time.shared.starts import shared_starts
 from placer.solver.time.standing import reservation_order
 from placer.solver.time.timeaware import reservations_of
 from placer.solver.time.units import Units

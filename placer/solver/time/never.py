@@ -29,7 +29,7 @@ from placer.solver.reasons import Classifier, jobset_reason
 from placer.solver.time.calendar import Calendar
 from placer.solver.time.release import ReleaseTimeline, expected_duration_s
 from placer.solver.time.reservations import fits_some_day
-from placer.solver.time.shared_starts import only_shared, shared_starts
+from placer.solver.time.shared.starts import only_shared, shared_starts
 from placer.solver.time.units import Units
 
 __all__ = ["NeverFitSolver", "NeverReasons", "never_reason", "never_reasons"]

@@ -2,7 +2,7 @@
 
 With two exclusive keys whose domains share nodes (node pools inside blocks, both keys of the
 queue), two JobSets must never hold a block and a pool inside it at once, nor one JobSet both.
-Counting domains by class (`schedule_problem`) cannot see that unless the classes follow the
+Counting domains by class (`schedule.problem`) cannot see that unless the classes follow the
 overlaps. This module says how they must, in unit numbers of the `calendar.UnitLayout` (a unit is
 a domain; its cells are the sets of nodes it takes whole):
 

@@ -89,7 +89,7 @@ class Reservation:
 
 
 class SharedRoom(Protocol):
-    """Where JobSets without an exclusive child Job fit, node by node (`shared_room.NodeRoom`):
+    """Where JobSets without an exclusive child Job fit, node by node (`shared.room.NodeRoom`):
     told of every unit the pass holds, asked at its turn in the queue when one starts."""
 
     def held(self, owner: str, unit: UnitId, start: float, end: float) -> None: ...

@@ -28,7 +28,7 @@ where it pays, in who starts now. Reservations cover child Jobs with an exclusiv
 without one are planned now, never reserved for, and kept off reserved nodes they would not
 leave in time. A JobSet made only of such pods starts now only if its pods fit, node by node, at
 its turn in queue order, and the domains they take are then closed to the JobSets behind it
-(`shared_room`); left out, it is timed node by node (`shared_starts`).
+(`shared.room`); left out, it is timed node by node (`shared_starts`).
 """
 
 from __future__ import annotations
@@ -48,8 +48,8 @@ from placer.solver.time.evicting import plan_evicting_first
 from placer.solver.time.holding import held_reservations
 from placer.solver.time.release import ReleaseTimeline, expected_duration_s
 from placer.solver.time.reservations import Reservation, UnitId, reserve
-from placer.solver.time.shared_room import NodeRoom
-from placer.solver.time.shared_starts import only_shared, shared_starts
+from placer.solver.time.shared.room import NodeRoom
+from placer.solver.time.shared.starts import only_shared, shared_starts
 from placer.solver.time.standing import past_max_wait, reservation_order, tiers
 from placer.solver.time.units import Units
 
@@ -318,11 +318,11 @@ def _reserve_all(
     if policy.schedule == "cpsat":
         # imported here: the schedule is a CP-SAT model, and a greedy policy without it should
         # not load OR-Tools (0.4 s and its memory for `placer plan --solver best-fit`)
-        from placer.solver.time.schedule import ScheduleRequest, schedule
+        from placer.solver.time.schedule.solve import ScheduleRequest, schedule
 
         # JobSets without an exclusive key are not in the schedule's model: the greedy pass
         # decides which start now, in queue order, and the domains their pods take are held
-        # from now in the schedule (`shared_room`)
+        # from now in the schedule (`shared.room`)
         passed: list[Reservation] = []
         closed: list[tuple[UnitId, float, float]] = []
         if room is not None:

@@ -20,19 +20,19 @@ from placer.model.workload import JobSetRequest
 from placer.solver.check.checker import check
 from placer.solver.registry import get_solver
 from placer.solver.time.release import ReleaseTimeline
-from placer.solver.time.schedule import HintChanges, hint
-from placer.solver.time.schedule_model import build_schedule, extract
-from placer.solver.time.schedule_problem import (
+from placer.solver.time.schedule.model import build_schedule, extract
+from placer.solver.time.schedule.problem import (
     ScheduleProblem,
     ScheduleRequest,
     build_problem,
     unit_release_s,
 )
+from placer.solver.time.schedule.solve import HintChanges, hint
+from placer.solver.time.schedule.starving import starving
+from placer.solver.time.schedule.wait_cost import wait_cost
 from placer.solver.time.standing import tiers
-from placer.solver.time.starving import starving
 from placer.solver.time.timeaware import reservations_of
 from placer.solver.time.units import Units
-from placer.solver.time.wait_cost import wait_cost
 from tests.solver.time.test_timeaware import _timed
 from tests.strategies import TPU_TOPOLOGY, cluster, jobset, pool, resources, rjob
 

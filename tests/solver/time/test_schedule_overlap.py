@@ -15,22 +15,22 @@ from placer.model.options import ScheduleMode, SolveOptions, TimePolicy
 from placer.model.plan import Plan
 from placer.model.workload import JobSetRequest
 from placer.solver.check.checker import check
-from placer.solver.time import schedule as schedule_module
 from placer.solver.time.calendar import Unit, UnitId, UnitLayout
 from placer.solver.time.overlap import overlap
 from placer.solver.time.release import ReleaseTimeline
 from placer.solver.time.reservations import Candidate, Need, Reservation
-from placer.solver.time.schedule import (
+from placer.solver.time.schedule import solve as schedule_module
+from placer.solver.time.schedule.model import build_schedule
+from placer.solver.time.schedule.problem import build_problem, unit_release_s
+from placer.solver.time.schedule.solve import (
     ScheduleOutcome,
     ScheduleRequest,
     _whole_seconds,
     hint,
     schedule,
 )
-from placer.solver.time.schedule_model import build_schedule
-from placer.solver.time.schedule_problem import build_problem, unit_release_s
+from placer.solver.time.schedule.starving import starving
 from placer.solver.time.standing import tiers
-from placer.solver.time.starving import starving
 from placer.solver.time.units import Units
 from tests.solver.time.test_schedule import BUSY, NOW, H, _plan, _starts
 from tests.solver.time.test_timeaware import _timed

@@ -23,7 +23,7 @@ from placer.solver.interface import Solver
 from placer.solver.registry import get_solver
 from placer.solver.time.release import ReleaseTimeline
 from placer.solver.time.reservations import reserve
-from placer.solver.time.shared_room import NodeRoom
+from placer.solver.time.shared.room import NodeRoom
 from placer.solver.time.standing import reservation_order
 from placer.solver.time.timeaware import TimeAwareSolver
 from placer.solver.time.units import Units

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from placer.solver.time.schedule_problem import ScheduleJob
-from placer.solver.time.wait_cost import (
+from placer.solver.time.schedule.problem import ScheduleJob
+from placer.solver.time.schedule.wait_cost import (
     WEIGHT_CAP,
     peak_weight,
     pieces,
@@ -63,7 +63,7 @@ def test_the_cost_is_every_second_at_the_weight_of_its_age(job: ScheduleJob, min
 def test_the_largest_line_of_the_pieces_is_the_cost_at_every_start(
     job: ScheduleJob, horizon: int, data: st.DataObject
 ) -> None:
-    """What the model charges (`schedule_model.add_waits`: the cost at least every piece's line)
+    """What the model charges (`schedule.model.add_waits`: the cost at least every piece's line)
     is the curve itself, since the pieces' weights never fall."""
     curve = pieces(job, horizon)
     assert [p.weight for p in curve] == sorted(p.weight for p in curve)

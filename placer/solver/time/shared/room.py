@@ -10,7 +10,7 @@ pass at 10,000 nodes with 100 such JobSets among 500 (benchmarks/RESULTS-control
 38).
 
 Here the pass asks, at its turn in the queue, whether its pods fit over its whole expected run
-beside everything the pass has settled ahead of it (`node_timeline.NodeTimeline`): running
+beside everything the pass has settled ahead of it (`shared.timeline.NodeTimeline`): running
 JobSets, the domains held by JobSets ahead (whole, over their runs, from now or later), and the
 pods of JobSets of this kind ahead. Only one that fits from now counts as starting now; the
 domains holding the nodes its pods were packed on are then closed to the exclusive JobSets
@@ -38,8 +38,8 @@ from collections.abc import Mapping, Sequence
 
 from placer.model.workload import JobSetRequest
 from placer.solver.time.calendar import UnitId
-from placer.solver.time.node_timeline import NodeTimeline
-from placer.solver.time.shared_starts import only_shared
+from placer.solver.time.shared.starts import only_shared
+from placer.solver.time.shared.timeline import NodeTimeline
 from placer.solver.time.units import Units
 
 __all__ = ["NodeRoom"]

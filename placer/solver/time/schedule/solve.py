@@ -3,10 +3,10 @@
 The greedy reservation pass (`reservations.reserve`) walks the queue and gives each JobSet the
 earliest slot left; it never holds one back so that two others start sooner, nor picks which
 narrow ones to start now because they end before a reservation. This pass decides all start
-times at once, over classes of domains (`schedule_problem`), and hands the time-aware pass the
+times at once, over classes of domains (`schedule.problem`), and hands the time-aware pass the
 same thing the greedy pass does: a `Reservation` (start and domains) per waiting JobSet. Only
 what starts now is committed by the round; the rest become reservations, re-planned next round
-with these as the kept ones (`schedule_model.add_stability` says when they move).
+with these as the kept ones (`schedule.model.add_stability` says when they move).
 
 Phases (one function each):
 
@@ -14,24 +14,24 @@ Phases (one function each):
                oldest first, then the rest with last round's reservations kept first; a
                complete schedule, and the answer when the model has none
   problem      classes of domains and each JobSet's needs over them (`build_problem`)
-  build        the model (`schedule_model.build_schedule`), the hint given whole
+  build        the model (`schedule.model.build_schedule`), the hint given whole
   export       with `--export-model PATH`, the model as `PATH` with `00-schedule` before the
                extension (it is solved before the planner's stages, numbered from 01)
   solve        one search, `make_solver(options, "schedule")`, stopped at its time cap or
                once it stalls, or at its deterministic budget when asked to be repeatable
                (`solve_schedule`)
   materialize  the solution's classes turned into domains, JobSets taken by start (any free
-               domain of the class does: see `schedule_problem`'s docstring)
+               domain of the class does: see `schedule.problem`'s docstring)
 
 Overlapping exclusive keys (two keys whose domains share nodes, a node pool inside a block) are
 in the model too: a domain containing others is a class of its own, with a rule that what is
 held inside it weighs no more than its nodes, and the domains inside are counted per enclosing
-domain (`overlap`, `schedule_model.add_shared`); the materialization then takes domains the
+domain (`overlap`, `schedule.model.add_shared`); the materialization then takes domains the
 calendar finds free, cells included, so no two JobSets ever hold domains sharing a node at once.
 
 Left to the greedy pass (the outcome says why): an objective that could pass 64 bits
-(`schedule_model.objective_fits`); overlapping keys whose shared-cell rule would pass
-`schedule_model.OVERLAP_TERMS_LIMIT` terms (a model too big to search in a round); a search that
+(`schedule.model.objective_fits`); overlapping keys whose shared-cell rule would pass
+`schedule.model.OVERLAP_TERMS_LIMIT` terms (a model too big to search in a round); a search that
 ends without a schedule (stopped before finding one, or holds the model cannot meet); a class
 that runs out of free domains in the materialization, which the model rules out.
 """
@@ -49,7 +49,7 @@ from placer.model.options import SolveOptions
 from placer.solver.cpsat import export_stage, make_solver, solve_schedule
 from placer.solver.time.calendar import Calendar, UnitId
 from placer.solver.time.reservations import Reservation, reserve
-from placer.solver.time.schedule_model import (
+from placer.solver.time.schedule.model import (
     OVERLAP_TERMS_LIMIT,
     Scheduled,
     build_schedule,
@@ -57,13 +57,13 @@ from placer.solver.time.schedule_model import (
     objective_fits,
     overlap_terms,
 )
-from placer.solver.time.schedule_problem import (
+from placer.solver.time.schedule.problem import (
     ScheduleProblem,
     ScheduleRequest,
     build_problem,
     unit_release_s,
 )
-from placer.solver.time.starving import starving
+from placer.solver.time.schedule.starving import starving
 
 __all__ = ["HintChanges", "ScheduleOutcome", "ScheduleRequest", "hint_changes", "schedule"]
 

@@ -3,8 +3,8 @@ starving bound.
 
 The schedule's objective weighs waits, so on its own it trades one long wait for many short ones;
 the rounds of benchmarks/RESULTS-backfill.md that moved the longest waits did it here, by which
-JobSets carry the bound, more than by the objective. `schedule.schedule` asks once per round:
-the greedy hint reserves these JobSets first (`schedule.hint`), and `build_problem` gives each its
+JobSets carry the bound, more than by the objective. `solve.schedule` asks once per round: the
+greedy hint reserves these JobSets first (`solve.hint`), and `build_problem` gives each its
 hinted start as a latest start. The shares are solver settings (`SCHEDULE_STARVING_*`).
 """
 
@@ -15,7 +15,7 @@ from placer.solver.cpsat import (
     SCHEDULE_STARVING_OVERDUE,
     SCHEDULE_STARVING_SHARE,
 )
-from placer.solver.time.schedule_problem import ScheduleRequest
+from placer.solver.time.schedule.problem import ScheduleRequest
 
 __all__ = ["starving"]
 
@@ -30,7 +30,7 @@ def starving(
     first `head` of them (None: all), then each later one that waited `overdue` of `--max-wait`
     and may take no domain a JobSet already chosen may take: the greedy pass reserves them
     first, and the schedule never starts them later than that (`build_problem` carries the
-    bound, `schedule_model.add_starving` states it). Without a maximum wait, none; JobSets without
+    bound, `schedule.model.add_starving` states it). Without a maximum wait, none; JobSets without
     an exclusive need (they start now) are never starving.
 
     Why: the weighted waits trade one long wait for many short ones, and a reservation that

@@ -11,7 +11,7 @@ So the cost of starting `s` seconds from now is the sum of the weights of those 
 ages they will be waited at: piecewise linear in `s`, bending at each whole hour of age until
 the weight reaches `WEIGHT_CAP`. The weight never falls as a JobSet waits, so the curve is
 convex, and CP-SAT takes it exactly as the largest of its pieces' lines (`pieces`;
-`schedule_model.add_waits`). The tier does not age over the horizon: the tier a JobSet has now
+`schedule.model.add_waits`). The tier does not age over the horizon: the tier a JobSet has now
 (aging included, `standing.tiers`) is the one its whole planned wait is charged at: tiers rising
 over the horizon too were measured, and cost GB200's longest wait (benchmarks/RESULTS-backfill.md,
 round 14, where this change's figures are).
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from placer.solver.time.schedule_problem import ScheduleJob
+from placer.solver.time.schedule.problem import ScheduleJob
 
 __all__ = [
     "SLOWDOWN_FLOOR_S",
@@ -44,7 +44,7 @@ spread of slowdown weights (48): a second of a higher tier's wait always outweig
 any lower tier's, whatever the runs' lengths (tiers first)."""
 TIERS = 4
 """Priority tiers the weights tell apart; higher ones weigh as the fourth (the objective stays
-within 64-bit integers, see `schedule_model.objective_fits`)."""
+within 64-bit integers, see `schedule.model.objective_fits`)."""
 SLOWDOWN_REF_S = 24 * 3600
 SLOWDOWN_FLOOR_S = 1800
 """Bounded slowdown: a JobSet's wait weighs `SLOWDOWN_REF_S / max(duration, SLOWDOWN_FLOOR_S)`

@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
-from placer.solver.time.schedule_problem import ScheduleProblem
-from placer.solver.time.wait_cost import (
+from placer.solver.time.schedule.problem import ScheduleProblem
+from placer.solver.time.schedule.wait_cost import (
     TIER_RATIO,
     peak_weight,
     pieces,

@@ -1,5 +1,5 @@
 """Every node's room over time, for pods without an exclusive key: the data layout behind
-`shared_starts` (when a waiting JobSet of such pods can start) and `shared_room` (whether one
+`shared.starts` (when a waiting JobSet of such pods can start) and `shared.room` (whether one
 starts now, in the reservation pass's queue order).
 
 A node's room is its free resources once every JobSet ends (`Units.ctx`), less the uses

@@ -22,7 +22,7 @@ packed first-fit, as the ledger packs it, only at times where every shape's sum 
 fits: it never fits, and why comes from the cluster it was judged on last (`Units.last_resort`),
 as for JobSets with exclusive child Jobs.
 
-The node layout, and why it counts kinds of nodes rather than nodes, is `node_timeline`'s.
+The node layout, and why it counts kinds of nodes rather than nodes, is `shared.timeline`'s.
 
 A JobSet with both kinds of child Jobs keeps the reservation pass's estimate (its domains'),
 which does not look at its shared pods.
@@ -37,7 +37,7 @@ from placer.model.cluster import DomainReservation
 from placer.model.plan import JobSetOutcome
 from placer.model.workload import JobSetRequest
 from placer.solver.context import PlacementContext
-from placer.solver.time.node_timeline import NodeTimeline
+from placer.solver.time.shared.timeline import NodeTimeline
 from placer.solver.time.units import Units
 
 __all__ = ["SharedStart", "only_shared", "shared_starts"]

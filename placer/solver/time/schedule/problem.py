@@ -1,6 +1,6 @@
 """The schedule over time as a small problem: classes of domains, each waiting JobSet's needs.
 
-`schedule.py` plans when every waiting JobSet starts with one CP-SAT model. At fleet scale the
+`schedule.solve` plans when every waiting JobSet starts with one CP-SAT model. At fleet scale the
 model must not see every domain: like the snapshot model (`cpsat.aggregate`), it sees classes.
 A **class** is a set of domains no waiting JobSet can tell apart: the same eligibility for every
 replicated job of the queue and the same enclosing domain for every required topology. Within a
@@ -9,13 +9,13 @@ class of `size` domains, of which `count` are busy until `free_at_s` (the releas
 
 Domains with a hold starting in the future (a reservation of another controller's JobSet) are a
 class each, with their holds as busy periods: the model then never needs to know which domain of
-a class a JobSet takes, and the materialization (`schedule.py`) can always find one, taking the
+a class a JobSet takes, and the materialization (`schedule.solve`) can always find one, taking the
 JobSets in order of start (an interval graph is colored greedily that way).
 
 **Overlapping keys** (a node pool inside a block, both exclusive keys of the queue): which domain
 a JobSet takes then decides which others it blocks, so classes follow the overlaps (`overlap`):
 a domain containing another one is a class of its own with a rule over the domains inside it
-(`SharedNodes`: what is held inside weighs no more than its nodes; `schedule_model.add_shared`);
+(`SharedNodes`: what is held inside weighs no more than its nodes; `schedule.model.add_shared`);
 domains inside one are counted in classes per enclosing domain. Where keys cross rather than
 nest, every domain sharing nodes is a class of its own, with a rule per set of shared nodes. A
 hold on a domain is a busy period of every domain sharing a node with it.
@@ -25,7 +25,7 @@ whole seconds fits in real ones. Start times take values on a bucketed grid (`ST
 near now, coarse far out), plus every release and every start and end of the greedy hint, so the
 hint is a valid schedule and an earlier start at an event is always on offer.
 
-A **starving** JobSet (`starving.py`) carries its greedy slot as a latest start: the hint
+A **starving** JobSet (`schedule.starving`) carries its greedy slot as a latest start: the hint
 reserves starving JobSets first, oldest first, so that slot is as early as the greedy pass can
 give them.
 """
@@ -118,9 +118,9 @@ class ScheduleJob:
     hint_counts: tuple[tuple[str, int, int], ...]
     """(need name, class, child Jobs) in the greedy hint."""
     kept: bool = False
-    """It had a reservation last round, which the hint keeps (see `schedule_model.STABLE_S`)."""
+    """It had a reservation last round, which the hint keeps (see `schedule.model.STABLE_S`)."""
     latest_start_s: int | None = None
-    """A starving JobSet's greedy slot (`hint_start_s`): it starts no later (`starving.py`)."""
+    """A starving JobSet's greedy slot (`hint_start_s`): it starts no later (`starving`)."""
 
 
 @dataclass(frozen=True)
