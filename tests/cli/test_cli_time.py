@@ -223,3 +223,8 @@ def test_plan_without_time_flags_says_why_a_jobset_never_fits(
         assert reasons[never].endswith("6 not matching nodeSelector " + V6E_SELECTOR)
     for waits in ("prod/llm-sft", "batch/eval-sweep", "batch/smoke-test"):
         assert "2 held by running batch/eval-a" in reasons[waits]
+    # explain states the plan's reason, and says it never fits beside it
+    argv = ["explain", "--cluster", busy, "--workers", "1", "--no-remedies", "-o", "json", QUEUE]
+    assert main([*argv, "research/pretrain-1b"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["reason"] == doc["never"] == reasons["research/pretrain-1b"]

@@ -160,8 +160,9 @@ def _plan(
     options: SolveOptions,
     solver: str,
 ) -> Plan:
-    # the same plan `placer plan` makes with these flags, expected starts included
-    return get_solver(solver, time_policy=options.time).solve(snapshot, jobsets, options)
+    # the same plan `placer plan` makes with these flags, expected starts and reasons included
+    solving = get_solver(solver, time_policy=options.time, never_check=True)
+    return solving.solve(snapshot, jobsets, options)
 
 
 def _not_pending(
