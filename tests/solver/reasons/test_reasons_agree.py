@@ -21,6 +21,7 @@ from placer.solver.context import PlacementContext
 from placer.solver.explain import ExplainSettings, diagnosis_document, explain_jobset
 from placer.solver.reasons import diagnose, jobset_reason, occupancy_from_plan
 from placer.solver.registry import get_solver
+from placer.solver.time.never import never_reason
 from placer.solver.time.timeaware import planned_on
 from tests.solver.time.test_timeaware import _timed_cases as timed_cases
 from tests.strategies import scenarios
@@ -39,7 +40,9 @@ def _assert_agree(
     """Check every unplaced JobSet of one plan; returns how many were checked. With time-aware
     `options` the counts are taken on the snapshot the inner solver planned on (`planned_on`:
     the plan's reservations on it), as the plan's reasons and explain's are."""
-    plan = get_solver(solver, time_policy=options.time).solve(snapshot, jobsets, options)
+    plan = get_solver(solver, time_policy=options.time, never_check=True).solve(
+        snapshot, jobsets, options
+    )
     assert check(plan, snapshot, jobsets, options) == []
     seen = planned_on(snapshot, plan, jobsets, options) if options.time.active else snapshot
     ctx = PlacementContext(seen, jobsets, options)
@@ -51,6 +54,20 @@ def _assert_agree(
             continue
         if options.time.active and outcome.expected_start_seconds is None:
             continue  # never fits: told why on the emptied cluster (tests/solver/time)
+        plain_left_out = outcome.status == "unschedulable" and not options.time.active
+        never = never_reason(snapshot, jobsets, options, js) if plain_left_out else None
+        if never is not None:
+            # told why on the emptied cluster, as above, by the plan and by explain alike
+            explained = explain_jobset(
+                snapshot,
+                jobsets,
+                js.key,
+                options,
+                settings=ExplainSettings(solver=solver, remedies=False),
+            )
+            assert outcome.reason == explained.reason == explained.never == never
+            checked += 1
+            continue
         diagnosis = diagnose(ctx, js, occupancy)
         if not outcome.reason.endswith(jobset_reason(diagnosis)):
             # only the CP-SAT model's own verdicts are worded elsewhere: a required topology finer
