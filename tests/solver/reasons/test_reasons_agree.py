@@ -18,7 +18,12 @@ from placer.model.snapshots.load import load_snapshot
 from placer.model.workload import JobSetRequest
 from placer.solver.check.checker import check
 from placer.solver.context import PlacementContext
-from placer.solver.explain import ExplainSettings, diagnosis_document, explain_jobset
+from placer.solver.explain import (
+    ExplainSettings,
+    Explanation,
+    diagnosis_document,
+    explain_jobset,
+)
 from placer.solver.reasons import diagnose, jobset_reason, occupancy_from_plan
 from placer.solver.registry import get_solver
 from placer.solver.time.never import never_reason
@@ -47,6 +52,11 @@ def _assert_agree(
     seen = planned_on(snapshot, plan, jobsets, options) if options.time.active else snapshot
     ctx = PlacementContext(seen, jobsets, options)
     occupancy = occupancy_from_plan(ctx, plan)
+    settings = ExplainSettings(solver=solver, remedies=False)
+
+    def explain(js: JobSetRequest) -> Explanation:
+        return explain_jobset(snapshot, jobsets, js.key, options, settings=settings)
+
     checked = 0
     for js in ctx.jobsets:
         outcome = plan.outcome(js.key)
@@ -58,13 +68,7 @@ def _assert_agree(
         never = never_reason(snapshot, jobsets, options, js) if plain_left_out else None
         if never is not None:
             # told why on the emptied cluster, as above, by the plan and by explain alike
-            explained = explain_jobset(
-                snapshot,
-                jobsets,
-                js.key,
-                options,
-                settings=ExplainSettings(solver=solver, remedies=False),
-            )
+            explained = explain(js)
             assert outcome.reason == explained.reason == explained.never == never
             checked += 1
             continue
@@ -77,13 +81,7 @@ def _assert_agree(
                 ": Kueue TAS: " in outcome.reason and all(d.fits for d in diagnosis)
             ), outcome.reason
             continue
-        explanation = explain_jobset(
-            snapshot,
-            jobsets,
-            js.key,
-            options,
-            settings=ExplainSettings(solver=solver, remedies=False),
-        )
+        explanation = explain(js)
         assert explanation.reason == outcome.reason
         assert explanation.replicated_jobs == [diagnosis_document(d) for d in diagnosis]
         counts = [
