@@ -11,7 +11,9 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-__all__ = ["PhaseTimer"]
+from placer.model.plan import Plan
+
+__all__ = ["PhaseTimer", "plus_phase"]
 
 
 class PhaseTimer:
@@ -33,3 +35,14 @@ class PhaseTimer:
             yield
         finally:
             self.seconds[name] = self.seconds.get(name, 0.0) + self.clock() - start
+
+
+def plus_phase(plan: Plan, name: str, seconds: float) -> Plan:
+    """`plan` with a step taken after its solver returned counted in its report: `seconds`
+    added to phase `name` and to the wall time (the checker, the never-fits check), so the
+    phases still add up to no more than the wall."""
+    phases = dict(plan.solver.phases)
+    phases[name] = phases.get(name, 0.0) + seconds
+    wall = plan.solver.wall_seconds + seconds
+    report = plan.solver.model_copy(update={"phases": phases, "wall_seconds": wall})
+    return plan.model_copy(update={"solver": report})

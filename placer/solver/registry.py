@@ -20,7 +20,7 @@ from placer.model.plan import Plan
 from placer.model.workload import JobSetRequest
 from placer.solver.check.checker import check
 from placer.solver.interface import Solver
-from placer.solver.phases import PhaseTimer
+from placer.solver.phases import plus_phase
 
 __all__ = ["SOLVER_NAMES", "CheckedSolver", "InvalidPlanError", "get_solver", "prepare_solver"]
 
@@ -102,12 +102,8 @@ class CheckedSolver:
         if not options.check:
             return self.inner.solve(snapshot, jobsets, options)
         plan = self.inner.solve(snapshot, jobsets, options.model_copy(update={"check": False}))
-        timer = PhaseTimer(time.perf_counter, dict(plan.solver.phases))
         started = time.perf_counter()
-        with timer("check"):
-            violations = check(plan, snapshot, jobsets, options)
+        violations = check(plan, snapshot, jobsets, options)
         if violations:
             raise InvalidPlanError(self.name, violations)
-        wall = plan.solver.wall_seconds + time.perf_counter() - started
-        report = plan.solver.model_copy(update={"phases": timer.seconds, "wall_seconds": wall})
-        return plan.model_copy(update={"solver": report})
+        return plus_phase(plan, "check", time.perf_counter() - started)

@@ -24,7 +24,7 @@ from placer.model.options import SolveOptions
 from placer.model.plan import Plan
 from placer.model.workload import JobSetRequest
 from placer.solver.interface import Solver
-from placer.solver.phases import PhaseTimer
+from placer.solver.phases import plus_phase
 from placer.solver.reasons import Classifier, jobset_reason
 from placer.solver.time.calendar import Calendar
 from placer.solver.time.release import ReleaseTimeline, expected_duration_s
@@ -129,14 +129,11 @@ class NeverFitSolver:
         left = {o.key for o in plan.jobsets if o.status == "unschedulable"}
         if not left:
             return plan
-        timer = PhaseTimer(time.perf_counter, dict(plan.solver.phases))
         started = time.perf_counter()
-        with timer("never"):
-            said = never_reasons(snapshot, jobsets, options, left)
+        said = never_reasons(snapshot, jobsets, options, left)
         outcomes = [
             o.model_copy(update={"reason": said[o.key]}) if o.key in said else o
             for o in plan.jobsets
         ]
-        wall = plan.solver.wall_seconds + time.perf_counter() - started
-        report = plan.solver.model_copy(update={"phases": timer.seconds, "wall_seconds": wall})
-        return plan.model_copy(update={"jobsets": outcomes, "solver": report})
+        told = plan.model_copy(update={"jobsets": outcomes})
+        return plus_phase(told, "never", time.perf_counter() - started)
