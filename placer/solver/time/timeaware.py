@@ -34,7 +34,7 @@ its turn in queue order, and the domains they take are then closed to the JobSet
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 
 from placer.model.cluster import ClusterSnapshot, DomainReservation
@@ -139,6 +139,7 @@ class TimeAwareSolver:
                 ),
                 plan,
                 held + _held(units, pins),
+                durations,
             )
         notes += kept + released
         with timer("estimate"):
@@ -223,6 +224,7 @@ def _release_started(
     solve: Callable[[tuple[DomainReservation, ...]], Plan],
     plan: Plan,
     held: tuple[DomainReservation, ...],
+    durations: Mapping[str, float],
 ) -> tuple[Plan, list[str]]:
     """The inner solve's plan, solved again without the later reservations of JobSets it
     started now when it left some JobSet out; and a note when that plan is kept.
@@ -231,23 +233,56 @@ def _release_started(
     pass did not count on (the healthy hosts of a domain with one down, which the pass holds
     busy for the hour the host is expected back). Its reservation then held domains for a
     start that will not come, and a JobSet behind it was kept off them, told it waits an hour
-    beside a free domain, while `placer explain`, reading the plan, found the domain free (a
-    property test found it: tests/solver/reasons/test_reasons_agree.py). The new plan is kept
-    if it places every JobSet the first one did: with no more placed, its reasons still name no
-    reservation that the plan no longer holds (the same property test, on a JobSet that fits
-    nowhere)."""
-    placed = {o.key for o in plan.jobsets if o.status == "placed"}
-    started = {r.jobset for r in held if r.jobset in placed}
-    if not started or len(placed) == len(plan.jobsets):
-        return plan, []
-    again = solve(tuple(r for r in held if r.jobset not in started))
-    now = {o.key for o in again.jobsets if o.status == "placed"}
-    if not placed <= now:
-        return plan, []
-    return again, [
-        f"start now: solved again without the later reservations of {', '.join(sorted(started))},"
-        " started now"
-    ]
+    beside a free domain, while `placer explain`, reading the plan (where the JobSet started
+    now holds no reservation), found the domain free (a property test found it:
+    tests/solver/reasons/test_reasons_agree.py).
+
+    The new plan is kept if it places every JobSet the first one did. One that places fewer
+    (free of those reservations, the inner solve chose otherwise and lost a JobSet) is solved
+    once more with every JobSet the first plan placed held to the domains it took there
+    (`_pinned`), so it places them again, and kept if it does: keeping the first plan would
+    leave its reasons naming reservations the plan no longer holds ("reserved for the later
+    start of" a JobSet it starts now, found by the same property test). A JobSet the new plan
+    starts that held a later reservation too gives it up in turn (the same test: the release
+    let a JobSet start that the pass had reserved in an hour)."""
+    notes: list[str] = []
+    for _ in plan.jobsets:  # each turn places more JobSets than the last, or is the last
+        placed = {o.key for o in plan.jobsets if o.status == "placed"}
+        started = {r.jobset for r in held if r.jobset in placed}
+        if not started or len(placed) == len(plan.jobsets):
+            break
+        held = tuple(r for r in held if r.jobset not in started)
+        note = (
+            "start now: solved again without the later reservations of "
+            f"{', '.join(sorted(started))}, started now"
+        )
+        again = solve(held)
+        if not placed <= {o.key for o in again.jobsets if o.status == "placed"}:
+            again = solve(held + _pinned(plan, durations))
+            note += ", each JobSet it placed held to its domains"
+            if not placed <= {o.key for o in again.jobsets if o.status == "placed"}:
+                break
+        plan = again
+        notes.append(note)
+    return plan, notes
+
+
+def _pinned(plan: Plan, durations: Mapping[str, float]) -> tuple[DomainReservation, ...]:
+    """The domains each placed JobSet's exclusive child Jobs took in `plan`, held for it from
+    now to its expected end: open to it alone (`PlacementContext.domain_open_to`)."""
+    return tuple(
+        DomainReservation(
+            jobset=o.key,
+            key=j.domain.key,
+            path=tuple(j.domain.path) if j.domain.path else ((j.domain.key, j.domain.value),),
+            start_s=0.0,
+            end_s=durations[o.key],
+        )
+        for o in plan.jobsets
+        if o.status == "placed"
+        for j in o.jobs
+        if j.domain is not None
+    )
 
 
 def _placed(plan: Plan, keys: set[str]) -> int:

@@ -692,3 +692,42 @@ def test_a_jobset_needing_a_broken_host_starts_when_it_is_expected_back(
     o = plan.jobsets[0]
     assert (o.status, o.expected_start_seconds) == ("unschedulable", H)
     assert [d.value for d in o.reserved_domains] in (["pool-1"], ["pool-2"])
+
+
+@pytest.mark.parametrize("schedule", ["greedy", "cpsat"])
+def test_a_released_reservation_is_named_by_no_reason_when_the_second_plan_places_less(
+    schedule: ScheduleMode,
+) -> None:
+    """pool0 (four 4-chip hosts) and pool1 (three 8-chip hosts) each have a cordoned host, busy
+    to the pass for the hour it is expected back. The greedy pass reserves `js1` (four pods) in
+    an hour on pool0; best-fit starts it now on pool1's two healthy hosts, and backfills `js4`
+    (ten minutes) on pool0. Solved again without `js1`'s reservation, best-fit loses `js4`; the
+    first plan was kept then, and `js3`'s reason named a domain "reserved for the later start of
+    team-a/js1", a JobSet the plan starts now (found by the reasons-agree property test). The
+    schedule reserves `js4` too, in an hour on pool1: best-fit starts only `js4`, now, on pool0;
+    without `js4`'s reservation it starts `js1` on pool1 as well, whose own reservation on pool0
+    stayed, and was named the same way. Now the JobSets a plan started keep the domains they
+    took while those reservations go, turn by turn, and no reason names one."""
+    snap = cluster(pool("pool0", 4), pool("pool1", 3, tpu=8), pool("pool2", 1))
+    cordoned = {"pool0-host-3", "pool1-host-0"}
+    nodes = tuple(
+        n.model_copy(update={"unschedulable": True}) if n.name in cordoned else n
+        for n in snap.nodes
+    )
+    snap = snap.model_copy(update={"nodes": nodes})
+    queue = [
+        jobset("js1", rjob(replicas=1, pods_per_job=4)),
+        jobset("js3", rjob(replicas=1, pods_per_job=2), order=1),
+        jobset("js4", rjob(replicas=1, pods_per_job=2), order=2).model_copy(
+            update={"expected_duration_s": 600.0}
+        ),
+    ]
+    policy = TimePolicy(now=NOW, reservations="head", schedule=schedule)
+    options = SolveOptions(workers=1, time=policy)
+    plan = TimeAwareSolver(get_solver("best-fit")).solve(snap, queue, options)
+    assert check(plan, snap, queue, options) == []
+    placed = {o.key for o in plan.jobsets if o.status == "placed"}
+    assert placed == {"team-a/js1", "team-a/js4"}
+    (waiting,) = (o for o in plan.jobsets if o.status != "placed")
+    assert waiting.reason and "reserved for the later start" not in waiting.reason
+    assert any("held to its domains" in n for n in plan.solver.notes)
