@@ -139,10 +139,14 @@ def test_examples_planned_over_time_count_the_same(cluster: Path, paths: list[Pa
         _assert_agree(snapshot, jobsets, solver, TIMED)
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(timed_cases())
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(timed_cases(), st.sampled_from(["greedy", "cpsat"]))
 def test_random_plans_over_time_and_explain_count_the_same(
-    case: tuple[ClusterSnapshot, list[JobSetRequest], SolveOptions, str],
+    case: tuple[ClusterSnapshot, list[JobSetRequest], SolveOptions, str], schedule: str
 ) -> None:
+    """Under either schedule, which reserve differently. The disagreements the release's later
+    solves end (`timeaware._release_started`) are rare here: a search of some thousands of cases
+    found them, and tests/solver/time/test_timeaware.py holds the case it found."""
     snapshot, jobsets, options, solver = case
-    _assert_agree(snapshot, jobsets, solver, options)
+    time = options.time.model_copy(update={"schedule": schedule})
+    _assert_agree(snapshot, jobsets, solver, options.model_copy(update={"time": time}))
