@@ -143,9 +143,13 @@ class TimeAwareSolver:
             )
         notes += kept + released
         with timer("estimate"):
-            estimates = _estimates(units, plan, order, reservations, held, durations)
             placed = [o for o in plan.jobsets if o.status == "placed"]
             running_now = {o.key for o in placed}
+            # a later reservation of a JobSet the plan starts now holds nothing: released, or
+            # kept only because the plan without it lost a JobSet; counted, it made a JobSet
+            # started on its domains "backfill" and timed others behind it
+            held = tuple(r for r in held if r.jobset not in running_now)
+            estimates = _estimates(units, plan, order, reservations, held, durations)
             waiting = [js for js in order if js.key not in running_now]
             shared = shared_starts(units, waiting, durations, placed, held)
             priorities = {js.key: js.priority for js in jobsets}

@@ -707,7 +707,8 @@ def test_a_released_reservation_is_named_by_no_reason_when_the_second_plan_place
     schedule reserves `js4` too, in an hour on pool1: best-fit starts only `js4`, now, on pool0;
     without `js4`'s reservation it starts `js1` on pool1 as well, whose own reservation on pool0
     stayed, and was named the same way. Now the JobSets a plan started keep the domains they
-    took while those reservations go, turn by turn, and no reason names one."""
+    took while those reservations go, turn by turn, and no reason names one, nor calls `js4`
+    backfill."""
     snap = cluster(pool("pool0", 4), pool("pool1", 3, tpu=8), pool("pool2", 1))
     cordoned = {"pool0-host-3", "pool1-host-0"}
     nodes = tuple(
@@ -731,3 +732,5 @@ def test_a_released_reservation_is_named_by_no_reason_when_the_second_plan_place
     (waiting,) = (o for o in plan.jobsets if o.status != "placed")
     assert waiting.reason and "reserved for the later start" not in waiting.reason
     assert any("held to its domains" in n for n in plan.solver.notes)
+    # `js4` ran ahead of no reservation: the one on pool0 was `js1`'s, which starts now
+    assert not any(o.backfill for o in plan.jobsets)
