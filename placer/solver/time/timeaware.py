@@ -39,7 +39,7 @@ from datetime import UTC, datetime
 
 from placer.model.cluster import ClusterSnapshot, DomainReservation
 from placer.model.options import SolveOptions, TimePolicy
-from placer.model.plan import Plan
+from placer.model.plan import DomainRef, Plan
 from placer.model.workload import JobSetRequest
 from placer.solver.interface import Solver
 from placer.solver.phases import PhaseTimer
@@ -278,7 +278,7 @@ def _pinned(plan: Plan, durations: Mapping[str, float]) -> tuple[DomainReservati
         DomainReservation(
             jobset=o.key,
             key=j.domain.key,
-            path=tuple(j.domain.path) if j.domain.path else ((j.domain.key, j.domain.value),),
+            path=_path(j.domain),
             start_s=0.0,
             end_s=durations[o.key],
         )
@@ -287,6 +287,11 @@ def _pinned(plan: Plan, durations: Mapping[str, float]) -> tuple[DomainReservati
         for j in o.jobs
         if j.domain is not None
     )
+
+
+def _path(ref: DomainRef) -> tuple[tuple[str, str], ...]:
+    """A plan's domain as a reservation names it: its path, or its key and value alone."""
+    return tuple(ref.path) if ref.path else ((ref.key, ref.value),)
 
 
 def _placed(plan: Plan, keys: set[str]) -> int:
@@ -423,7 +428,7 @@ def reservations_of(
         DomainReservation(
             jobset=o.key,
             key=d.key,
-            path=tuple(d.path) if d.path else ((d.key, d.value),),
+            path=_path(d),
             start_s=o.expected_start_seconds,
             end_s=o.expected_start_seconds + durations.get(o.key, policy.default_duration_s),
         )
@@ -461,7 +466,7 @@ def _estimates(
     """Expected starts of the waiting JobSets without a reservation, reserving nothing.
 
     The same pass over what this plan leaves: runs started now hold their domains for their
-    expected duration, and reservations hold theirs.
+    expected duration, and reservations hold theirs (`held` names none of a JobSet started now).
     """
     placed = {o.key: o for o in plan.jobsets if o.status == "placed"}
     # pods without an exclusive key hold domains too (`Units.taken_by`): without them a JobSet
@@ -470,7 +475,7 @@ def _estimates(
     holds += [
         (unit, h.start_s, h.end_s)
         for h in held
-        if h.jobset not in placed and (unit := units.unit_of(h.key, h.path)) is not None
+        if (unit := units.unit_of(h.key, h.path)) is not None
     ]
     future = {k for k, r in reservations.items() if r.start_s}
     rest = [js for js in order if js.key not in placed and js.key not in future]
