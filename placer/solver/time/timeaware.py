@@ -251,7 +251,7 @@ def _release_started(
     let a JobSet start that the pass had reserved in an hour)."""
     notes: list[str] = []
     for _ in plan.jobsets:  # each turn places more JobSets than the last, or is the last
-        placed = {o.key for o in plan.jobsets if o.status == "placed"}
+        placed = _placed_keys(plan)
         started = {r.jobset for r in held if r.jobset in placed}
         if not started or len(placed) == len(plan.jobsets):
             break
@@ -261,10 +261,10 @@ def _release_started(
             f"{', '.join(sorted(started))}, started now"
         )
         again = solve(held)
-        if not placed <= {o.key for o in again.jobsets if o.status == "placed"}:
+        if not placed <= _placed_keys(again):
             again = solve(held + _pinned(plan, durations))
             note += ", each JobSet it placed held to its domains"
-            if not placed <= {o.key for o in again.jobsets if o.status == "placed"}:
+            if not placed <= _placed_keys(again):
                 break
         plan = again
         notes.append(note)
@@ -294,6 +294,10 @@ def _path(ref: DomainRef) -> tuple[tuple[str, str], ...]:
     return tuple(ref.path) if ref.path else ((ref.key, ref.value),)
 
 
+def _placed_keys(plan: Plan) -> set[str]:
+    return {o.key for o in plan.jobsets if o.status == "placed"}
+
+
 def _placed(plan: Plan, keys: set[str]) -> int:
     return sum(1 for o in plan.jobsets if o.key in keys and o.status == "placed")
 
@@ -304,7 +308,7 @@ def _displaced(
     """JobSets the pass starts now that the inner solve left out while another JobSet it placed
     took a node of the domains the pass gave them (left out for a reason of their own, such
     as pods without an exclusive key that fit nowhere, they are not listed)."""
-    placed = {o.key for o in plan.jobsets if o.status == "placed"}
+    placed = _placed_keys(plan)
     taken = {
         pod.node for o in plan.jobsets if o.status == "placed" for j in o.jobs for pod in j.pods
     }
