@@ -49,8 +49,8 @@ from typing import Any
 from benchmarks.reporting.measure import cpu_model
 from benchmarks.simulate import cluster_sim as sim
 from placer.controller.act.memory_adapter import MemoryCluster
-from placer.controller.decide.kueue.workloads import CONTROLLER_NAME
-from placer.controller.decide.ledger import LEDGER_NAME
+from placer.controller.decide.observe.kueue import CONTROLLER_NAME
+from placer.controller.decide.records.ledger import LEDGER_NAME
 from placer.controller.reconcile import Clocks, Controller, ControllerConfig, CycleReport
 from placer.model.durations import format_rfc3339
 from placer.model.options import ReservationPolicy, ScheduleMode, SolveOptions, TimePolicy

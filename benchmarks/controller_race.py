@@ -26,8 +26,8 @@ from unittest import mock
 
 from placer.controller import reconcile
 from placer.controller.act.commit import CommitResult
-from placer.controller.decide import roundreview
-from placer.controller.decide.ledgerplan import LedgerView
+from placer.controller.decide.review.ledgerplan import LedgerView
+from placer.controller.decide.round import roundreview
 from tests.controller.race import draw_trial, run_trial
 
 __all__ = ["main"]

@@ -60,6 +60,37 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
         "placer.controller.report",
         "placer.controller.metrics",
     ),
+    # decide/'s phases, each importing only those below it: records, observe, review, then
+    # preempting and the phase values (observed.py), plan, kueue, and the round put together.
+    "placer/controller/decide/records": (
+        "placer.controller.decide.observe",
+        "placer.controller.decide.review",
+        "placer.controller.decide.preempting",
+        "placer.controller.decide.observed",
+        "placer.controller.decide.plan",
+        "placer.controller.decide.kueue",
+        "placer.controller.decide.round",
+    ),
+    "placer/controller/decide/observe": (
+        "placer.controller.decide.review",
+        "placer.controller.decide.preempting",
+        "placer.controller.decide.observed",
+        "placer.controller.decide.plan",
+        "placer.controller.decide.kueue",
+        "placer.controller.decide.round",
+    ),
+    "placer/controller/decide/review": (
+        "placer.controller.decide.preempting",
+        "placer.controller.decide.observed",
+        "placer.controller.decide.plan",
+        "placer.controller.decide.kueue",
+        "placer.controller.decide.round",
+    ),
+    "placer/controller/decide/plan": (
+        "placer.controller.decide.kueue",
+        "placer.controller.decide.round",
+    ),
+    "placer/controller/decide/kueue": ("placer.controller.decide.round",),
     "placer/controller/act": ("placer.controller.reconcile", "placer.controller.loop"),
     "plugins": ("placer.commands", "placer.cli", "benchmarks"),
     # The dispatcher imports every command; a command needing the parser tree is handed it.
@@ -200,7 +231,11 @@ def test_no_class_name_is_defined_twice() -> None:
     assert not twice, f"class names defined more than once: {twice}"
 
 
-FOLDER_MODULES_AT_MOST = {"placer/controller": 15, "placer/solver": 10}
+FOLDER_MODULES_AT_MOST = {
+    "placer/controller": 15,
+    "placer/controller/decide": 5,
+    "placer/solver": 10,
+}
 """Folder -> how many modules may sit directly in it: a flat folder of mixed concerns hides the
 design; past this, a concern gets a folder of its own."""
 

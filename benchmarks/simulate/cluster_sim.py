@@ -28,7 +28,7 @@ from typing import Any
 
 from placer.controller.act.memory_adapter import MemoryCluster
 from placer.controller.adapter import Obj
-from placer.controller.decide.bindings import NAMESPACED_JOB_LABEL, NO_SCHEDULE_TAINT
+from placer.controller.decide.records.bindings import NAMESPACED_JOB_LABEL, NO_SCHEDULE_TAINT
 from placer.model.assignment import PLACEMENT_GATE
 from placer.model.kube.pods import (
     COMPLETION_INDEX_LABEL,

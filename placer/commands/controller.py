@@ -314,7 +314,7 @@ def run(args: argparse.Namespace) -> int:
     use_server_logs(args)
     from placer.controller.act.kube_adapter import KubeAdapter
     from placer.controller.act.leader import LeaderSettings, default_identity, run_elected
-    from placer.controller.decide.ledger import Deposed
+    from placer.controller.decide.records.ledger import Deposed
     from placer.controller.metrics import Metrics
     from placer.controller.reconcile import Controller
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from placer.controller.decide.kueue.check import DEFAULT_HOLD_QUOTA_S
+from placer.controller.decide.observe.survey import Binding
 from placer.controller.decide.preempting import DEFAULT_MAX_PER_DAY
-from placer.controller.decide.survey import Binding
 from placer.model.options import SolveOptions
 from placer.model.preemption import PreemptionPolicy
 

@@ -22,7 +22,7 @@ from placer.controller.act.commit import claim
 from placer.controller.act.executor import RetryPolicy
 from placer.controller.adapter import ClusterAdapter
 from placer.controller.config import ControllerConfig
-from placer.controller.decide.ledger import Deposed, Fence
+from placer.controller.decide.records.ledger import Deposed, Fence
 from placer.controller.metrics import Metrics
 from placer.controller.report import CycleReport
 from placer.model.errors import ClusterError, InputError, PlacerError

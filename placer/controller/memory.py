@@ -14,11 +14,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from placer.controller.decide.observed import Announced
-from placer.controller.decide.planning import PlannedRound
+from placer.controller.decide.plan.planning import PlannedRound
+from placer.controller.decide.plan.reserving import DURATION_WARNING
 from placer.controller.decide.preempting import EVICTION_EVENTS, PREEMPTION_WARNING
-from placer.controller.decide.reserving import DURATION_WARNING
-from placer.controller.decide.review import Review, Target
-from placer.controller.decide.writes import EmitEvent, Write
+from placer.controller.decide.records.writes import EmitEvent, Write
+from placer.controller.decide.review.review import Review, Target
 
 __all__ = ["CycleMemory", "DueTargets"]
 

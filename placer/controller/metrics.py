@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 from placer.controller.act.executor import ExecReport
-from placer.controller.decide.planning import PlanRecord
+from placer.controller.decide.plan.planning import PlanRecord
 from placer.controller.report import CycleReport
 
 __all__ = ["Metrics"]

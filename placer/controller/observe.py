@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from placer.controller.act.cache import ClusterCache
 from placer.controller.config import ControllerConfig
-from placer.controller.decide.domains import DomainIndex
-from placer.controller.decide.ledger import LEDGER_NAME, Ledger, read_ledger
+from placer.controller.decide.observe.domains import DomainIndex
+from placer.controller.decide.observe.snapshot import planning_snapshot
+from placer.controller.decide.observe.state import ClusterState
+from placer.controller.decide.observe.survey import ParseMemo, RefMemo, jobset_pods, survey
 from placer.controller.decide.observed import Observed
-from placer.controller.decide.snapshot import planning_snapshot
-from placer.controller.decide.state import ClusterState
-from placer.controller.decide.survey import ParseMemo, RefMemo, jobset_pods, survey
+from placer.controller.decide.records.ledger import LEDGER_NAME, Ledger, read_ledger
 from placer.controller.report import PhaseTimer
 from placer.model.cluster import ClusterSnapshot
 

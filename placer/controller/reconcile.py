@@ -56,15 +56,15 @@ from placer.controller.adapter import ClusterAdapter
 from placer.controller.clocks import Clocks
 from placer.controller.config import ControllerConfig
 from placer.controller.decide.kueue.eta import estimate_behind
-from placer.controller.decide.ledger import LEDGER_LABEL, Fence
 from placer.controller.decide.observed import Observed, Reviewed
-from placer.controller.decide.planning import PlannedRound, planning_inputs, solve_targets
+from placer.controller.decide.plan.planning import PlannedRound, planning_inputs, solve_targets
 from placer.controller.decide.preempting import KUEUE_QUEUE_LABEL, Eligibility
-from placer.controller.decide.roundchange import round_change
-from placer.controller.decide.roundreview import ReviewSettings, judge
-from placer.controller.decide.roundwrites import round_writes
-from placer.controller.decide.writeplan import WriteSettings
-from placer.controller.decide.writes import Write
+from placer.controller.decide.records.ledger import LEDGER_LABEL, Fence
+from placer.controller.decide.records.writes import Write
+from placer.controller.decide.round.roundchange import round_change
+from placer.controller.decide.round.roundreview import ReviewSettings, judge
+from placer.controller.decide.round.roundwrites import round_writes
+from placer.controller.decide.round.writeplan import WriteSettings
 from placer.controller.memory import CycleMemory
 from placer.controller.metrics import Metrics
 from placer.controller.observe import Observer

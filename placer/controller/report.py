@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from placer.controller.act.executor import ExecReport
-from placer.controller.decide.ledger import Ledger
-from placer.controller.decide.planning import PlannedRound
-from placer.controller.decide.review import Review
-from placer.controller.decide.survey import ManagedJobSet
-from placer.controller.decide.writes import Write
+from placer.controller.decide.observe.survey import ManagedJobSet
+from placer.controller.decide.plan.planning import PlannedRound
+from placer.controller.decide.records.ledger import Ledger
+from placer.controller.decide.records.writes import Write
+from placer.controller.decide.review.review import Review
 from placer.model.cluster import ClusterSnapshot
 from placer.solver.phases import PhaseTimer
 

@@ -10,7 +10,7 @@ The text is compact because the API server bounds it: 256 KiB for all of an obje
 path values under the record's `levels` (the level keys most of its child Jobs share, written
 once): with a two-level path and GKE-like names about 75 bytes instead of 250, so a JobSet of
 3,000 one-node child Jobs still fits. A record that cannot fit is refused before anything is
-written (controller/decide/recordsize.py).
+written (controller/decide/records/recordsize.py).
 
 Records in the longer form earlier versions wrote (`{"domain": {...}, "nodes": {...}}` per child
 Job) read the same.

@@ -28,7 +28,7 @@ __all__ = ["CacheFollower", "ControllerCache", "EmbeddedExtender", "serve"]
 log = logging.getLogger(__name__)
 
 LEDGER_NAME = "placer-ledger"
-"""The controller's placement ledger ConfigMap (`placer.controller.decide.ledger`): its
+"""The controller's placement ledger ConfigMap (`placer.controller.decide.records.ledger`): its
 reservations."""
 
 

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from placer.controller.decide.ledger import LEDGER_NAME
+from placer.controller.decide.records.ledger import LEDGER_NAME
 from placer.model.errors import ClusterError, ResourceExpired
 from placer.model.kube.client import (
     ApiClient,

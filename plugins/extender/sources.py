@@ -153,7 +153,7 @@ def ledger_reservations(obj: Mapping[str, Any] | None) -> list[JobEntry]:
     """Reservation rows from the controller's placement ledger ConfigMap (`placer-ledger`): each
     reserved domain with its expected start (epoch seconds). Placements are read from the
     JobSets' records as before; unreadable entries were logged by the reader and hold nothing."""
-    from placer.controller.decide.ledger import read_ledger
+    from placer.controller.decide.records.ledger import read_ledger
 
     if obj is None:
         return []

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
-from placer.controller.decide.ledger import RESERVATION, LedgerEntry, entry_key, read_ledger
+from placer.controller.decide.records.ledger import RESERVATION, LedgerEntry, entry_key, read_ledger
 from placer.model.assignment import ASSIGNMENT_ANNOTATION, Assignment, JobAssignment
 from placer.model.durations import EXPECTED_DURATION
 from placer.model.plan import DomainRef

@@ -254,7 +254,7 @@ def test_within_quota_not_topology_it_stays_suspended_and_retries_at_its_expecte
 
 def ledger_plan_id(scenario: Scenario, jobset: str) -> str:
     """The plan id of the JobSet's placement in placer's ledger ("" without one)."""
-    from placer.controller.decide.ledger import LEDGER_NAME, read_ledger
+    from placer.controller.decide.records.ledger import LEDGER_NAME, read_ledger
 
     try:
         obj = scenario.core.read_namespaced_config_map(LEDGER_NAME, PLACER_SYSTEM)

@@ -1,4 +1,4 @@
-"""The placement ledger at the real API server's size limit (controller/decide/ledgersize.py).
+"""The placement ledger at the real API server's size limit (decide/records/ledgersize.py).
 
 The ledger is one ConfigMap, and the API server refuses a ConfigMap whose values hold more than
 1 MiB together, refusing the whole commit. The controller fits each round's change to that limit:
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from kubernetes import client as k8s
 
-from placer.controller.decide.ledger import LEDGER_LABEL, LEDGER_NAME, TERM_ANNOTATION
-from placer.controller.decide.ledgersize import FULL, MAX_LEDGER_BYTES
+from placer.controller.decide.records.ledger import LEDGER_LABEL, LEDGER_NAME, TERM_ANNOTATION
+from placer.controller.decide.records.ledgersize import FULL, MAX_LEDGER_BYTES
 from tests.cluster.processes import wait_until
 from tests.cluster.scenario import PLACER_SYSTEM, Scenario
 from tests.cluster.test_gate_binding import multislice

@@ -106,7 +106,7 @@ def test_placers_node_label_patch_is_accepted_for_every_shape_of_node(scenario: 
     taint set or all three removed, the whole taint list with the resourceVersion) on nodes as a
     cluster has them: the real API server accepts each and the node comes out exactly as meant,
     its other labels and taints untouched."""
-    from placer.controller.decide.bindings import LABELED_BY_ANNOTATION, node_label_patch
+    from placer.controller.decide.records.bindings import LABELED_BY_ANNOTATION, node_label_patch
     from tests.cluster.kube import dry_run_merge_patch
 
     tpu = {"key": "google.com/tpu", "value": "present", "effect": "NoSchedule"}

@@ -17,7 +17,7 @@ from typing import Any
 
 from placer.controller.act.memory_adapter import pod_update_violation
 from placer.controller.act.selectors import merge_patch
-from placer.controller.decide.bindings import ungate_patch
+from placer.controller.decide.records.bindings import ungate_patch
 from tests.cluster.kube import dry_run_merge_patch
 from tests.cluster.scenario import Scenario
 from tests.cluster.verdicts import assert_agree

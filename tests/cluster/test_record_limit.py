@@ -1,4 +1,5 @@
-"""The placement record at the real API server's annotation limit (controller/decide/recordsize.py).
+"""The placement record at the real API server's annotation limit
+(controller/decide/records/recordsize.py).
 
 The API server refuses a JobSet whose annotations hold more than 256 KiB together. The record is
 written after the ledger commit, so a record the JobSet could not carry would be refused on every
@@ -13,8 +14,8 @@ from typing import Any
 
 from kubernetes import client as k8s
 
-from placer.controller.decide.ledger import LEDGER_NAME
-from placer.controller.decide.recordsize import MAX_ANNOTATIONS_BYTES
+from placer.controller.decide.records.ledger import LEDGER_NAME
+from placer.controller.decide.records.recordsize import MAX_ANNOTATIONS_BYTES
 from placer.model.assignment import ASSIGNMENT_ANNOTATION
 from tests.cluster.processes import wait_until
 from tests.cluster.scenario import PLACER_SYSTEM, Scenario, assignment_of

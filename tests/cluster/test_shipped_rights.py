@@ -18,8 +18,8 @@ import pytest
 from placer.cli import build_parser
 from placer.controller.act.cache import KUEUE_KINDS
 from placer.controller.act.kube_adapter import KubeAdapter
-from placer.controller.decide.kueue.workloads import CONTROLLER_NAME
-from placer.controller.decide.ledger import LEDGER_NAME
+from placer.controller.decide.observe.kueue import CONTROLLER_NAME
+from placer.controller.decide.records.ledger import LEDGER_NAME
 from placer.controller.reconcile import Clocks, Controller, ControllerConfig
 from tests.cluster.access import Authorizer, rbac_documents, renamed_account
 from tests.cluster.kube import apply_all, delete_all, service_account_token

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from placer.controller.decide.ledger import (
+from placer.controller.decide.records.ledger import (
     LEDGER_NAME,
     PLACEMENT,
     RESERVATION,

@@ -14,16 +14,16 @@ from benchmarks.simulate import cluster_sim as sim
 from placer.controller.act.cache import ClusterCache
 from placer.controller.act.memory_adapter import MemoryCluster
 from placer.controller.adapter import ClusterAdapter, Obj
-from placer.controller.decide.domains import DomainIndex
-from placer.controller.decide.kueue.workloads import KueueView
-from placer.controller.decide.ledger import Ledger
-from placer.controller.decide.ledgerplan import LedgerView
+from placer.controller.decide.observe.domains import DomainIndex
+from placer.controller.decide.observe.kueue import KueueView
+from placer.controller.decide.observe.snapshot import planning_snapshot
+from placer.controller.decide.observe.state import ClusterState
+from placer.controller.decide.observe.survey import ManagedJobSet
+from placer.controller.decide.observe.survey import jobset_pods as survey_pods
 from placer.controller.decide.observed import Observed, Reviewed
-from placer.controller.decide.review import Review
-from placer.controller.decide.snapshot import planning_snapshot
-from placer.controller.decide.state import ClusterState
-from placer.controller.decide.survey import ManagedJobSet
-from placer.controller.decide.survey import jobset_pods as survey_pods
+from placer.controller.decide.records.ledger import Ledger
+from placer.controller.decide.review.ledgerplan import LedgerView
+from placer.controller.decide.review.review import Review
 from placer.controller.reconcile import Clocks, Controller, ControllerConfig, CycleReport
 from placer.model.assignment import ASSIGNMENT_ANNOTATION, PLACEMENT_GATE, Assignment, JobAssignment
 from placer.model.options import SolveOptions

@@ -14,7 +14,7 @@ import yaml
 
 import placer.controller
 from placer.cli import build_parser, main
-from placer.controller.decide.ledger import LEDGER_NAME
+from placer.controller.decide.records.ledger import LEDGER_NAME
 from placer.controller.reconcile import ControllerConfig
 from placer.model.assignment import PLACEMENT_GATE
 from tests.controller.apiserver import ApiServer, kubeconfig

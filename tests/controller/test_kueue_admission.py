@@ -11,8 +11,8 @@ from placer.controller.act.executor import RetryPolicy
 from placer.controller.act.memory_adapter import MemoryCluster
 from placer.controller.adapter import Obj
 from placer.controller.decide.kueue.check import PLACEMENT_ANNOTATION
-from placer.controller.decide.kueue.workloads import CONTROLLER_NAME
-from placer.controller.decide.ledger import LEDGER_NAME, Ledger, read_ledger
+from placer.controller.decide.observe.kueue import CONTROLLER_NAME
+from placer.controller.decide.records.ledger import LEDGER_NAME, Ledger, read_ledger
 from placer.controller.reconcile import Clocks, Controller, ControllerConfig
 from placer.model.durations import format_rfc3339
 from tests.controller.builders import (

@@ -17,7 +17,7 @@ from benchmarks.simulate import cluster_sim as sim
 from placer.controller.act.cache import ClusterCache
 from placer.controller.act.kube_adapter import KubeAdapter
 from placer.controller.act.memory_adapter import MemoryCluster
-from placer.controller.decide.snapshot import planning_snapshot
+from placer.controller.decide.observe.snapshot import planning_snapshot
 from placer.model.options import SolveOptions
 from placer.model.snapshots.load import snapshot_from_objects
 from placer.solver.check.checker import check

@@ -7,7 +7,7 @@ import pytest
 from benchmarks.simulate import cluster_sim as sim
 from placer.controller.act.commit import claim, commit
 from placer.controller.act.memory_adapter import MemoryCluster
-from placer.controller.decide.ledger import (
+from placer.controller.decide.records.ledger import (
     LEDGER_NAME,
     Deposed,
     LedgerChange,

@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from placer.controller import loop
-from placer.controller.decide.ledger import Deposed
+from placer.controller.decide.records.ledger import Deposed
 from placer.controller.reconcile import Controller, CycleReport
 from placer.model.errors import ClusterError, InputError
 from tests.controller.builders import controller, tpu_cluster

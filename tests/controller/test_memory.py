@@ -3,11 +3,11 @@ events not sent twice."""
 
 from __future__ import annotations
 
-from placer.controller.decide.domains import DomainIndex
-from placer.controller.decide.planning import PlannedRound
-from placer.controller.decide.review import Review, review
-from placer.controller.decide.snapshot import planning_snapshot
-from placer.controller.decide.survey import survey
+from placer.controller.decide.observe.domains import DomainIndex
+from placer.controller.decide.observe.snapshot import planning_snapshot
+from placer.controller.decide.observe.survey import survey
+from placer.controller.decide.plan.planning import PlannedRound
+from placer.controller.decide.review.review import Review, review
 from placer.controller.memory import CycleMemory
 from placer.model.options import SolveOptions
 from tests.controller.builders import add_jobset, state_of, tpu_cluster

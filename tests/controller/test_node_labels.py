@@ -5,7 +5,7 @@ from __future__ import annotations
 from benchmarks.simulate import cluster_sim as sim
 from placer.controller.act.memory_adapter import MemoryCluster
 from placer.controller.adapter import Obj
-from placer.controller.decide.bindings import (
+from placer.controller.decide.records.bindings import (
     LABELED_BY_ANNOTATION,
     NAMESPACED_JOB_LABEL,
     NO_SCHEDULE_TAINT,

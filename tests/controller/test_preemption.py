@@ -14,13 +14,13 @@ import pytest
 from benchmarks.simulate import cluster_sim as sim
 from placer.controller.act.memory_adapter import MemoryCluster
 from placer.controller.adapter import ClusterAdapter, Obj
-from placer.controller.decide.bindings import NAMESPACED_JOB_LABEL
-from placer.controller.decide.domains import DomainIndex
-from placer.controller.decide.ledger import EVICTION, LEDGER_NAME, read_ledger
-from placer.controller.decide.ledgerplan import exclusive_clashes
+from placer.controller.decide.observe.domains import DomainIndex
+from placer.controller.decide.observe.snapshot import planning_snapshot
 from placer.controller.decide.preempting import KUEUE_QUEUE_LABEL
-from placer.controller.decide.snapshot import planning_snapshot
-from placer.controller.decide.writes import SuspendJobSet
+from placer.controller.decide.records.bindings import NAMESPACED_JOB_LABEL
+from placer.controller.decide.records.ledger import EVICTION, LEDGER_NAME, read_ledger
+from placer.controller.decide.records.writes import SuspendJobSet
+from placer.controller.decide.review.ledgerplan import exclusive_clashes
 from placer.controller.reconcile import Controller, CycleReport
 from placer.model.options import SolveOptions, TimePolicy
 from placer.model.preemption import (

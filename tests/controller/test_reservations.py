@@ -22,7 +22,7 @@ from placer.commands.controller import _config
 from placer.controller.act.kube_adapter import KubeAdapter
 from placer.controller.act.memory_adapter import MemoryCluster
 from placer.controller.adapter import ClusterAdapter
-from placer.controller.decide.ledger import LedgerEntry, read_ledger
+from placer.controller.decide.records.ledger import LedgerEntry, read_ledger
 from placer.controller.reconcile import Clocks, Controller, ControllerConfig
 from placer.model.durations import EXPECTED_DURATION
 from placer.model.errors import InputError

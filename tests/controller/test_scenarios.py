@@ -10,8 +10,8 @@ import pytest
 from benchmarks.simulate import cluster_sim as sim
 from placer.controller.act.memory_adapter import MemoryCluster
 from placer.controller.adapter import Kind, Listing, Obj
-from placer.controller.decide.ledger import LEDGER_NAME
-from placer.controller.decide.recordsize import MAX_ANNOTATIONS_BYTES
+from placer.controller.decide.records.ledger import LEDGER_NAME
+from placer.controller.decide.records.recordsize import MAX_ANNOTATIONS_BYTES
 from placer.controller.reconcile import Controller
 from placer.model.errors import ClusterError
 from placer.solver.greedy.baselines import BestFitSolver

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from placer.controller.decide.kueue.workloads import CONTROLLER_NAME
+from placer.controller.decide.observe.kueue import CONTROLLER_NAME
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 

@@ -13,7 +13,7 @@ from urllib.parse import urlparse
 import yaml
 
 from placer.cli import build_parser
-from placer.controller.decide.ledger import LEDGER_NAME
+from placer.controller.decide.records.ledger import LEDGER_NAME
 from plugins.extender.service import ServiceOptions
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -18,7 +18,7 @@ import pytest
 from placer.cli import main
 from placer.controller.act.cache import ClusterCache, Stream
 from placer.controller.act.commit import commit
-from placer.controller.decide.ledger import (
+from placer.controller.decide.records.ledger import (
     LEDGER_LABEL,
     LedgerChange,
     LedgerEntry,
@@ -298,7 +298,7 @@ def test_ledger_reservations_the_extender_cannot_date_are_ignored_not_fatal(
     """Issue 22: a ledger (the controller's ConfigMap, editable by anyone who may write it) whose
     reservation starts at NaN or centuries away: that row holds nothing and says so; the rows
     beside it still hold, and the view builds (a start it cannot print used to raise)."""
-    from placer.controller.decide.ledger import (
+    from placer.controller.decide.records.ledger import (
         LedgerChange,
         LedgerEntry,
         ledger_object,

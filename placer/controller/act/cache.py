@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from placer.controller.adapter import ClusterAdapter, Kind, Obj, object_key, resource_version
-from placer.controller.decide.state import ClusterState, Key
+from placer.controller.decide.observe.state import ClusterState, Key
 from placer.model.errors import ClusterError, ResourceExpired
 from placer.model.workload import JOBSET_NAME_LABEL
 
@@ -55,7 +55,8 @@ def _rv_int(obj: Obj) -> int | None:
 
 
 SNAPSHOT_KINDS = frozenset({"nodes", "pods", "priorityclasses", "topologies"})
-"""What the planner's snapshot is built from (decide/snapshot.py): only their changes rebuild it."""
+"""What the planner's snapshot is built from (decide/observe/snapshot.py): only their changes
+rebuild it."""
 
 
 def _capacity_fingerprint(kind: str, obj: Obj | None) -> Any:

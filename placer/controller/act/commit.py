@@ -22,7 +22,7 @@ from functools import partial
 
 from placer.controller.act.executor import RetryPolicy, with_retries
 from placer.controller.adapter import ClusterAdapter, Kind, Obj
-from placer.controller.decide.ledger import (
+from placer.controller.decide.records.ledger import (
     LEDGER_NAME,
     Fence,
     Ledger,

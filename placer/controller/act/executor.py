@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from placer.controller.adapter import ClusterAdapter, Kind, Obj
-from placer.controller.decide.writes import (
+from placer.controller.decide.records.writes import (
     Aborted,
     ActivateCheck,
     EmitEvent,

@@ -11,19 +11,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from placer.controller.decide.domains import DomainIndex
-from placer.controller.decide.kueue.workloads import KueueView
-from placer.controller.decide.ledger import Ledger, LedgerEntry
-from placer.controller.decide.ledgerplan import LedgerView
+from placer.controller.decide.observe.domains import DomainIndex
+from placer.controller.decide.observe.kueue import KueueView
+from placer.controller.decide.observe.state import ClusterState
+from placer.controller.decide.observe.survey import ManagedJobSet, PodEntry
 from placer.controller.decide.preempting import (
     Eligibility,
     Evictions,
     eviction_steps,
     placements,
 )
-from placer.controller.decide.review import Review, Target
-from placer.controller.decide.state import ClusterState
-from placer.controller.decide.survey import ManagedJobSet, PodEntry
+from placer.controller.decide.records.ledger import Ledger, LedgerEntry
+from placer.controller.decide.review.ledgerplan import LedgerView
+from placer.controller.decide.review.review import Review, Target
 from placer.model.assignment import Assignment
 from placer.model.cluster import ClusterSnapshot
 from placer.model.options import SolveOptions

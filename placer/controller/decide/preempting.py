@@ -41,11 +41,11 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from placer.controller.adapter import Obj
-from placer.controller.decide.domains import HOLD_PREFIX, DomainIndex, JobsByHolder
-from placer.controller.decide.ledger import EVICTION, PLACEMENT, LedgerEntry
-from placer.controller.decide.review import Review
-from placer.controller.decide.state import ClusterState
-from placer.controller.decide.survey import ManagedJobSet, PodEntry, is_finished
+from placer.controller.decide.observe.domains import HOLD_PREFIX, DomainIndex, JobsByHolder
+from placer.controller.decide.observe.state import ClusterState
+from placer.controller.decide.observe.survey import ManagedJobSet, PodEntry, is_finished
+from placer.controller.decide.records.ledger import EVICTION, PLACEMENT, LedgerEntry
+from placer.controller.decide.review.review import Review
 from placer.model.assignment import Assignment
 from placer.model.cluster import ClusterSnapshot, JobSetUsage, RunningJobSet
 from placer.model.errors import InputError

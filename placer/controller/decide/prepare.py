@@ -15,7 +15,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from placer.controller.decide.survey import Binding
+from placer.controller.decide.observe.survey import Binding
 from placer.model.assignment import PLACEMENT_GATE
 from placer.model.errors import InputError
 from placer.model.read.manifests import object_key

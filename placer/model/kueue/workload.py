@@ -1,6 +1,6 @@
 """What a Kueue Workload says about its JobSet: pure readers over the Workload's JSON.
 
-Shared by the controller's admission check (controller/decide/kueue/workloads.py) and by
+Shared by the controller's admission check (controller/decide/observe/kueue.py) and by
 `placer explain --kubeconfig` (model/jobset/live_queue.py), which tells a user when Kueue, not
 placer, is what a JobSet waits for.
 """

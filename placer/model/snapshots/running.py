@@ -4,7 +4,7 @@ When each started (the earliest start of its live pods), how long it is expected
 whether it may be preempted (both from its JobSet object). Time-aware planning needs the first
 two to know when domains free up, preemption the third. Three readers share these functions, so
 they agree: the snapshot loaders on files (load.py), the live reader (live.py), and the
-controller on its watch cache every time-aware cycle (controller/decide/reserving.py).
+controller on its watch cache every time-aware cycle (controller/decide/plan/reserving.py).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ import pytest
 from placer.controller.act.commit import commit, confirm_gone
 from placer.controller.act.executor import RetryPolicy
 from placer.controller.act.memory_adapter import MemoryCluster
-from placer.controller.decide.ledger import (
+from placer.controller.decide.records.ledger import (
     Deposed,
     Fence,
     LedgerChange,

@@ -10,7 +10,8 @@ import pytest
 from benchmarks.simulate.cluster_sim import jobset_object, node_object
 from placer.controller.act.memory_adapter import pod_update_violation
 from placer.controller.act.selectors import merge_patch
-from placer.controller.decide.bindings import (
+from placer.controller.decide.prepare import prepare_jobset
+from placer.controller.decide.records.bindings import (
     LABELED_BY_ANNOTATION,
     NAMESPACED_JOB_LABEL,
     event_body,
@@ -19,7 +20,6 @@ from placer.controller.decide.bindings import (
     ungate_patch,
     ungated_pod,
 )
-from placer.controller.decide.prepare import prepare_jobset
 from placer.model.assignment import PLACEMENT_GATE, JobAssignment
 from placer.model.errors import InputError
 from placer.model.plan import DomainRef

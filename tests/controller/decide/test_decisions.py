@@ -7,14 +7,9 @@ from typing import Any
 
 from benchmarks.simulate import cluster_sim as sim
 from placer.controller.act.memory_adapter import MemoryCluster
-from placer.controller.decide.domains import DomainIndex, hold_token, reserve
-from placer.controller.decide.holder_names import named, token_owners
-from placer.controller.decide.ledger import Ledger
-from placer.controller.decide.observed import Announced, Observed
-from placer.controller.decide.planning import PlannedRound, PlanningInputs, solve_targets
-from placer.controller.decide.review import held_records, review
-from placer.controller.decide.snapshot import planning_snapshot
-from placer.controller.decide.survey import (
+from placer.controller.decide.observe.domains import DomainIndex, hold_token, reserve
+from placer.controller.decide.observe.snapshot import planning_snapshot
+from placer.controller.decide.observe.survey import (
     Binding,
     ManagedJobSet,
     is_finished,
@@ -22,8 +17,13 @@ from placer.controller.decide.survey import (
     jobset_pods,
     survey,
 )
-from placer.controller.decide.writeplan import WriteSettings, plan_writes
-from placer.controller.decide.writes import EmitEvent, RecordAssignment, UngatePod, Write
+from placer.controller.decide.observed import Announced, Observed
+from placer.controller.decide.plan.planning import PlannedRound, PlanningInputs, solve_targets
+from placer.controller.decide.records.ledger import Ledger
+from placer.controller.decide.records.writes import EmitEvent, RecordAssignment, UngatePod, Write
+from placer.controller.decide.review.holder_names import named, token_owners
+from placer.controller.decide.review.review import held_records, review
+from placer.controller.decide.round.writeplan import WriteSettings, plan_writes
 from placer.model.assignment import ASSIGNMENT_ANNOTATION, Assignment, JobAssignment
 from placer.model.options import SolveOptions
 from placer.model.plan import DomainRef

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from placer.controller.decide.survey import priorities_of, survey
+from placer.controller.decide.observe.survey import priorities_of, survey
 from placer.model.priorities import PriorityClasses
 from tests.controller.builders import add_jobset, state_of, tpu_cluster
 

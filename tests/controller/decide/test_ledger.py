@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from placer.controller.decide.domains import DomainIndex
-from placer.controller.decide.ledger import LedgerEntry
-from placer.controller.decide.ledgerplan import exclusive_clashes
-from placer.controller.decide.snapshot import planning_snapshot
+from placer.controller.decide.observe.domains import DomainIndex
+from placer.controller.decide.observe.snapshot import planning_snapshot
+from placer.controller.decide.records.ledger import LedgerEntry
+from placer.controller.decide.review.ledgerplan import exclusive_clashes
 from placer.model.assignment import Assignment, JobAssignment
 from placer.model.plan import DomainRef
 from tests.controller.builders import BLOCK, on_blocks, state_of, tpu_cluster

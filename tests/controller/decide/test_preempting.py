@@ -8,19 +8,19 @@ from typing import Any
 import pytest
 
 from placer.controller.act.memory_adapter import MemoryCluster
-from placer.controller.decide.domains import DomainIndex
-from placer.controller.decide.ledger import (
+from placer.controller.decide.observe.domains import DomainIndex
+from placer.controller.decide.observe.snapshot import planning_snapshot
+from placer.controller.decide.observe.survey import jobset_pods, survey
+from placer.controller.decide.preempting import Victim, evictable_snapshot, eviction_steps
+from placer.controller.decide.records.ledger import (
     EVICTION,
     PLACEMENT,
     Ledger,
     LedgerEntry,
     entry_key,
 )
-from placer.controller.decide.ledgerplan import ledger_change, view_ledger
-from placer.controller.decide.preempting import Victim, evictable_snapshot, eviction_steps
-from placer.controller.decide.snapshot import planning_snapshot
-from placer.controller.decide.survey import jobset_pods, survey
-from placer.controller.decide.writes import SuspendJobSet
+from placer.controller.decide.records.writes import SuspendJobSet
+from placer.controller.decide.review.ledgerplan import ledger_change, view_ledger
 from placer.model.assignment import ASSIGNMENT_ANNOTATION, Assignment
 from placer.model.preemption import PREEMPTED_AT, PreemptionFacts, format_stamp
 from tests.controller.builders import add_jobset, on_blocks, state_of, tpu_cluster

@@ -3,7 +3,7 @@ the record's old text not counted (the new one replaces it)."""
 
 from __future__ import annotations
 
-from placer.controller.decide.recordsize import MAX_ANNOTATIONS_BYTES, record_too_large
+from placer.controller.decide.records.recordsize import MAX_ANNOTATIONS_BYTES, record_too_large
 from placer.model.assignment import ASSIGNMENT_ANNOTATION, Assignment, JobAssignment
 from placer.model.plan import DomainRef
 

@@ -9,16 +9,16 @@ from typing import Any
 import pytest
 
 from benchmarks.simulate import cluster_sim as sim
-from placer.controller.decide.domains import hold_token, holds
-from placer.controller.decide.ledger import RESERVATION, LedgerEntry, entry_key
-from placer.controller.decide.planning import PlannedRound
-from placer.controller.decide.reserving import (
+from placer.controller.decide.observe.domains import hold_token, holds
+from placer.controller.decide.observe.snapshot import planning_snapshot
+from placer.controller.decide.observe.survey import ManagedJobSet, jobset_pods
+from placer.controller.decide.plan.planning import PlannedRound
+from placer.controller.decide.plan.reserving import (
     ReservationChanges,
     reservation_changes,
     running_timing,
 )
-from placer.controller.decide.snapshot import planning_snapshot
-from placer.controller.decide.survey import ManagedJobSet, jobset_pods
+from placer.controller.decide.records.ledger import RESERVATION, LedgerEntry, entry_key
 from placer.model.assignment import Assignment, JobAssignment
 from placer.model.cluster import RunningJobSet
 from placer.model.durations import EXPECTED_DURATION

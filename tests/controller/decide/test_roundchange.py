@@ -7,17 +7,23 @@ from __future__ import annotations
 
 import dataclasses
 
-from placer.controller.decide.domains import DomainIndex
-from placer.controller.decide.ledger import PLACEMENT, RESERVATION, Ledger, LedgerEntry, entry_key
-from placer.controller.decide.ledgerplan import LedgerView
-from placer.controller.decide.ledgersize import FULL, MAX_LEDGER_BYTES
+from placer.controller.decide.observe.domains import DomainIndex
+from placer.controller.decide.observe.snapshot import planning_snapshot
+from placer.controller.decide.observe.state import ClusterState
+from placer.controller.decide.observe.survey import survey
 from placer.controller.decide.observed import Reviewed
-from placer.controller.decide.planning import PlannedRound, planning_inputs, solve_targets
-from placer.controller.decide.review import review
-from placer.controller.decide.roundchange import RoundChange, round_change
-from placer.controller.decide.snapshot import planning_snapshot
-from placer.controller.decide.state import ClusterState
-from placer.controller.decide.survey import survey
+from placer.controller.decide.plan.planning import PlannedRound, planning_inputs, solve_targets
+from placer.controller.decide.records.ledger import (
+    PLACEMENT,
+    RESERVATION,
+    Ledger,
+    LedgerEntry,
+    entry_key,
+)
+from placer.controller.decide.records.ledgersize import FULL, MAX_LEDGER_BYTES
+from placer.controller.decide.review.ledgerplan import LedgerView
+from placer.controller.decide.review.review import review
+from placer.controller.decide.round.roundchange import RoundChange, round_change
 from placer.model.options import SolveOptions, TimePolicy
 from placer.solver.check.checker import check
 from placer.solver.registry import get_solver

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from placer.controller.decide.domains import DomainIndex
-from placer.controller.decide.ledger import EVICTION, Ledger, entry_key
+from placer.controller.decide.observe.domains import DomainIndex
+from placer.controller.decide.observe.snapshot import planning_snapshot
+from placer.controller.decide.observe.state import ClusterState
+from placer.controller.decide.observe.survey import jobset_pods, survey
 from placer.controller.decide.observed import Observed
-from placer.controller.decide.roundreview import ReviewSettings, judge
-from placer.controller.decide.snapshot import planning_snapshot
-from placer.controller.decide.state import ClusterState
-from placer.controller.decide.survey import jobset_pods, survey
+from placer.controller.decide.records.ledger import EVICTION, Ledger, entry_key
+from placer.controller.decide.round.roundreview import ReviewSettings, judge
 from placer.model.options import SolveOptions
 from placer.model.preemption import PreemptionPolicy
 from tests.controller.builders import state_of, tpu_cluster

@@ -7,17 +7,22 @@ from __future__ import annotations
 
 import dataclasses
 
-from placer.controller.decide.domains import DomainIndex
-from placer.controller.decide.ledger import LedgerEntry
+from placer.controller.decide.observe.domains import DomainIndex
+from placer.controller.decide.observe.snapshot import planning_snapshot
+from placer.controller.decide.observe.survey import survey
 from placer.controller.decide.observed import Announced, Reviewed
-from placer.controller.decide.planning import PlannedRound
-from placer.controller.decide.review import review
-from placer.controller.decide.roundchange import round_change
-from placer.controller.decide.roundwrites import round_evictions, round_writes
-from placer.controller.decide.snapshot import planning_snapshot
-from placer.controller.decide.survey import survey
-from placer.controller.decide.writeplan import WriteSettings
-from placer.controller.decide.writes import RecordAssignment, SuspendJobSet, UngatePod, Write
+from placer.controller.decide.plan.planning import PlannedRound
+from placer.controller.decide.records.ledger import LedgerEntry
+from placer.controller.decide.records.writes import (
+    RecordAssignment,
+    SuspendJobSet,
+    UngatePod,
+    Write,
+)
+from placer.controller.decide.review.review import review
+from placer.controller.decide.round.roundchange import round_change
+from placer.controller.decide.round.roundwrites import round_evictions, round_writes
+from placer.controller.decide.round.writeplan import WriteSettings
 from placer.model.options import SolveOptions
 from placer.model.preemption import PREEMPTED_AT, format_stamp
 from tests.controller.builders import add_jobset, on_blocks, reviewed_of, state_of, tpu_cluster

@@ -5,8 +5,8 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from placer.controller.decide.survey import PodEntry
-from placer.controller.decide.validity import own_usage
+from placer.controller.decide.observe.survey import PodEntry
+from placer.controller.decide.observe.validity import own_usage
 from placer.model.kube.pods import PodRef
 
 TPU = "google.com/tpu"

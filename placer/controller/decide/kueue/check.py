@@ -36,24 +36,29 @@ import math
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, field
 
-from placer.controller.decide.holder_names import named, token_owners
 from placer.controller.decide.kueue.messages import (
     domains_text,
     eta_text,
     quota_wait_message,
 )
-from placer.controller.decide.kueue.workloads import (
+from placer.controller.decide.observe.kueue import (
     KueueEvent,
     KueueView,
     KueueWorkload,
 )
-from placer.controller.decide.ledger import PLACEMENT, entry_key
-from placer.controller.decide.ledgerplan import LedgerView
-from placer.controller.decide.planning import PlannedRound
-from placer.controller.decide.review import Review
-from placer.controller.decide.state import ClusterState
-from placer.controller.decide.survey import ManagedJobSet
-from placer.controller.decide.writes import ActivateCheck, EmitEvent, SetAdmissionCheck, Write
+from placer.controller.decide.observe.state import ClusterState
+from placer.controller.decide.observe.survey import ManagedJobSet
+from placer.controller.decide.plan.planning import PlannedRound
+from placer.controller.decide.records.ledger import PLACEMENT, entry_key
+from placer.controller.decide.records.writes import (
+    ActivateCheck,
+    EmitEvent,
+    SetAdmissionCheck,
+    Write,
+)
+from placer.controller.decide.review.holder_names import named, token_owners
+from placer.controller.decide.review.ledgerplan import LedgerView
+from placer.controller.decide.review.review import Review
 from placer.model.assignment import PREFIX, Assignment
 from placer.model.durations import format_go_duration
 from placer.model.kueue.annotations import kueue_spelled

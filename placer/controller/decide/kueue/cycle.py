@@ -18,10 +18,10 @@ from placer.controller.decide.kueue.check import (
     check_writes,
     kueue_admission,
 )
-from placer.controller.decide.kueue.workloads import KueueView, read_kueue
+from placer.controller.decide.observe.kueue import KueueView, read_kueue
 from placer.controller.decide.observed import Observed, Reviewed
-from placer.controller.decide.planning import PlannedRound
-from placer.controller.decide.writes import Write
+from placer.controller.decide.plan.planning import PlannedRound
+from placer.controller.decide.records.writes import Write
 
 __all__ = ["kueue_survey", "kueue_writes"]
 

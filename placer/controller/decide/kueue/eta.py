@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from placer.controller.decide.domains import reserve
-from placer.controller.decide.kueue.workloads import KueueView
+from placer.controller.decide.observe.domains import reserve
+from placer.controller.decide.observe.kueue import KueueView
+from placer.controller.decide.observe.survey import ManagedJobSet
 from placer.controller.decide.observed import Reviewed
-from placer.controller.decide.planning import PlannedRound, PlanningInputs, held_nodes
-from placer.controller.decide.survey import ManagedJobSet
+from placer.controller.decide.plan.planning import PlannedRound, PlanningInputs, held_nodes
 from placer.model.workload import JobSetRequest
 from placer.solver.time.behind import expected_starts_behind
 

@@ -12,7 +12,7 @@ import math
 from collections.abc import Mapping, Sequence
 
 from placer.controller.decide.kueue.eta import QUOTA_WAIT
-from placer.controller.decide.kueue.workloads import KUEUE_SPELLING
+from placer.controller.decide.observe.kueue import KUEUE_SPELLING
 from placer.model.durations import format_rfc3339
 from placer.model.plan import DomainRef, JobSetOutcome
 

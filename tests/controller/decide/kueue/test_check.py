@@ -15,8 +15,6 @@ from hypothesis import strategies as st
 from benchmarks.simulate import cluster_sim as sim
 from placer.controller.act.memory_adapter import MemoryCluster
 from placer.controller.adapter import Obj, copy_json
-from placer.controller.decide.domains import DomainIndex, hold_token
-from placer.controller.decide.holder_names import named
 from placer.controller.decide.kueue.check import (
     PLACEMENT_ANNOTATION,
     CheckUpdate,
@@ -26,20 +24,22 @@ from placer.controller.decide.kueue.check import (
     release_evicted,
 )
 from placer.controller.decide.kueue.eta import estimate_behind
-from placer.controller.decide.kueue.workloads import CONTROLLER_NAME, KueueView, read_kueue
-from placer.controller.decide.ledger import PLACEMENT, entry_key
-from placer.controller.decide.ledgerplan import LedgerView
-from placer.controller.decide.planning import (
+from placer.controller.decide.observe.domains import DomainIndex, hold_token
+from placer.controller.decide.observe.kueue import CONTROLLER_NAME, KueueView, read_kueue
+from placer.controller.decide.observe.snapshot import planning_snapshot
+from placer.controller.decide.observe.state import ClusterState
+from placer.controller.decide.observe.survey import ManagedJobSet, survey
+from placer.controller.decide.plan.planning import (
     PlannedRound,
     PlanningInputs,
     planning_inputs,
     solve_targets,
 )
-from placer.controller.decide.review import Review, review
-from placer.controller.decide.snapshot import planning_snapshot
-from placer.controller.decide.state import ClusterState
-from placer.controller.decide.survey import ManagedJobSet, survey
-from placer.controller.decide.writes import Aborted, ActivateCheck, SetAdmissionCheck
+from placer.controller.decide.records.ledger import PLACEMENT, entry_key
+from placer.controller.decide.records.writes import Aborted, ActivateCheck, SetAdmissionCheck
+from placer.controller.decide.review.holder_names import named
+from placer.controller.decide.review.ledgerplan import LedgerView
+from placer.controller.decide.review.review import Review, review
 from placer.model.assignment import Assignment, JobAssignment
 from placer.model.cluster import DomainReservation
 from placer.model.durations import EXPECTED_DURATION

@@ -21,20 +21,25 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from placer.controller.adapter import Obj
-from placer.controller.decide.bindings import event_body, event_message
-from placer.controller.decide.bindingwrites import Hostnames, node_writes, pod_writes
-from placer.controller.decide.domains import domain_id
-from placer.controller.decide.holder_names import named, token_owners
 from placer.controller.decide.kueue.check import DEFAULT_HOLD_QUOTA_S
+from placer.controller.decide.observe.domains import domain_id
+from placer.controller.decide.observe.state import ClusterState
+from placer.controller.decide.observe.survey import Binding, ManagedJobSet
 from placer.controller.decide.observed import Announced, Observed
-from placer.controller.decide.planning import PlannedRound
+from placer.controller.decide.plan.planning import PlannedRound
+from placer.controller.decide.plan.reserving import DURATION_WARNING, reserved_message
 from placer.controller.decide.preempting import PREEMPTION_WARNING, Evictions, EvictionStep
-from placer.controller.decide.releases import RELEASED_MESSAGE
-from placer.controller.decide.reserving import DURATION_WARNING, reserved_message
-from placer.controller.decide.review import Review
-from placer.controller.decide.state import ClusterState
-from placer.controller.decide.survey import Binding, ManagedJobSet
-from placer.controller.decide.writes import EmitEvent, RecordAssignment, SuspendJobSet, Write
+from placer.controller.decide.records.bindings import event_body, event_message
+from placer.controller.decide.records.writes import (
+    EmitEvent,
+    RecordAssignment,
+    SuspendJobSet,
+    Write,
+)
+from placer.controller.decide.review.holder_names import named, token_owners
+from placer.controller.decide.review.releases import RELEASED_MESSAGE
+from placer.controller.decide.review.review import Review
+from placer.controller.decide.round.bindingwrites import Hostnames, node_writes, pod_writes
 from placer.model.assignment import Assignment
 
 __all__ = ["WriteSettings", "placed_message", "plan_writes"]

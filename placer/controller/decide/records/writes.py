@@ -15,7 +15,7 @@ from typing import Any, Literal, TypedDict
 from pydantic import BaseModel, ConfigDict
 
 from placer.controller.adapter import Obj, resource_version
-from placer.controller.decide.bindings import node_label_patch, ungate_patch
+from placer.controller.decide.records.bindings import node_label_patch, ungate_patch
 from placer.model.assignment import ASSIGNMENT_ANNOTATION
 from placer.model.preemption import PREEMPTED_AT, stamped, with_stamp
 from placer.model.snapshots.running import TERMINAL_PHASES

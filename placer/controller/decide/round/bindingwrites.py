@@ -15,17 +15,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 
-from placer.controller.decide.bindings import (
+from placer.controller.decide.observe.domains import DomainIndex
+from placer.controller.decide.observe.state import ClusterState
+from placer.controller.decide.observe.survey import ManagedJobSet
+from placer.controller.decide.records.bindings import (
     LABELED_BY_ANNOTATION,
     job_requirements,
     namespaced_job,
     node_label_patch,
     ungate_patch,
 )
-from placer.controller.decide.domains import DomainIndex
-from placer.controller.decide.state import ClusterState
-from placer.controller.decide.survey import ManagedJobSet
-from placer.controller.decide.writes import LabelNode, UngatePod, Write
+from placer.controller.decide.records.writes import LabelNode, UngatePod, Write
 from placer.model.assignment import Assignment
 from placer.model.kube.pods import JOB_NAME_LABEL
 from placer.model.snapshots.running import TERMINAL_PHASES

@@ -18,9 +18,9 @@ from functools import partial
 from typing import Any, Literal
 
 from placer.controller.adapter import Obj
-from placer.controller.decide.bindings import node_selector_label_problem
-from placer.controller.decide.ledger import Ledger
-from placer.controller.decide.state import ClusterState
+from placer.controller.decide.observe.state import ClusterState
+from placer.controller.decide.records.bindings import node_selector_label_problem
+from placer.controller.decide.records.ledger import Ledger
 from placer.model.assignment import ASSIGNMENT_ANNOTATION, PLACEMENT_GATE, Assignment
 from placer.model.durations import EXPECTED_DURATION
 from placer.model.errors import InputError

@@ -31,10 +31,10 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import Any
 
-from placer.controller.decide.domains import Hold
-from placer.controller.decide.ledger import RESERVATION, LedgerEntry, entry_key
-from placer.controller.decide.state import ClusterState
-from placer.controller.decide.survey import ManagedJobSet, PodEntry
+from placer.controller.decide.observe.domains import Hold
+from placer.controller.decide.observe.state import ClusterState
+from placer.controller.decide.observe.survey import ManagedJobSet, PodEntry
+from placer.controller.decide.records.ledger import RESERVATION, LedgerEntry, entry_key
 from placer.model.assignment import Assignment, JobAssignment
 from placer.model.cluster import ClusterSnapshot, DomainReservation, RunningJobSet
 from placer.model.durations import format_rfc3339

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from placer.controller.decide.domains import DomainIndex, JobsByHolder
-from placer.controller.decide.survey import ManagedJobSet, PodEntry
-from placer.controller.decide.validity import job_problem, own_usage
+from placer.controller.decide.observe.domains import DomainIndex, JobsByHolder
+from placer.controller.decide.observe.survey import ManagedJobSet, PodEntry
+from placer.controller.decide.observe.validity import job_problem, own_usage
 from placer.model.assignment import Assignment, JobAssignment
 from placer.model.options import SolveOptions
 from placer.model.workload import JobSetRequest, child_job_name

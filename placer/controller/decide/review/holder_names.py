@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from placer.controller.decide.domains import HOLD_PREFIX, holds
-from placer.controller.decide.review import Review, held_records
+from placer.controller.decide.observe.domains import HOLD_PREFIX, holds
+from placer.controller.decide.review.review import Review, held_records
 
 __all__ = ["named", "token_owners"]
 

@@ -15,12 +15,12 @@ from __future__ import annotations
 from collections.abc import Set
 
 from placer.controller.decide.kueue.cycle import kueue_writes
-from placer.controller.decide.ledger import EVICTION, entry_key, eviction_time
 from placer.controller.decide.observed import Announced, Reviewed
-from placer.controller.decide.planning import PlannedRound
+from placer.controller.decide.plan.planning import PlannedRound
 from placer.controller.decide.preempting import Evictions
-from placer.controller.decide.writeplan import WriteSettings, plan_writes
-from placer.controller.decide.writes import Write
+from placer.controller.decide.records.ledger import EVICTION, entry_key, eviction_time
+from placer.controller.decide.records.writes import Write
+from placer.controller.decide.round.writeplan import WriteSettings, plan_writes
 
 __all__ = ["round_evictions", "round_writes"]
 

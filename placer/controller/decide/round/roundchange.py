@@ -16,7 +16,10 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from placer.controller.decide.ledger import (
+from placer.controller.decide.observed import Reviewed
+from placer.controller.decide.plan.planning import PlannedRound
+from placer.controller.decide.plan.reserving import reservation_changes
+from placer.controller.decide.records.ledger import (
     EVICTION,
     Fence,
     LedgerChange,
@@ -24,11 +27,8 @@ from placer.controller.decide.ledger import (
     entry_key,
     eviction_time,
 )
-from placer.controller.decide.ledgerplan import ledger_change
-from placer.controller.decide.ledgersize import FULL, LedgerBytes
-from placer.controller.decide.observed import Reviewed
-from placer.controller.decide.planning import PlannedRound
-from placer.controller.decide.reserving import reservation_changes
+from placer.controller.decide.records.ledgersize import FULL, LedgerBytes
+from placer.controller.decide.review.ledgerplan import ledger_change
 
 __all__ = ["RoundChange", "round_change"]
 

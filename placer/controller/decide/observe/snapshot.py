@@ -12,14 +12,14 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from placer.controller.decide.bindings import (
+from placer.controller.decide.observe.domains import reserve
+from placer.controller.decide.observe.state import ClusterState
+from placer.controller.decide.observe.survey import Binding
+from placer.controller.decide.records.bindings import (
     LABELED_BY_ANNOTATION,
     NAMESPACED_JOB_LABEL,
     NO_SCHEDULE_TAINT,
 )
-from placer.controller.decide.domains import reserve
-from placer.controller.decide.state import ClusterState
-from placer.controller.decide.survey import Binding
 from placer.model.cluster import ClusterSnapshot
 from placer.model.errors import InputError
 from placer.model.kueue.topology import cluster_topology

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from placer.controller.adapter import Obj
-from placer.controller.decide.state import ClusterState, Key
+from placer.controller.decide.observe.state import ClusterState, Key
 from placer.model.assignment import PREFIX
 from placer.model.durations import parse_rfc3339
 from placer.model.errors import InputError

@@ -28,10 +28,10 @@ import dataclasses
 import logging
 from collections.abc import Sequence, Set
 
-from placer.controller.decide.ledger import PLACEMENT, entry_key
-from placer.controller.decide.ledgerplan import LedgerView
-from placer.controller.decide.recordsize import record_too_large
-from placer.controller.decide.survey import ManagedJobSet
+from placer.controller.decide.observe.survey import ManagedJobSet
+from placer.controller.decide.records.ledger import PLACEMENT, entry_key
+from placer.controller.decide.records.recordsize import record_too_large
+from placer.controller.decide.review.ledgerplan import LedgerView
 
 __all__ = ["RELEASED_MESSAGE", "release_suspended", "release_unwritable"]
 

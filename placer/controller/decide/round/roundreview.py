@@ -20,12 +20,12 @@ from dataclasses import dataclass, replace
 
 from placer.controller.decide.kueue.check import KueueAdmission, release_evicted
 from placer.controller.decide.kueue.cycle import kueue_survey
-from placer.controller.decide.kueue.workloads import KueueView
-from placer.controller.decide.ledgerplan import LedgerView, view_ledger
+from placer.controller.decide.observe.kueue import KueueView
 from placer.controller.decide.observed import Observed
 from placer.controller.decide.preempting import Eligibility, Evictions, eligibility
-from placer.controller.decide.releases import release_suspended, release_unwritable
-from placer.controller.decide.review import Review, review
+from placer.controller.decide.review.ledgerplan import LedgerView, view_ledger
+from placer.controller.decide.review.releases import release_suspended, release_unwritable
+from placer.controller.decide.review.review import Review, review
 from placer.model.options import SolveOptions
 
 __all__ = ["Judged", "ReviewSettings", "judge"]

@@ -28,12 +28,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
-from placer.controller.decide.domains import DomainIndex, JobsByHolder, holds, reserve
-from placer.controller.decide.ledger import LedgerEntry
+from placer.controller.decide.observe.domains import DomainIndex, JobsByHolder, holds, reserve
 from placer.controller.decide.observed import Reviewed
+from placer.controller.decide.plan.reserving import running_timing, snapshot_reservations
 from placer.controller.decide.preempting import Victim, chosen_evictions, evictable_snapshot
-from placer.controller.decide.reserving import running_timing, snapshot_reservations
-from placer.controller.decide.review import Target, held_records
+from placer.controller.decide.records.ledger import LedgerEntry
+from placer.controller.decide.review.review import Target, held_records
 from placer.model.assignment import Assignment, JobAssignment
 from placer.model.cluster import ClusterSnapshot
 from placer.model.options import SolveOptions

@@ -10,8 +10,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 
-from placer.controller.decide.domains import DomainIndex, domain_id
-from placer.controller.decide.survey import PodEntry
+from placer.controller.decide.observe.domains import DomainIndex, domain_id
+from placer.controller.decide.observe.survey import PodEntry
 from placer.model.assignment import JobAssignment
 from placer.model.kube.objects import pod_host_ports
 from placer.model.pod_requests import pod_request

@@ -22,8 +22,10 @@ from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, field, replace
 
 from placer.controller.adapter import Obj
-from placer.controller.decide.domains import DomainIndex
-from placer.controller.decide.ledger import (
+from placer.controller.decide.observe.domains import DomainIndex
+from placer.controller.decide.observe.state import ClusterState
+from placer.controller.decide.observe.survey import ManagedJobSet, is_finished, read_record
+from placer.controller.decide.records.ledger import (
     EVICTION,
     PLACEMENT,
     Fence,
@@ -32,10 +34,8 @@ from placer.controller.decide.ledger import (
     LedgerEntry,
     entry_key,
 )
-from placer.controller.decide.ledgersize import FULL, MAX_LEDGER_BYTES, LedgerBytes
-from placer.controller.decide.recordsize import record_too_large
-from placer.controller.decide.state import ClusterState
-from placer.controller.decide.survey import ManagedJobSet, is_finished, read_record
+from placer.controller.decide.records.ledgersize import FULL, MAX_LEDGER_BYTES, LedgerBytes
+from placer.controller.decide.records.recordsize import record_too_large
 from placer.model.assignment import Assignment, JobAssignment
 
 __all__ = ["LedgerView", "exclusive_clashes", "ledger_change", "view_ledger"]

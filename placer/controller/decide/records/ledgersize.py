@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Set
 
-from placer.controller.decide.ledger import Ledger, LedgerEntry
+from placer.controller.decide.records.ledger import Ledger, LedgerEntry
 
 __all__ = ["FULL", "MAX_LEDGER_BYTES", "LedgerBytes"]
 
