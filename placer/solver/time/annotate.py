@@ -80,7 +80,7 @@ class Annotator:
         if o.key in self.overdue:
             update["past_max_wait"] = True
         shared = self.shared.get(o.key)
-        if shared is not None:
+        if shared is not None and not shared.with_domains:
             return o.model_copy(update=update | self._shared(o.key, shared))
         reserved = self.reservations.get(o.key)
         if reserved is not None and not reserved.start_s:
@@ -102,12 +102,29 @@ class Annotator:
             "reserved_domains": refs if reserved is not None and r.start_s > 0 else [],
             "waits_for": self.units.waits_for(r),
         }
+        if shared is not None:
+            update |= self._behind_shared(o.key, r.start_s, shared, self.units.waits_for(r))
         return o.model_copy(update=update)
 
     def _never(self, key: str) -> dict[str, object]:
         """No expected start, and why from the cluster the JobSet was judged on last."""
         why = self.never.reason(key)
         return {"expected_start_seconds": None} | ({"reason": why} if why is not None else {})
+
+    def _behind_shared(
+        self, key: str, domains_s: float, start: SharedStart, waits_for: list[str]
+    ) -> dict[str, object]:
+        """A JobSet with child Jobs of both kinds: it starts when its pods without an exclusive
+        key have room too (`shared_starts`, from its domains' start on). Later than its
+        domains', it holds no reservation: one from the later start could overlap the next
+        JobSet's on those domains, and the pass gave them for the earlier one."""
+        if start.start_s is None:
+            return self._never(key) | {"reserved_domains": []}
+        ends = self.units.timeline.ends_s
+        both = sorted({*waits_for, *start.waits_for}, key=lambda k: (-ends.get(k, 0.0), k))
+        if start.start_s <= domains_s:
+            return {"waits_for": both}
+        return {"expected_start_seconds": start.start_s, "reserved_domains": [], "waits_for": both}
 
     def _shared(self, key: str, start: SharedStart) -> dict[str, object]:
         """A JobSet without an exclusive child Job: its start node by node, no domain held."""

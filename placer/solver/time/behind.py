@@ -73,8 +73,9 @@ def expected_starts_behind(
         free_at=units.free_at,
         holds=holds,
     )
-    shared = shared_starts(units, order, durations, placed, [*held, *others])
-    after = Annotator(units, {}, {r.jobset: r for r in found}, [], {}, shared=shared)
+    domains = {r.jobset: r for r in found}
+    shared = shared_starts(units, order, durations, placed, [*held, *others], domains)
+    after = Annotator(units, {}, domains, [], {}, shared=shared)
     return [
         after.outcome(
             JobSetOutcome(

@@ -28,8 +28,8 @@ from placer.solver.phases import plus_phase
 from placer.solver.reasons import Classifier, jobset_reason
 from placer.solver.time.calendar import Calendar
 from placer.solver.time.release import ReleaseTimeline, expected_duration_s
-from placer.solver.time.reservations import fits_some_day
-from placer.solver.time.shared.starts import only_shared, shared_starts
+from placer.solver.time.reservations import Reservation, fits_some_day
+from placer.solver.time.shared.starts import has_shared, shared_starts
 from placer.solver.time.units import Units
 
 __all__ = ["NeverFitSolver", "NeverReasons", "never_reason", "never_reasons"]
@@ -76,8 +76,8 @@ def never_reasons(
 ) -> dict[str, str]:
     """The JobSets of `keys` (of `jobsets`) that fit no domain set even once every running
     JobSet ends, each with why, judged as the time-aware pass judges them (`Units.candidate`,
-    `reservations.fits_some_day`; node by node, `shared_starts`, for a JobSet without an
-    exclusive child Job). One `Units` serves them all: a plan leaves hundreds out at fleet
+    `reservations.fits_some_day`; node by node, `shared_starts`, for its child Jobs without
+    an exclusive key). One `Units` serves them all: a plan leaves hundreds out at fleet
     scale, and most share a few shapes."""
     asked = [js for js in jobsets if js.key in keys]
     if not asked:
@@ -98,14 +98,18 @@ def never_reasons(
 
 
 def _fits_some_day(units: Units, jobset: JobSetRequest, options: SolveOptions) -> bool:
+    """Its child Jobs with an exclusive key fit some domains, and those without one some nodes
+    (a JobSet may have both)."""
     policy = options.time
     needs = units.candidate(jobset, policy.default_duration_s).needs
-    if needs:
-        return fits_some_day(needs, Calendar(units.layout, {}))
-    if not only_shared(units.ctx, jobset):
+    if needs and not fits_some_day(needs, Calendar(units.layout, {})):
+        return False
+    if not has_shared(units.ctx, jobset):
         return True
     duration = {jobset.key: expected_duration_s(jobset, policy)}
-    return shared_starts(units, [jobset], duration, (), ())[jobset.key].start_s is not None
+    domains = {jobset.key: Reservation(jobset.key, 0.0, duration[jobset.key])} if needs else {}
+    found = shared_starts(units, [jobset], duration, (), (), domains)
+    return found[jobset.key].start_s is not None
 
 
 class NeverFitSolver:

@@ -28,7 +28,8 @@ where it pays, in who starts now. Reservations cover child Jobs with an exclusiv
 without one are planned now, never reserved for, and kept off reserved nodes they would not
 leave in time. A JobSet made only of such pods starts now only if its pods fit, node by node, at
 its turn in queue order, and the domains they take are then closed to the JobSets behind it
-(`shared.room`); left out, it is timed node by node (`shared_starts`).
+(`shared.room`); left out, it is timed node by node (`shared_starts`), and so are the pods
+without an exclusive key of a JobSet that has both kinds, from its domains' start on.
 """
 
 from __future__ import annotations
@@ -151,7 +152,10 @@ class TimeAwareSolver:
             held = tuple(r for r in held if r.jobset not in running_now)
             estimates = _estimates(units, plan, order, reservations, held, durations)
             waiting = [js for js in order if js.key not in running_now]
-            shared = shared_starts(units, waiting, durations, placed, held)
+            # child Jobs with an exclusive key start from the domains the pass gave them, and
+            # a JobSet's pods without one not before (`shared.starts`)
+            domains = {**estimates, **{k: r for k, r in reservations.items() if r.start_s}}
+            shared = shared_starts(units, waiting, durations, placed, held, domains)
             priorities = {js.key: js.priority for js in jobsets}
             after = Annotator(units, reservations, estimates, held, priorities, overdue, shared)
             outcomes = [after.outcome(o) for o in plan.jobsets]

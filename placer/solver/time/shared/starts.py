@@ -24,8 +24,13 @@ as for JobSets with exclusive child Jobs.
 
 The node layout, and why it counts kinds of nodes rather than nodes, is `shared.timeline`'s.
 
-A JobSet with both kinds of child Jobs keeps the reservation pass's estimate (its domains'),
-which does not look at its shared pods.
+A JobSet with both kinds of child Jobs gets its domains from the reservation pass, and its
+pods without an exclusive key are judged here, from the time its domains are free on
+(`after`), off those domains while it runs (no other child Job enters one, its own neither):
+it starts when both have room. Without this it was told "now" round after round while its
+shared pods had none, and "now" when they fit no node at all rather than never. The domains
+are the pass's from their own start; when the shared pods come later, they are not asked
+again (another JobSet may be reserved there by then), so the start told can be early.
 """
 
 from __future__ import annotations
@@ -37,19 +42,23 @@ from placer.model.cluster import DomainReservation
 from placer.model.plan import JobSetOutcome
 from placer.model.workload import JobSetRequest
 from placer.solver.context import PlacementContext
+from placer.solver.time.reservations import Reservation
 from placer.solver.time.shared.timeline import NodeTimeline
 from placer.solver.time.units import Units
 
-__all__ = ["SharedStart", "only_shared", "shared_starts"]
+__all__ = ["SharedStart", "has_shared", "only_shared", "shared_starts"]
 
 
 @dataclass(frozen=True)
 class SharedStart:
     """A waiting JobSet's expected start (seconds from now; None: never), and the running
-    JobSets whose end on the nodes it is expected to take it waits for, the last to end first."""
+    JobSets whose end on the nodes it is expected to take it waits for, the last to end first.
+    `with_domains`: it has child Jobs with an exclusive key too, whose domains the reservation
+    pass gave it (`after`), and this start is not before theirs."""
 
     start_s: float | None
     waits_for: tuple[str, ...] = ()
+    with_domains: bool = False
 
 
 def only_shared(ctx: PlacementContext, jobset: JobSetRequest) -> bool:
@@ -58,29 +67,60 @@ def only_shared(ctx: PlacementContext, jobset: JobSetRequest) -> bool:
     return bool(classes) and all(jc.exclusive_key is None for jc in classes)
 
 
+def has_shared(ctx: PlacementContext, jobset: JobSetRequest) -> bool:
+    """Some child Job of `jobset` is without an exclusive key."""
+    return any(jc.exclusive_key is None for jc in ctx.classes_of(jobset))
+
+
 def shared_starts(
     units: Units,
     order: Sequence[JobSetRequest],
     durations: Mapping[str, float],
     placed: Iterable[JobSetOutcome],
     held: Iterable[DomainReservation],
+    after: Mapping[str, Reservation] | None = None,
 ) -> dict[str, SharedStart]:
-    """The expected start of each JobSet of `order` (queue order, none placed) whose child Jobs
-    all lack an exclusive key, behind `placed` (this plan's placed outcomes, running from now
-    for their expected durations) and the reservations `held` (future starts of other JobSets)."""
-    waiting = [js for js in order if only_shared(units.ctx, js)]
+    """The expected start of each JobSet of `order` (queue order, none placed) with child Jobs
+    without an exclusive key, behind `placed` (this plan's placed outcomes, running from now
+    for their expected durations) and the reservations `held` (future starts of other JobSets).
+    A JobSet with child Jobs of both kinds is judged only when `after` has its domains (the
+    reservation pass's start for them, a number); its pods start no earlier, off them."""
+    after = after or {}
+    waiting = [
+        js
+        for js in order
+        if only_shared(units.ctx, js)
+        or (has_shared(units.ctx, js) and _start_of(after.get(js.key)) is not None)
+    ]
     if not waiting:
         return {}
     timeline = NodeTimeline(units, durations, placed, held)
     found: dict[str, SharedStart] = {}
     for js in waiting:
-        placed_at = timeline.place(js, units.ctx, durations[js.key])
+        domains = after.get(js.key)
+        from_s = _start_of(domains) or 0.0
+        if domains is not None:
+            nodes = {n for group in domains.units.values() for u in group for n in _nodes(units, u)}
+            timeline.hold(js.key, nodes, from_s, from_s + durations[js.key])
+        placed_at = timeline.place(js, units.ctx, durations[js.key], not_before=from_s)
         if placed_at is None and units.last_resort() is not units.ctx:
             # judged on the hosts with condition taints back, as `Units.candidate` does last
-            placed_at = timeline.place(js, units.last_resort(), durations[js.key], back=True)
+            placed_at = timeline.place(
+                js, units.last_resort(), durations[js.key], back=True, not_before=from_s
+            )
+        mixed = domains is not None
         if placed_at is None:
-            found[js.key] = SharedStart(None)
+            found[js.key] = SharedStart(None, with_domains=mixed)
         else:
-            start, nodes = placed_at
-            found[js.key] = SharedStart(start, timeline.waited_for(nodes, start))
+            start, taken = placed_at
+            found[js.key] = SharedStart(start, timeline.waited_for(taken, start), mixed)
     return found
+
+
+def _start_of(r: Reservation | None) -> float | None:
+    return r.start_s if r is not None else None
+
+
+def _nodes(units: Units, unit: tuple[str, str]) -> Iterable[str]:
+    domain = units.domains.get(unit)
+    return domain.nodes if domain is not None else ()

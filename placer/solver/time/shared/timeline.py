@@ -175,19 +175,27 @@ class NodeTimeline:
     # -- the earliest window --
 
     def place(
-        self, js: JobSetRequest, ctx: PlacementContext, duration: float, *, back: bool = False
+        self,
+        js: JobSetRequest,
+        ctx: PlacementContext,
+        duration: float,
+        *,
+        back: bool = False,
+        not_before: float = 0.0,
     ) -> tuple[float, frozenset[str]] | None:
-        """`js`'s earliest start with its pods fitting over its whole expected run, judged on
-        `ctx`'s nodes (`back`: hosts with condition taints only from `UNHEALTHY_BACK_S`), and
-        the nodes its pods are packed on, where they are then held for the JobSets after it;
-        None when no time fits."""
-        classes = ctx.classes_of(js)
+        """The earliest start from `not_before` on with `js`'s pods without an exclusive key
+        fitting over its whole expected run, judged on `ctx`'s nodes (`back`: hosts with
+        condition taints only from `UNHEALTHY_BACK_S`), and the nodes its pods are packed on,
+        where they are then held for the JobSets after it; None when no time fits. Its child
+        Jobs with an exclusive key are the reservation pass's (`shared.starts` says how the
+        two meet)."""
+        classes = [jc for jc in ctx.classes_of(js) if jc.exclusive_key is None]
         late = self._late_hosts(ctx) if back else {}
         eligible = {jc.index: self._eligible(ctx, jc) for jc in classes}
         kinds = {jc.index: self._count(eligible[jc.index], late) for jc in classes}
         numbers = {number for counted in kinds.values() for number, _ in counted}
         ends = {u.end for number in numbers for u in self.kinds[number][1]}
-        times = sorted({0.0, *ends, *late.values()})
+        times = sorted(t for t in {not_before, *ends, *late.values()} if t >= not_before)
         sweeps = [_Sweep(self, jc.rjob.pod, kinds[jc.index], times, duration) for jc in classes]
         needs = [jc.rjob.replicas * jc.rjob.pods_per_job for jc in classes]
         for i, t in enumerate(times):

@@ -1,0 +1,169 @@
+"""When a waiting JobSet with child Jobs of both kinds starts: workers with an exclusive key, a
+coordinator without one.
+
+Before, the time-aware pass timed such a JobSet by its domains alone: its coordinator's pods,
+with no room on their nodes for hours, left it told "now" round after round, and a coordinator
+fitting no node at all left it told "now" rather than never (so never Rejected under Kueue).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from placer.model.cluster import ClusterSnapshot
+from placer.model.options import SolveOptions
+from placer.model.whatif import without_jobsets
+from placer.model.workload import JobSetRequest
+from placer.solver.registry import get_solver
+from placer.solver.time.behind import expected_starts_behind
+from placer.solver.time.never import never_reason
+from tests.solver.time.test_shared_starts import HEAD, _running, _solve
+from tests.solver.time.test_timeaware import NOW, H
+from tests.strategies import TPU_TOPOLOGY, cluster, jobset, pool, rjob, running_pool
+
+WORKERS = {TPU_TOPOLOGY: "2x4"}
+"""The workers' pools: every pool but the coordinator's, which is 4x4."""
+
+
+def _mixed(
+    coordinator: str = "4x4", *, workers: int = 1, pods: int = 1, tpu: int = 4, hours: float = 2
+) -> JobSetRequest:
+    """`workers` child Jobs of two 4-chip pods, one node pool each, and one coordinator of
+    `pods` pods of `tpu` chips on the pool of TPU topology `coordinator`, no exclusive key."""
+    return jobset(
+        "mixed",
+        rjob("workers", replicas=workers, node_selector=WORKERS),
+        rjob(
+            "coord",
+            pods_per_job=pods,
+            exclusive=None,
+            tpu=tpu,
+            node_selector={TPU_TOPOLOGY: coordinator},
+        ),
+    ).model_copy(
+        update={
+            "expected_duration_s": hours * H,
+            "duration_source": "annotation",
+            "creation_timestamp": NOW - timedelta(minutes=1),
+        }
+    )
+
+
+def _fleet(workers_end_h: float | None, coordinator_end_h: float | None) -> ClusterSnapshot:
+    """A workers' pool (`pool-0`, busy until `workers_end_h`, free if None) and the
+    coordinator's 4x4 pool (`pool-c`, likewise)."""
+    ends: dict[str, float] = {}
+    pools = []
+    for name, end, topology in [
+        ("pool-0", workers_end_h, "2x4"),
+        ("pool-c", coordinator_end_h, "4x4"),
+    ]:
+        if end is None:
+            pools.append(pool(name, 2, topology=topology))
+        else:
+            pools.append(running_pool(name, 2, f"ns/run-{name}", topology=topology))
+            ends[f"ns/run-{name}"] = end
+    return _running(cluster(*pools), ends)
+
+
+@pytest.mark.parametrize("solver", ["cpsat", "best-fit"])
+def test_its_start_waits_for_room_for_the_coordinator(solver: str) -> None:
+    # the workers' pool is free now, the coordinator's in 3 h
+    plan = _solve(_fleet(None, 3), [_mixed()], solver)
+    o = plan.outcome("team-a/mixed")
+    assert (o.status, o.expected_start_seconds, o.waits_for) == (
+        "unschedulable",
+        3 * H,
+        ["ns/run-pool-c"],
+    )
+    # its domains were the pass's from now: from 3 h they are not asked again, so none is held
+    assert o.reserved_domains == []
+
+
+@pytest.mark.parametrize("solver", ["cpsat", "best-fit"])
+def test_a_reservation_for_its_domains_stands_when_the_coordinator_has_room_by_then(
+    solver: str,
+) -> None:
+    # the workers' pool frees in 2 h, the coordinator's in 1 h: the domains decide
+    plan = _solve(_fleet(2, 1), [_mixed()], solver)
+    o = plan.outcome("team-a/mixed")
+    assert o.expected_start_seconds == 2 * H
+    assert [d.value for d in o.reserved_domains] == ["pool-0"]
+    assert o.waits_for == ["ns/run-pool-0", "ns/run-pool-c"]
+
+
+@pytest.mark.parametrize("solver", ["cpsat", "best-fit"])
+def test_a_coordinator_fitting_no_node_is_told_never_and_why(solver: str) -> None:
+    plan = _solve(_fleet(None, None), [_mixed("9x9")], solver)
+    o = plan.outcome("team-a/mixed")
+    assert (o.expected_start_seconds, o.reserved_domains) == (None, [])
+    assert f"nodeSelector {TPU_TOPOLOGY}=9x9" in o.reason
+    # `placer explain` without time flags asks the same question
+    snap = _fleet(1, 1)
+    why = never_reason(snap, [_mixed("9x9")], SolveOptions(), _mixed("9x9"))
+    assert why is not None and f"nodeSelector {TPU_TOPOLOGY}=9x9" in why
+    assert never_reason(snap, [_mixed()], SolveOptions(), _mixed()) is None
+
+
+def test_a_kueue_workload_without_quota_gets_the_same_start() -> None:
+    [o] = expected_starts_behind(_fleet(None, 3), [_mixed()], HEAD)
+    assert (o.expected_start_seconds, o.waits_for) == (3 * H, ["ns/run-pool-c"])
+
+
+@st.composite
+def _worlds(draw: st.DrawFn) -> tuple[ClusterSnapshot, JobSetRequest]:
+    """Workers' pools (2x4) and the coordinator's pool (4x4), each busy until a drawn hour or
+    free, and one JobSet of 1-2 workers and a coordinator of drawn pods and chips, on the 4x4
+    pool or on a topology no pool has."""
+    pools: list[object] = []
+    ends: dict[str, float] = {}
+    for i in range(draw(st.integers(1, 3))):
+        name, hosts = f"pool-{i}", draw(st.integers(1, 3))
+        if draw(st.booleans()):
+            ends[f"ns/run-{i}"] = float(draw(st.integers(1, 6)))
+            pools.append(running_pool(name, hosts, f"ns/run-{i}"))
+        else:
+            pools.append(pool(name, hosts))
+    hosts = draw(st.integers(1, 2))
+    if draw(st.booleans()):
+        ends["ns/run-c"] = float(draw(st.integers(1, 6)))
+        pools.append(running_pool("pool-c", hosts, "ns/run-c", topology="4x4"))
+    else:
+        pools.append(pool("pool-c", hosts, topology="4x4"))
+    waiting = _mixed(
+        draw(st.sampled_from(["4x4", "4x4", "4x4", "9x9"])),
+        workers=draw(st.integers(1, 2)),
+        pods=draw(st.integers(1, 4)),
+        tpu=draw(st.sampled_from([1, 2, 4])),
+        hours=draw(st.integers(1, 4)),
+    )
+    return _running(cluster(*pools), ends), waiting  # type: ignore[arg-type]
+
+
+@settings(max_examples=60, deadline=None)
+@given(_worlds())
+def test_the_start_is_the_first_end_after_which_the_whole_jobset_fits(
+    world: tuple[ClusterSnapshot, JobSetRequest],
+) -> None:
+    """The oracle: best-fit without time, on the snapshot once every JobSet ending by t ended,
+    places the whole JobSet (workers and coordinator) at the expected start and at no earlier
+    end; never placed: no start. Runs only end, so the first time both kinds fit is the later
+    of each kind's first."""
+    snap, waiting = world
+    plan = _solve(snap, [waiting])
+    got = plan.outcome(waiting.key).expected_start_seconds
+    ends = sorted({0.0, *(r.expected_duration_s or 0.0 for r in snap.running.values())})
+    plain = SolveOptions(workers=1)
+
+    def fits_after(t: float) -> bool:
+        gone = [k for k, r in snap.running.items() if (r.expected_duration_s or 0.0) <= t]
+        later, _, _ = without_jobsets(snap, gone)
+        alone = get_solver("best-fit").solve(later, [waiting], plain)
+        return alone.outcome(waiting.key).status == "placed"
+
+    expected = next((t for t in ends if fits_after(t)), None)
+    assert got == expected
