@@ -50,7 +50,7 @@ from placer.solver.time.holding import held_reservations
 from placer.solver.time.release import ReleaseTimeline, expected_duration_s
 from placer.solver.time.reservations import Reservation, UnitId, reserve
 from placer.solver.time.shared.room import NodeRoom
-from placer.solver.time.shared.starts import only_shared, shared_starts
+from placer.solver.time.shared.starts import never_beside_domains, only_shared, shared_starts
 from placer.solver.time.standing import past_max_wait, reservation_order, tiers
 from placer.solver.time.units import Units
 
@@ -341,7 +341,10 @@ def _reserve_all(
     """The reservation phase: the schedule's (`--schedule cpsat`) unless it has no answer, else
     the greedy pass's, per JobSet in `order`; and what the schedule has to say. `overdue`: the
     JobSets past `--max-wait` (`standing.past_max_wait`), which the greedy pass always
-    reserves."""
+    reserves. A JobSet whose pods without an exclusive key fit no node gets none
+    (`never_beside_domains`)."""
+    never = never_beside_domains(units, order, durations)
+    order = [js for js in order if js.key not in never]
     policy = options.time
     now = policy.now or datetime.now(UTC)
     notes: list[str] = []
@@ -403,7 +406,8 @@ def _reserve_all(
             reservations, order_keys, stated, overdue, policy.head
         )
         notes += [dropped] if dropped else []
-    return reservations, notes
+    never_reserved = {k: Reservation(k, None, None) for k in never}
+    return reservations | never_reserved, notes
 
 
 def _kept(

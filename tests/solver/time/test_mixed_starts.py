@@ -167,3 +167,25 @@ def test_the_start_is_the_first_end_after_which_the_whole_jobset_fits(
 
     expected = next((t for t in ends if fits_after(t)), None)
     assert got == expected
+
+
+@pytest.mark.parametrize("solver", ["cpsat", "best-fit"])
+def test_one_that_never_fits_holds_no_domains_for_the_jobsets_behind(solver: str) -> None:
+    """`mixed` (two workers' pools, a coordinator on a topology no pool has) queued ahead of
+    `next`: pool-0 frees in 1 h, so the pass reserved both pools for `mixed` from then, and
+    `next` (one pool, 2 h) was kept off the free pool-1 for a start that never comes."""
+    snap = _running(
+        cluster(running_pool("pool-0", 2, "ns/run-a"), pool("pool-1", 2)), {"ns/run-a": 1}
+    )
+    mixed = _mixed("9x9", workers=2).model_copy(update={"priority": 10})
+    after = jobset("next", rjob(node_selector=WORKERS)).model_copy(
+        update={
+            "expected_duration_s": 2 * H,
+            "duration_source": "annotation",
+            "creation_timestamp": NOW,
+        }
+    )
+    plan = _solve(snap, [mixed, after], solver)
+    o = plan.outcome("team-a/mixed")
+    assert (o.expected_start_seconds, o.reserved_domains) == (None, [])
+    assert plan.outcome("team-a/next").status == "placed"

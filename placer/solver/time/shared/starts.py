@@ -30,7 +30,8 @@ pods without an exclusive key are judged here, from the time its domains are fre
 it starts when both have room. Without this it was told "now" round after round while its
 shared pods had none, and "now" when they fit no node at all rather than never. The domains
 are the pass's from their own start; when the shared pods come later, they are not asked
-again (another JobSet may be reserved there by then), so the start told can be early.
+again (another JobSet may be reserved there by then), so the start told can be early. One whose
+shared pods fit no node at all gets no domains from the pass (`never_beside_domains`).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from placer.solver.time.reservations import Reservation
 from placer.solver.time.shared.timeline import NodeTimeline
 from placer.solver.time.units import Units
 
-__all__ = ["SharedStart", "has_shared", "only_shared", "shared_starts"]
+__all__ = ["SharedStart", "has_shared", "never_beside_domains", "only_shared", "shared_starts"]
 
 
 @dataclass(frozen=True)
@@ -124,3 +125,19 @@ def _start_of(r: Reservation | None) -> float | None:
 def _nodes(units: Units, unit: tuple[str, str]) -> Iterable[str]:
     domain = units.domains.get(unit)
     return domain.nodes if domain is not None else ()
+
+
+def never_beside_domains(
+    units: Units, order: Sequence[JobSetRequest], durations: Mapping[str, float]
+) -> frozenset[str]:
+    """The JobSets of `order` with child Jobs of both kinds whose pods without an exclusive key
+    fit no node even once every running JobSet ends: the reservation pass gives them no
+    domains (held for a start that never comes, they closed those domains to the JobSets
+    behind, round after round). One timeline for all of them: each is placed once the ones
+    before it end, so only a JobSet that fits nowhere gets no start."""
+    mixed = [js for js in order if has_shared(units.ctx, js) and not only_shared(units.ctx, js)]
+    if not mixed:
+        return frozenset()
+    anywhere = {js.key: Reservation(js.key, 0.0, durations[js.key]) for js in mixed}
+    found = shared_starts(units, mixed, durations, (), (), anywhere)
+    return frozenset(k for k, start in found.items() if start.start_s is None)
