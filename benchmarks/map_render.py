@@ -25,9 +25,9 @@ from benchmarks.worlds.scenarios import build_tpu_pool_fleet, hetero
 from placer.model.jobset.parse import load_jobsets
 from placer.model.options import SolveOptions
 from placer.model.snapshots.load import load_snapshot
-from placer.render.fleet_map import build_fleet_map
-from placer.render.map_html import render_map_html
-from placer.render.map_png import write_map_png
+from placer.render.maps.fleet_map import build_fleet_map
+from placer.render.maps.html import render_map_html
+from placer.render.maps.png import write_map_png
 from placer.solver.registry import get_solver
 
 __all__ = ["main"]

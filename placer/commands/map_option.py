@@ -14,8 +14,8 @@ from collections.abc import Collection, Sequence
 from placer.model.cluster import ClusterSnapshot
 from placer.model.plan import Plan
 from placer.model.workload import JobSetRequest
-from placer.render.fleet_map import build_fleet_map
-from placer.render.map_file import check_map_path, write_map
+from placer.render.maps.file import check_map_path, write_map
+from placer.render.maps.fleet_map import build_fleet_map
 
 __all__ = ["add_map_arg", "check_map_arg", "draw_map"]
 

@@ -14,7 +14,7 @@ from placer.model.plan import (
     PodPlacement,
     SolverReport,
 )
-from placer.render.fleet_map import (
+from placer.render.maps.fleet_map import (
     OTHERS,
     PALETTE,
     STATE_COLORS,
@@ -22,7 +22,7 @@ from placer.render.fleet_map import (
     MapHost,
     build_fleet_map,
 )
-from placer.render.map_geometry import arrange
+from placer.render.maps.geometry import arrange
 from placer.solver.check.checker import check
 from tests.strategies import BLOCK, HOSTNAME, NODEPOOL, cluster, jobset, pool, rjob
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from placer.model.cluster import ClusterSnapshot, Node
-from placer.render.map_tree import BLOCK_HINTS, NO_TOPOLOGY, block_title, natural, place_hosts
+from placer.render.maps.tree import BLOCK_HINTS, NO_TOPOLOGY, block_title, natural, place_hosts
 from tests.strategies import NODEPOOL, pool
 
 BLOCK, SUBBLOCK = BLOCK_HINTS

@@ -9,8 +9,8 @@ import pytest
 
 from placer.model.jobset.parse import load_jobsets
 from placer.model.snapshots.load import load_snapshot
-from placer.render.fleet_map import FleetMap, build_fleet_map, tint
-from placer.render.map_html import render_map_html
+from placer.render.maps.fleet_map import FleetMap, build_fleet_map, tint
+from placer.render.maps.html import render_map_html
 from tests.strategies import solve_checked
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -80,7 +80,7 @@ def test_png_is_a_valid_image_with_the_jobset_colors(
     pytest.importorskip("matplotlib")
     from PIL import Image
 
-    from placer.render.map_png import write_map_png
+    from placer.render.maps.png import write_map_png
 
     fleet, _ = _example_map(cluster, jobsets)
     path = write_map_png(fleet, tmp_path / "map.png")

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from html import escape
 
-from placer.render.fleet_map import FleetMap, LegendEntry, MapHost, tint
-from placer.render.map_geometry import (
+from placer.render.maps.fleet_map import FleetMap, LegendEntry, MapHost, tint
+from placer.render.maps.geometry import (
     BLOCK_PAD_PX,
     BLOCK_TITLE_PX,
     LABEL_PX,

@@ -1,10 +1,10 @@
 """The placement map as plain data: the fleet by topology level, one state per host, and a legend.
 
-`placer plan|explain|capacity --map FILE` draw this; the two writers (`map_html`, `map_png`) only
+`placer plan|explain|capacity --map FILE` draw this; the two writers (`html`, `png`) only
 turn it into pixels, so both show the same thing. It reads the cluster snapshot and a `Plan` (the
 plan document's model) and nothing of the solvers.
 
-Structure: blocks hold domains, which hold hosts (`map_tree` decides which host goes where).
+Structure: blocks hold domains, which hold hosts (`tree` decides which host goes where).
 Each host gets one state, the first that applies:
 
   running   pods of a running JobSet are on it (colored by that JobSet, solid)
@@ -30,7 +30,7 @@ from placer.model.cluster import ClusterSnapshot, Node
 from placer.model.plan import DomainRef, Plan
 from placer.model.resources import is_accelerator
 from placer.model.topology import HOSTNAME
-from placer.render.map_tree import BlockPath, block_title, place_hosts
+from placer.render.maps.tree import BlockPath, block_title, place_hosts
 
 __all__ = [
     "OTHERS",

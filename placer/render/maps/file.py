@@ -11,9 +11,9 @@ import importlib.util
 from pathlib import Path
 
 from placer.model.errors import InputError
-from placer.render.fleet_map import FleetMap
-from placer.render.map_html import render_map_html
-from placer.render.map_png import MISSING_MATPLOTLIB, write_map_png
+from placer.render.maps.fleet_map import FleetMap
+from placer.render.maps.html import render_map_html
+from placer.render.maps.png import MISSING_MATPLOTLIB, write_map_png
 
 __all__ = ["MAP_SUFFIXES", "check_map_path", "write_map"]
 

@@ -1,6 +1,6 @@
 """The placement map as a PNG, drawn with matplotlib (the optional `map` extra).
 
-Same geometry as the HTML map (`map_geometry.arrange`), laid out in pixels: the legend in a column
+Same geometry as the HTML map (`geometry.arrange`), laid out in pixels: the legend in a column
 on the left, the fleet on the right. Rectangles go in a few collections (one per fill kind) so a
 10,000-host map draws in seconds. matplotlib is imported only when a PNG is asked for.
 """
@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from placer.model.errors import InputError
-from placer.render.fleet_map import FleetMap, LegendEntry, tint
-from placer.render.map_geometry import (
+from placer.render.maps.fleet_map import FleetMap, LegendEntry, tint
+from placer.render.maps.geometry import (
     BLOCK_PAD_PX,
     BLOCK_TITLE_PX,
     LABEL_PX,

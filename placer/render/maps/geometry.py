@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from placer.render.fleet_map import FleetMap, MapDomain, MapHost
+from placer.render.maps.fleet_map import FleetMap, MapDomain, MapHost
 
 __all__ = [
     "BlockBox",
