@@ -16,12 +16,10 @@ from hypothesis import strategies as st
 
 from placer.model.cluster import ClusterSnapshot
 from placer.model.options import SolveOptions
-from placer.model.whatif import without_jobsets
 from placer.model.workload import JobSetRequest
-from placer.solver.registry import get_solver
 from placer.solver.time.behind import expected_starts_behind
 from placer.solver.time.never import never_reason
-from tests.solver.time.test_shared_starts import HEAD, _running, _solve
+from tests.solver.time.test_shared_starts import HEAD, _running, _solve, first_end_it_fits
 from tests.solver.time.test_timeaware import NOW, H
 from tests.strategies import TPU_TOPOLOGY, cluster, jobset, pool, rjob, running_pool
 
@@ -155,18 +153,7 @@ def test_the_start_is_the_first_end_after_which_the_whole_jobset_fits(
     of each kind's first."""
     snap, waiting = world
     plan = _solve(snap, [waiting])
-    got = plan.outcome(waiting.key).expected_start_seconds
-    ends = sorted({0.0, *(r.expected_duration_s or 0.0 for r in snap.running.values())})
-    plain = SolveOptions(workers=1)
-
-    def fits_after(t: float) -> bool:
-        gone = [k for k, r in snap.running.items() if (r.expected_duration_s or 0.0) <= t]
-        later, _, _ = without_jobsets(snap, gone)
-        alone = get_solver("best-fit").solve(later, [waiting], plain)
-        return alone.outcome(waiting.key).status == "placed"
-
-    expected = next((t for t in ends if fits_after(t)), None)
-    assert got == expected
+    assert plan.outcome(waiting.key).expected_start_seconds == first_end_it_fits(snap, waiting)
 
 
 @pytest.mark.parametrize("solver", ["cpsat", "best-fit"])
