@@ -415,3 +415,44 @@ def test_a_jobset_without_an_exclusive_key_that_fits_no_node_is_rejected(
     jobset = scenario.get_jobset("nowhere")
     assert jobset["spec"]["suspend"] is True
     assert scenario.pods_of("nowhere") == []
+
+
+def test_a_jobset_whose_coordinator_fits_no_node_is_rejected(scenario: Scenario) -> None:
+    """Its workers take a slice each (the exclusive key on their replicated job); its
+    coordinator, without one, names a topology no pool has. The time-aware pass timed such a
+    JobSet by its slices alone and told it "expected start now", so the check stayed Pending and
+    held the quota for good; with the coordinator judged node by node it fits no node even once
+    every running JobSet ends, the check turns Rejected with why, and Kueue deactivates the
+    Workload."""
+    scenario.use_example_cluster("tpu-v5e-v6e.yaml")
+    setup(scenario, tpu_quota=16)
+    scenario.start_controller("--kueue-admission-check")
+    manifest = queued("mixed", slices=1)
+    exclusive = "alpha.jobset.sigs.k8s.io/exclusive-topology"
+    workers = manifest["spec"]["replicatedJobs"][0]
+    key = manifest["metadata"]["annotations"].pop(exclusive)
+    workers["template"].setdefault("metadata", {}).setdefault("annotations", {})[exclusive] = key
+    coordinator = copy.deepcopy(workers)
+    coordinator["name"] = "coord"
+    coordinator["replicas"] = 1
+    coordinator["template"]["metadata"]["annotations"].pop(exclusive)
+    coordinator["template"]["spec"].update(parallelism=1, completions=1)
+    pod = coordinator["template"]["spec"]["template"]["spec"]
+    pod["nodeSelector"]["cloud.google.com/gke-tpu-topology"] = "16x16"
+    manifest["spec"]["replicatedJobs"].append(coordinator)
+    scenario.create_jobset(manifest)
+
+    def deactivated() -> bool:
+        return ((workload_of(scenario, "mixed") or {}).get("spec") or {}).get("active") is False
+
+    wait_until(deactivated, timeout_s=90, what="Kueue to deactivate mixed's Workload")
+    conditions = (workload_of(scenario, "mixed") or {})["status"]["conditions"]
+    messages = [c.get("message", "") for c in conditions]
+    assert any(
+        "can never be placed, not even on an empty cluster: " in m
+        and "not matching nodeSelector cloud.google.com/gke-tpu-topology=16x16" in m
+        for m in messages
+    ), messages
+    jobset = scenario.get_jobset("mixed")
+    assert jobset["spec"]["suspend"] is True
+    assert scenario.pods_of("mixed") == []
