@@ -32,7 +32,10 @@ from tests.solver.time.test_timeaware import NOW, H, _timed
 from tests.strategies import NODEPOOL, cluster, jobset, pool, rjob, running_pool
 
 ALL = SolveOptions(workers=1, time=TimePolicy(now=NOW, reservations="all"))
-SOLVED_AGAIN = "start now: solved again"
+KEPT_TO_THE_PASS = "held to the domains the pass gave them"
+"""In the note of a plan solved again because it left out a JobSet the pass starts now
+(`timeaware._keep_start_now`); the release's note (a JobSet started now early, its later
+reservation dropped) also begins "start now: solved again", and is no such failure."""
 
 
 def _shared(name: str, *, pool_name: str | None = None, priority: int = 0) -> JobSetRequest:
@@ -219,4 +222,4 @@ def test_every_jobset_the_pass_starts_now_is_placed_without_solving_again_by_cps
     placed = {o.key for o in plan.jobsets if o.status == "placed"}
     assert now <= placed
     if solver == "cpsat":
-        assert not any(n.startswith(SOLVED_AGAIN) for n in plan.solver.notes)
+        assert not any(KEPT_TO_THE_PASS in n for n in plan.solver.notes)
