@@ -176,3 +176,29 @@ def test_one_that_never_fits_holds_no_domains_for_the_jobsets_behind(solver: str
     o = plan.outcome("team-a/mixed")
     assert (o.expected_start_seconds, o.reserved_domains) == (None, [])
     assert plan.outcome("team-a/next").status == "placed"
+
+
+@pytest.mark.parametrize("solver", ["cpsat", "best-fit"])
+def test_its_domains_must_still_be_free_when_the_coordinator_has_room(solver: str) -> None:
+    """`wide` (both workers' pools, queued ahead) is reserved from 2 h, when run-b's pool-1
+    frees, to 4 h. `mixed` fits pool-0 now until then, but its coordinator waits for pool-c
+    (3 h), when `wide` holds pool-0: it starts once `wide` ends, at 4 h. Before, told 3 h."""
+    snap = _running(
+        cluster(
+            pool("pool-0", 2),
+            running_pool("pool-1", 2, "ns/run-b"),
+            running_pool("pool-c", 2, "ns/run-c", topology="4x4"),
+        ),
+        {"ns/run-b": 2, "ns/run-c": 3},
+    )
+    wide = jobset("wide", rjob(replicas=2, node_selector=WORKERS), priority=10).model_copy(
+        update={
+            "expected_duration_s": 2 * H,
+            "duration_source": "annotation",
+            "creation_timestamp": NOW - timedelta(minutes=2),
+        }
+    )
+    plan = _solve(snap, [wide, _mixed()], solver)
+    assert plan.outcome("team-a/wide").expected_start_seconds == 2 * H
+    o = plan.outcome("team-a/mixed")
+    assert (o.expected_start_seconds, o.reserved_domains) == (4 * H, [])

@@ -26,12 +26,13 @@ The node layout, and why it counts kinds of nodes rather than nodes, is `shared.
 
 A JobSet with both kinds of child Jobs gets its domains from the reservation pass, and its
 pods without an exclusive key are judged here, from the time its domains are free on
-(`after`), off those domains while it runs (no other child Job enters one, its own neither):
-it starts when both have room. Without this it was told "now" round after round while its
-shared pods had none, and "now" when they fit no node at all rather than never. The domains
-are the pass's from their own start; when the shared pods come later, they are not asked
-again (another JobSet may be reserved there by then), so the start told can be early. One whose
-shared pods fit no node at all gets no domains from the pass (`never_beside_domains`).
+(`after`), off those domains (no other child Job enters one, its own neither): it starts at
+the first time its pods have room and those domains are still free of every other use for its
+whole run (another JobSet may be reserved there after the pass's start for it). Without this
+it was told "now" round after round while its shared pods had no room, and "now" when they fit
+no node at all rather than never. The domains stay the pass's: a later start on others is not
+looked for. One whose shared pods fit no node at all gets no domains from the pass
+(`never_beside_domains`).
 """
 
 from __future__ import annotations
@@ -100,14 +101,24 @@ def shared_starts(
     for js in waiting:
         domains = after.get(js.key)
         from_s = _start_of(domains) or 0.0
-        if domains is not None:
-            nodes = {n for group in domains.units.values() for u in group for n in _nodes(units, u)}
-            timeline.hold(js.key, nodes, from_s, from_s + durations[js.key])
-        placed_at = timeline.place(js, units.ctx, durations[js.key], not_before=from_s)
+        nodes = frozenset(
+            n
+            for group in (domains.units.values() if domains is not None else ())
+            for u in group
+            for n in _nodes(units, u)
+        )
+        placed_at = timeline.place(
+            js, units.ctx, durations[js.key], not_before=from_s, domains=nodes
+        )
         if placed_at is None and units.last_resort() is not units.ctx:
             # judged on the hosts with condition taints back, as `Units.candidate` does last
             placed_at = timeline.place(
-                js, units.last_resort(), durations[js.key], back=True, not_before=from_s
+                js,
+                units.last_resort(),
+                durations[js.key],
+                back=True,
+                not_before=from_s,
+                domains=nodes,
             )
         mixed = domains is not None
         if placed_at is None:

@@ -182,19 +182,28 @@ class NodeTimeline:
         *,
         back: bool = False,
         not_before: float = 0.0,
+        domains: frozenset[str] = frozenset(),
     ) -> tuple[float, frozenset[str]] | None:
         """The earliest start from `not_before` on with `js`'s pods without an exclusive key
         fitting over its whole expected run, judged on `ctx`'s nodes (`back`: hosts with
         condition taints only from `UNHEALTHY_BACK_S`), and the nodes its pods are packed on,
         where they are then held for the JobSets after it; None when no time fits. Its child
-        Jobs with an exclusive key are the reservation pass's (`shared.starts` says how the
-        two meet)."""
+        Jobs with an exclusive key are the reservation pass's: `domains`, the nodes of the
+        domains it gave them, take none of these pods and must be free of every other use over
+        the same run, and are held whole for it from the start found (`shared.starts`)."""
         classes = [jc for jc in ctx.classes_of(js) if jc.exclusive_key is None]
         late = self._late_hosts(ctx) if back else {}
         eligible = {jc.index: self._eligible(ctx, jc) for jc in classes}
-        kinds = {jc.index: self._count(eligible[jc.index], late) for jc in classes}
+        if domains:
+            # a list of its own, so counted afresh: `_count` keeps counts per shared list
+            eligible = {i: [n for n in ns if n not in domains] for i, ns in eligible.items()}
+            kinds = {i: Counter(self._kind(n, late) for n in ns) for i, ns in eligible.items()}
+        else:
+            kinds = {jc.index: self._count(eligible[jc.index], late) for jc in classes}
         numbers = {number for counted in kinds.values() for number, _ in counted}
         ends = {u.end for number in numbers for u in self.kinds[number][1]}
+        others = [u for n in domains for u in self.uses.get(n, ()) if u.owner != js.key]
+        ends |= {u.end for u in others}
         times = sorted(t for t in {not_before, *ends, *late.values()} if t >= not_before)
         sweeps = [_Sweep(self, jc.rjob.pod, kinds[jc.index], times, duration) for jc in classes]
         needs = [jc.rjob.replicas * jc.rjob.pods_per_job for jc in classes]
@@ -203,10 +212,13 @@ class NodeTimeline:
             totals = [sweep.total_at(i) for sweep in sweeps]
             if any(total < need for total, need in zip(totals, needs, strict=True)):
                 continue
+            if any(u.start < t + duration and u.end > t for u in others):
+                continue
             packed = self._pack(classes, eligible, t, t + duration, late)
             if packed is not None:
                 for node, (used, ports) in packed.items():
                     self._add(node, _Use(js.key, t, t + duration, _key(used), ports))
+                self.hold(js.key, domains, t, t + duration)
                 return t, frozenset(packed)
         return None
 
