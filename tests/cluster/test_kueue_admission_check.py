@@ -400,21 +400,27 @@ def test_a_jobset_without_an_exclusive_key_that_fits_no_node_is_rejected(
     pod = manifest["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
     pod["nodeSelector"]["cloud.google.com/gke-tpu-topology"] = "16x16"
     scenario.create_jobset(manifest)
+    _rejected_as_never(scenario, "nowhere", "cloud.google.com/gke-tpu-topology=16x16")
+
+
+def _rejected_as_never(scenario: Scenario, name: str, selector: str) -> None:
+    """Placer's check on `name`'s Workload turned Rejected, saying it never fits because no
+    node matches `selector`, and Kueue deactivated the Workload: suspended, no pods."""
 
     def deactivated() -> bool:
-        return ((workload_of(scenario, "nowhere") or {}).get("spec") or {}).get("active") is False
+        return ((workload_of(scenario, name) or {}).get("spec") or {}).get("active") is False
 
-    wait_until(deactivated, timeout_s=90, what="Kueue to deactivate nowhere's Workload")
-    conditions = (workload_of(scenario, "nowhere") or {})["status"]["conditions"]
+    wait_until(deactivated, timeout_s=90, what=f"Kueue to deactivate {name}'s Workload")
+    conditions = (workload_of(scenario, name) or {})["status"]["conditions"]
     messages = [c.get("message", "") for c in conditions]
     assert any(
         "can never be placed, not even on an empty cluster: " in m
-        and "not matching nodeSelector cloud.google.com/gke-tpu-topology=16x16" in m
+        and f"not matching nodeSelector {selector}" in m
         for m in messages
     ), messages
-    jobset = scenario.get_jobset("nowhere")
+    jobset = scenario.get_jobset(name)
     assert jobset["spec"]["suspend"] is True
-    assert scenario.pods_of("nowhere") == []
+    assert scenario.pods_of(name) == []
 
 
 def test_a_jobset_whose_coordinator_fits_no_node_is_rejected(scenario: Scenario) -> None:
@@ -441,18 +447,4 @@ def test_a_jobset_whose_coordinator_fits_no_node_is_rejected(scenario: Scenario)
     pod["nodeSelector"]["cloud.google.com/gke-tpu-topology"] = "16x16"
     manifest["spec"]["replicatedJobs"].append(coordinator)
     scenario.create_jobset(manifest)
-
-    def deactivated() -> bool:
-        return ((workload_of(scenario, "mixed") or {}).get("spec") or {}).get("active") is False
-
-    wait_until(deactivated, timeout_s=90, what="Kueue to deactivate mixed's Workload")
-    conditions = (workload_of(scenario, "mixed") or {})["status"]["conditions"]
-    messages = [c.get("message", "") for c in conditions]
-    assert any(
-        "can never be placed, not even on an empty cluster: " in m
-        and "not matching nodeSelector cloud.google.com/gke-tpu-topology=16x16" in m
-        for m in messages
-    ), messages
-    jobset = scenario.get_jobset("mixed")
-    assert jobset["spec"]["suspend"] is True
-    assert scenario.pods_of("mixed") == []
+    _rejected_as_never(scenario, "mixed", "cloud.google.com/gke-tpu-topology=16x16")
