@@ -97,13 +97,14 @@ class Annotator:
             for group in r.units.values()
             for u in group
         ]
+        waits_for = self.units.waits_for(r)
         update |= {
             "expected_start_seconds": r.start_s,
             "reserved_domains": refs if reserved is not None and r.start_s > 0 else [],
-            "waits_for": self.units.waits_for(r),
+            "waits_for": waits_for,
         }
         if shared is not None:
-            update |= self._behind_shared(o.key, r.start_s, shared, self.units.waits_for(r))
+            update |= self._behind_shared(o.key, r.start_s, shared, waits_for)
         return o.model_copy(update=update)
 
     def _never(self, key: str) -> dict[str, object]:
