@@ -3,7 +3,8 @@
 `python -m benchmarks.shared_starts_bench --nodes 10000 --pending 500 --shared 100` builds the
 scaling scenario (`build_tpu_pool_fleet`: TPU pools, 30% of them held by running JobSets, a few
 hosts cordoned or NotReady), takes `--shared` of its queue's JobSets out of exclusive placement
-(their pods keep their shape, no `exclusive-topology`), and plans it once with time-aware
+(their pods keep their shape, no `exclusive-topology`), gives the next `--mixed` a coordinator
+without one (their workers keep it), and plans it once with time-aware
 best-fit (`--solver`, `--schedule`), every reservation held (`--reservations all`), as the
 controller does each cycle. It
 prints the wall time, the pass's phases (`estimate` holds the starts of JobSets left out, node
@@ -39,6 +40,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     snapshot, queue = busy_fleet(args)
     shared = {js.key for js in queue[: args.shared]}
+    mixed = {js.key for js in queue[args.shared : args.shared + args.mixed]}
     policy = TimePolicy(now=NOW, reservations="all", schedule=args.schedule)
     options = SolveOptions(workers=2, time_limit_s=args.time_limit, time=policy)
     solver = get_solver(args.solver, time_policy=policy)
@@ -54,8 +56,23 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(
             f"run {run + 1}: wall {wall:.2f} s ({phases}); {len(waiting)} shared left out: "
             f"{now} told now, {len(waiting) - now - never} later, {never} never"
+            + (f"; {_mixed_told(plan, mixed)}" if mixed else "")
         )
     print(f"placed: {_placed(plan, queue)}")
+
+
+def _mixed_told(plan: Plan, mixed: set[str]) -> str:
+    """How the JobSets with a coordinator left out were told to start: with domains held, later
+    without, or never; and the mean start told (hours) of those told one."""
+    waiting = [o for o in plan.jobsets if o.key in mixed and o.status != "placed"]
+    held = sum(1 for o in waiting if o.reserved_domains)
+    never = sum(1 for o in waiting if o.expected_start_seconds is None)
+    starts = [o.expected_start_seconds for o in waiting if o.expected_start_seconds is not None]
+    mean = sum(starts) / len(starts) / 3600 if starts else 0.0
+    return (
+        f"{len(waiting)} mixed left out: {held} holding domains, "
+        f"{len(waiting) - held - never} without, {never} never, mean start {mean:.2f} h"
+    )
 
 
 def _placed(plan: Plan, queue: Sequence[JobSetRequest]) -> str:

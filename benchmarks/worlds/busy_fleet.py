@@ -1,6 +1,9 @@
 """The scaling fleet as the reason and start benchmarks load it: `--nodes` hosts in TPU pools,
 `--held` of the pools running, and the first `--shared` JobSets of the `--pending` queue taken
-out of exclusive placement (their pods keep their shape), so their pods are judged node by node.
+out of exclusive placement (their pods keep their shape), so their pods are judged node by node;
+the next `--mixed` keep their exclusive workers and gain a coordinator without an exclusive key
+(one pod of the workers' shape), so their workers are reserved domains and their coordinator is
+judged node by node beside them.
 
 One place for the arguments and the queue, shared by `benchmarks.reasons_bench` and
 `benchmarks.shared_starts_bench`, so both measure the same world for the same flags.
@@ -29,6 +32,9 @@ def add_fleet_arguments(
     parser.add_argument("--pending", type=int, default=pending)
     parser.add_argument("--shared", type=int, default=shared, help="JobSets without exclusive key")
     parser.add_argument("--held", type=float, default=held, help="share of pools running")
+    parser.add_argument(
+        "--mixed", type=int, default=0, help="JobSets given a coordinator without exclusive key"
+    )
     parser.add_argument("--seed", type=int, default=1)
 
 
@@ -36,10 +42,22 @@ def busy_fleet(args: argparse.Namespace) -> tuple[ClusterSnapshot, list[JobSetRe
     """The snapshot and the queue the arguments of `add_fleet_arguments` name."""
     pools = max(3, round(args.nodes / HOSTS_PER_POOL))
     sc = build_tpu_pool_fleet(args.seed, pools, args.pending, held=args.held)
-    queue = [_shared(js) if i < args.shared else js for i, js in enumerate(sc.requests)]
+    mixed = args.shared + args.mixed
+    queue = [
+        _shared(js) if i < args.shared else _mixed(js) if i < mixed else js
+        for i, js in enumerate(sc.requests)
+    ]
     return sc.snapshot, queue
 
 
 def _shared(js: JobSetRequest) -> JobSetRequest:
     rjobs = tuple(r.model_copy(update={"exclusive_key": None}) for r in js.replicated_jobs)
     return js.model_copy(update={"replicated_jobs": rjobs})
+
+
+def _mixed(js: JobSetRequest) -> JobSetRequest:
+    first = js.replicated_jobs[0]
+    coordinator = first.model_copy(
+        update={"name": "coordinator", "replicas": 1, "pods_per_job": 1, "exclusive_key": None}
+    )
+    return js.model_copy(update={"replicated_jobs": (*js.replicated_jobs, coordinator)})

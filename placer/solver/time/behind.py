@@ -10,7 +10,8 @@ JobSet that was planned.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from placer.model.cluster import ClusterSnapshot
@@ -19,8 +20,13 @@ from placer.model.plan import JobSetOutcome, Plan
 from placer.model.workload import JobSetRequest
 from placer.solver.time.annotate import Annotator
 from placer.solver.time.release import ReleaseTimeline, expected_duration_s
-from placer.solver.time.reservations import UnitId, reserve
-from placer.solver.time.shared.starts import shared_starts
+from placer.solver.time.reservations import Reservation, UnitId, reserve
+from placer.solver.time.shared.starts import (
+    SharedStart,
+    domains_when_pods_fit,
+    pods_starts,
+    shared_starts,
+)
 from placer.solver.time.standing import reservation_order
 from placer.solver.time.timeaware import reservations_of
 from placer.solver.time.units import Units
@@ -67,13 +73,18 @@ def expected_starts_behind(
         if (unit := units.unit_of(r.key, r.path)) is not None
     ]
     order = sorted(later, key=lambda js: reservation_order(js, policy, now))
-    found = reserve(
-        units.layout,
-        [units.candidate(js, durations[js.key]) for js in order],
-        free_at=units.free_at,
-        holds=holds,
-    )
-    domains = {r.jobset: r for r in found}
+    candidates = [units.candidate(js, durations[js.key]) for js in order]
+
+    def find(not_before: Mapping[str, float]) -> dict[str, Reservation]:
+        timed = [replace(c, not_before_s=not_before.get(c.jobset, 0.0)) for c in candidates]
+        found = reserve(units.layout, timed, free_at=units.free_at, holds=holds)
+        return {r.jobset: r for r in found}
+
+    def pods(domains: Mapping[str, Reservation]) -> dict[str, SharedStart]:
+        return pods_starts(units, order, durations, placed, [*held, *others], domains)
+
+    # a JobSet's domains found again from its pods' start when that is later (`shared.starts`)
+    domains = dict(domains_when_pods_fit(find, pods))
     shared = shared_starts(units, order, durations, placed, [*held, *others], domains)
     after = Annotator(units, {}, domains, [], {}, shared=shared)
     return [

@@ -75,6 +75,9 @@ class Candidate:
     jobset: str
     duration_s: float
     needs: tuple[Need, ...]
+    not_before_s: float = 0.0
+    """Its child Jobs start no earlier (seconds after now): a JobSet with child Jobs of both
+    kinds whose pods without an exclusive key have no room before (`shared.later`)."""
 
 
 @dataclass(frozen=True)
@@ -267,13 +270,22 @@ def _keep(
     chosen = _assign(candidate.needs, layout.mask(kept), calendar, 0.0)
     if chosen is None or {u for group in chosen.values() for u in group} != set(numbers):
         return None
-    for t in calendar.event_times():
+    for t in _times(calendar, candidate):
         end = t + candidate.duration_s
         if all(calendar.is_free(u, t, end) for u in numbers):
             for unit in numbers:
                 _hold(calendar, room, candidate.jobset, unit, t, end)
             return Reservation(candidate.jobset, t, end, _units_of(chosen, layout))
     return None
+
+
+def _times(calendar: Calendar, candidate: Candidate) -> list[float]:
+    """The instants a candidate may start at: every event time, or from its `not_before_s` on
+    (the units free over a run from then are free from then or from a later event)."""
+    times = calendar.event_times()
+    if candidate.not_before_s <= 0:
+        return times
+    return [candidate.not_before_s, *(t for t in times if t > candidate.not_before_s)]
 
 
 def _earliest(
@@ -286,7 +298,7 @@ def _earliest(
     within = 0
     for need in candidate.needs:
         within |= layout.mask(need.eligible)
-    for t in calendar.event_times():
+    for t in _times(calendar, candidate):
         end = t + candidate.duration_s
         chosen = _assign(candidate.needs, calendar.free_mask(t, end, within), calendar, end)
         if chosen is None:

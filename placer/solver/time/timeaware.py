@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from placer.model.cluster import ClusterSnapshot, DomainReservation
@@ -46,12 +47,16 @@ from placer.solver.interface import Solver
 from placer.solver.phases import PhaseTimer
 from placer.solver.time.annotate import Annotator
 from placer.solver.time.evicting import plan_evicting_first
-from placer.solver.time.holding import held_reservations
 from placer.solver.time.release import ReleaseTimeline, expected_duration_s
-from placer.solver.time.reservations import Reservation, UnitId, reserve
-from placer.solver.time.shared.room import NodeRoom
-from placer.solver.time.shared.starts import never_beside_domains, only_shared, shared_starts
-from placer.solver.time.standing import past_max_wait, reservation_order, tiers
+from placer.solver.time.reservations import Reservation, reserve
+from placer.solver.time.reserving import ReservationPhase
+from placer.solver.time.shared.starts import (
+    SharedStart,
+    domains_when_pods_fit,
+    pods_starts,
+    shared_starts,
+)
+from placer.solver.time.standing import past_max_wait, reservation_order
 from placer.solver.time.units import Units
 
 __all__ = [
@@ -90,18 +95,14 @@ class TimeAwareSolver:
             # reservations of JobSets outside this queue (another controller's): held as they are
             queued = {js.key for js in jobsets}
             others = tuple(r for r in snapshot.reservations if r.jobset not in queued)
-            other_holds = [
-                (unit, r.start_s, max(r.end_s, r.start_s))
-                for r in others
-                if (unit := units.unit_of(r.key, r.path)) is not None
-            ]
             overdue = past_max_wait(jobsets, policy, now)
             if policy.active:
-                reservations, notes = _reserve_all(
-                    snapshot, jobsets, options, units, order, durations, other_holds, overdue
+                phase = ReservationPhase(
+                    snapshot, jobsets, options, units, durations, others, overdue
                 )
+                reservations, notes = phase.reserve(order)
         start_now = {k for k, r in reservations.items() if r.start_s == 0}
-        held = _held(units, [r for r in reservations.values() if r.start_s]) + others
+        held = units.held([r for r in reservations.values() if r.start_s]) + others
         inner_snapshot = snapshot.model_copy(update={"reservations": held})
         # above every other, and among themselves in the order of their own priorities: in one
         # tier CP-SAT's objective did not see them, and started a priority-0 JobSet on the pools
@@ -125,7 +126,7 @@ class TimeAwareSolver:
         with timer("start-now"):
             plan, kept, pins = _keep_start_now(
                 lambda pins: self.inner.solve(
-                    snapshot.model_copy(update={"reservations": held + _held(units, pins)}),
+                    snapshot.model_copy(update={"reservations": held + units.held(pins)}),
                     inner_jobsets,
                     options,
                 ),
@@ -139,7 +140,7 @@ class TimeAwareSolver:
                     snapshot.model_copy(update={"reservations": rest}), inner_jobsets, options
                 ),
                 plan,
-                held + _held(units, pins),
+                held + units.held(pins),
                 durations,
             )
         notes += kept + released
@@ -150,12 +151,7 @@ class TimeAwareSolver:
             # kept only because the plan without it lost a JobSet; counted, it made a JobSet
             # started on its domains "backfill" and timed others behind it
             held = tuple(r for r in held if r.jobset not in running_now)
-            estimates = _estimates(units, plan, order, reservations, held, durations)
-            waiting = [js for js in order if js.key not in running_now]
-            # child Jobs with an exclusive key start from the domains the pass gave them, and
-            # a JobSet's pods without one not before (`shared.starts`)
-            domains = {**estimates, **{k: r for k, r in reservations.items() if r.start_s}}
-            shared = shared_starts(units, waiting, durations, placed, held, domains)
+            estimates, shared = _estimated(units, plan, order, reservations, held, durations)
             priorities = {js.key: js.priority for js in jobsets}
             after = Annotator(units, reservations, estimates, held, priorities, overdue, shared)
             outcomes = [after.outcome(o) for o in plan.jobsets]
@@ -167,22 +163,6 @@ class TimeAwareSolver:
             }
         )
         return plan.model_copy(update={"jobsets": outcomes, "solver": report})
-
-
-def _held(units: Units, reservations: Sequence[Reservation]) -> tuple[DomainReservation, ...]:
-    """The domains of `reservations` as the inner solver sees them: held from their start."""
-    return tuple(
-        DomainReservation(
-            jobset=r.jobset,
-            key=unit[0],
-            path=units.domains[unit].path,
-            start_s=float(r.start_s or 0.0),
-            end_s=float(r.end_s or 0.0),
-        )
-        for r in reservations
-        for group in r.units.values()
-        for unit in group
-    )
 
 
 def _keep_start_now(
@@ -328,108 +308,6 @@ def _displaced(
     )
 
 
-def _reserve_all(
-    snapshot: ClusterSnapshot,
-    jobsets: Sequence[JobSetRequest],
-    options: SolveOptions,
-    units: Units,
-    order: Sequence[JobSetRequest],
-    durations: dict[str, float],
-    other_holds: list[tuple[UnitId, float, float]],
-    overdue: frozenset[str],
-) -> tuple[dict[str, Reservation], list[str]]:
-    """The reservation phase: the schedule's (`--schedule cpsat`) unless it has no answer, else
-    the greedy pass's, per JobSet in `order`; and what the schedule has to say. `overdue`: the
-    JobSets past `--max-wait` (`standing.past_max_wait`), which the greedy pass always
-    reserves. A JobSet whose pods without an exclusive key fit no node gets none
-    (`never_beside_domains`)."""
-    never = never_beside_domains(units, order, durations)
-    order = [js for js in order if js.key not in never]
-    policy = options.time
-    now = policy.now or datetime.now(UTC)
-    notes: list[str] = []
-    limit = None if policy.reservations == "all" else policy.head
-    if policy.reservations == "none":
-        limit = 0
-    candidates = tuple(units.candidate(js, durations[js.key]) for js in order)
-    kept, kept_starts = _kept(snapshot, units)
-    shared = any(only_shared(units.ctx, js) for js in order)
-    room = NodeRoom(units, order, durations) if shared else None
-
-    def greedy() -> list[Reservation]:
-        return reserve(
-            units.layout,
-            candidates,
-            free_at=units.free_at,
-            limit=limit,
-            always=overdue,
-            kept=kept,
-            kept_starts=kept_starts,
-            holds=other_holds,
-            room=room,
-        )
-
-    found: Sequence[Reservation] | None = None
-    if policy.schedule == "cpsat":
-        # imported here: the schedule is a CP-SAT model, and a greedy policy without it should
-        # not load OR-Tools (0.4 s and its memory for `placer plan --solver best-fit`)
-        from placer.solver.time.schedule.solve import ScheduleRequest, schedule
-
-        # JobSets without an exclusive key are not in the schedule's model: the greedy pass
-        # decides which start now, in queue order, and the domains their pods take are held
-        # from now in the schedule (`shared.room`)
-        passed: list[Reservation] = []
-        closed: list[tuple[UnitId, float, float]] = []
-        if room is not None:
-            passed, closed = greedy(), room.closures()
-        request = ScheduleRequest(
-            units.layout,
-            candidates,
-            units.free_at,
-            (*other_holds, *closed),
-            kept,
-            tiers(jobsets, policy, now),
-            policy.max_wait_s,
-        )
-        outcome = schedule(request, options)
-        found, notes = outcome.reservations, [outcome.note]
-        if room is not None:
-            mine = {r.jobset: r for r in passed if r.jobset in room.shared}
-            found = passed if found is None else [mine.get(r.jobset, r) for r in found]
-    if found is None:
-        found = greedy()
-    reservations = {r.jobset: r for r in found}
-    if policy.schedule == "cpsat":
-        stated = {js.key for js in jobsets if js.expected_duration_s is not None}
-        order_keys = [js.key for js in order]
-        reservations, dropped = held_reservations(
-            reservations, order_keys, stated, overdue, policy.head
-        )
-        notes += [dropped] if dropped else []
-    never_reserved = {k: Reservation(k, None, None) for k in never}
-    return reservations | never_reserved, notes
-
-
-def _kept(
-    snapshot: ClusterSnapshot, units: Units
-) -> tuple[dict[str, frozenset[UnitId]], dict[str, float]]:
-    """The units each JobSet was reserved in an earlier round (`snapshot.reservations`), and
-    when that reservation was to start (the order `reserve` re-times them in); a reservation
-    naming a domain the cluster no longer has keeps nothing (it is a new one)."""
-    kept: dict[str, set[UnitId]] = {}
-    starts: dict[str, float] = {}
-    stale: set[str] = set()
-    for r in snapshot.reservations:
-        unit = units.unit_of(r.key, r.path)
-        if unit is not None:
-            kept.setdefault(r.jobset, set()).add(unit)
-            starts[r.jobset] = min(starts.get(r.jobset, r.start_s), r.start_s)
-        else:
-            stale.add(r.jobset)
-    fresh = {k: frozenset(v) for k, v in kept.items() if k not in stale}
-    return fresh, {k: starts[k] for k in fresh}
-
-
 def reservations_of(
     plan: Plan, jobsets: Sequence[JobSetRequest], policy: TimePolicy
 ) -> tuple[DomainReservation, ...]:
@@ -467,6 +345,37 @@ def planned_on(
     return snapshot.model_copy(update={"reservations": others + mine})
 
 
+def _estimated(
+    units: Units,
+    plan: Plan,
+    order: Sequence[JobSetRequest],
+    reservations: dict[str, Reservation],
+    held: Sequence[DomainReservation],
+    durations: dict[str, float],
+) -> tuple[dict[str, Reservation], dict[str, SharedStart]]:
+    """The estimates of the waiting JobSets without a reservation (`_estimates`), and the
+    starts of the pods without an exclusive key of every waiting JobSet (`shared_starts`).
+
+    Child Jobs with an exclusive key start from the domains the pass (or the estimate) gave
+    them, and a JobSet's pods without one not before; an estimate's domains are found again
+    from its pods' start when that is later (`domains_when_pods_fit`)."""
+    placed = [o for o in plan.jobsets if o.status == "placed"]
+    waiting = [js for js in order if js.key not in {o.key for o in placed}]
+    future = {k: r for k, r in reservations.items() if r.start_s}
+    estimates = dict(
+        domains_when_pods_fit(
+            lambda not_before: _estimates(
+                units, plan, order, reservations, held, durations, not_before
+            ),
+            lambda domains: pods_starts(
+                units, waiting, durations, placed, held, {**domains, **future}
+            ),
+        )
+    )
+    shared = shared_starts(units, waiting, durations, placed, held, {**estimates, **future})
+    return estimates, shared
+
+
 def _estimates(
     units: Units,
     plan: Plan,
@@ -474,11 +383,13 @@ def _estimates(
     reservations: dict[str, Reservation],
     held: Sequence[DomainReservation],
     durations: dict[str, float],
+    not_before: Mapping[str, float],
 ) -> dict[str, Reservation]:
     """Expected starts of the waiting JobSets without a reservation, reserving nothing.
 
     The same pass over what this plan leaves: runs started now hold their domains for their
     expected duration, and reservations hold theirs (`held` names none of a JobSet started now).
+    `not_before`: JobSets whose child Jobs start no earlier (`Candidate.not_before_s`).
     """
     placed = {o.key: o for o in plan.jobsets if o.status == "placed"}
     # pods without an exclusive key hold domains too (`Units.taken_by`): without them a JobSet
@@ -493,9 +404,10 @@ def _estimates(
     rest = [js for js in order if js.key not in placed and js.key not in future]
     if not rest:
         return {}
+    candidates = [units.candidate(js, durations[js.key]) for js in rest]
     found = reserve(
         units.layout,
-        [units.candidate(js, durations[js.key]) for js in rest],
+        [replace(c, not_before_s=not_before.get(c.jobset, 0.0)) for c in candidates],
         free_at=units.free_at,
         holds=holds,
     )

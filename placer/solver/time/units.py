@@ -7,9 +7,9 @@ elsewhere (a plan, a ledger, an earlier round) are found with `Units.unit_of`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
-from placer.model.cluster import ClusterSnapshot, Node
+from placer.model.cluster import ClusterSnapshot, DomainReservation, Node
 from placer.model.options import SolveOptions
 from placer.model.plan import JobSetOutcome
 from placer.model.scheduling import CONDITION_TAINTS
@@ -162,6 +162,22 @@ class Units:
             for u in self.units_on(p.node)
         }
         return sorted(taken)
+
+    def held(self, reservations: Iterable[Reservation]) -> tuple[DomainReservation, ...]:
+        """The domains of `reservations` as a snapshot names them: each held from its start to
+        its end (from now for one starting now)."""
+        return tuple(
+            DomainReservation(
+                jobset=r.jobset,
+                key=unit[0],
+                path=self.domains[unit].path,
+                start_s=float(r.start_s or 0.0),
+                end_s=float(r.end_s or 0.0),
+            )
+            for r in reservations
+            for group in r.units.values()
+            for unit in group
+        )
 
     def unit_of(self, key: str, path: Sequence[tuple[str, str]]) -> UnitId | None:
         """The unit a domain named elsewhere is (a plan's `DomainRef`, a reservation of this

@@ -14,14 +14,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from placer.model.cluster import ClusterSnapshot
+from placer.model.cluster import ClusterSnapshot, DomainReservation
 from placer.model.options import SolveOptions
+from placer.model.whatif import without_jobsets
 from placer.model.workload import JobSetRequest
+from placer.solver.check.checker import check
+from placer.solver.registry import get_solver
 from placer.solver.time.behind import expected_starts_behind
 from placer.solver.time.never import never_reason
 from tests.solver.time.test_shared_starts import HEAD, _running, _solve, first_end_it_fits
 from tests.solver.time.test_timeaware import NOW, H
-from tests.strategies import TPU_TOPOLOGY, cluster, jobset, pool, rjob, running_pool
+from tests.strategies import NODEPOOL, TPU_TOPOLOGY, cluster, jobset, pool, rjob, running_pool
 
 WORKERS = {TPU_TOPOLOGY: "2x4"}
 """The workers' pools: every pool but the coordinator's, which is 4x4."""
@@ -78,8 +81,9 @@ def test_its_start_waits_for_room_for_the_coordinator(solver: str) -> None:
         3 * H,
         ["ns/run-pool-c"],
     )
-    # its domains were the pass's from now: from 3 h they are not asked again, so none is held
-    assert o.reserved_domains == []
+    # its domains are found from its coordinator's start, and held from then (before, the pass
+    # gave them from now, and from 3 h they were not asked again, so none was held)
+    assert [d.value for d in o.reserved_domains] == ["pool-0"]
 
 
 @pytest.mark.parametrize("solver", ["cpsat", "best-fit"])
@@ -201,4 +205,129 @@ def test_its_domains_must_still_be_free_when_the_coordinator_has_room(solver: st
     plan = _solve(snap, [wide, _mixed()], solver)
     assert plan.outcome("team-a/wide").expected_start_seconds == 2 * H
     o = plan.outcome("team-a/mixed")
+    # behind the head under `--reservations head`: an estimate, holding nothing
     assert (o.expected_start_seconds, o.reserved_domains) == (4 * H, [])
+
+
+def _promised_elsewhere() -> ClusterSnapshot:
+    """pool-0 free now but promised to a JobSet outside the queue from 3 h to 8 h; pool-1 and
+    the coordinator's pool-c busy until 2 h."""
+    snap = _running(
+        cluster(
+            pool("pool-0", 2),
+            running_pool("pool-1", 2, "ns/run-1"),
+            running_pool("pool-c", 2, "ns/run-c", topology="4x4"),
+        ),
+        {"ns/run-1": 2, "ns/run-c": 2},
+    )
+    promised = DomainReservation(
+        jobset="other/elsewhere",
+        key=NODEPOOL,
+        path=((NODEPOOL, "pool-0"),),
+        start_s=3 * H,
+        end_s=8 * H,
+    )
+    return snap.model_copy(update={"reservations": (promised,)})
+
+
+@pytest.mark.parametrize("schedule", ["greedy", "cpsat"])
+@pytest.mark.parametrize("solver", ["cpsat", "best-fit"])
+def test_its_domains_are_found_from_its_coordinators_start(solver: str, schedule: str) -> None:
+    """The pass gave `mixed` pool-0, free now; its coordinator has room at 2 h, and from 2 h
+    pool-0 is not free for its 2-hour run (promised from 3 h). Before, it waited for that
+    promise to end: told 8 h, holding nothing. Found from 2 h, its domain is pool-1."""
+    options = HEAD.model_copy(update={"time": HEAD.time.model_copy(update={"schedule": schedule})})
+    snap = _promised_elsewhere()
+    plan = get_solver(solver, time_policy=options.time).solve(snap, [_mixed()], options)
+    assert check(plan, snap, [_mixed()], options) == []
+    o = plan.outcome("team-a/mixed")
+    assert o.expected_start_seconds == 2 * H
+    assert [d.value for d in o.reserved_domains] == ["pool-1"]
+    assert o.waits_for == ["ns/run-1", "ns/run-c"]
+
+
+@pytest.mark.parametrize("solver", ["cpsat", "best-fit"])
+def test_an_estimate_behind_the_head_is_found_from_its_coordinators_start(solver: str) -> None:
+    """Under `--reservations head`, `head` (queued first, a 4-hour run) holds the one
+    reservation, pool-2 from 1 h, and `mixed` gets an estimate, which the same pass finds:
+    pool-0 from now, where its coordinator's start (2 h) leaves no 2-hour run before pool-0's
+    promise. Before, it waited for the promise to end (8 h); found from 2 h it is pool-1."""
+    snap = _promised_elsewhere()
+    snap = snap.model_copy(
+        update={
+            "nodes": [*snap.nodes, *running_pool("pool-2", 2, "ns/run-2")],
+            "running": {**snap.running, **_running(snap, {"ns/run-2": 1}).running},
+        }
+    )
+    head = jobset("head", rjob(node_selector=WORKERS), priority=10).model_copy(
+        update={
+            "expected_duration_s": 4 * H,
+            "duration_source": "annotation",
+            "creation_timestamp": NOW - timedelta(minutes=2),
+        }
+    )
+    plan = _solve(snap, [head, _mixed()], solver)
+    h = plan.outcome("team-a/head")
+    assert (h.expected_start_seconds, [d.value for d in h.reserved_domains]) == (H, ["pool-2"])
+    o = plan.outcome("team-a/mixed")
+    assert (o.expected_start_seconds, o.reserved_domains) == (2 * H, [])
+    assert o.waits_for == ["ns/run-1", "ns/run-c"]
+
+
+def test_a_kueue_workload_without_quota_is_found_from_its_coordinators_start() -> None:
+    [o] = expected_starts_behind(_promised_elsewhere(), [_mixed()], HEAD)
+    assert (o.expected_start_seconds, o.waits_for) == (2 * H, ["ns/run-1", "ns/run-c"])
+
+
+@st.composite
+def _promised_worlds(
+    draw: st.DrawFn,
+) -> tuple[ClusterSnapshot, JobSetRequest, DomainReservation]:
+    """`_worlds`, with pool-0 (a workers' pool) promised to a JobSet outside the queue over
+    drawn hours."""
+    snap, waiting = draw(_worlds())
+    start = float(draw(st.integers(0, 6)))
+    promise = DomainReservation(
+        jobset="other/elsewhere",
+        key=NODEPOOL,
+        path=((NODEPOOL, "pool-0"),),
+        start_s=start * H,
+        end_s=(start + draw(st.integers(1, 6))) * H,
+    )
+    return snap.model_copy(update={"reservations": (promise,)}), waiting, promise
+
+
+def _first_time_it_fits(
+    snap: ClusterSnapshot, waiting: JobSetRequest, promise: DomainReservation
+) -> float | None:
+    """The first of now, a run's end and the promise's end at which best-fit without time
+    places `waiting` alone on `snap` with every run ended by then gone and, when the promise
+    overlaps its run from then, without pool-0; None if at none."""
+    duration = waiting.expected_duration_s or 0.0
+    ends = {0.0, promise.end_s, *(r.expected_duration_s or 0.0 for r in snap.running.values())}
+    plain = SolveOptions(workers=1)
+    for t in sorted(ends):
+        gone = [k for k, r in snap.running.items() if (r.expected_duration_s or 0.0) <= t]
+        later, _, _ = without_jobsets(snap.model_copy(update={"reservations": ()}), gone)
+        if promise.start_s < t + duration and promise.end_s > t:
+            kept = [n for n in later.nodes if n.labels.get(NODEPOOL) != "pool-0"]
+            later = later.model_copy(update={"nodes": kept})
+        alone = get_solver("best-fit").solve(later, [waiting], plain)
+        if alone.outcome(waiting.key).status == "placed":
+            return t
+    return None
+
+
+@settings(max_examples=60, deadline=None)
+@given(_promised_worlds())
+def test_with_a_pool_promised_elsewhere_the_start_is_the_first_time_it_fits(
+    world: tuple[ClusterSnapshot, JobSetRequest, DomainReservation],
+) -> None:
+    """The oracle of the property above, with pool-0 promised to a JobSet outside the queue:
+    its domains are found from the time its coordinator has room, so it starts at the first
+    time the whole JobSet fits for its run, wherever its domains were free first."""
+    snap, waiting, promise = world
+    plan = _solve(snap, [waiting])
+    assert plan.outcome(waiting.key).expected_start_seconds == _first_time_it_fits(
+        snap, waiting, promise
+    )

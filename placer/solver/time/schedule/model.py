@@ -263,6 +263,17 @@ def add_starving(
     return []
 
 
+def add_not_before(
+    model: cp_model.CpModel, v: ScheduleVariables, problem: ScheduleProblem
+) -> list[cp_model.LinearExprT]:
+    """A JobSet whose pods without an exclusive key have no room before some time starts no
+    earlier (`ScheduleJob.earliest_start_s`); its hint does not either."""
+    for j in problem.jobs:
+        if j.earliest_start_s > 0:
+            model.add(v.start[j.key] >= j.earliest_start_s)
+    return []
+
+
 def add_stability(
     model: cp_model.CpModel, v: ScheduleVariables, problem: ScheduleProblem
 ) -> list[cp_model.LinearExprT]:
@@ -361,6 +372,7 @@ def build_schedule(problem: ScheduleProblem) -> tuple[cp_model.CpModel, Schedule
     terms += add_capacity(model, v, problem)
     terms += add_shared(model, v, problem)
     terms += add_starving(model, v, problem)
+    terms += add_not_before(model, v, problem)
     terms += add_stability(model, v, problem)
     terms += add_waits(model, v, problem)
     terms += add_max_wait(model, v, problem)

@@ -121,6 +121,9 @@ class ScheduleJob:
     """It had a reservation last round, which the hint keeps (see `schedule.model.STABLE_S`)."""
     latest_start_s: int | None = None
     """A starving JobSet's greedy slot (`hint_start_s`): it starts no later (`starving`)."""
+    earliest_start_s: int = 0
+    """It starts no earlier (`Candidate.not_before_s`: its pods without an exclusive key have
+    no room before)."""
 
 
 @dataclass(frozen=True)
@@ -352,9 +355,10 @@ def build_problem(
                 hint_counts=tuple(sorted((n, k, v) for (n, k), v in counts.items())),
                 kept=_kept(request, r),
                 latest_start_s=start if c.jobset in old else None,
+                earliest_start_s=math.ceil(c.not_before_s),
             )
         )
-        ends.update((start, start + duration))
+        ends.update((start, start + duration, math.ceil(c.not_before_s)))
     last = max((j.hint_start_s for j in jobs), default=0)
     releases = {int(x) for x in release if math.isfinite(x) and 0 < x <= last}
     starts = _grid(last) | releases | {e for e in ends if e <= last} | {0}

@@ -30,14 +30,16 @@ pods without an exclusive key are judged here, from the time its domains are fre
 the first time its pods have room and those domains are still free of every other use for its
 whole run (another JobSet may be reserved there after the pass's start for it). Without this
 it was told "now" round after round while its shared pods had no room, and "now" when they fit
-no node at all rather than never. The domains stay the pass's: a later start on others is not
-looked for. One whose shared pods fit no node at all gets no domains from the pass
-(`never_beside_domains`).
+no node at all rather than never. When its pods have room only after its domains' start, its
+domains are found again from then (`domains_when_pods_fit`), so it is not told to wait for
+its first domains to be free again while others are free from then. One whose shared pods fit
+no node at all gets no domains from the pass (`never_beside_domains`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from placer.model.cluster import DomainReservation
@@ -48,7 +50,17 @@ from placer.solver.time.reservations import Reservation
 from placer.solver.time.shared.timeline import NodeTimeline
 from placer.solver.time.units import Units
 
-__all__ = ["SharedStart", "has_shared", "never_beside_domains", "only_shared", "shared_starts"]
+__all__ = [
+    "MIXED_PASSES",
+    "SharedStart",
+    "domains_when_pods_fit",
+    "has_mixed",
+    "has_shared",
+    "never_beside_domains",
+    "only_shared",
+    "pods_starts",
+    "shared_starts",
+]
 
 
 @dataclass(frozen=True)
@@ -81,12 +93,16 @@ def shared_starts(
     placed: Iterable[JobSetOutcome],
     held: Iterable[DomainReservation],
     after: Mapping[str, Reservation] | None = None,
+    *,
+    domains_free: bool = True,
 ) -> dict[str, SharedStart]:
     """The expected start of each JobSet of `order` (queue order, none placed) with child Jobs
     without an exclusive key, behind `placed` (this plan's placed outcomes, running from now
     for their expected durations) and the reservations `held` (future starts of other JobSets).
     A JobSet with child Jobs of both kinds is judged only when `after` has its domains (the
-    reservation pass's start for them, a number); its pods start no earlier, off them."""
+    reservation pass's start for them, a number); its pods start no earlier, off them, and
+    only while they are free of every other use (unless not `domains_free`: the pods alone,
+    for `domains_when_pods_fit`)."""
     after = after or {}
     waiting = [
         js
@@ -108,7 +124,12 @@ def shared_starts(
             for n in _nodes(units, u)
         )
         placed_at = timeline.place(
-            js, units.ctx, durations[js.key], not_before=from_s, domains=nodes
+            js,
+            units.ctx,
+            durations[js.key],
+            not_before=from_s,
+            domains=nodes,
+            domains_free=domains_free,
         )
         if placed_at is None and units.last_resort() is not units.ctx:
             # judged on the hosts with condition taints back, as `Units.candidate` does last
@@ -119,6 +140,7 @@ def shared_starts(
                 back=True,
                 not_before=from_s,
                 domains=nodes,
+                domains_free=domains_free,
             )
         mixed = domains is not None
         if placed_at is None:
@@ -146,9 +168,70 @@ def never_beside_domains(
     domains (held for a start that never comes, they closed those domains to the JobSets
     behind, round after round). One timeline for all of them: each is placed once the ones
     before it end, so only a JobSet that fits nowhere gets no start."""
-    mixed = [js for js in order if has_shared(units.ctx, js) and not only_shared(units.ctx, js)]
-    if not mixed:
+    if not has_mixed(units.ctx, order):
         return frozenset()
+    mixed = [js for js in order if has_shared(units.ctx, js) and not only_shared(units.ctx, js)]
     anywhere = {js.key: Reservation(js.key, 0.0, durations[js.key]) for js in mixed}
     found = shared_starts(units, mixed, durations, (), (), anywhere)
     return frozenset(k for k, start in found.items() if start.start_s is None)
+
+
+MIXED_PASSES = 3
+"""How many times domains are found at most for JobSets with child Jobs of both kinds (once,
+then up to twice more from their pods' later starts: `domains_when_pods_fit`)."""
+
+
+def domains_when_pods_fit(
+    find: Callable[[Mapping[str, float]], Mapping[str, Reservation]],
+    pods_start: Callable[[Mapping[str, Reservation]], Mapping[str, SharedStart]],
+) -> Mapping[str, Reservation]:
+    """Domains from `find` (given, per JobSet, a time its child Jobs with an exclusive key
+    start no earlier than: `Candidate.not_before_s`), found again while `pods_start` (beside
+    those domains, when the JobSet's pods without an exclusive key first have room, whether
+    or not its domains are still free then: `pods_starts`) is later than some JobSet's domains'
+    start, from that start; at most `MIXED_PASSES` times in all.
+
+    Why: domains found for the first time they are free were held for a start that does not
+    come when the JobSet's other pods have no room until later, and it was told to wait until
+    those domains were free again for its whole run from its pods' start (round 43), while
+    other domains stood free from then. Each round only moves such starts later (whole
+    seconds, as the schedule plans), and a later start may take other domains, beside which
+    its pods are judged again."""
+    not_before: dict[str, float] = {}
+    domains = find(not_before)
+    for _ in range(MIXED_PASSES - 1):
+        later = {
+            k: float(math.ceil(s.start_s))
+            for k, s in pods_start(domains).items()
+            if s.with_domains
+            and s.start_s is not None
+            and k in domains
+            and s.start_s > (_start_of(domains[k]) or 0.0)
+        }
+        if not later:
+            break
+        for k, t in later.items():
+            not_before[k] = max(not_before.get(k, 0.0), t)
+        domains = find(not_before)
+    return domains
+
+
+def pods_starts(
+    units: Units,
+    order: Sequence[JobSetRequest],
+    durations: Mapping[str, float],
+    placed: Iterable[JobSetOutcome],
+    held: Iterable[DomainReservation],
+    after: Mapping[str, Reservation],
+) -> dict[str, SharedStart]:
+    """`shared_starts` for the pods alone of the JobSets with child Jobs of both kinds (their
+    domains need not be free then: `domains_when_pods_fit` looks for others); none to judge
+    when no JobSet of `order` is of that kind."""
+    if not has_mixed(units.ctx, order):
+        return {}
+    return shared_starts(units, order, durations, placed, held, after, domains_free=False)
+
+
+def has_mixed(ctx: PlacementContext, order: Sequence[JobSetRequest]) -> bool:
+    """Some JobSet of `order` has child Jobs of both kinds."""
+    return any(has_shared(ctx, js) and not only_shared(ctx, js) for js in order)

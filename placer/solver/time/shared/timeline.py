@@ -183,6 +183,7 @@ class NodeTimeline:
         back: bool = False,
         not_before: float = 0.0,
         domains: frozenset[str] = frozenset(),
+        domains_free: bool = True,
     ) -> tuple[float, frozenset[str]] | None:
         """The earliest start from `not_before` on with `js`'s pods without an exclusive key
         fitting over its whole expected run, judged on `ctx`'s nodes (`back`: hosts with
@@ -190,7 +191,8 @@ class NodeTimeline:
         where they are then held for the JobSets after it; None when no time fits. Its child
         Jobs with an exclusive key are the reservation pass's: `domains`, the nodes of the
         domains it gave them, take none of these pods and must be free of every other use over
-        the same run, and are held whole for it from the start found (`shared.starts`)."""
+        the same run (unless not `domains_free`: only the pods are judged), and are held whole
+        for it from the start found (`shared.starts`)."""
         classes = [jc for jc in ctx.classes_of(js) if jc.exclusive_key is None]
         late = self._late_hosts(ctx) if back else {}
         eligible = {jc.index: self._eligible(ctx, jc) for jc in classes}
@@ -202,7 +204,9 @@ class NodeTimeline:
             kinds = {jc.index: self._count(eligible[jc.index], late) for jc in classes}
         numbers = {number for counted in kinds.values() for number, _ in counted}
         ends = {u.end for number in numbers for u in self.kinds[number][1]}
-        others = [u for n in domains for u in self.uses.get(n, ()) if u.owner != js.key]
+        others = [
+            u for n in domains if domains_free for u in self.uses.get(n, ()) if u.owner != js.key
+        ]
         ends |= {u.end for u in others}
         times = sorted(t for t in {not_before, *ends, *late.values()} if t >= not_before)
         sweeps = [_Sweep(self, jc.rjob.pod, kinds[jc.index], times, duration) for jc in classes]
