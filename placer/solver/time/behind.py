@@ -10,7 +10,7 @@ JobSet that was planned.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 
@@ -24,7 +24,6 @@ from placer.solver.time.reservations import Reservation, UnitId, reserve
 from placer.solver.time.shared.starts import (
     SharedStart,
     domains_when_pods_fit,
-    pods_starts,
     shared_starts,
 )
 from placer.solver.time.standing import reservation_order
@@ -80,12 +79,24 @@ def expected_starts_behind(
         found = reserve(units.layout, timed, free_at=units.free_at, holds=holds)
         return {r.jobset: r for r in found}
 
-    def pods(domains: Mapping[str, Reservation]) -> dict[str, SharedStart]:
-        return pods_starts(units, order, durations, placed, [*held, *others], domains)
+    def starts(
+        domains: Mapping[str, Reservation], asked: Collection[str] | None
+    ) -> dict[str, SharedStart]:
+        held_all = [*held, *others]
+        return shared_starts(
+            units,
+            order,
+            durations,
+            placed,
+            held_all,
+            domains,
+            domains_free=asked is None,
+            until=asked,
+        )
 
     # a JobSet's domains found again from its pods' start when that is later (`shared.starts`)
-    domains = dict(domains_when_pods_fit(find, pods))
-    shared = shared_starts(units, order, durations, placed, [*held, *others], domains)
+    found, shared = domains_when_pods_fit(find, starts)
+    domains = dict(found)
     after = Annotator(units, {}, domains, [], {}, shared=shared)
     return [
         after.outcome(

@@ -53,7 +53,6 @@ from placer.solver.time.reserving import ReservationPhase
 from placer.solver.time.shared.starts import (
     SharedStart,
     domains_when_pods_fit,
-    pods_starts,
     shared_starts,
 )
 from placer.solver.time.standing import past_max_wait, reservation_order
@@ -362,17 +361,22 @@ def _estimated(
     placed = [o for o in plan.jobsets if o.status == "placed"]
     waiting = [js for js in order if js.key not in {o.key for o in placed}]
     future = {k: r for k, r in reservations.items() if r.start_s}
-    estimates = dict(
-        domains_when_pods_fit(
-            lambda not_before: _estimates(
-                units, plan, order, reservations, held, durations, not_before
-            ),
-            lambda domains: pods_starts(
-                units, waiting, durations, placed, held, {**domains, **future}
-            ),
-        )
+    found, shared = domains_when_pods_fit(
+        lambda not_before: _estimates(
+            units, plan, order, reservations, held, durations, not_before
+        ),
+        lambda domains, asked: shared_starts(
+            units,
+            waiting,
+            durations,
+            placed,
+            held,
+            {**domains, **future},
+            domains_free=asked is None,
+            until=asked,
+        ),
     )
-    shared = shared_starts(units, waiting, durations, placed, held, {**estimates, **future})
+    estimates = dict(found)
     return estimates, shared
 
 

@@ -39,7 +39,7 @@ no node at all gets no domains from the pass (`never_beside_domains`).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from placer.model.cluster import DomainReservation
@@ -58,7 +58,6 @@ __all__ = [
     "has_shared",
     "never_beside_domains",
     "only_shared",
-    "pods_starts",
     "shared_starts",
 ]
 
@@ -95,6 +94,7 @@ def shared_starts(
     after: Mapping[str, Reservation] | None = None,
     *,
     domains_free: bool = True,
+    until: Collection[str] | None = None,
 ) -> dict[str, SharedStart]:
     """The expected start of each JobSet of `order` (queue order, none placed) with child Jobs
     without an exclusive key, behind `placed` (this plan's placed outcomes, running from now
@@ -102,7 +102,8 @@ def shared_starts(
     A JobSet with child Jobs of both kinds is judged only when `after` has its domains (the
     reservation pass's start for them, a number); its pods start no earlier, off them, and
     only while they are free of every other use (unless not `domains_free`: the pods alone,
-    for `domains_when_pods_fit`)."""
+    for `domains_when_pods_fit`). `until`: only the JobSets up to the last of these are
+    judged (those after it change nothing for them)."""
     after = after or {}
     waiting = [
         js
@@ -110,6 +111,9 @@ def shared_starts(
         if only_shared(units.ctx, js)
         or (has_shared(units.ctx, js) and _start_of(after.get(js.key)) is not None)
     ]
+    if until is not None:
+        last = max((i for i, js in enumerate(waiting) if js.key in until), default=-1)
+        waiting = waiting[: last + 1]
     if not waiting:
         return {}
     timeline = NodeTimeline(units, durations, placed, held)
@@ -183,53 +187,66 @@ then up to twice more from their pods' later starts: `domains_when_pods_fit`).""
 
 def domains_when_pods_fit(
     find: Callable[[Mapping[str, float]], Mapping[str, Reservation]],
-    pods_start: Callable[[Mapping[str, Reservation]], Mapping[str, SharedStart]],
-) -> Mapping[str, Reservation]:
+    starts: Callable[[Mapping[str, Reservation], Collection[str] | None], dict[str, SharedStart]],
+    *,
+    whole_first: bool = True,
+) -> tuple[Mapping[str, Reservation], dict[str, SharedStart]]:
     """Domains from `find` (given, per JobSet, a time its child Jobs with an exclusive key
-    start no earlier than: `Candidate.not_before_s`), found again while `pods_start` (beside
-    those domains, when the JobSet's pods without an exclusive key first have room, whether
-    or not its domains are still free then: `pods_starts`) is later than some JobSet's domains'
-    start, from that start; at most `MIXED_PASSES` times in all.
+    start no earlier than: `Candidate.not_before_s`), and the starts beside them of the pods
+    without an exclusive key: `starts(domains, None)` as `shared_starts` judges them, and
+    `starts(domains, asked)` for the pods alone of the JobSets `asked` (whether or not their
+    domains are still free then: `shared_starts`'s `domains_free` and `until`).
+
+    A JobSet with child Jobs of both kinds whose start is later than its domains' is asked
+    again, for its pods alone, once per start of its domains; when those are later than its
+    domains' start too, domains are found again from then, at most `MIXED_PASSES` times in
+    all, and judged again. Without `whole_first` every JobSet is asked for its pods alone at
+    once, and no starts are returned: the reservation phase needs no whole start, and judges
+    once where it would judge twice.
 
     Why: domains found for the first time they are free were held for a start that does not
     come when the JobSet's other pods have no room until later, and it was told to wait until
     those domains were free again for its whole run from its pods' start (round 43), while
     other domains stood free from then. Each round only moves such starts later (whole
     seconds, as the schedule plans), and a later start may take other domains, beside which
-    its pods are judged again."""
+    its pods are judged again. The pods alone are asked only when the whole start is late, so
+    a round without such a JobSet judges once, as before."""
     not_before: dict[str, float] = {}
+    asked: dict[str, float | None] = {}
+    """JobSet -> its domains' start when its pods alone were last asked."""
     domains = find(not_before)
-    for _ in range(MIXED_PASSES - 1):
-        later = {
-            k: float(math.ceil(s.start_s))
-            for k, s in pods_start(domains).items()
-            if s.with_domains
-            and s.start_s is not None
-            and k in domains
-            and s.start_s > (_start_of(domains[k]) or 0.0)
-        }
+    found: dict[str, SharedStart] = {}
+    for turn in range(MIXED_PASSES):
+        late = set(domains)
+        if whole_first:
+            found = starts(domains, None)
+            late = {
+                k
+                for k, s in found.items()
+                if k in domains
+                and _after(s, domains[k])
+                and asked.get(k, -1.0) != _start_of(domains[k])
+            }
+        if not late or turn == MIXED_PASSES - 1:
+            break
+        alone = starts(domains, late)
+        asked |= {k: _start_of(domains[k]) for k in late}
+        later = {k: s.start_s for k, s in alone.items() if k in late and _after(s, domains[k])}
         if not later:
             break
         for k, t in later.items():
-            not_before[k] = max(not_before.get(k, 0.0), t)
+            not_before[k] = max(not_before.get(k, 0.0), float(math.ceil(t or 0.0)))
         domains = find(not_before)
-    return domains
+    return domains, found
 
 
-def pods_starts(
-    units: Units,
-    order: Sequence[JobSetRequest],
-    durations: Mapping[str, float],
-    placed: Iterable[JobSetOutcome],
-    held: Iterable[DomainReservation],
-    after: Mapping[str, Reservation],
-) -> dict[str, SharedStart]:
-    """`shared_starts` for the pods alone of the JobSets with child Jobs of both kinds (their
-    domains need not be free then: `domains_when_pods_fit` looks for others); none to judge
-    when no JobSet of `order` is of that kind."""
-    if not has_mixed(units.ctx, order):
-        return {}
-    return shared_starts(units, order, durations, placed, held, after, domains_free=False)
+def _after(start: SharedStart, domains: Reservation) -> bool:
+    """The pods of a JobSet with child Jobs of both kinds start later than its domains."""
+    return (
+        start.with_domains
+        and start.start_s is not None
+        and start.start_s > (_start_of(domains) or 0.0)
+    )
 
 
 def has_mixed(ctx: PlacementContext, order: Sequence[JobSetRequest]) -> bool:
