@@ -10,7 +10,7 @@ JobSet that was planned.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 
@@ -22,9 +22,8 @@ from placer.solver.time.annotate import Annotator
 from placer.solver.time.release import ReleaseTimeline, expected_duration_s
 from placer.solver.time.reservations import Reservation, UnitId, reserve
 from placer.solver.time.shared.starts import (
-    SharedStart,
     domains_when_pods_fit,
-    shared_starts,
+    starts_beside,
 )
 from placer.solver.time.standing import reservation_order
 from placer.solver.time.timeaware import reservations_of
@@ -79,22 +78,8 @@ def expected_starts_behind(
         found = reserve(units.layout, timed, free_at=units.free_at, holds=holds)
         return {r.jobset: r for r in found}
 
-    def starts(
-        domains: Mapping[str, Reservation], asked: Collection[str] | None
-    ) -> dict[str, SharedStart]:
-        held_all = [*held, *others]
-        return shared_starts(
-            units,
-            order,
-            durations,
-            placed,
-            held_all,
-            domains,
-            domains_free=asked is None,
-            until=asked,
-        )
-
     # a JobSet's domains found again from its pods' start when that is later (`shared.starts`)
+    starts = starts_beside(units, order, durations, placed, [*held, *others])
     found, shared = domains_when_pods_fit(find, starts)
     domains = dict(found)
     after = Annotator(units, {}, domains, [], {}, shared=shared)

@@ -50,11 +50,7 @@ from placer.solver.time.evicting import plan_evicting_first
 from placer.solver.time.release import ReleaseTimeline, expected_duration_s
 from placer.solver.time.reservations import Reservation, reserve
 from placer.solver.time.reserving import ReservationPhase
-from placer.solver.time.shared.starts import (
-    SharedStart,
-    domains_when_pods_fit,
-    shared_starts,
-)
+from placer.solver.time.shared.starts import SharedStart, domains_when_pods_fit, starts_beside
 from placer.solver.time.standing import past_max_wait, reservation_order
 from placer.solver.time.units import Units
 
@@ -352,48 +348,14 @@ def _estimated(
     held: Sequence[DomainReservation],
     durations: dict[str, float],
 ) -> tuple[dict[str, Reservation], dict[str, SharedStart]]:
-    """The estimates of the waiting JobSets without a reservation (`_estimates`), and the
-    starts of the pods without an exclusive key of every waiting JobSet (`shared_starts`).
-
-    Child Jobs with an exclusive key start from the domains the pass (or the estimate) gave
-    them, and a JobSet's pods without one not before; an estimate's domains are found again
-    from its pods' start when that is later (`domains_when_pods_fit`)."""
-    placed = [o for o in plan.jobsets if o.status == "placed"]
-    waiting = [js for js in order if js.key not in {o.key for o in placed}]
-    future = {k: r for k, r in reservations.items() if r.start_s}
-    found, shared = domains_when_pods_fit(
-        lambda not_before: _estimates(
-            units, plan, order, reservations, held, durations, not_before
-        ),
-        lambda domains, asked: shared_starts(
-            units,
-            waiting,
-            durations,
-            placed,
-            held,
-            {**domains, **future},
-            domains_free=asked is None,
-            until=asked,
-        ),
-    )
-    estimates = dict(found)
-    return estimates, shared
-
-
-def _estimates(
-    units: Units,
-    plan: Plan,
-    order: Sequence[JobSetRequest],
-    reservations: dict[str, Reservation],
-    held: Sequence[DomainReservation],
-    durations: dict[str, float],
-    not_before: Mapping[str, float],
-) -> dict[str, Reservation]:
-    """Expected starts of the waiting JobSets without a reservation, reserving nothing.
+    """Expected starts of the waiting JobSets without a reservation, reserving nothing, and
+    the starts of the pods without an exclusive key of every waiting JobSet (`shared_starts`).
 
     The same pass over what this plan leaves: runs started now hold their domains for their
     expected duration, and reservations hold theirs (`held` names none of a JobSet started now).
-    `not_before`: JobSets whose child Jobs start no earlier (`Candidate.not_before_s`).
+    Child Jobs with an exclusive key start from the domains the pass (or the estimate) gave
+    them, and a JobSet's pods without one not before; an estimate's domains are found again
+    from its pods' start when that is later (`domains_when_pods_fit`).
     """
     placed = {o.key: o for o in plan.jobsets if o.status == "placed"}
     # pods without an exclusive key hold domains too (`Units.taken_by`): without them a JobSet
@@ -404,15 +366,18 @@ def _estimates(
         for h in held
         if (unit := units.unit_of(h.key, h.path)) is not None
     ]
-    future = {k for k, r in reservations.items() if r.start_s}
+    future = {k: r for k, r in reservations.items() if r.start_s}
     rest = [js for js in order if js.key not in placed and js.key not in future]
-    if not rest:
-        return {}
     candidates = [units.candidate(js, durations[js.key]) for js in rest]
-    found = reserve(
-        units.layout,
-        [replace(c, not_before_s=not_before.get(c.jobset, 0.0)) for c in candidates],
-        free_at=units.free_at,
-        holds=holds,
-    )
-    return {r.jobset: r for r in found}
+    waiting = [js for js in order if js.key not in placed]
+
+    def find(not_before: Mapping[str, float]) -> dict[str, Reservation]:
+        if not candidates:
+            return {}
+        timed = [replace(c, not_before_s=not_before.get(c.jobset, 0.0)) for c in candidates]
+        found = reserve(units.layout, timed, free_at=units.free_at, holds=holds)
+        return {r.jobset: r for r in found}
+
+    starts = starts_beside(units, waiting, durations, placed.values(), held, future)
+    found, shared = domains_when_pods_fit(find, starts)
+    return dict(found), shared

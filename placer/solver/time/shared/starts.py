@@ -59,6 +59,7 @@ __all__ = [
     "never_beside_domains",
     "only_shared",
     "shared_starts",
+    "starts_beside",
 ]
 
 
@@ -238,6 +239,35 @@ def domains_when_pods_fit(
             not_before[k] = max(not_before.get(k, 0.0), float(math.ceil(t or 0.0)))
         domains = find(not_before)
     return domains, found
+
+
+def starts_beside(
+    units: Units,
+    order: Sequence[JobSetRequest],
+    durations: Mapping[str, float],
+    placed: Iterable[JobSetOutcome],
+    held: Iterable[DomainReservation],
+    kept: Mapping[str, Reservation] | None = None,
+) -> Callable[[Mapping[str, Reservation], Collection[str] | None], dict[str, SharedStart]]:
+    """`domains_when_pods_fit`'s `starts` for estimates: `shared_starts` beside `placed` and
+    `held`, the domains found joined by `kept` (reservations that stay as they are)."""
+    placed, held = list(placed), list(held)
+
+    def starts(
+        domains: Mapping[str, Reservation], asked: Collection[str] | None
+    ) -> dict[str, SharedStart]:
+        return shared_starts(
+            units,
+            order,
+            durations,
+            placed,
+            held,
+            {**domains, **(kept or {})},
+            domains_free=asked is None,
+            until=asked,
+        )
+
+    return starts
 
 
 def _after(start: SharedStart, domains: Reservation) -> bool:
