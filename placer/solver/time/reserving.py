@@ -24,8 +24,8 @@ from placer.solver.time.shared.starts import (
     SharedStart,
     domains_when_pods_fit,
     has_mixed,
+    has_shared,
     never_beside_domains,
-    only_shared,
     shared_starts,
 )
 from placer.solver.time.standing import tiers
@@ -119,7 +119,7 @@ class ReservationPhase:
         if policy.reservations == "none":
             limit = 0
         kept, kept_starts = _kept(self.snapshot, self.units)
-        shared = any(only_shared(self.units.ctx, js) for js in order)
+        shared = any(has_shared(self.units.ctx, js) for js in order)
         # a fresh room per pass: it keeps the pods of the JobSets it started
         room = NodeRoom(self.units, order, self.durations) if shared else None
 
@@ -147,7 +147,7 @@ class ReservationPhase:
         # from now in the schedule (`shared.room`)
         passed: list[Reservation] = []
         closed: list[tuple[UnitId, float, float]] = []
-        if room is not None:
+        if room is not None and room.shared:
             passed, closed = greedy(), room.closures()
         now = policy.now or datetime.now(UTC)
         request = ScheduleRequest(
@@ -161,7 +161,7 @@ class ReservationPhase:
         )
         outcome = schedule(request, self.options)
         found: Sequence[Reservation] | None = outcome.reservations
-        if room is not None:
+        if room is not None and room.shared:
             mine = {r.jobset: r for r in passed if r.jobset in room.shared}
             found = passed if found is None else [mine.get(r.jobset, r) for r in found]
         return (found if found is not None else greedy()), [outcome.note]

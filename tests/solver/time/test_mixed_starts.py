@@ -331,3 +331,32 @@ def test_with_a_pool_promised_elsewhere_the_start_is_the_first_time_it_fits(
     assert plan.outcome(waiting.key).expected_start_seconds == _first_time_it_fits(
         snap, waiting, promise
     )
+
+
+@pytest.mark.parametrize("solver", ["cpsat", "best-fit"])
+def test_the_pass_knows_where_a_coordinator_started_now_goes(solver: str) -> None:
+    """Three free workers' pools and three JobSets of one pool each, `mixed` first: its
+    coordinator, a whole host, closes one more pool to exclusive child Jobs, so only two start
+    now. The pass did not pack the coordinator: it started all three now, the inner solve left
+    `third` out (and was run again for it, for nothing), and `third` was then only estimated,
+    holding no domain. Packed in the pass, `third` is the first to wait and holds its
+    reservation."""
+    snap = cluster(pool("pool-0", 2), pool("pool-1", 2), pool("pool-2", 2))
+    queue = [
+        _mixed("2x4").model_copy(update={"priority": 10}),
+        *(
+            jobset(name, rjob(node_selector=WORKERS), priority=p).model_copy(
+                update={
+                    "expected_duration_s": 2 * H,
+                    "duration_source": "annotation",
+                    "creation_timestamp": NOW,
+                }
+            )
+            for name, p in [("next", 5), ("third", 0)]
+        ),
+    ]
+    plan = _solve(snap, queue, solver)
+    assert [plan.outcome(k).status for k in ("team-a/mixed", "team-a/next")] == ["placed"] * 2
+    third = plan.outcome("team-a/third")
+    assert third.expected_start_seconds == 2 * H
+    assert len(third.reserved_domains) == 1
