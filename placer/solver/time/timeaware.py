@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from datetime import UTC, datetime
 
 from placer.model.cluster import ClusterSnapshot, DomainReservation
@@ -374,7 +373,7 @@ def _estimated(
     def find(not_before: Mapping[str, float]) -> dict[str, Reservation]:
         if not candidates:
             return {}
-        timed = [replace(c, not_before_s=not_before.get(c.jobset, 0.0)) for c in candidates]
+        timed = [c.starting_from(not_before.get(c.jobset, 0.0)) for c in candidates]
         found = reserve(units.layout, timed, free_at=units.free_at, holds=holds)
         return {r.jobset: r for r in found}
 
