@@ -11,6 +11,7 @@ JobSet that was planned.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from placer.model.cluster import ClusterSnapshot
@@ -73,7 +74,7 @@ def expected_starts_behind(
     candidates = [units.candidate(js, durations[js.key]) for js in order]
 
     def find(not_before: Mapping[str, float]) -> dict[str, Reservation]:
-        timed = [c.starting_from(not_before.get(c.jobset, 0.0)) for c in candidates]
+        timed = [replace(c, not_before_s=not_before.get(c.jobset, 0.0)) for c in candidates]
         found = reserve(units.layout, timed, free_at=units.free_at, holds=holds)
         return {r.jobset: r for r in found}
 

@@ -76,16 +76,9 @@ class Candidate:
     duration_s: float
     needs: tuple[Need, ...]
     not_before_s: float = 0.0
-    """Its child Jobs start no earlier (seconds after now): a JobSet that fits only once
-    NotReady or cordoned hosts are back (`Units.candidate`), or one with child Jobs of both
+    """Its child Jobs start no earlier (seconds after now): a JobSet with child Jobs of both
     kinds whose pods without an exclusive key have no room before
     (`shared.starts.domains_when_pods_fit`)."""
-
-    def starting_from(self, start_s: float) -> Candidate:
-        """This candidate starting no earlier than `start_s` either."""
-        if start_s <= self.not_before_s:
-            return self
-        return replace(self, not_before_s=start_s)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ child Jobs starting no earlier (`Candidate.not_before_s`).
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from placer.model.cluster import ClusterSnapshot, DomainReservation
@@ -60,7 +60,7 @@ class ReservationPhase:
         notes: list[str] = []
 
         def find(not_before: Mapping[str, float]) -> dict[str, Reservation]:
-            timed = tuple(c.starting_from(not_before.get(c.jobset, 0.0)) for c in candidates)
+            timed = tuple(_not_before(c, not_before.get(c.jobset)) for c in candidates)
             found, said = self._once(order, timed)
             notes[:] = said
             return {r.jobset: r for r in found}
@@ -165,6 +165,11 @@ class ReservationPhase:
             mine = {r.jobset: r for r in passed if r.jobset in room.shared}
             found = passed if found is None else [mine.get(r.jobset, r) for r in found]
         return (found if found is not None else greedy()), [outcome.note]
+
+
+def _not_before(candidate: Candidate, start_s: float | None) -> Candidate:
+    """`candidate` starting no earlier than `start_s` (None: as it was)."""
+    return candidate if start_s is None else replace(candidate, not_before_s=start_s)
 
 
 def _kept(

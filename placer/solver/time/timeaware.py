@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from placer.model.cluster import ClusterSnapshot, DomainReservation
@@ -373,7 +374,7 @@ def _estimated(
     def find(not_before: Mapping[str, float]) -> dict[str, Reservation]:
         if not candidates:
             return {}
-        timed = [c.starting_from(not_before.get(c.jobset, 0.0)) for c in candidates]
+        timed = [replace(c, not_before_s=not_before.get(c.jobset, 0.0)) for c in candidates]
         found = reserve(units.layout, timed, free_at=units.free_at, holds=holds)
         return {r.jobset: r for r in found}
 

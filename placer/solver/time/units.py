@@ -12,10 +12,10 @@ from collections.abc import Iterable, Sequence
 from placer.model.cluster import ClusterSnapshot, DomainReservation, Node
 from placer.model.options import SolveOptions
 from placer.model.plan import JobSetOutcome
-from placer.model.scheduling import CONDITION_TAINTS, tolerates
+from placer.model.scheduling import CONDITION_TAINTS
 from placer.model.topology import Domain
 from placer.model.whatif import given_back
-from placer.model.workload import JobSetRequest, PodShape
+from placer.model.workload import JobSetRequest
 from placer.solver.context import PlacementContext
 from placer.solver.time.calendar import Calendar, UnitLayout
 from placer.solver.time.release import ReleaseTimeline
@@ -86,26 +86,12 @@ def _emptied_node(n: Node, untainted: bool) -> Node:
 
 UNHEALTHY_BACK_S = 3600.0
 """When a NotReady or cordoned host is expected back: nothing says, and an hour (a repair, a
-reboot, a drain) keeps a reservation that needs the host from claiming it is free now."""
+reboot, a drain) keeps a reservation on its domain from claiming it is free now."""
 
 
-def _node_free_at_s(node: Node, timeline: ReleaseTimeline, pods: Sequence[PodShape]) -> float:
-    """When `node` frees up for the reservation pass: when its running JobSets end, and a host
-    down or cordoned not before it is expected back, unless every pod shape of the queue is
-    refused by one of its condition taints (then no JobSet's needs count it: `candidate`)."""
+def _node_free_at_s(node: Node, timeline: ReleaseTimeline) -> float:
     free_at = timeline.node_free_at_s(node)
-    if node.usable or _refused_by_all(node, pods):
-        return free_at
-    return max(free_at, UNHEALTHY_BACK_S)
-
-
-def _refused_by_all(node: Node, pods: Sequence[PodShape]) -> bool:
-    """Each of `pods` is refused by some condition taint of `node` that blocks scheduling (a
-    pod tolerating every taint, `operator: Exists` without a key, counts the host)."""
-    taints = [t for t in node.taints if t.key in CONDITION_TAINTS and t.blocks_scheduling]
-    return bool(taints) and all(
-        any(not tolerates(pod.tolerations, t) for t in taints) for pod in pods
-    )
+    return free_at if node.usable else max(free_at, UNHEALTHY_BACK_S)
 
 
 class Units:
@@ -134,22 +120,11 @@ class Units:
         self.units = units
         self.layout = UnitLayout(units)
         """Shared by the reservation pass and the estimates that follow the solve."""
-        # NotReady and cordoned hosts carrying the taint Kubernetes puts on them (and no queued
-        # pod tolerating it) are not waited for: a domain's size without them says whether it
-        # can take a child Job
-        # (`candidate`), and one that can is free when its healthy hosts are. Held busy until
-        # such a host was expected back, a rack with a host down for good was "free in an
-        # hour" round after round, so the pass reserved JobSets there for then and the inner
-        # solve started them now on its healthy hosts, solving again (`_release_started`). A
-        # JobSet that fits only with such hosts back starts no earlier than they are expected
-        # (`candidate`). Without the taint (hand-written snapshots, the over-time simulation's
-        # failures) the needs count the host, so its domain waits for it.
-        pods = [r.pod for js in jobsets for r in js.replicated_jobs]
+        # NotReady and cordoned hosts are not waited for: a domain's size once empty says
+        # whether it can take a child Job without them
         self.free_at = {
-            n.name: f for n in snapshot.nodes if (f := _node_free_at_s(n, timeline, pods)) > 0
+            n.name: f for n in snapshot.nodes if (f := _node_free_at_s(n, timeline)) > 0
         }
-        self.unhealthy = frozenset(n.name for n in snapshot.nodes if not n.usable)
-        """NotReady and cordoned hosts."""
         self.timeline = timeline
         self.live = live
         self._eligible: dict[tuple[bool, str, int, int], frozenset[UnitId]] = {}
@@ -228,7 +203,6 @@ class Units:
         needs = self._needs(jobset, self.ctx, untainted=False)
         if self._tainted and not fits_some_day(needs, self._empty):
             needs = self._needs(jobset, self._untainted_ctx(), untainted=True)
-            return Candidate(jobset.key, duration_s, needs, not_before_s=UNHEALTHY_BACK_S)
         return Candidate(jobset.key, duration_s, needs)
 
     def last_resort(self) -> PlacementContext:

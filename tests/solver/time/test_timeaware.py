@@ -14,7 +14,7 @@ from benchmarks.reporting.metrics import apply_plan
 from placer.model.cluster import ClusterSnapshot, Node, RunningJobSet
 from placer.model.options import ReservationPolicy, ScheduleMode, SolveOptions, TimePolicy
 from placer.model.plan import DomainRef, Plan
-from placer.model.scheduling import Taint, Toleration
+from placer.model.scheduling import Taint
 from placer.model.workload import JobSetRequest, PodShape, ReplicatedJobRequest
 from placer.solver.check.checker import check
 from placer.solver.registry import get_solver
@@ -692,51 +692,6 @@ def test_a_jobset_needing_a_broken_host_starts_when_it_is_expected_back(
     o = plan.jobsets[0]
     assert (o.status, o.expected_start_seconds) == ("unschedulable", H)
     assert [d.value for d in o.reserved_domains] in (["pool-1"], ["pool-2"])
-
-
-@pytest.mark.parametrize("schedule", ["greedy", "cpsat"])
-@pytest.mark.parametrize("solver", ["best-fit", "cpsat"])
-def test_a_pool_with_a_tainted_broken_host_is_free_now_for_what_its_healthy_hosts_take(
-    solver: str, schedule: ScheduleMode
-) -> None:
-    """pool-0 has a host down, with the taint Kubernetes puts on it, which the pods refuse; a
-    one-pod child Job's needs count only its healthy host, so the pass holds pool-0 free from
-    now, not from the hour the broken host is expected back. Before, it reserved `wide` (both
-    pools, priority 10) in an hour and started `short` on pool-1 now ahead of it, so `wide`,
-    which fits now, waited an hour behind a JobSet of lower priority."""
-    snap = _broken(
-        cluster(pool("pool-0", 2), pool("pool-1", 2)),
-        cordoned="",
-        down="pool-0-host-0",
-        tainted=True,
-    )
-    queue = [
-        _timed(jobset("wide", rjob(replicas=2, pods_per_job=1), priority=10), 3, 30),
-        _timed(jobset("short", rjob(replicas=1, pods_per_job=1)), 0.5, 30),
-    ]
-    policy = TimePolicy(now=NOW, reservations="all", schedule=schedule)
-    options = SolveOptions(workers=1, time=policy)
-    plan = TimeAwareSolver(get_solver(solver)).solve(snap, queue, options)
-    assert check(plan, snap, queue, options) == []
-    assert plan.outcome("team-a/wide").status == "placed"
-    assert plan.outcome("team-a/short").expected_start_seconds == 3 * H
-    assert not [n for n in plan.solver.notes if n.startswith("start now: solved again")]
-
-
-@pytest.mark.parametrize("schedule", ["greedy", "cpsat"])
-def test_a_broken_host_a_queued_pod_tolerates_is_waited_for(schedule: ScheduleMode) -> None:
-    """pool-0's host-0 is NotReady with its taint, but `whole`'s pods tolerate every taint
-    (`operator: Exists` without a key), so its needs count the host: its two-pod child Job
-    fits pool-0 only once host-0 is back, in an hour, and it is told so, not now."""
-    snap = _broken(cluster(pool("pool-0", 2)), cordoned="", down="pool-0-host-0", tainted=True)
-    anything = (Toleration(operator="Exists"),)
-    whole = _timed(jobset("whole", rjob(pods_per_job=2, tolerations=anything)), 1, 30)
-    policy = TimePolicy(now=NOW, reservations="head", schedule=schedule)
-    options = SolveOptions(workers=1, time=policy)
-    plan = TimeAwareSolver(get_solver("best-fit")).solve(snap, [whole], options)
-    assert check(plan, snap, [whole], options) == []
-    o = plan.jobsets[0]
-    assert (o.status, o.expected_start_seconds) == ("unschedulable", H)
 
 
 @pytest.mark.parametrize("schedule", ["greedy", "cpsat"])

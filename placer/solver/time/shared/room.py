@@ -120,4 +120,4 @@ def _rank_now(units: Units) -> dict[str, int]:
     """The ledger's packing rank (`PlacementContext.shared_pod_rank`) as the plan now sees it:
     judged on the cluster once every JobSet ends (`Units.ctx`), so a domain busy now, which the
     ledger counts no class for, is named busy here."""
-    return units.ctx.shared_pod_rank(busy=units.free_at.keys() | units.unhealthy)
+    return units.ctx.shared_pod_rank(busy=units.free_at.keys())
