@@ -58,18 +58,9 @@ def expected_starts_behind(
         end = durations.get(o.key, policy.default_duration_s)
         holds += [(unit, 0.0, end) for unit in units.taken_by(o)]
     held = list(reservations_of(plan, queued, policy)) if plan is not None else []
-    holds += [
-        (unit, r.start_s, r.end_s)
-        for r in held
-        if (unit := units.unit_of(r.key, r.path)) is not None
-    ]
     planned_keys = {o.key for o in plan.jobsets} if plan is not None else set()
     others = [r for r in snapshot.reservations if r.jobset not in planned_keys]
-    holds += [
-        (unit, r.start_s, max(r.end_s, r.start_s))
-        for r in others
-        if (unit := units.unit_of(r.key, r.path)) is not None
-    ]
+    holds += units.holds([*held, *others])
     order = sorted(later, key=lambda js: reservation_order(js, policy, now))
     candidates = [units.candidate(js, durations[js.key]) for js in order]
 

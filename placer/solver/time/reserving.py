@@ -101,14 +101,6 @@ class ReservationPhase:
         never_reserved = {k: Reservation(k, None, None) for k in never}
         return reservations | never_reserved, notes
 
-    def _other_holds(self) -> list[tuple[UnitId, float, float]]:
-        """`others` as the pass holds them: (unit, start, end)."""
-        return [
-            (unit, r.start_s, max(r.end_s, r.start_s))
-            for r in self.others
-            if (unit := self.units.unit_of(r.key, r.path)) is not None
-        ]
-
     def _once(
         self, order: Sequence[JobSetRequest], candidates: tuple[Candidate, ...]
     ) -> tuple[Sequence[Reservation], list[str]]:
@@ -120,6 +112,7 @@ class ReservationPhase:
             limit = 0
         kept, kept_starts = _kept(self.snapshot, self.units)
         shared = any(has_shared(self.units.ctx, js) for js in order)
+        other_holds = self.units.holds(self.others)
         # a fresh room per pass: it keeps the pods of the JobSets it started
         room = NodeRoom(self.units, order, self.durations) if shared else None
 
@@ -132,7 +125,7 @@ class ReservationPhase:
                 always=self.overdue,
                 kept=kept,
                 kept_starts=kept_starts,
-                holds=self._other_holds(),
+                holds=other_holds,
                 room=room,
             )
 
@@ -154,7 +147,7 @@ class ReservationPhase:
             self.units.layout,
             candidates,
             self.units.free_at,
-            (*self._other_holds(), *closed),
+            (*other_holds, *closed),
             kept,
             tiers(self.jobsets, policy, now),
             policy.max_wait_s,

@@ -179,6 +179,15 @@ class Units:
             for unit in group
         )
 
+    def holds(self, reservations: Iterable[DomainReservation]) -> list[tuple[UnitId, float, float]]:
+        """`reservations` (named as a snapshot names them) as the pass holds them: (unit,
+        start, end); one naming a domain the cluster no longer has holds nothing."""
+        return [
+            (unit, r.start_s, max(r.end_s, r.start_s))
+            for r in reservations
+            if (unit := self.unit_of(r.key, r.path)) is not None
+        ]
+
     def unit_of(self, key: str, path: Sequence[tuple[str, str]]) -> UnitId | None:
         """The unit a domain named elsewhere is (a plan's `DomainRef`, a reservation of this
         round or an earlier one), whichever levels its path lists (`Topology.find`)."""
