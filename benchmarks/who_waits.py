@@ -11,14 +11,19 @@ priority's mean, p95 and longest wait per policy: the p95 and max of a cell can 
 the highest priority waits longer, which "priority tiers first" does not allow for. And for the
 CP-SAT schedule, in how many rounds its search moved starts away from its greedy hint, and in how
 many it changed who starts now (the only starts a round commits), read from the plans' notes.
+`--dump FILE` also writes every JobSet's wait, for `benchmarks.wait_shift` to set against the
+same cell run on another tree.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
 
 from benchmarks.backfill import Matrix, estimates_for
 from benchmarks.reporting.stats import percentile
@@ -29,7 +34,7 @@ from benchmarks.worlds.queues import JobSetSpec
 from benchmarks.worlds.simworld import HOUR, SimConfig, build_world
 from placer.model.options import SolveOptions, TimePolicy
 
-__all__ = ["TierWaits", "Wait", "longest_waits", "main", "tier_waits"]
+__all__ = ["TierWaits", "Wait", "dump", "group", "longest_waits", "main", "tier_waits"]
 
 
 @dataclass(frozen=True)
@@ -102,6 +107,24 @@ def tier_waits(queue: Sequence[JobSetSpec], results: Sequence[SimResult]) -> lis
             )
         )
     return found
+
+
+def group(spec: JobSetSpec) -> str:
+    """The kind of JobSet `benchmarks.wait_shift` sums waits by: its first child Job's shape,
+    one child Job or more (`wide`), and its locality (`required`, `preferred`, or none)."""
+    child = spec.rjobs[0].shape.label
+    wide = sum(r.replicas for r in spec.rjobs) > 1
+    return f"{child} {'wide' if wide else 'one'}" + (f" {spec.locality}" if spec.locality else "")
+
+
+def dump(queue: Sequence[JobSetSpec], results: Sequence[SimResult], command: str) -> dict[str, Any]:
+    """Every JobSet's wait (seconds) per policy, with its kind (`group`), in queue order."""
+    return {
+        "command": command,
+        "jobsets": [{"name": js.key, "group": group(js)} for js in queue],
+        "waits_s": {r.policy: list(r.delays_s) for r in results},
+        "utilization": {r.policy: r.mean_utilization for r in results},
+    }
 
 
 def _hours(seconds: float | None) -> str:
@@ -180,6 +203,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "easy-aging,cpsat-schedule)",
     )
     parser.add_argument("--top", type=int, default=20)
+    parser.add_argument(
+        "--dump",
+        type=Path,
+        help="also write every JobSet's wait per policy as JSON, for `benchmarks.wait_shift` "
+        "to set against the same command run on another tree",
+    )
     args = parser.parse_args(argv)
     # a `benchmarks.backfill` cell's settings: its default `Matrix`, as `run_matrix` applies them
     matrix = Matrix()
@@ -196,6 +225,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = "python -m benchmarks.who_waits " + " ".join(sys.argv[1:] if argv is None else argv)
     waits = longest_waits(world.queue, announced, results, args.top)
     print("\n".join(render(waits, results, command, tier_waits(world.queue, results))))
+    if args.dump is not None:
+        args.dump.write_text(json.dumps(dump(world.queue, results, command), indent=1) + "\n")
     return 0
 
 
