@@ -111,10 +111,12 @@ def tier_waits(queue: Sequence[JobSetSpec], results: Sequence[SimResult]) -> lis
 
 def group(spec: JobSetSpec) -> str:
     """The kind of JobSet `benchmarks.wait_shift` sums waits by: its first child Job's shape,
-    one child Job or more (`wide`), and its locality (`required`, `preferred`, or none)."""
+    one child Job or more (`wide`), and a wide one's locality (`required`, `preferred`, or
+    none; a JobSet of one child Job asks none, whatever its spec says: `JobSetSpec.to_request`)."""
     child = spec.rjobs[0].shape.label
     wide = sum(r.replicas for r in spec.rjobs) > 1
-    return f"{child} {'wide' if wide else 'one'}" + (f" {spec.locality}" if spec.locality else "")
+    kind = f"{child} {'wide' if wide else 'one'}"
+    return f"{kind} {spec.locality}" if wide and spec.locality else kind
 
 
 def dump(queue: Sequence[JobSetSpec], results: Sequence[SimResult], command: str) -> dict[str, Any]:

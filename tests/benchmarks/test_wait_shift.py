@@ -22,6 +22,8 @@ def test_a_jobset_is_grouped_by_child_shape_width_and_locality() -> None:
     assert group(QUEUE[0]) == "gb200 16h wide"
     assert group(ONE) == "gb200 16h one"
     assert group(REQUIRED) == "gb200 16h wide required"
+    # one child Job asks no locality, whatever its spec says (`JobSetSpec.to_request`)
+    assert group(replace(ONE, locality="preferred")) == "gb200 16h one"
 
 
 def test_per_seed_figures_and_each_kinds_mean_wait_move_with_the_change() -> None:
