@@ -361,11 +361,7 @@ def _estimated(
     # pods without an exclusive key hold domains too (`Units.taken_by`): without them a JobSet
     # they kept out was told "now"
     holds = [(unit, 0.0, durations[key]) for key, o in placed.items() for unit in units.taken_by(o)]
-    holds += [
-        (unit, h.start_s, h.end_s)
-        for h in held
-        if (unit := units.unit_of(h.key, h.path)) is not None
-    ]
+    holds += units.holds(held)
     future = {k: r for k, r in reservations.items() if r.start_s}
     rest = [js for js in order if js.key not in placed and js.key not in future]
     candidates = [units.candidate(js, durations[js.key]) for js in rest]
