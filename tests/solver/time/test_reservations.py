@@ -205,3 +205,30 @@ def test_the_units_ever_free_are_asked_again_after_a_hold() -> None:
     assert calendar.ever_free() == 0b101
     calendar.hold(0, 5.0, 10.0)  # ends: still free before and after
     assert calendar.ever_free() == 0b101
+
+
+def test_a_hold_from_outside_inside_a_busy_period_does_not_free_the_unit_early() -> None:
+    """d0 runs until 300 and another controller reserved it over [100, 200); d1 frees at 200.
+    Before, the calendar kept the two intervals of d0 side by side and read only the last one
+    starting before a run's end, so d0 looked free from 200 (a property test found it, with a
+    coordinator beside: tests/solver/time/test_mixed_starts.py)."""
+    units = _units(300, 200)
+    [r] = reserve(
+        units,
+        [_wide("a", 1, 100, units)],
+        free_at=_free(300, 200),
+        holds=[((KEY, "d0"), 100.0, 200.0)],
+    )
+    assert (r.start_s, r.units) == (200, {"w": ((KEY, "d1"),)})
+
+
+def test_holds_overlapping_in_any_order_keep_a_unit_busy_over_their_union() -> None:
+    """[20, 30) inside [10, 60), and [65, 72) overlapping [70, 80): busy over [10, 60) and
+    [65, 80), whatever the order they came in (before, [20, 30) hid the end of [10, 60))."""
+    layout = UnitLayout(_units(0))
+    calendar = Calendar(layout, {})
+    for start, end in [(10.0, 60.0), (20.0, 30.0), (70.0, 80.0), (65.0, 72.0)]:
+        calendar.hold(0, start, end)
+    busy = [t for t in range(0, 90, 5) if not calendar.is_free(0, t, t + 1)]
+    assert busy == [10, 15, 20, 25, 30, 35, 40, 45, 50, 55, 65, 70, 75]
+    assert calendar.next_busy_after(0, 61) == 65
