@@ -21,7 +21,9 @@ __all__ = ["reserve"]
 
 
 class _Calendar:
-    """Busy intervals per cell, kept sorted by start; intervals of a cell never overlap.
+    """Busy intervals per cell, kept sorted by start; a cell is busy over their union (a hold
+    from outside may overlap a running JobSet's busy period: checked against every interval,
+    the plain rule, where the calendar merges them).
 
     A cell is a set of nodes that every unit takes whole or not at all (nodes in the same units);
     with non-overlapping keys each unit is one cell, so checking a unit is one lookup.
@@ -63,18 +65,13 @@ class _Calendar:
 
     def is_free(self, unit: UnitId, start: float, end: float) -> bool:
         for cell in self._cells[unit]:
-            intervals = self._busy[cell]
-            i = bisect.bisect_left(intervals, (end, -math.inf))
-            # intervals do not overlap: only the last one starting before `end` can reach `start`
-            if i > 0 and intervals[i - 1][1] > start:
-                return False
+            for s, e in self._busy[cell]:
+                if s < end and e > start:
+                    return False
         return True
 
     def never_free(self, unit: UnitId) -> bool:
-        return any(
-            intervals and math.isinf(intervals[-1][1])
-            for intervals in (self._busy[c] for c in self._cells[unit])
-        )
+        return any(math.isinf(e) for c in self._cells[unit] for _, e in self._busy[c])
 
     def next_busy_after(self, unit: UnitId, t: float) -> float:
         """Start of the first busy interval at or after t in any of its cells (inf when none)."""
