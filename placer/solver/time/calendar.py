@@ -122,7 +122,8 @@ class Calendar:
     """Busy intervals per cell, kept sorted by start; what the pass has promised so far.
 
     A unit is free over [t, end) when, in each of its cells, the last interval starting before
-    `end` ends by `t` (intervals the pass adds never overlap, so that is "no interval overlaps").
+    `end` ends by `t` (a cell's intervals never overlap: a hold is merged with those it
+    overlaps, `_insert_merged`, so that is "no interval overlaps").
     """
 
     def __init__(self, layout: UnitLayout, free_at: Mapping[str, float]) -> None:
