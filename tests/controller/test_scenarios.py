@@ -379,8 +379,27 @@ def test_a_record_that_no_longer_fits_after_the_commit_is_released_not_retried_f
     report = assert_valid(ctl.run_once())
     assert "placement record" in report.planned.unschedulable["default/train"]
     assert record(cluster, "train") is None
-    add_jobset(cluster, "other", jobs=2, pods=2)
-    assert list(assert_valid(ctl.run_once()).planned.placed) == ["default/other"]
+    add_jobset(
+        cluster, "waiting", jobs=2, pods=2
+    )  # behind `train` in the queue, whatever the clock
+    assert list(assert_valid(ctl.run_once()).planned.placed) == ["default/waiting"]
+    assert_exclusive(cluster)
+
+
+def test_a_jobset_that_cannot_carry_its_record_leaves_its_domains_to_the_next() -> None:
+    """Its other annotations leave no room for a record: it is unschedulable with that reason,
+    and the JobSet behind it in the queue gets the domains in the same cycle, not never."""
+    cluster = tpu_cluster(blocks=2)
+    add_jobset(cluster, "train", jobs=2, pods=2)
+    obj = cluster.get("jobsets", "train", namespace="default")
+    assert obj is not None
+    obj["metadata"]["annotations"]["example.com/notes"] = "x" * (MAX_ANNOTATIONS_BYTES - 100)
+    cluster.replace("jobsets", obj)
+    add_jobset(cluster, "waiting", jobs=2, pods=2)  # behind `train`, whatever the clock
+    report = assert_valid(controller(cluster).run_once())
+    assert list(report.planned.placed) == ["default/waiting"]
+    assert "placement record" in report.planned.unschedulable["default/train"]
+    assert record(cluster, "train") is None and record(cluster, "waiting") is not None
     assert_exclusive(cluster)
 
 

@@ -14,6 +14,9 @@ Pure given a solver:
    solver) and guarded once more here: a new record may never overlap a reserved node.
    With `--preemption`, the victims preempting.eligibility found are offered to the solver to
    evict instead of held; the plan's evictions travel in `PlannedRound.evictions`.
+   A placement whose record its JobSet cannot carry (records/recordsize.py) is refused here and
+   the round planned again without that JobSet: refused only at the commit, it would be planned
+   first in every cycle and hold domains a JobSet behind it could take.
 
 The commit phase (ledgerplan.ledger_change) and the write phase (writeplan.plan_writes) take the
 `PlannedRound` from here.
@@ -33,6 +36,7 @@ from placer.controller.decide.observed import Reviewed
 from placer.controller.decide.plan.reserving import running_timing, snapshot_reservations
 from placer.controller.decide.preempting import Victim, chosen_evictions, evictable_snapshot
 from placer.controller.decide.records.ledger import LedgerEntry
+from placer.controller.decide.records.recordsize import record_too_large
 from placer.controller.decide.review.review import Target, held_records
 from placer.model.assignment import Assignment, JobAssignment
 from placer.model.cluster import ClusterSnapshot
@@ -298,7 +302,32 @@ def solve_targets(
     targets: Sequence[Target], inputs: PlanningInputs, solver: Solver
 ) -> PlannedRound:
     """Plan `targets` (the review's due targets) around the held records and everything
-    `inputs.foreign` holds (other controllers' placements, see ledgerplan.view_ledger)."""
+    `inputs.foreign` holds (other controllers' placements, see ledgerplan.view_ledger).
+
+    A JobSet whose new record would not fit on it is unschedulable with the reason, and the
+    others are planned again without it (each pass drops at least one, so this ends; it is rare:
+    the JobSet's other annotations must fill nearly 256 KiB)."""
+    by_key = {t.key: t for t in targets}
+    unwritable: dict[str, str] = {}
+    while True:
+        planned = _solve_round([t for t in targets if t.key not in unwritable], inputs, solver)
+        more = {
+            key: why
+            for key, record in planned.placed.items()
+            if (why := record_too_large(by_key[key].managed.obj, record))
+        }
+        if not more:
+            break
+        for key, why in more.items():
+            log.warning("%s: not placed: %s", key, why)
+        unwritable.update(more)
+    if not unwritable:
+        return planned
+    return replace(planned, unschedulable={**planned.unschedulable, **unwritable})
+
+
+def _solve_round(targets: Sequence[Target], inputs: PlanningInputs, solver: Solver) -> PlannedRound:
+    """One planning of `targets` (solve_targets), every placement as the solver made it."""
     if not targets:
         return PlannedRound()
     records = dict(inputs.records)

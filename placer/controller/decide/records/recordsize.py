@@ -4,8 +4,9 @@ The API server refuses an object whose annotations, keys and values together, ho
 256 KiB (`TotalAnnotationSizeLimitB`, k8s.io/apimachinery v0.36.3; custom resources such as a
 JobSet included). The record is written after the ledger commit, so a record its JobSet cannot
 carry would be answered 422 on every cycle while the ledger held its domains and its pods stayed
-gated. So a placement whose record would not fit is refused before the commit, with its reason,
-and the JobSet stays pending: it is placed once its other annotations leave room. The record's
+gated. So a placement whose record would not fit is refused while planning, with its reason,
+and the round planned again without it (plan/planning.solve_targets): the JobSet stays pending,
+holding nothing, until its other annotations leave room. The record's
 compact form (model/assignment.py) makes that rare: about 3,000 one-node child Jobs fit.
 
 One race is left to the review: the JobSet's annotations grow between the commit and the record

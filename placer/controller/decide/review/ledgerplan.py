@@ -7,8 +7,9 @@
   whose JobSet finished is released; an entry whose JobSet the cache does not show (or shows with
   another uid) is held until a read confirms it is gone (`suspects`, see commit.confirm_gone).
 - `ledger_change`: the cycle's commit: its new placements, the records it adopts (a managed
-  JobSet's record that the ledger lacks), and the releases. A new placement whose record its
-  JobSet could not carry is refused first (recordsize.py). Before anything is sent, the ledger it
+  JobSet's record that the ledger lacks), and the releases. (A new placement whose record its
+  JobSet could not carry never reaches it: planning refuses it, recordsize.py.) Before anything
+  is sent, the ledger it
   would produce is checked node by node (`exclusive_clashes`): a new placement that would
   share a node with another entry is dropped, whatever the planner said, and so is one that would
   grow the ledger past what the API server stores (ledgersize.py). With preemption, the same
@@ -35,7 +36,6 @@ from placer.controller.decide.records.ledger import (
     entry_key,
 )
 from placer.controller.decide.records.ledgersize import FULL, MAX_LEDGER_BYTES, LedgerBytes
-from placer.controller.decide.records.recordsize import record_too_large
 from placer.model.assignment import Assignment, JobAssignment
 
 __all__ = ["LedgerView", "exclusive_clashes", "ledger_change", "view_ledger"]
@@ -157,10 +157,6 @@ def ledger_change(
     refused: dict[str, str] = {}
     for key, record in sorted(placed.items()):
         ms = by_key[key]
-        if why := record_too_large(ms.obj, record):
-            log.warning("%s: not placed: %s", key, why)
-            refused[key] = why
-            continue
         put[entry_key(PLACEMENT, key)] = LedgerEntry(owner=key, uid=ms.uid, record=record)
     for ms in managed:
         k = entry_key(PLACEMENT, ms.key)
