@@ -56,7 +56,7 @@ def expected_starts_behind(
     placed = [o for o in plan.jobsets if o.status == "placed"] if plan is not None else []
     for o in placed:
         end = durations.get(o.key, policy.default_duration_s)
-        holds += [(unit, 0.0, end) for unit in units.taken_by(o)]
+        holds += units.running(o, end)
     held = list(reservations_of(plan, queued, policy)) if plan is not None else []
     planned_keys = {o.key for o in plan.jobsets} if plan is not None else set()
     others = [r for r in snapshot.reservations if r.jobset not in planned_keys]

@@ -360,7 +360,7 @@ def _estimated(
     placed = {o.key: o for o in plan.jobsets if o.status == "placed"}
     # pods without an exclusive key hold domains too (`Units.taken_by`): without them a JobSet
     # they kept out was told "now"
-    holds = [(unit, 0.0, durations[key]) for key, o in placed.items() for unit in units.taken_by(o)]
+    holds = [h for key, o in placed.items() for h in units.running(o, durations[key])]
     holds += units.holds(held)
     future = {k: r for k, r in reservations.items() if r.start_s}
     rest = [js for js in order if js.key not in placed and js.key not in future]

@@ -120,8 +120,8 @@ class Units:
         self.units = units
         self.layout = UnitLayout(units)
         """Shared by the reservation pass and the estimates that follow the solve."""
-        # NotReady and cordoned hosts are not waited for: a domain's size once empty says
-        # whether it can take a child Job without them
+        # each host's release, a NotReady or cordoned one's no sooner than it is expected back
+        # (UNHEALTHY_BACK_S): its domain waits for it, even where its healthy hosts would do
         self.free_at = {
             n.name: f for n in snapshot.nodes if (f := _node_free_at_s(n, timeline)) > 0
         }
@@ -162,6 +162,11 @@ class Units:
             for u in self.units_on(p.node)
         }
         return sorted(taken)
+
+    def running(self, placed: JobSetOutcome, end_s: float) -> list[tuple[UnitId, float, float]]:
+        """A JobSet started now as the pass holds it: every unit it takes (`taken_by`), from
+        now until its expected end."""
+        return [(unit, 0.0, end_s) for unit in self.taken_by(placed)]
 
     def held(self, reservations: Iterable[Reservation]) -> tuple[DomainReservation, ...]:
         """The domains of `reservations` as a snapshot names them: each held from its start to
