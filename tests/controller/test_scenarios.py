@@ -13,6 +13,7 @@ from placer.controller.adapter import Kind, Listing, Obj
 from placer.controller.decide.records.ledger import LEDGER_NAME
 from placer.controller.decide.records.recordsize import MAX_ANNOTATIONS_BYTES
 from placer.controller.reconcile import Controller
+from placer.model.assignment import ASSIGNMENT_ANNOTATION, Assignment
 from placer.model.errors import ClusterError
 from placer.solver.greedy.baselines import BestFitSolver
 from tests.controller.builders import (
@@ -386,20 +387,52 @@ def test_a_record_that_no_longer_fits_after_the_commit_is_released_not_retried_f
     assert_exclusive(cluster)
 
 
-def test_a_jobset_that_cannot_carry_its_record_leaves_its_domains_to_the_next() -> None:
-    """Its other annotations leave no room for a record: it is unschedulable with that reason,
-    and the JobSet behind it in the queue gets the domains in the same cycle, not never."""
+class _Counting:
+    """Best-fit, counting its calls: how many solves a cycle made."""
+
+    name = "counting"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def solve(self, snapshot: Any, jobsets: Any, options: Any) -> Any:
+        self.calls += 1
+        return BestFitSolver().solve(snapshot, jobsets, options)
+
+
+@pytest.mark.parametrize(
+    ("spare", "solves"),
+    [
+        pytest.param(-1, 1, id="no-room-for-any-record"),
+        pytest.param(50, 2, id="room-for-a-smaller-record"),
+    ],
+)
+def test_a_jobset_that_cannot_carry_its_record_leaves_its_domains_to_the_next(
+    spare: int, solves: int
+) -> None:
+    """Its other annotations leave no room for its record: it is unschedulable with that reason,
+    and the JobSet behind it in the queue gets the domains in the same cycle, not never. With
+    no room for any record it is left out before the solve; with room for a smaller one than it
+    gets, the round is planned again without it."""
     cluster = tpu_cluster(blocks=2)
     add_jobset(cluster, "train", jobs=2, pods=2)
     obj = cluster.get("jobsets", "train", namespace="default")
     assert obj is not None
-    obj["metadata"]["annotations"]["example.com/notes"] = "x" * (MAX_ANNOTATIONS_BYTES - 100)
+    others = sum(len(k) + len(v) for k, v in obj["metadata"]["annotations"].items())
+    floor = len(ASSIGNMENT_ANNOTATION) + len(
+        Assignment(jobset="default/train", jobs={}, plan_id="0" * 12).to_annotation()
+    )
+    # `spare` bytes left beside a record naming no child Job (its record takes 86 more)
+    fill = MAX_ANNOTATIONS_BYTES - others - floor - len("example.com/notes") - spare
+    obj["metadata"]["annotations"]["example.com/notes"] = "x" * fill
     cluster.replace("jobsets", obj)
     add_jobset(cluster, "waiting", jobs=2, pods=2)  # behind `train`, whatever the clock
-    report = assert_valid(controller(cluster).run_once())
+    solver = _Counting()
+    report = assert_valid(Controller(cluster, controller(cluster).config, solver=solver).run_once())
     assert list(report.planned.placed) == ["default/waiting"]
     assert "placement record" in report.planned.unschedulable["default/train"]
     assert record(cluster, "train") is None and record(cluster, "waiting") is not None
+    assert solver.calls == solves
     assert_exclusive(cluster)
 
 

@@ -36,7 +36,7 @@ from placer.controller.decide.observed import Reviewed
 from placer.controller.decide.plan.reserving import running_timing, snapshot_reservations
 from placer.controller.decide.preempting import Victim, chosen_evictions, evictable_snapshot
 from placer.controller.decide.records.ledger import LedgerEntry
-from placer.controller.decide.records.recordsize import record_too_large
+from placer.controller.decide.records.recordsize import no_room_for_a_record, record_too_large
 from placer.controller.decide.review.review import Target, held_records
 from placer.model.assignment import Assignment, JobAssignment
 from placer.model.cluster import ClusterSnapshot
@@ -306,9 +306,12 @@ def solve_targets(
 
     A JobSet whose new record would not fit on it is unschedulable with the reason, and the
     others are planned again without it (each pass drops at least one, so this ends; it is rare:
-    the JobSet's other annotations must fill nearly 256 KiB)."""
+    the JobSet's other annotations must fill nearly 256 KiB). One that could carry no record at
+    all is left out before the first pass."""
     by_key = {t.key: t for t in targets}
-    unwritable: dict[str, str] = {}
+    unwritable = {
+        t.key: why for t in targets if (why := no_room_for_a_record(t.managed.obj, t.key))
+    }
     while True:
         planned = _solve_round([t for t in targets if t.key not in unwritable], inputs, solver)
         more = {
