@@ -20,7 +20,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import NoReturn
 
-from placer.commands.log_output import RepeatLimit, SafeFormatter
+from placer.commands.output.logs import RepeatLimit, SafeFormatter
 from placer.model.errors import PlacerError
 from placer.model.messages import clip, printable
 from placer.runtime import collector_paused, end_batch_process
@@ -112,7 +112,7 @@ def run() -> None:
 
 
 def _configure_logging(args: argparse.Namespace) -> RepeatLimit | None:
-    """Log to stderr in printable, bounded lines (`placer.commands.log_output`); for a batch
+    """Log to stderr in printable, bounded lines (`placer.commands.output.logs`); for a batch
     command without `-v`, repeated warnings are summarized at the end. None when logging was
     already configured (an embedding program, a test runner): then it is left as it is."""
     root = logging.getLogger()

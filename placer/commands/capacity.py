@@ -11,7 +11,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from placer.commands.common import (
+from placer.commands.flags.map import add_map_arg, check_map_arg, draw_map
+from placer.commands.flags.planning import (
     add_cluster_args,
     add_jobset_args,
     add_solver_args,
@@ -19,15 +20,14 @@ from placer.commands.common import (
     load_inputs,
     options_from_args,
 )
-from placer.commands.map_option import add_map_arg, check_map_arg, draw_map
-from placer.commands.output import (
+from placer.commands.flags.whatif import add_whatif_args, apply_whatif_args
+from placer.commands.output.reports import (
     add_output_arg,
     as_yaml,
     clip_lines,
     output_width,
     progress_for,
 )
-from placer.commands.whatif import add_whatif_args, apply_whatif_args
 from placer.model.errors import InputError
 from placer.model.messages import printable_lines
 from placer.model.priorities import PriorityClasses

@@ -25,16 +25,16 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from placer.commands.argtypes import number, whole_number
-from placer.commands.common import add_solver_args, options_from_args
-from placer.commands.preemption_args import add_preemption_args
-from placer.commands.server_logs import add_log_format_arg, use_server_logs
-from placer.commands.timing import (
+from placer.commands.flags.argtypes import number, whole_number
+from placer.commands.flags.planning import add_solver_args, options_from_args
+from placer.commands.flags.preemption import add_preemption_args
+from placer.commands.flags.timing import (
     add_guard_arg,
     add_time_args,
     guard_s,
     time_policy_from_args,
 )
+from placer.commands.output.server_logs import add_log_format_arg, use_server_logs
 from placer.model.durations import parse_go_duration
 from placer.model.errors import ClusterError, InputError
 from placer.model.preemption import DEFAULT_MAX_PER_DAY

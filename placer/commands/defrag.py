@@ -14,15 +14,15 @@ import argparse
 import sys
 import time
 
-from placer.commands.argtypes import rfc3339
-from placer.commands.common import (
+from placer.commands.flags.argtypes import rfc3339
+from placer.commands.flags.planning import (
     add_cluster_args,
     add_jobset_args,
     add_search_args,
     load_inputs,
     run_solver,
 )
-from placer.commands.output import add_output_arg, progress_for
+from placer.commands.output.reports import add_output_arg, progress_for
 from placer.model.durations import format_go_duration
 from placer.model.preemption import PreemptionPolicy
 from placer.render.defrag import render_defrag

@@ -15,19 +15,19 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from placer.commands.argtypes import whole_number
-from placer.commands.common import (
+from placer.commands.flags.argtypes import whole_number
+from placer.commands.flags.map import add_map_arg, check_map_arg, draw_map
+from placer.commands.flags.planning import (
     add_cluster_args,
     add_solver_args,
     load_inputs,
     load_live_queue_args,
     options_from_args,
 )
-from placer.commands.map_option import add_map_arg, check_map_arg, draw_map
-from placer.commands.output import add_output_arg, as_yaml, output_width, progress_for
-from placer.commands.preemption_args import add_preemption_args
-from placer.commands.timing import add_time_args, time_policy_from_args
-from placer.commands.whatif import add_whatif_args, apply_whatif_args
+from placer.commands.flags.preemption import add_preemption_args
+from placer.commands.flags.timing import add_time_args, time_policy_from_args
+from placer.commands.flags.whatif import add_whatif_args, apply_whatif_args
+from placer.commands.output.reports import add_output_arg, as_yaml, output_width, progress_for
 from placer.model.errors import InputError
 from placer.model.messages import echo, printable_lines
 from placer.model.options import TimePolicy

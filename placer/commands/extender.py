@@ -11,9 +11,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from placer.commands.argtypes import PORT, whole_number
-from placer.commands.server_logs import add_log_format_arg, use_server_logs
-from placer.commands.timing import add_guard_arg, guard_s
+from placer.commands.flags.argtypes import PORT, whole_number
+from placer.commands.flags.timing import add_guard_arg, guard_s
+from placer.commands.output.server_logs import add_log_format_arg, use_server_logs
 from placer.model.errors import InputError
 from placer.model.read.files import check_input_file
 

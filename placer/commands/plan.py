@@ -11,17 +11,17 @@ import sys
 import time
 from pathlib import Path
 
-from placer.commands.common import (
+from placer.commands.flags.map import add_map_arg, check_map_arg, draw_map
+from placer.commands.flags.planning import (
     add_cluster_args,
     add_jobset_args,
     add_solver_args,
     load_inputs,
     run_solver,
 )
-from placer.commands.map_option import add_map_arg, check_map_arg, draw_map
-from placer.commands.output import TABLE_ROWS, add_output_arg, output_width, progress_for
-from placer.commands.preemption_args import add_preemption_args
-from placer.commands.timing import add_time_args
+from placer.commands.flags.preemption import add_preemption_args
+from placer.commands.flags.timing import add_time_args
+from placer.commands.output.reports import TABLE_ROWS, add_output_arg, output_width, progress_for
 from placer.model.errors import InputError
 from placer.model.messages import printable_lines
 from placer.render.document import render_json, render_yaml

@@ -12,7 +12,7 @@ import sys
 
 import yaml
 
-from placer.commands.argtypes import label_key
+from placer.commands.flags.argtypes import label_key
 from placer.model.errors import InputError
 
 __all__ = ["register", "run"]

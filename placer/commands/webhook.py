@@ -11,8 +11,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from placer.commands.argtypes import PORT, interval_s, whole_number
-from placer.commands.server_logs import add_log_format_arg, use_server_logs
+from placer.commands.flags.argtypes import PORT, interval_s, whole_number
+from placer.commands.output.server_logs import add_log_format_arg, use_server_logs
 
 __all__ = ["register", "run"]
 

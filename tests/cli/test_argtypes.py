@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from placer.commands.argtypes import PORT, label_keys, number, whole_number
+from placer.commands.flags.argtypes import PORT, label_keys, number, whole_number
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from placer.commands.log_output import REPEATS_SHOWN, RepeatLimit, SafeFormatter
+from placer.commands.output.logs import REPEATS_SHOWN, RepeatLimit, SafeFormatter
 from tests.cli.inputs import jobset_manifest, write_cluster
 
 REPO = Path(__file__).resolve().parents[2]

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from placer.commands import common
-from placer.commands.timing import add_time_args
+from placer.commands.flags import planning
+from placer.commands.flags.timing import add_time_args
 from placer.model.cluster import ClusterSnapshot
 from placer.model.errors import InputError
 from placer.model.options import SolveOptions
@@ -19,16 +19,16 @@ from placer.model.workload import JobSetRequest
 
 def parse(*argv: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
-    common.add_cluster_args(parser)
-    common.add_solver_args(parser)
+    planning.add_cluster_args(parser)
+    planning.add_solver_args(parser)
     add_time_args(parser)
-    common.add_jobset_args(parser)
+    planning.add_jobset_args(parser)
     return parser.parse_args(list(argv))
 
 
 def test_defaults_are_solve_options_defaults() -> None:
     args = parse("--cluster", "c.json", "j.yaml")
-    assert common.options_from_args(args) == SolveOptions()
+    assert planning.options_from_args(args) == SolveOptions()
     assert args.solver == "cpsat"
     assert args.cluster == ["c.json"]
     assert args.jobsets == ["j.yaml"]
@@ -60,7 +60,7 @@ def test_every_flag_reaches_solve_options() -> None:
     )
     assert args.cluster == ["a.json", "b.json"]
     assert args.jobsets == ["j1.yaml", "j2.yaml"]
-    assert common.options_from_args(args) == SolveOptions(
+    assert planning.options_from_args(args) == SolveOptions(
         time_limit_s=2.5,
         workers=3,
         seed=7,
@@ -90,13 +90,13 @@ def test_bad_flags_are_usage_errors(argv: list[str]) -> None:
 
 
 def test_options_from_args_tolerates_commands_without_solver_flags() -> None:
-    assert common.options_from_args(argparse.Namespace()) == SolveOptions()
+    assert planning.options_from_args(argparse.Namespace()) == SolveOptions()
 
 
 def test_load_inputs_names_the_missing_file_first(tmp_path: Path) -> None:
     args = parse("--cluster", str(tmp_path / "c.json"), str(tmp_path / "j.yaml"))
     with pytest.raises(InputError) as e:
-        common.load_inputs(args)
+        planning.load_inputs(args)
     assert e.value.source == str(tmp_path / "j.yaml")
     assert e.value.code == "missing-file"
 
@@ -108,7 +108,7 @@ def test_stray_yaml_error_becomes_an_input_error(tmp_path: Path) -> None:
         yaml.safe_load("a: [")
 
     with pytest.raises(InputError) as e:
-        common._guarded(boom, ["x.yaml"])
+        planning._guarded(boom, ["x.yaml"])
     assert e.value.source == "x.yaml"
     assert e.value.code == "yaml"
     assert "\n" not in str(e.value)
@@ -133,7 +133,7 @@ def test_run_solver_records_the_load_phase_first(monkeypatch: pytest.MonkeyPatch
     fake = _FakeSolver()
     monkeypatch.setattr("placer.solver.registry._named", lambda name: fake)
     args = parse("--cluster", "c.json", "--seed", "4", "j.yaml")
-    plan = common.run_solver(args, ClusterSnapshot(nodes=()), [], load_seconds=0.25)
+    plan = planning.run_solver(args, ClusterSnapshot(nodes=()), [], load_seconds=0.25)
     phases = plan.solver.phases
     assert list(phases) == ["load", "solve", "check"] and phases["solve"] == 0.5
     assert fake.seen is not None and fake.seen.seed == 4
@@ -143,7 +143,7 @@ def test_reservations_wrap_the_solver_and_time_its_phases(monkeypatch: pytest.Mo
     fake = _FakeSolver()
     monkeypatch.setattr("placer.solver.registry._named", lambda name: fake)
     args = parse("--cluster", "c.json", "--reservations", "head", "j.yaml")
-    plan = common.run_solver(args, ClusterSnapshot(nodes=()), [], load_seconds=0.25)
+    plan = planning.run_solver(args, ClusterSnapshot(nodes=()), [], load_seconds=0.25)
     phases = plan.solver.phases
     assert next(iter(phases)) == "load" and phases["solve"] == 0.5
     assert {"timeline", "reserve", "estimate"} <= set(phases)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Mapping
 
-from placer.commands.argtypes import number, rfc3339, whole_number
+from placer.commands.flags.argtypes import number, rfc3339, whole_number
 from placer.model.durations import parse_go_duration, parse_rfc3339
 from placer.model.errors import InputError
 from placer.model.messages import echo

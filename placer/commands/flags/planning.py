@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, TypeVar
 import yaml
 from pydantic import ValidationError
 
-from placer.commands.argtypes import label_keys, number, whole_number
-from placer.commands.preemption_args import preemption_from_args
+from placer.commands.flags.argtypes import label_keys, number, whole_number
+from placer.commands.flags.preemption import preemption_from_args
 from placer.model.cluster import ClusterSnapshot
 from placer.model.errors import InputError
 from placer.model.options import SolveOptions
@@ -277,7 +277,7 @@ def run_solver(
     load_seconds: float | None = None,
 ) -> Plan:
     """Solve with the solver named by --solver; `load_seconds` is recorded as the `load` phase."""
-    from placer.commands.timing import time_policy_from_args
+    from placer.commands.flags.timing import time_policy_from_args
     from placer.solver.registry import get_solver
 
     options = options_from_args(args).model_copy(
