@@ -9,11 +9,11 @@
 - `ledger_change`: the cycle's commit: its new placements, the records it adopts (a managed
   JobSet's record that the ledger lacks), and the releases. (A new placement whose record its
   JobSet could not carry never reaches it: planning refuses it, recordsize.py.) Before anything
-  is sent, the ledger it
-  would produce is checked node by node (`exclusive_clashes`): a new placement that would
-  share a node with another entry is dropped, whatever the planner said, and so is one that would
-  grow the ledger past what the API server stores (ledgersize.py). With preemption, the same
-  commit releases each victim's placement and records its eviction (preempting.py).
+  is sent, the ledger it would produce is checked node by node (`exclusive_clashes`): a new
+  placement that would share a node with another entry is dropped, whatever the planner said,
+  and so is one that would grow the ledger past what the API server stores (ledgersize.py).
+  With preemption, the same commit releases each victim's placement and records its eviction
+  (preempting.py).
 """
 
 from __future__ import annotations
