@@ -22,16 +22,14 @@ from placer.commands.flags.planning import (
     load_inputs,
     run_solver,
 )
+from placer.commands.flags.preemption import add_restart_cost_arg
 from placer.commands.output.reports import add_output_arg, progress_for
-from placer.model.durations import format_go_duration
-from placer.model.preemption import PreemptionPolicy
 from placer.render.defrag import render_defrag
 from placer.render.document import render_json, render_yaml
 
 __all__ = ["register", "run"]
 
 FORMATS = ("table", "json", "yaml")
-_DEFAULTS = PreemptionPolicy()
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -46,14 +44,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_cluster_args(parser)
     group = parser.add_argument_group("solver")
     add_search_args(group)
-    group.add_argument(
-        "--restart-cost",
-        metavar="DURATION",
-        default=format_go_duration(_DEFAULTS.restart_cost_s),
-        help="what restarting a moved JobSet costs, as a Go duration of its accelerators, on top "
-        "of the work lost since its last checkpoint or start (default "
-        f"{format_go_duration(_DEFAULTS.restart_cost_s)})",
-    )
+    add_restart_cost_arg(group, "a moved")
     group.add_argument(
         "--now",
         metavar="RFC3339",

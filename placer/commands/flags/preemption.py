@@ -10,9 +10,23 @@ import argparse
 from placer.model.durations import format_go_duration, parse_go_duration
 from placer.model.preemption import PREEMPTION_MODES, PreemptionPolicy
 
-__all__ = ["add_preemption_args", "preemption_from_args"]
+__all__ = ["add_preemption_args", "add_restart_cost_arg", "preemption_from_args"]
 
 _DEFAULTS = PreemptionPolicy()
+
+
+def add_restart_cost_arg(group: argparse._ArgumentGroup, which: str) -> None:
+    """--restart-cost, for `which` JobSet restarts ("an evicted", "a moved"): `placer plan`'s
+    preemption and `placer defrag` price a restart alike."""
+    default = format_go_duration(_DEFAULTS.restart_cost_s)
+    group.add_argument(
+        "--restart-cost",
+        metavar="DURATION",
+        default=default,
+        help=f"what restarting {which} JobSet costs, as a Go duration of its accelerators, on "
+        "top of the work lost since its last checkpoint (placer.dev/checkpoint-interval) or "
+        f"start (default {default})",
+    )
 
 
 def add_preemption_args(parser: argparse.ArgumentParser) -> argparse._ArgumentGroup:
@@ -27,14 +41,7 @@ def add_preemption_args(parser: argparse.ArgumentParser) -> argparse._ArgumentGr
         'blocked JobSet needs (never one annotated placer.dev/preemptible: "false"); greedy '
         "solvers never preempt",
     )
-    group.add_argument(
-        "--restart-cost",
-        metavar="DURATION",
-        default=format_go_duration(_DEFAULTS.restart_cost_s),
-        help="what restarting an evicted JobSet costs, as a Go duration of its accelerators, on "
-        "top of the work lost since its last checkpoint (placer.dev/checkpoint-interval) or "
-        f"start (default {format_go_duration(_DEFAULTS.restart_cost_s)})",
-    )
+    add_restart_cost_arg(group, "an evicted")
     group.add_argument(
         "--preempt-after",
         metavar="DURATION",
