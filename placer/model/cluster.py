@@ -17,7 +17,14 @@ from placer.model.priorities import PriorityClasses
 from placer.model.resources import ResourceMap
 from placer.model.scheduling import Taint
 
-__all__ = ["ClusterSnapshot", "DomainReservation", "JobSetUsage", "Node", "RunningJobSet"]
+__all__ = [
+    "NODE_RESERVATION_KEY",
+    "ClusterSnapshot",
+    "DomainReservation",
+    "JobSetUsage",
+    "Node",
+    "RunningJobSet",
+]
 
 
 class JobSetUsage(BaseModel):
@@ -51,11 +58,20 @@ class RunningJobSet(BaseModel):
     """Its checkpoint interval and whether it may be preempted (`placer.model.preemption`)."""
 
 
+NODE_RESERVATION_KEY = "placer.dev/node"
+"""The key of a `DomainReservation` holding one node, named by its path's value (the node's
+name): a node the pods without an exclusive key of a JobSet with child Jobs of both kinds are
+expected to take at its start (`JobSetOutcome.reserved_nodes`)."""
+
+
 class DomainReservation(BaseModel):
     """A domain held for a pending JobSet's expected start (time-aware planning).
 
     Times are seconds after the planning instant. Until `start_s` the domain may run a JobSet
-    expected to end by then (backfill); from `start_s` it is the pending JobSet's alone.
+    expected to end by then (backfill); from `start_s` it is the pending JobSet's alone. With
+    `key` `NODE_RESERVATION_KEY` the domain is one node, held whole the same way: without it a
+    JobSet backfilled there delayed the pods without an exclusive key of the JobSet it was
+    reserved for, and with them its start, past the reservations made behind it.
     """
 
     model_config = ConfigDict(frozen=True)

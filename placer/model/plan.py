@@ -68,6 +68,9 @@ class JobSetOutcome(BaseModel):
     NaN: a reader (the extender) dates reservations from it."""
     reserved_domains: list[DomainRef] = Field(default_factory=list)
     """Domains held for its expected start (empty when placed now or not reserved)."""
+    reserved_nodes: list[str] = Field(default_factory=list)
+    """With reserved domains, the nodes its pods without an exclusive key are expected to take
+    at its start (a JobSet with child Jobs of both kinds), held as its domains are (sorted)."""
     backfill: bool = False
     """Placed now on domains reserved for a later JobSet, expected to end before that starts."""
     waits_for: list[str] = Field(default_factory=list)

@@ -145,7 +145,10 @@ def _expected_start(e: Explanation) -> list[str]:
         return ["expected start: never (it fits no domain set even on an empty cluster)"]
     where = ""
     if e.reserved_domains:
-        where = " on " + compact_list([d.value for d in e.reserved_domains]) + " (reserved)"
+        where = " on " + compact_list([d.value for d in e.reserved_domains])
+        if e.reserved_nodes:
+            where += " and nodes " + compact_list(e.reserved_nodes)
+        where += " (reserved)"
     line = f"expected start: in {format_go_duration(start)}{where}"
     if e.waits_for:
         line += "; waits for running " + compact_list(e.waits_for)

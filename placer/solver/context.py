@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from functools import cached_property
 
-from placer.model.cluster import ClusterSnapshot, DomainReservation, Node
+from placer.model.cluster import NODE_RESERVATION_KEY, ClusterSnapshot, DomainReservation, Node
 from placer.model.kueue.annotations import podset_groups
 from placer.model.options import SolveOptions
 from placer.model.resources import is_accelerator
@@ -194,13 +194,18 @@ class PlacementContext:
         """(key, path) -> reservations for pending JobSets' future starts of the domain or of a
         domain sharing a node with it: with overlapping exclusive keys a block reserved from t
         keeps its pools from t as well (else a JobSet started now on a pool ran into the block's
-        reservation, and no rule saw it)."""
+        reservation, and no rule saw it), and a domain holding a reserved node
+        (`reserved_nodes`) is held with it."""
         found: dict[tuple[str, tuple[tuple[str, str], ...]], list[DomainReservation]] = {}
         for r in self.snapshot.reservations:
+            if r.key == NODE_RESERVATION_KEY:
+                continue  # a node: `reserved_nodes`
             # named by this queue's levels (another round's may differ: `Topology.find`)
             domain = self.topology.find(r.key, r.path)
             found.setdefault((r.key, domain.path if domain else r.path), []).append(r)
         on_node = self._reserved_on_node(found)
+        for n, rs in self.reserved_nodes.items():
+            on_node.setdefault(n, []).extend(rs)
         for d in self.exclusive_domains if on_node else ():
             own = found.get((d.key, d.path), [])
             near = {id(r): r for n in d.nodes for r in on_node.get(n, ())}
@@ -208,6 +213,19 @@ class PlacementContext:
             if more:
                 found[(d.key, d.path)] = [*own, *more]
         return {k: tuple(sorted(v, key=lambda r: r.start_s)) for k, v in found.items()}
+
+    @cached_property
+    def reserved_nodes(self) -> dict[str, list[DomainReservation]]:
+        """Node -> the reservations holding it alone (`NODE_RESERVATION_KEY`): closed, as a
+        reserved domain is, to pods of JobSets that would not end before they start, and so is
+        every domain holding it to exclusive child Jobs."""
+        found: dict[str, list[DomainReservation]] = {}
+        for r in self.snapshot.reservations:
+            if r.key == NODE_RESERVATION_KEY:
+                node = dict(r.path).get(NODE_RESERVATION_KEY)
+                if node in self.nodes:
+                    found.setdefault(node, []).append(r)
+        return found
 
     def _reserved_on_node(
         self, found: Mapping[tuple[str, tuple[tuple[str, str], ...]], list[DomainReservation]]
@@ -253,16 +271,19 @@ class PlacementContext:
     @cached_property
     def _reservations_on_node(self) -> dict[str, tuple[DomainReservation, ...]]:
         """Node -> the reservations of the exclusive domains holding it (overlapping domains'
-        included, as `reserved` gives them)."""
+        included, as `reserved` gives them), and those holding it alone (`reserved_nodes`)."""
         found: dict[str, dict[int, DomainReservation]] = {}
         for d in self.exclusive_domains:
             for r in self.domain_reservations(d):
                 for n in d.nodes:
                     found.setdefault(n, {})[id(r)] = r
+        for n, rs in self.reserved_nodes.items():
+            for r in rs:
+                found.setdefault(n, {})[id(r)] = r
         return {n: tuple(rs.values()) for n, rs in found.items()}
 
     def node_reservations(self, node: str) -> tuple[DomainReservation, ...]:
-        """The reservations of the exclusive domains holding `node`."""
+        """The reservations of the exclusive domains holding `node`, and of `node` alone."""
         return self._reservations_on_node.get(node, ())
 
     def node_open_to(self, node: str, jobset: JobSetRequest) -> bool:

@@ -76,6 +76,10 @@ def check(
         if missing:
             problems.add(f"node {name} lacks topology label {missing[0]} but has planned pods")
     by_label = _label_index(snapshot, outcomes.values())
+    for key, outcome in outcomes.items():
+        for n in outcome.reserved_nodes:
+            if n not in nodes:
+                problems.add(f"{key}: reserved node {n} is not in the cluster")
     check_reservations(outcomes, given, options, problems, _nodes_of(by_label))
     levels = options.levels or snapshot.levels
     for key, outcome in outcomes.items():

@@ -1,10 +1,12 @@
 """The plan checker's rules for time: reservations never overlap, backfill ends in time.
 
 Part of the independent checker (`checker.check` calls it on every plan): judged from the plan's
-own fields (`expected_start_seconds`, `reserved_domains`, `backfill`) and the JobSets' expected
-durations, sharing nothing with the reservation pass that produced them. With overlapping
-exclusive keys (pools inside blocks) two domains sharing a node count as one for both rules: the
-nodes of a domain come from the snapshot's labels (`nodes_of`).
+own fields (`expected_start_seconds`, `reserved_domains`, `reserved_nodes`, `backfill`) and the
+JobSets' expected durations, sharing nothing with the reservation pass that produced them. With
+overlapping exclusive keys (pools inside blocks) two domains sharing a node count as one for both
+rules: the nodes of a domain come from the snapshot's labels (`nodes_of`). A reserved node is a
+domain of its own for backfill, and may not be held while a domain around it is reserved for
+another JobSet; two JobSets may reserve one node at once (their pods may fit there together).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterable, Mapping
 
+from placer.model.cluster import NODE_RESERVATION_KEY
 from placer.model.options import SolveOptions
 from placer.model.plan import DomainRef, JobPlacement, JobSetOutcome
 from placer.model.workload import JobSetRequest
@@ -39,6 +42,8 @@ def check_reservations(
     windows: dict[_DomainId, list[tuple[float, float, str]]] = {}
     refs: dict[_DomainId, DomainRef] = {}
     for key, o in outcomes.items():
+        if o.reserved_nodes and not o.reserved_domains:
+            problems.add(f"{key}: reserved nodes without reserved domains")
         if not o.reserved_domains:
             continue
         start = o.expected_start_seconds
@@ -53,17 +58,35 @@ def check_reservations(
                 f"{key}: {len(o.reserved_domains)} domains reserved for {exclusive_jobs} child Jobs"
             )
         _check_reserved_topology(key, o, given[key], problems)
-        for ref in o.reserved_domains:
+        for ref in [*o.reserved_domains, *map(_node_ref, o.reserved_nodes)]:
             windows.setdefault(_id(ref), []).append((start, start + duration[key], key))
             refs[_id(ref)] = ref
     for domain, spans in windows.items():
-        _check_overlaps(domain, spans, problems)
-    near = _Near(refs, nodes_of)
+        if domain[0] != NODE_RESERVATION_KEY:
+            _check_overlaps(domain, spans, problems)
+    near = _Near(refs, _with_nodes(nodes_of))
     for a, b in near.pairs():
-        _check_overlaps_across(a, b, windows, problems)
+        if a[0] != NODE_RESERVATION_KEY or b[0] != NODE_RESERVATION_KEY:
+            _check_overlaps_across(a, b, windows, problems)
     for key, o in outcomes.items():
         if o.status == "placed":
             _check_backfill(key, o, duration[key], windows, near, problems)
+
+
+def _node_ref(node: str) -> DomainRef:
+    """A reserved node as a domain of its own (`NODE_RESERVATION_KEY`)."""
+    return DomainRef(key=NODE_RESERVATION_KEY, value=node, path=[(NODE_RESERVATION_KEY, node)])
+
+
+def _with_nodes(nodes_of: NodesOf | None) -> NodesOf:
+    """`nodes_of`, a reserved node's being itself (without `nodes_of`: only those known)."""
+
+    def nodes(ref: DomainRef) -> frozenset[str]:
+        if ref.key == NODE_RESERVATION_KEY:
+            return frozenset({ref.value})
+        return nodes_of(ref) if nodes_of is not None else frozenset()
+
+    return nodes
 
 
 def _check_reserved_topology(

@@ -305,7 +305,9 @@ def overlapping_pairs(classes: Sequence[DomainClass]) -> tuple[tuple[str, str], 
 def node_groups(
     view: QueueView, shared: Sequence[JobClass], shared_levels: Sequence[str]
 ) -> tuple[NodeGroup, ...]:
-    """Usable nodes in no exclusive domain, grouped by signature and enclosing domains."""
+    """Usable nodes in no exclusive domain, grouped by signature, enclosing domains and the
+    reservations holding them (`PlacementContext.reserved_nodes`): a group takes no pod of a
+    JobSet its reservations close it to (`PlacementContext.node_open_to`)."""
     ctx = view.ctx
     in_domain = {n for d in ctx.exclusive_domains for n in d.nodes}
     if ctx.victims is not None:  # eviction frees domains only: shared pods stay off their nodes
@@ -315,10 +317,16 @@ def node_groups(
         if node.name in in_domain or not node.usable:
             continue
         parents = tuple(sorted(node_parents(ctx, node, shared_levels).items()))
-        by_signature[(view.node_signature(node), parents)].append(node)
+        held = tuple((r.jobset, r.start_s) for r in ctx.reserved_nodes.get(node.name, ()))
+        by_signature[(view.node_signature(node), parents, held)].append(node)
     groups: list[NodeGroup] = []
     for nodes in sorted(by_signature.values(), key=lambda ns: ns[0].name):
-        capacity = {jc.index: ctx.node_capacity(jc, nodes[0]) for jc in shared}
+        capacity = {
+            jc.index: ctx.node_capacity(jc, nodes[0])
+            if ctx.node_open_to(nodes[0].name, jc.jobset)
+            else 0
+            for jc in shared
+        }
         if not any(capacity.values()):
             continue
         groups.append(

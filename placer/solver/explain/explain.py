@@ -99,6 +99,7 @@ def explain_jobset(
         plan=plan,
         expected_start_seconds=outcome.expected_start_seconds,
         reserved_domains=list(outcome.reserved_domains),
+        reserved_nodes=list(outcome.reserved_nodes),
         waits_for=list(outcome.waits_for),
         past_max_wait=outcome.past_max_wait,
         notes=notes,

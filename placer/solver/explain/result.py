@@ -155,6 +155,8 @@ class Explanation(BaseModel):
     expected_start_seconds: float | None = None
     """With time-aware planning: seconds after the planning instant it is expected to start."""
     reserved_domains: list[DomainRef] = Field(default_factory=list)
+    reserved_nodes: list[str] = Field(default_factory=list)
+    """The nodes held with its domains for its pods without an exclusive key (`JobSetOutcome`)."""
     waits_for: list[str] = Field(default_factory=list)
     """Running JobSets its expected start waits for, the last to end first."""
     past_max_wait: bool = False

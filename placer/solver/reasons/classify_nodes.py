@@ -63,12 +63,16 @@ class NodeClassifier:
             if i is not None:
                 for o in owners:
                     self.reserved_in.setdefault(o, []).append(i)
+        planned_here = occupancy.owners
         self.bookings = Bookings(
             (i, tuple(sorted({r.jobset for r in rs})), max(r.start_s for r in rs))
             for i, name in enumerate(self.names)
-            if (rs := ctx.node_reservations(name))
+            if (
+                rs := [r for r in ctx.node_reservations(name) if r.jobset not in planned_here(name)]
+            )
         )
-        """The nodes of domains reserved for a later start."""
+        """The nodes of domains (or nodes) reserved for a later start, a JobSet's with planned
+        pods there left out (as `verdict` leaves it out)."""
 
     def view(self, jc: JobClass, signature: str) -> View:
         """The outsider's view of every node for `jc`'s pod shape (its `signature`), counted in
@@ -163,12 +167,13 @@ class NodeClassifier:
         if health is not None:
             return Reason(health), ()
         reserved = self.occupancy.reserved.get(name, _NOBODY)
-        # a JobSet whose exclusive child Jobs the plan puts here takes the node now ("reserved"
-        # below), its reservation from now only held them there (`timeaware._keep_start_now`)
+        # a JobSet the plan puts here takes the node now ("reserved" or "no-room" below), its
+        # reservation from now only held it there (`timeaware._keep_start_now`, `_pinned`)
+        here = self.occupancy.owners(name)
         against = tuple(
             k
             for k in self.ctx.node_reserved_against(name, jc.jobset if me is not None else None)
-            if k not in reserved
+            if k not in here
         )
         if against:
             return Reason("reserved-later", holders=against), against

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from placer.model.cluster import DomainReservation
+from placer.model.cluster import NODE_RESERVATION_KEY, DomainReservation
 from placer.model.plan import DomainRef, JobSetOutcome
 from placer.solver.time.never import NeverReasons
 from placer.solver.time.overlap import sharing
@@ -37,7 +37,10 @@ class Annotator:
         self.estimates = estimates
         self.held_on: dict[tuple[str, str], list[DomainReservation]] = {}
         for h in held:
-            unit = units.unit_of(h.key, h.path) or (h.key, domain_id(h.path))
+            if h.key == NODE_RESERVATION_KEY:
+                unit = (h.key, domain_id(h.path))
+            else:
+                unit = units.unit_of(h.key, h.path) or (h.key, domain_id(h.path))
             self.held_on.setdefault(unit, []).append(h)
         self.priorities = priorities
         self.overdue = overdue
@@ -47,15 +50,19 @@ class Annotator:
 
     def _under(self, o: JobSetOutcome) -> list[UnitId]:
         """The units a placed JobSet runs in: each child Job's domain and those sharing a node
-        with it, and for pods without an exclusive key every unit holding their nodes."""
+        with it, and for pods without an exclusive key every unit holding their nodes; and
+        every node of those as a node reservation names it (`NODE_RESERVATION_KEY`)."""
         found: list[UnitId] = []
+        nodes: set[str] = set()
         for j in o.jobs:
             if j.domain is not None:
                 unit = self.units.unit_of(j.domain.key, j.domain.path)
                 found += self._sharing(unit or (j.domain.key, domain_id(j.domain.path)))
+                nodes.update(self.units.domains[unit].nodes if unit else ())
             else:
                 found += sorted({u for p in j.pods for u in self.units.units_on(p.node)})
-        return found
+            nodes.update(p.node for p in j.pods)
+        return found + [(NODE_RESERVATION_KEY, n) for n in sorted(nodes)]
 
     def _sharing(self, unit: UnitId) -> list[UnitId]:
         """The unit and those sharing a node with it (overlapping keys: a pool run now ahead of
@@ -98,9 +105,11 @@ class Annotator:
             for u in group
         ]
         waits_for = self.units.waits_for(r)
+        held = reserved is not None and r.start_s > 0
         update |= {
             "expected_start_seconds": r.start_s,
-            "reserved_domains": refs if reserved is not None and r.start_s > 0 else [],
+            "reserved_domains": refs if held else [],
+            "reserved_nodes": sorted(r.nodes) if held else [],
             "waits_for": waits_for,
         }
         if shared is not None:
@@ -120,12 +129,17 @@ class Annotator:
         domains', it holds no reservation: one from the later start could overlap the next
         JobSet's on those domains, and the pass gave them for the earlier one."""
         if start.start_s is None:
-            return self._never(key) | {"reserved_domains": []}
+            return self._never(key) | {"reserved_domains": [], "reserved_nodes": []}
         ends = self.units.timeline.ends_s
         both = sorted({*waits_for, *start.waits_for}, key=lambda k: (-ends.get(k, 0.0), k))
         if start.start_s <= domains_s:
             return {"waits_for": both}
-        return {"expected_start_seconds": start.start_s, "reserved_domains": [], "waits_for": both}
+        return {
+            "expected_start_seconds": start.start_s,
+            "reserved_domains": [],
+            "reserved_nodes": [],
+            "waits_for": both,
+        }
 
     def _shared(self, key: str, start: SharedStart) -> dict[str, object]:
         """A JobSet without an exclusive child Job: its start node by node, no domain held."""

@@ -90,6 +90,9 @@ class Reservation:
     end_s: float | None
     units: dict[str, tuple[UnitId, ...]] = field(default_factory=dict)
     """Replicated job name -> the units held for its child Jobs."""
+    nodes: frozenset[str] = frozenset()
+    """The nodes its pods without an exclusive key are expected to take at `start_s` (a JobSet
+    with child Jobs of both kinds: `ReservationPhase`), held for it with its units."""
 
 
 class SharedRoom(Protocol):

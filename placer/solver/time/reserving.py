@@ -14,7 +14,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
-from placer.model.cluster import ClusterSnapshot, DomainReservation
+from placer.model.cluster import NODE_RESERVATION_KEY, ClusterSnapshot, DomainReservation
 from placer.model.options import SolveOptions
 from placer.model.workload import JobSetRequest
 from placer.solver.time.holding import held_reservations
@@ -89,7 +89,7 @@ class ReservationPhase:
             )
 
         found, _ = domains_when_pods_fit(find, starts, whole_first=False)
-        reservations = dict(found)
+        reservations = _with_nodes(found, starts(found, None))
         policy = self.options.time
         if policy.schedule == "cpsat":
             stated = {js.key for js in self.jobsets if js.expected_duration_s is not None}
@@ -160,6 +160,23 @@ class ReservationPhase:
         return (found if found is not None else greedy()), [outcome.note]
 
 
+def _with_nodes(
+    found: Mapping[str, Reservation], starts: Mapping[str, SharedStart]
+) -> dict[str, Reservation]:
+    """`found`, each later start of a JobSet with child Jobs of both kinds holding the nodes its
+    pods without an exclusive key take then (`Reservation.nodes`), when they fit then: the
+    inner solve keeps JobSets that would not end by then off them, as off its domains. Without
+    them a JobSet started there ran into that start, which moved past the starts reserved
+    behind it on its domains, and those JobSets were told they wait for a reservation the plan
+    no longer held (a property test found it: tests/solver/reasons/test_reasons_agree.py)."""
+    result = dict(found)
+    for key, start in starts.items():
+        r = result.get(key)
+        if r is not None and r.start_s and start.with_domains and start.start_s == r.start_s:
+            result[key] = replace(r, nodes=start.nodes)
+    return result
+
+
 def _not_before(candidate: Candidate, start_s: float | None) -> Candidate:
     """`candidate` starting no earlier than `start_s` (None: as it was)."""
     return candidate if start_s is None else replace(candidate, not_before_s=start_s)
@@ -175,6 +192,8 @@ def _kept(
     starts: dict[str, float] = {}
     stale: set[str] = set()
     for r in snapshot.reservations:
+        if r.key == NODE_RESERVATION_KEY:
+            continue  # found again with the JobSet's domains (`ReservationPhase.reserve`)
         unit = units.unit_of(r.key, r.path)
         if unit is not None:
             kept.setdefault(r.jobset, set()).add(unit)

@@ -24,12 +24,14 @@ compare policies, not implementations) and adds when:
 
 Why an event-driven pass around the one model rather than a time-indexed CP-SAT model: the pass is
 linear in events x domains and runs every round at fleet scale, and the joint optimization stays
-where it pays, in who starts now. Reservations cover child Jobs with an exclusive key; pods
-without one are planned now, never reserved for, and kept off reserved nodes they would not
-leave in time. A JobSet made only of such pods starts now only if its pods fit, node by node, at
-its turn in queue order, and the domains they take are then closed to the JobSets behind it
-(`shared.room`); left out, it is timed node by node (`shared_starts`), and so are the pods
-without an exclusive key of a JobSet that has both kinds, from its domains' start on.
+where it pays, in who starts now. Reservations cover child Jobs with an exclusive key, and the
+nodes the other pods of a JobSet with both kinds take at its reserved start
+(`Reservation.nodes`); a JobSet of such pods alone is planned now, never reserved for, and
+kept off reserved nodes it would not leave in time. A JobSet made only of such pods starts now
+only if its pods fit, node by node, at its turn in queue order, and the domains they take are
+then closed to the JobSets behind it (`shared.room`); left out, it is timed node by node
+(`shared_starts`), and so are the pods without an exclusive key of a JobSet that has both
+kinds, from its domains' start on.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from placer.model.cluster import ClusterSnapshot, DomainReservation
+from placer.model.cluster import NODE_RESERVATION_KEY, ClusterSnapshot, DomainReservation
 from placer.model.options import SolveOptions, TimePolicy
 from placer.model.plan import DomainRef, Plan
 from placer.model.workload import JobSetRequest
@@ -251,21 +253,23 @@ def _release_started(
 
 
 def _pinned(plan: Plan, durations: Mapping[str, float]) -> tuple[DomainReservation, ...]:
-    """The domains each placed JobSet's exclusive child Jobs took in `plan`, held for it from
-    now to its expected end: open to it alone (`PlacementContext.domain_open_to`)."""
-    return tuple(
-        DomainReservation(
-            jobset=o.key,
-            key=j.domain.key,
-            path=_path(j.domain),
-            start_s=0.0,
-            end_s=durations[o.key],
-        )
-        for o in plan.jobsets
-        if o.status == "placed"
-        for j in o.jobs
-        if j.domain is not None
-    )
+    """The domains each placed JobSet's exclusive child Jobs took in `plan`, and the nodes its
+    other pods took, held for it from now to its expected end: open to it alone
+    (`PlacementContext.domain_open_to`, `node_open_to`). Its domains alone let a JobSet that
+    ends later take the room its other pods had (a node reserved for its later start, released,
+    was taken so), and it was left out again."""
+    pins: list[DomainReservation] = []
+    for o in plan.jobsets:
+        if o.status != "placed":
+            continue
+        nodes = sorted({p.node for j in o.jobs if j.domain is None for p in j.pods})
+        paths = [(j.domain.key, _path(j.domain)) for j in o.jobs if j.domain is not None]
+        paths += [(NODE_RESERVATION_KEY, ((NODE_RESERVATION_KEY, n),)) for n in nodes]
+        pins += [
+            DomainReservation(jobset=o.key, key=k, path=p, start_s=0.0, end_s=durations[o.key])
+            for k, p in paths
+        ]
+    return tuple(pins)
 
 
 def _path(ref: DomainRef) -> tuple[tuple[str, str], ...]:
@@ -309,18 +313,19 @@ def reservations_of(
     """The plan's reservations as the next round's input (`ClusterSnapshot.reservations`), so
     they stay where they are (see `reservations.reserve`'s `kept`)."""
     durations = {js.key: expected_duration_s(js, policy) for js in jobsets}
-    return tuple(
-        DomainReservation(
-            jobset=o.key,
-            key=d.key,
-            path=_path(d),
-            start_s=o.expected_start_seconds,
-            end_s=o.expected_start_seconds + durations.get(o.key, policy.default_duration_s),
-        )
-        for o in plan.jobsets
-        if o.reserved_domains and o.expected_start_seconds is not None
-        for d in o.reserved_domains
-    )
+    found: list[DomainReservation] = []
+    for o in plan.jobsets:
+        start = o.expected_start_seconds
+        if not o.reserved_domains or start is None:
+            continue
+        end = start + durations.get(o.key, policy.default_duration_s)
+        paths = [(d.key, _path(d)) for d in o.reserved_domains]
+        paths += [(NODE_RESERVATION_KEY, ((NODE_RESERVATION_KEY, n),)) for n in o.reserved_nodes]
+        found += [
+            DomainReservation(jobset=o.key, key=key, path=path, start_s=start, end_s=end)
+            for key, path in paths
+        ]
+    return tuple(found)
 
 
 def planned_on(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from placer.model.cluster import ClusterSnapshot, DomainReservation, Node
+from placer.model.cluster import NODE_RESERVATION_KEY, ClusterSnapshot, DomainReservation, Node
 from placer.model.options import SolveOptions
 from placer.model.plan import JobSetOutcome
 from placer.model.scheduling import CONDITION_TAINTS
@@ -87,6 +87,12 @@ def _emptied_node(n: Node, untainted: bool) -> Node:
 UNHEALTHY_BACK_S = 3600.0
 """When a NotReady or cordoned host is expected back: nothing says, and an hour (a repair, a
 reboot, a drain) keeps a reservation on its domain from claiming it is free now."""
+
+
+def _reservation(
+    jobset: str, key: str, path: tuple[tuple[str, str], ...], start_s: float, end_s: float
+) -> DomainReservation:
+    return DomainReservation(jobset=jobset, key=key, path=path, start_s=start_s, end_s=end_s)
 
 
 def _node_free_at_s(node: Node, timeline: ReleaseTimeline) -> float:
@@ -169,29 +175,44 @@ class Units:
         return [(unit, 0.0, end_s) for unit in self.taken_by(placed)]
 
     def held(self, reservations: Iterable[Reservation]) -> tuple[DomainReservation, ...]:
-        """The domains of `reservations` as a snapshot names them: each held from its start to
-        its end (from now for one starting now)."""
-        return tuple(
-            DomainReservation(
-                jobset=r.jobset,
-                key=unit[0],
-                path=self.domains[unit].path,
-                start_s=float(r.start_s or 0.0),
-                end_s=float(r.end_s or 0.0),
-            )
-            for r in reservations
-            for group in r.units.values()
-            for unit in group
-        )
+        """The domains and nodes of `reservations` as a snapshot names them: each held from
+        its start to its end (from now for one starting now)."""
+        result: list[DomainReservation] = []
+        for r in reservations:
+            start, end = float(r.start_s or 0.0), float(r.end_s or 0.0)
+            for group in r.units.values():
+                for unit in group:
+                    path = self.domains[unit].path
+                    result.append(_reservation(r.jobset, unit[0], path, start, end))
+            for node in sorted(r.nodes):
+                path = ((NODE_RESERVATION_KEY, node),)
+                result.append(_reservation(r.jobset, NODE_RESERVATION_KEY, path, start, end))
+        return tuple(result)
 
     def holds(self, reservations: Iterable[DomainReservation]) -> list[tuple[UnitId, float, float]]:
         """`reservations` (named as a snapshot names them) as the pass holds them: (unit,
-        start, end); one naming a domain the cluster no longer has holds nothing."""
+        start, end), a node's for every unit holding it; one naming a domain the cluster no
+        longer has holds nothing."""
         return [
             (unit, r.start_s, max(r.end_s, r.start_s))
             for r in reservations
-            if (unit := self.unit_of(r.key, r.path)) is not None
+            for unit in self.units_of(r)
         ]
+
+    def nodes_of(self, reservation: DomainReservation) -> Sequence[str]:
+        """The nodes `reservation` holds: its domain's, or its node (none the units know)."""
+        if reservation.key == NODE_RESERVATION_KEY:
+            node = dict(reservation.path).get(NODE_RESERVATION_KEY, "")
+            return (node,) if node in self.live else ()
+        unit = self.unit_of(reservation.key, reservation.path)
+        return self.domains[unit].nodes if unit is not None else ()
+
+    def units_of(self, reservation: DomainReservation) -> Sequence[UnitId]:
+        """The units `reservation` holds: its domain's, or every one holding its node."""
+        if reservation.key == NODE_RESERVATION_KEY:
+            return self.units_on(dict(reservation.path).get(NODE_RESERVATION_KEY, ""))
+        unit = self.unit_of(reservation.key, reservation.path)
+        return (unit,) if unit is not None else ()
 
     def unit_of(self, key: str, path: Sequence[tuple[str, str]]) -> UnitId | None:
         """The unit a domain named elsewhere is (a plan's `DomainRef`, a reservation of this

@@ -17,10 +17,11 @@ from placer.controller.decide.plan.reserving import (
     ReservationChanges,
     reservation_changes,
     running_timing,
+    snapshot_reservations,
 )
 from placer.controller.decide.records.ledger import RESERVATION, LedgerEntry, entry_key
 from placer.model.assignment import Assignment, JobAssignment
-from placer.model.cluster import RunningJobSet
+from placer.model.cluster import NODE_RESERVATION_KEY, RunningJobSet
 from placer.model.durations import EXPECTED_DURATION
 from placer.model.options import TimePolicy
 from placer.model.plan import DomainRef, JobSetOutcome, Plan, SolverReport
@@ -104,15 +105,20 @@ POOL = "cloud.google.com/gke-nodepool"
 
 
 def _waiting(
-    reserved: list[DomainRef], start_s: float, *, past_max_wait: bool = False
+    reserved: list[DomainRef],
+    start_s: float,
+    *,
+    past_max_wait: bool = False,
+    nodes: tuple[str, ...] = (),
 ) -> tuple[Plan, ManagedJobSet]:
-    """A plan reserving `reserved` from `start_s` for `default/wide`, and the JobSet as the
-    survey sees it: waiting, no record."""
+    """A plan reserving `reserved` (and `nodes`) from `start_s` for `default/wide`, and the
+    JobSet as the survey sees it: waiting, no record."""
     outcome = JobSetOutcome(
         name="wide",
         status="unschedulable",
         expected_start_seconds=start_s,
         reserved_domains=reserved,
+        reserved_nodes=list(nodes),
         past_max_wait=past_max_wait,
     )
     plan = Plan(solver=SolverReport(name="best-fit", status="HEURISTIC"), jobsets=[outcome])
@@ -139,9 +145,10 @@ def _changes(
     old: LedgerEntry | None,
     *,
     past_max_wait: bool = False,
+    nodes: tuple[str, ...] = (),
 ) -> ReservationChanges:
     """The ledger changes of one round reserving `reserved`, after a round that left `old`."""
-    plan, ms = _waiting(reserved, start_s, past_max_wait=past_max_wait)
+    plan, ms = _waiting(reserved, start_s, past_max_wait=past_max_wait, nodes=nodes)
     ledger = {KEY: old} if old is not None else {}
     return reservation_changes([plan], [ms], ledger, 1_000_000.0, TimePolicy())
 
@@ -193,3 +200,17 @@ def test_a_reservation_whose_jobset_passes_the_maximum_wait_is_rewritten_and_kep
     assert LedgerEntry.from_text(late.to_text()).past_max_wait
     assert not LedgerEntry.from_text(old.to_text()).past_max_wait
     assert not _changes(NESTED, 3600.0, late, past_max_wait=True).put
+
+
+def test_reserved_nodes_are_recorded_with_the_domains_and_read_back() -> None:
+    """The nodes a JobSet's pods without an exclusive key are to take at its start go in the
+    ledger with its domains: a restarted controller still keeps longer runs off them; a round
+    moving them to another node announces the move as for a domain."""
+    old = _changes(FLAT, 3600.0, None, nodes=("cpu-0", "cpu-1")).put[KEY]
+    read = snapshot_reservations([old], 1_000_000.0 + 600.0)
+    assert sorted((r.key, r.path, r.start_s) for r in read) == [
+        *[(POOL, ((POOL, d.value),), 3000.0) for d in FLAT],
+        *[(NODE_RESERVATION_KEY, ((NODE_RESERVATION_KEY, n),), 3000.0) for n in ("cpu-0", "cpu-1")],
+    ]
+    assert not _changes(FLAT, 3600.0, old, nodes=("cpu-0", "cpu-1")).put
+    assert KEY in _changes(FLAT, 3600.0, old, nodes=("cpu-0", "cpu-2")).announce

@@ -77,6 +77,7 @@ def test_json_document(capsys: pytest.CaptureFixture[str], inputs: tuple[Path, P
         "never",
         "expected_start_seconds",
         "reserved_domains",
+        "reserved_nodes",
         "waits_for",
         "past_max_wait",
         "solver",

@@ -29,7 +29,17 @@ from placer.solver.registry import get_solver
 from placer.solver.time.never import never_reason
 from placer.solver.time.timeaware import planned_on
 from tests.solver.time.test_timeaware import _timed_cases as timed_cases
-from tests.strategies import scenarios
+from tests.strategies import (
+    BLOCK,
+    HOSTNAME,
+    NODEPOOL,
+    jobset,
+    node,
+    pool,
+    rjob,
+    scenarios,
+)
+from tests.strategies import cluster as cluster_of
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 OPTIONS = SolveOptions(workers=1, seed=1, time_limit_s=5)
@@ -150,3 +160,46 @@ def test_random_plans_over_time_and_explain_count_the_same(
     snapshot, jobsets, options, solver = case
     time = options.time.model_copy(update={"schedule": schedule})
     _assert_agree(snapshot, jobsets, solver, options.model_copy(update={"time": time}))
+
+
+def _started_before_its_reservation() -> tuple[ClusterSnapshot, list[JobSetRequest]]:
+    """The case a Hypothesis seed found (round 46): pool3, with one host cordoned, is what
+    `js0`'s workers fit, so the pass reserves it from an hour on (the host is expected back by
+    then), and its coordinator's eight 2-core pods fill both 8-core CPU nodes from then; `js1`
+    (one core for the default 4 h) is queued behind it and `js4` (pool3 whole) after both."""
+    pool3 = pool("pool3", 3, block="b0")
+    pool3[2] = pool3[2].model_copy(update={"unschedulable": True})
+    snapshot = cluster_of(
+        *(pool(f"pool{i}", 1, block="b0") for i in range(3)),
+        pool3,
+        *(node(f"cpu-{i}", labels={NODEPOOL: "cpu"}, tpu=0, cpu=8) for i in range(2)),
+        levels=(BLOCK, NODEPOOL, HOSTNAME),
+    )
+    jobsets = [
+        jobset(
+            "js0",
+            rjob("r0", replicas=2, pods_per_job=4, exclusive=None, tpu=0, cpu=2),
+            rjob("r1", replicas=1, pods_per_job=2),
+            order=0,
+        ),
+        jobset("js1", rjob("r0", pods_per_job=1, exclusive=None, tpu=0, cpu=1), order=1),
+        jobset("js4", rjob("r0", pods_per_job=2), order=2),
+    ]
+    return snapshot, jobsets
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_a_jobset_started_before_its_reservation_is_named_by_no_reason(solver: str) -> None:
+    """The inner solve starts `js0` now on pool3's two healthy hosts. Its later reservation,
+    which held the CPU nodes for its coordinator too, was released by solving again, and that
+    solve let `js1` take the CPU room `js0`'s coordinator had: `js0` was left out again, the
+    first plan kept, and `js1` told it waits for "the later start of team-a/js0", a start the
+    plan no longer had. Solved again with the nodes `js0`'s coordinator took held for it as
+    well as its domains (`timeaware._pinned`), `js1` is told the CPU nodes have no room."""
+    snapshot, jobsets = _started_before_its_reservation()
+    assert _assert_agree(snapshot, jobsets, solver, TIMED) == 2
+    plan = get_solver(solver, time_policy=TIMED.time).solve(snapshot, jobsets, TIMED)
+    assert plan.outcome("team-a/js0").status == "placed"
+    waiting = plan.outcome("team-a/js1")
+    assert "reserved for the later start" not in waiting.reason
+    assert waiting.reason.endswith("2 no room for one pod (cpu)")

@@ -36,7 +36,12 @@ from placer.controller.decide.observe.state import ClusterState
 from placer.controller.decide.observe.survey import ManagedJobSet, PodEntry
 from placer.controller.decide.records.ledger import RESERVATION, LedgerEntry, entry_key
 from placer.model.assignment import Assignment, JobAssignment
-from placer.model.cluster import ClusterSnapshot, DomainReservation, RunningJobSet
+from placer.model.cluster import (
+    NODE_RESERVATION_KEY,
+    ClusterSnapshot,
+    DomainReservation,
+    RunningJobSet,
+)
 from placer.model.durations import format_rfc3339
 from placer.model.options import TimePolicy
 from placer.model.plan import DomainRef, Plan
@@ -148,7 +153,13 @@ def reservation_changes(
             if old is not None:
                 remove.add(k)
             continue
-        domains = sorted(o.reserved_domains, key=lambda d: (d.key, d.path, d.value))
+        # its reserved nodes too, as domains of `NODE_RESERVATION_KEY`: read back by
+        # `snapshot_reservations`, they keep closing those nodes after a restart
+        nodes = [
+            DomainRef(key=NODE_RESERVATION_KEY, value=n, path=[(NODE_RESERVATION_KEY, n)])
+            for n in o.reserved_nodes
+        ]
+        domains = sorted([*o.reserved_domains, *nodes], key=lambda d: (d.key, d.path, d.value))
         start = now_epoch_s + start_s
         duration = policy.default_duration_s
         if ms.request is not None:

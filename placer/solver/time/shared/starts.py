@@ -73,6 +73,8 @@ class SharedStart:
     start_s: float | None
     waits_for: tuple[str, ...] = ()
     with_domains: bool = False
+    nodes: frozenset[str] = frozenset()
+    """The nodes its pods are expected to take then."""
 
 
 def only_shared(ctx: PlacementContext, jobset: JobSetRequest) -> bool:
@@ -152,7 +154,7 @@ def shared_starts(
             found[js.key] = SharedStart(None, with_domains=mixed)
         else:
             start, taken = placed_at
-            found[js.key] = SharedStart(start, timeline.waited_for(taken, start), mixed)
+            found[js.key] = SharedStart(start, timeline.waited_for(taken, start), mixed, taken)
     return found
 
 

@@ -56,6 +56,17 @@ class _Use:
     ports: Ports = ()
 
 
+@dataclass(frozen=True)
+class _Window:
+    """Where a JobSet is packed: `owner`'s pods over `[start, end)`, hosts of `late` back only
+    from their time (`NodeTimeline.place`)."""
+
+    owner: str
+    start: float
+    end: float
+    late: Mapping[str, float]
+
+
 _Base = tuple[Requests, Ports]
 """A node once every JobSet ended: its free resources and the host ports bound outside them."""
 _Kind = tuple[int, float]
@@ -123,9 +134,7 @@ class NodeTimeline:
                         used = _key(pods_usage(pod.requests, k))
                         self._add(n, _Use(o.key, 0.0, end, used, pod.host_ports))
         for r in held:
-            unit = units.unit_of(r.key, r.path)
-            nodes = units.domains[unit].nodes if unit is not None else ()
-            self.hold(r.jobset, nodes, r.start_s, r.end_s)
+            self.hold(r.jobset, units.nodes_of(r), r.start_s, r.end_s)
 
     def _add(self, node: str, use: _Use) -> None:
         if node in self.base:
@@ -209,7 +218,9 @@ class NodeTimeline:
         ]
         ends |= {u.end for u in others}
         times = sorted(t for t in {not_before, *ends, *late.values()} if t >= not_before)
-        sweeps = [_Sweep(self, jc.rjob.pod, kinds[jc.index], times, duration) for jc in classes]
+        sweeps = [
+            _Sweep(self, jc.rjob.pod, kinds[jc.index], times, duration, js.key) for jc in classes
+        ]
         needs = [jc.rjob.replicas * jc.rjob.pods_per_job for jc in classes]
         for i, t in enumerate(times):
             # every sweep moves on to `i` (no short cut): each recounts only what changed
@@ -218,7 +229,7 @@ class NodeTimeline:
                 continue
             if any(u.start < t + duration and u.end > t for u in others):
                 continue
-            packed = self._pack(classes, eligible, t, t + duration, late)
+            packed = self._pack(_Window(js.key, t, t + duration, late), classes, eligible)
             if packed is not None:
                 for node, (used, ports) in packed.items():
                     self._add(node, _Use(js.key, t, t + duration, _key(used), ports))
@@ -251,18 +262,25 @@ class NodeTimeline:
         return found
 
     def _room(
-        self, kind: _Kind, pod: PodShape, t: float, end: float, taken: _Taken = ((), ())
+        self,
+        kind: _Kind,
+        pod: PodShape,
+        t: float,
+        end: float,
+        owner: str,
+        taken: _Taken = ((), ()),
     ) -> int:
-        """Pods of `pod`'s shape fitting on a node of `kind` over `[t, end)` (less `taken`
-        there: the requests and host ports of the JobSet being packed); computed once per base,
-        set of overlapping uses, shape and `taken`."""
+        """Pods of `pod`'s shape of `owner`'s fitting on a node of `kind` over `[t, end)` (less
+        `taken` there: the requests and host ports of the JobSet being packed); computed once
+        per base, set of overlapping uses, shape and `taken`. A use of `owner`'s own (a node
+        reserved for it) leaves it the node."""
         number, back = kind
         base, uses = self.kinds[number]
         if back > t:
             return 0
         over: list[tuple[Requests, Ports]] = []
         for use in uses:
-            if use.start < end and use.end > t:
+            if use.start < end and use.end > t and use.owner != owner:
                 if use.requests is None:
                     return 0
                 over.append((use.requests, use.ports))
@@ -290,15 +308,10 @@ class NodeTimeline:
         return found
 
     def _pack(
-        self,
-        classes: Sequence[JobClass],
-        eligible: Mapping[int, list[str]],
-        t: float,
-        end: float,
-        late: Mapping[str, float],
+        self, window: _Window, classes: Sequence[JobClass], eligible: Mapping[int, list[str]]
     ) -> dict[str, tuple[ResourceMap, Ports]] | None:
         """Per node, the requests and host ports of every pod of `classes` packed first-fit over
-        `[t, end)`, a class with a required topology inside one domain of that level; None if a
+        `window`, a class with a required topology inside one domain of that level; None if a
         pod is left."""
         taken: dict[str, tuple[ResourceMap, Ports]] = {}
         for jc in classes:
@@ -312,7 +325,7 @@ class NodeTimeline:
                     for d in self.units.ctx.domains(level)
                 ]
             for group in groups:
-                counts = self._fill(jc.rjob.pod, group, need, t, end, late, taken)
+                counts = self._fill(window, jc.rjob.pod, group, need, taken)
                 if counts is not None:
                     for n, k in counts:
                         used, ports = taken.get(n, ({}, ()))
@@ -325,14 +338,13 @@ class NodeTimeline:
 
     def _fill(
         self,
+        window: _Window,
         pod: PodShape,
         nodes: Iterable[str],
         need: int,
-        t: float,
-        end: float,
-        late: Mapping[str, float],
         taken: Mapping[str, tuple[ResourceMap, Ports]],
     ) -> list[tuple[str, int]] | None:
+        owner, t, end, late = window.owner, window.start, window.end, window.late
         counts: list[tuple[str, int]] = []
         rooms: dict[_Kind, int] = {}
         known = self._kind_of
@@ -342,9 +354,9 @@ class NodeTimeline:
             number, mine = known.get(n), taken.get(n)
             kind = (number, 0.0) if number is not None and not late else self._kind(n, late)
             if mine:
-                room = self._room(kind, pod, t, end, (_key(mine[0]), mine[1]))
+                room = self._room(kind, pod, t, end, owner, (_key(mine[0]), mine[1]))
             elif (room := rooms.get(kind, -1)) < 0:
-                room = rooms[kind] = self._room(kind, pod, t, end)
+                room = rooms[kind] = self._room(kind, pod, t, end, owner)
             k = min(room, need)
             if k > 0:
                 counts.append((n, k))
@@ -378,8 +390,9 @@ class _Sweep:
         kinds: Mapping[_Kind, int],
         times: Sequence[float],
         duration: float,
+        owner: str,
     ) -> None:
-        self.nodes, self.pod, self.kinds = nodes, pod, kinds
+        self.nodes, self.pod, self.kinds, self.owner = nodes, pod, kinds, owner
         self.times, self.duration = times, duration
         self.recount: dict[int, set[_Kind]] = {}
         for kind in kinds:
@@ -400,7 +413,7 @@ class _Sweep:
         t = self.times[index]
         changed = self.kinds if index == 0 else self.recount.get(index, ())
         for kind in changed:
-            now = self.nodes._room(kind, self.pod, t, t + self.duration)
+            now = self.nodes._room(kind, self.pod, t, t + self.duration, self.owner)
             self.total += (now - self.room.get(kind, 0)) * self.kinds[kind]
             self.room[kind] = now
         return self.total

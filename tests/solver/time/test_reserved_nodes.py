@@ -1,0 +1,181 @@
+"""A JobSet reserved for a later start holds the nodes its pods without an exclusive key are
+expected to take then, as it holds its domains: a JobSet that would not end by then stays off
+them, one that would runs there now (backfill).
+
+Before, a reservation held domains only. A JobSet of one-core pods queued behind a JobSet with a
+coordinator was started now on the CPU nodes that coordinator needed at its reserved start, so
+that start could not hold, and the JobSets reserved behind it were told they waited for a
+reservation the plan then dropped (a property test found it: tests/solver/reasons).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from placer.model.cluster import NODE_RESERVATION_KEY, ClusterSnapshot, DomainReservation
+from placer.model.options import SolveOptions, TimePolicy
+from placer.model.plan import Plan
+from placer.model.workload import JobSetRequest
+from placer.render.explain import render_explanation
+from placer.solver.check.checker import check
+from placer.solver.context import PlacementContext
+from placer.solver.explain import ExplainSettings, explain_jobset
+from placer.solver.registry import get_solver
+from placer.solver.time.timeaware import planned_on, reservations_of
+from tests.solver.time.test_shared_starts import _running
+from tests.solver.time.test_timeaware import NOW, H
+from tests.strategies import TPU_TOPOLOGY, cluster, jobset, node, pool, rjob, running_pool
+
+HEAD = SolveOptions(workers=1, seed=1, time=TimePolicy(now=NOW, reservations="head"))
+SOLVERS = ["cpsat", "best-fit"]
+
+
+def _dated(js: JobSetRequest, hours: float, minutes_ago: int) -> JobSetRequest:
+    return js.model_copy(
+        update={
+            "expected_duration_s": hours * H,
+            "duration_source": "annotation",
+            "creation_timestamp": NOW - timedelta(minutes=minutes_ago),
+        }
+    )
+
+
+def _mixed() -> JobSetRequest:
+    """Workers: one child Job of two 4-chip pods on a 2x4 pool; a coordinator of two 8-core
+    pods without an exclusive key: each fills one CPU node. Queued first, for 2 h."""
+    return _dated(
+        jobset(
+            "mixed",
+            rjob("workers", node_selector={TPU_TOPOLOGY: "2x4"}),
+            rjob("coord", pods_per_job=2, exclusive=None, tpu=0, cpu=8),
+        ),
+        2,
+        minutes_ago=2,
+    )
+
+
+def _narrow(name: str, hours: float) -> JobSetRequest:
+    """One one-core pod without an exclusive key, queued behind `_mixed`."""
+    return _dated(
+        jobset(name, rjob("main", pods_per_job=1, exclusive=None, tpu=0, cpu=1)), hours, 1
+    )
+
+
+def _fleet() -> ClusterSnapshot:
+    """The only 2x4 pool is busy for 1 h; two 8-core CPU nodes in no pool are free now."""
+    return _running(
+        cluster(
+            running_pool("pool-0", 2, "ns/run"),
+            node("cpu-0", tpu=0, cpu=8),
+            node("cpu-1", tpu=0, cpu=8),
+        ),
+        {"ns/run": 1},
+    )
+
+
+def _plan(solver: str, queue: list[JobSetRequest]) -> Plan:
+    snap = _fleet()
+    plan = get_solver(solver, time_policy=HEAD.time).solve(snap, queue, HEAD)
+    assert check(plan, snap, queue, HEAD) == []
+    mixed = plan.outcome("team-a/mixed")
+    assert (mixed.expected_start_seconds, [d.value for d in mixed.reserved_domains]) == (
+        1 * H,
+        ["pool-0"],
+    )
+    assert mixed.reserved_nodes == ["cpu-0", "cpu-1"]
+    return plan
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_a_run_past_the_start_stays_off_the_coordinators_nodes(solver: str) -> None:
+    plan = _plan(solver, [_mixed(), _narrow("long", 5)])
+    long = plan.outcome("team-a/long")
+    assert (long.status, long.expected_start_seconds) == ("unschedulable", 3 * H)
+    assert long.reason.endswith("2 reserved for the later start of team-a/mixed")
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_a_run_ending_before_the_start_backfills_there(solver: str) -> None:
+    plan = _plan(solver, [_mixed(), _narrow("short", 0.5)])
+    short = plan.outcome("team-a/short")
+    assert (short.status, short.backfill) == ("placed", True)
+    assert {p.node for j in short.jobs for p in j.pods} <= {"cpu-0", "cpu-1"}
+
+
+def test_the_plan_names_its_reserved_nodes_for_explain_and_the_next_round() -> None:
+    """`reservations_of` (the next round's input, and what `placer explain` plans on) holds the
+    nodes as the inner solve did: the long JobSet is closed out of them there too."""
+    queue = [_mixed(), _narrow("long", 5)]
+    plan = _plan("best-fit", queue)
+    nodes = [r for r in reservations_of(plan, queue, HEAD.time) if r.key == NODE_RESERVATION_KEY]
+    assert [(r.jobset, r.path, r.start_s, r.end_s) for r in nodes] == [
+        ("team-a/mixed", ((NODE_RESERVATION_KEY, n),), 1 * H, 3 * H) for n in ("cpu-0", "cpu-1")
+    ]
+    ctx = PlacementContext(planned_on(_fleet(), plan, queue, HEAD), queue, HEAD)
+    long, mixed = ctx.jobsets[1], ctx.jobsets[0]
+    assert not ctx.node_open_to("cpu-0", long)
+    assert ctx.node_open_to("cpu-0", mixed)
+    assert ctx.node_reserved_against("cpu-1", long) == ("team-a/mixed",)
+
+
+def test_a_domain_holding_a_reserved_node_is_closed_with_it() -> None:
+    """A reserved node inside an exclusive domain closes the domain to exclusive child Jobs
+    that would not end by then (they take every node of it)."""
+    snap = cluster(pool("pool-0", 2))
+    held = DomainReservation(
+        jobset="team-a/other",
+        key=NODE_RESERVATION_KEY,
+        path=((NODE_RESERVATION_KEY, "pool-0-host-1"),),
+        start_s=2 * H,
+        end_s=4 * H,
+    )
+    queue = [_dated(jobset("wide", rjob()), 3, 1), _dated(jobset("brief", rjob()), 1, 1)]
+    ctx = PlacementContext(snap.model_copy(update={"reservations": (held,)}), queue, HEAD)
+    [domain] = ctx.domains(ctx.exclusive_keys[0])
+    assert not ctx.domain_open_to(domain, queue[0])
+    assert ctx.domain_open_to(domain, queue[1])
+
+
+def test_the_checker_holds_backfill_to_reserved_nodes() -> None:
+    """The independent checker judges a reserved node as a domain of its own: a JobSet running
+    past the start on it, not marked backfill, and a node no cluster has are each a problem."""
+    queue = [_mixed(), _narrow("short", 0.5)]
+    snap = _fleet()
+    plan = _plan("best-fit", queue)
+    longer = [queue[0], _narrow("short", 5)]
+    assert any(
+        "runs 18000 s on cpu-" in p and "reserved for team-a/mixed from 3600 s" in p
+        for p in check(plan, snap, longer, HEAD)
+    )
+    unmarked = plan.model_copy(
+        update={
+            "jobsets": [
+                o.model_copy(update={"backfill": False}) if o.name == "short" else o
+                for o in plan.jobsets
+            ]
+        }
+    )
+    assert any("not marked backfill" in p for p in check(unmarked, snap, queue, HEAD))
+    ghost = plan.model_copy(
+        update={
+            "jobsets": [
+                o.model_copy(update={"reserved_nodes": ["cpu-9"]}) if o.name == "mixed" else o
+                for o in plan.jobsets
+            ]
+        }
+    )
+    assert "team-a/mixed: reserved node cpu-9 is not in the cluster" in check(
+        ghost, snap, queue, HEAD
+    )
+
+
+def test_explain_names_the_reserved_nodes() -> None:
+    queue = [_mixed(), _narrow("long", 5)]
+    settings = ExplainSettings(solver="best-fit", remedies=False)
+    e = explain_jobset(_fleet(), queue, "team-a/mixed", HEAD, settings=settings)
+    assert e.reserved_nodes == ["cpu-0", "cpu-1"]
+    assert "expected start: in 1h on pool-0 and nodes cpu-0,cpu-1 (reserved)" in (
+        render_explanation(e)
+    )
