@@ -172,7 +172,9 @@ def _with_nodes(
     result = dict(found)
     for key, start in starts.items():
         r = result.get(key)
-        if r is not None and r.start_s and start.with_domains and start.start_s == r.start_s:
+        if r is None or not r.start_s or not any(r.units.values()):
+            continue  # none later, or a JobSet without domains: never reserved for
+        if start.with_domains and start.start_s == r.start_s:
             result[key] = replace(r, nodes=start.nodes)
     return result
 

@@ -26,9 +26,19 @@ from placer.solver.registry import get_solver
 from placer.solver.time.timeaware import planned_on, reservations_of
 from tests.solver.time.test_shared_starts import _running
 from tests.solver.time.test_timeaware import NOW, H
-from tests.strategies import TPU_TOPOLOGY, cluster, jobset, node, pool, rjob, running_pool
+from tests.strategies import (
+    TPU_TOPOLOGY,
+    cluster,
+    jobset,
+    node,
+    pool,
+    resources,
+    rjob,
+    running_pool,
+)
 
 HEAD = SolveOptions(workers=1, seed=1, time=TimePolicy(now=NOW, reservations="head"))
+ALL = SolveOptions(workers=1, seed=1, time=TimePolicy(now=NOW, reservations="all"))
 SOLVERS = ["cpsat", "best-fit"]
 
 
@@ -63,22 +73,27 @@ def _narrow(name: str, hours: float) -> JobSetRequest:
     )
 
 
-def _fleet() -> ClusterSnapshot:
-    """The only 2x4 pool is busy for 1 h; two 8-core CPU nodes in no pool are free now."""
+def _fleet(cpu_busy_h: float = 0.0) -> ClusterSnapshot:
+    """The only 2x4 pool is busy for 1 h; two 8-core CPU nodes in no pool are free now, or
+    after `cpu_busy_h` when a JobSet runs there until then."""
+    free = resources(cpu=0, pods=100) if cpu_busy_h else None
+    on = ["ns/cpu"] if cpu_busy_h else []
     return _running(
         cluster(
             running_pool("pool-0", 2, "ns/run"),
-            node("cpu-0", tpu=0, cpu=8),
-            node("cpu-1", tpu=0, cpu=8),
+            node("cpu-0", tpu=0, cpu=8, free=free, jobsets=on),
+            node("cpu-1", tpu=0, cpu=8, free=free, jobsets=on),
         ),
-        {"ns/run": 1},
+        {"ns/run": 1, **({"ns/cpu": cpu_busy_h} if cpu_busy_h else {})},
     )
 
 
-def _plan(solver: str, queue: list[JobSetRequest]) -> Plan:
-    snap = _fleet()
-    plan = get_solver(solver, time_policy=HEAD.time).solve(snap, queue, HEAD)
-    assert check(plan, snap, queue, HEAD) == []
+def _plan(
+    solver: str, queue: list[JobSetRequest], options: SolveOptions = HEAD, cpu_busy_h: float = 0
+) -> Plan:
+    snap = _fleet(cpu_busy_h)
+    plan = get_solver(solver, time_policy=options.time).solve(snap, queue, options)
+    assert check(plan, snap, queue, options) == []
     mixed = plan.outcome("team-a/mixed")
     assert (mixed.expected_start_seconds, [d.value for d in mixed.reserved_domains]) == (
         1 * H,
@@ -88,12 +103,28 @@ def _plan(solver: str, queue: list[JobSetRequest]) -> Plan:
     return plan
 
 
+@pytest.mark.parametrize("options", [HEAD, ALL], ids=["head", "all"])
 @pytest.mark.parametrize("solver", SOLVERS)
-def test_a_run_past_the_start_stays_off_the_coordinators_nodes(solver: str) -> None:
-    plan = _plan(solver, [_mixed(), _narrow("long", 5)])
+def test_a_run_past_the_start_stays_off_the_coordinators_nodes(
+    solver: str, options: SolveOptions
+) -> None:
+    plan = _plan(solver, [_mixed(), _narrow("long", 5)], options)
     long = plan.outcome("team-a/long")
     assert (long.status, long.expected_start_seconds) == ("unschedulable", 3 * H)
     assert long.reason.endswith("2 reserved for the later start of team-a/mixed")
+    assert (long.reserved_domains, long.reserved_nodes) == ([], [])
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_a_jobset_without_domains_reserved_later_holds_no_node(solver: str) -> None:
+    """Every JobSet reserved for (`all`): the brief one has no room until the CPU nodes free up
+    in half an hour, and ends before the coordinator's start. Its later start holds no node: a
+    JobSet without an exclusive child Job is never reserved for (the shared-starts benchmark
+    found plans naming nodes for such JobSets, which the checker refused)."""
+    plan = _plan(solver, [_mixed(), _narrow("brief", 0.25)], ALL, cpu_busy_h=0.5)
+    brief = plan.outcome("team-a/brief")
+    assert (brief.status, brief.expected_start_seconds) == ("unschedulable", 0.5 * H)
+    assert (brief.reserved_domains, brief.reserved_nodes) == ([], [])
 
 
 @pytest.mark.parametrize("solver", SOLVERS)
