@@ -22,6 +22,7 @@ from typing import cast
 from pydantic import BaseModel, ConfigDict, Field
 
 from placer.model.assignment import Assignment
+from placer.model.cluster import NODE_RESERVATION_KEY
 from placer.model.plan import DomainRef, Plan
 from placer.model.topology import HOSTNAME
 from plugins.extender.pods import JobKey, PodInfo
@@ -105,14 +106,20 @@ def reserved_reason(entry: JobEntry) -> str:
 
 
 def reservations_from_plan(plan: Plan, planned_at_s: float) -> list[JobEntry]:
-    """Reservation rows of the plan's waiting JobSets (`reserved_domains`), their start counted
-    from `planned_at_s` (epoch seconds: when the plan was read, the plan carries no instant)."""
+    """Reservation rows of the plan's waiting JobSets (`reserved_domains`, and `reserved_nodes`
+    as domains of `NODE_RESERVATION_KEY`, as the controller's ledger records them), their start
+    counted from `planned_at_s` (epoch seconds: when the plan was read, the plan carries no
+    instant)."""
     rows: list[JobEntry] = []
     for outcome in plan.jobsets:
         start = outcome.expected_start_seconds
         if outcome.status == "placed" or not outcome.reserved_domains or start is None:
             continue
-        for i, domain in enumerate(outcome.reserved_domains):
+        nodes = [
+            DomainRef(key=NODE_RESERVATION_KEY, value=n, path=[(NODE_RESERVATION_KEY, n)])
+            for n in outcome.reserved_nodes
+        ]
+        for i, domain in enumerate([*outcome.reserved_domains, *nodes]):
             rows.append(
                 JobEntry(
                     jobset=outcome.key,
@@ -221,6 +228,10 @@ class StateView:
                 for (value,), entry in by_values.items():
                     if value not in labels:
                         self.owner.setdefault(value, entry)
+            elif shape == (NODE_RESERVATION_KEY,):
+                # a node reserved for a coordinator's pods is named by its name, no label
+                for (value,), entry in by_values.items():
+                    self.owner.setdefault(value, entry)
         grouped: dict[JobKey, set[str]] = {}
         for node, entry in self.owner.items():
             grouped.setdefault(entry.key, set()).add(node)
@@ -243,7 +254,9 @@ class StateView:
         if planned is not None:
             return planned
         for shape, by_values in self._shapes.items():
-            values = tuple(labels.get(k) for k in shape)
+            values: tuple[str | None, ...] = (node,)  # a reserved node: by name, not labels
+            if shape != (NODE_RESERVATION_KEY,):
+                values = tuple(labels.get(k) for k in shape)
             if None in values:
                 continue
             entry = by_values.get(cast(tuple[str, ...], values))  # no None: skipped above

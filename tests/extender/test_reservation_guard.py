@@ -26,13 +26,16 @@ from placer.controller.decide.records.ledger import (
     read_ledger,
 )
 from placer.model.assignment import Assignment, JobAssignment
-from placer.model.plan import DomainRef, JobSetOutcome
+from placer.model.plan import DomainRef, JobSetOutcome, Plan, SolverReport
+from plugins.extender.decide import filter_nodes
 from plugins.extender.embedded import serve
+from plugins.extender.pods import pod_info
 from plugins.extender.service import ServiceOptions, build
-from plugins.extender.state import JobEntry
+from plugins.extender.state import JobEntry, StateView, reservations_from_plan
 from plugins.extender.store import ExtenderStore
 from tests.extender.builders import (
     BLOCK,
+    NODES,
     SUBBLOCK,
     jobset_pod,
     labels_of,
@@ -327,3 +330,29 @@ def test_ledger_reservations_the_extender_cannot_date_are_ignored_not_fatal(
     store.replace_reservations(rows)
     store.replace_nodes({"n1": {"pool": "p1"}})
     assert store.view().reasons["n1"].startswith("reserved for ml/good from ")
+
+
+def test_reserved_nodes_are_guarded_by_name() -> None:
+    """The nodes a waiting JobSet's coordinator is to take at its start (`reserved_nodes`) are
+    guarded with its domains, found by name (no label names them), whether the request sends
+    node labels or not."""
+    waiting = JobSetOutcome(
+        namespace="ml",
+        name="wide",
+        status="unschedulable",
+        expected_start_seconds=600.0,
+        reserved_domains=[_domain("b3", "s1")],
+        reserved_nodes=["n3"],
+    )
+    plan = Plan(solver=SolverReport(name="best-fit", status="HEURISTIC"), jobsets=[waiting])
+    rows = reservations_from_plan(plan, 1_000_000.0)
+    names = ["n3", "n4", "n9"]
+    labels = {n: labels_of(n) for n in NODES}
+    for known, sent in ((labels, None), ({}, labels)):
+        result = filter_nodes(StateView(rows, known), pod_info(plain_pod()), names, sent)
+        assert result.passed == ("n4",)
+        assert set(result.unresolvable) == {"n3", "n9"}
+        assert result.unresolvable["n3"].startswith("reserved for ml/wide from ")
+    # no labels known yet: the domain's nodes cannot be told, the node by name still can
+    result = filter_nodes(StateView(rows, {}), pod_info(plain_pod()), names)
+    assert (result.passed, list(result.unresolvable)) == (("n4", "n9"), ["n3"])
