@@ -10,8 +10,6 @@ reservation the plan then dropped (a property test found it: tests/solver/reason
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 import pytest
 
 from placer.model.cluster import NODE_RESERVATION_KEY, ClusterSnapshot, DomainReservation
@@ -25,7 +23,7 @@ from placer.solver.explain import ExplainSettings, explain_jobset
 from placer.solver.registry import get_solver
 from placer.solver.time.timeaware import planned_on, reservations_of
 from tests.solver.time.test_shared_starts import _running
-from tests.solver.time.test_timeaware import NOW, H
+from tests.solver.time.test_timeaware import NOW, H, _timed
 from tests.strategies import (
     TPU_TOPOLOGY,
     cluster,
@@ -42,20 +40,10 @@ ALL = SolveOptions(workers=1, seed=1, time=TimePolicy(now=NOW, reservations="all
 SOLVERS = ["cpsat", "best-fit"]
 
 
-def _dated(js: JobSetRequest, hours: float, minutes_ago: int) -> JobSetRequest:
-    return js.model_copy(
-        update={
-            "expected_duration_s": hours * H,
-            "duration_source": "annotation",
-            "creation_timestamp": NOW - timedelta(minutes=minutes_ago),
-        }
-    )
-
-
 def _mixed() -> JobSetRequest:
     """Workers: one child Job of two 4-chip pods on a 2x4 pool; a coordinator of two 8-core
     pods without an exclusive key: each fills one CPU node. Queued first, for 2 h."""
-    return _dated(
+    return _timed(
         jobset(
             "mixed",
             rjob("workers", node_selector={TPU_TOPOLOGY: "2x4"}),
@@ -68,7 +56,7 @@ def _mixed() -> JobSetRequest:
 
 def _narrow(name: str, hours: float) -> JobSetRequest:
     """One one-core pod without an exclusive key, queued behind `_mixed`."""
-    return _dated(
+    return _timed(
         jobset(name, rjob("main", pods_per_job=1, exclusive=None, tpu=0, cpu=1)), hours, 1
     )
 
@@ -162,7 +150,7 @@ def test_a_domain_holding_a_reserved_node_is_closed_with_it() -> None:
         start_s=2 * H,
         end_s=4 * H,
     )
-    queue = [_dated(jobset("wide", rjob()), 3, 1), _dated(jobset("brief", rjob()), 1, 1)]
+    queue = [_timed(jobset("wide", rjob()), 3, 1), _timed(jobset("brief", rjob()), 1, 1)]
     ctx = PlacementContext(snap.model_copy(update={"reservations": (held,)}), queue, HEAD)
     [domain] = ctx.domains(ctx.exclusive_keys[0])
     assert not ctx.domain_open_to(domain, queue[0])
