@@ -6,7 +6,8 @@ A node's room is its free resources once every JobSet ends (`Units.ctx`), less t
 overlapping a window `[t, t + duration)`: a running JobSet until its expected end (its whole
 node when its usage was not recorded), a NotReady or cordoned host until it is expected back
 (`UNHEALTHY_BACK_S`), and whatever the caller adds: pods of JobSets planned or queued ahead
-(their requests), domains held by exclusive child Jobs or reservations (whole nodes).
+(their requests), domains held by exclusive child Jobs or reservations, and nodes reserved for
+the pods without an exclusive key of a JobSet with both kinds (whole nodes).
 
 Why the sums are counted per kind of node, not per node: at 10,000 nodes a count per node and
 per time took 0.13 s per waiting JobSet (12 s for 100). Nodes with the same free resources and
@@ -270,10 +271,10 @@ class NodeTimeline:
         owner: str,
         taken: _Taken = ((), ()),
     ) -> int:
-        """Pods of `pod`'s shape of `owner`'s fitting on a node of `kind` over `[t, end)` (less
-        `taken` there: the requests and host ports of the JobSet being packed); computed once
-        per base, set of overlapping uses, shape and `taken`. A use of `owner`'s own (a node
-        reserved for it) leaves it the node."""
+        """Pods of `pod`'s shape, of JobSet `owner`, fitting on a node of `kind` over `[t, end)`
+        (less `taken` there: the requests and host ports of the JobSet being packed); computed
+        once per base, set of overlapping uses, shape and `taken`. `owner`'s own uses (a node
+        reserved for its pods) do not keep it out."""
         number, back = kind
         base, uses = self.kinds[number]
         if back > t:
