@@ -207,7 +207,8 @@ def test_reserved_nodes_are_recorded_with_the_domains_and_read_back() -> None:
     ledger with its domains: a restarted controller still keeps longer runs off them; a round
     moving them to another node announces the move as for a domain."""
     old = _changes(FLAT, 3600.0, None, nodes=("cpu-0", "cpu-1")).put[KEY]
-    read = snapshot_reservations([old], 1_000_000.0 + 600.0)
+    stored = LedgerEntry.from_text(old.to_text())  # as the ledger's ConfigMap keeps it
+    read = snapshot_reservations([stored], 1_000_000.0 + 600.0)
     assert sorted((r.key, r.path, r.start_s) for r in read) == [
         *[(POOL, ((POOL, d.value),), 3000.0) for d in FLAT],
         *[(NODE_RESERVATION_KEY, ((NODE_RESERVATION_KEY, n),), 3000.0) for n in ("cpu-0", "cpu-1")],
