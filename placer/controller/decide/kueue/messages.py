@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 
 from placer.controller.decide.kueue.eta import QUOTA_WAIT
 from placer.controller.decide.observe.kueue import KUEUE_SPELLING
+from placer.model.cluster import NODE_RESERVATION_KEY
 from placer.model.durations import format_rfc3339
 from placer.model.plan import DomainRef, JobSetOutcome
 
@@ -39,7 +40,8 @@ def domains_text(refs: Sequence[DomainRef]) -> str:
 
 
 def eta_text(outcome: JobSetOutcome, now_s: float, holders: Mapping[str, str]) -> str:
-    """ "expected start <time> on <domains>; waits for running <JobSets>", or "" without one.
+    """ "expected start <time> on <domains and reserved nodes>; waits for running <JobSets>", or
+    "" without one.
     The time is absolute (rounded up to the minute), so the message, and the Workload, are not
     rewritten every cycle as the wait shortens."""
     start = outcome.expected_start_seconds
@@ -47,7 +49,9 @@ def eta_text(outcome: JobSetOutcome, now_s: float, holders: Mapping[str, str]) -
         return ""
     text = f"expected start {format_rfc3339(math.ceil((now_s + start) / 60) * 60)}"
     if outcome.reserved_domains:
-        text += f" on {domains_text(outcome.reserved_domains)}"
+        # the nodes held for its pods without an exclusive key, as the ledger records them
+        nodes = [DomainRef(key=NODE_RESERVATION_KEY, value=n) for n in outcome.reserved_nodes]
+        text += f" on {domains_text([*outcome.reserved_domains, *nodes])}"
     waits = list(dict.fromkeys(holders.get(w, w) for w in outcome.waits_for))
     if waits:
         text += f"; waits for running {listed(waits)}"
