@@ -10,6 +10,8 @@ reservation the plan then dropped (a property test found it: tests/solver/reason
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 from placer.model.cluster import NODE_RESERVATION_KEY, ClusterSnapshot, DomainReservation
@@ -198,3 +200,20 @@ def test_explain_names_the_reserved_nodes() -> None:
     assert "expected start: in 1h on pool-0 and nodes cpu-0,cpu-1 (reserved)" in (
         render_explanation(e)
     )
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_the_next_round_keeps_the_same_nodes(solver: str) -> None:
+    """Planned again a minute later on the plan's own reservations (as the controller does each
+    cycle), the coordinator is given the same nodes: the ledger is not rewritten, nor a new
+    `Reserved` event sent, every cycle."""
+    queue = [_mixed(), _narrow("long", 5)]
+    first = _plan(solver, queue)
+    later = HEAD.time.model_copy(update={"now": NOW + timedelta(minutes=1)})
+    options = HEAD.model_copy(update={"time": later})
+    snap = _fleet().model_copy(update={"reservations": reservations_of(first, queue, HEAD.time)})
+    again = get_solver(solver, time_policy=later).solve(snap, queue, options)
+    assert check(again, snap, queue, options) == []
+    mixed = again.outcome("team-a/mixed")
+    assert mixed.reserved_nodes == first.outcome("team-a/mixed").reserved_nodes
+    assert again.outcome("team-a/long").status == "unschedulable"
