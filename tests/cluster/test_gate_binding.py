@@ -28,6 +28,24 @@ def multislice(name: str, slices: int) -> dict[str, Any]:
     return manifest
 
 
+def with_coordinator(manifest: dict[str, Any], node_selector: dict[str, str]) -> dict[str, Any]:
+    """`manifest` with its first replicated job keeping the exclusive key (moved from the
+    JobSet onto that job's template) and a coordinator beside it without one: one pod of the
+    workers' shape, `node_selector` added to theirs."""
+    exclusive = "alpha.jobset.sigs.k8s.io/exclusive-topology"
+    workers = manifest["spec"]["replicatedJobs"][0]
+    key = manifest["metadata"]["annotations"].pop(exclusive)
+    workers["template"].setdefault("metadata", {}).setdefault("annotations", {})[exclusive] = key
+    coordinator = copy.deepcopy(workers)
+    coordinator["name"] = "coord"
+    coordinator["replicas"] = 1
+    coordinator["template"]["metadata"]["annotations"].pop(exclusive)
+    coordinator["template"]["spec"].update(parallelism=1, completions=1)
+    coordinator["template"]["spec"]["template"]["spec"]["nodeSelector"].update(node_selector)
+    manifest["spec"]["replicatedJobs"].append(coordinator)
+    return manifest
+
+
 def pools_by_child_job(scenario: Scenario, pods: list[Any]) -> dict[str, set[str]]:
     labels = scenario.node_labels()
     pools: dict[str, set[str]] = defaultdict(set)

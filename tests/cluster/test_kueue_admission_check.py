@@ -29,7 +29,7 @@ from tests.cluster.scenario import (
     assignment_of,
     load_documents,
 )
-from tests.cluster.test_gate_binding import multislice, pools_by_child_job
+from tests.cluster.test_gate_binding import multislice, pools_by_child_job, with_coordinator
 from tests.helpers.cli import run_cli
 
 KUEUE_GROUP, KUEUE_VERSION = "kueue.x-k8s.io", "v1beta2"
@@ -434,17 +434,7 @@ def test_a_jobset_whose_coordinator_fits_no_node_is_rejected(scenario: Scenario)
     setup(scenario, tpu_quota=16)
     scenario.start_controller("--kueue-admission-check")
     manifest = queued("mixed", slices=1)
-    exclusive = "alpha.jobset.sigs.k8s.io/exclusive-topology"
-    workers = manifest["spec"]["replicatedJobs"][0]
-    key = manifest["metadata"]["annotations"].pop(exclusive)
-    workers["template"].setdefault("metadata", {}).setdefault("annotations", {})[exclusive] = key
-    coordinator = copy.deepcopy(workers)
-    coordinator["name"] = "coord"
-    coordinator["replicas"] = 1
-    coordinator["template"]["metadata"]["annotations"].pop(exclusive)
-    coordinator["template"]["spec"].update(parallelism=1, completions=1)
-    pod = coordinator["template"]["spec"]["template"]["spec"]
-    pod["nodeSelector"]["cloud.google.com/gke-tpu-topology"] = "16x16"
-    manifest["spec"]["replicatedJobs"].append(coordinator)
-    scenario.create_jobset(manifest)
+    scenario.create_jobset(
+        with_coordinator(manifest, {"cloud.google.com/gke-tpu-topology": "16x16"})
+    )
     _rejected_as_never(scenario, "mixed", "cloud.google.com/gke-tpu-topology=16x16")

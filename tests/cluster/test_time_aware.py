@@ -15,11 +15,9 @@ reservations were re-timed in the order they were promised: `reservations.reserv
 
 from __future__ import annotations
 
-import copy
 import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
 
 import pytest
 
@@ -36,7 +34,7 @@ from placer.model.durations import EXPECTED_DURATION
 from tests.cluster.kube import name_of
 from tests.cluster.processes import wait_until
 from tests.cluster.scenario import PLACER_SYSTEM, Scenario, assignment_of
-from tests.cluster.test_gate_binding import multislice
+from tests.cluster.test_gate_binding import multislice, with_coordinator
 
 HOUR = 3600.0
 TPU_ACCELERATOR = "cloud.google.com/gke-tpu-accelerator"
@@ -121,24 +119,6 @@ def test_a_short_jobset_backfills_ahead_of_a_reservation_and_a_long_one_waits(
     assert any(f"5 held by running {scenario.namespace}/run" in m for m in why), why
 
 
-def _with_coordinator(manifest: dict[str, Any]) -> dict[str, Any]:
-    """`manifest`'s workers keep the exclusive key (moved onto their Job template), and a
-    coordinator without one joins them: one pod of four chips on a v6e host."""
-    exclusive = "alpha.jobset.sigs.k8s.io/exclusive-topology"
-    workers = manifest["spec"]["replicatedJobs"][0]
-    key = manifest["metadata"]["annotations"].pop(exclusive)
-    workers["template"].setdefault("metadata", {}).setdefault("annotations", {})[exclusive] = key
-    coordinator = copy.deepcopy(workers)
-    coordinator["name"] = "coord"
-    coordinator["replicas"] = 1
-    coordinator["template"]["metadata"]["annotations"].pop(exclusive)
-    coordinator["template"]["spec"].update(parallelism=1, completions=1)
-    selector = coordinator["template"]["spec"]["template"]["spec"]["nodeSelector"]
-    selector.update({TPU_ACCELERATOR: "tpu-v6e-slice", TPU_TOPOLOGY: "4x4"})
-    manifest["spec"]["replicatedJobs"].append(coordinator)
-    return manifest
-
-
 def _reserved_nodes(entry: LedgerEntry) -> list[str]:
     return sorted(
         j.domain.value
@@ -158,7 +138,8 @@ def test_a_coordinators_host_is_reserved_with_its_jobsets_slices(scenario: Scena
     scenario.start_webhook()
     scenario.start_controller("--reservations=all", "--replan-interval=2")
     run_ends = _run_for_another_hour(scenario)
-    manifest = _with_coordinator(multislice("mixed", slices=WHOLE_V5E_SLICES))
+    v6e_host = {TPU_ACCELERATOR: "tpu-v6e-slice", TPU_TOPOLOGY: "4x4"}
+    manifest = with_coordinator(multislice("mixed", slices=WHOLE_V5E_SLICES), v6e_host)
     manifest["metadata"]["annotations"][EXPECTED_DURATION] = "2h"
     scenario.create_jobset(manifest)
     key = entry_key(RESERVATION, f"{scenario.namespace}/mixed")
