@@ -21,10 +21,11 @@ from placer.controller.decide.records.ledger import RESERVATION, LedgerEntry, en
 from placer.model.assignment import ASSIGNMENT_ANNOTATION, Assignment, JobAssignment
 from placer.model.durations import EXPECTED_DURATION
 from placer.model.plan import DomainRef
-from tests.cluster.kube import apply_all, meta_of, service_account_token
+from tests.cluster.kube import apply_all, meta_of, name_of, service_account_token
 from tests.cluster.processes import LOOPBACK, free_port, wait_until
 from tests.cluster.scenario import PLACER_SYSTEM, REPO, Scenario, assignment_of, load_documents
 from tests.cluster.test_gate_binding import POOL, multislice
+from tests.cluster.test_time_aware import reserve_mixed, reserved_nodes
 from tests.extender.builders import post, request
 
 V5E = {
@@ -83,11 +84,14 @@ def other_pod(name: str) -> dict[str, Any]:
     }
 
 
-def with_extender(scenario: Scenario, *controller_flags: str) -> int:
-    """The example TPU cluster, kube-scheduler calling the extender (not ignorable), the webhook
-    and the controller (with `controller_flags`); returns the extender's port."""
+def with_extender(
+    scenario: Scenario, *controller_flags: str, extender_flags: tuple[str, ...] = ()
+) -> int:
+    """The example TPU cluster, kube-scheduler calling the extender (not ignorable, with
+    `extender_flags`), the webhook and the controller (with `controller_flags`); returns the
+    extender's port."""
     scenario.use_example_cluster("tpu-v5e-v6e.yaml")
-    port = start_extender(scenario)
+    port = start_extender(scenario, *extender_flags)
     scenario.plane.reconfigure_scheduler(
         scenario.plane.scheduler_config(extender_settings(port, ignorable=False))
     )
@@ -261,6 +265,57 @@ def test_a_jobset_past_the_maximum_wait_keeps_other_pods_off_its_reserved_domain
         )
 
     wait_until(told, timeout_s=60, what="FailedScheduling naming wide's reservation")
+
+
+def pinned_pod(name: str, node: str) -> dict[str, Any]:
+    """`other_pod` on the node `node` only."""
+    pod = other_pod(name)
+    pod["spec"]["nodeSelector"] = {"kubernetes.io/hostname": node}
+    return pod
+
+
+def test_a_coordinators_reserved_host_keeps_other_pods_off_within_the_guard(
+    scheduler_restored: Scenario,
+) -> None:
+    """`mixed` is reserved from `run`'s end in an hour: seven v5e slices, and one v6e host for
+    its coordinator, which has no exclusive key (a `placer.dev/node` entry in the ledger:
+    tests/cluster/test_time_aware.py). With a two-hour `--reservation-guard` the extender
+    keeps a pod that is not placer's off that host, naming the reservation, while the same pod
+    binds on another host of the host's pool: the pool is not reserved, the host is."""
+    scenario = scheduler_restored
+    with_extender(
+        scenario,
+        "--reservations=all",
+        "--replan-interval=2",
+        extender_flags=("--reservation-guard=2h",),
+    )
+    entry, _ = reserve_mixed(scenario)
+    [host] = reserved_nodes(entry)
+    labels = scenario.node_labels()
+    nodes = scenario.core.list_node().items
+    cordoned = {name_of(n) for n in nodes if n.spec is not None and n.spec.unschedulable}
+    [beside, *_] = sorted(
+        n
+        for n, ls in labels.items()
+        if ls.get(POOL) == labels[host][POOL] and n != host and n not in cordoned
+    )
+    for name, node in (("on-reserved", host), ("beside", beside)):
+        # the client validates a dict into V1Pod
+        scenario.core.create_namespaced_pod(scenario.namespace, pinned_pod(name, node))  # type: ignore[arg-type]
+
+    def bound(name: str) -> str | None:
+        spec = scenario.core.read_namespaced_pod(name, scenario.namespace).spec
+        assert spec is not None  # the API server always returns one
+        return spec.node_name
+
+    wait_until(lambda: bound("beside") == beside, timeout_s=60, what="beside bound")
+    reason = f"reserved for {scenario.namespace}/mixed from "
+
+    def told() -> bool:
+        return any(reason in (e.message or "") for e in scenario.events("on-reserved"))
+
+    wait_until(told, timeout_s=60, what="FailedScheduling naming mixed's reservation")
+    assert bound("on-reserved") is None
 
 
 def test_with_the_bind_verb_the_extender_binds_placers_pods_once_given_the_bind_role(

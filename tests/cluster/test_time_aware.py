@@ -44,7 +44,7 @@ WHOLE_V5E_SLICES = 7
 whose NotReady host leaves it short of a slice."""
 
 
-def _entries(scenario: Scenario) -> Mapping[str, LedgerEntry]:
+def ledger_entries(scenario: Scenario) -> Mapping[str, LedgerEntry]:
     obj = scenario.core.read_namespaced_config_map(LEDGER_NAME, PLACER_SYSTEM)
     return read_ledger(
         scenario.core.api_client.sanitize_for_serialization(obj), PLACER_SYSTEM
@@ -63,7 +63,7 @@ def _slices(scenario: Scenario, name: str) -> set[str]:
     }
 
 
-def _run_for_another_hour(scenario: Scenario) -> float:
+def run_for_another_hour(scenario: Scenario) -> float:
     """`run` on five slices, its pods Running since an hour ago for its stated two hours; when
     it is expected to end (epoch seconds)."""
     _create(scenario, "run", slices=5, duration="2h")
@@ -83,20 +83,20 @@ def test_a_short_jobset_backfills_ahead_of_a_reservation_and_a_long_one_waits(
     scenario.use_example_cluster("tpu-v5e-v6e.yaml")
     scenario.start_webhook()
     scenario.start_controller("--reservations=all", f"--schedule={schedule}", "--replan-interval=2")
-    run_ends = _run_for_another_hour(scenario)
+    run_ends = run_for_another_hour(scenario)
     _create(scenario, "wide", slices=WHOLE_V5E_SLICES, duration="2h")
     wide, long_ = (entry_key(RESERVATION, f"{scenario.namespace}/{n}") for n in ("wide", "long"))
 
     def reserved_from_runs_end() -> bool:
-        entry = _entries(scenario).get(wide)
+        entry = ledger_entries(scenario).get(wide)
         return entry is not None and entry.start is not None and abs(entry.start - run_ends) < 300
 
     wait_until(reserved_from_runs_end, timeout_s=60, what="wide reserved from run's expected end")
     _create(scenario, "short", slices=1, duration="10m")
     _create(scenario, "long", slices=1, duration="3h")
-    wait_until(lambda: long_ in _entries(scenario), timeout_s=60, what="long's reservation")
+    wait_until(lambda: long_ in ledger_entries(scenario), timeout_s=60, what="long's reservation")
     scenario.wait_pods_bound("short", count=2)
-    entries = _entries(scenario)
+    entries = ledger_entries(scenario)
     wide_start, long_start = entries[wide].start, entries[long_].start
     assert wide_start is not None and long_start is not None
     assert abs(wide_start - run_ends) < 300, wide_start - run_ends  # short did not delay it
@@ -108,7 +108,7 @@ def test_a_short_jobset_backfills_ahead_of_a_reservation_and_a_long_one_waits(
     time.sleep(6)  # three more rounds: nothing else starts
     for name in ("wide", "long"):
         assert not [p for p in scenario.pods_of(name) if p.spec.node_name], name
-        assert entry_key(PLACEMENT, f"{scenario.namespace}/{name}") not in _entries(scenario)
+        assert entry_key(PLACEMENT, f"{scenario.namespace}/{name}") not in ledger_entries(scenario)
     assert any(
         e.reason == "Reserved" and "expected start" in (e.message or "")
         for e in scenario.events("wide")
@@ -119,7 +119,7 @@ def test_a_short_jobset_backfills_ahead_of_a_reservation_and_a_long_one_waits(
     assert any(f"5 held by running {scenario.namespace}/run" in m for m in why), why
 
 
-def _reserved_nodes(entry: LedgerEntry) -> list[str]:
+def reserved_nodes(entry: LedgerEntry) -> list[str]:
     return sorted(
         j.domain.value
         for j in entry.record.jobs.values()
@@ -127,17 +127,11 @@ def _reserved_nodes(entry: LedgerEntry) -> list[str]:
     )
 
 
-def test_a_coordinators_host_is_reserved_with_its_jobsets_slices(scenario: Scenario) -> None:
-    """`mixed` needs all seven whole v5e slices, five of them `run`'s for another hour, and a
-    coordinator of one v6e host without an exclusive key. Its reservation in the ledger holds
-    the slices and the host the coordinator is to take (an entry of key `placer.dev/node`),
-    which a JobSet running past its start may not take (tests/solver/time/
-    test_reserved_nodes.py). The real API server keeps the entry, and the cycles that read it
-    back find the same host: the entry is not rewritten and `Reserved` is sent once."""
-    scenario.use_example_cluster("tpu-v5e-v6e.yaml")
-    scenario.start_webhook()
-    scenario.start_controller("--reservations=all", "--replan-interval=2")
-    run_ends = _run_for_another_hour(scenario)
+def reserve_mixed(scenario: Scenario) -> tuple[LedgerEntry, float]:
+    """`run` for another hour, then `mixed`: all seven whole v5e slices and a coordinator of
+    one v6e host without an exclusive key, for two hours. Its ledger reservation once it names
+    the host, and `run`'s expected end (epoch seconds). The controller must be running."""
+    run_ends = run_for_another_hour(scenario)
     v6e_host = {TPU_ACCELERATOR: "tpu-v6e-slice", TPU_TOPOLOGY: "4x4"}
     manifest = with_coordinator(multislice("mixed", slices=WHOLE_V5E_SLICES), v6e_host)
     manifest["metadata"]["annotations"][EXPECTED_DURATION] = "2h"
@@ -145,19 +139,35 @@ def test_a_coordinators_host_is_reserved_with_its_jobsets_slices(scenario: Scena
     key = entry_key(RESERVATION, f"{scenario.namespace}/mixed")
 
     def reserved() -> LedgerEntry | None:
-        entry = _entries(scenario).get(key)
-        return entry if entry is not None and _reserved_nodes(entry) else None
+        entry = ledger_entries(scenario).get(key)
+        return entry if entry is not None and reserved_nodes(entry) else None
 
     wait_until(lambda: reserved() is not None, timeout_s=60, what="mixed's reservation")
     entry = reserved()
-    assert entry is not None and entry.start is not None
+    assert entry is not None
+    return entry, run_ends
+
+
+def test_a_coordinators_host_is_reserved_with_its_jobsets_slices(scenario: Scenario) -> None:
+    """`mixed` (`reserve_mixed`) needs all seven whole v5e slices, five of them `run`'s for
+    another hour. Its reservation in the ledger holds the slices and the host the coordinator
+    is to take (an entry of key `placer.dev/node`), which a JobSet running past its start may
+    not take (tests/solver/time/test_reserved_nodes.py). The real API server keeps the entry,
+    and the cycles that read it back find the same host: the entry is not rewritten and
+    `Reserved` is sent once."""
+    scenario.use_example_cluster("tpu-v5e-v6e.yaml")
+    scenario.start_webhook()
+    scenario.start_controller("--reservations=all", "--replan-interval=2")
+    entry, run_ends = reserve_mixed(scenario)
+    assert entry.start is not None
     assert abs(entry.start - run_ends) < 300, entry.start - run_ends
-    [host] = _reserved_nodes(entry)
+    [host] = reserved_nodes(entry)
     assert scenario.node_labels()[host][TPU_TOPOLOGY] == "4x4"
     slices = {j.domain.value for j in entry.record.jobs.values() if j.domain} - {host}
     assert len(slices) == WHOLE_V5E_SLICES
     time.sleep(6)  # three more cycles read the entry back
-    assert _entries(scenario)[key].to_text() == entry.to_text()
+    key = entry_key(RESERVATION, f"{scenario.namespace}/mixed")
+    assert ledger_entries(scenario)[key].to_text() == entry.to_text()
     said = [e.message or "" for e in scenario.events("mixed") if e.reason == "Reserved"]
     assert len(said) == 1 and f"{NODE_RESERVATION_KEY}={host}" in said[0], said
     assert not [p for p in scenario.pods_of("mixed") if p.spec.node_name]
