@@ -107,9 +107,12 @@ class SharedRoom(Protocol):
         """Its start (None: never) and, starting now, the units its pods close; None: not a
         JobSet of that kind."""
 
-    def beside(self, jobset: str, duration_s: float, units: Iterable[UnitId]) -> frozenset[UnitId]:
-        """A JobSet with child Jobs of both kinds the pass starts now on `units`: the units
-        its pods without an exclusive key close now (none: not of that kind, or no room now)."""
+    def beside(
+        self, jobset: str, duration_s: float, units: Iterable[UnitId], start_s: float
+    ) -> frozenset[UnitId]:
+        """A JobSet with child Jobs of both kinds the pass gives `units` from `start_s`: the
+        units its pods without an exclusive key close from then (none: not of that kind, or no
+        room then)."""
 
 
 Chosen = dict[str, tuple[int, ...]]
@@ -321,16 +324,18 @@ def _earliest(
 def _close_beside(
     found: Reservation, candidate: Candidate, calendar: Calendar, room: SharedRoom | None
 ) -> None:
-    """A JobSet starting now whose pods without an exclusive key the room packs now: the
-    units holding their nodes are closed to the exclusive child Jobs behind it for its run, as
-    for a JobSet of such pods alone. Unknown to the pass, the inner solve put them on domains
-    the pass gave JobSets behind, and was run again for each so displaced (1.1-1.3 s at 10,000
-    nodes with 50 such JobSets, `benchmarks.shared_starts_bench --mixed 50`)."""
-    if room is None or found.start_s != 0:
+    """A JobSet given units whose pods without an exclusive key the room packs from the same
+    start: the units holding their nodes are closed to the exclusive child Jobs behind it for
+    its run, as for a JobSet of such pods alone. Unknown to the pass, the inner solve put them
+    on domains the pass gave JobSets behind, and was run again for each so displaced (1.1-1.3 s
+    at 10,000 nodes with 50 such JobSets, `benchmarks.shared_starts_bench --mixed 50`); at a
+    later start they are the nodes the reservation holds (`shared.room.NodeRoom.beside`)."""
+    if room is None or found.start_s is None:
         return
     held = [u for group in found.units.values() for u in group]
-    for unit in room.beside(candidate.jobset, candidate.duration_s, held):
-        calendar.hold(calendar.layout.number[unit], 0.0, candidate.duration_s)
+    start, end = found.start_s, found.start_s + candidate.duration_s
+    for unit in room.beside(candidate.jobset, candidate.duration_s, held, start):
+        calendar.hold(calendar.layout.number[unit], start, end)
 
 
 def fits_some_day(needs: Sequence[Need], empty: Calendar) -> bool:

@@ -106,6 +106,35 @@ def test_a_run_past_the_start_stays_off_the_coordinators_nodes(
 
 
 @pytest.mark.parametrize("solver", SOLVERS)
+def test_the_pass_counts_the_coordinators_later_nodes_before_starting_a_jobset_now(
+    solver: str,
+) -> None:
+    """Every JobSet reserved for (`all`), and an untainted 4x4 pool of two 8-core hosts that
+    `late` (exclusive, 1 h, queued last) could take now. The pass gives the coordinator's
+    nodes from `mixed`'s start to `mixed`, so `long` (5 h, ahead of `late`) starts now on the
+    4x4 pool, and `late` is reserved there from `long`'s end: queue order, with either inner
+    solver. Before, the pass counted `long` as starting now on a CPU node the coordinator
+    takes at 1 h; the inner solve kept it off, and CP-SAT gave the 4x4 pool to `late`."""
+    queue = [
+        _mixed(),
+        _narrow("long", 5),
+        _timed(jobset("late", rjob("workers", node_selector={TPU_TOPOLOGY: "4x4"})), 1, 0),
+    ]
+    snap = _fleet()
+    snap = snap.model_copy(
+        update={"nodes": (*snap.nodes, *pool("pool-1", 2, topology="4x4", cpu=8, taints=()))}
+    )
+    plan = get_solver(solver, time_policy=ALL.time).solve(snap, queue, ALL)
+    assert check(plan, snap, queue, ALL) == []
+    mixed, long, late = (plan.outcome(f"team-a/{n}") for n in ("mixed", "long", "late"))
+    assert (mixed.expected_start_seconds, mixed.reserved_nodes) == (1 * H, ["cpu-0", "cpu-1"])
+    assert long.status == "placed"
+    assert {p.node for j in long.jobs for p in j.pods} <= {"pool-1-host-0", "pool-1-host-1"}
+    assert (late.status, late.expected_start_seconds) == ("unschedulable", 5 * H)
+    assert [d.value for d in late.reserved_domains] == ["pool-1"]
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
 def test_a_jobset_without_domains_reserved_later_holds_no_node(solver: str) -> None:
     """Every JobSet reserved for (`all`): the brief one has no room until the CPU nodes free up
     in half an hour, and ends before the coordinator's start. Its later start holds no node: a

@@ -29,7 +29,10 @@ A JobSet with child Jobs of both kinds that the pass starts now has its pods wit
 exclusive key packed the same way, off its own domains (`beside`), and the domains holding them
 closed to the exclusive JobSets behind it: unknown to the pass, the inner solve put them on
 domains the pass gave JobSets behind, and was run again for each so displaced (1.1-1.3 s at
-10,000 nodes with 50 such JobSets among 500, RESULTS-controller, round 44).
+10,000 nodes with 50 such JobSets among 500, RESULTS-controller, round 44). One the pass
+reserves for a later start has them packed at that start, held from then: those nodes are the
+reservation's (`Reservation.nodes`), and a JobSet behind that would run into the start does not
+count on them (RESULTS-controller, round 48).
 
 With `--schedule cpsat` the greedy pass decides it the same way, and the schedule, which decides
 the exclusive JobSets' starts jointly, holds the domains its pods close from now (`closures`):
@@ -96,18 +99,28 @@ class NodeRoom:
         self.closed[jobset] = (closed, duration_s)
         return 0.0, closed
 
-    def beside(self, jobset: str, duration_s: float, units: Iterable[UnitId]) -> frozenset[UnitId]:
-        """For a JobSet with child Jobs of both kinds the pass starts now on `units`: the units
-        holding the nodes its pods without an exclusive key take now, off those units (closed
-        to exclusive child Jobs for its run; none when they have no room now, which the
-        reservation phase finds and starts it later for: `reserving`). Its pods are then held
-        where they were packed, and its units whole."""
+    def beside(
+        self, jobset: str, duration_s: float, units: Iterable[UnitId], start_s: float = 0.0
+    ) -> frozenset[UnitId]:
+        """For a JobSet with child Jobs of both kinds the pass gives `units` from `start_s`:
+        the units holding the nodes its pods without an exclusive key take then, off those
+        units (closed to exclusive child Jobs for its run; none when they have no room then,
+        which the reservation phase finds and moves its start for: `reserving`). Its pods are
+        then held where they were packed, and its units whole.
+
+        A later start too: its pods' nodes become the reservation's (`Reservation.nodes`),
+        which the inner solve keeps JobSets that would not end by then off. Held only from
+        now, a JobSet of such pods alone behind it was counted as starting now on them for a
+        run past that start, lifted into the tier the inner solve places first, and kept out
+        there; an exclusive JobSet the pass started on the domain it then took lost it."""
         js = self.mixed.get(jobset)
         if js is None:
             return frozenset()
         nodes = frozenset(n for u in units for n in self.units.domains[u].nodes)
-        placed = self.timeline.place(js, self.units.ctx, duration_s, domains=nodes)
-        if placed is None or placed[0] > 0:
+        placed = self.timeline.place(
+            js, self.units.ctx, duration_s, not_before=start_s, domains=nodes
+        )
+        if placed is None or placed[0] > start_s:
             return frozenset()
         return frozenset(u for n in placed[1] for u in self.units.units_on(n))
 
