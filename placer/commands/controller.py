@@ -11,8 +11,9 @@ Exit codes:
 - 3: the API server stayed unavailable (429, 5xx, connection errors) for all of `--retry-timeout`.
 
 The controller works in a thread of its own; the main thread only waits for a signal or for the
-work to end, so SIGTERM stops the process within a second in every mode, even in the middle of a
-solve (a stop mid-cycle is safe: every write is idempotent, see deploy/controller/README.md).
+work to end, so SIGTERM stops the process at once in every mode, even in the middle of a solve,
+without waiting for the replan interval or a retry (a stop mid-cycle is safe: every write is
+idempotent, see deploy/controller/README.md).
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import random
+import signal
 from collections import defaultdict
 
 import pytest
@@ -140,3 +141,29 @@ def test_api_server_restart_after_compaction_the_watch_relists_and_places(
     # The leader keeps its lease through an outage shorter than the renew deadline (10 s).
     if away_s < 8:
         assert controller.running and "lost the lease" not in log
+
+
+REPLAN_S = 60
+"""The controllers' replan interval below: what a stop that waited for the next cycle takes."""
+
+
+@pytest.mark.parametrize("election", ["--leader-elect", "--no-leader-elect"])
+def test_sigterm_stops_a_controller_waiting_for_its_next_cycle_with_0(
+    scenario: Scenario, election: str
+) -> None:
+    """A controller that placed its JobSet waits on its watches for up to its replan interval,
+    as its leader (a real Lease) or without election; SIGTERM ends it with 0 long before the
+    interval is over: its main thread only waits for a signal or for the work to end
+    (placer/commands/controller.py). `--once` is stopped so in tests/controller/act/
+    test_faults.py."""
+    scenario.use_example_cluster("tpu-v5e-v6e.yaml")
+    scenario.start_webhook()
+    controller = scenario.start_controller(election, f"--replan-interval={REPLAN_S}")
+    scenario.create_jobset(multislice("train", slices=1))
+    scenario.wait_pods_bound("train", count=2)
+    if election == "--leader-elect":
+        assert holder(scenario, "placer-controller") == "placer-0"
+    process = controller.process
+    assert process is not None and process.poll() is None
+    os.killpg(process.pid, signal.SIGTERM)
+    assert process.wait(timeout=REPLAN_S / 4) == 0
