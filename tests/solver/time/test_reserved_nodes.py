@@ -13,6 +13,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 
 from placer.model.cluster import NODE_RESERVATION_KEY, ClusterSnapshot, DomainReservation
 from placer.model.options import SolveOptions, TimePolicy
@@ -24,6 +26,7 @@ from placer.solver.context import PlacementContext
 from placer.solver.explain import ExplainSettings, explain_jobset
 from placer.solver.registry import get_solver
 from placer.solver.time.timeaware import planned_on, reservations_of
+from tests.solver.reasons.test_reasons_agree import _assert_agree
 from tests.solver.time.test_shared_starts import _running
 from tests.solver.time.test_timeaware import NOW, H, _timed
 from tests.strategies import (
@@ -246,3 +249,78 @@ def test_the_next_round_keeps_the_same_nodes(solver: str) -> None:
     mixed = again.outcome("team-a/mixed")
     assert mixed.reserved_nodes == first.outcome("team-a/mixed").reserved_nodes
     assert again.outcome("team-a/long").status == "unschedulable"
+
+
+@st.composite
+def _coordinator_worlds(
+    draw: st.DrawFn,
+) -> tuple[ClusterSnapshot, list[JobSetRequest], SolveOptions, str]:
+    """Random worlds around `mixed`, a JobSet with a coordinator queued first: 2x4 pools busy
+    for a while or free, 8-core CPU nodes busy for a while or free, sometimes an untainted 4x4
+    pool that pods without a key may take too; behind it JobSets of such pods (one or more
+    cores, a quarter hour to 5 h) and exclusive ones, under every policy and schedule."""
+    ends: dict[str, float] = {}
+    nodes = []
+    for p in range(draw(st.integers(1, 3))):
+        end = draw(st.sampled_from([0.0, 0.5, 1.0, 2.0, 4.0]))
+        if end:
+            nodes += running_pool(f"pool-{p}", 2, f"ns/run-{p}")
+            ends[f"ns/run-{p}"] = end
+        else:
+            nodes += pool(f"pool-{p}", 2)
+    for c in range(draw(st.integers(1, 3))):
+        end = draw(st.sampled_from([0.0, 0.0, 0.5, 1.0, 3.0]))
+        busy = [f"ns/cpu-{c}"] if end else []
+        free = resources(cpu=0, pods=100) if end else None
+        nodes.append(node(f"cpu-{c}", tpu=0, cpu=8, free=free, jobsets=busy))
+        ends.update({f"ns/cpu-{c}": end} if end else {})
+    if draw(st.booleans()):
+        nodes += pool("wide-0", 2, topology="4x4", cpu=8, taints=())
+    coordinator = rjob(
+        "coord",
+        pods_per_job=draw(st.integers(1, 3)),
+        exclusive=None,
+        tpu=0,
+        cpu=draw(st.sampled_from([2, 4, 8])),
+    )
+    workers = rjob("workers", draw(st.integers(1, 2)), node_selector={TPU_TOPOLOGY: "2x4"})
+    hours = st.sampled_from([0.25, 1.0, 2.0, 5.0])
+    queue = [_timed(jobset("mixed", workers, coordinator), draw(hours), 10)]
+    for i in range(draw(st.integers(1, 4))):
+        if draw(st.booleans()):
+            shape = rjob(
+                "main",
+                pods_per_job=draw(st.integers(1, 3)),
+                exclusive=None,
+                tpu=0,
+                cpu=draw(st.sampled_from([1, 4, 8])),
+            )
+        else:
+            topology = draw(st.sampled_from(["2x4", "4x4"]))
+            shape = rjob("workers", node_selector={TPU_TOPOLOGY: topology})
+        queue.append(_timed(jobset(f"js{i}", shape), draw(hours), 9 - i))
+    # last, an exclusive JobSet that may be reserved behind `mixed` on the same pool
+    last = rjob("workers", node_selector={TPU_TOPOLOGY: "2x4"})
+    queue.append(_timed(jobset("last", last), draw(hours), 1))
+    policy = TimePolicy(
+        now=NOW,
+        reservations=draw(st.sampled_from(["head", "all"])),
+        schedule=draw(st.sampled_from(["greedy", "cpsat"])),
+    )
+    options = SolveOptions(workers=1, seed=1, time_limit_s=5, time=policy)
+    return _running(cluster(*nodes), ends), queue, options, draw(st.sampled_from(SOLVERS))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_coordinator_worlds())
+def test_random_worlds_with_a_coordinator_check_and_explain_the_same(
+    world: tuple[ClusterSnapshot, list[JobSetRequest], SolveOptions, str],
+) -> None:
+    """Every plan passes the checker, and every reason agrees with `placer explain`
+    (tests/solver/reasons/test_reasons_agree.py), whether or not `mixed` is reserved for later
+    with its coordinator's nodes."""
+    snapshot, queue, options, solver = world
+    _assert_agree(snapshot, queue, solver, options)
+    plan = get_solver(solver, time_policy=options.time).solve(snapshot, queue, options)
+    mixed = plan.outcome("team-a/mixed")
+    event("mixed holds nodes" if mixed.reserved_nodes else f"mixed {mixed.status}")
