@@ -22,6 +22,8 @@ from collections import Counter
 from collections.abc import Sequence
 
 from benchmarks.worlds.busy_fleet import NOW, add_fleet_arguments, busy_fleet
+from placer.controller.decide.plan.planning import held_from_now
+from placer.model.cluster import ClusterSnapshot
 from placer.model.options import SolveOptions, TimePolicy
 from placer.model.plan import Plan
 from placer.model.workload import JobSetRequest
@@ -37,8 +39,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--solver", choices=["best-fit", "cpsat"], default="best-fit")
     parser.add_argument("--schedule", choices=["greedy", "cpsat"], default="greedy")
     parser.add_argument("--time-limit", type=float, default=10.0, help="CP-SAT's, per solve")
+    parser.add_argument(
+        "--records",
+        action="store_true",
+        help="every running JobSet holds a placement record, as under the controller: the nodes "
+        "with room for a queued pod without an exclusive key reserved to their holder "
+        "(planning.held_from_now), within the timed plan",
+    )
     args = parser.parse_args(argv)
     snapshot, queue = busy_fleet(args)
+    held = {n.name: list(n.jobsets) for n in snapshot.nodes if n.jobsets} if args.records else {}
     shared = {js.key for js in queue[: args.shared]}
     mixed = {js.key for js in queue[args.shared : args.shared + args.mixed]}
     policy = TimePolicy(now=NOW, reservations="all", schedule=args.schedule)
@@ -47,7 +57,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"{len(snapshot.nodes)} nodes, {len(queue)} pending, {len(shared)} without a key")
     for run in range(args.repeat):
         started = time.perf_counter()
-        plan = solver.solve(snapshot, queue, options)
+        planned_on = _with_records(snapshot, queue, held, options) if held else snapshot
+        plan = solver.solve(planned_on, queue, options)
         wall = time.perf_counter() - started
         waiting = [o for o in plan.jobsets if o.key in shared and o.status != "placed"]
         now = sum(1 for o in waiting if o.expected_start_seconds == 0)
@@ -59,6 +70,18 @@ def main(argv: Sequence[str] | None = None) -> None:
             + (f"; {_mixed_told(plan, mixed)}" if mixed else "")
         )
     print(f"placed: {_placed(plan, queue)}")
+
+
+def _with_records(
+    snapshot: ClusterSnapshot,
+    queue: Sequence[JobSetRequest],
+    held: dict[str, list[str]],
+    options: SolveOptions,
+) -> ClusterSnapshot:
+    """The snapshot as the controller gives it to the planner when every running JobSet holds
+    a record (`--records`): the holders named by their keys here, not by hold tokens."""
+    shapes = [r.pod for js in queue for r in js.replicated_jobs if r.exclusive_key is None]
+    return held_from_now(snapshot, held, options, shapes)
 
 
 def _mixed_told(plan: Plan, mixed: set[str]) -> str:

@@ -80,6 +80,9 @@ class DomainReservation(BaseModel):
     path: tuple[tuple[str, str], ...]
     start_s: float
     end_s: float
+    held: bool = False
+    """A node a recorded placement holds from now until `end_s` (the controller's ledger, which
+    takes no other record there): `jobset` names the hold, and reasons say "held by running"."""
 
 
 class Node(BaseModel):

@@ -297,3 +297,62 @@ def test_a_waiting_jobset_is_placed_once_a_new_slice_joins_the_cluster(scenario:
     pools = pools_by_child_job(scenario, pods)
     assert all(len(p) == 1 for p in pools.values()) and len(set().union(*pools.values())) == 8
     assert {"v5e-2x4-pool-new"} in pools.values()
+
+
+V6E_HOST = {
+    "cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice",
+    "cloud.google.com/gke-tpu-topology": "4x4",
+}
+
+
+def small_coordinator(name: str, node_selector: dict[str, str], pods: int, chips: int) -> Any:
+    """One v5e slice of workers and a coordinator of `pods` pods of `chips` chips each without
+    an exclusive key, no host network nor host ports: it leaves room on its hosts."""
+    manifest = with_coordinator(multislice(name, slices=1), node_selector)
+    job = manifest["spec"]["replicatedJobs"][1]["template"]["spec"]
+    job.update(parallelism=pods, completions=pods)
+    pod = job["template"]["spec"]
+    del pod["hostNetwork"], pod["dnsPolicy"], pod["containers"][0]["ports"]
+    pod["containers"][0]["resources"]["limits"]["google.com/tpu"] = chips
+    return manifest
+
+
+def coordinator_nodes(scenario: Scenario, name: str) -> set[str]:
+    return {
+        p.spec.node_name
+        for p in scenario.pods_of(name)
+        if p.metadata.labels["batch.kubernetes.io/job-name"] == f"{name}-coord-0"
+    }
+
+
+def test_coordinators_are_planned_off_the_nodes_other_jobsets_records_hold(
+    scenario: Scenario,
+) -> None:
+    """`half` holds three v5e slices with two chips free on each host, `one`'s coordinator a
+    v6e host with three free. The ledger takes no other record on a node a record holds, so
+    `two`'s coordinator (one chip, v6e) and `three`'s (four pods of two chips, v5e) must be
+    planned elsewhere: before, the planner put them there, the record was refused ("plan
+    overlaps a reserved domain") and the same plan was made every cycle, so neither JobSet ever
+    started, with whole free hosts and slices left."""
+    scenario.use_example_cluster("tpu-v5e-v6e.yaml")
+    scenario.start_webhook()
+    scenario.start_controller("--replan-interval=2")
+    half = multislice("half", slices=3)
+    pod = half["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    pod["containers"][0]["resources"]["limits"]["google.com/tpu"] = 2
+    scenario.create_jobset(half)
+    scenario.wait_pods_bound("half", count=6)
+    scenario.create_jobset(small_coordinator("one", V6E_HOST, pods=1, chips=1))
+    scenario.wait_pods_bound("one", count=3)
+    scenario.create_jobset(small_coordinator("two", V6E_HOST, pods=1, chips=1))
+    scenario.create_jobset(small_coordinator("three", {}, pods=4, chips=2))
+    scenario.wait_pods_bound("two", count=3)
+    scenario.wait_pods_bound("three", count=6)
+
+    labels = scenario.node_labels()
+    half_pools = {labels[p.spec.node_name][POOL] for p in scenario.pods_of("half")}
+    assert not coordinator_nodes(scenario, "two") & coordinator_nodes(scenario, "one")
+    assert not {labels[n][POOL] for n in coordinator_nodes(scenario, "three")} & half_pools
+    for name in ("two", "three"):
+        said = [e.message or "" for e in scenario.events(name)]
+        assert not [m for m in said if "overlaps" in m], said

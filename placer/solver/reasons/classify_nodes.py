@@ -176,6 +176,11 @@ class NodeClassifier:
             if k not in here
         )
         if against:
+            # a node a recorded placement holds now (the controller's ledger) is held, not
+            # reserved for a start to come
+            held = {r.jobset for r in self.ctx.node_reservations(name) if r.held}
+            if held.issuperset(against):
+                return Reason("held", holders=against), against
             return Reason("reserved-later", holders=against), against
         others = reserved - {me} if me is not None else reserved
         if others:

@@ -39,12 +39,14 @@ from placer.controller.decide.records.ledger import LedgerEntry
 from placer.controller.decide.records.recordsize import no_room_for_a_record, record_too_large
 from placer.controller.decide.review.review import Target, held_records
 from placer.model.assignment import Assignment, JobAssignment
-from placer.model.cluster import ClusterSnapshot
+from placer.model.cluster import NODE_RESERVATION_KEY, ClusterSnapshot, DomainReservation
 from placer.model.options import SolveOptions
 from placer.model.plan import DomainRef, JobSetOutcome, Plan
-from placer.model.workload import JobSetRequest
+from placer.model.resources import pods_that_fit
+from placer.model.workload import JobSetRequest, PodShape
 from placer.solver.interface import Solver
 from placer.solver.registry import InvalidPlanError
+from placer.solver.time.release import ReleaseTimeline
 
 __all__ = [
     "PlanRecord",
@@ -187,6 +189,50 @@ def held_nodes(
     return result
 
 
+def held_from_now(
+    snapshot: ClusterSnapshot,
+    held: Mapping[str, list[str]],
+    options: SolveOptions,
+    shapes: Sequence[PodShape],
+) -> ClusterSnapshot:
+    """`snapshot` with every node a hold covers reserved to that hold from now until the hold
+    is expected to end (`DomainReservation.held`): closed to the pods without an exclusive key
+    of every JobSet, as `_overlap` closes it to every new record.
+
+    The tokens on a node close its domains to exclusive child Jobs only. Without this, the
+    solver put such a pod on a node another JobSet's record holds (the host of its coordinator,
+    or a node of its exclusive domain), `_overlap` refused the record, and the next cycle made
+    the same plan: the JobSet never started, with room elsewhere (tests/cluster/
+    test_gate_binding.py). The end matters to time-aware planning only (when the node frees
+    for pods planned later). Only nodes with room now for one pod of `shapes` (those of the
+    targets' replicated jobs without an exclusive key) get one: no such pod goes on the others
+    now anyway, and with a reservation for every held node the reasons judged 9,000 nodes one
+    by one (1 s more per plan at 10,000 nodes: benchmarks/RESULTS-controller.md, round 48)."""
+    nodes = snapshot.by_name()
+    requests = list({tuple(sorted(pod.requests.items())): pod.requests for pod in shapes}.values())
+    roomy = {
+        n: tokens
+        for n, tokens in held.items()
+        if n in nodes and any(pods_that_fit(nodes[n].free, r) for r in requests)
+    }
+    if not roomy:
+        return snapshot
+    now = options.time.now
+    ends = ReleaseTimeline.of_policy(snapshot, options.time, now).ends_s if now else {}
+    closed = tuple(
+        DomainReservation(
+            jobset=min(tokens),
+            key=NODE_RESERVATION_KEY,
+            path=((NODE_RESERVATION_KEY, node),),
+            start_s=0.0,
+            end_s=max(ends.get(t, 0.0) for t in tokens),
+            held=True,
+        )
+        for node, tokens in sorted(roomy.items())
+    )
+    return snapshot.model_copy(update={"reservations": (*snapshot.reservations, *closed)})
+
+
 def _overlap(record: Assignment, held: Mapping[str, list[str]], index: DomainIndex) -> str:
     """The first reserved node the record would take, or ""."""
     for hold in holds({record.jobset: record.jobs}, {}):
@@ -218,6 +264,9 @@ def _solve_pass(
     )
     held = held_nodes({k: v for k, v in records.items() if k not in victims}, inputs.foreign, index)
     snapshot = reserve(inputs.snapshot, held)
+    shared = [r.pod for t in targets for r in t.request.replicated_jobs if r.exclusive_key is None]
+    if shared:
+        snapshot = held_from_now(snapshot, held, options, shared)
     if options.preemption.active:
         snapshot = evictable_snapshot(snapshot, index, victims, records)
     requests = [
