@@ -309,12 +309,17 @@ def _solve_pass(
 
 
 def _reserved_nodes(inputs: PlanningInputs, jobset: str) -> set[str]:
-    """Nodes of every domain the snapshot reserves for a JobSet other than `jobset`."""
+    """Nodes of every domain (and every node) the snapshot reserves for a JobSet other than
+    `jobset`."""
     nodes: set[str] = set()
     for r in inputs.snapshot.reservations:
-        if r.jobset != jobset and r.path:
-            ref = DomainRef(key=r.key, value=r.path[-1][1], path=list(r.path))
-            nodes.update(inputs.index.members(ref))
+        if r.jobset == jobset or not r.path:
+            continue
+        if r.key == NODE_RESERVATION_KEY:
+            nodes.add(r.path[-1][1])  # a node held alone: named, not labeled
+            continue
+        ref = DomainRef(key=r.key, value=r.path[-1][1], path=list(r.path))
+        nodes.update(inputs.index.members(ref))
     return nodes
 
 

@@ -41,7 +41,7 @@ from placer.controller.decide.review.holder_names import named
 from placer.controller.decide.review.ledgerplan import LedgerView
 from placer.controller.decide.review.review import Review, review
 from placer.model.assignment import Assignment, JobAssignment
-from placer.model.cluster import DomainReservation
+from placer.model.cluster import NODE_RESERVATION_KEY, DomainReservation
 from placer.model.durations import EXPECTED_DURATION
 from placer.model.options import SolveOptions, TimePolicy
 from placer.model.plan import DomainRef
@@ -502,6 +502,30 @@ def test_a_readmitted_jobset_whose_old_domain_is_reserved_for_another_is_planned
     assert check(plan, snap, requests, OPTIONS) == []
     [request] = requests
     assert request.key == "default/a"
+    placed = planned.placed["default/a"]
+    assert "b2" not in {block_of(placed, job) for job in placed.jobs}
+
+
+def test_a_readmitted_jobset_one_of_whose_old_nodes_is_reserved_for_another_is_planned_anew() -> (
+    None
+):
+    """A node reserved alone (another JobSet's coordinator at its later start) counts as a
+    reserved domain does: before, the restore looked it up as a label and found no node."""
+    rev, inputs = _readmitted({"a-w-0": "b1", "a-w-1": "b2"})
+    node = inputs.index.members(DomainRef(key=BLOCK, value="b2"))[0]
+    reservation = DomainReservation(
+        jobset="default/other",
+        key=NODE_RESERVATION_KEY,
+        path=((NODE_RESERVATION_KEY, node),),
+        start_s=600.0,
+        end_s=4200.0,
+    )
+    snapshot = inputs.snapshot.model_copy(update={"reservations": (reservation,)})
+    inputs = dataclasses.replace(inputs, snapshot=snapshot)
+    planned = solve_targets(rev.targets, inputs, get_solver("best-fit"))
+    assert len(planned.plans) == 1  # solved, not restored
+    plan, snap, requests = planned.plans[0]
+    assert check(plan, snap, requests, OPTIONS) == []
     placed = planned.placed["default/a"]
     assert "b2" not in {block_of(placed, job) for job in placed.jobs}
 
