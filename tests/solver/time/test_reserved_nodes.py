@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from placer.model.cluster import NODE_RESERVATION_KEY, ClusterSnapshot, DomainReservation
 from placer.model.options import SolveOptions, TimePolicy
 from placer.model.plan import Plan
-from placer.model.workload import JobSetRequest
+from placer.model.workload import JobSetRequest, ReplicatedJobRequest
 from placer.render.explain import render_explanation
 from placer.solver.check.checker import check
 from placer.solver.context import PlacementContext
@@ -251,6 +251,12 @@ def test_the_next_round_keeps_the_same_nodes(solver: str) -> None:
     assert again.outcome("team-a/long").status == "unschedulable"
 
 
+def _without_key(draw: st.DrawFn, name: str, cores: list[int]) -> ReplicatedJobRequest:
+    """A replicated job of one to three CPU pods without an exclusive key."""
+    pods, cpu = draw(st.integers(1, 3)), draw(st.sampled_from(cores))
+    return rjob(name, pods_per_job=pods, exclusive=None, tpu=0, cpu=cpu)
+
+
 @st.composite
 def _coordinator_worlds(
     draw: st.DrawFn,
@@ -276,25 +282,13 @@ def _coordinator_worlds(
         ends.update({f"ns/cpu-{c}": end} if end else {})
     if draw(st.booleans()):
         nodes += pool("wide-0", 2, topology="4x4", cpu=8, taints=())
-    coordinator = rjob(
-        "coord",
-        pods_per_job=draw(st.integers(1, 3)),
-        exclusive=None,
-        tpu=0,
-        cpu=draw(st.sampled_from([2, 4, 8])),
-    )
+    coordinator = _without_key(draw, "coord", [2, 4, 8])
     workers = rjob("workers", draw(st.integers(1, 2)), node_selector={TPU_TOPOLOGY: "2x4"})
     hours = st.sampled_from([0.25, 1.0, 2.0, 5.0])
     queue = [_timed(jobset("mixed", workers, coordinator), draw(hours), 10)]
     for i in range(draw(st.integers(1, 4))):
         if draw(st.booleans()):
-            shape = rjob(
-                "main",
-                pods_per_job=draw(st.integers(1, 3)),
-                exclusive=None,
-                tpu=0,
-                cpu=draw(st.sampled_from([1, 4, 8])),
-            )
+            shape = _without_key(draw, "main", [1, 4, 8])
         else:
             topology = draw(st.sampled_from(["2x4", "4x4"]))
             shape = rjob("workers", node_selector={TPU_TOPOLOGY: topology})

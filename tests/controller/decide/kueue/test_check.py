@@ -489,10 +489,18 @@ def test_a_readmitted_jobset_whose_old_domains_are_free_is_restored_without_solv
     }
 
 
-def test_a_readmitted_jobset_whose_old_domain_is_reserved_for_another_is_planned_anew() -> None:
+@pytest.mark.parametrize("alone", [False, True], ids=["domain", "node"])
+def test_a_readmitted_jobset_whose_old_domain_is_reserved_for_another_is_planned_anew(
+    alone: bool,
+) -> None:
+    """Block b2 reserved for another JobSet, or one of its nodes alone (another JobSet's
+    coordinator at its later start): before, the restore looked a node reservation up as a
+    label, found no node, and restored the record onto it without solving."""
     rev, inputs = _readmitted({"a-w-0": "b1", "a-w-1": "b2"})
+    node = inputs.index.members(DomainRef(key=BLOCK, value="b2"))[0]
+    key, value = (NODE_RESERVATION_KEY, node) if alone else (BLOCK, "b2")
     reservation = DomainReservation(
-        jobset="default/other", key=BLOCK, path=((BLOCK, "b2"),), start_s=600.0, end_s=4200.0
+        jobset="default/other", key=key, path=((key, value),), start_s=600.0, end_s=4200.0
     )
     snapshot = inputs.snapshot.model_copy(update={"reservations": (reservation,)})
     inputs = dataclasses.replace(inputs, snapshot=snapshot)
@@ -502,30 +510,6 @@ def test_a_readmitted_jobset_whose_old_domain_is_reserved_for_another_is_planned
     assert check(plan, snap, requests, OPTIONS) == []
     [request] = requests
     assert request.key == "default/a"
-    placed = planned.placed["default/a"]
-    assert "b2" not in {block_of(placed, job) for job in placed.jobs}
-
-
-def test_a_readmitted_jobset_one_of_whose_old_nodes_is_reserved_for_another_is_planned_anew() -> (
-    None
-):
-    """A node reserved alone (another JobSet's coordinator at its later start) counts as a
-    reserved domain does: before, the restore looked it up as a label and found no node."""
-    rev, inputs = _readmitted({"a-w-0": "b1", "a-w-1": "b2"})
-    node = inputs.index.members(DomainRef(key=BLOCK, value="b2"))[0]
-    reservation = DomainReservation(
-        jobset="default/other",
-        key=NODE_RESERVATION_KEY,
-        path=((NODE_RESERVATION_KEY, node),),
-        start_s=600.0,
-        end_s=4200.0,
-    )
-    snapshot = inputs.snapshot.model_copy(update={"reservations": (reservation,)})
-    inputs = dataclasses.replace(inputs, snapshot=snapshot)
-    planned = solve_targets(rev.targets, inputs, get_solver("best-fit"))
-    assert len(planned.plans) == 1  # solved, not restored
-    plan, snap, requests = planned.plans[0]
-    assert check(plan, snap, requests, OPTIONS) == []
     placed = planned.placed["default/a"]
     assert "b2" not in {block_of(placed, job) for job in placed.jobs}
 
