@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from benchmarks.worlds.busy_fleet import NOW, add_fleet_arguments, busy_fleet
-from placer.controller.decide.plan.planning import held_from_now
+from placer.controller.decide.plan.heldnodes import held_from_now
 from placer.model.cluster import ClusterSnapshot
 from placer.model.options import SolveOptions, TimePolicy
 from placer.model.plan import Plan

@@ -15,9 +15,11 @@ import copy
 from collections import defaultdict
 from typing import Any
 
+from tests.cluster.processes import wait_until
 from tests.cluster.scenario import GATE, REPO, Scenario, assignment_of, load_documents
 
 POOL = "cloud.google.com/gke-nodepool"
+HOSTNAME = "kubernetes.io/hostname"
 
 
 def multislice(name: str, slices: int) -> dict[str, Any]:
@@ -325,34 +327,67 @@ def coordinator_nodes(scenario: Scenario, name: str) -> set[str]:
     }
 
 
-def test_coordinators_are_planned_off_the_nodes_other_jobsets_records_hold(
+def test_coordinators_share_a_host_in_the_room_records_leave_and_never_a_held_slice(
     scenario: Scenario,
 ) -> None:
-    """`half` holds three v5e slices with two chips free on each host, `one`'s coordinator a
-    v6e host with three free. The ledger takes no other record on a node a record holds, so
-    `two`'s coordinator (one chip, v6e) and `three`'s (four pods of two chips, v5e) must be
-    planned elsewhere: before, the planner put them there, the record was refused ("plan
-    overlaps a reserved domain") and the same plan was made every cycle, so neither JobSet ever
-    started, with whole free hosts and slices left."""
+    """`half` holds a v5e slice with two chips free on each host; `one`'s coordinator takes
+    one chip of a v6e host. `two`'s coordinator (one chip) is pinned to that host and goes
+    beside it: a record of pods without an exclusive key holds only their room, and the ledger
+    commits such records side by side (round 48 closed the whole host, and `two` would wait
+    for `one` to end). `three`'s coordinator (four pods of two chips, v5e) is kept off
+    `half`'s slice, which its exclusive child Job holds whole: before round 48 the planner
+    put it there, the ledger refused the record, and the same plan came every cycle.
+
+    `idle`'s coordinator (two chips) is recorded on the same host but never bound (it names a
+    scheduler that does not run), so the host's last two chips are its own: `late`'s (one
+    chip, pinned there too) must wait, or the host would be overcommitted once `idle`'s pod
+    binds. Without counting recorded pods not bound yet, `late` was placed there and bound."""
     scenario.use_example_cluster("tpu-v5e-v6e.yaml")
     scenario.start_webhook()
     scenario.start_controller("--replan-interval=2")
-    half = multislice("half", slices=3)
+    half = multislice("half", slices=1)
     pod = half["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
     pod["containers"][0]["resources"]["limits"]["google.com/tpu"] = 2
     scenario.create_jobset(half)
-    scenario.wait_pods_bound("half", count=6)
+    scenario.wait_pods_bound("half", count=2)
     scenario.create_jobset(small_coordinator("one", V6E_HOST, pods=1, chips=1))
     scenario.wait_pods_bound("one", count=3)
-    scenario.create_jobset(small_coordinator("two", V6E_HOST, pods=1, chips=1))
+    (host,) = coordinator_nodes(scenario, "one")
+    on_host = {**V6E_HOST, HOSTNAME: host}
+    scenario.create_jobset(small_coordinator("two", on_host, pods=1, chips=1))
     scenario.create_jobset(small_coordinator("three", {}, pods=4, chips=2))
     scenario.wait_pods_bound("two", count=3)
     scenario.wait_pods_bound("three", count=6)
-
     labels = scenario.node_labels()
     half_pools = {labels[p.spec.node_name][POOL] for p in scenario.pods_of("half")}
-    assert not coordinator_nodes(scenario, "two") & coordinator_nodes(scenario, "one")
+    assert coordinator_nodes(scenario, "two") == {host}
     assert not {labels[n][POOL] for n in coordinator_nodes(scenario, "three")} & half_pools
-    for name in ("two", "three"):
-        said = [e.message or "" for e in scenario.events(name)]
-        assert not [m for m in said if "overlaps" in m], said
+
+    idle = small_coordinator("idle", on_host, pods=1, chips=2)
+    idle["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]["spec"]["schedulerName"] = (
+        "no-such-scheduler"
+    )
+    scenario.create_jobset(idle)
+    wait_until(
+        lambda: any(
+            not (p.spec.scheduling_gates or []) and not p.spec.node_name
+            for p in scenario.pods_of("idle")
+            if p.metadata.labels["batch.kubernetes.io/job-name"] == "idle-coord-0"
+        ),
+        timeout_s=60,
+        what="idle's coordinator recorded and ungated, not bound",
+    )
+    scenario.create_jobset(small_coordinator("late", on_host, pods=1, chips=1))
+    scenario.wait_for_event("late", "Unschedulable")
+    said = [e.message or "" for e in scenario.events("late") if e.reason == "Unschedulable"]
+    assert said and all(m.startswith("coord: needs 1 pod") for m in said), said
+    assert all("1 no room for one pod (google.com/tpu)" in m for m in said), said
+    late = [
+        p
+        for p in scenario.pods_of("late")
+        if p.metadata.labels["batch.kubernetes.io/job-name"] == "late-coord-0"
+    ]
+    assert late and all(GATE in [g.name for g in p.spec.scheduling_gates or []] for p in late)
+    for name in ("two", "three", "late"):
+        messages = [e.message or "" for e in scenario.events(name)]
+        assert not [m for m in messages if "overlaps" in m], messages

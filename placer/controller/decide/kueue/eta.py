@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from placer.controller.decide.observe.domains import reserve
 from placer.controller.decide.observe.kueue import KueueView
 from placer.controller.decide.observe.survey import ManagedJobSet
 from placer.controller.decide.observed import Reviewed
-from placer.controller.decide.plan.planning import PlannedRound, PlanningInputs, held_nodes
+from placer.controller.decide.plan.heldnodes import held_nodes, held_snapshot
+from placer.controller.decide.plan.planning import PlannedRound, PlanningInputs
 from placer.model.workload import JobSetRequest
 from placer.solver.time.behind import expected_starts_behind
 
@@ -61,8 +61,7 @@ def estimate_behind(
         plan, snapshot, requests = planned.plans[0]
         outcomes = expected_starts_behind(snapshot, waiting, inputs.options, (plan, requests))
     else:
-        snapshot = reserve(
-            inputs.snapshot, held_nodes(inputs.records, inputs.foreign, inputs.index)
-        )
+        held = held_nodes(inputs.records, inputs.foreign, inputs.index, inputs.pods)
+        snapshot = held_snapshot(inputs.snapshot, held)
         outcomes = expected_starts_behind(snapshot, waiting, inputs.options)
     return replace(planned, behind={o.key: o for o in outcomes})

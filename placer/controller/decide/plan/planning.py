@@ -31,28 +31,33 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
-from placer.controller.decide.observe.domains import DomainIndex, JobsByHolder, holds, reserve
+from placer.controller.decide.observe.domains import DomainIndex, JobsByHolder, holds
 from placer.controller.decide.observed import Reviewed
+from placer.controller.decide.plan.heldnodes import (
+    RecordedPods,
+    held_from_now,
+    held_nodes,
+    held_snapshot,
+    overlap,
+    recorded_pods,
+)
 from placer.controller.decide.plan.reserving import running_timing, snapshot_reservations
 from placer.controller.decide.preempting import Victim, chosen_evictions, evictable_snapshot
 from placer.controller.decide.records.ledger import LedgerEntry
 from placer.controller.decide.records.recordsize import no_room_for_a_record, record_too_large
 from placer.controller.decide.review.review import Target, held_records
 from placer.model.assignment import Assignment, JobAssignment
-from placer.model.cluster import NODE_RESERVATION_KEY, ClusterSnapshot, DomainReservation
+from placer.model.cluster import NODE_RESERVATION_KEY, ClusterSnapshot
 from placer.model.options import SolveOptions
 from placer.model.plan import DomainRef, JobSetOutcome, Plan
-from placer.model.resources import pods_that_fit
-from placer.model.workload import JobSetRequest, PodShape
+from placer.model.workload import JobSetRequest
 from placer.solver.interface import Solver
 from placer.solver.registry import InvalidPlanError
-from placer.solver.time.release import ReleaseTimeline
 
 __all__ = [
     "PlanRecord",
     "PlannedRound",
     "PlanningInputs",
-    "held_nodes",
     "planning_inputs",
     "solve_targets",
 ]
@@ -83,6 +88,9 @@ class PlanningInputs:
     """`--preemption`: running JobSets the solver may evict (preempting.eligibility)."""
     no_preempt: frozenset[str] = frozenset()
     """Pending JobSets that never preempt (Kueue manages them)."""
+    pods: RecordedPods = field(default_factory=RecordedPods)
+    """The managed JobSets' pods without an exclusive key: what their holds take of a node
+    (heldnodes.py). Empty: every hold takes its nodes whole."""
 
 
 def planning_inputs(reviewed: Reviewed, *, pinned: bool) -> PlanningInputs:
@@ -112,6 +120,7 @@ def planning_inputs(reviewed: Reviewed, *, pinned: bool) -> PlanningInputs:
         pinned=pinned,
         victims=eligible.victims if eligible is not None else {},
         no_preempt=eligible.no_preempt if eligible is not None else frozenset(),
+        pods=recorded_pods(observed.managed),
     )
 
 
@@ -178,71 +187,6 @@ def _merge(target: Target, outcome: JobSetOutcome, *, pinned: bool) -> Assignmen
     return Assignment(jobset=target.key, jobs=jobs, pinned=pinned, plan_id=_plan_id(jobs))
 
 
-def held_nodes(
-    records: JobsByHolder, foreign: JobsByHolder, index: DomainIndex
-) -> dict[str, list[str]]:
-    """node -> the tokens of every hold on it (domains.holds)."""
-    result: dict[str, list[str]] = {}
-    for hold in holds(records, foreign):
-        for node in index.job_nodes(hold.job):
-            result.setdefault(node, []).append(hold.token)
-    return result
-
-
-def held_from_now(
-    snapshot: ClusterSnapshot,
-    held: Mapping[str, list[str]],
-    options: SolveOptions,
-    shapes: Sequence[PodShape],
-) -> ClusterSnapshot:
-    """`snapshot` with every node a hold covers reserved to that hold from now until the hold
-    is expected to end (`DomainReservation.held`): closed to the pods without an exclusive key
-    of every JobSet, as `_overlap` closes it to every new record.
-
-    The tokens on a node close its domains to exclusive child Jobs only. Without this, the
-    solver put such a pod on a node another JobSet's record holds (the host of its coordinator,
-    or a node of its exclusive domain), `_overlap` refused the record, and the next cycle made
-    the same plan: the JobSet never started, with room elsewhere (tests/cluster/
-    test_gate_binding.py). The end matters to time-aware planning only (when the node frees
-    for pods planned later). Only nodes with room now for one pod of `shapes` (those of the
-    targets' replicated jobs without an exclusive key) get one: no such pod goes on the others
-    now anyway, and with a reservation for every held node the reasons judged 9,000 nodes one
-    by one (1 s more per plan at 10,000 nodes: benchmarks/RESULTS-controller.md, round 48)."""
-    nodes = snapshot.by_name()
-    requests = list({tuple(sorted(pod.requests.items())): pod.requests for pod in shapes}.values())
-    roomy = {
-        n: tokens
-        for n, tokens in held.items()
-        if n in nodes and any(pods_that_fit(nodes[n].free, r) for r in requests)
-    }
-    if not roomy:
-        return snapshot
-    now = options.time.now
-    ends = ReleaseTimeline.of_policy(snapshot, options.time, now).ends_s if now else {}
-    closed = tuple(
-        DomainReservation(
-            jobset=min(tokens),
-            key=NODE_RESERVATION_KEY,
-            path=((NODE_RESERVATION_KEY, node),),
-            start_s=0.0,
-            end_s=max(ends.get(t, 0.0) for t in tokens),
-            held=True,
-        )
-        for node, tokens in sorted(roomy.items())
-    )
-    return snapshot.model_copy(update={"reservations": (*snapshot.reservations, *closed)})
-
-
-def _overlap(record: Assignment, held: Mapping[str, list[str]], index: DomainIndex) -> str:
-    """The first reserved node the record would take, or ""."""
-    for hold in holds({record.jobset: record.jobs}, {}):
-        for node in index.job_nodes(hold.job):
-            others = [t for t in held.get(node, ()) if t != hold.token]
-            if others:
-                return f"{hold.job_name} on {node} (held by {others[0]})"
-    return ""
-
-
 def _solve_pass(
     targets: Sequence[Target], records: JobsByHolder, inputs: PlanningInputs, solver: Solver
 ) -> tuple[dict[str, tuple[Assignment | None, str]], dict[str, LedgerEntry], PlanRecord | None]:
@@ -262,11 +206,12 @@ def _solve_pass(
         if options.preemption.active
         else {}
     )
-    held = held_nodes({k: v for k, v in records.items() if k not in victims}, inputs.foreign, index)
-    snapshot = reserve(inputs.snapshot, held)
+    kept = {k: v for k, v in records.items() if k not in victims}
+    held = held_nodes(kept, inputs.foreign, index, inputs.pods)
+    snapshot = held_snapshot(inputs.snapshot, held)
     shared = [r.pod for t in targets for r in t.request.replicated_jobs if r.exclusive_key is None]
     if shared:
-        snapshot = held_from_now(snapshot, held, options, shared)
+        snapshot = held_from_now(snapshot, held.whole, options, shared)
     if options.preemption.active:
         snapshot = evictable_snapshot(snapshot, index, victims, records)
     requests = [
@@ -286,7 +231,10 @@ def _solve_pass(
     if victims:
         # a record may take only what its plan evicts: every other victim is held again
         held = held_nodes(
-            {k: v for k, v in records.items() if k not in evicted}, inputs.foreign, index
+            {k: v for k, v in records.items() if k not in evicted},
+            inputs.foreign,
+            index,
+            inputs.pods,
         )
     outcomes: dict[str, tuple[Assignment | None, str]] = {}
     by_key: dict[str, JobSetOutcome] = {}
@@ -299,7 +247,7 @@ def _solve_pass(
             continue
         record = _merge(target, outcome, pinned=inputs.pinned)
         reason = outcome.reason or outcome.status
-        if record is not None and (clash := _overlap(record, held, index)):
+        if record is not None and (clash := overlap(record, held, index)):
             log.error("%s: plan overlaps a reserved domain: %s", target.key, clash)
             record, reason = None, f"plan overlaps a reserved domain: {clash}"
         outcomes[target.key] = (record, reason)
@@ -341,9 +289,11 @@ def _restore(
         jobs = dict(sorted(t.keep.items()))
         record = Assignment(jobset=t.key, jobs=jobs, pinned=old.pinned, plan_id=_plan_id(jobs))
         others = {k: v for k, v in records.items() if k != t.key}
-        held = held_nodes(others, inputs.foreign, inputs.index)
+        held = held_nodes(others, inputs.foreign, inputs.index, inputs.pods)
         taken = {n for j in jobs.values() for n in inputs.index.job_nodes(j)}
-        if _overlap(record, held, inputs.index) or taken & _reserved_nodes(inputs, t.key):
+        if overlap(record, held, inputs.index, strict=True) or taken & _reserved_nodes(
+            inputs, t.key
+        ):
             records.pop(t.key, None)
             rest.append(Target(replace(t.managed, assignment=None), t.request))
             continue

@@ -1,0 +1,241 @@
+"""What a recorded placement holds, as the planner is told (`heldnodes.py`).
+
+An exclusive child Job holds its whole domain: closed to every other JobSet's pods, as the
+ledger closes it to every other record (before round 48 the planner put pods without an
+exclusive key there, the record was refused, and the same plan came every cycle). A child Job
+without an exclusive key holds only its pods' room: the next JobSet's coordinator may go
+beside it, in what is left once the recorded pods, bound or not yet, are counted.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from placer.controller.decide.observe.domains import DomainIndex, hold_token
+from placer.controller.decide.observe.survey import ManagedJobSet, PodEntry
+from placer.controller.decide.plan.heldnodes import (
+    HeldNodes,
+    RecordedPods,
+    held_from_now,
+    held_nodes,
+    held_snapshot,
+    overlap,
+    recorded_pods,
+)
+from placer.model.assignment import Assignment, JobAssignment
+from placer.model.cluster import ClusterSnapshot, RunningJobSet
+from placer.model.kube.pods import PodRef
+from placer.model.options import SolveOptions, TimePolicy
+from placer.model.plan import DomainRef, Plan
+from placer.model.workload import JobSetRequest, PodShape
+from placer.solver.check.checker import check
+from placer.solver.registry import get_solver
+from tests.solver.time.test_timeaware import NOW, H, _timed
+from tests.strategies import HOSTNAME, NODEPOOL, cluster, jobset, node, resources, rjob
+
+COORD = hold_token("team-a", "one-coord-0")
+SLICE = hold_token("team-a", "big-w-0")
+RECORDS = {
+    "team-a/one": {"one-coord-0": JobAssignment(nodes={0: "cpu-0"})},
+    "team-a/big": {
+        "big-w-0": JobAssignment(
+            domain=DomainRef(key=NODEPOOL, value="slice", path=[(NODEPOOL, "slice")])
+        )
+    },
+}
+SIX_CORES = {"team-a/one": {"one-coord-0": PodShape(requests=resources(cpu=6))}}
+PLAIN = SolveOptions(workers=1, seed=1)
+TIMED = SolveOptions(workers=1, seed=1, time=TimePolicy(now=NOW, reservations="all"))
+SOLVERS = ["cpsat", "best-fit", "first-fit"]
+
+
+def _fleet(*, bound: bool) -> ClusterSnapshot:
+    """cpu-0 (8 cores) is recorded for `one`'s six-core coordinator, its pod bound there or
+    not yet; cpu-1 is full; `big`'s exclusive child Job holds both hosts of pool `slice`,
+    whose cores are free."""
+    coordinator = {"free": resources(cpu=2, pods=109), "jobsets": ["team-a/one"]} if bound else {}
+    return cluster(
+        node("cpu-0", tpu=0, cpu=8, **coordinator),  # type: ignore[arg-type]
+        node("cpu-1", tpu=0, cpu=8, free=resources(cpu=0, pods=100), jobsets=["ns/full"]),
+        [node(f"s-{i}", tpu=0, cpu=32, labels={NODEPOOL: "slice"}) for i in range(2)],
+    )
+
+
+def _pods(*, bound: bool) -> RecordedPods:
+    settled = frozenset({("one-coord-0", 0)}) if bound else frozenset()
+    return RecordedPods(shapes=SIX_CORES, settled={"team-a/one": settled})
+
+
+def _planned_on(bound: bool, options: SolveOptions, shapes: list[PodShape]) -> ClusterSnapshot:
+    """The snapshot the controller gives its planner (planning._solve_pass): every hold's
+    token, the unbound pods' room, the whole holds' nodes reserved; `big` ends in an hour,
+    everything else in five."""
+    snap = _fleet(bound=bound)
+    running = {
+        key: RunningJobSet(
+            started_at=NOW - timedelta(hours=1), expected_duration_s=(2 if "big" in key else 6) * H
+        )
+        for key in (COORD, SLICE, "team-a/one", "team-a/big", "ns/full")
+    }
+    snap = snap.model_copy(update={"running": running})
+    held = held_nodes(RECORDS, {}, DomainIndex(snap), _pods(bound=bound))
+    return held_from_now(held_snapshot(snap, held), held.whole, options, shapes)
+
+
+def _plan(
+    solver: str, *, bound: bool, cores: int, options: SolveOptions = PLAIN
+) -> tuple[Plan, ClusterSnapshot, JobSetRequest]:
+    two = _timed(
+        jobset("two", rjob("main", pods_per_job=1, exclusive=None, tpu=0, cpu=cores)), 3, 1
+    )
+    snap = _planned_on(bound, options, [two.replicated_jobs[0].pod])
+    plan = get_solver(solver, time_policy=options.time).solve(snap, [two], options)
+    assert check(plan, snap, [two], options) == []
+    return plan, snap, two
+
+
+@pytest.mark.parametrize("bound", [True, False], ids=["bound", "not-bound-yet"])
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_a_coordinator_goes_beside_another_jobsets_in_the_room_its_pods_leave(
+    solver: str, bound: bool
+) -> None:
+    """Two cores are left on cpu-0 beside `one`'s six, whether its pod is bound (the snapshot
+    counts it) or only recorded (the hold counts it): a two-core pod goes there, and the
+    ledger's last check takes its record."""
+    plan, snap, _ = _plan(solver, bound=bound, cores=2)
+    outcome = plan.outcome("team-a/two")
+    assert [p.node for j in outcome.jobs for p in j.pods] == ["cpu-0"]
+    record = Assignment.from_outcome(outcome, pinned=False)
+    held = held_nodes(RECORDS, {}, DomainIndex(snap), _pods(bound=bound))
+    assert overlap(record, held, DomainIndex(snap)) == ""
+
+
+@pytest.mark.parametrize("bound", [True, False], ids=["bound", "not-bound-yet"])
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_a_pod_the_room_left_cannot_take_waits_and_the_exclusive_slice_stays_closed(
+    solver: str, bound: bool
+) -> None:
+    """A three-core pod fits neither beside `one`'s coordinator (an unbound one's six cores
+    count too: else the node would be overcommitted once it binds) nor on `big`'s slice,
+    whose 64 free cores its exclusive child Job holds whole."""
+    plan, _, _ = _plan(solver, bound=bound, cores=3)
+    two = plan.outcome("team-a/two")
+    assert two.status == "unschedulable"
+    assert f"held by running {SLICE}" in two.reason, two.reason
+
+
+@pytest.mark.parametrize("solver", ["cpsat", "best-fit"])
+def test_over_time_it_starts_when_the_exclusive_hold_ends(solver: str) -> None:
+    plan, _, _ = _plan(solver, bound=False, cores=3, options=TIMED)
+    two = plan.outcome("team-a/two")
+    assert (two.status, two.expected_start_seconds) == ("unschedulable", 1 * H)
+
+
+def test_holds_are_whole_for_exclusive_jobs_foreign_holders_and_jobsets_not_sized() -> None:
+    snap = _fleet(bound=False)
+    index = DomainIndex(snap)
+    held = held_nodes(RECORDS, {}, index, _pods(bound=False))
+    assert held.whole == {"s-0": (SLICE,), "s-1": (SLICE,)}
+    assert held.tokens["cpu-0"] == (COORD,)
+    assert held.unbound == {"cpu-0": {COORD: (resources(cpu=6, pods=1), ())}}
+    # the same coordinator unsized (its manifest did not parse), or another holder's: whole
+    assert held_nodes(RECORDS, {}, index).whole["cpu-0"] == (COORD,)
+    foreign = held_nodes({}, {"record.team-b.x": RECORDS["team-a/one"]}, index, _pods(bound=False))
+    assert list(foreign.whole) == ["cpu-0"] and not foreign.unbound
+
+
+def test_an_unbound_pod_takes_its_room_as_its_holds_usage_and_a_bound_one_none() -> None:
+    snap = _fleet(bound=False)
+    index = DomainIndex(snap)
+    cpu_0 = held_snapshot(snap, held_nodes(RECORDS, {}, index, _pods(bound=False))).node("cpu-0")
+    assert cpu_0.free == resources(cpu=2, pods=109)
+    assert cpu_0.jobsets == (COORD,)
+    assert cpu_0.jobset_usage[COORD].requests == resources(cpu=6, pods=1)
+    settled = held_snapshot(snap, held_nodes(RECORDS, {}, index, _pods(bound=True))).node("cpu-0")
+    assert settled.free == snap.node("cpu-0").free
+    assert settled.jobset_usage[COORD].requests == {}
+
+
+def test_overlap_keeps_exclusive_jobs_off_every_hold_and_the_rest_off_whole_ones() -> None:
+    index = DomainIndex(_fleet(bound=True))
+    held = held_nodes(RECORDS, {}, index, _pods(bound=True))
+
+    def record(job: JobAssignment) -> Assignment:
+        return Assignment(jobset="team-a/two", jobs={"two-main-0": job})
+
+    beside = record(JobAssignment(nodes={0: "cpu-0"}))
+    assert overlap(beside, held, index) == ""
+    assert "cpu-0 (held by placer:team-a/one-coord-0)" in overlap(beside, held, index, strict=True)
+    on_slice = record(JobAssignment(nodes={0: "s-1"}))
+    assert overlap(on_slice, held, index) == f"two-main-0 on s-1 (held by {SLICE})"
+    host = DomainRef(key=HOSTNAME, value="cpu-0", path=[(HOSTNAME, "cpu-0")])
+    assert "held by placer:team-a/one-coord-0" in overlap(
+        record(JobAssignment(domain=host)), held, index
+    )
+    assert overlap(beside, HeldNodes(), index) == ""
+
+
+def test_a_whole_held_node_without_room_for_such_a_pod_needs_no_reservation() -> None:
+    """s-0 has 32 cores free: a one-core pod's shape gets it reserved, a 64-core one's does
+    not (no such pod goes there now anyway); no hold, no change."""
+    snap = _fleet(bound=True)
+    whole = {"s-0": [SLICE]}
+    one, big = (rjob("main", exclusive=None, tpu=0, cpu=c).pod for c in (1, 64))
+    assert [r.path for r in held_from_now(snap, whole, PLAIN, [one]).reservations] == [
+        (("placer.dev/node", "s-0"),)
+    ]
+    assert held_from_now(snap, whole, PLAIN, [big]) is snap
+    assert held_from_now(snap, {}, PLAIN, [one]) is snap
+
+
+def _entry(index: int, *, node: str = "", phase: str = "Pending", attempt: int = 1) -> PodEntry:
+    pod = {
+        "metadata": {"name": f"one-coord-0-{index}"},
+        "spec": {"nodeName": node} if node else {},
+        "status": {"phase": phase},
+    }
+    ref = PodRef("team-a", "one", "coord", 0, index, restart_attempt=attempt)
+    return PodEntry(pod, ref)
+
+
+def test_recorded_pods_settles_the_current_attempts_bound_and_succeeded_pods() -> None:
+    request = jobset(
+        "one",
+        rjob("w", exclusive=NODEPOOL),
+        rjob("coord", pods_per_job=6, exclusive=None, tpu=0, cpu=1),
+    )
+    pods = (
+        _entry(0, node="cpu-0", phase="Running"),
+        _entry(1, phase="Succeeded"),
+        _entry(2, node="cpu-0", phase="Failed"),
+        _entry(3, node="cpu-0", phase="Running", attempt=0),
+        _entry(4),
+    )
+    managed = ManagedJobSet(
+        obj={"metadata": {"namespace": "team-a", "name": "one"}},
+        request=request,
+        error="",
+        assignment=None,
+        annotation=None,
+        finished=False,
+        suspended=False,
+        restarts=1,
+        pods=pods,
+    )
+    unparsed = ManagedJobSet(
+        obj={"metadata": {"namespace": "team-a", "name": "bad"}},
+        request=None,
+        error="no",
+        assignment=None,
+        annotation=None,
+        finished=False,
+        suspended=False,
+        restarts=0,
+        pods=(),
+    )
+    found = recorded_pods([managed, unparsed])
+    assert list(found.shapes) == ["team-a/one"]
+    assert list(found.shapes["team-a/one"]) == ["one-coord-0"]
+    assert found.settled["team-a/one"] == {("one-coord-0", 0), ("one-coord-0", 1)}
