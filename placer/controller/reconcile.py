@@ -305,9 +305,7 @@ class Controller:
     def _plan(self, reviewed: Reviewed, timer: PhaseTimer) -> PlannedRound:
         """Phase 3: every due target in one solver call around everything held."""
         with timer("plan"):
-            inputs = planning_inputs(
-                reviewed, pinned=self.config.pin_nodes, side_by_side=self.config.binding == "gate"
-            )
+            inputs = planning_inputs(reviewed, pinned=self.config.pin_nodes)
             planned = solve_targets(reviewed.due, inputs, self.solver)
             planned = estimate_behind(reviewed, inputs, planned)
         if reviewed.due:

@@ -13,10 +13,8 @@ from datetime import timedelta
 
 import pytest
 
-from benchmarks.simulate import cluster_sim as sim
 from placer.controller.decide.observe.domains import DomainIndex, hold_token
-from placer.controller.decide.observe.snapshot import planning_snapshot
-from placer.controller.decide.observe.survey import ManagedJobSet, PodEntry, survey
+from placer.controller.decide.observe.survey import ManagedJobSet, PodEntry
 from placer.controller.decide.plan.heldnodes import (
     HeldNodes,
     RecordedPods,
@@ -26,8 +24,6 @@ from placer.controller.decide.plan.heldnodes import (
     overlap,
     recorded_pods,
 )
-from placer.controller.decide.plan.planning import planning_inputs
-from placer.controller.decide.review.review import review
 from placer.model.assignment import Assignment, JobAssignment
 from placer.model.cluster import ClusterSnapshot, RunningJobSet
 from placer.model.kube.pods import PodRef
@@ -36,7 +32,6 @@ from placer.model.plan import DomainRef, Plan
 from placer.model.workload import JobSetRequest, PodShape
 from placer.solver.check.checker import check
 from placer.solver.registry import get_solver
-from tests.controller.builders import reviewed_of, state_of, tpu_cluster
 from tests.solver.time.test_timeaware import NOW, H, _timed
 from tests.strategies import HOSTNAME, NODEPOOL, cluster, jobset, node, resources, rjob
 
@@ -244,18 +239,3 @@ def test_recorded_pods_settles_the_current_attempts_bound_and_succeeded_pods() -
     assert list(found.shapes) == ["team-a/one"]
     assert list(found.shapes["team-a/one"]) == ["one-coord-0"]
     assert found.settled["team-a/one"] == {("one-coord-0", 0), ("one-coord-0", 1)}
-
-
-def test_under_the_node_labels_binding_every_hold_is_whole() -> None:
-    """Each node carries one child Job's node-selector label there, so two JobSets' records
-    can never share a node: the controller plans without `RecordedPods` (reconcile.py)."""
-    cluster = tpu_cluster(blocks=1)
-    job = sim.jobset_object("coord", replicated_jobs=[("main", 1, 1, {"cpu": "1"})])
-    cluster.create("jobsets", job)
-    sim.create_pods(cluster, "default", "coord")
-    state = state_of(cluster)
-    managed = survey(state, binding="gate")
-    rev = review(managed, DomainIndex(planning_snapshot(state, binding="gate")), PLAIN)
-    reviewed = reviewed_of(state, managed, rev, PLAIN, wall_s=0.0)
-    assert list(planning_inputs(reviewed, pinned=False).pods.shapes) == ["default/coord"]
-    assert planning_inputs(reviewed, pinned=False, side_by_side=False).pods == RecordedPods()

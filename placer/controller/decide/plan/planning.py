@@ -93,12 +93,8 @@ class PlanningInputs:
     (heldnodes.py). Empty: every hold takes its nodes whole."""
 
 
-def planning_inputs(
-    reviewed: Reviewed, *, pinned: bool, side_by_side: bool = True
-) -> PlanningInputs:
-    """The round's `PlanningInputs` (see the module docstring). `side_by_side`: records of pods
-    without an exclusive key hold only their room (heldnodes.py); off under the node-labels
-    binding, where each node carries one child Job's selector label, so every hold is whole."""
+def planning_inputs(reviewed: Reviewed, *, pinned: bool) -> PlanningInputs:
+    """The round's `PlanningInputs` (see the module docstring)."""
     observed, view, options = reviewed.observed, reviewed.ledger, reviewed.options
     records = held_records(reviewed.review)
     snapshot, policy = observed.snapshot, options.time
@@ -124,7 +120,7 @@ def planning_inputs(
         pinned=pinned,
         victims=eligible.victims if eligible is not None else {},
         no_preempt=eligible.no_preempt if eligible is not None else frozenset(),
-        pods=recorded_pods(observed.managed) if side_by_side else RecordedPods(),
+        pods=recorded_pods(observed.managed),
     )
 
 
