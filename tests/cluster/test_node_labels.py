@@ -13,7 +13,7 @@ from typing import Any
 
 from benchmarks.simulate import cluster_sim as sim
 from tests.cluster.scenario import Scenario, assignment_of
-from tests.cluster.test_gate_binding import POOL, multislice
+from tests.cluster.test_gate_binding import POOL, V6E_HOST, multislice, with_coordinator
 
 NAMESPACED_JOB = "alpha.jobset.sigs.k8s.io/namespaced-job"
 NO_SCHEDULE = "alpha.jobset.sigs.k8s.io/no-schedule"
@@ -141,3 +141,40 @@ def test_placers_node_label_patch_is_accepted_for_every_shape_of_node(scenario: 
         kept = [(t["key"], t["effect"]) for t in others]
         assert [t for t in taints if t[0] != NO_SCHEDULE] == kept, shape
         assert labels["kubernetes.io/hostname"] == name, shape
+
+
+def test_jobset_selects_only_child_jobs_with_the_key_and_the_flag_together(
+    scenario: Scenario,
+) -> None:
+    """JobSet gives a child Job its node selector only when the exclusive key and the
+    node-selector flag apply to it together. `apart` has the key on its workers' template and
+    the flag on the JobSet, and a coordinator with no key: JobSet selects none of them, so
+    placer refuses it with the reason instead of labeling nodes no pod will seek. `together`
+    has the flag beside the key on its workers' template: selected, and placed."""
+    scenario.use_example_cluster("tpu-v5e-v6e.yaml")
+    scenario.start_controller("--binding=node-labels", "--replan-interval=2")
+    apart = with_coordinator(labeled("apart", slices=1), V6E_HOST)
+    coordinator = apart["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]["spec"]
+    del coordinator["hostNetwork"], coordinator["dnsPolicy"], coordinator["containers"][0]["ports"]
+    scenario.create_jobset(apart)
+    scenario.wait_for_event("apart", "Unschedulable")
+    said = [e.message or "" for e in scenario.events("apart") if e.reason == "Unschedulable"]
+    assert any("gives the child Jobs of workers, coord no node selector" in m for m in said), said
+    pods = scenario.pods_of("apart")
+    assert pods and not [p for p in pods if NAMESPACED_JOB in (p.spec.node_selector or {})]
+    assert not [n for n, on in scenario.node_labels().items() if NAMESPACED_JOB in on]
+
+    together = multislice("together", slices=2)
+    key = together["metadata"]["annotations"].pop("alpha.jobset.sigs.k8s.io/exclusive-topology")
+    template = together["spec"]["replicatedJobs"][0]["template"]
+    template.setdefault("metadata", {})["annotations"] = {
+        "alpha.jobset.sigs.k8s.io/exclusive-topology": key,
+        "alpha.jobset.sigs.k8s.io/node-selector": "true",
+    }
+    scenario.create_jobset(together)
+    placed = scenario.wait_pods_bound("together", count=4)
+    labels = scenario.node_labels()
+    for pod in placed:
+        job = pod.metadata.labels["batch.kubernetes.io/job-name"]
+        assert pod.spec.node_selector[NAMESPACED_JOB] == f"{scenario.namespace}_{job}"
+        assert labels[pod.spec.node_name][NAMESPACED_JOB] == f"{scenario.namespace}_{job}"

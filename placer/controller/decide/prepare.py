@@ -4,7 +4,9 @@
   so every pod (of every restart) is created gated and waits for the controller.
 - node-labels binding: the JobSet's `alpha.jobset.sigs.k8s.io/exclusive-topology` (kept if the
   JobSet or a replicatedJob already names one, else the key given) and the node-selector strategy
-  annotation, so JobSet selects the nodes the controller labels per child Job.
+  annotation (also on each replicatedJob template that names its own key, where JobSet reads
+  it), so JobSet selects the nodes the controller labels per child Job; a replicated job JobSet
+  would give no node selector (one without an exclusive key) is refused: it needs the gate.
 
 Idempotent: preparing a prepared manifest changes nothing. Everything else is kept as written.
 """
@@ -16,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from placer.controller.decide.observe.survey import Binding
+from placer.controller.decide.records.bindings import node_selector_problem
 from placer.model.assignment import PLACEMENT_GATE
 from placer.model.errors import InputError
 from placer.model.read.manifests import object_key
@@ -92,4 +95,12 @@ def prepare_jobset(
             )
         annotations[EXCLUSIVE_TOPOLOGY] = exclusive_key
     annotations.setdefault(NODE_SELECTOR_STRATEGY, "true")
+    for rj in rjobs:
+        template = rj.get("template")
+        meta = template.get("metadata") if isinstance(template, dict) else None
+        own = meta.get("annotations") if isinstance(meta, dict) else None
+        if isinstance(own, dict) and EXCLUSIVE_TOPOLOGY in own:
+            own.setdefault(NODE_SELECTOR_STRATEGY, "true")  # JobSet reads the flag beside the key
+    if problem := node_selector_problem(result):
+        raise InputError(problem, source=source, obj=object_key(obj), code="usage")
     return result

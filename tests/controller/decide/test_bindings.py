@@ -17,8 +17,10 @@ from placer.controller.decide.records.bindings import (
     event_body,
     job_requirements,
     node_label_patch,
+    node_selector_problem,
     ungate_patch,
     ungated_pod,
+    unselected_replicated_jobs,
 )
 from placer.model.assignment import PLACEMENT_GATE, JobAssignment
 from placer.model.errors import InputError
@@ -256,3 +258,55 @@ def test_prepare_node_labels_needs_an_exclusive_key() -> None:
         ]
         == RACK
     )
+
+
+def _keyed_on_templates(*keys: str | None) -> dict[str, Any]:
+    """A JobSet of one replicated job per entry, each with that exclusive key on its template
+    (None: no key)."""
+    js = jobset_object(
+        "t", gate=False, replicated_jobs=[(f"r{i}", 1, 1, {}) for i in range(len(keys))]
+    )
+    for rj, key in zip(js["spec"]["replicatedJobs"], keys, strict=True):
+        if key is not None:
+            rj["template"].setdefault("metadata", {})["annotations"] = {EXCLUSIVE_TOPOLOGY: key}
+    return js
+
+
+@pytest.mark.parametrize(
+    ("jobset_level", "templates", "flag_on_templates", "unselected"),
+    [
+        ({EXCLUSIVE_TOPOLOGY: BLOCK, NODE_SELECTOR_STRATEGY: "true"}, (None, None), False, []),
+        ({NODE_SELECTOR_STRATEGY: "true"}, (BLOCK, None), False, ["r0", "r1"]),
+        ({}, (BLOCK, None), True, ["r1"]),
+        ({EXCLUSIVE_TOPOLOGY: BLOCK}, (None, RACK), True, ["r0"]),
+    ],
+    ids=["both-on-jobset", "flag-apart-from-key", "flag-beside-key", "jobset-key-without-flag"],
+)
+def test_jobset_selects_a_child_job_only_with_the_key_and_the_flag_together(
+    jobset_level: dict[str, str],
+    templates: tuple[str | None, ...],
+    flag_on_templates: bool,
+    unselected: list[str],
+) -> None:
+    """JobSet v0.12.0's constructJob: tests/cluster/test_node_labels.py shows it on the real
+    controller."""
+    js = _keyed_on_templates(*templates)
+    js["metadata"]["annotations"] = dict(jobset_level)
+    if flag_on_templates:
+        for rj in js["spec"]["replicatedJobs"]:
+            annotations = rj["template"].setdefault("metadata", {}).setdefault("annotations", {})
+            if EXCLUSIVE_TOPOLOGY in annotations:
+                annotations[NODE_SELECTOR_STRATEGY] = "true"
+    assert unselected_replicated_jobs(js) == unselected
+    assert bool(node_selector_problem(js)) == bool(unselected)
+
+
+def test_prepare_node_labels_puts_the_flag_beside_each_key_and_refuses_a_job_without_one() -> None:
+    keyed = _keyed_on_templates(RACK, BLOCK)
+    done = prepare_jobset(keyed, "node-labels")
+    for rj in done["spec"]["replicatedJobs"]:
+        assert rj["template"]["metadata"]["annotations"][NODE_SELECTOR_STRATEGY] == "true"
+    assert unselected_replicated_jobs(done) == []
+    assert prepare_jobset(done, "node-labels") == done
+    with pytest.raises(InputError, match=r"child Jobs of r1 no node selector.*gate binding"):
+        prepare_jobset(_keyed_on_templates(RACK, None), "node-labels")

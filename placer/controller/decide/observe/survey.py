@@ -19,7 +19,10 @@ from typing import Any, Literal
 
 from placer.controller.adapter import Obj
 from placer.controller.decide.observe.state import ClusterState
-from placer.controller.decide.records.bindings import node_selector_label_problem
+from placer.controller.decide.records.bindings import (
+    node_selector_label_problem,
+    node_selector_problem,
+)
 from placer.controller.decide.records.ledger import Ledger
 from placer.model.assignment import ASSIGNMENT_ANNOTATION, PLACEMENT_GATE, Assignment
 from placer.model.durations import EXPECTED_DURATION
@@ -73,11 +76,14 @@ def is_managed(obj: Mapping[str, Any], binding: Binding) -> bool:
             )
             for t in _templates(obj)
         )
+    on_templates = [(t.get("metadata") or {}).get("annotations") or {} for t in _templates(obj)]
     exclusive = EXCLUSIVE_TOPOLOGY in annotations or any(
-        EXCLUSIVE_TOPOLOGY in ((t.get("metadata") or {}).get("annotations") or {})
-        for t in _templates(obj)
+        EXCLUSIVE_TOPOLOGY in a for a in on_templates
     )
-    return exclusive and NODE_SELECTOR_STRATEGY in annotations
+    flagged = NODE_SELECTOR_STRATEGY in annotations or any(
+        NODE_SELECTOR_STRATEGY in a for a in on_templates
+    )
+    return exclusive and flagged
 
 
 def _gated_by_webhook(obj: Obj, key: str, pods: Sequence[PodEntry], *, committed: bool) -> bool:
@@ -356,7 +362,7 @@ def survey(
             continue
         request, error, warning = _parse(obj, order, priorities, memo)
         if request is not None and binding == "node-labels":
-            error = node_selector_label_problem(request)
+            error = node_selector_problem(obj) or node_selector_label_problem(request)
             request = None if error else request
         record, text = read_record(obj, key)
         if entry is not None:

@@ -20,7 +20,7 @@ from placer.controller.adapter import Obj, copy_json, resource_version
 from placer.model.assignment import PLACEMENT_GATE, PREFIX, JobAssignment
 from placer.model.scheduling import term_is_empty
 from placer.model.topology import HOSTNAME
-from placer.model.workload import JobSetRequest
+from placer.model.workload import EXCLUSIVE_TOPOLOGY, NODE_SELECTOR_STRATEGY, JobSetRequest
 from placer.render.emit import NAMESPACED_JOB_LABEL, NO_SCHEDULE_TAINT, domain_requirements
 
 __all__ = [
@@ -35,8 +35,10 @@ __all__ = [
     "namespaced_job",
     "node_label_patch",
     "node_selector_label_problem",
+    "node_selector_problem",
     "ungate_patch",
     "ungated_pod",
+    "unselected_replicated_jobs",
 ]
 
 LABELED_BY_ANNOTATION = f"{PREFIX}/namespaced-job"
@@ -82,6 +84,51 @@ def node_selector_label_problem(request: JobSetRequest) -> str:
                 "shorten the namespace, JobSet or replicatedJob name"
             )
     return ""
+
+
+def _annotations(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
+    return annotations if isinstance(annotations, Mapping) else {}
+
+
+def unselected_replicated_jobs(obj: Mapping[str, Any]) -> list[str]:
+    """The replicated jobs of JobSet `obj` whose child Jobs JobSet gives no node selector.
+
+    JobSet (v0.12.0, `constructJob`) adds `namespaced-job` and the no-schedule toleration only to
+    a child Job whose annotations hold both the exclusive key and the node-selector flag: the
+    template's own, plus the JobSet's two copied together only when the JobSet states the
+    exclusive key. A coordinator without an exclusive key, or workers whose key is on their
+    template while the flag is on the JobSet, are never selected."""
+    on_jobset = _annotations(obj)
+    jobset_level = EXCLUSIVE_TOPOLOGY in on_jobset
+    rjobs = (obj.get("spec") or {}).get("replicatedJobs") or []
+    unselected = []
+    for rj in rjobs:
+        if not isinstance(rj, Mapping):
+            continue
+        on_template = _annotations(rj.get("template") or {})
+        exclusive = jobset_level or EXCLUSIVE_TOPOLOGY in on_template
+        flagged = NODE_SELECTOR_STRATEGY in on_template or (
+            jobset_level and NODE_SELECTOR_STRATEGY in on_jobset
+        )
+        if not (exclusive and flagged):
+            unselected.append(str(rj.get("name")))
+    return unselected
+
+
+def node_selector_problem(obj: Mapping[str, Any]) -> str:
+    """Why JobSet's node-selector strategy would leave some child Job of `obj` unplaced, or ""."""
+    missed = unselected_replicated_jobs(obj)
+    if not missed:
+        return ""
+    return (
+        f"node-labels binding: JobSet gives the child Jobs of {', '.join(missed)} no node "
+        f"selector: it adds one only where {EXCLUSIVE_TOPOLOGY} and {NODE_SELECTOR_STRATEGY} "
+        "apply together (both on the JobSet, or the flag on the replicatedJob template with "
+        "an exclusive key on either); a replicated job without an exclusive key needs the gate "
+        "binding"
+    )
 
 
 def job_requirements(
