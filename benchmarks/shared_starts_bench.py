@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from benchmarks.worlds.busy_fleet import NOW, add_fleet_arguments, busy_fleet
-from placer.controller.decide.plan.heldnodes import held_from_now
+from placer.controller.decide.plan.heldnodes import held_from_now, shapes_without_a_key
 from placer.model.cluster import ClusterSnapshot
 from placer.model.options import SolveOptions, TimePolicy
 from placer.model.plan import Plan
@@ -80,8 +80,7 @@ def _with_records(
 ) -> ClusterSnapshot:
     """The snapshot as the controller gives it to the planner when every running JobSet holds
     a record (`--records`): the holders named by their keys here, not by hold tokens."""
-    shapes = [r.pod for js in queue for r in js.replicated_jobs if r.exclusive_key is None]
-    return held_from_now(snapshot, held, options, shapes)
+    return held_from_now(snapshot, held, options, shapes_without_a_key(queue))
 
 
 def _mixed_told(plan: Plan, mixed: set[str]) -> str:

@@ -21,7 +21,7 @@ another JobSet is on them, as upstream's exclusive placement sees it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from placer.controller.decide.observe.domains import DomainIndex, JobsByHolder, holds, reserve
@@ -36,7 +36,7 @@ from placer.model.cluster import (
 )
 from placer.model.options import SolveOptions
 from placer.model.resources import ResourceMap, add_resources, left_after, pods_that_fit, pods_usage
-from placer.model.workload import PodShape
+from placer.model.workload import JobSetRequest, PodShape
 from placer.solver.time.release import ReleaseTimeline
 
 __all__ = [
@@ -47,6 +47,7 @@ __all__ = [
     "held_snapshot",
     "overlap",
     "recorded_pods",
+    "shapes_without_a_key",
 ]
 
 Ports = tuple[tuple[int, str], ...]
@@ -166,6 +167,12 @@ def _with_unbound(node: Node, uses: Mapping[str, tuple[ResourceMap, Ports]]) -> 
     return node.model_copy(
         update={"free": free, "jobset_usage": usage, "used_host_ports": tuple(sorted(ports))}
     )
+
+
+def shapes_without_a_key(requests: Iterable[JobSetRequest]) -> list[PodShape]:
+    """The pod shapes of `requests`' replicated jobs without an exclusive key: what
+    `held_from_now` asks room for."""
+    return [r.pod for js in requests for r in js.replicated_jobs if r.exclusive_key is None]
 
 
 def held_from_now(

@@ -40,6 +40,7 @@ from placer.controller.decide.plan.heldnodes import (
     held_snapshot,
     overlap,
     recorded_pods,
+    shapes_without_a_key,
 )
 from placer.controller.decide.plan.reserving import running_timing, snapshot_reservations
 from placer.controller.decide.preempting import Victim, chosen_evictions, evictable_snapshot
@@ -209,7 +210,7 @@ def _solve_pass(
     kept = {k: v for k, v in records.items() if k not in victims}
     held = held_nodes(kept, inputs.foreign, index, inputs.pods)
     snapshot = held_snapshot(inputs.snapshot, held)
-    shared = [r.pod for t in targets for r in t.request.replicated_jobs if r.exclusive_key is None]
+    shared = shapes_without_a_key(t.request for t in targets)
     if shared:
         snapshot = held_from_now(snapshot, held.whole, options, shared)
     if options.preemption.active:
