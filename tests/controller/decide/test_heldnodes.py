@@ -9,9 +9,13 @@ beside it, in what is left once the recorded pods, bound or not yet, are counted
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
+from decimal import Decimal
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from placer.controller.decide.observe.domains import DomainIndex, hold_token
 from placer.controller.decide.observe.survey import ManagedJobSet, PodEntry
@@ -23,6 +27,7 @@ from placer.controller.decide.plan.heldnodes import (
     held_snapshot,
     overlap,
     recorded_pods,
+    shapes_without_a_key,
 )
 from placer.model.assignment import Assignment, JobAssignment
 from placer.model.cluster import ClusterSnapshot, RunningJobSet
@@ -239,3 +244,108 @@ def test_recorded_pods_settles_the_current_attempts_bound_and_succeeded_pods() -
     assert list(found.shapes) == ["team-a/one"]
     assert list(found.shapes["team-a/one"]) == ["one-coord-0"]
     assert found.settled["team-a/one"] == {("one-coord-0", 0), ("one-coord-0", 1)}
+
+
+@st.composite
+def _recorded_worlds(
+    draw: st.DrawFn,
+) -> tuple[ClusterSnapshot, dict[str, dict[str, JobAssignment]], RecordedPods, list[JobSetRequest]]:
+    """2-5 eight-core hosts and a two-host slice `big` holds whole; 1-4 recorded JobSets of
+    one child Job without an exclusive key, their pods put where their cores fit (as the ledger
+    would have committed them), each pod bound (in the snapshot) or not yet; 1-3 new JobSets of
+    such pods to plan."""
+    hosts = [f"cpu-{i}" for i in range(draw(st.integers(2, 5)))]
+    left = {h: 8 for h in hosts}
+    used = {h: 0 for h in hosts}
+    on_host: dict[str, set[str]] = {h: set() for h in hosts}
+    records: dict[str, dict[str, JobAssignment]] = {**RECORDS}
+    records.pop("team-a/one")
+    shapes: dict[str, Mapping[str, PodShape]] = {}
+    settled: dict[str, frozenset[tuple[str, int]]] = {}
+    for r in range(draw(st.integers(1, 4))):
+        key, job = f"team-a/r{r}", f"r{r}-c-0"
+        cores = draw(st.integers(1, 4))
+        nodes: dict[int, str] = {}
+        bound: set[tuple[str, int]] = set()
+        for index in range(draw(st.integers(1, 3))):
+            room = [h for h in hosts if left[h] >= cores]
+            if not room:
+                break
+            host = draw(st.sampled_from(room))
+            left[host] -= cores
+            nodes[index] = host
+            if draw(st.booleans()):
+                bound.add((job, index))
+                used[host] += cores
+                on_host[host].add(key)
+        if nodes:
+            records[key] = {job: JobAssignment(nodes=nodes)}
+            shapes[key] = {job: PodShape(requests=resources(cpu=cores))}
+            settled[key] = frozenset(bound)
+    snap = cluster(
+        [
+            node(h, tpu=0, cpu=8, free=resources(cpu=8 - used[h], pods=110), jobsets=on_host[h])
+            for h in hosts
+        ],
+        [node(f"s-{i}", tpu=0, cpu=32, labels={NODEPOOL: "slice"}) for i in range(2)],
+    )
+    queue = [
+        jobset(
+            f"new{q}",
+            rjob(
+                "main",
+                pods_per_job=draw(st.integers(1, 3)),
+                exclusive=None,
+                tpu=0,
+                cpu=draw(st.integers(1, 4)),
+            ),
+            order=q,
+        )
+        for q in range(draw(st.integers(1, 3)))
+    ]
+    return snap, records, RecordedPods(shapes, settled), queue
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    world=_recorded_worlds(),
+    solver=st.sampled_from(SOLVERS),
+    options=st.sampled_from([PLAIN, TIMED]),
+)
+def test_recorded_and_planned_pods_never_overcommit_a_host_nor_enter_a_whole_hold(
+    world: tuple[
+        ClusterSnapshot, dict[str, dict[str, JobAssignment]], RecordedPods, list[JobSetRequest]
+    ],
+    solver: str,
+    options: SolveOptions,
+) -> None:
+    """What every plan on the controller's snapshot must keep, planning now or over time: the
+    checker passes, the ledger's last check (`overlap`) takes every new record (else the same
+    plan comes every cycle), and on every host the recorded pods, bound or not, and the new
+    ones fit its eight cores."""
+    snap, records, pods, queue = world
+    index = DomainIndex(snap)
+    held = held_nodes(records, {}, index, pods)
+    planned_on = held_from_now(
+        held_snapshot(snap, held), held.whole, options, shapes_without_a_key(queue)
+    )
+    plan = get_solver(solver, time_policy=options.time).solve(planned_on, queue, options)
+    assert check(plan, planned_on, queue, options) == []
+    cores: dict[str, Decimal] = {}
+    for key, jobs in records.items():
+        for name, job in jobs.items():
+            shape = pods.shapes.get(key, {}).get(name)
+            for host in job.nodes.values():
+                if shape is not None:
+                    cores[host] = cores.get(host, Decimal(0)) + shape.requests["cpu"]
+    by_key = {js.key: js for js in queue}
+    for outcome in plan.jobsets:
+        if outcome.status != "placed":
+            continue
+        assert overlap(Assignment.from_outcome(outcome, pinned=False), held, index) == ""
+        request = by_key[outcome.key].replicated_jobs[0].pod.requests["cpu"]
+        for j in outcome.jobs:
+            for p in j.pods:
+                assert not p.node.startswith("s-"), p.node
+                cores[p.node] = cores.get(p.node, Decimal(0)) + request
+    assert all(c <= 8 for c in cores.values()), cores
