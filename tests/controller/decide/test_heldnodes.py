@@ -205,6 +205,22 @@ def _entry(index: int, *, node: str = "", phase: str = "Pending", attempt: int =
     return PodEntry(pod, ref)
 
 
+def _managed(
+    name: str, request: JobSetRequest | None, *, restarts: int, pods: tuple[PodEntry, ...]
+) -> ManagedJobSet:
+    return ManagedJobSet(
+        obj={"metadata": {"namespace": "team-a", "name": name}},
+        request=request,
+        error="" if request is not None else "does not parse",
+        assignment=None,
+        annotation=None,
+        finished=False,
+        suspended=False,
+        restarts=restarts,
+        pods=pods,
+    )
+
+
 def test_recorded_pods_settles_the_current_attempts_bound_and_succeeded_pods() -> None:
     request = jobset(
         "one",
@@ -218,29 +234,8 @@ def test_recorded_pods_settles_the_current_attempts_bound_and_succeeded_pods() -
         _entry(3, node="cpu-0", phase="Running", attempt=0),
         _entry(4),
     )
-    managed = ManagedJobSet(
-        obj={"metadata": {"namespace": "team-a", "name": "one"}},
-        request=request,
-        error="",
-        assignment=None,
-        annotation=None,
-        finished=False,
-        suspended=False,
-        restarts=1,
-        pods=pods,
-    )
-    unparsed = ManagedJobSet(
-        obj={"metadata": {"namespace": "team-a", "name": "bad"}},
-        request=None,
-        error="no",
-        assignment=None,
-        annotation=None,
-        finished=False,
-        suspended=False,
-        restarts=0,
-        pods=(),
-    )
-    found = recorded_pods([managed, unparsed])
+    managed = _managed("one", request, restarts=1, pods=pods)
+    found = recorded_pods([managed, _managed("bad", None, restarts=0, pods=())])
     assert list(found.shapes) == ["team-a/one"]
     assert list(found.shapes["team-a/one"]) == ["one-coord-0"]
     assert found.settled["team-a/one"] == {("one-coord-0", 0), ("one-coord-0", 1)}
