@@ -341,7 +341,7 @@ def test_coordinators_share_a_host_in_the_room_records_leave_and_never_a_held_sl
     `idle`'s coordinator (two chips) is recorded on the same host but never bound (it names a
     scheduler that does not run), so the host's last two chips are its own: `late`'s (one
     chip, pinned there too) must wait, or the host would be overcommitted once `idle`'s pod
-    binds. Without counting recorded pods not bound yet, `late` was placed there and bound."""
+    binds. Without counting recorded pods not bound yet, `late` was placed there and ungated."""
     scenario.use_example_cluster("tpu-v5e-v6e.yaml")
     scenario.start_webhook()
     scenario.start_controller("--replan-interval=2")
