@@ -5,13 +5,16 @@ Pure given a solver:
 1. `planning_inputs`: one frozen `PlanningInputs` for the round: the snapshot with the ledger's
    reservations (honored by every solver) and, with time-aware planning on, running JobSets'
    timing and each hold's expected end (reserving.running_timing); the options with the planning
-   instant; the records and foreign holds to plan around. Without reservations or time-aware
-   planning, the observed snapshot and options as they are: such a cycle does no extra work.
-2. `solve_targets`: plan all targets together with every held record reserved. A broken record
-   is first repaired child Job by child Job (siblings stay where they are); a repair that does
-   not fit is retried as a whole-JobSet re-placement, with what the first pass placed now
+   instant; the records and foreign holds to plan around, and the managed JobSets' recorded
+   pods that size them. Without reservations or time-aware planning, the observed snapshot and
+   options as they are: such a cycle does no extra work.
+2. `solve_targets`: plan all targets together with every held record reserved (heldnodes.py:
+   exclusive domains whole, records of pods without an exclusive key their pods' room). A broken
+   record is first repaired child Job by child Job (siblings stay where they are); a repair that
+   does not fit is retried as a whole-JobSet re-placement, with what the first pass placed now
    reserved too. Each plan is checked against the snapshot it was made on (by the prepared
-   solver) and guarded once more here: a new record may never overlap a reserved node.
+   solver) and guarded once more here: a new record may never take a node another hold takes
+   whole, nor an exclusive child Job one any other hold covers (`heldnodes.overlap`).
    With `--preemption`, the victims preempting.eligibility found are offered to the solver to
    evict instead of held; the plan's evictions travel in `PlannedRound.evictions`.
    A placement whose record its JobSet cannot carry (records/recordsize.py) is refused here and
