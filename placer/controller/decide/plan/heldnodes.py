@@ -115,13 +115,13 @@ def held_nodes(
     tokens: dict[str, list[str]] = {}
     whole: dict[str, list[str]] = {}
     unbound: dict[str, dict[str, tuple[ResourceMap, Ports]]] = {}
-    managed = {h.token for h in holds(records, {})}
-    for hold in holds(records, foreign):
+    sized = [(h, True) for h in holds(records, {})] + [(h, False) for h in holds({}, foreign)]
+    for hold, ours in sized:
         nodes = index.job_nodes(hold.job)
         for node in nodes:
             tokens.setdefault(node, []).append(hold.token)
-        shape = pods.shapes.get(hold.owner, {}).get(hold.job_name)
-        if hold.job.domain is not None or shape is None or hold.token not in managed:
+        shape = pods.shapes.get(hold.owner, {}).get(hold.job_name) if ours else None
+        if hold.job.domain is not None or shape is None:
             for node in nodes:
                 whole.setdefault(node, []).append(hold.token)
             continue
