@@ -300,6 +300,10 @@ def _coordinator_worlds(
         now=NOW,
         reservations=draw(st.sampled_from(["head", "all"])),
         schedule=draw(st.sampled_from(["greedy", "cpsat"])),
+        # bounded by CP-SAT's deterministic time: the plan and explain's inner solve must find
+        # the same schedule, which a wall-clock bound does not promise under load (a CI run
+        # once saw them differ)
+        schedule_search="repeatable",
     )
     options = SolveOptions(workers=1, seed=1, time_limit_s=5, time=policy)
     return _running(cluster(*nodes), ends), queue, options, draw(st.sampled_from(SOLVERS))
