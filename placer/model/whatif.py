@@ -139,7 +139,9 @@ def given_back(
 def without_jobsets(
     snapshot: ClusterSnapshot, keys: Collection[str]
 ) -> tuple[ClusterSnapshot, int, int]:
-    """The snapshot after the running JobSets `keys` finished, in one pass over the nodes.
+    """The snapshot after the running JobSets `keys` finished, in one pass over the nodes: their
+    usage given back, and the nodes reserved to them as held (`DomainReservation.held`, as the
+    controller holds a victim's exclusive domain from other pods) released.
 
     Returns it with the number of nodes touched and of those whose usage was not recorded (there
     only the hold is released). The reservation pass empties every running JobSet at once this way.
@@ -166,7 +168,11 @@ def without_jobsets(
                 }
             )
         )
-    return snapshot.model_copy(update={"nodes": tuple(nodes)}), touched, unknown
+    reservations = tuple(r for r in snapshot.reservations if not (r.held and r.jobset in gone))
+    update: dict[str, object] = {"nodes": tuple(nodes)}
+    if len(reservations) < len(snapshot.reservations):
+        update["reservations"] = reservations
+    return snapshot.model_copy(update=update), touched, unknown
 
 
 def remove_jobset(snapshot: ClusterSnapshot, key: str) -> tuple[ClusterSnapshot, str]:

@@ -21,6 +21,14 @@ from tests.cluster.scenario import (
     assignment_of,
     load_documents,
 )
+from tests.cluster.test_gate_binding import (
+    HOSTNAME,
+    POOL,
+    V6E_HOST,
+    coordinator_nodes,
+    required_values,
+    small_coordinator,
+)
 
 PREEMPTED_AT = "placer.dev/preempted-at"
 
@@ -156,3 +164,90 @@ def test_a_controller_killed_mid_eviction_finishes_it_after_a_restart(scenario: 
     )
     assert len(scenario.get_jobset("low")["metadata"]["annotations"][PREEMPTED_AT].split(",")) == 1
     assert [e.reason for e in scenario.events("low")].count("Preempted") == 1
+
+
+def in_class(manifest: dict[str, Any], priority_class: str) -> dict[str, Any]:
+    """`manifest` with every pod template of this PriorityClass."""
+    for rjob in manifest["spec"]["replicatedJobs"]:
+        rjob["template"]["spec"]["template"]["spec"]["priorityClassName"] = priority_class
+    return manifest
+
+
+def coordinator_pods(scenario: Scenario, name: str) -> list[Any]:
+    return [
+        p
+        for p in scenario.pods_of(name)
+        if p.metadata.labels["batch.kubernetes.io/job-name"] == f"{name}-coord-0"
+    ]
+
+
+def test_a_victims_coordinator_not_bound_yet_keeps_its_room_until_the_victim_is_evicted(
+    scenario: Scenario,
+) -> None:
+    """`idle` (low priority) runs its workers on a v5e slice; its coordinator is recorded on a
+    v6e host for all four chips, ungated, and never bound (it names a scheduler that does not
+    run). `late` (high priority) wants one chip of that host for its coordinator. With
+    `--preemption`, `idle` is offered to the solver rather than held, and its coordinator's
+    room still counts as its own: `late` gets the chip by evicting `idle`, and its pods are
+    released only once `idle`'s are gone. Before, nothing counted that pod: `late` was placed
+    beside it without evicting anyone, and the host would be overcommitted once it bound."""
+    scenario.use_example_cluster("tpu-v5e-v6e.yaml")
+    scenario.start_pod_reaper()  # no kubelet: the suspended JobSet's pods would stay Terminating
+    scenario.start_webhook()
+    scenario.start_controller("--preemption=lower-priority", "--replan-interval=2")
+    idle = in_class(small_coordinator("idle", V6E_HOST, pods=1, chips=4), "low")
+    coordinator = idle["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]["spec"]
+    coordinator["schedulerName"] = "no-such-scheduler"
+    scenario.create_jobset(idle)
+    wait_until(
+        lambda: (
+            any(
+                not (p.spec.scheduling_gates or []) and not p.spec.node_name
+                for p in coordinator_pods(scenario, "idle")
+            )
+            and sum(1 for p in scenario.pods_of("idle") if p.spec.node_name) == 2
+        ),
+        timeout_s=90,
+        what="idle's workers bound and its coordinator ungated, not bound",
+    )
+    (pod,) = coordinator_pods(scenario, "idle")
+    (host,) = required_values(pod, HOSTNAME)
+    late = small_coordinator("late", {**V6E_HOST, HOSTNAME: host}, pods=1, chips=1)
+    scenario.create_jobset(in_class(late, "high"))
+    scenario.wait_for_event("idle", "Preempted")
+    assert "Preempting" in reasons(scenario, "late")
+    pods = scenario.wait_pods_bound("late", count=3, timeout_s=180)
+    assert {p.spec.node_name for p in coordinator_pods(scenario, "late")} == {host}
+    assert not any(gated(p) for p in pods)
+    assert PREEMPTED_AT in scenario.get_jobset("idle")["metadata"]["annotations"]
+
+
+def test_a_pod_without_an_exclusive_key_enters_a_victims_slice_only_by_evicting_it(
+    scenario: Scenario,
+) -> None:
+    """`idle` (low priority) runs on a v5e slice, two chips of each host's four. `late` (high
+    priority) has a coordinator without an exclusive key (one chip) that only that slice's
+    hosts may take. With
+    `--preemption`, `idle` is offered to the solver rather than held, and its slice stays closed
+    to such pods in its name: `late` evicts `idle` and its coordinator goes there once `idle`'s
+    pods are gone. Before, the slice was open to it with `idle` left running: the ledger's last
+    check refused that record (the slice held whole), and every cycle made the same plan."""
+    scenario.use_example_cluster("tpu-v5e-v6e.yaml")
+    scenario.start_pod_reaper()  # no kubelet: the suspended JobSet's pods would stay Terminating
+    scenario.start_webhook()
+    scenario.start_controller("--preemption=lower-priority", "--replan-interval=2")
+    idle = prioritized("idle", slices=1, priority_class="low")
+    pod = idle["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    pod["containers"][0]["resources"]["limits"]["google.com/tpu"] = 2  # two chips left per host
+    scenario.create_jobset(idle)
+    scenario.wait_pods_bound("idle", count=2)
+    jobs = assignment_of(scenario.get_jobset("idle"))["jobs"].values()
+    (slice_,) = {j["domain"]["value"] for j in jobs}
+    late = small_coordinator("late", {POOL: slice_}, pods=1, chips=1)
+    scenario.create_jobset(in_class(late, "high"))
+    scenario.wait_for_event("idle", "Preempted")
+    scenario.wait_pods_bound("late", count=3, timeout_s=180)
+    labels = scenario.node_labels()
+    assert {labels[n][POOL] for n in coordinator_nodes(scenario, "late")} == {slice_}
+    messages = [e.message or "" for e in scenario.events("late")]
+    assert not [m for m in messages if "overlaps" in m], messages

@@ -28,12 +28,17 @@ from placer.controller.decide.plan.heldnodes import (
     overlap,
     recorded_pods,
     shapes_without_a_key,
+    victims_unbound,
+    victims_whole,
 )
+from placer.controller.decide.preempting import Victim, evictable_snapshot
 from placer.model.assignment import Assignment, JobAssignment
-from placer.model.cluster import ClusterSnapshot, RunningJobSet
+from placer.model.cluster import ClusterSnapshot, JobSetUsage, RunningJobSet
 from placer.model.kube.pods import PodRef
 from placer.model.options import SolveOptions, TimePolicy
 from placer.model.plan import DomainRef, Plan
+from placer.model.preemption import PreemptionFacts, PreemptionMode, PreemptionPolicy
+from placer.model.whatif import without_jobsets
 from placer.model.workload import JobSetRequest, PodShape
 from placer.solver.check.checker import check
 from placer.solver.registry import get_solver
@@ -54,6 +59,7 @@ SIX_CORES = {"team-a/one": {"one-coord-0": PodShape(requests=resources(cpu=6))}}
 PLAIN = SolveOptions(workers=1, seed=1)
 TIMED = SolveOptions(workers=1, seed=1, time=TimePolicy(now=NOW, reservations="all"))
 SOLVERS = ["cpsat", "best-fit", "first-fit"]
+LOWER: PreemptionMode = "lower-priority"
 
 
 def _fleet(*, bound: bool) -> ClusterSnapshot:
@@ -301,11 +307,38 @@ def _recorded_worlds(
     return snap, records, RecordedPods(shapes, settled), queue
 
 
-@settings(max_examples=40, deadline=None)
+def _as_planned(
+    snap: ClusterSnapshot,
+    records: Mapping[str, Mapping[str, JobAssignment]],
+    pods: RecordedPods,
+    queue: list[JobSetRequest],
+    options: SolveOptions,
+    victims: Mapping[str, Victim],
+) -> ClusterSnapshot:
+    """The snapshot the controller plans on (`planning._solve_pass`): the records that are not
+    victims held, the whole holds' nodes reserved; with preemption, the victims offered to the
+    solver, their recorded pods not bound yet counted as their own usage."""
+    index = DomainIndex(snap)
+    held = held_nodes({k: v for k, v in records.items() if k not in victims}, {}, index, pods)
+    planned_on = held_from_now(
+        held_snapshot(snap, held), held.whole, options, shapes_without_a_key(queue)
+    )
+    if not options.preemption.active:
+        return planned_on
+    offered = {k: records[k] for k in victims}
+    planned_on = evictable_snapshot(planned_on, index, victims, records)
+    planned_on = victims_unbound(planned_on, offered, pods)
+    return held_from_now(
+        planned_on, victims_whole(offered, index), options, shapes_without_a_key(queue)
+    )
+
+
+@settings(max_examples=60, deadline=None)
 @given(
     world=_recorded_worlds(),
     solver=st.sampled_from(SOLVERS),
     options=st.sampled_from([PLAIN, TIMED]),
+    victims=st.none() | st.sets(st.integers(0, 3)),
 )
 def test_recorded_and_planned_pods_never_overcommit_a_host_nor_enter_a_whole_hold(
     world: tuple[
@@ -313,21 +346,34 @@ def test_recorded_and_planned_pods_never_overcommit_a_host_nor_enter_a_whole_hol
     ],
     solver: str,
     options: SolveOptions,
+    victims: set[int] | None,
 ) -> None:
-    """What every plan on the controller's snapshot must keep, planning now or over time: the
-    checker passes, the ledger's last check (`overlap`) takes every new record (else the same
-    plan comes every cycle), and on every host the recorded pods, bound or not, and the new
-    ones fit its eight cores."""
+    """What every plan on the controller's snapshot must keep, planning now or over time, with
+    or without preemption: the checker passes, the ledger's last check (`overlap`) takes every
+    new record (else the same plan comes every cycle), and on every host the recorded pods,
+    bound or not, of every JobSet the plan does not evict, and the new ones fit its eight
+    cores. With preemption (`victims` names the recorded JobSets offered to be evicted) the
+    queue outranks them; not counting a victim's pods not bound yet, a host reached 11 of 8."""
     snap, records, pods, queue = world
-    index = DomainIndex(snap)
-    held = held_nodes(records, {}, index, pods)
-    planned_on = held_from_now(
-        held_snapshot(snap, held), held.whole, options, shapes_without_a_key(queue)
-    )
+    offered: dict[str, Victim] = {}
+    if victims is not None:
+        options = options.model_copy(update={"preemption": PreemptionPolicy(mode=LOWER)})
+        offered = {
+            k: Victim(uid=k, facts=PreemptionFacts())
+            for i in victims
+            if (k := f"team-a/r{i}") in records
+        }
+        queue = [js.model_copy(update={"priority": 10}) for js in queue]
+    planned_on = _as_planned(snap, records, pods, queue, options, offered)
     plan = get_solver(solver, time_policy=options.time).solve(planned_on, queue, options)
     assert check(plan, planned_on, queue, options) == []
+    evicted = {p.key for p in plan.preempted}
+    assert evicted <= set(offered)
+    index = DomainIndex(snap)
+    staying = {k: v for k, v in records.items() if k not in evicted}
+    held = held_nodes(staying, {}, index, pods)
     cores: dict[str, Decimal] = {}
-    for key, jobs in records.items():
+    for key, jobs in staying.items():
         for name, job in jobs.items():
             shape = pods.shapes.get(key, {}).get(name)
             for host in job.nodes.values():
@@ -344,3 +390,98 @@ def test_recorded_and_planned_pods_never_overcommit_a_host_nor_enter_a_whole_hol
                 assert not p.node.startswith("s-"), p.node
                 cores[p.node] = cores.get(p.node, Decimal(0)) + request
     assert all(c <= 8 for c in cores.values()), cores
+
+
+VICTIM = {"team-a/one": Victim(uid="u-one", facts=PreemptionFacts())}
+PREEMPTING = SolveOptions(workers=1, seed=1, preemption=PreemptionPolicy(mode=LOWER))
+
+
+def test_a_victims_pod_not_bound_yet_takes_its_room_as_the_victims_and_eviction_frees_it() -> None:
+    """`one` may be evicted, so its record is not held; its coordinator, recorded on cpu-0 and
+    not bound yet, still takes six cores there, as `one`'s own usage: listed with its
+    priority, and given back when a plan lets `one` go (`without_jobsets`)."""
+    snap = _fleet(bound=False)
+    seen = _as_planned(snap, RECORDS, _pods(bound=False), [], PREEMPTING, VICTIM)
+    cpu_0 = seen.node("cpu-0")
+    assert cpu_0.free == resources(cpu=2, pods=109)
+    assert "team-a/one" in cpu_0.jobsets
+    assert cpu_0.jobset_usage["team-a/one"].requests == resources(cpu=6, pods=1)
+    assert seen.running["team-a/one"].preemption == VICTIM["team-a/one"].facts
+    freed, _, _ = without_jobsets(seen, ["team-a/one"])
+    assert freed.node("cpu-0").free == snap.node("cpu-0").free
+    bound = _as_planned(_fleet(bound=True), RECORDS, _pods(bound=True), [], PREEMPTING, VICTIM)
+    assert bound.node("cpu-0").free == resources(cpu=2, pods=109)  # counted once, by the snapshot
+
+
+@pytest.mark.parametrize("priority", [0, 10], ids=["its-priority", "above-it"])
+@pytest.mark.parametrize("cores", [2, 3])
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_a_coordinator_never_takes_the_room_of_a_victims_pod_not_bound_yet(
+    solver: str, cores: int, priority: int
+) -> None:
+    """Two cores are left beside the victim's recorded six on cpu-0: a two-core pod goes there
+    without evicting anyone, a three-core one waits for room (before, the victim's record was
+    not held and its pod not counted, and the pod went there: 9 cores of 8 once both bound).
+    Preemption makes room only for exclusive child Jobs, so a higher priority waits too."""
+    two = jobset(
+        "two", rjob("main", pods_per_job=1, exclusive=None, tpu=0, cpu=cores), priority=priority
+    )
+    snap = _as_planned(_fleet(bound=False), RECORDS, _pods(bound=False), [two], PREEMPTING, VICTIM)
+    plan = get_solver(solver).solve(snap, [two], PREEMPTING)
+    assert check(plan, snap, [two], PREEMPTING) == []
+    outcome = plan.outcome("team-a/two")
+    assert not plan.preempted
+    if cores == 2:
+        assert [p.node for j in outcome.jobs for p in j.pods] == ["cpu-0"]
+    else:
+        assert outcome.status == "unschedulable"
+        assert "no room for one pod (cpu)" in outcome.reason, outcome.reason
+
+
+ONE_WITH_SLICE = {
+    "team-a/one": {
+        "one-coord-0": JobAssignment(nodes={0: "cpu-0"}),
+        "one-w-0": RECORDS["team-a/big"]["big-w-0"],
+    }
+}
+
+
+def _one_on_the_slice() -> ClusterSnapshot:
+    """`_fleet`, with `one` (priority 0) running its exclusive child Job on the slice, one core
+    of each host, and its coordinator recorded on cpu-0, not bound yet."""
+    snap = _fleet(bound=False)
+    running = JobSetUsage(priority=0, requests=resources(cpu=1, pods=1))
+    nodes = [
+        n.model_copy(update={"jobsets": ("team-a/one",), "jobset_usage": {"team-a/one": running}})
+        if n.name.startswith("s-")
+        else n
+        for n in snap.nodes
+    ]
+    return snap.model_copy(update={"nodes": tuple(nodes)})
+
+
+@pytest.mark.parametrize("priority", [0, 10], ids=["its-priority", "above-it"])
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_a_victims_slice_stays_closed_to_pods_without_a_key_while_it_runs(
+    solver: str, priority: int
+) -> None:
+    """`one` may be evicted, so its records are not held; its slice (32 free cores a host)
+    is still no place for a three-core pod of another JobSet while `one` runs there: JobSet's
+    exclusive pods repel it, and `overlap` would refuse the record, cycle after cycle (before,
+    the pod went to s-0). Reasons name `one`. Evicted, `one` takes its hold along
+    (`without_jobsets`), and the slice takes the pod."""
+    two = jobset(
+        "two", rjob("main", pods_per_job=1, exclusive=None, tpu=0, cpu=3), priority=priority
+    )
+    snap = _as_planned(
+        _one_on_the_slice(), ONE_WITH_SLICE, _pods(bound=False), [two], PREEMPTING, VICTIM
+    )
+    plan = get_solver(solver).solve(snap, [two], PREEMPTING)
+    assert check(plan, snap, [two], PREEMPTING) == []
+    outcome = plan.outcome("team-a/two")
+    assert (outcome.status, plan.preempted) == ("unschedulable", [])
+    assert "2 held by running team-a/one" in outcome.reason, outcome.reason
+    freed, _, _ = without_jobsets(snap, ["team-a/one"])
+    assert not freed.reservations
+    plan = get_solver(solver).solve(freed, [two], PREEMPTING)
+    assert [p.node for j in plan.outcome("team-a/two").jobs for p in j.pods] == ["cpu-0"]

@@ -17,6 +17,11 @@ A recorded child Job holds its nodes in one of two ways:
 
 The token of an in-part hold still closes the node's domains to exclusive child Jobs: a pod of
 another JobSet is on them, as upstream's exclusive placement sees it.
+
+With `--preemption` the eligible victims hold nothing: the solver may evict them. Their recorded
+pods not bound yet still take their room, as the victim's own usage (`victims_unbound`), and
+their exclusive domains stay closed to other pods without an exclusive key, by a reservation in
+the victim's name (`victims_whole`); an eviction gives back both.
 """
 
 from __future__ import annotations
@@ -24,7 +29,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from placer.controller.decide.observe.domains import DomainIndex, JobsByHolder, holds, reserve
+from placer.controller.decide.observe.domains import (
+    DomainIndex,
+    Hold,
+    JobsByHolder,
+    holds,
+    reserve,
+)
 from placer.controller.decide.observe.survey import ManagedJobSet
 from placer.model.assignment import Assignment
 from placer.model.cluster import (
@@ -48,6 +59,8 @@ __all__ = [
     "overlap",
     "recorded_pods",
     "shapes_without_a_key",
+    "victims_unbound",
+    "victims_whole",
 ]
 
 Ports = tuple[tuple[int, str], ...]
@@ -125,19 +138,96 @@ def held_nodes(
             for node in nodes:
                 whole.setdefault(node, []).append(hold.token)
             continue
-        settled = pods.settled.get(hold.owner, frozenset())
+        room = _unbound_room(hold, shape, pods.settled.get(hold.owner, frozenset()))
         for node in nodes:
-            unbound.setdefault(node, {})[hold.token] = ({}, ())
-        for completion, node in sorted(hold.job.nodes.items()):
-            if (hold.job_name, completion) in settled:
-                continue
-            used, ports = unbound[node][hold.token]
-            more = pods_usage(shape.requests, 1)
-            unbound[node][hold.token] = (add_resources(used, more), (*ports, *shape.host_ports))
+            unbound.setdefault(node, {})[hold.token] = room.get(node, ({}, ()))
     return HeldNodes(
         tokens={n: tuple(t) for n, t in tokens.items()},
         whole={n: tuple(t) for n, t in whole.items()},
         unbound=unbound,
+    )
+
+
+def _unbound_room(
+    hold: Hold, shape: PodShape, settled: frozenset[tuple[str, int]]
+) -> dict[str, tuple[ResourceMap, Ports]]:
+    """node -> what the hold's recorded pods not bound yet (not `settled`) use there."""
+    room: dict[str, tuple[ResourceMap, Ports]] = {}
+    for completion, node in sorted(hold.job.nodes.items()):
+        if (hold.job_name, completion) in settled:
+            continue
+        used, ports = room.get(node, ({}, ()))
+        more = pods_usage(shape.requests, 1)
+        room[node] = (add_resources(used, more), (*ports, *shape.host_ports))
+    return room
+
+
+def victims_unbound(
+    snapshot: ClusterSnapshot, victims: JobsByHolder, pods: RecordedPods
+) -> ClusterSnapshot:
+    """`snapshot` (as `preempting.evictable_snapshot` lists the victims) with the recorded pods
+    not bound yet of each victim's child Jobs without an exclusive key taking their room as the
+    victim's own usage: counted while it runs, given back with the rest if the plan evicts it.
+
+    The victims are not held (`planning._solve_pass` offers them to the solver instead), so
+    without this nothing counted such a pod: a new coordinator could be planned into the room
+    a victim's pending coordinator was recorded for, and once both were bound one of them would
+    wait with the node overcommitted. Bound pods are in the snapshot's usage already."""
+    uses: dict[str, dict[str, tuple[ResourceMap, Ports]]] = {}
+    for hold in holds(victims, {}):
+        shape = pods.shapes.get(hold.owner, {}).get(hold.job_name)
+        if hold.job.domain is not None or shape is None:
+            continue
+        settled = pods.settled.get(hold.owner, frozenset())
+        for node, (used, ports) in _unbound_room(hold, shape, settled).items():
+            have, taken = uses.setdefault(node, {}).get(hold.owner, ({}, ()))
+            uses[node][hold.owner] = (add_resources(have, used), (*taken, *ports))
+    if not uses:
+        return snapshot
+    nodes = [_as_victims(n, found) if (found := uses.get(n.name)) else n for n in snapshot.nodes]
+    return snapshot.model_copy(update={"nodes": tuple(nodes)})
+
+
+def victims_whole(victims: JobsByHolder, index: DomainIndex) -> dict[str, tuple[str, ...]]:
+    """node -> the victims holding it whole (an exclusive child Job's domain), as `held_from_now`
+    takes them: each node reserved to its victim, by the victim's key, so that the solver's
+    eviction of that victim releases it (`whatif.without_jobsets`).
+
+    A victim is offered to the solver, not held, and its tokens are off its nodes: without this,
+    a pod without an exclusive key went onto its exclusive domain with the victim left running,
+    `overlap` refused the record (the domain is held whole once the victim stays), and the next
+    cycle planned the same: round 48's livelock, back whenever `--preemption` was on."""
+    found: dict[str, set[str]] = {}
+    for hold in holds(victims, {}):
+        if hold.job.domain is None:
+            continue
+        for node in index.job_nodes(hold.job):
+            found.setdefault(node, set()).add(hold.owner)
+    return {n: tuple(sorted(keys)) for n, keys in found.items()}
+
+
+def _as_victims(node: Node, uses: Mapping[str, tuple[ResourceMap, Ports]]) -> Node:
+    free = dict(node.free)
+    usage = dict(node.jobset_usage)
+    ports = set(node.used_host_ports)
+    for key, (used, taken) in sorted(uses.items()):
+        offered = {k: v for k, v in used.items() if k in node.allocatable}
+        free = left_after(free, offered)
+        base = usage.get(key) or JobSetUsage()
+        usage[key] = base.model_copy(
+            update={
+                "requests": add_resources(base.requests, offered),
+                "host_ports": tuple(sorted({*base.host_ports, *taken})),
+            }
+        )
+        ports.update(taken)
+    return node.model_copy(
+        update={
+            "free": free,
+            "jobset_usage": usage,
+            "used_host_ports": tuple(sorted(ports)),
+            "jobsets": tuple(sorted({*node.jobsets, *uses})),
+        }
     )
 
 

@@ -16,7 +16,9 @@ Pure given a solver:
    solver) and guarded once more here: a new record may never take a node another hold takes
    whole, nor an exclusive child Job one any other hold covers (`heldnodes.overlap`).
    With `--preemption`, the victims preempting.eligibility found are offered to the solver to
-   evict instead of held; the plan's evictions travel in `PlannedRound.evictions`.
+   evict instead of held (their recorded pods not bound yet counted as their own usage, their
+   exclusive domains closed to pods without an exclusive key in their name: heldnodes.py); the
+   plan's evictions travel in `PlannedRound.evictions`.
    A placement whose record its JobSet cannot carry (records/recordsize.py) is refused here and
    the round planned again without that JobSet: refused only at the commit, it would be planned
    first in every cycle and hold domains a JobSet behind it could take.
@@ -44,6 +46,8 @@ from placer.controller.decide.plan.heldnodes import (
     overlap,
     recorded_pods,
     shapes_without_a_key,
+    victims_unbound,
+    victims_whole,
 )
 from placer.controller.decide.plan.reserving import running_timing, snapshot_reservations
 from placer.controller.decide.preempting import Victim, chosen_evictions, evictable_snapshot
@@ -218,6 +222,10 @@ def _solve_pass(
         snapshot = held_from_now(snapshot, held.whole, options, shared)
     if options.preemption.active:
         snapshot = evictable_snapshot(snapshot, index, victims, records)
+        offered = {k: records[k] for k in victims}
+        snapshot = victims_unbound(snapshot, offered, inputs.pods)
+        if shared:
+            snapshot = held_from_now(snapshot, victims_whole(offered, index), options, shared)
     requests = [
         t.request.model_copy(update={"never_preempts": True})
         if t.key in inputs.no_preempt
