@@ -184,7 +184,7 @@ def victims_unbound(
             uses[node][hold.owner] = (add_resources(have, used), (*taken, *ports))
     if not uses:
         return snapshot
-    nodes = [_as_victims(n, found) if (found := uses.get(n.name)) else n for n in snapshot.nodes]
+    nodes = [_taking_room(n, found) if (found := uses.get(n.name)) else n for n in snapshot.nodes]
     return snapshot.model_copy(update={"nodes": tuple(nodes)})
 
 
@@ -206,7 +206,9 @@ def victims_whole(victims: JobsByHolder, index: DomainIndex) -> dict[str, tuple[
     return {n: tuple(sorted(keys)) for n, keys in found.items()}
 
 
-def _as_victims(node: Node, uses: Mapping[str, tuple[ResourceMap, Ports]]) -> Node:
+def _taking_room(node: Node, uses: Mapping[str, tuple[ResourceMap, Ports]]) -> Node:
+    """`node` with each holder of `uses` (a hold's token, a victim's key) taking that room:
+    out of `free`, into its usage (added to what it has), listed on the node."""
     free = dict(node.free)
     usage = dict(node.jobset_usage)
     ports = set(node.used_host_ports)
@@ -240,23 +242,9 @@ def held_snapshot(snapshot: ClusterSnapshot, held: HeldNodes) -> ClusterSnapshot
     if not held.unbound:
         return snapshot
     nodes = [
-        _with_unbound(n, uses) if (uses := held.unbound.get(n.name)) else n for n in snapshot.nodes
+        _taking_room(n, uses) if (uses := held.unbound.get(n.name)) else n for n in snapshot.nodes
     ]
     return snapshot.model_copy(update={"nodes": tuple(nodes)})
-
-
-def _with_unbound(node: Node, uses: Mapping[str, tuple[ResourceMap, Ports]]) -> Node:
-    free = dict(node.free)
-    usage = dict(node.jobset_usage)
-    ports = set(node.used_host_ports)
-    for token, (used, taken) in sorted(uses.items()):
-        offered = {k: v for k, v in used.items() if k in node.allocatable}
-        free = left_after(free, offered)
-        usage[token] = JobSetUsage(requests=offered, host_ports=tuple(sorted(set(taken))))
-        ports.update(taken)
-    return node.model_copy(
-        update={"free": free, "jobset_usage": usage, "used_host_ports": tuple(sorted(ports))}
-    )
 
 
 def shapes_without_a_key(requests: Iterable[JobSetRequest]) -> list[PodShape]:
