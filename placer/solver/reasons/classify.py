@@ -164,25 +164,24 @@ class Classifier:
         """The outsider's counts with `changes` (domain, verdict) applied: the reasons listed,
         the domains available, and with a required `level` the room inside each of its
         domains."""
-        tallies = view.tallies
         available = sum(view.room)
         per_level = self._by_level(view, level, index.enclosing(self.ctx, level)) if level else None
+        if view.listed is None:
+            view.listed = view.tallies.sorted()
         if not changes:
-            if view.listed is None:
-                view.listed = tallies.sorted()
             return view.listed, available, per_level
-        tallies = tallies.copy()
+        changed = Tallies()
         per_level = Counter(per_level) if per_level is not None else None
         enclosing = index.enclosing(self.ctx, level) if level else []
         for i, own in changes:
-            tallies.add(view.verdicts[i], -1)
-            tallies.add(own, +1)
+            changed.add(view.verdicts[i], -1)
+            changed.add(own, +1)
             delta = (own is None) - view.room[i]
             available += delta
             path = enclosing[i] if per_level is not None else None
             if per_level is not None and delta and path is not None:
                 per_level[path] += delta
-        return tallies.sorted(), available, per_level
+        return view.tallies.sorted_with(view.listed, changed), available, per_level
 
     def _view(self, jc: JobClass) -> View:
         """The outsider's view of `jc`'s key for its shape and size, counted in one pass."""
@@ -309,29 +308,27 @@ class Classifier:
             }
             if (v := view.verdicts[i]) is not None and v[0].kind in _SEEN_OTHERWISE
         )
-        tallies = view.tallies
         fits = sum(view.room)
         with_room = sum(1 for r in view.room if r)
         level = jc.rjob.required_topology
         enclosing = self._nodes.enclosing(level) if level else []
         per_level = self._by_level(view, level, enclosing) if level else None
+        if view.listed is None:
+            view.listed = view.tallies.sorted()
+        listed = view.listed
         if touching:
-            tallies = tallies.copy()
+            changed = Tallies()
             per_level = Counter(per_level) if per_level is not None else None
             for i, (own, room) in zip(touching, self._nodes.judged_as(jc, touching), strict=True):
-                tallies.add(view.verdicts[i], -1)
-                tallies.add(own, +1)
+                changed.add(view.verdicts[i], -1)
+                changed.add(own, +1)
                 delta = room - view.room[i]
                 fits += delta
                 with_room += bool(room) - bool(view.room[i])
                 path = enclosing[i] if per_level is not None else None
                 if per_level is not None and delta and path is not None:
                     per_level[path] += delta
-            listed = tallies.sorted()
-        else:
-            if view.listed is None:
-                view.listed = tallies.sorted()
-            listed = view.listed
+            listed = view.tallies.sorted_with(listed, changed)
         need = jc.rjob.replicas * jc.rjob.pods_per_job
         locality = short_inside_one(level, per_level, need, fits)
         return RjobDiagnosis(
