@@ -8,7 +8,7 @@ import pytest
 
 from placer.model.cluster import ClusterSnapshot
 from placer.model.errors import InputError
-from placer.model.options import SolveOptions, TimePolicy
+from placer.model.options import NOT_EXPLAINED, SolveOptions, TimePolicy
 from placer.model.plan import Plan
 from placer.model.workload import JobSetRequest
 from placer.solver.registry import (
@@ -97,3 +97,20 @@ def test_an_unknown_name_is_a_usage_error() -> None:
     with pytest.raises(InputError) as e:
         get_solver("simplex")
     assert e.value.code == "usage" and "choose one of cpsat, first-fit" in str(e.value)
+
+
+@pytest.mark.parametrize("name", SOLVER_NAMES)
+def test_a_plan_without_reasons_places_the_same_and_says_so_for_the_rest(name: str) -> None:
+    """`SolveOptions(reasons=False)`: the same placements as with reasons (they only word
+    what is left out), every JobSet left out told `NOT_EXPLAINED`, and the checker content."""
+    snap = cluster(pool("p0", 2), pool("p1", 2))
+    queue = [jobset(f"js{i}", rjob(replicas=1), order=i) for i in range(4)]
+    said = get_solver(name).solve(snap, queue, SolveOptions(workers=1))
+    quiet = get_solver(name).solve(snap, queue, SolveOptions(workers=1, reasons=False))
+    assert [(o.key, o.status, o.jobs) for o in quiet.jobsets] == [
+        (o.key, o.status, o.jobs) for o in said.jobsets
+    ]
+    left = [o for o in quiet.jobsets if o.status != "placed"]
+    assert len(left) == 2
+    assert all(o.reason.endswith(NOT_EXPLAINED) for o in left)
+    assert not any(NOT_EXPLAINED in o.reason for o in said.jobsets)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from decimal import Decimal
 
+from placer.model.options import NOT_EXPLAINED
 from placer.model.plan import JobPlacement, JobSetOutcome, Plan, SolverReport, relative_gap
 from placer.model.resources import PODS, ResourceMap, pods_that_fit, subtract_resources
 from placer.model.topology import HOSTNAME
@@ -281,11 +282,14 @@ def _materialize(
                 accelerators=js.accelerator_units,
                 jobs=sorted(placements[js.key], key=lambda j: order[j.name]),
             )
-    classifier = Classifier(ctx, occupancy_of(ctx, outcomes.values()))
+    explain = ctx.options.reasons
+    classifier = Classifier(ctx, occupancy_of(ctx, outcomes.values())) if explain else None
     listings: dict[tuple[ReasonTally, ...], str] = {}
     for js in ctx.jobsets:
         if js.key not in placements:
-            reason = _unplaced_reason(problem, classifier, js, listings)
+            reason = (
+                _unplaced_reason(problem, classifier, js, listings) if classifier else NOT_EXPLAINED
+            )
             outcomes[js.key] = JobSetOutcome(
                 namespace=js.namespace,
                 name=js.name,

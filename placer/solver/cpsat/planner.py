@@ -178,7 +178,9 @@ def plan_with_context(
     if plan is None or admission_key(plan) < admission_key(greedy):
         why = _fallback_reason(plan, admission)
         log.warning("falling back to the greedy plan: %s", why)
-        greedy = stay_put(greedy_plan(greedy_context(ctx), greedy.solver.name), ctx)
+        greedy = stay_put(
+            greedy_plan(greedy_context(ctx), greedy.solver.name, explain=ctx.options.reasons), ctx
+        )
         objective = greedy.solver.objective
         plan = greedy.model_copy(
             update={

@@ -34,7 +34,7 @@ from collections.abc import Sequence
 
 from placer.model.cluster import ClusterSnapshot
 from placer.model.errors import InputError
-from placer.model.options import SolveOptions
+from placer.model.options import NOT_EXPLAINED, SolveOptions
 from placer.model.plan import (
     JobPlacement,
     JobSetOutcome,
@@ -61,8 +61,9 @@ _ListKey = tuple[int, int, str, DomainPath | None, str | None]
 def greedy_plan(ctx: PlacementContext, policy: str, *, explain: bool = True) -> Plan:
     """Plan every JobSet of `ctx` with one greedy policy.
 
-    `explain=False` leaves reasons empty: the CP-SAT planner only needs the placements for its hint,
-    and building reasons for hundreds of unplaced JobSets costs more than the greedy pass itself.
+    `explain=False` says `NOT_EXPLAINED` for every JobSet left out: the CP-SAT planner only needs
+    the placements for its hint (and `SolveOptions.reasons` off, only to compare plans), and
+    building reasons for hundreds of unplaced JobSets costs more than the greedy pass itself.
     The report's `objective` is the accelerator units of the JobSets placed whole; `bound` is the
     trivial upper bound, every unit requested (a heuristic proves nothing better).
     """
@@ -87,6 +88,8 @@ def greedy_plan(ctx: PlacementContext, policy: str, *, explain: bool = True) -> 
 
 class _GreedySolver:
     name = ""
+    repeatable = True
+    """The same input gives the same plan (`TimeAwareSolver` relies on it for trial solves)."""
 
     def solve(
         self, snapshot: ClusterSnapshot, jobsets: Sequence[JobSetRequest], options: SolveOptions
@@ -98,7 +101,8 @@ class _GreedySolver:
                 field="--export-model",
                 code="usage",
             )
-        return greedy_plan(PlacementContext(snapshot, jobsets, options), self.name)
+        ctx = PlacementContext(snapshot, jobsets, options)
+        return greedy_plan(ctx, self.name, explain=options.reasons)
 
 
 class FirstFitSolver(_GreedySolver):
@@ -171,8 +175,14 @@ class _Greedy:
             outcomes[js.key] = outcome
             if outcome.status != "placed":
                 failed_in_tier.setdefault(js.priority, js.key)
-        if self._explain_reasons and self._unexplained:
+        if not self._unexplained:
+            return outcomes
+        if self._explain_reasons:
             self._explain_all(outcomes)
+        else:
+            for key, prefix in self._unexplained.items():
+                reason = prefix + NOT_EXPLAINED
+                outcomes[key] = outcomes[key].model_copy(update={"reason": reason})
         return outcomes
 
     def _explain(self, js: JobSetRequest, prefix: str = "") -> str:

@@ -66,7 +66,9 @@ def plan_evicting_first(
     if victims is None:
         return plan_round(snapshot, jobsets, quiet)
     started = time.perf_counter()
-    chosen = {p.key for p in evict(now_only, jobsets, options).preempted}
+    # only whom it evicts is read: its reasons would be dropped (`SolveOptions.reasons`)
+    unexplained = options.model_copy(update={"reasons": False})
+    chosen = {p.key for p in evict(now_only, jobsets, unexplained).preempted}
     evict_s = time.perf_counter() - started
     while chosen:
         freed, _, _ = without_jobsets(snapshot, chosen)

@@ -69,6 +69,9 @@ class TimeAwareSolver:
     def __init__(self, inner: Solver) -> None:
         self.inner = inner
         self.name = inner.name
+        self._repeatable = bool(getattr(inner, "repeatable", False))
+        """The inner solver gives the same plan for the same input (the greedy ones; CP-SAT's
+        search is bounded by wall time): see `solve`'s trial solves."""
 
     def solve(
         self, snapshot: ClusterSnapshot, jobsets: Sequence[JobSetRequest], options: SolveOptions
@@ -120,26 +123,29 @@ class TimeAwareSolver:
         # the first solve's phases; solving again for JobSets it left out is `start-now`, so the
         # phases add up to no more than the wall time (a second solve doubled it unseen)
         inner_phases = plan.solver.phases
+        # trial solves are compared and mostly dropped: a repeatable inner solver makes them
+        # without reasons and solves the one kept again with them, the same plan
+        trial = options.model_copy(update={"reasons": False}) if self._repeatable else options
+
+        def solve_with(rest: tuple[DomainReservation, ...], opts: SolveOptions = trial) -> Plan:
+            return self.inner.solve(
+                snapshot.model_copy(update={"reservations": rest}), inner_jobsets, opts
+            )
+
         with timer("start-now"):
             plan, kept, pins = _keep_start_now(
-                lambda pins: self.inner.solve(
-                    snapshot.model_copy(update={"reservations": held + units.held(pins)}),
-                    inner_jobsets,
-                    options,
-                ),
+                lambda pins: solve_with(held + units.held(pins)),
                 plan,
                 units,
                 reservations,
                 start_now,
             )
-            plan, released = _release_started(
-                lambda rest: self.inner.solve(
-                    snapshot.model_copy(update={"reservations": rest}), inner_jobsets, options
-                ),
-                plan,
-                held + units.held(pins),
-                durations,
+            plan, released, rest = _release_started(
+                solve_with, plan, held + units.held(pins), durations
             )
+            solved_on = rest if rest is not None else held + units.held(pins) if pins else None
+            if solved_on is not None and trial is not options:
+                plan = solve_with(solved_on, options)
         notes += kept + released
         with timer("estimate"):
             placed = [o for o in plan.jobsets if o.status == "placed"]
@@ -210,9 +216,10 @@ def _release_started(
     plan: Plan,
     held: tuple[DomainReservation, ...],
     durations: Mapping[str, float],
-) -> tuple[Plan, list[str]]:
+) -> tuple[Plan, list[str], tuple[DomainReservation, ...] | None]:
     """The inner solve's plan, solved again without the later reservations of JobSets it
-    started now when it left some JobSet out; and a note when that plan is kept.
+    started now when it left some JobSet out; a note when that plan is kept, and the
+    reservations it was solved with (None: `plan` is returned as given).
 
     A JobSet the pass reserves for later may still start now: the inner solve finds room the
     pass did not count on (the healthy hosts of a domain with one down, which the pass holds
@@ -231,6 +238,7 @@ def _release_started(
     starts that held a later reservation too gives it up in turn (the same test: the release
     let a JobSet start that the pass had reserved in an hour)."""
     notes: list[str] = []
+    solved_on: tuple[DomainReservation, ...] | None = None
     for _ in plan.jobsets:  # each turn places more JobSets than the last, or is the last
         placed = _placed_keys(plan)
         started = {r.jobset for r in held if r.jobset in placed}
@@ -241,15 +249,17 @@ def _release_started(
             "start now: solved again without the later reservations of "
             f"{', '.join(sorted(started))}, started now"
         )
-        again = solve(held)
+        rest = held
+        again = solve(rest)
         if not placed <= _placed_keys(again):
-            again = solve(held + _pinned(plan, durations))
+            rest = held + _pinned(plan, durations)
+            again = solve(rest)
             note += ", each JobSet it placed held to its domains"
             if not placed <= _placed_keys(again):
                 break
-        plan = again
+        plan, solved_on = again, rest
         notes.append(note)
-    return plan, notes
+    return plan, notes, solved_on
 
 
 def _pinned(plan: Plan, durations: Mapping[str, float]) -> tuple[DomainReservation, ...]:

@@ -14,7 +14,7 @@ from ortools.sat import cp_model_pb2
 from ortools.sat.python import cp_model
 
 from placer.model.cluster import ClusterSnapshot, RunningJobSet
-from placer.model.options import ScheduleMode, SolveOptions, TimePolicy
+from placer.model.options import NOT_EXPLAINED, ScheduleMode, SolveOptions, TimePolicy
 from placer.model.plan import Plan
 from placer.model.workload import JobSetRequest
 from placer.solver.check.checker import check
@@ -585,6 +585,9 @@ def test_a_displaced_jobset_is_solved_again_onto_the_domain_the_pass_gave_it() -
     assert check(plan, snap, queue, options) == []
     assert _starts(plan) == {"high": 0, "older": 0, "later": 0.25 * H}
     assert any(n.startswith("start now: solved again") for n in plan.solver.notes)
+    # the plan kept was first a trial solve without reasons: the one returned says why
+    reason = plan.outcome("team-a/later").reason
+    assert NOT_EXPLAINED not in reason and "needs 1 domain" in reason, reason
 
 
 @settings(max_examples=25, deadline=None)
