@@ -371,7 +371,9 @@ class PreemptionCase:
 def preemption_scenarios(draw: st.DrawFn) -> PreemptionCase:
     """A few pools, most held by running JobSets (one or two pools each, priorities 0-2, some
     protected, some checkpointing, started 0-10 h ago at 2026-12-01T12:00Z), a free pool or none,
-    and 1-3 pending JobSets of priorities 0-2 wanting 1-3 pools (some `preemptionPolicy: Never`)."""
+    and 1-3 pending JobSets of priorities 0-2 wanting 1-3 pools (some `preemptionPolicy: Never`),
+    or 1-3 child Jobs of two pods without an exclusive key (which never make room by evicting,
+    and may not take a domain freed for another's sake from a victim they could not evict)."""
     now = datetime(2026, 12, 1, 12, tzinfo=UTC)
     nodes: list[Node] = []
     running: dict[str, RunningJobSet] = {}
@@ -398,7 +400,13 @@ def preemption_scenarios(draw: st.DrawFn) -> PreemptionCase:
             priority=draw(st.integers(0, 2)),
             order=i,
             never_preempts=draw(st.sampled_from([False, False, True])),
-            replicated_jobs=(rjob(replicas=draw(st.integers(1, 3)), pods_per_job=2),),
+            replicated_jobs=(
+                rjob(
+                    replicas=draw(st.integers(1, 3)),
+                    pods_per_job=2,
+                    exclusive=draw(st.sampled_from([NODEPOOL, NODEPOOL, None])),
+                ),
+            ),
         )
         for i in range(draw(st.integers(1, 3)))
     ]

@@ -291,7 +291,16 @@ class PlacementContext:
         no domain holding it is reserved for another JobSet's start before `jobset` is expected
         to end. Such pods hold no domain of their own, yet one running into a reservation
         delays its JobSet's start as an exclusive child Job would (the rule of
-        `domain_open_to`, node by node)."""
+        `domain_open_to`, node by node). With victims to evict, a node one of them runs on is
+        open only to a JobSet that may evict every one there, as its domain is: freed for
+        another's sake, it was taken by a JobSet of the victim's own priority, and the checker
+        refused the plan ("preempted by ... of priority 100", `placer explain` on a busy
+        fleet)."""
+        victims = self.victims
+        if victims is not None and not all(
+            victims.can_evict(jobset.key, v) for v in victims.on_node.get(node, ())
+        ):
+            return False
         return not self.node_reserved_against(node, jobset)
 
     def closing_run_s(self, jobset: JobSetRequest) -> float | None:

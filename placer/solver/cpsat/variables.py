@@ -185,11 +185,17 @@ def _placement(
         for c in problem.classes_for(jc):
             ub = c.size if copies else min(jc.rjob.replicas, c.size)
             v.count[(jc.index, c.id)] = model.new_int_var(0, ub, f"count[{jc.name},{c.id}]")
+    victims = problem.ctx.victims
     for jc in problem.shared:
         need = jc.rjob.replicas * jc.rjob.pods_per_job
         for c in problem.domain_classes:
-            # a class's domains share their reservations (`aggregate.domain_classes`)
-            closed = problem.ctx.reserved_against(c.members[0], jc.jobset)
+            # a class's domains share their reservations (`aggregate.domain_classes`), and a
+            # victim's domains open only to a JobSet that may evict it, as for exclusive child
+            # Jobs (`PlacementContext.domain_open_to`; materialization keeps to it node by node)
+            closed = problem.ctx.reserved_against(c.members[0], jc.jobset) or (
+                victims is not None
+                and not all(victims.can_evict(jc.jobset.key, k) for k in c.evicts)
+            )
             if c.shared_capacity.get(jc.index) and not closed:
                 room = problem.shared_room(jc.index, c.id)
                 v.shared_in_class[(jc.index, c.id)] = model.new_int_var(

@@ -345,3 +345,24 @@ def test_preemption_among_every_placement_rule_passes_the_checker(
     for victim in plan.preempted:
         assert victim.makes_room_for
         assert all(plan.outcome(k).status == "placed" for k in victim.makes_room_for)
+
+
+@pytest.mark.parametrize("solver", ["cpsat"])
+def test_a_domain_freed_for_another_stays_closed_to_pods_that_could_not_evict_its_victim(
+    solver: str,
+) -> None:
+    """`low` (priority 1) runs on p0 and p1; `hi` (10) needs one pool and evicts it, freeing
+    both. `peer` (priority 1, two pods without an exclusive key) may not evict `low`: the pool
+    `hi` leaves is no room for it. Before, the model and the materialization put `peer`'s pods
+    there, the plan said `low` was preempted for `peer` too, and the checker refused the plan
+    (`placer explain` and a preempting controller cycle failed so on a busy fleet)."""
+    cluster = snap(
+        running_pool("p0", 2, "team-b/low", priority=1),
+        running_pool("p1", 2, "team-b/low", priority=1),
+        running={"team-b/low": started(1)},
+    )
+    peer = jobset("peer", rjob("w", pods_per_job=2, exclusive=None), priority=1)
+    plan = solve_checked(solver, cluster, [wide("hi"), peer], ON)
+    assert plan.outcome("team-a/hi").preempts == ["team-b/low"]
+    assert plan.outcome("team-a/peer").status == "unschedulable"
+    assert [(p.key, p.makes_room_for) for p in plan.preempted] == [("team-b/low", ["team-a/hi"])]
