@@ -24,7 +24,9 @@ def _replan(rp: Replanner, key: str, mode: PreemptionMode) -> tuple[Plan, JobSet
     and JobSet `key`'s outcome when that places it by evicting or moving someone; None when it
     does not, or the budget is spent."""
     policy = PreemptionPolicy(mode=mode, restart_cost_s=rp.options.preemption.restart_cost_s)
-    options = rp.options.model_copy(update={"export_model_path": None, "preemption": policy})
+    options = rp.options.model_copy(
+        update={"export_model_path": None, "preemption": policy, "reasons": False}
+    )
     if not rp.spend():
         return None
     # with time-aware planning the eviction is judged as `placer plan` would (evictions first,

@@ -76,7 +76,8 @@ class Replanner:
             return None
         snap = snapshot or self.snapshot
         queue = list(jobsets if jobsets is not None else self.jobsets)
-        options = self.options.model_copy(update={"export_model_path": None})
+        # only where the JobSet goes is read: no reasons for those left out
+        options = self.options.model_copy(update={"export_model_path": None, "reasons": False})
         plan: Plan = get_solver(self.solver).solve(snap, queue, options)
         outcome = plan.outcome(key)
         return list(outcome.jobs) if outcome.status == "placed" else None
