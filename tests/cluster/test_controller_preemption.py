@@ -251,3 +251,28 @@ def test_a_pod_without_an_exclusive_key_enters_a_victims_slice_only_by_evicting_
     assert {labels[n][POOL] for n in coordinator_nodes(scenario, "late")} == {slice_}
     messages = [e.message or "" for e in scenario.events("late")]
     assert not [m for m in messages if "overlaps" in m], messages
+
+
+def test_a_jobset_of_the_victims_priority_keeps_off_the_slices_freed_for_a_higher_one(
+    scenario: Scenario,
+) -> None:
+    """`low` holds every usable v5e slice. `peer`, of `low`'s priority, has two pods without an
+    exclusive key that only v5e hosts fit, and waits. `high` needs one slice and evicts `low`,
+    which frees all seven: the six `high` leaves stay closed to `peer`, which may not evict
+    `low`. Before, the planner put `peer`'s pods on one of them, the plan said `low` was
+    preempted for `peer` too, and the checker refused it: every cycle planned nothing ("plan
+    refused by the checker") and `high` never started."""
+    scenario.use_example_cluster("tpu-v5e-v6e.yaml")  # 7 usable v5e slices
+    scenario.start_pod_reaper()  # no kubelet: the suspended JobSet's pods would stay Terminating
+    scenario.start_controller("--preemption=lower-priority", "--replan-interval=2")
+    scenario.create_jobset(prioritized("low", slices=7, priority_class="low"))
+    scenario.wait_pods_bound("low", count=14)
+    peer = prioritized("peer", slices=1, priority_class="low")
+    del peer["metadata"]["annotations"]["alpha.jobset.sigs.k8s.io/exclusive-topology"]
+    scenario.create_jobset(peer)
+    scenario.wait_for_event("peer", "Unschedulable")
+    scenario.create_jobset(prioritized("high", slices=1, priority_class="high"))
+    scenario.wait_for_event("low", "Preempted")
+    scenario.wait_pods_bound("high", count=2, timeout_s=180)
+    messages = [e.message or "" for name in ("low", "peer", "high") for e in scenario.events(name)]
+    assert not [m for m in messages if "checker" in m], messages
