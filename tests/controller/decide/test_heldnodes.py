@@ -466,9 +466,9 @@ def test_a_victims_slice_stays_closed_to_pods_without_a_key_while_it_runs(
     solver: str, priority: int
 ) -> None:
     """`one` may be evicted, so its records are not held; its slice (32 free cores a host)
-    is still no place for a three-core pod of another JobSet while `one` runs there: JobSet's
-    exclusive pods repel it, and `overlap` would refuse the record, cycle after cycle (before,
-    the pod went to s-0). Reasons name `one`. Evicted, `one` takes its hold along
+    is still no place for a three-core pod of another JobSet while `one` runs there: placer
+    holds an exclusive domain whole, and `overlap` would refuse the record, cycle after cycle
+    (before, the pod went to s-0). Reasons name `one`. Evicted, `one` takes its hold along
     (`without_jobsets`), and the slice takes the pod."""
     two = jobset(
         "two", rjob("main", pods_per_job=1, exclusive=None, tpu=0, cpu=3), priority=priority
