@@ -227,6 +227,22 @@ def _unplaced_reason(
     return jobset_reason(diagnosis, listings=listings)
 
 
+def _shared_order(ctx: PlacementContext) -> list[JobSetRequest]:
+    """The JobSets whose pods without an exclusive key are placed, in queue order; with victims
+    evicted, those that may not use a victim's freed nodes (`PlacementContext.node_open_to`)
+    first. The model counted their room elsewhere, and those pods go first-fit: placed first,
+    a JobSet that may evict took that room, the others found none, and the plan fell back to
+    greedy, evicting nobody."""
+    victims = ctx.victims
+    if victims is None or not victims.on_node:
+        return list(ctx.jobsets)
+
+    def may_use_all(js: JobSetRequest) -> bool:
+        return all(victims.can_evict(js.key, v) for v in victims.candidates)
+
+    return sorted(ctx.jobsets, key=may_use_all)
+
+
 def _materialize(
     ctx: PlacementContext,
     problem: AggregatedProblem,
@@ -248,7 +264,7 @@ def _materialize(
                 return None
             placements[js.key] = jobs
     kueue: list[JobClass] = []
-    for js in ctx.jobsets:
+    for js in _shared_order(ctx):
         if js.key not in placements:
             continue
         for jc in [c for c in ctx.classes_of(js) if not c.exclusive_key]:

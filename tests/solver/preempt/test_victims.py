@@ -23,6 +23,7 @@ from placer.solver.preempt import find_victims
 from tests.strategies import (
     PreemptionCase,
     jobset,
+    node,
     pool,
     preemption_mixes,
     preemption_scenarios,
@@ -366,3 +367,26 @@ def test_a_domain_freed_for_another_stays_closed_to_pods_that_could_not_evict_it
     assert plan.outcome("team-a/hi").preempts == ["team-b/low"]
     assert plan.outcome("team-a/peer").status == "unschedulable"
     assert [(p.key, p.makes_room_for) for p in plan.preempted] == [("team-b/low", ["team-a/hi"])]
+
+
+def test_pods_that_may_not_use_a_freed_domain_are_placed_before_those_that_may() -> None:
+    """`hi` (10) evicts `low` (1) from p0 and p1: its workers take p0, and its two pods without
+    an exclusive key may go to p1, freed for it. `peer` (1) may not use p1; its two such pods
+    fit only on `spare`, a host outside every pool. The model counts them so; placed first-fit
+    in queue order, `hi`'s pods took `spare`, `peer`'s found no room, and the plan fell back to
+    greedy, evicting nobody."""
+    cluster = snap(
+        running_pool("p0", 2, "team-b/low", priority=1),
+        running_pool("p1", 2, "team-b/low", priority=1),
+        [node("spare", tpu=8)],
+        running={"team-b/low": started(1)},
+    )
+    hi = jobset(
+        "hi", rjob("w", pods_per_job=2), rjob("c", pods_per_job=2, exclusive=None), priority=10
+    )
+    peer = jobset("peer", rjob("w", pods_per_job=2, exclusive=None), priority=1, order=1)
+    plan = solve_checked("cpsat", cluster, [hi, peer], ON)
+    assert plan.solver.status != "FALLBACK", plan.solver.notes
+    assert plan.outcome("team-a/hi").preempts == ["team-b/low"]
+    peer_nodes = {p.node for j in plan.outcome("team-a/peer").jobs for p in j.pods}
+    assert peer_nodes == {"spare"}
