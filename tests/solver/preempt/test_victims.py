@@ -16,12 +16,13 @@ from hypothesis import HealthCheck, given, settings
 
 from benchmarks.worlds.busy_fleet import busy_fleet
 from placer.model.cluster import ClusterSnapshot, Node, RunningJobSet
-from placer.model.options import SolveOptions, TimePolicy
+from placer.model.options import ReservationPolicy, SolveOptions, TimePolicy
 from placer.model.plan import Plan
 from placer.model.preemption import PreemptionFacts, PreemptionPolicy
 from placer.model.workload import JobSetRequest
 from placer.solver.check.checker import check
 from placer.solver.preempt import find_victims
+from placer.solver.registry import get_solver
 from tests.strategies import (
     PreemptionCase,
     jobset,
@@ -394,16 +395,21 @@ def test_pods_that_may_not_use_a_freed_domain_are_placed_before_those_that_may()
     assert peer_nodes == {"spare"}
 
 
+@pytest.mark.parametrize("reservations", ["none", "all"])
 @pytest.mark.parametrize("seed", range(1, 9))
-def test_preempting_plans_of_busy_fleets_pass_the_checker_without_falling_back(seed: int) -> None:
+def test_preempting_plans_of_busy_fleets_pass_the_checker_without_falling_back(
+    seed: int, reservations: ReservationPolicy
+) -> None:
     """The benchmarks' busy TPU fleet at 200 nodes: 40 pending JobSets of three priorities, ten
     of them without an exclusive key and five with a coordinator, most pools running. Before
-    f261c17 every seed's preempting plan was refused by the checker (a JobSet of a victim's own
-    priority on a domain freed for a higher one); each must pass it, from the model, not the
-    greedy fallback."""
+    f261c17 every seed's preempting plan without reservations was refused by the checker (a
+    JobSet of a victim's own priority on a domain freed for a higher one); each must pass it,
+    from the model, not the greedy fallback, with reservations too (evictions decided first)."""
     args = argparse.Namespace(nodes=200, pending=40, shared=10, mixed=5, held=0.9, seed=seed)
     snapshot, queue = busy_fleet(args)
-    options = ON.model_copy(update={"time": TimePolicy(), "time_limit_s": 5})
-    plan = solve_checked("cpsat", snapshot, queue, options)
+    policy = TimePolicy(now=NOW, reservations=reservations)
+    options = ON.model_copy(update={"time": policy, "time_limit_s": 5})
+    plan = get_solver("cpsat", time_policy=policy).solve(snapshot, queue, options)
+    assert check(plan, snapshot, queue, options) == []
     assert plan.solver.status != "FALLBACK", plan.solver.notes
     assert plan.preempted
