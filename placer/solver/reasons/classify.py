@@ -192,11 +192,13 @@ class Classifier:
         if found is None:
             index = self._key(key)
             verdicts = [self._domain_verdict(jc, index, i, None) for i in range(len(index.domains))]
-            tallies = Tallies()
-            for v in verdicts:
-                tallies.add(v)
+            held = index.held_reasons
+            tallies = index.held_tallies.extended(
+                v for i, v in enumerate(verdicts) if i not in held
+            )
             room = [1 if v is None else 0 for v in verdicts]
-            found = self._views[shape] = View(verdicts, tallies, room)
+            listed = tallies.sorted(first=index.held_listed)
+            found = self._views[shape] = View(verdicts, tallies, room, listed=listed)
         return found
 
     def _domain_verdict(

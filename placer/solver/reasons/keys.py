@@ -9,6 +9,7 @@ from placer.solver.context import PlacementContext
 from placer.solver.reasons.bookings import Bookings
 from placer.solver.reasons.data import Reason
 from placer.solver.reasons.occupancy import Occupancy
+from placer.solver.reasons.tally import Tallies
 
 __all__ = ["KeyIndex"]
 
@@ -32,6 +33,12 @@ class KeyIndex:
             i: Reason("held", holders=h) for i, h in enumerate(self.held) if h
         }
         """Per domain: the held reason an outsider sees."""
+        self.held_tallies = Tallies()
+        """The held reasons counted, with their holders: what every view of the key starts from
+        (held is the first kind, whatever the shape: `Classifier._view`)."""
+        for i, reason in self.held_reasons.items():
+            self.held_tallies.add((reason, self.held[i]))
+        self.held_listed = self.held_tallies.listed()
         self.booked: dict[int, tuple[str, ...]] = {}
         """Per domain reserved for a later start: the JobSets reserving it, sorted (what an
         outsider, expected to run past every start, is kept out by). A JobSet with planned pods

@@ -9,13 +9,13 @@ rules that produce them.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
 from placer.model.topology import DomainPath
 from placer.solver.reasons.data import RANK, Locality, Reason, ReasonTally
 
-__all__ = ["Tallies", "Verdict", "View", "short_inside_one"]
+__all__ = ["Listed", "Tallies", "Verdict", "View", "short_inside_one"]
 
 Verdict = tuple[Reason, Collection[str]] | None
 """Why one domain (node) is ruled out and the JobSets the reason names; None: available."""
@@ -38,14 +38,41 @@ class Tallies:
             for n in names:
                 per[n] += sign
 
-    def sorted(self) -> tuple[ReasonTally, ...]:
-        """By rule order, then the most common, then the reason itself (stable text)."""
-        present = [r for r, n in self.counts.items() if n > 0]
+    def extended(self, verdicts: Iterable[Verdict]) -> Tallies:
+        """A copy with `verdicts` added. The copy shares this one's per-reason name counts, so
+        no verdict may count a reason this one counts (it would change both): ValueError."""
+        out = Tallies(Counter(self.counts), dict(self.named))
+        for v in verdicts:
+            if v is not None and v[0] in self.counts:
+                raise ValueError(f"reason {v[0].kind} is counted already: it would be shared")
+            out.add(v)
+        return out
+
+    def sorted(self, first: Listed | None = None) -> tuple[ReasonTally, ...]:
+        """By rule order, then the most common, then the reason itself (stable text).
+
+        `first`: the listing of a tally this one `extended` with reasons of later kinds only
+        (`KeyIndex.held_listed`: every domain a running JobSet holds is "held", the first kind,
+        to every view of a key), kept as it is and not sorted again: at 10,000 nodes a view
+        lists about 960 held reasons and six others, and sorting them for each of 24 views was
+        a third of the classifier's time (benchmarks/RESULTS-reasons.md, round 51). ValueError
+        when a reason left to sort ranks with them."""
+        skip = first.reasons if first is not None else frozenset()
+        present = [r for r, n in self.counts.items() if n > 0 and r not in skip]
+        if first is not None and present and min(RANK[r.kind] for r in present) <= first.last:
+            raise ValueError("a reason ranks with those listed first: they would be out of order")
         present.sort(key=lambda r: (RANK[r.kind], -self.counts[r], r))
-        return tuple(
+        rows = tuple(
             ReasonTally(r, self.counts[r], tuple(sorted(_present(self.named.get(r)))))
             for r in present
         )
+        return first.rows + rows if first is not None else rows
+
+    def listed(self) -> Listed:
+        """`sorted`, kept with the reasons it lists, for tallies that extend this one."""
+        rows = self.sorted()
+        last = max((RANK[t.reason.kind] for t in rows), default=-1)
+        return Listed(rows, frozenset(t.reason for t in rows), last)
 
     def sorted_with(
         self, listed: tuple[ReasonTally, ...], delta: Tallies
@@ -68,6 +95,16 @@ class Tallies:
             rows.append(ReasonTally(r, count, tuple(sorted(_present(names)))))
         rows.sort(key=lambda t: (RANK[t.reason.kind], -t.count, t.reason))
         return tuple(rows)
+
+
+@dataclass(frozen=True)
+class Listed:
+    """A tally's listing and the reasons it names (what `Tallies.sorted(first=...)` skips)."""
+
+    rows: tuple[ReasonTally, ...]
+    reasons: frozenset[Reason]
+    last: int
+    """The latest rank (`RANK`) among them: reasons sorted after them must rank later."""
 
 
 def short_inside_one(
