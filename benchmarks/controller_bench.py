@@ -25,6 +25,12 @@ same digests on both trees. Run from the repository root:
 With `--schedule cpsat` the time-aware pass decides every waiting JobSet's start with the CP-SAT
 schedule (issue 21's target: the cycle at 10,000 nodes and 500 pending JobSets within 5 s).
 
+`--shared N` and `--mixed M` make the queue's first N JobSets ones without an exclusive key and
+the next M ones with a coordinator without one beside their exclusive workers (the world of
+`benchmarks.shared_starts_bench`, through the whole cycle: the controller pauses the garbage
+collector for its cycle, which that benchmark's bare plan does not); `--running-share` sets the
+share of pools running.
+
 With `--kueue` the pending JobSets are suspended under Kueue instead (issue 19's target: quota
 reserved to placer's check Ready at 10,000 nodes and 500 Workloads within 2 s at the median):
 each has a Workload whose quota is reserved and whose placer check is Pending, and the first
@@ -55,7 +61,7 @@ from placer.controller.reconcile import Clocks, Controller, ControllerConfig, Cy
 from placer.model.durations import format_rfc3339
 from placer.model.options import ReservationPolicy, ScheduleMode, SolveOptions, TimePolicy
 from placer.model.plan import Plan
-from placer.model.workload import JOBSET_NAME_LABEL
+from placer.model.workload import EXCLUSIVE_TOPOLOGY, JOBSET_NAME_LABEL
 
 __all__ = ["Fleet", "build_cluster", "main", "measure", "plan_digest"]
 
@@ -86,6 +92,12 @@ class Fleet:
     """With `kueue`: the last this many Workloads wait for quota at first (Kueue's queue); after
     the first two cycles Kueue reserves theirs, and a third cycle decides them: QuotaReserved to
     check Ready when quota comes a few Workloads at a time, beside everything decided before."""
+    shared: int = 0
+    """The first this many pending JobSets have no exclusive key: their pods (the workers'
+    shape) are placed node by node."""
+    mixed: int = 0
+    """The next this many keep their exclusive workers (the key on the workers' Job template)
+    and gain a coordinator without one: one pod of the workers' shape, placed node by node."""
 
 
 def _pool(i: int) -> str:
@@ -134,12 +146,7 @@ def build_cluster(fleet: Fleet) -> MemoryCluster:
     for j in range(fleet.pending):
         name = f"train-{j:04d}"
         replicas = rnd.choice([1, 2, 4, 8])
-        obj = sim.jobset_object(
-            name,
-            namespace="research",
-            replicated_jobs=[("workers", replicas, HOSTS_PER_POOL, {TPU: "4", "cpu": "1"})],
-            exclusive_key=NODEPOOL,
-        )
+        obj = _pending_jobset(fleet, j, name, replicas)
         for rj in obj["spec"]["replicatedJobs"]:
             spec = rj["template"]["spec"]["template"]["spec"]
             spec["nodeSelector"] = {TOPOLOGY: "4x4"}
@@ -158,6 +165,25 @@ def build_cluster(fleet: Fleet) -> MemoryCluster:
             {"metadata": {"name": "placer"}, "spec": {"controllerName": CONTROLLER_NAME}},
         )
     return cluster
+
+
+def _pending_jobset(fleet: Fleet, j: int, name: str, replicas: int) -> dict[str, Any]:
+    """Pending JobSet `j`: exclusive per node pool, or one of `fleet.shared` without a key, or
+    one of `fleet.mixed` with a coordinator beside its exclusive workers."""
+    shape = {TPU: "4", "cpu": "1"}
+    workers = ("workers", replicas, HOSTS_PER_POOL, shape)
+    if j < fleet.shared:
+        return sim.jobset_object(name, namespace="research", replicated_jobs=[workers])
+    if j < fleet.shared + fleet.mixed:
+        obj = sim.jobset_object(
+            name, namespace="research", replicated_jobs=[workers, ("coordinator", 1, 1, shape)]
+        )
+        template = obj["spec"]["replicatedJobs"][0]["template"]
+        template["metadata"] = {"annotations": {EXCLUSIVE_TOPOLOGY: NODEPOOL}}
+        return obj
+    return sim.jobset_object(
+        name, namespace="research", replicated_jobs=[workers], exclusive_key=NODEPOOL
+    )
 
 
 def _workload(jobset: str, replicas: int, *, reserved: bool = True) -> dict[str, Any]:
@@ -248,6 +274,7 @@ def measure(
         "nodes": len(first.snapshot.nodes),
         "targets": len(first.review.targets),
         "placed": len(first.planned.placed),
+        "placed_keys": sorted(first.planned.placed),
         "unschedulable": len(first.planned.unschedulable),
         "writes": len(first.writes),
         "failed_writes": len(first.executed.failed) if first.executed else 0,
@@ -312,7 +339,9 @@ def machine() -> str:
 def _print(fleet: Fleet, solver: str, limit: float, schedule: str, r: dict[str, Any]) -> None:
     print(f"machine: {machine()}")
     print(
-        f"fleet: {r['nodes']} nodes, {fleet.pending} pending JobSets; solver {solver}, "
+        f"fleet: {r['nodes']} nodes, {fleet.running_share:.0%} of pools running, "
+        f"{fleet.pending} pending JobSets ({fleet.shared} without an exclusive key, "
+        f"{fleet.mixed} with a coordinator); solver {solver}, "
         f"time limit {limit:g} s, schedule {schedule}; cluster built in {r['build_s']:.1f} s, "
         f"listed in {r['relist_s']:.2f} s"
     )
@@ -365,12 +394,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="with --kueue: the last N Workloads get quota only after two cycles; a third "
         "cycle, timed, decides them (quota reserved a few at a time)",
     )
+    parser.add_argument(
+        "--running-share",
+        type=float,
+        default=Fleet.running_share,
+        help="share of the node pools running an unmanaged JobSet",
+    )
+    parser.add_argument(
+        "--shared", type=int, default=0, help="pending JobSets without an exclusive key"
+    )
+    parser.add_argument(
+        "--mixed",
+        type=int,
+        default=0,
+        help="pending JobSets after those given a coordinator without an exclusive key",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     fleet = Fleet(
         nodes=args.nodes,
         pending=args.pending,
+        running_share=args.running_share,
         seed=args.seed,
+        shared=args.shared,
+        mixed=args.mixed,
         kueue=args.kueue,
         kueue_later=args.kueue_later if args.kueue else 0,
     )

@@ -28,3 +28,22 @@ def test_the_cpsat_schedule_plans_a_cycle() -> None:
     assert result["placed"] > 0
     assert result["placed"] + result["unschedulable"] == result["targets"]
     assert result["failed_writes"] == 0
+
+
+def test_jobsets_without_a_key_and_with_a_coordinator_are_planned_in_the_cycle() -> None:
+    """`--shared` and `--mixed`: the JobSets are read as meant (no key; a coordinator without
+    one beside keyed workers), and the cycle places some of each kind."""
+    fleet = Fleet(nodes=200, pending=12, shared=3, mixed=3)
+    cluster = build_cluster(fleet)
+    jobsets = {js["metadata"]["name"]: js for js in cluster.objects("jobsets")}
+    assert not jobsets["train-0000"]["metadata"]["annotations"]
+    mixed = jobsets["train-0003"]
+    assert not mixed["metadata"]["annotations"]
+    workers, coordinator = mixed["spec"]["replicatedJobs"]
+    assert workers["template"]["metadata"]["annotations"]
+    assert "metadata" not in coordinator["template"]
+    result = measure(fleet, "best-fit", 5.0, reservations="all", schedule="cpsat")
+    assert result["failed_writes"] == 0
+    placed = {k.split("/")[-1] for k in result["placed_keys"]}
+    assert placed & {"train-0000", "train-0001", "train-0002"}
+    assert placed & {"train-0003", "train-0004", "train-0005"}
