@@ -107,6 +107,7 @@ class NodeTimeline:
         self._rooms: dict[tuple[object, ...], int] = {}
         self._shapes: dict[int, tuple[Requests, Ports]] = {}
         self._eligible_nodes: dict[tuple[int, int], list[str]] = {}
+        self._queued = frozenset(js.key for js in units.ctx.jobsets)
         timeline = units.timeline
         for node in units.live.values():
             if not node.usable:
@@ -169,13 +170,22 @@ class NodeTimeline:
     def _kind(self, node: str, late: Mapping[str, float]) -> _Kind:
         number = self._kind_of.get(node)
         if number is None:
-            kind = (self.base[node], self.uses.get(node, ()))
+            kind = (self.base[node], self._anonymous(self.uses.get(node, ())))
             number = self._kind_number.get(kind)
             if number is None:
                 number = self._kind_number[kind] = len(self.kinds)
                 self.kinds.append(kind)
             self._kind_of[node] = number
         return (number, late.get(node, 0.0)) if late else (number, 0.0)
+
+    def _anonymous(self, uses: tuple[_Use, ...]) -> tuple[_Use, ...]:
+        """`uses` with the owners that are not queued left unnamed: a node's room for a JobSet
+        depends on a use's owner only when that is the JobSet itself (`_room`), so the hosts of
+        running JobSets that end alike are one kind, however many JobSets hold them."""
+        queued = self._queued
+        return tuple(
+            u if u.owner in queued else _Use("", u.start, u.end, u.requests, u.ports) for u in uses
+        )
 
     def _domain_nodes(self, key: str, path: Sequence[tuple[str, str]]) -> frozenset[str]:
         """The nodes of a domain named in a plan (none when the units do not know it)."""
