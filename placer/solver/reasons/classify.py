@@ -319,17 +319,26 @@ class Classifier:
             view.listed = view.tallies.sorted()
         listed = view.listed
         if touching:
-            changed = Tallies()
+            # nodes judged alike share their verdict objects (one per cell, `judged_as`): each
+            # pair of verdicts is counted once, by identity, with its number of nodes (a fleet
+            # with 400 JobSets reserved added 1.8 million verdicts one by one for 146 JobSets
+            # without an exclusive key: RESULTS-controller, round 51)
+            pairs: dict[tuple[int, int], tuple[Verdict, Verdict, int]] = {}
             per_level = Counter(per_level) if per_level is not None else None
             for i, (own, room) in zip(touching, self._nodes.judged_as(jc, touching), strict=True):
-                changed.add(view.verdicts[i], -1)
-                changed.add(own, +1)
+                seen = view.verdicts[i]
+                pair = pairs.get((id(seen), id(own)))
+                pairs[(id(seen), id(own))] = (seen, own, 1 + pair[2] if pair else 1)
                 delta = room - view.room[i]
                 fits += delta
                 with_room += bool(room) - bool(view.room[i])
                 path = enclosing[i] if per_level is not None else None
                 if per_level is not None and delta and path is not None:
                     per_level[path] += delta
+            changed = Tallies()
+            for seen, own, nodes in pairs.values():
+                changed.add(seen, -nodes)
+                changed.add(own, nodes)
             listed = view.tallies.sorted_with(listed, changed)
         need = jc.rjob.replicas * jc.rjob.pods_per_job
         locality = short_inside_one(level, per_level, need, fits)
