@@ -99,3 +99,58 @@ def test_nodes_alike_but_for_the_reservations_that_close_them_are_told_apart() -
     for v in Classifier(ctx, Occupancy()).verdicts(ctx.classes_of(me)[0]):
         one_by_one.add(v)
     assert diagnosis.tallies == one_by_one.sorted()
+
+
+def _two_hosts(reserved_for: str) -> ClusterSnapshot:
+    """pool-0 and pool-1, one host each; pool-0 reserved for `reserved_for` from 2 h to 4 h."""
+    reservation = DomainReservation(
+        jobset=reserved_for,
+        key=NODEPOOL,
+        path=((NODEPOOL, "pool-0"),),
+        start_s=2 * H,
+        end_s=4 * H,
+    )
+    snapshot = cluster(pool("pool-0", 1, taints=[]), pool("pool-1", 1, taints=[]))
+    return snapshot.model_copy(update={"reservations": (reservation,)})
+
+
+def _without_key(name: str, hours: float) -> JobSetRequest:
+    js = jobset(name, rjob(pods_per_job=1, exclusive=None))
+    return js.model_copy(update={"expected_duration_s": hours * H})
+
+
+def _available(
+    snapshot: ClusterSnapshot, queue: list[JobSetRequest], order: list[str]
+) -> dict[str, int]:
+    """Each named JobSet's available pods, diagnosed in `order` by one classifier, each checked
+    against judging its nodes one by one."""
+    ctx = PlacementContext(snapshot, queue, ALL)
+    classifier = Classifier(ctx, Occupancy())
+    found = {}
+    for name in order:
+        me = next(js for js in ctx.jobsets if js.name == name)
+        (diagnosis,) = classifier.diagnose(me)
+        one_by_one = Tallies()
+        for v in Classifier(ctx, Occupancy()).verdicts(ctx.classes_of(me)[0]):
+            one_by_one.add(v)
+        assert diagnosis.tallies == one_by_one.sorted()
+        found[name] = diagnosis.available
+    return found
+
+
+def test_jobsets_of_one_shape_and_other_runs_are_counted_apart() -> None:
+    """A 1-hour run ends before the reservation of pool-0 at 2 h, a 5-hour one does not: counted
+    once for both, the second diagnosed would be told the first's."""
+    queue = [jobset("excl", rjob()), _without_key("short", 1), _without_key("long", 5)]
+    snapshot = _two_hosts("team-a/excl")
+    for order in (["short", "long"], ["long", "short"]):
+        assert _available(snapshot, queue, order) == {"short": 2, "long": 1}
+
+
+def test_a_jobset_holding_a_reservation_is_not_counted_as_one_that_holds_none() -> None:
+    """pool-0 is reserved for `mine`, so it stays open to `mine`'s pods and closed to `other`'s,
+    though both have one pod shape and one run."""
+    queue = [jobset("excl", rjob()), _without_key("mine", 5), _without_key("other", 5)]
+    snapshot = _two_hosts("team-a/mine")
+    for order in (["mine", "other"], ["other", "mine"]):
+        assert _available(snapshot, queue, order) == {"mine": 2, "other": 1}
