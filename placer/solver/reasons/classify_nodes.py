@@ -181,9 +181,9 @@ class NodeClassifier:
             closing = against.get(groups[i])
             if closing is None:
                 names = self.ctx.node_reserved_against(name, jc.jobset)
-                held = frozenset(
-                    r.jobset for r in self.ctx.node_reservations(name) if r.held and names
-                )
+                # held or reserved-later: which of the closing reservations are held (`verdict`)
+                reservations = self.ctx.node_reservations(name) if names else ()
+                held = frozenset(r.jobset for r in reservations if r.held)
                 closing = against[groups[i]] = (names, held)
             key = (facts.profile(name), states[i], closing)
             got = judged.get(key)
