@@ -13,8 +13,10 @@ operations instead:
 - `Calendar` (mutable, one per pass): busy intervals per cell, kept sorted. Units whose busy
   periods all start now or earlier (running JobSets, runs started now: nearly all of them) are
   grouped by the instant they become free for good, so the free ones at `t` are the union of the
-  groups free by `t`; only units with a period starting later (a reservation in the future) are
-  checked one by one.
+  groups free by `t`. Units with a period starting later (a reservation in the future) are
+  grouped by their busy intervals: units busy over the same periods are free together, so one of
+  each group is checked (a JobSet reserved on many units, or units reserved for one start,
+  share a group: about one group for 775 such units per question at 10,000 nodes).
 
 Both answer exactly as checking every unit's intervals would (a differential test keeps the
 previous, unit-by-unit pass as its oracle: tests/solver/time/test_reservations_differential.py).
@@ -140,7 +142,15 @@ class Calendar:
         self._end_set = set(self._ends)
         self._later = 0
         """Units with a busy interval starting after 0 (a hold for the future): the only ones
-        whose `next_busy_after` a positive instant can be finite; checked one by one."""
+        whose `next_busy_after` a positive instant can be finite; checked by group."""
+        self._periods: dict[int, tuple[tuple[tuple[float, float], ...], ...]] = {}
+        """unit in `_later` -> its cells' busy intervals: what decides when it is free."""
+        self._group: dict[tuple[tuple[tuple[float, float], ...], ...], int] = {}
+        """busy intervals -> the number of their group (kept when it empties)."""
+        self._group_of: dict[int, int] = {}
+        """unit in `_later` -> its group"""
+        self._alike: dict[int, int] = {}
+        """group -> mask of the units in `_later` busy over the same intervals."""
         self._touched = 0
         """Units with any busy interval."""
         self._ever: int | None = None
@@ -169,6 +179,20 @@ class Calendar:
         else:
             del self._open[settled]
 
+    def _regroup(self, unit: int) -> None:
+        """Move a unit of `_later` to the group of its busy intervals after a hold."""
+        periods = tuple(tuple(self._busy[c]) for c in self.layout.cells[unit])
+        before = self._periods.get(unit)
+        if before == periods:
+            return
+        bit = 1 << unit
+        if before is not None:
+            self._alike[self._group_of[unit]] &= ~bit
+        self._periods[unit] = periods
+        group = self._group.setdefault(periods, len(self._group))
+        self._group_of[unit] = group
+        self._alike[group] = self._alike.get(group, 0) | bit
+
     def is_free(self, unit: int, start: float, end: float) -> bool:
         for cell in self.layout.cells[unit]:
             intervals = self._busy[cell]
@@ -192,9 +216,14 @@ class Calendar:
             if settled <= start:
                 found |= mask
         found &= within
-        for unit in _bits(self._later & within):
+        # units of `_later` busy over the same periods are free together: one checked per group
+        rest = self._later & within
+        while rest:
+            unit = (rest & -rest).bit_length() - 1
+            group = self._alike[self._group_of[unit]] & rest
             if self.is_free(unit, start, end):
-                found |= 1 << unit
+                found |= group
+            rest &= ~group
         return found
 
     def never_free(self, unit: int) -> bool:
@@ -228,22 +257,27 @@ class Calendar:
 
     def hold(self, unit: int, start: float, end: float) -> None:
         self._ever = None
+        later: set[int] = set()  # units of `_later` whose busy intervals this hold changes
         for cell in self.layout.cells[unit]:
             _insert_merged(self._busy[cell], start, end)
             for other in self.layout.units_of[cell]:
                 bit = 1 << other
                 self._touched |= bit
                 if self._later & bit:
+                    later.add(other)
                     continue
                 if start > 0:
                     self._leave_open(other)
                     self._later |= bit
+                    later.add(other)
                     continue
                 settled = self._settled_end(other)
                 if settled != self._settled[other]:
                     self._leave_open(other)
                     self._settled[other] = settled
                     self._open[settled] = self._open.get(settled, 0) | bit
+        for other in later:
+            self._regroup(other)
         if math.isfinite(end) and end not in self._end_set:
             self._end_set.add(end)
             bisect.insort(self._ends, end)

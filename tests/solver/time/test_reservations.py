@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from placer.solver.time.calendar import Calendar, UnitLayout
 from placer.solver.time.reservations import Candidate, Need, Reservation, Unit, UnitId, reserve
+from tests.strategies import ReservationCase, reservation_cases
 
 KEY = "pool"
 
@@ -232,3 +233,42 @@ def test_holds_overlapping_in_any_order_keep_a_unit_busy_over_their_union() -> N
     busy = [t for t in range(0, 90, 5) if not calendar.is_free(0, t, t + 1)]
     assert busy == [10, 15, 20, 25, 30, 35, 40, 45, 50, 55, 65, 70, 75]
     assert calendar.next_busy_after(0, 61) == 65
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    case=reservation_cases(),
+    later=st.lists(
+        st.tuples(
+            st.integers(0, 20), st.sampled_from([0.0, 5.0, 30.0]), st.sampled_from([5.0, 40.0])
+        ),
+        max_size=6,
+    ),
+    asked=st.lists(
+        st.tuples(st.sampled_from([0.0, 5.0, 20.0, 45.0]), st.sampled_from([0.0, 5.0, 30.0])),
+        min_size=1,
+        max_size=4,
+    ),
+)
+def test_free_mask_answers_as_every_unit_asked_alone(
+    case: ReservationCase,
+    later: list[tuple[int, float, float]],
+    asked: list[tuple[float, float]],
+) -> None:
+    """`Calendar.free_mask` checks one unit per group of units busy over the same periods; after
+    any holds, its answer is each unit's own `is_free` (a group not split by a hold on one of
+    its units answers for a unit no longer like the others)."""
+    layout = UnitLayout(case.units)
+    calendar = Calendar(layout, case.free_at)
+    count = len(layout.ids)
+    for uid, start, end in case.holds:
+        calendar.hold(layout.number[uid], start, end)
+    everyone = (1 << count) - 1
+    for step in range(len(later) + 1):
+        if step:
+            unit, start, length = later[step - 1]
+            calendar.hold(unit % count, start, start + length)
+        for t, run in asked:
+            within = everyone if step % 2 else everyone & ~(1 << (step % count))
+            alone = [u for u in range(count) if within >> u & 1 and calendar.is_free(u, t, t + run)]
+            assert calendar.free_mask(t, t + run, within) == sum(1 << u for u in alone)
