@@ -40,5 +40,13 @@ class Bookings:
         if not self._places:
             return []
         duration = expected_duration_s(jobset, options.time)
-        ending_in_time = bisect.bisect_left(self._latest, duration)
-        return [*self._places[ending_in_time:], *self._by_jobset.get(jobset.key, ())]
+        return [*self.ending_by(duration), *self.of(jobset.key)]
+
+    def ending_by(self, duration_s: float) -> list[int]:
+        """The places a JobSet expected to run `duration_s` ends by the latest start of: what
+        one holding no reservation may see otherwise than the outsider."""
+        return self._places[bisect.bisect_left(self._latest, duration_s) :]
+
+    def of(self, jobset: str) -> list[int]:
+        """The places JobSet `jobset` holds a reservation of."""
+        return self._by_jobset.get(jobset, [])

@@ -29,6 +29,7 @@ the same changes share the counts).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import replace
 
 from placer.model.topology import DomainPath
@@ -38,6 +39,7 @@ from placer.solver.reasons.classify_nodes import NodeClassifier
 from placer.solver.reasons.data import Reason, ReasonTally, RjobDiagnosis
 from placer.solver.reasons.keys import KeyIndex
 from placer.solver.reasons.occupancy import Occupancy
+from placer.solver.reasons.otherwise import NodesOtherwise
 from placer.solver.reasons.static import judge_domain
 from placer.solver.reasons.tally import Tallies, Verdict, View, short_inside_one
 from placer.solver.time.release import expected_duration_s
@@ -73,7 +75,11 @@ class Classifier:
         ] = {}
         """(pod signature, required level, expected run) -> the node counts of a JobSet that
         holds nothing (`_shared_counts`)."""
-        self._holders: frozenset[str] | None = None
+        self._alike: dict[tuple[str, str | None, float], NodesOtherwise] = {}
+        """(pod signature, required level, expected run) -> what a JobSet of them holding
+        nothing sees otherwise than the outsider (`_alike_changes`)."""
+        self._planned: frozenset[str] | None = None
+        self._reservers: frozenset[str] | None = None
 
     # -- per JobSet --
 
@@ -331,79 +337,121 @@ class Classifier:
         """`jc`'s JobSet's count of the nodes: its reasons listed, pods that fit, nodes with
         room, and with a required `level` the room inside each of its domains.
 
-        The same for every JobSet of one pod shape, required level and expected run that holds
-        no reservation and has no pods in the plan (`Classifier._holds_nothing`): all it sees
-        otherwise than an outsider follows from those. Counted once for them: 100 such JobSets
-        each walked the 6,300 nodes reserved for others (RESULTS-controller, round 51)."""
+        A node the outsider finds ruled out by a rule, NotReady, cordoned or full, or open, the
+        JobSet finds so too: only reservations (its own, or later starts it would end in time
+        for) can make it see a node otherwise, and only those are judged again (at 10,000 nodes
+        with every waiting JobSet reserved, judging every node again took 80 ms per JobSet:
+        RESULTS-reasons). JobSets of one pod shape, required level and expected run with no
+        pods in the plan see those nodes alike but for the ones they hold reservations of: the
+        changes of one holding nothing are judged once per shape, level and run, and each
+        JobSet holding reservations judges again only its own nodes (`_alike`). The counts of
+        a JobSet holding nothing are kept whole: 100 such JobSets each walked the 6,300 nodes
+        reserved for others (RESULTS-controller, rounds 51 and 52)."""
         me = jc.jobset
-        shared_key = None
-        if self._holds_nothing(me.key):
-            run = expected_duration_s(me, self.ctx.options.time)
-            shared_key = (self._signature(jc), level, run)
-            found = self._counted.get(shared_key)
-            if found is not None:
+        plain = self._holds_nothing(me.key)
+        alike = None
+        if not self._in_plan(me.key):
+            alike = (self._signature(jc), level, expected_duration_s(me, self.ctx.options.time))
+            if plain and (found := self._counted.get(alike)) is not None:
                 return found
-        # a node the outsider finds ruled out by a rule, NotReady, cordoned or full, or open,
-        # the JobSet finds so too: only reservations (its own, or later starts it would end in
-        # time for) can make it see a node otherwise (at 10,000 nodes with every waiting JobSet
-        # reserved, judging every such node again took 80 ms per JobSet: RESULTS-reasons)
-        touching = sorted(
-            i
-            for i in {
-                *self._nodes.reserved_in.get(me.key, ()),
-                *self._nodes.bookings.otherwise(me, self.ctx.options),
-            }
-            if (v := view.verdicts[i]) is not None and v[0].kind in _SEEN_OTHERWISE
-        )
-        fits = sum(view.room)
-        with_room = sum(1 for r in view.room if r)
         enclosing = self._nodes.enclosing(level) if level else []
-        per_level = self._by_level(view, level, enclosing) if level else None
+        if alike is None:
+            otherwise = self._judged_again(jc, view, enclosing, self._touching(jc, view))
+        else:
+            otherwise = self._alike_changes(jc, view, enclosing, alike)
+            own = self._seen_otherwise(view, self._nodes.bookings.of(me.key))
+            if own:
+                otherwise = otherwise.copy()
+                for i, (verdict, room) in zip(own, self._nodes.judged_as(jc, own), strict=True):
+                    otherwise.set(i, verdict, room)
         if view.listed is None:
             view.listed = view.tallies.sorted()
         listed = view.listed
-        if touching:
-            # nodes judged alike share their verdict objects (one per cell, `judged_as`): each
-            # pair of verdicts is counted once, by identity, with its number of nodes (a fleet
-            # with 400 JobSets reserved added 1.8 million verdicts one by one for 146 JobSets
-            # without an exclusive key: RESULTS-controller, round 51)
-            pairs: dict[tuple[int, int], tuple[Verdict, Verdict, int]] = {}
-            per_level = Counter(per_level) if per_level is not None else None
-            for i, (own, room) in zip(touching, self._nodes.judged_as(jc, touching), strict=True):
-                seen = view.verdicts[i]
-                pair = pairs.get((id(seen), id(own)))
-                pairs[(id(seen), id(own))] = (seen, own, 1 + pair[2] if pair else 1)
-                delta = room - view.room[i]
-                fits += delta
-                with_room += bool(room) - bool(view.room[i])
-                path = enclosing[i] if per_level is not None else None
-                if per_level is not None and delta and path is not None:
-                    per_level[path] += delta
-            changed = Tallies()
-            for seen, own, nodes in pairs.values():
-                changed.add(seen, -nodes)
-                changed.add(own, nodes)
-            listed = view.tallies.sorted_with(listed, changed)
+        if otherwise.pairs:
+            listed = view.tallies.sorted_with(listed, otherwise.changed())
+        per_level = None
+        if level:
+            per_level = otherwise.room_per_level(self._by_level(view, level, enclosing))
+        fits = sum(view.room) + otherwise.fits
+        with_room = sum(1 for r in view.room if r) + otherwise.with_room
         counted = (listed, fits, with_room, per_level)
-        if shared_key is not None:
-            self._counted[shared_key] = counted
+        if plain and alike is not None:
+            self._counted[alike] = counted
         return counted
+
+    def _alike_changes(
+        self,
+        jc: JobClass,
+        view: View,
+        enclosing: list[DomainPath | None],
+        alike: tuple[str, str | None, float],
+    ) -> NodesOtherwise:
+        """What a JobSet of `jc`'s pod shape, level and run that holds nothing sees otherwise
+        than the outsider: judged once per (shape, level, run), as a stand-in JobSet no
+        reservation names (`jc`'s JobSet may hold some)."""
+        found = self._alike.get(alike)
+        if found is None:
+            stand_in = replace(jc, jobset=jc.jobset.model_copy(update={"name": _NOBODY_NAME}))
+            nodes = self._seen_otherwise(view, self._nodes.bookings.ending_by(alike[2]))
+            found = self._alike[alike] = self._judged_again(stand_in, view, enclosing, nodes)
+        return found
+
+    def _touching(self, jc: JobClass, view: View) -> list[int]:
+        """The nodes a JobSet with pods in the plan may see otherwise than the outsider."""
+        me = jc.jobset
+        return self._seen_otherwise(
+            view,
+            [
+                *self._nodes.reserved_in.get(me.key, ()),
+                *self._nodes.bookings.otherwise(me, self.ctx.options),
+            ],
+        )
+
+    @staticmethod
+    def _seen_otherwise(view: View, nodes: Iterable[int]) -> list[int]:
+        """Of `nodes`, those whose outsider's verdict a reservation gave (`_SEEN_OTHERWISE`),
+        sorted: the rest every JobSet sees as the outsider does."""
+        return sorted(
+            i
+            for i in set(nodes)
+            if (v := view.verdicts[i]) is not None and v[0].kind in _SEEN_OTHERWISE
+        )
+
+    def _judged_again(
+        self, jc: JobClass, view: View, enclosing: list[DomainPath | None], nodes: list[int]
+    ) -> NodesOtherwise:
+        found = NodesOtherwise(view, enclosing)
+        for i, (verdict, room) in zip(nodes, self._nodes.judged_as(jc, nodes), strict=True):
+            found.set(i, verdict, room)
+        return found
 
     def _holds_nothing(self, key: str) -> bool:
         """JobSet `key` holds no reservation of domains or nodes and has no pods in the plan:
         it sees every node as any JobSet of its pods and run that holds nothing does."""
-        if self._holders is None:
+        return not self._in_plan(key) and key not in self._reserving()
+
+    def _in_plan(self, key: str) -> bool:
+        """JobSet `key` has pods, or domains reserved for its pods, in the plan."""
+        if self._planned is None:
             occupancy = self.occupancy
-            self._holders = frozenset(
+            self._planned = frozenset(
                 {
                     *(k for owners in occupancy.reserved.values() for k in owners),
                     *(k for owners in occupancy.shared.values() for k in owners),
-                    *(r.jobset for r in self.ctx.snapshot.reservations),
                     *self._nodes.reserved_in,
                 }
             )
-        return key not in self._holders
+        return key in self._planned
 
+    def _reserving(self) -> frozenset[str]:
+        """The JobSets holding a reservation of the snapshot."""
+        if self._reservers is None:
+            self._reservers = frozenset(r.jobset for r in self.ctx.snapshot.reservations)
+        return self._reservers
+
+
+_NOBODY_NAME = "\x00holds-nothing"
+"""The name of the stand-in JobSet `_alike_changes` judges as: no API object has it."""
 
 _SEEN_OTHERWISE = frozenset({"reserved-later", "reserved"})
 """The outsider's verdicts on a node that the JobSet may not share: the rest hold for everyone."""

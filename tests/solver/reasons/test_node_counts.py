@@ -101,17 +101,19 @@ def test_nodes_alike_but_for_the_reservations_that_close_them_are_told_apart() -
     assert diagnosis.tallies == one_by_one.sorted()
 
 
-def _two_hosts(reserved_for: str) -> ClusterSnapshot:
-    """pool-0 and pool-1, one host each; pool-0 reserved for `reserved_for` from 2 h to 4 h."""
-    reservation = DomainReservation(
-        jobset=reserved_for,
-        key=NODEPOOL,
-        path=((NODEPOOL, "pool-0"),),
-        start_s=2 * H,
-        end_s=4 * H,
-    )
+def _two_hosts(reserved_for: str, *later: tuple[str, float]) -> ClusterSnapshot:
+    """pool-0 and pool-1, one host each; pool-0 reserved for `reserved_for` from 2 h to 4 h,
+    and for each of `later` (JobSet, start in hours) for an hour from then."""
+
+    def reserved(jobset: str, start_h: float, end_h: float) -> DomainReservation:
+        path = ((NODEPOOL, "pool-0"),)
+        return DomainReservation(
+            jobset=jobset, key=NODEPOOL, path=path, start_s=start_h * H, end_s=end_h * H
+        )
+
+    reservations = (reserved(reserved_for, 2, 4), *(reserved(k, h, h + 1) for k, h in later))
     snapshot = cluster(pool("pool-0", 1, taints=[]), pool("pool-1", 1, taints=[]))
-    return snapshot.model_copy(update={"reservations": (reservation,)})
+    return snapshot.model_copy(update={"reservations": reservations})
 
 
 def _without_key(name: str, hours: float) -> JobSetRequest:
@@ -152,5 +154,22 @@ def test_a_jobset_holding_a_reservation_is_not_counted_as_one_that_holds_none() 
     though both have one pod shape and one run."""
     queue = [jobset("excl", rjob()), _without_key("mine", 5), _without_key("other", 5)]
     snapshot = _two_hosts("team-a/mine")
+    for order in (["mine", "other"], ["other", "mine"]):
+        assert _available(snapshot, queue, order) == {"mine": 2, "other": 1}
+
+
+def test_a_holders_own_node_is_judged_again_beside_what_one_holding_nothing_sees() -> None:
+    """pool-0 is reserved for `mine` from 2 h and for `late` from 6 h. A 5-hour JobSet holding
+    nothing ends before 6 h, so `late` leaves pool-0 open to it and `mine` closes it; to `mine`
+    it is open. `mine` is counted as one holding nothing with its own node judged again: that
+    node's verdict for one holding nothing (closed by `mine`, not the outsider's closed by
+    both) is what is replaced, and judged as a JobSet no reservation names, not as `mine`."""
+    queue = [
+        jobset("excl", rjob()),
+        _without_key("mine", 5),
+        _without_key("other", 5),
+        _without_key("late", 1),
+    ]
+    snapshot = _two_hosts("team-a/mine", ("team-a/late", 6))
     for order in (["mine", "other"], ["other", "mine"]):
         assert _available(snapshot, queue, order) == {"mine": 2, "other": 1}
