@@ -15,6 +15,10 @@ controller pays once at start, not per decision; until round 36 the first mode t
 baseline, paid it. `--repeat N` plans each mode N times in turn (baseline, preempting, baseline,
 ...), so the spread of one machine's timing shows.
 
+Each plan runs with Python's garbage collector paused, as `placer plan` and the controller run it
+(`--collector running`: on, as until round 52); the full collection after it is recorded apart
+(`collect_s`).
+
 Running JobSets in the scenario are not dated, so they are taken to have started now: an eviction
 costs its restart only (`--restart-cost`, 5 minutes of its accelerators). The load average is
 recorded before and after: the machine is shared.
@@ -26,12 +30,13 @@ import argparse
 import json
 import logging
 import os
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
+from benchmarks.reporting.collector import CollectorMode, add_collector_argument, timed_call
 from benchmarks.reporting.measure import machine_info
 from benchmarks.scaling import HOSTS_PER_POOL
 from benchmarks.worlds.scenarios import build_tpu_pool_fleet
@@ -86,7 +91,13 @@ def _per_tier(plan: Plan) -> dict[int, int]:
 
 
 def measure(
-    nodes: int, pending: int, seed: int, workers: int, held: float = 0.30, repeat: int = 1
+    nodes: int,
+    pending: int,
+    seed: int,
+    workers: int,
+    held: float = 0.30,
+    repeat: int = 1,
+    collector: CollectorMode = "paused",
 ) -> list[dict[str, Any]]:
     """Both modes on one scenario, baseline first, `repeat` times in turn; one record each."""
     pools = max(3, round(nodes / HOSTS_PER_POOL))
@@ -102,9 +113,8 @@ def measure(
             preemption=PreemptionPolicy(mode=mode),
         )
         with _stages() as stages:
-            started = time.perf_counter()
-            plan = solver.solve(snapshot, jobsets, options)
-            wall = time.perf_counter() - started
+            timed = timed_call(partial(solver.solve, snapshot, jobsets, options), collector)
+        plan = timed.value
         rows.append(
             {
                 "nodes": len(snapshot.nodes),
@@ -113,7 +123,9 @@ def measure(
                 "held": held,
                 "mode": mode,
                 "run": run,
-                "wall_s": round(wall, 3),
+                "wall_s": round(timed.wall_s, 3),
+                "collector": collector,
+                "collect_s": None if timed.collect_s is None else round(timed.collect_s, 3),
                 "status": plan.solver.status,
                 "phases": {k: round(v, 3) for k, v in plan.solver.phases.items()},
                 "stages": stages.found,
@@ -142,11 +154,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--repeat", type=int, default=1, help="plan each mode this many times, in turn"
     )
+    add_collector_argument(parser)
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
     load_before = os.getloadavg()
-    rows = measure(args.nodes, args.pending, args.seed, args.workers, args.held, args.repeat)
+    rows = measure(
+        args.nodes, args.pending, args.seed, args.workers, args.held, args.repeat, args.collector
+    )
     load_after = os.getloadavg()
     info = machine_info()
     print(json.dumps({"machine": info, "load_before": load_before, "load_after": load_after}))

@@ -10,17 +10,19 @@ controller does each cycle. It
 prints the wall time, the pass's phases (`estimate` holds the starts of JobSets left out, node
 by node for the shared ones since `shared_starts`) and how the shared JobSets left out were told
 to start: now, later, or never, and, of the last run, the JobSets placed per priority and the
-accelerators placed. The same command on an older tree (PYTHONPATH) is the baseline.
+accelerators placed. Each plan runs with Python's garbage collector paused, as the controller's
+cycle does (`--collector running`: on, as until round 52; paused, the full collection after the
+plan is printed apart). The same command on an older tree (PYTHONPATH) is the baseline.
 Figures go to benchmarks/RESULTS-controller.md by hand, with the machine.
 """
 
 from __future__ import annotations
 
 import argparse
-import time
 from collections import Counter
 from collections.abc import Sequence
 
+from benchmarks.reporting.collector import add_collector_argument, timed_call
 from benchmarks.worlds.busy_fleet import NOW, add_fleet_arguments, busy_fleet
 from placer.controller.decide.plan.heldnodes import held_from_now, shapes_without_a_key
 from placer.model.cluster import ClusterSnapshot
@@ -46,6 +48,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "with room for a queued pod without an exclusive key reserved to their holder "
         "(planning.held_from_now), within the timed plan",
     )
+    add_collector_argument(parser)
     args = parser.parse_args(argv)
     snapshot, queue = busy_fleet(args)
     held = {n.name: list(n.jobsets) for n in snapshot.nodes if n.jobsets} if args.records else {}
@@ -55,18 +58,23 @@ def main(argv: Sequence[str] | None = None) -> None:
     options = SolveOptions(workers=2, time_limit_s=args.time_limit, time=policy)
     solver = get_solver(args.solver, time_policy=policy)
     print(f"{len(snapshot.nodes)} nodes, {len(queue)} pending, {len(shared)} without a key")
-    for run in range(args.repeat):
-        started = time.perf_counter()
+
+    def plan_once() -> Plan:
         planned_on = _with_records(snapshot, queue, held, options) if held else snapshot
-        plan = solver.solve(planned_on, queue, options)
-        wall = time.perf_counter() - started
+        return solver.solve(planned_on, queue, options)
+
+    for run in range(args.repeat):
+        timed = timed_call(plan_once, args.collector)
+        plan, wall = timed.value, timed.wall_s
+        collect = "" if timed.collect_s is None else f", then a collection {timed.collect_s:.2f} s"
         waiting = [o for o in plan.jobsets if o.key in shared and o.status != "placed"]
         now = sum(1 for o in waiting if o.expected_start_seconds == 0)
         never = sum(1 for o in waiting if o.expected_start_seconds is None)
         phases = ", ".join(f"{k} {v:.2f}" for k, v in plan.solver.phases.items())
         print(
-            f"run {run + 1}: wall {wall:.2f} s ({phases}); {len(waiting)} shared left out: "
-            f"{now} told now, {len(waiting) - now - never} later, {never} never"
+            f"run {run + 1}: wall {wall:.2f} s ({phases}){collect}; "
+            f"{len(waiting)} shared left out: {now} told now, "
+            f"{len(waiting) - now - never} later, {never} never"
             + (f"; {_mixed_told(plan, mixed)}" if mixed else "")
         )
     print(f"placed: {_placed(plan, queue)}")

@@ -27,6 +27,18 @@ def test_repeat_plans_each_mode_in_turn() -> None:
     ]
 
 
+def test_plans_run_with_the_collector_paused_unless_asked_and_say_so() -> None:
+    """Paused, as placer's commands run: the collection after each plan is recorded apart; the
+    same plans either way."""
+    paused = measure(300, 30, seed=1, workers=1)
+    running = measure(300, 30, seed=1, workers=1, collector="running")
+    assert [r["collector"] for r in paused + running] == ["paused"] * 2 + ["running"] * 2
+    assert all(r["collect_s"] >= 0 for r in paused)
+    assert all(r["collect_s"] is None for r in running)
+    for a, b in zip(paused, running, strict=True):
+        assert (a["admitted_per_tier"], a["victims"]) == (b["admitted_per_tier"], b["victims"])
+
+
 def test_repeat_below_one_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exited:
         main(["--nodes", "300", "--pending", "30", "--repeat", "0"])
