@@ -29,7 +29,10 @@ schedule (issue 21's target: the cycle at 10,000 nodes and 500 pending JobSets w
 the next M ones with a coordinator without one beside their exclusive workers (the world of
 `benchmarks.shared_starts_bench`, through the whole cycle: the controller pauses the garbage
 collector for its cycle, which that benchmark's bare plan does not); `--running-share` sets the
-share of pools running.
+share of pools running. Running pods carry no start time unless `--started-apart H` dates each
+running JobSet's start at random within the H hours before the planning instant: without one,
+every running JobSet is expected to end at the same moment (the default run time from now), which
+makes nodes and holds alike more than in a fleet whose JobSets started apart.
 
 With `--kueue` the pending JobSets are suspended under Kueue instead (issue 19's target: quota
 reserved to placer's check Ready at 10,000 nodes and 500 Workloads within 2 s at the median):
@@ -98,15 +101,23 @@ class Fleet:
     mixed: int = 0
     """The next this many keep their exclusive workers (the key on the workers' Job template)
     and gain a coordinator without one: one pod of the workers' shape, placed node by node."""
+    started_apart_h: float = 0.0
+    """Each running JobSet's pods started at one instant drawn within this many hours before
+    the planning instant (their own random stream, so the rest of the fleet is the same); 0:
+    no start time, so every running JobSet is expected to end together."""
 
 
 def _pool(i: int) -> str:
     return f"tpu-v5e-pool-{i:05d}"
 
 
-def _running_pod(pool: int, host: int) -> dict[str, Any]:
-    """A Running pod of the unmanaged JobSet that holds `pool`, bound to one of its hosts."""
+def _running_pod(pool: int, host: int, started_s: float | None = None) -> dict[str, Any]:
+    """A Running pod of the unmanaged JobSet that holds `pool`, bound to one of its hosts,
+    started at `started_s` (epoch seconds; None: no start time)."""
     name = f"run-{pool:05d}"
+    status: dict[str, Any] = {"phase": "Running"}
+    if started_s is not None:
+        status["startTime"] = format_rfc3339(started_s)
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -125,13 +136,14 @@ def _running_pod(pool: int, host: int) -> dict[str, Any]:
                 }
             ],
         },
-        "status": {"phase": "Running"},
+        "status": status,
     }
 
 
 def build_cluster(fleet: Fleet) -> MemoryCluster:
     """The simulated cluster: nodes, running pods, and the pending JobSets with their gated pods."""
     rnd = random.Random(fleet.seed)
+    starts = random.Random(fleet.seed + 1)
     cluster = MemoryCluster(history=1_000_000)
     taint = {"key": TPU, "value": "present", "effect": "NoSchedule"}
     pools = fleet.nodes // HOSTS_PER_POOL
@@ -141,8 +153,11 @@ def build_cluster(fleet: Fleet) -> MemoryCluster:
             node = sim.node_object(f"{_pool(p)}-{h}", labels, allocatable={TPU: 4}, taints=[taint])
             cluster.create("nodes", node)
         if rnd.random() < fleet.running_share:
+            started = None
+            if fleet.started_apart_h > 0:
+                started = INSTANT_S - starts.uniform(0, fleet.started_apart_h) * 3600
             for h in range(HOSTS_PER_POOL):
-                cluster.create("pods", _running_pod(p, h))
+                cluster.create("pods", _running_pod(p, h, started))
     for j in range(fleet.pending):
         name = f"train-{j:04d}"
         replicas = rnd.choice([1, 2, 4, 8])
@@ -338,8 +353,9 @@ def machine() -> str:
 
 def _print(fleet: Fleet, solver: str, limit: float, schedule: str, r: dict[str, Any]) -> None:
     print(f"machine: {machine()}")
+    apart = f" (started within {fleet.started_apart_h:g} h)" if fleet.started_apart_h else ""
     print(
-        f"fleet: {r['nodes']} nodes, {fleet.running_share:.0%} of pools running, "
+        f"fleet: {r['nodes']} nodes, {fleet.running_share:.0%} of pools running{apart}, "
         f"{fleet.pending} pending JobSets ({fleet.shared} without an exclusive key, "
         f"{fleet.mixed} with a coordinator); solver {solver}, "
         f"time limit {limit:g} s, schedule {schedule}; cluster built in {r['build_s']:.1f} s, "
@@ -409,6 +425,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=0,
         help="pending JobSets after those given a coordinator without an exclusive key",
     )
+    parser.add_argument(
+        "--started-apart",
+        type=float,
+        default=0.0,
+        metavar="H",
+        help="running JobSets started at random within the H hours before the planning instant "
+        "(default 0: no start time, all expected to end together)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     fleet = Fleet(
@@ -418,6 +442,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         seed=args.seed,
         shared=args.shared,
         mixed=args.mixed,
+        started_apart_h=args.started_apart,
         kueue=args.kueue,
         kueue_later=args.kueue_later if args.kueue else 0,
     )
