@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 __all__ = ["Calendar", "Unit", "UnitId", "UnitLayout"]
@@ -61,6 +61,17 @@ def _insert_merged(intervals: list[tuple[float, float]], start: float, end: floa
         hi = max(hi, intervals[last][1])
         last += 1
     intervals[first:last] = [(lo, hi)]
+
+
+def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Sorted ranges `[lo, hi)` merged where they overlap or touch."""
+    found: list[tuple[int, int]] = []
+    for lo, hi in spans:
+        if found and lo <= found[-1][1]:
+            found[-1] = (found[-1][0], max(found[-1][1], hi))
+        else:
+            found.append((lo, hi))
+    return found
 
 
 def _bits(mask: int, limit: int | None = None) -> list[int]:
@@ -155,6 +166,8 @@ class Calendar:
         """Units with any busy interval."""
         self._ever: int | None = None
         """`ever_free`'s answer, until a hold."""
+        self._holds = 0
+        """Holds so far: `free_masks` answers for the calendar it started on."""
         self._settled: list[float] = []
         """unit -> when it is free for good, for a unit not in `_later` (all its intervals start
         by 0): the end of the last interval of each cell (-inf: none)."""
@@ -226,6 +239,63 @@ class Calendar:
             rest &= ~group
         return found
 
+    def free_masks(
+        self, times: Sequence[float], duration: float, within: int
+    ) -> Iterator[tuple[int, int]]:
+        """(index, `free_mask(t, t + duration, within)`) for `times` (ascending) in turn, with
+        no hold in between: at the first index, and then only where the mask may change (at the
+        others it is the one last given).
+
+        Why not `free_mask` at each: a JobSet is asked at every instant something frees up until
+        its units fit, and where running JobSets end apart there are as many instants as
+        JobSets, each with its own units busy until then and later holds on most units. At
+        2,000 nodes that was 200,000 questions and 42 million unit checks in one cycle; at
+        10,000 nodes, 5 million questions (benchmarks/RESULTS-controller.md, round 52). Here
+        each unit (each group of units busy alike) is read once: a busy interval `[s, e)` keeps
+        it from the starts in `(s - duration, e)`, a range of `times` found by bisection, where
+        its bit is turned off and back on; units without a later hold are free from their
+        settled end on. Whether units fit depends only on which are free, so the instants where
+        none of `within` changes need no question."""
+        holds = self._holds
+        changes: dict[int, tuple[int, int]] = {}
+        """index -> (units settled by then, units of `_later` turned off or back on there)"""
+        for end, mask in self._open.items():
+            if mask & within:
+                i = bisect.bisect_left(times, end)
+                opened, flipped = changes.get(i, (0, 0))
+                changes[i] = (opened | (mask & within), flipped)
+        later = self._later & within
+        rest = later
+        while rest:
+            unit = (rest & -rest).bit_length() - 1
+            group = self._alike[self._group_of[unit]] & rest
+            rest &= ~group
+            spans = sorted(
+                (lo, hi)
+                for cell in self.layout.cells[unit]
+                for s, e in self._busy[cell]
+                if (lo := bisect.bisect_right(times, s - duration))
+                < (hi := bisect.bisect_left(times, e))
+            )
+            for lo, hi in _merged(spans):
+                for i in (lo, hi):
+                    opened, flipped = changes.get(i, (0, 0))
+                    changes[i] = (opened, flipped ^ group)
+        found, free_later = 0, later
+        empty_run = bool(times) and times[0] + duration <= 0
+        for i in sorted({0, 1, *changes} if empty_run else {0, *changes}):
+            if i >= len(times):
+                break
+            if self._holds != holds:
+                raise RuntimeError("the calendar was held while its free masks were read")
+            opened, flipped = changes.get(i, (0, 0))
+            found |= opened
+            free_later ^= flipped
+            if i == 0 and empty_run:  # an empty run at 0: `free_mask`'s own rule
+                yield 0, self.free_mask(times[0], times[0] + duration, within)
+            else:
+                yield i, found | free_later
+
     def never_free(self, unit: int) -> bool:
         return any(
             intervals and math.isinf(intervals[-1][1])
@@ -257,6 +327,7 @@ class Calendar:
 
     def hold(self, unit: int, start: float, end: float) -> None:
         self._ever = None
+        self._holds += 1
         later: set[int] = set()  # units of `_later` whose busy intervals this hold changes
         for cell in self.layout.cells[unit]:
             _insert_merged(self._busy[cell], start, end)

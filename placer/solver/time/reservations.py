@@ -309,9 +309,11 @@ def _earliest(
     within = 0
     for need in candidate.needs:
         within |= layout.mask(need.eligible)
-    for t in _times(calendar, candidate):
+    times = _times(calendar, candidate)
+    for i, free in calendar.free_masks(times, candidate.duration_s, within):
+        t = times[i]
         end = t + candidate.duration_s
-        chosen = _assign(candidate.needs, calendar.free_mask(t, end, within), calendar, end)
+        chosen = _assign(candidate.needs, free, calendar, end)
         if chosen is None:
             continue
         for group in chosen.values():

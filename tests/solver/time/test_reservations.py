@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -272,3 +273,54 @@ def test_free_mask_answers_as_every_unit_asked_alone(
             within = everyone if step % 2 else everyone & ~(1 << (step % count))
             alone = [u for u in range(count) if within >> u & 1 and calendar.is_free(u, t, t + run)]
             assert calendar.free_mask(t, t + run, within) == sum(1 << u for u in alone)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    case=reservation_cases(),
+    later=st.lists(
+        st.tuples(
+            st.integers(0, 20), st.sampled_from([0.0, 5.0, 30.0]), st.sampled_from([0.0, 40.0])
+        ),
+        max_size=5,
+    ),
+    times=st.sets(st.sampled_from([0.0, 5.0, 10.0, 20.0, 25.0, 35.0, 45.0, 60.0]), min_size=1),
+    duration=st.sampled_from([0.0, 5.0, 15.0, 30.0]),
+    left_out=st.integers(0, 20),
+)
+def test_free_masks_answer_as_free_mask_at_each_instant(
+    case: ReservationCase,
+    later: list[tuple[int, float, float]],
+    times: set[float],
+    duration: float,
+    left_out: int,
+) -> None:
+    """`Calendar.free_masks` reads each unit's busy intervals once for all the instants a
+    JobSet is asked at; at each it answers as `free_mask` does, empty runs included."""
+    layout = UnitLayout(case.units)
+    calendar = Calendar(layout, case.free_at)
+    count = len(layout.ids)
+    for uid, start, end in case.holds:
+        calendar.hold(layout.number[uid], start, end)
+    for unit, start, length in later:
+        calendar.hold(unit % count, start, start + length)
+    within = ((1 << count) - 1) & ~(1 << (left_out % count))
+    instants = sorted(times)
+    expected = [calendar.free_mask(t, t + duration, within) for t in instants]
+    given = dict(calendar.free_masks(instants, duration, within))
+    assert 0 in given and sorted(given) == list(given)
+    carried = [given[0]]
+    for i in range(1, len(instants)):  # between the indices given, the mask last given holds
+        carried.append(given.get(i, carried[-1]))
+    assert carried == expected
+
+
+def test_free_masks_refuse_a_calendar_held_while_they_are_read() -> None:
+    layout = UnitLayout(_units(0, 0))
+    calendar = Calendar(layout, {})
+    calendar.hold(1, 0.0, 10.0)
+    masks = calendar.free_masks([0.0, 10.0], 5.0, 0b11)
+    assert next(masks) == (0, 0b01)
+    calendar.hold(0, 10.0, 20.0)
+    with pytest.raises(RuntimeError, match="held while"):
+        next(masks)
