@@ -236,15 +236,28 @@ def test_holds_overlapping_in_any_order_keep_a_unit_busy_over_their_union() -> N
     assert calendar.next_busy_after(0, 61) == 65
 
 
+_LATER_HOLDS = st.lists(
+    st.tuples(
+        st.integers(0, 20), st.sampled_from([0.0, 5.0, 30.0]), st.sampled_from([0.0, 5.0, 40.0])
+    ),
+    max_size=6,
+)
+"""Holds to add to a case's calendar: (unit number modulo the units, start, length)."""
+
+
+def _held(case: ReservationCase) -> tuple[UnitLayout, Calendar]:
+    """The case's units and a calendar of them with its running JobSets and its holds."""
+    layout = UnitLayout(case.units)
+    calendar = Calendar(layout, case.free_at)
+    for uid, start, end in case.holds:
+        calendar.hold(layout.number[uid], start, end)
+    return layout, calendar
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     case=reservation_cases(),
-    later=st.lists(
-        st.tuples(
-            st.integers(0, 20), st.sampled_from([0.0, 5.0, 30.0]), st.sampled_from([5.0, 40.0])
-        ),
-        max_size=6,
-    ),
+    later=_LATER_HOLDS,
     asked=st.lists(
         st.tuples(st.sampled_from([0.0, 5.0, 20.0, 45.0]), st.sampled_from([0.0, 5.0, 30.0])),
         min_size=1,
@@ -259,11 +272,8 @@ def test_free_mask_answers_as_every_unit_asked_alone(
     """`Calendar.free_mask` checks one unit per group of units busy over the same periods; after
     any holds, its answer is each unit's own `is_free` (a group not split by a hold on one of
     its units answers for a unit no longer like the others)."""
-    layout = UnitLayout(case.units)
-    calendar = Calendar(layout, case.free_at)
+    layout, calendar = _held(case)
     count = len(layout.ids)
-    for uid, start, end in case.holds:
-        calendar.hold(layout.number[uid], start, end)
     everyone = (1 << count) - 1
     for step in range(len(later) + 1):
         if step:
@@ -278,12 +288,7 @@ def test_free_mask_answers_as_every_unit_asked_alone(
 @settings(max_examples=300, deadline=None)
 @given(
     case=reservation_cases(),
-    later=st.lists(
-        st.tuples(
-            st.integers(0, 20), st.sampled_from([0.0, 5.0, 30.0]), st.sampled_from([0.0, 40.0])
-        ),
-        max_size=5,
-    ),
+    later=_LATER_HOLDS,
     times=st.sets(st.sampled_from([0.0, 5.0, 10.0, 20.0, 25.0, 35.0, 45.0, 60.0]), min_size=1),
     duration=st.sampled_from([0.0, 5.0, 15.0, 30.0]),
     left_out=st.integers(0, 20),
@@ -297,11 +302,8 @@ def test_free_masks_answer_as_free_mask_at_each_instant(
 ) -> None:
     """`Calendar.free_masks` reads each unit's busy intervals once for all the instants a
     JobSet is asked at; at each it answers as `free_mask` does, empty runs included."""
-    layout = UnitLayout(case.units)
-    calendar = Calendar(layout, case.free_at)
+    layout, calendar = _held(case)
     count = len(layout.ids)
-    for uid, start, end in case.holds:
-        calendar.hold(layout.number[uid], start, end)
     for unit, start, length in later:
         calendar.hold(unit % count, start, start + length)
     within = ((1 << count) - 1) & ~(1 << (left_out % count))
