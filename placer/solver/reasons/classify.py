@@ -420,6 +420,7 @@ class Classifier:
     def _judged_again(
         self, jc: JobClass, view: View, enclosing: list[DomainPath | None], nodes: list[int]
     ) -> NodesOtherwise:
+        """`nodes` judged as `jc`'s JobSet sees them, as changes to the outsider's `view`."""
         found = NodesOtherwise(view, enclosing)
         for i, (verdict, room) in zip(nodes, self._nodes.judged_as(jc, nodes), strict=True):
             found.set(i, verdict, room)

@@ -29,7 +29,7 @@ import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Calendar", "Unit", "UnitId", "UnitLayout"]
+__all__ = ["Calendar", "Unit", "UnitId", "UnitLayout", "merged_spans"]
 
 UnitId = tuple[str, str]
 """(label key, value) of a domain, or ("kubernetes.io/hostname", node name) for a node."""
@@ -63,10 +63,13 @@ def _insert_merged(intervals: list[tuple[float, float]], start: float, end: floa
     intervals[first:last] = [(lo, hi)]
 
 
-def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Sorted ranges `[lo, hi)` merged where they overlap or touch."""
+def merged_spans(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Ranges `[lo, hi)` (in any order) as disjoint ones, sorted: merged where they overlap or
+    touch. The calendar's spans of start instants a unit is busy over, and the schedule's busy
+    periods of a unit (`schedule.problem`: a domain busy twice at once would make its capacity
+    rule unsatisfiable)."""
     found: list[tuple[int, int]] = []
-    for lo, hi in spans:
+    for lo, hi in sorted(spans):
         if found and lo <= found[-1][1]:
             found[-1] = (found[-1][0], max(found[-1][1], hi))
         else:
@@ -257,8 +260,8 @@ class Calendar:
         settled end on. Whether units fit depends only on which are free, so the instants where
         none of `within` changes need no question."""
         holds = self._holds
+        # index -> (units settled by then, units of `_later` turned off or back on there)
         changes: dict[int, tuple[int, int]] = {}
-        """index -> (units settled by then, units of `_later` turned off or back on there)"""
         for end, mask in self._open.items():
             if mask & within:
                 i = bisect.bisect_left(times, end)
@@ -270,14 +273,14 @@ class Calendar:
             unit = (rest & -rest).bit_length() - 1
             group = self._alike[self._group_of[unit]] & rest
             rest &= ~group
-            spans = sorted(
+            spans = (
                 (lo, hi)
                 for cell in self.layout.cells[unit]
                 for s, e in self._busy[cell]
                 if (lo := bisect.bisect_right(times, s - duration))
                 < (hi := bisect.bisect_left(times, e))
             )
-            for lo, hi in _merged(spans):
+            for lo, hi in merged_spans(spans):
                 for i in (lo, hi):
                     opened, flipped = changes.get(i, (0, 0))
                     changes[i] = (opened, flipped ^ group)

@@ -36,7 +36,7 @@ import math
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from placer.solver.time.calendar import UnitId, UnitLayout
+from placer.solver.time.calendar import UnitId, UnitLayout, merged_spans
 from placer.solver.time.overlap import Overlap, overlap, sharing
 from placer.solver.time.reservations import Candidate, Need, Reservation
 
@@ -227,24 +227,11 @@ def _classes(
         for u in units:
             class_of[u] = index
             first = [(0, int(release[u]))] if release[u] > 0 else []
-            for span in _merged([*first, *later.get(u, ())]):
+            for span in merged_spans([*first, *later.get(u, ())]):
                 busy[span] = busy.get(span, 0) + 1
         spans = tuple(sorted((s, e, k) for (s, e), k in busy.items()))
         classes.append(UnitClass(index, tuple(units), spans))
     return tuple(classes), class_of
-
-
-def _merged(spans: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
-    """The union of busy periods as disjoint ones: with overlapping keys, holds on two pools of
-    a block are both the block's, and may overlap in time; a domain busy twice at once would
-    make the capacity rule unsatisfiable."""
-    merged: list[tuple[int, int]] = []
-    for start, end in sorted(spans):
-        if merged and start <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
-        else:
-            merged.append((start, end))
-    return merged
 
 
 def _shared(overlaps: Overlap, class_of: Mapping[int, int]) -> tuple[SharedNodes, ...]:
