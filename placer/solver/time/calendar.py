@@ -16,7 +16,10 @@ operations instead:
   groups free by `t`. Units with a period starting later (a reservation in the future) are
   grouped by their busy intervals: units busy over the same periods are free together, so one of
   each group is checked (a JobSet reserved on many units, or units reserved for one start,
-  share a group: about one group for 775 such units per question at 10,000 nodes).
+  share a group: about one group for 775 such units per question at 10,000 nodes). Where
+  running JobSets end apart, units are rarely alike; but a unit is free over a run from the
+  instant it is free for good on, unless it is free for as long as the run before then, so
+  `free_masks` reads only those few interval by interval (`_free_from`, `_reach`).
 
 Both answer exactly as checking every unit's intervals would (a differential test keeps the
 previous, unit-by-unit pass as its oracle: tests/solver/time/test_reservations_differential.py).
@@ -25,7 +28,9 @@ previous, unit-by-unit pass as its oracle: tests/solver/time/test_reservations_d
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
+import operator
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -75,6 +80,18 @@ def merged_spans(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
         else:
             found.append((lo, hi))
     return found
+
+
+def _reach(periods: Sequence[Sequence[tuple[float, float]]]) -> tuple[float, float]:
+    """(when a unit busy over its cells' `periods` is free for good, the longest stretch it
+    is free before then from 0 on); -inf when it is never busy."""
+    free_for_good, longest, since = -math.inf, 0.0, 0.0
+    for start, end in sorted(span for cell in periods for span in cell):
+        if start > since:
+            longest = max(longest, start - since)
+        since = max(since, end)
+        free_for_good = max(free_for_good, end)
+    return free_for_good, longest
 
 
 def _bits(mask: int, limit: int | None = None) -> list[int]:
@@ -176,10 +193,22 @@ class Calendar:
         by 0): the end of the last interval of each cell (-inf: none)."""
         self._open: dict[float, int] = {}
         """`_settled` value -> mask of the units not in `_later` with it."""
+        self._reach: dict[int, tuple[float, float]] = {}
+        """group of `_later` -> (when its units are free for good, the longest stretch they
+        are free before that from 0 on): `free_masks` checks a unit one by one only when a run
+        fits such a stretch."""
+        self._free_from: dict[float, int] = {}
+        """instant -> mask of the units free for good from then: a unit not in `_later` from
+        its settled end, one in `_later` from the end of its last busy interval."""
+        self._free_keys: list[float] = []
+        """`_free_from`'s instants, sorted."""
+        self._prefix: tuple[list[float], list[int], list[int]] | None = None
+        """`_free_keys`, their masks, and the running union of those, until the next change."""
         for number in range(len(layout.ids)):
             settled = self._settled_end(number)
             self._settled.append(settled)
             self._open[settled] = self._open.get(settled, 0) | (1 << number)
+            self._mark_free_from(settled, 1 << number)
             if settled > -math.inf:
                 self._touched |= 1 << number
 
@@ -194,6 +223,25 @@ class Calendar:
             self._open[settled] = rest
         else:
             del self._open[settled]
+        self._unmark_free_from(settled, 1 << unit)
+
+    def _mark_free_from(self, instant: float, bit: int) -> None:
+        found = self._free_from.get(instant)
+        if found is None:
+            bisect.insort(self._free_keys, instant)
+            self._free_from[instant] = bit
+        else:
+            self._free_from[instant] = found | bit
+        self._prefix = None
+
+    def _unmark_free_from(self, instant: float, bit: int) -> None:
+        rest = self._free_from[instant] & ~bit
+        if rest:
+            self._free_from[instant] = rest
+        else:
+            del self._free_from[instant]
+            del self._free_keys[bisect.bisect_left(self._free_keys, instant)]
+        self._prefix = None
 
     def _regroup(self, unit: int) -> None:
         """Move a unit of `_later` to the group of its busy intervals after a hold."""
@@ -203,11 +251,20 @@ class Calendar:
             return
         bit = 1 << unit
         if before is not None:
-            self._alike[self._group_of[unit]] &= ~bit
+            old = self._group_of[unit]
+            self._unmark_free_from(self._reach[old][0], bit)
+            rest = self._alike[old] & ~bit
+            if rest:
+                self._alike[old] = rest
+            else:  # an empty group is dropped: `free_masks` reads every group
+                del self._alike[old]
         self._periods[unit] = periods
         group = self._group.setdefault(periods, len(self._group))
+        if group not in self._reach:
+            self._reach[group] = _reach(periods)
         self._group_of[unit] = group
         self._alike[group] = self._alike.get(group, 0) | bit
+        self._mark_free_from(self._reach[group][0], bit)
 
     def is_free(self, unit: int, start: float, end: float) -> bool:
         for cell in self.layout.cells[unit]:
@@ -243,32 +300,61 @@ class Calendar:
         return found
 
     def free_masks(
-        self, times: Sequence[float], duration: float, within: int
+        self,
+        times: Sequence[float],
+        duration: float,
+        within: int,
+        least: Sequence[tuple[int, int]] = (),
     ) -> Iterator[tuple[int, int]]:
         """(index, `free_mask(t, t + duration, within)`) for `times` (ascending) in turn, with
-        no hold in between: at the first index, and then only where the mask may change (at the
-        others it is the one last given).
+        no hold in between: from the first index where, for every (mask, count) of `least`,
+        `count` units of `mask` may be free (none before it has them: a JobSet's needs), and
+        then only where the mask may change (at the others it is the one last given).
 
-        Why not `free_mask` at each: a JobSet is asked at every instant something frees up until
-        its units fit, and where running JobSets end apart there are as many instants as
-        JobSets, each with its own units busy until then and later holds on most units. At
-        2,000 nodes that was 200,000 questions and 42 million unit checks in one cycle; at
-        10,000 nodes, 5 million questions (benchmarks/RESULTS-controller.md, round 52). Here
-        each unit (each group of units busy alike) is read once: a busy interval `[s, e)` keeps
-        it from the starts in `(s - duration, e)`, a range of `times` found by bisection, where
-        its bit is turned off and back on; units without a later hold are free from their
-        settled end on. Whether units fit depends only on which are free, so the instants where
-        none of `within` changes need no question."""
+        Why: a JobSet is asked at every instant something frees up until its units fit, and
+        where running JobSets end apart there are as many instants as JobSets. Asking
+        `free_mask` at each was 5 million questions in one cycle at 10,000 nodes; reading each
+        unit's intervals once per JobSet was still half of that cycle (about 1,250 instants
+        at which units are free for good and 700 units held later, each JobSet;
+        benchmarks/RESULTS-controller.md, rounds 52-53). Here a unit is free over the run
+        from the instant it is free for good on (`_free_from`, whose running union is kept
+        between holds), unless it is free for as long as the run before then: only those few
+        are read interval by interval (a busy interval `[s, e)` keeps one from the starts in
+        `(s - duration, e)`, found by bisection). The first index is then found by bisection
+        too: the units that may be free only grow with time."""
         holds = self._holds
-        # index -> (units settled by then, units of `_later` turned off or back on there)
-        changes: dict[int, tuple[int, int]] = {}
-        for end, mask in self._open.items():
-            if mask & within:
-                i = bisect.bisect_left(times, end)
-                opened, flipped = changes.get(i, (0, 0))
-                changes[i] = (opened | (mask & within), flipped)
-        later = self._later & within
-        rest = later
+        if not times:
+            return
+        first = 0
+        if times[0] + duration <= 0:  # an empty run at 0: `free_mask`'s own rule
+            yield 0, self.free_mask(times[0], times[0] + duration, within)
+            first = 1
+        # units of `_later` free for the whole run in a stretch before they are free for good
+        gappy = 0
+        for group, mask in self._alike.items():
+            if mask & within and self._reach[group][1] >= duration:
+                gappy |= mask
+        gappy &= within
+        solid = within & ~gappy
+        keys, masks, union = self._free_union()
+
+        def settled(t: float) -> int:
+            k = bisect.bisect_right(keys, t)
+            return union[k - 1] & solid if k else 0
+
+        lo, hi = first, len(times)
+        while lo < hi and least:
+            mid = (lo + hi) // 2
+            may = settled(times[mid]) | gappy
+            if all((may & mask).bit_count() >= count for mask, count in least):
+                hi = mid
+            else:
+                lo = mid + 1
+        first = lo
+        if first >= len(times):
+            return
+        flips: dict[int, int] = {}  # index -> units of `gappy` turned off or back on there
+        rest = gappy
         while rest:
             unit = (rest & -rest).bit_length() - 1
             group = self._alike[self._group_of[unit]] & rest
@@ -282,22 +368,40 @@ class Calendar:
             )
             for lo, hi in merged_spans(spans):
                 for i in (lo, hi):
-                    opened, flipped = changes.get(i, (0, 0))
-                    changes[i] = (opened, flipped ^ group)
-        found, free_later = 0, later
-        empty_run = bool(times) and times[0] + duration <= 0
-        for i in sorted({0, 1, *changes} if empty_run else {0, *changes}):
-            if i >= len(times):
-                break
+                    flips[i] = flips.get(i, 0) ^ group
+        free_gappy = gappy
+        for i, flipped in flips.items():
+            if i <= first:
+                free_gappy ^= flipped
+        ahead = sorted(i for i in flips if first < i < len(times))
+        k = bisect.bisect_right(keys, times[first])  # the next instant units are free for good
+        i, j = first, 0
+        while True:
             if self._holds != holds:
                 raise RuntimeError("the calendar was held while its free masks were read")
-            opened, flipped = changes.get(i, (0, 0))
-            found |= opened
-            free_later ^= flipped
-            if i == 0 and empty_run:  # an empty run at 0: `free_mask`'s own rule
-                yield 0, self.free_mask(times[0], times[0] + duration, within)
-            else:
-                yield i, found | free_later
+            yield i, settled(times[i]) | free_gappy
+            while k < len(keys) and not masks[k] & solid:
+                k += 1
+            following = bisect.bisect_left(times, keys[k]) if k < len(keys) else len(times)
+            if j < len(ahead):
+                following = min(following, ahead[j])
+            if following >= len(times):
+                return
+            i = following
+            while j < len(ahead) and ahead[j] <= i:
+                free_gappy ^= flips[ahead[j]]
+                j += 1
+            while k < len(keys) and keys[k] <= times[i]:
+                k += 1
+
+    def _free_union(self) -> tuple[list[float], list[int], list[int]]:
+        """`_free_keys`, the mask of each, and the running union of those masks: the units free
+        for good by each instant. Built again after a hold that changed one."""
+        if self._prefix is None:
+            keys = list(self._free_keys)
+            masks = [self._free_from[k] for k in keys]
+            self._prefix = (keys, masks, list(itertools.accumulate(masks, operator.or_)))
+        return self._prefix
 
     def never_free(self, unit: int) -> bool:
         return any(
@@ -350,6 +454,7 @@ class Calendar:
                     self._leave_open(other)
                     self._settled[other] = settled
                     self._open[settled] = self._open.get(settled, 0) | bit
+                    self._mark_free_from(settled, bit)
         for other in later:
             self._regroup(other)
         if math.isfinite(end) and end not in self._end_set:

@@ -306,11 +306,13 @@ def _earliest(
     None when no event time fits (the last one frees every unit that is ever free, so only an
     overlap miss lands there)."""
     layout = calendar.layout
+    least = [(layout.mask(need.eligible), need.count) for need in candidate.needs]
     within = 0
-    for need in candidate.needs:
-        within |= layout.mask(need.eligible)
+    for mask, _ in least:
+        within |= mask
     times = _times(calendar, candidate)
-    for i, free in calendar.free_masks(times, candidate.duration_s, within):
+    # before every need has enough free units, no assignment is tried (`_assign` finds none)
+    for i, free in calendar.free_masks(times, candidate.duration_s, within, least):
         t = times[i]
         end = t + candidate.duration_s
         chosen = _assign(candidate.needs, free, calendar, end)

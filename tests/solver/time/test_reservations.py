@@ -292,6 +292,7 @@ def test_free_mask_answers_as_every_unit_asked_alone(
     times=st.sets(st.sampled_from([0.0, 5.0, 10.0, 20.0, 25.0, 35.0, 45.0, 60.0]), min_size=1),
     duration=st.sampled_from([0.0, 5.0, 15.0, 30.0]),
     left_out=st.integers(0, 20),
+    least=st.lists(st.tuples(st.integers(1, 2**21 - 1), st.integers(0, 4)), max_size=2),
 )
 def test_free_masks_answer_as_free_mask_at_each_instant(
     case: ReservationCase,
@@ -299,9 +300,12 @@ def test_free_masks_answer_as_free_mask_at_each_instant(
     times: set[float],
     duration: float,
     left_out: int,
+    least: list[tuple[int, int]],
 ) -> None:
     """`Calendar.free_masks` reads each unit's busy intervals once for all the instants a
-    JobSet is asked at; at each it answers as `free_mask` does, empty runs included."""
+    JobSet is asked at; at each it answers as `free_mask` does, empty runs included, from the
+    first instant where every (mask, count) of `least` has that many free units (at every
+    instant before, some has not)."""
     layout, calendar = _held(case)
     count = len(layout.ids)
     for unit, start, length in later:
@@ -309,12 +313,31 @@ def test_free_masks_answer_as_free_mask_at_each_instant(
     within = ((1 << count) - 1) & ~(1 << (left_out % count))
     instants = sorted(times)
     expected = [calendar.free_mask(t, t + duration, within) for t in instants]
-    given = dict(calendar.free_masks(instants, duration, within))
-    assert 0 in given and sorted(given) == list(given)
-    carried = [given[0]]
-    for i in range(1, len(instants)):  # between the indices given, the mask last given holds
-        carried.append(given.get(i, carried[-1]))
-    assert carried == expected
+    given = dict(calendar.free_masks(instants, duration, within, least))
+    assert sorted(given) == list(given)
+
+    def enough(mask: int) -> bool:
+        return all((mask & m).bit_count() >= c for m, c in least)
+
+    empty_run = instants[0] + duration <= 0
+    first = next((i for i, mask in enumerate(expected) if enough(mask)), len(instants))
+    if empty_run:
+        assert given.get(0) == expected[0]
+        first = next((i for i in range(1, len(instants)) if enough(expected[i])), len(instants))
+    starts = [i for i in given if not (empty_run and i == 0)]
+    # none before the first instant given has enough free units; from it on, the mask last
+    # given holds between the instants given
+    assert first >= starts[0] if starts else first == len(instants)
+    if not starts:
+        return
+    if all(start <= 0 for _, start, _ in [*case.holds, *later]):
+        # no hold for later: every unit is free for good from some instant on, and the
+        # first instant given is the first with enough
+        assert starts[0] == first
+    carried = {starts[0]: given[starts[0]]}
+    for i in range(starts[0] + 1, len(instants)):
+        carried[i] = given.get(i, carried[i - 1])
+    assert all(carried[i] == expected[i] for i in carried)
 
 
 def test_free_masks_refuse_a_calendar_held_while_they_are_read() -> None:
@@ -326,3 +349,17 @@ def test_free_masks_refuse_a_calendar_held_while_they_are_read() -> None:
     calendar.hold(0, 10.0, 20.0)
     with pytest.raises(RuntimeError, match="held while"):
         next(masks)
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 4, 5])
+def test_free_masks_start_where_enough_units_are_free(count: int) -> None:
+    """Four pools free for good at 10, 20, 30 and 40: asked for `count` of them, the first
+    instant given is the one by which that many are free (none: nothing given)."""
+    layout = UnitLayout(_units(0, 0, 0, 0))
+    calendar = Calendar(layout, _free(10, 20, 30, 40))
+    times = [0.0, 10.0, 20.0, 30.0, 40.0, 50.0]
+    given = list(calendar.free_masks(times, 5.0, 0b1111, [(0b1111, count)]))
+    if count > 4:
+        assert given == []
+    else:
+        assert given[0] == (count, (1 << count) - 1)
