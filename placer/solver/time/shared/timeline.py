@@ -112,6 +112,8 @@ class NodeTimeline:
         self._kind_rooms: dict[tuple[int, int, int, _Taken], int] = {}
         self._shape_numbers: dict[int, int] = {}
         """id of a pod shape -> its number (the queue's pod shapes live as long as this)."""
+        self._shape_of: dict[tuple[Requests, Ports], int] = {}
+        """a pod shape's requests and host ports -> its number"""
         self._shapes: dict[int, tuple[Requests, Ports]] = {}
         """shape number -> its requests and host ports as a key"""
         self._eligible_nodes: dict[tuple[int, int], list[str]] = {}
@@ -333,9 +335,11 @@ class NodeTimeline:
                 over |= bit
             bit <<= 1
         shape = self._shape_numbers.get(id(pod))
-        if shape is None:
-            shape = self._shape_numbers[id(pod)] = len(self._shape_numbers)
-            self._shapes[shape] = (_key(pod.requests), pod.host_ports)
+        if shape is None:  # numbered by what it asks: JobSets of one shape share their rooms
+            asks = (_key(pod.requests), pod.host_ports)
+            shape = self._shape_of.setdefault(asks, len(self._shape_of))
+            self._shape_numbers[id(pod)] = shape
+            self._shapes[shape] = asks
         key = (number, over, shape, taken)
         room = self._kind_rooms.get(key)
         if room is None:
