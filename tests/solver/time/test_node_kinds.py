@@ -48,3 +48,16 @@ def test_a_queued_jobsets_own_hold_does_not_keep_it_out() -> None:
     pod = units.ctx.jobsets[0].replicated_jobs[0].pod
     assert timeline._room(kind, pod, 3 * H, 4 * H, "team-a/shared") > 0
     assert timeline._room(kind, pod, 3 * H, 4 * H, "team-a/other") == 0
+
+
+def test_its_own_hold_does_not_keep_it_out_once_the_run_there_ends() -> None:
+    """Where the sweep recounts a kind (the run on it ends at 2 h), a node held for the
+    JobSet's own pods until 5 h is room for it: the room kept for JobSets with no use on a
+    kind is not its own."""
+    timeline, units = _timeline({"ns/run-a": 2})
+    shared = units.ctx.jobsets[0]
+    assert shared.key == "team-a/shared"
+    timeline.hold(shared.key, ["pool-0-host-0"], 0.0, 5 * H)
+    placed = timeline.place(shared, units.ctx, H)
+    assert placed is not None
+    assert placed[0] == 2 * H

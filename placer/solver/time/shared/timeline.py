@@ -22,7 +22,7 @@ from __future__ import annotations
 import bisect
 import heapq
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -101,6 +101,16 @@ class NodeTimeline:
         self.kinds: list[tuple[_Base, tuple[_Use, ...]]] = []
         """Each distinct (base, uses) of some node, numbered (hashing them once, not per node)."""
         self._kind_number: dict[tuple[_Base, tuple[_Use, ...]], int] = {}
+        self._ending: dict[float, set[int]] = {}
+        """instant -> the kinds with a use ending then"""
+        self._ends: list[float] = []
+        """`_ending`'s instants, sorted"""
+        self._starting: dict[int, list[float]] = {}
+        """kind -> the starts of its uses starting later than 0 (reservations, later runs)"""
+        self._owned: dict[str, set[int]] = {}
+        """queued JobSet -> the kinds with a use of it (their room depends on who asks)"""
+        self._neutral: dict[tuple[int, float, float], dict[int, int]] = {}
+        """(shape, window) -> kind -> its room for a JobSet with no use on it"""
         self._kind_of: dict[str, int] = {}
         self._changed: list[str] = []
         """Nodes given a use, in order (`_count` catches up from where it last looked)."""
@@ -199,8 +209,23 @@ class NodeTimeline:
             if number is None:
                 number = self._kind_number[kind] = len(self.kinds)
                 self.kinds.append(kind)
+                self._index_kind(number, kind[1])
             self._kind_of[node] = number
         return (number, late.get(node, 0.0)) if late else (number, 0.0)
+
+    def _index_kind(self, number: int, uses: tuple[_Use, ...]) -> None:
+        """A new kind in the indexes `_Sweep` reads instead of every kind's uses: the instants
+        its uses end, those starting later, and the queued JobSets whose uses it has."""
+        for use in uses:
+            ending = self._ending.get(use.end)
+            if ending is None:
+                ending = self._ending[use.end] = set()
+                bisect.insort(self._ends, use.end)
+            ending.add(number)
+            if use.start > 0:
+                self._starting.setdefault(number, []).append(use.start)
+            if use.owner:
+                self._owned.setdefault(use.owner, set()).add(number)
 
     def _anonymous(self, uses: tuple[_Use, ...]) -> tuple[_Use, ...]:
         """`uses` with the owners that are not queued left unnamed: a node's room for a JobSet
@@ -254,13 +279,14 @@ class NodeTimeline:
                         counted[kind] -= 1
                         if not counted[kind]:
                             del counted[kind]
-        numbers = {number for counted in kinds.values() for number, _ in counted}
-        ends = {u.end for number in numbers for u in self.kinds[number][1]}
         others = [
             u for n in domains if domains_free for u in self.uses.get(n, ()) if u.owner != js.key
         ]
-        ends |= {u.end for u in others}
-        times = sorted(t for t in {not_before, *ends, *late.values()} if t >= not_before)
+        # every instant some kind's use ends (not only this JobSet's kinds: between two of
+        # theirs nothing it is judged on changes, so an instant more changes no answer)
+        ends = self._ends[bisect.bisect_left(self._ends, not_before) :]
+        extra = {not_before, *(u.end for u in others), *late.values()}
+        times = sorted({*ends, *(t for t in extra if t >= not_before)})
         sweeps = [
             _Sweep(self, jc.rjob.pod, kinds[jc.index], times, duration, js.key) for jc in classes
         ]
@@ -334,17 +360,22 @@ class NodeTimeline:
                     return 0
                 over |= bit
             bit <<= 1
-        shape = self._shape_numbers.get(id(pod))
-        if shape is None:  # numbered by what it asks: JobSets of one shape share their rooms
-            asks = (_key(pod.requests), pod.host_ports)
-            shape = self._shape_of.setdefault(asks, len(self._shape_of))
-            self._shape_numbers[id(pod)] = shape
-            self._shapes[shape] = asks
+        shape = self._shape_number(pod)
         key = (number, over, shape, taken)
         room = self._kind_rooms.get(key)
         if room is None:
             room = self._kind_rooms[key] = self._room_over(number, over, shape, pod, taken)
         return room
+
+    def _shape_number(self, pod: PodShape) -> int:
+        """`pod`'s number, by what it asks: JobSets of one shape share their rooms."""
+        shape = self._shape_numbers.get(id(pod))
+        if shape is None:
+            asks = (_key(pod.requests), pod.host_ports)
+            shape = self._shape_of.setdefault(asks, len(self._shape_of))
+            self._shape_numbers[id(pod)] = shape
+            self._shapes[shape] = asks
+        return shape
 
     def _room_over(self, number: int, over: int, shape: int, pod: PodShape, taken: _Taken) -> int:
         """`_room`'s answer for a kind whose uses in `over` (a bitmask) overlap the window;
@@ -493,12 +524,22 @@ class NodeTimeline:
         return tuple(sorted(ends, key=lambda k: (-ends[k], k)))
 
 
+_NOBODY = "\x00nobody"
+"""An owner no use has: the room of a kind for a JobSet with no use on it."""
+
+
 class _Sweep:
     """Pods of one shape fitting, in sum, on the nodes counted in `kinds` over the window
-    starting at each of `times` in turn: each kind is counted at time 0 and recounted only when
-    one of its uses ends or first overlaps the window, or its host is back. The sum is necessary
-    for a fit, and sufficient for a JobSet of one shape without host ports or a required
-    topology."""
+    starting at each of `times` in turn: each kind is counted at the first instant and
+    recounted only when one of its uses ends or first overlaps the window, or its host is back.
+    The sum is necessary for a fit, and sufficient for a JobSet of one shape without host ports
+    or a required topology.
+
+    Why the timeline's indexes (`NodeTimeline._index_kind`) and not each kind's uses: where
+    running JobSets end apart, each one's hosts are a kind of their own, and reading 2,500
+    kinds' uses at every place, and asking each its room at the first instant, was most of a
+    place (benchmarks/RESULTS-controller.md, round 53). The room at the first instant of a kind
+    with no use of the JobSet asking is kept per shape and window (`NodeTimeline._neutral`)."""
 
     def __init__(
         self,
@@ -511,23 +552,34 @@ class _Sweep:
     ) -> None:
         self.nodes, self.pod, self.kinds, self.owner = nodes, pod, kinds, owner
         self.times, self.duration = times, duration
+        self.late = any(back for _, back in kinds)
         self.recount: dict[float, list[_Kind]] = {}
-        """instant of `times` -> the kinds to recount there (the first instant recounts all:
-        a use ending by then is left out). Every use's end from the first instant on is one
-        of `times` (`NodeTimeline.place` builds them so), so no search is needed for it."""
+        """instant of `times` -> kinds to recount there besides those with a use ending then
+        (`NodeTimeline._ending`): a use starting later first overlapping the window, a host
+        back; with hosts late, every kind's (they are kinds of their own)."""
         first = times[0] if times else 0.0
-        recount = self.recount
-        uses_of = nodes.kinds
-        for kind in kinds:
-            for use in uses_of[kind[0]][1]:
-                if use.end > first:
-                    recount.setdefault(use.end, []).append(kind)
-                if use.start > 0:
-                    self._recount_at(bisect.bisect_right(times, use.start - duration), kind)
-            if kind[1] > first:
-                self._recount_at(bisect.bisect_left(times, kind[1]), kind)
+        if self.late:
+            for kind in kinds:
+                for use in nodes.kinds[kind[0]][1]:
+                    if use.end > first:
+                        self.recount.setdefault(use.end, []).append(kind)
+                if kind[1] > first:
+                    self._recount_at(bisect.bisect_left(times, kind[1]), kind)
+        for number, starts in nodes._starting.items():
+            kind = (number, 0.0)
+            if kind in kinds:
+                for start in starts:
+                    self._recount_at(bisect.bisect_right(times, start - duration), kind)
+        if self.late:
+            for kind in kinds:
+                if kind[1] and kind[0] in nodes._starting:
+                    for start in nodes._starting[kind[0]]:
+                        self._recount_at(bisect.bisect_right(times, start - duration), kind)
         self.room: dict[_Kind, int] = {}
         self.total = 0
+        self.shape = nodes._shape_number(pod)
+        self.owned: Collection[int] = nodes._owned.get(owner, ())
+        """Kinds with a use of the JobSet asking: their room is its own, not kept."""
 
     def _recount_at(self, index: int, kind: _Kind) -> None:
         if 0 < index < len(self.times):
@@ -536,13 +588,49 @@ class _Sweep:
     def total_at(self, index: int) -> int:
         """The sum at `times[index]`; called for each index in turn from 0."""
         t = self.times[index]
-        changed = self.kinds if index == 0 else self.recount.get(t, ())
-        room_of, room = self.nodes._room, self.room
-        for kind in changed:
-            now = room_of(kind, self.pod, t, t + self.duration, self.owner)
-            self.total += (now - room.get(kind, 0)) * self.kinds[kind]
+        end = t + self.duration
+        room_of, room, kinds = self.nodes._room, self.room, self.kinds
+        if index == 0:
+            self._first(t, end)
+            return self.total
+        for kind in self.recount.get(t, ()):
+            now = room_of(kind, self.pod, t, end, self.owner)
+            self.total += (now - room.get(kind, 0)) * kinds[kind]
             room[kind] = now
+        if self.late:
+            return self.total
+        ending = self.nodes._ending.get(t)
+        if ending:
+            neutral = self.nodes._neutral.setdefault((self.shape, t, end), {})
+            for number in ending:
+                kind = (number, 0.0)
+                count = kinds.get(kind)
+                if count is None:
+                    continue
+                if number in self.owned:
+                    now = room_of(kind, self.pod, t, end, self.owner)
+                elif (now := neutral.get(number, -1)) < 0:
+                    now = neutral[number] = room_of(kind, self.pod, t, end, _NOBODY)
+                self.total += (now - room.get(kind, 0)) * count
+                room[kind] = now
         return self.total
+
+    def _first(self, t: float, end: float) -> None:
+        """Every kind counted at the first instant."""
+        nodes, pod, owner, room, owned = self.nodes, self.pod, self.owner, self.room, self.owned
+        neutral = nodes._neutral.setdefault((self.shape, t, end), {})
+        total = 0
+        for kind, count in self.kinds.items():
+            number, back = kind
+            if back or number in owned:
+                now = nodes._room(kind, pod, t, end, owner)
+            else:
+                now = neutral.get(number, -1)
+                if now < 0:
+                    now = neutral[number] = nodes._room(kind, pod, t, end, _NOBODY)
+            room[kind] = now
+            total += now * count
+        self.total = total
 
 
 def _key(resources: Mapping[str, Decimal]) -> Requests:
