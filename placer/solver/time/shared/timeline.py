@@ -288,7 +288,8 @@ class NodeTimeline:
         extra = {not_before, *(u.end for u in others), *late.values()}
         times = sorted({*ends, *(t for t in extra if t >= not_before)})
         sweeps = [
-            _Sweep(self, jc.rjob.pod, kinds[jc.index], times, duration, js.key) for jc in classes
+            _Sweep(self, jc.rjob.pod, kinds[jc.index], times, duration, js.key, bool(late))
+            for jc in classes
         ]
         needs = [jc.rjob.replicas * jc.rjob.pods_per_job for jc in classes]
         for i, t in enumerate(times):
@@ -549,31 +550,30 @@ class _Sweep:
         times: Sequence[float],
         duration: float,
         owner: str,
+        late: bool,
     ) -> None:
         self.nodes, self.pod, self.kinds, self.owner = nodes, pod, kinds, owner
         self.times, self.duration = times, duration
-        self.late = any(back for _, back in kinds)
+        self.late = late
         self.recount: dict[float, list[_Kind]] = {}
         """instant of `times` -> kinds to recount there besides those with a use ending then
-        (`NodeTimeline._ending`): a use starting later first overlapping the window, a host
-        back; with hosts late, every kind's (they are kinds of their own)."""
+        (`NodeTimeline._ending`): a use starting later first overlapping the window; with
+        hosts late, every kind's, its host back included (they are kinds of their own)."""
         first = times[0] if times else 0.0
-        if self.late:
+        if late:
             for kind in kinds:
                 for use in nodes.kinds[kind[0]][1]:
                     if use.end > first:
                         self.recount.setdefault(use.end, []).append(kind)
+                    if use.start > 0:
+                        self._recount_at(bisect.bisect_right(times, use.start - duration), kind)
                 if kind[1] > first:
                     self._recount_at(bisect.bisect_left(times, kind[1]), kind)
-        for number, starts in nodes._starting.items():
-            kind = (number, 0.0)
-            if kind in kinds:
-                for start in starts:
-                    self._recount_at(bisect.bisect_right(times, start - duration), kind)
-        if self.late:
-            for kind in kinds:
-                if kind[1] and kind[0] in nodes._starting:
-                    for start in nodes._starting[kind[0]]:
+        else:
+            for number, starts in nodes._starting.items():
+                kind = (number, 0.0)
+                if kind in kinds:
+                    for start in starts:
                         self._recount_at(bisect.bisect_right(times, start - duration), kind)
         self.room: dict[_Kind, int] = {}
         self.total = 0
