@@ -313,7 +313,12 @@ def build_problem(
                 release[u] = max(release[u], end)
             else:
                 future.append((u, start, end))
-    takeable = {u for c in jobs_in for n in c.needs for u in _numbers(layout, n.eligible)}
+    # each distinct eligible set once (JobSets of one shape share theirs): read for every
+    # need of every JobSet, 2,500 units each, this was most of building the problem where
+    # running JobSets end apart (benchmarks/RESULTS-controller.md, round 53)
+    takeable: set[int] = set()
+    for eligible in {n.eligible for c in jobs_in for n in c.needs}:
+        takeable.update(_numbers(layout, eligible))
     overlaps = overlap(layout, takeable)
     signatures = _signatures(layout, jobs_in, {u for u, _, _ in future}, overlaps)
     classes, class_of = _classes(layout, release, future, signatures)

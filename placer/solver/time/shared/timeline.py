@@ -284,9 +284,11 @@ class NodeTimeline:
         ]
         # every instant some kind's use ends (not only this JobSet's kinds: between two of
         # theirs nothing it is judged on changes, so an instant more changes no answer)
-        ends = self._ends[bisect.bisect_left(self._ends, not_before) :]
-        extra = {not_before, *(u.end for u in others), *late.values()}
-        times = sorted({*ends, *(t for t in extra if t >= not_before)})
+        times = self._ends[bisect.bisect_left(self._ends, not_before) :]
+        for t in {not_before, *(u.end for u in others), *late.values()}:
+            at = bisect.bisect_left(times, t)
+            if t >= not_before and (at == len(times) or times[at] != t):
+                times.insert(at, t)
         sweeps = [
             _Sweep(self, jc.rjob.pod, kinds[jc.index], times, duration, js.key, bool(late))
             for jc in classes
