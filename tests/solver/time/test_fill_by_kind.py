@@ -9,18 +9,18 @@ Why: at 10,000 nodes, where running JobSets end apart, first fit read most nodes
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
+from typing import Any
 from unittest import mock
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from placer.model.cluster import ClusterSnapshot
-from placer.model.resources import ResourceMap
-from placer.model.workload import JobSetRequest, PodShape
-from placer.solver.time.shared.timeline import NodeTimeline, Ports, _Kind, _Window
+from placer.model.workload import JobSetRequest
+from placer.solver.time.shared.timeline import NodeTimeline
 from tests.solver.time.test_mixed_starts import _worlds as _mixed_worlds
 from tests.solver.time.test_node_kinds import _timeline
 from tests.solver.time.test_shared_starts import _running, _solve
@@ -35,17 +35,9 @@ def _both_fills() -> Iterator[list[int]]:
     packed = [0]
     by_kind = NodeTimeline._fill_by_kind
 
-    def compared(
-        self: NodeTimeline,
-        window: _Window,
-        pod: PodShape,
-        nodes: list[str],
-        off: frozenset[str],
-        need: int,
-        taken: Mapping[str, tuple[ResourceMap, Ports]],
-        rooms: Mapping[_Kind, int],
-    ) -> list[tuple[str, int]] | None:
-        found = by_kind(self, window, pod, nodes, off, need, taken, rooms)
+    def compared(self: NodeTimeline, *asked: Any) -> list[tuple[str, int]] | None:
+        window, pod, nodes, off, need, taken, _ = asked
+        found = by_kind(self, *asked)
         every = self._fill(window, pod, [n for n in nodes if n not in off], need, taken)
         assert found == every
         packed[0] += found is not None
