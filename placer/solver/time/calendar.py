@@ -191,8 +191,6 @@ class Calendar:
         self._settled: list[float] = []
         """unit -> when it is free for good, for a unit not in `_later` (all its intervals start
         by 0): the end of the last interval of each cell (-inf: none)."""
-        self._open: dict[float, int] = {}
-        """`_settled` value -> mask of the units not in `_later` with it."""
         self._reach: dict[int, tuple[float, float]] = {}
         """group of `_later` -> (when its units are free for good, the longest stretch they
         are free before that from 0 on): `free_masks` checks a unit one by one only when a run
@@ -207,7 +205,6 @@ class Calendar:
         for number in range(len(layout.ids)):
             settled = self._settled_end(number)
             self._settled.append(settled)
-            self._open[settled] = self._open.get(settled, 0) | (1 << number)
             self._mark_free_from(settled, 1 << number)
             if settled > -math.inf:
                 self._touched |= 1 << number
@@ -217,13 +214,8 @@ class Calendar:
         return max(ends, default=-math.inf)
 
     def _leave_open(self, unit: int) -> None:
-        settled = self._settled[unit]
-        rest = self._open[settled] & ~(1 << unit)
-        if rest:
-            self._open[settled] = rest
-        else:
-            del self._open[settled]
-        self._unmark_free_from(settled, 1 << unit)
+        """A unit not in `_later` is no longer free for good from its settled end."""
+        self._unmark_free_from(self._settled[unit], 1 << unit)
 
     def _mark_free_from(self, instant: float, bit: int) -> None:
         found = self._free_from.get(instant)
@@ -456,7 +448,6 @@ class Calendar:
                 if settled != self._settled[other]:
                     self._leave_open(other)
                     self._settled[other] = settled
-                    self._open[settled] = self._open.get(settled, 0) | bit
                     self._mark_free_from(settled, bit)
         for other in later:
             self._regroup(other)
